@@ -1,0 +1,84 @@
+/**
+ * The composition root: builds config-driven parts (storage, clock, logger, routing
+ * provider, notifier, limiters), starts the HTTP and SMTP listeners, and stops them in
+ * order. Tests call startApp() directly to run several independent servers in one process.
+ */
+import { systemClock, type Clock } from './clock.ts'
+import type { Config } from './config.ts'
+import { CursorCodec } from './core/cursor.ts'
+import { InboundReservations } from './core/inbound/reservations.ts'
+import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
+import { LongPollSlots } from './core/long-poll-slots.ts'
+import { RequestRateLimiter } from './core/request-rate-limiter.ts'
+import type { Services } from './core/services.ts'
+import { buildHttpApp } from './http/app.ts'
+import { createLogger, type Logger } from './log.ts'
+import { InboxNotifier } from './notifier.ts'
+import { createRoutingProvider } from './routing/index.ts'
+import type { RoutingProvider } from './routing/provider.ts'
+import { openStorage } from './storage/database.ts'
+
+export interface AppOptions {
+  config: Config
+  clock?: Clock
+  logger?: Logger
+  /** Replaces the provider chosen by EMAIL_ROUTING (tests use a controllable double). */
+  routing?: RoutingProvider
+}
+
+export interface RunningApp {
+  services: Services
+  httpPort: number
+  httpUrl: string
+  stop(): Promise<void>
+}
+
+/** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
+const IDLE_TIMEOUT_SECONDS = 255
+
+export async function startApp(options: AppOptions): Promise<RunningApp> {
+  const { config } = options
+  const logger = options.logger ?? createLogger(config.logLevel)
+  const storage = openStorage(config.databasePath)
+  const clock = options.clock ?? systemClock
+  const services: Services = {
+    config,
+    storage,
+    clock,
+    logger,
+    routing: options.routing ?? createRoutingProvider(config),
+    notifier: new InboxNotifier(),
+    cursors: CursorCodec.fromDatabase(storage.db),
+    requestLimiter: new RequestRateLimiter(clock, config.limits),
+    longPolls: new LongPollSlots(config.limits),
+    reservations: new InboundReservations(),
+  }
+  discardUnfinishedInboxes(services)
+
+  const http = buildHttpApp(services).listen({
+    port: config.port,
+    hostname: config.host,
+    idleTimeout: IDLE_TIMEOUT_SECONDS,
+    reusePort: false, // Elysia's default true lets two servers share a port silently
+    maxRequestBodySize: 1024 * 1024,
+  })
+  const httpPort = http.server!.port!
+  // With PORT=0 the default public URLs cannot name the port until the OS picked it.
+  if (config.baseUrl === 'http://localhost:0') config.baseUrl = `http://localhost:${httpPort}`
+  if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
+  logger.info('http_listening', { port: httpPort, host: config.host })
+
+  let stopped = false
+  return {
+    services,
+    httpPort,
+    httpUrl: `http://127.0.0.1:${httpPort}`,
+    async stop() {
+      if (stopped) return
+      stopped = true
+      await http.stop(true)
+      storage.close()
+      logger.info('stopped')
+    },
+  }
+}

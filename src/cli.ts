@@ -1,0 +1,85 @@
+/**
+ * Admin CLI. Same environment as the server (DATABASE_PATH); safe to run while the server
+ * runs (WAL). Results go to stdout, the requested value on the last line.
+ *
+ *   bun src/cli.ts orgs create <name>
+ *   bun src/cli.ts orgs list
+ *   bun src/cli.ts keys create <org-id>
+ *   bun src/cli.ts keys list <org-id>
+ *   bun src/cli.ts keys revoke <key-or-public-id>
+ *   bun src/cli.ts config            (prints the configuration table in Markdown)
+ */
+import { systemClock } from './clock.ts'
+import { ConfigError, configTable, loadConfig } from './config.ts'
+import { createApiKey, createOrganization, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
+import { openStorage } from './storage/database.ts'
+
+const USAGE = `usage:
+  bun src/cli.ts orgs create <name>
+  bun src/cli.ts orgs list
+  bun src/cli.ts keys create <org-id>
+  bun src/cli.ts keys list <org-id>
+  bun src/cli.ts keys revoke <key-or-public-id>
+  bun src/cli.ts config`
+
+function fail(message: string, code = 1): never {
+  console.error(message)
+  process.exit(code)
+}
+
+const [group, action, arg] = process.argv.slice(2)
+if (group === 'config') {
+  console.log(configTable())
+  process.exit(0)
+}
+
+let config
+try {
+  config = loadConfig()
+} catch (error) {
+  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78)
+  throw error
+}
+const storage = openStorage(config.databasePath)
+const { db } = storage
+const table = (rows: Record<string, unknown>[]) => {
+  for (const row of rows) console.log(Object.values(row).map((v) => v ?? '-').join('\t'))
+}
+
+try {
+  switch (`${group} ${action}`) {
+    case 'orgs create': {
+      if (!arg) fail(USAGE, 64)
+      const org = createOrganization(db, systemClock, arg)
+      console.log(`created organization "${org.name}"`)
+      console.log(org.id)
+      break
+    }
+    case 'orgs list':
+      console.log('id\tname\tcreated_at')
+      table(listOrganizations(db))
+      break
+    case 'keys create': {
+      if (!arg) fail(USAGE, 64)
+      const created = createApiKey(db, systemClock, arg)
+      if (!created) fail(`no organization with id ${arg}`)
+      console.log(`created key ${created.publicId}; store it now, it is not shown again:`)
+      console.log(created.key)
+      break
+    }
+    case 'keys list':
+      if (!arg) fail(USAGE, 64)
+      console.log('public_id\tcreated_at\tlast_used_at\trevoked_at')
+      table(listApiKeys(db, arg))
+      break
+    case 'keys revoke':
+      if (!arg) fail(USAGE, 64)
+      if (!revokeApiKey(db, systemClock, arg)) fail(`no key ${arg}`)
+      console.log(`revoked`)
+      break
+    default:
+      fail(USAGE, 64)
+  }
+} finally {
+  storage.sqlite.close()
+}

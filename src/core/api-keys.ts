@@ -1,0 +1,56 @@
+/**
+ * API key format and checks. Key: `ph_live_` + 16 hex public id + `_` + 48 hex secret.
+ * Only SHA-256 of the secret is stored; the secret is random (192 bits), so a slow
+ * password hash would add latency to every request without adding safety.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { eq } from 'drizzle-orm'
+import { isoTime, type Clock } from '../clock.ts'
+import { randomHex } from '../ids.ts'
+import type { Db } from '../storage/database.ts'
+import { apiKeys } from '../storage/schema.ts'
+import { DomainError } from './errors.ts'
+
+export const KEY_PREFIX = 'ph_live_'
+const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
+
+export interface Principal {
+  organizationId: string
+  keyPublicId: string
+}
+
+export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex')
+
+export function generateApiKey(): { key: string; publicId: string; secretSha256: string } {
+  const publicId = randomHex(8)
+  const secret = randomHex(24)
+  return { key: `${KEY_PREFIX}${publicId}_${secret}`, publicId, secretSha256: hashSecret(secret) }
+}
+
+export function parseApiKey(token: string): { publicId: string; secret: string } | null {
+  const match = KEY_PATTERN.exec(token)
+  return match ? { publicId: match[1]!, secret: match[2]! } : null
+}
+
+const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed, unknown or revoked API key.')
+
+/** Checks the Authorization header. The format is checked before the database is touched. */
+export function authenticate(db: Db, clock: Clock, authorization: string | null): Principal {
+  const match = authorization ? /^Bearer ([^\s]+)$/.exec(authorization) : null
+  const parsed = match ? parseApiKey(match[1]!) : null
+  if (!parsed) throw invalidKey()
+  const row = db
+    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.publicId, parsed.publicId))
+    .get()
+  // Hash both sides so the comparison is constant-time and length-independent.
+  const given = Buffer.from(hashSecret(parsed.secret), 'hex')
+  const stored = Buffer.from(row?.secretSha256 ?? '0'.repeat(64), 'hex')
+  if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
+  const now = clock.now()
+  if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
+    db.update(apiKeys).set({ lastUsedAt: isoTime(now) }).where(eq(apiKeys.publicId, parsed.publicId)).run()
+  }
+  return { organizationId: row.organizationId, keyPublicId: parsed.publicId }
+}

@@ -1,0 +1,139 @@
+/**
+ * createInbox. The inbox row is written first in state 'creating' (it holds the address
+ * and a quota slot against concurrent requests), then the routing rule is made, then the
+ * row turns 'active' together with the idempotency record. Any failure undoes what was
+ * done, so an inbox exists if and only if its routing rule does.
+ */
+import { and, eq, inArray, sql } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import { newId } from '../../ids.ts'
+import { errorFields } from '../../log.ts'
+import { RoutingError } from '../../routing/provider.ts'
+import { inboxes } from '../../storage/schema.ts'
+import type { Principal } from '../api-keys.ts'
+import { DomainError } from '../errors.ts'
+import { generateLocalPart, normalizePrefix } from '../local-part.ts'
+import type { Inbox } from '../models.ts'
+import type { Services } from '../services.ts'
+import { checkIdempotencyKey, claimIdempotencyKey, completeIdempotencyClaim, fingerprint, releaseIdempotencyClaim, type IdempotencyClaim } from './idempotency.ts'
+import { presentInbox } from './present.ts'
+
+const GENERATION_ATTEMPTS = 8
+
+export interface CreateInboxInput {
+  /** The raw request body text (may be empty). */
+  body: string
+  idempotencyKey: string | null
+}
+
+export interface CreateInboxResult {
+  body: { data: Inbox }
+  /** True when the body is the cached answer of an earlier request with the same key. */
+  replayed: boolean
+}
+
+/** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
+export function parseCreateInboxBody(text: string): { prefix?: string } {
+  if (text.trim() === '') return {}
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    throw new DomainError('invalid_json', 'Request body must be a JSON object.')
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new DomainError('invalid_json', 'Request body must be a JSON object.')
+  }
+  const unknown = Object.keys(value).filter((key) => key !== 'prefix')
+  if (unknown.length > 0) throw new DomainError('unknown_property', `Unknown property "${unknown[0]}"; the only allowed property is "prefix".`)
+  const { prefix } = value as { prefix?: unknown }
+  return prefix === undefined ? {} : { prefix: normalizePrefix(prefix) }
+}
+
+export async function createInbox(s: Services, principal: Principal, input: CreateInboxInput): Promise<CreateInboxResult> {
+  const key = checkIdempotencyKey(input.idempotencyKey)
+  const body = parseCreateInboxBody(input.body)
+  let claim: IdempotencyClaim | undefined
+  if (key !== null) {
+    const outcome = claimIdempotencyKey(s, principal.organizationId, key, fingerprint(body))
+    if ('cached' in outcome) return { body: outcome.cached as { data: Inbox }, replayed: true }
+    claim = outcome.claim
+  }
+  try {
+    return { body: await provisionInbox(s, principal, body.prefix, claim), replayed: false }
+  } catch (error) {
+    if (claim) releaseIdempotencyClaim(s, claim)
+    throw error
+  }
+}
+
+async function provisionInbox(s: Services, principal: Principal, prefix: string | undefined, claim: IdempotencyClaim | undefined): Promise<{ data: Inbox }> {
+  const row = reserveInboxRow(s, principal, prefix)
+  let ruleId: string | null
+  try {
+    ruleId = await s.routing.createRule(row.address)
+  } catch (error) {
+    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    throw routingFailure(error, 'create')
+  }
+  try {
+    return s.storage.write((tx) => {
+      const activated = tx.update(inboxes).set({ state: 'active', routingRuleId: ruleId }).where(eq(inboxes.id, row.id)).returning().get()
+      if (!activated) throw new Error('reserved inbox row vanished before activation')
+      const body = { data: presentInbox(activated) }
+      if (claim) completeIdempotencyClaim(tx, claim, body)
+      return body
+    })
+  } catch (error) {
+    // The rule exists but the inbox could not be written: take the rule back.
+    s.logger.error('inbox_activation_failed', { inbox_id: row.id, ...errorFields(error) })
+    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    await s.routing.deleteRule(ruleId, row.address).catch((cleanupError: unknown) => {
+      s.logger.error('routing_rule_orphaned', { address_rule_id: ruleId, ...errorFields(cleanupError) })
+    })
+    throw error
+  }
+}
+
+/** Checks the quota and the address, and inserts the row as 'creating', in one transaction. */
+function reserveInboxRow(s: Services, principal: Principal, prefix: string | undefined): typeof inboxes.$inferSelect {
+  const createdAt = isoTime(s.clock.now())
+  return s.storage.write((tx) => {
+    const held = tx
+      .select({ n: sql<number>`count(*)` })
+      .from(inboxes)
+      .where(and(eq(inboxes.organizationId, principal.organizationId), inArray(inboxes.state, ['active', 'creating'])))
+      .get()!.n
+    if (held >= s.config.limits.activeInboxes) {
+      throw new DomainError('inbox_quota_exceeded', `This organization already has ${s.config.limits.activeInboxes} active inboxes; delete one first.`)
+    }
+    const candidates = prefix !== undefined ? [prefix] : Array.from({ length: GENERATION_ATTEMPTS }, generateLocalPart)
+    for (const localPart of candidates) {
+      const taken = tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.localPart, localPart)).get()
+      if (taken) continue
+      return tx
+        .insert(inboxes)
+        .values({
+          id: newId('inbox'),
+          organizationId: principal.organizationId,
+          localPart,
+          address: `${localPart}@${s.config.receivingDomain}`,
+          state: 'creating',
+          createdAt,
+        })
+        .returning()
+        .get()
+    }
+    if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
+    throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
+  })
+}
+
+export function routingFailure(error: unknown, action: 'create' | 'delete'): DomainError {
+  const rejected = error instanceof RoutingError && error.kind === 'rejected'
+  return new DomainError(
+    'email_routing_unavailable',
+    `The email routing provider could not ${action} the rule for this address (${rejected ? 'it answered with an error' : 'it could not be reached'}); retry later.`,
+    { status: rejected ? 502 : 503 },
+  )
+}

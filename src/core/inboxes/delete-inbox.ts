@@ -1,0 +1,32 @@
+import { eq } from 'drizzle-orm'
+import { inboxes } from '../../storage/schema.ts'
+import type { Principal } from '../api-keys.ts'
+import type { Services } from '../services.ts'
+import { routingFailure } from './create-inbox.ts'
+import { findActiveInbox } from './find-inbox.ts'
+
+/**
+ * deleteInbox: the routing rule goes first; if the provider fails the inbox stays and keeps
+ * working. Its messages, sources and attachments go with it (foreign-key cascade).
+ * Monthly email usage is kept: it counts what arrived, not what is left.
+ */
+export async function deleteInbox(s: Services, principal: Principal, inboxId: string): Promise<void> {
+  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+  try {
+    await s.routing.deleteRule(inbox.routingRuleId, inbox.address)
+  } catch (error) {
+    throw routingFailure(error, 'delete')
+  }
+  s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run())
+  s.notifier.emit(inbox.id, 'inbox_deleted')
+}
+
+/**
+ * At boot no request is running, so rows still 'creating' belong to a process that died
+ * between reserving the address and activating it; they are dropped (and logged, since
+ * the provider may hold a rule for them).
+ */
+export function discardUnfinishedInboxes(s: Services): void {
+  const stale = s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.state, 'creating')).returning().all())
+  for (const row of stale) s.logger.warn('unfinished_inbox_discarded', { inbox_id: row.id, address: row.address, routing_rule_id: row.routingRuleId })
+}

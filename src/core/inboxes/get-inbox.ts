@@ -1,0 +1,9 @@
+import type { Principal } from '../api-keys.ts'
+import type { Inbox } from '../models.ts'
+import type { Services } from '../services.ts'
+import { findActiveInbox } from './find-inbox.ts'
+import { presentInbox } from './present.ts'
+
+export function getInbox(s: Services, principal: Principal, inboxId: string): Inbox {
+  return presentInbox(findActiveInbox(s.storage.db, principal, inboxId))
+}

@@ -1,0 +1,46 @@
+/**
+ * Concurrent long polls: LIMIT_LONG_POLLS_PER_KEY per key and LIMIT_LONG_POLLS_PER_ORG per
+ * organisation. A slot is held from the start of a waiting request until it answers or
+ * its client disconnects.
+ */
+import type { Limits } from '../config.ts'
+import type { Principal } from './api-keys.ts'
+import { DomainError } from './errors.ts'
+
+export class LongPollSlots {
+  private held = new Map<string, number>()
+
+  constructor(private readonly limits: Pick<Limits, 'longPollsPerKey' | 'longPollsPerOrg'>) {}
+
+  /** Takes a slot or throws 429; the returned function frees it (calling it twice is harmless). */
+  acquire(principal: Principal): () => void {
+    const keySlot = `key:${principal.keyPublicId}`
+    const orgSlot = `org:${principal.organizationId}`
+    if ((this.held.get(keySlot) ?? 0) >= this.limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= this.limits.longPollsPerOrg) {
+      throw new DomainError(
+        'long_poll_limit_exceeded',
+        `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`,
+      )
+    }
+    this.bump(keySlot, 1)
+    this.bump(orgSlot, 1)
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.bump(keySlot, -1)
+      this.bump(orgSlot, -1)
+    }
+  }
+
+  /** Slots currently held; for tests and health detail. */
+  count(principal: Principal): { key: number; org: number } {
+    return { key: this.held.get(`key:${principal.keyPublicId}`) ?? 0, org: this.held.get(`org:${principal.organizationId}`) ?? 0 }
+  }
+
+  private bump(slot: string, by: number): void {
+    const next = (this.held.get(slot) ?? 0) + by
+    if (next <= 0) this.held.delete(slot)
+    else this.held.set(slot, next)
+  }
+}

@@ -1,0 +1,44 @@
+/**
+ * HTTP rate limits by UTC minute: LIMIT_REQUESTS_PER_KEY per key and LIMIT_REQUESTS_PER_ORG
+ * per organisation. Counts live in memory: one process serves the API, and a restart
+ * forgiving the current minute is harmless.
+ */
+import type { Clock } from '../clock.ts'
+import type { Limits } from '../config.ts'
+import type { Principal } from './api-keys.ts'
+import { DomainError } from './errors.ts'
+
+const MINUTE = 60_000
+
+export class RequestRateLimiter {
+  private minute = -1
+  private counts = new Map<string, number>()
+
+  constructor(
+    private readonly clock: Clock,
+    private readonly limits: Pick<Limits, 'requestsPerKey' | 'requestsPerOrg'>,
+  ) {}
+
+  /** Counts one request, or throws 429 with Retry-After set to the start of the next UTC minute. */
+  admit(principal: Principal): void {
+    const now = this.clock.now()
+    const minute = Math.floor(now / MINUTE)
+    if (minute !== this.minute) {
+      this.minute = minute
+      this.counts.clear()
+    }
+    const keySlot = `key:${principal.keyPublicId}`
+    const orgSlot = `org:${principal.organizationId}`
+    const keyCount = this.counts.get(keySlot) ?? 0
+    const orgCount = this.counts.get(orgSlot) ?? 0
+    if (keyCount >= this.limits.requestsPerKey || orgCount >= this.limits.requestsPerOrg) {
+      const retryAfter = Math.max(1, Math.ceil(((minute + 1) * MINUTE - now) / 1000))
+      const which = keyCount >= this.limits.requestsPerKey ? `${this.limits.requestsPerKey} requests per minute for this key` : `${this.limits.requestsPerOrg} requests per minute for this organization`
+      throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, {
+        headers: { 'Retry-After': String(retryAfter) },
+      })
+    }
+    this.counts.set(keySlot, keyCount + 1)
+    this.counts.set(orgSlot, orgCount + 1)
+  }
+}

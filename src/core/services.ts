@@ -1,0 +1,24 @@
+import type { Clock } from '../clock.ts'
+import type { Config } from '../config.ts'
+import type { Logger } from '../log.ts'
+import type { InboxNotifier } from '../notifier.ts'
+import type { RoutingProvider } from '../routing/provider.ts'
+import type { Storage } from '../storage/database.ts'
+import type { CursorCodec } from './cursor.ts'
+import type { InboundReservations } from './inbound/reservations.ts'
+import type { LongPollSlots } from './long-poll-slots.ts'
+import type { RequestRateLimiter } from './request-rate-limiter.ts'
+
+/** Everything a domain verb may use, built once by the composition root (src/app.ts). */
+export interface Services {
+  config: Config
+  storage: Storage
+  clock: Clock
+  logger: Logger
+  routing: RoutingProvider
+  notifier: InboxNotifier
+  cursors: CursorCodec
+  requestLimiter: RequestRateLimiter
+  longPolls: LongPollSlots
+  reservations: InboundReservations
+}

@@ -1,0 +1,8 @@
+import type { RoutingProvider } from './provider.ts'
+
+/** EMAIL_ROUTING=none: our own SMTP listener is the MX and the inboxes table is the routing table. */
+export const noRoutingProvider: RoutingProvider = {
+  name: 'none',
+  createRule: async () => null,
+  deleteRule: async () => {},
+}

@@ -1,0 +1,55 @@
+/**
+ * Opening the SQLite file: PRAGMAs, migrations and the transaction helper live here only.
+ */
+import { Database as SQLite } from 'bun:sqlite'
+import { mkdirSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+import * as schema from './schema.ts'
+
+export type Db = BunSQLiteDatabase<typeof schema>
+/** What a transaction callback receives; it has the same query API as Db. */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
+export type DbOrTx = Db | Tx
+
+export interface Storage {
+  db: Db
+  sqlite: SQLite
+  /**
+   * Runs `work` in one IMMEDIATE transaction (takes the write lock up front, so two
+   * writers never deadlock on a lock upgrade). `work` must be synchronous: an await
+   * inside would let part of it commit outside the transaction.
+   */
+  write<T>(work: (tx: Tx) => T): T
+  close(): void
+}
+
+const MIGRATIONS = join(import.meta.dir, '..', '..', 'drizzle')
+
+export function openStorage(path: string): Storage {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const sqlite = new SQLite(path, { create: true, strict: true })
+  sqlite.exec('PRAGMA journal_mode = WAL')
+  // FULL: an SMTP 250 is sent after commit, and must survive a power cut, not just a crash.
+  sqlite.exec('PRAGMA synchronous = FULL')
+  sqlite.exec('PRAGMA foreign_keys = ON')
+  // The CLI writes to the same file while the server runs; wait instead of failing.
+  sqlite.exec('PRAGMA busy_timeout = 5000')
+  const db = drizzle(sqlite, { schema })
+  migrate(db, { migrationsFolder: MIGRATIONS })
+  return {
+    db,
+    sqlite,
+    write: (work) => db.transaction(work, { behavior: 'immediate' }),
+    close: () => {
+      // Fold the WAL back into the main file so a copied .db is complete on its own.
+      try {
+        sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+      } catch {
+        // another connection may hold the WAL; closing is still safe
+      }
+      sqlite.close()
+    },
+  }
+}

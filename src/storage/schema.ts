@@ -1,0 +1,172 @@
+/**
+ * The SQLite schema. People open this file with `sqlite3`, so names are plain English,
+ * timestamps are RFC 3339 UTC text (sortable, readable) and every column says why it exists.
+ * Change it here, then `bun run db:generate` to write a migration into drizzle/.
+ */
+import { blob, index, integer, primaryKey, sqliteTable, text, uniqueIndex } from 'drizzle-orm/sqlite-core'
+
+/** Tenants. Every inbox, message and key belongs to exactly one. */
+export const organizations = sqliteTable('organizations', {
+  id: text('id').primaryKey(), // org_ + 32 hex
+  name: text('name').notNull(), // operator's label, shown by `cli orgs list`
+  createdAt: text('created_at').notNull(),
+})
+
+/** API keys, made by operators through the CLI. Only a hash of the secret is kept. */
+export const apiKeys = sqliteTable(
+  'api_keys',
+  {
+    publicId: text('public_id').primaryKey(), // the 16 hex after ph_live_; safe to show and log
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    secretSha256: text('secret_sha256').notNull(), // hex SHA-256 of the 48-hex secret; the secret itself is never stored
+    createdAt: text('created_at').notNull(),
+    lastUsedAt: text('last_used_at'), // refreshed at most once a minute to spare the writer
+    revokedAt: text('revoked_at'), // set by `cli keys revoke`; a revoked key answers 401
+  },
+  (table) => [index('api_keys_by_organization').on(table.organizationId)],
+)
+
+/** Inboxes. Deleting one deletes its messages through the foreign keys below. */
+export const inboxes = sqliteTable(
+  'inboxes',
+  {
+    id: text('id').primaryKey(), // inbox_ + 32 hex
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    localPart: text('local_part').notNull(), // lowercase; unique across all organisations (one MX)
+    address: text('address').notNull(), // local_part@RECEIVING_DOMAIN at creation time
+    // 'creating' while the routing rule is being made (holds the address and a quota slot);
+    // only 'active' rows are visible to the API and receive mail.
+    state: text('state', { enum: ['creating', 'active'] }).notNull(),
+    routingRuleId: text('routing_rule_id'), // the provider's rule id; null with EMAIL_ROUTING=none
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [
+    uniqueIndex('inboxes_local_part_unique').on(table.localPart),
+    // listInboxes (newest first, keyset) and the active-inbox count
+    index('inboxes_by_organization_newest').on(table.organizationId, table.state, table.createdAt, table.id),
+  ],
+)
+
+/** createInbox idempotency: the first response for (organisation, key) is replayed for 24 hours. */
+export const idempotencyRecords = sqliteTable(
+  'idempotency_records',
+  {
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    idempotencyKey: text('idempotency_key').notNull(),
+    requestFingerprint: text('request_fingerprint').notNull(), // SHA-256 of the normalised body
+    // 'in_progress' until the inbox exists; a failed request deletes its row so a retry runs anew
+    state: text('state', { enum: ['in_progress', 'completed'] }).notNull(),
+    responseBody: text('response_body'), // the cached 201 body (JSON), set when completed
+    createdAt: text('created_at').notNull(),
+    expiresAt: text('expires_at').notNull(), // created_at + IDEMPOTENCY_HOURS; swept after
+  },
+  (table) => [primaryKey({ columns: [table.organizationId, table.idempotencyKey] }), index('idempotency_records_by_expiry').on(table.expiresAt)],
+)
+
+/** Stored emails received this month, per organisation: the monthly quota and getUsage read it. */
+export const monthlyEmailUsage = sqliteTable(
+  'monthly_email_usage',
+  {
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    month: text('month').notNull(), // UTC calendar month, 'YYYY-MM'
+    received: integer('received').notNull(), // incremented in the same transaction that stores the message
+  },
+  (table) => [primaryKey({ columns: [table.organizationId, table.month] })],
+)
+
+/** Messages accepted per five-minute UTC bucket, for the per-inbox and per-organisation burst limits. */
+export const inboundBursts = sqliteTable(
+  'inbound_bursts',
+  {
+    subjectId: text('subject_id').notNull(), // an org_… or inbox_… id: the limit's scope
+    bucketStartsAt: text('bucket_starts_at').notNull(), // start of the five-minute bucket
+    accepted: integer('accepted').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.subjectId, table.bucketStartsAt] }), index('inbound_bursts_by_bucket').on(table.bucketStartsAt)],
+)
+
+/** Process-wide settings that must survive restarts (the cursor signing secret). */
+export const settings = sqliteTable('settings', {
+  name: text('name').primaryKey(),
+  value: text('value').notNull(),
+})
+
+/**
+ * Received messages: the summary and parsed content. The raw bytes live in message_sources
+ * so list queries never page through megabytes.
+ */
+export const messages = sqliteTable(
+  'messages',
+  {
+    id: text('id').primaryKey(), // msg_ + 32 hex
+    inboxId: text('inbox_id')
+      .notNull()
+      .references(() => inboxes.id, { onDelete: 'cascade' }),
+    organizationId: text('organization_id').notNull(), // copied from the inbox so id lookups check the tenant in one step
+    fromName: text('from_name').notNull(), // '' when the From header has no display name
+    fromAddress: text('from_address').notNull(), // From header, else the envelope sender, else ''
+    toAddress: text('to_address').notNull(), // the receiving inbox address
+    subject: text('subject').notNull(),
+    preview: text('preview').notNull(), // first ~200 characters of the text (or de-tagged html)
+    sizeBytes: integer('size_bytes').notNull(), // raw RFC 5322 size as received over SMTP
+    receivedAt: text('received_at').notNull(),
+    expiresAt: text('expires_at').notNull(), // received_at + RETENTION_DAYS; the sweeper deletes after
+    // Lowercased copies that the list filters compare against (subject, sender, sender_domain).
+    searchSubject: text('search_subject').notNull(),
+    searchSender: text('search_sender').notNull(),
+    searchSenderDomain: text('search_sender_domain').notNull(),
+    // Content fields, returned by getMessage and include=content.
+    internetMessageId: text('internet_message_id'),
+    textBody: text('text_body'),
+    htmlBody: text('html_body'),
+    headersJson: text('headers_json').notNull(), // JSON array of [name, value] in received order
+  },
+  (table) => [
+    // listOrWaitForMessages: newest first within one inbox, keyset on (received_at, id)
+    index('messages_by_inbox_newest').on(table.inboxId, table.receivedAt, table.id),
+    index('messages_by_expiry').on(table.expiresAt),
+  ],
+)
+
+/** The raw message exactly as received, one row per message (kept apart from the summary). */
+export const messageSources = sqliteTable('message_sources', {
+  messageId: text('message_id')
+    .primaryKey()
+    .references(() => messages.id, { onDelete: 'cascade' }),
+  raw: blob('raw', { mode: 'buffer' }).notNull(),
+})
+
+/** Attachment metadata; bytes are in attachment_contents. */
+export const attachments = sqliteTable(
+  'attachments',
+  {
+    id: text('id').primaryKey(), // att_ + 32 hex
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    organizationId: text('organization_id').notNull(), // tenant check for downloads without a join
+    position: integer('position').notNull(), // order within the message
+    filename: text('filename').notNull(),
+    contentType: text('content_type').notNull(), // sanitised MIME type, served as Content-Type
+    sizeBytes: integer('size_bytes').notNull(), // decoded size
+    disposition: text('disposition', { enum: ['attachment', 'inline'] }).notNull(),
+    contentId: text('content_id'), // without angle brackets, as used in cid: URLs
+  },
+  (table) => [index('attachments_by_message').on(table.messageId, table.position)],
+)
+
+/** Decoded attachment bytes, one row per attachment. */
+export const attachmentContents = sqliteTable('attachment_contents', {
+  attachmentId: text('attachment_id')
+    .primaryKey()
+    .references(() => attachments.id, { onDelete: 'cascade' }),
+  content: blob('content', { mode: 'buffer' }).notNull(),
+})

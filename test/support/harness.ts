@@ -1,0 +1,105 @@
+/**
+ * Starts the real server (HTTP and SMTP on ports the OS picks) on a fresh temp SQLite
+ * file, and offers small helpers to speak real HTTP to it. Nothing of ours is mocked.
+ */
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { startApp, type RunningApp } from '../../src/app.ts'
+import { systemClock, type Clock } from '../../src/clock.ts'
+import { loadConfig } from '../../src/config.ts'
+import { createApiKey, createOrganization } from '../../src/core/admin.ts'
+import { createLogger } from '../../src/log.ts'
+import type { RoutingProvider } from '../../src/routing/provider.ts'
+
+export interface TestServerOptions {
+  env?: Record<string, string>
+  clock?: Clock
+  routing?: RoutingProvider
+}
+
+export interface ApiResponse<T = any> {
+  status: number
+  headers: Headers
+  body: T
+  text: string
+}
+
+export interface Tenant {
+  organizationId: string
+  key: string
+}
+
+export type TestServer = Awaited<ReturnType<typeof startTestServer>>
+
+export async function startTestServer(options: TestServerOptions = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-test-'))
+  const databasePath = join(dir, 'pigeonhole.db')
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    RECEIVING_DOMAIN: 'inbox.test',
+    ...options.env,
+  })
+  const logs: Record<string, any>[] = []
+  const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
+  const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
+  const clock = options.clock ?? systemClock
+  const { db } = app.services.storage
+
+  async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
+    const headers: Record<string, string> = { ...init.headers }
+    if (init.key) headers.authorization = `Bearer ${init.key}`
+    let body: string | undefined
+    if (init.rawBody !== undefined) body = init.rawBody
+    else if (init.body !== undefined) {
+      body = JSON.stringify(init.body)
+      headers['content-type'] = 'application/json'
+    }
+    const response = await fetch(`${app.httpUrl}${path}`, { method, headers, body })
+    const text = await response.text()
+    let parsed: unknown = undefined
+    try {
+      parsed = text ? JSON.parse(text) : undefined
+    } catch {
+      parsed = undefined
+    }
+    return { status: response.status, headers: response.headers, body: parsed as T, text }
+  }
+
+  return {
+    app,
+    config,
+    logs,
+    databasePath,
+    url: app.httpUrl,
+    /** A new organisation with one key. */
+    tenant(name = 'test-org'): Tenant {
+      const org = createOrganization(db, clock, name)
+      return { organizationId: org.id, key: createApiKey(db, clock, org.id)!.key }
+    },
+    /** Another key of the same organisation. */
+    extraKey(organizationId: string): string {
+      return createApiKey(db, clock, organizationId)!.key
+    },
+    request,
+    get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),
+    delete: <T = any>(path: string, key?: string | null) => request<T>('DELETE', path, { key }),
+    post: <T = any>(path: string, key: string | null, body?: unknown, headers?: Record<string, string>) => request<T>('POST', path, { key, body, headers }),
+    async stop() {
+      await app.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */
+export function errorCode(response: ApiResponse): string {
+  const requestId = response.headers.get('x-request-id')
+  if (!requestId) throw new Error('response has no X-Request-Id')
+  if (response.body?.error?.request_id !== requestId) throw new Error(`error.request_id ${response.body?.error?.request_id} != header ${requestId}: ${response.text}`)
+  if (typeof response.body.error.message !== 'string' || response.body.error.message === '') throw new Error('error.message missing')
+  return response.body.error.code
+}
