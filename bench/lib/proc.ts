@@ -1,0 +1,110 @@
+/**
+ * Child processes under test: free ports, start, wait until ready, stop, and the two
+ * figures read from /proc (CPU time and resident memory) for one pid.
+ */
+import { readFileSync } from 'node:fs'
+import { createConnection, createServer } from 'node:net'
+import { sleep } from './stats.ts'
+
+/** Asks the OS for a port that is free right now (a tiny race is acceptable for a bench). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address ? address.port : 0
+      server.close(() => resolve(port))
+    })
+  })
+}
+
+const TICKS_PER_SECOND = 100 // getconf CLK_TCK on Linux x86_64
+
+/** User + system CPU time of the whole process (all threads), in milliseconds. */
+export function cpuMs(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+  // Fields after the ")" that closes the command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND
+}
+
+/** Resident set size in MiB (VmRSS). */
+export function rssMiB(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1])
+  return kb / 1024
+}
+
+/** Waits until the process has used (almost) no CPU for one sampling interval: async work is done. */
+export async function waitQuiet(pid: number, intervalMs = 100, maxMs = 30_000): Promise<void> {
+  const deadline = performance.now() + maxMs
+  let last = cpuMs(pid)
+  while (performance.now() < deadline) {
+    await sleep(intervalMs)
+    const now = cpuMs(pid)
+    if (now - last <= 10) return
+    last = now
+  }
+}
+
+export interface Child {
+  name: string
+  proc: Bun.Subprocess
+  pid: number
+  stop(): Promise<void>
+}
+
+export function spawnChild(name: string, cmd: string[], env: Record<string, string>, cwd?: string): Child {
+  const proc = Bun.spawn({ cmd, env: { ...process.env, ...env }, cwd, stdout: 'ignore', stderr: 'inherit', stdin: 'ignore' })
+  return {
+    name,
+    proc,
+    pid: proc.pid,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return
+      proc.kill('SIGTERM')
+      const exited = await Promise.race([proc.exited.then(() => true), sleep(5000).then(() => false)])
+      if (!exited) {
+        proc.kill('SIGKILL')
+        await proc.exited
+      }
+    },
+  }
+}
+
+/** Polls until `url` answers 200; throws with the child's name if it exits or times out. */
+export async function waitHttp(child: Child, url: string, timeoutMs = 20_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
+    try {
+      const response = await fetch(url)
+      await response.arrayBuffer()
+      if (response.status === 200) return
+    } catch {
+      // not listening yet
+    }
+    await sleep(20)
+  }
+  throw new Error(`${child.name} did not answer ${url} within ${timeoutMs} ms`)
+}
+
+/** Waits until a TCP port accepts connections (for SMTP listeners). */
+export async function waitTcp(child: Child, port: number, timeoutMs = 20_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs
+  while (performance.now() < deadline) {
+    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host: '127.0.0.1' })
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (open) return
+    await sleep(20)
+  }
+  throw new Error(`${child.name} did not listen on ${port} within ${timeoutMs} ms`)
+}

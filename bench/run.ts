@@ -1,0 +1,134 @@
+/**
+ * `bun run bench` (full, a few minutes) or `bun run bench --quick` (under a minute, for CI).
+ * Starts every target as a real child process, alternates them round by round (A B A B),
+ * prints a table of medians and ratios and writes the raw figures as JSON.
+ * Quick mode proves the bench still works: it fails only when a figure is missing.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { machine } from './lib/machine.ts'
+import { buildShapes } from './lib/messages.ts'
+import { PigeonholeApi } from './lib/pigeonhole-api.ts'
+import { rssMiB, waitQuiet } from './lib/proc.ts'
+import { missingFigures } from './lib/report.ts'
+import { sleep } from './lib/stats.ts'
+import { startMaildev, startPigeonhole, startSink } from './lib/targets.ts'
+import { summarize as summarizeRun } from './summary.ts'
+import { ingestRound, type IngestRound, type IngestTarget } from './phases/ingest.ts'
+import { maildevLatency, pigeonholeLatency } from './phases/latency.ts'
+import { memoryPhase } from './phases/memory.ts'
+import { readsPhase } from './phases/reads.ts'
+
+const quick = process.argv.includes('--quick')
+const settings = quick
+  ? { ingestRounds: 1, ingestMs: 400, latencyRounds: 1, latencySamples: 30, readRounds: 1, readMs: 500, warmUpMs: 150, messages: 1000, longPolls: 100, startupRuns: 2 }
+  : { ingestRounds: 3, ingestMs: 2000, latencyRounds: 2, latencySamples: 150, readRounds: 3, readMs: 2000, warmUpMs: 300, messages: 10_000, longPolls: 1000, startupRuns: 5 }
+
+const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
+const t0 = performance.now()
+const shapes = buildShapes()
+
+log(`mode ${quick ? 'quick' : 'full'}; starting pigeonhole, maildev and the SMTP sink`)
+const [pigeonhole, maildev, sink] = await Promise.all([startPigeonhole(), startMaildev(), startSink()])
+const stopAll = () => Promise.all([pigeonhole.stop(), maildev.stop(), sink.stop()])
+process.on('SIGINT', () => stopAll().then(() => process.exit(130)))
+
+try {
+  await sleep(500)
+  const idle = { pigeonhole: rssMiB(pigeonhole.child.pid), maildev: rssMiB(maildev.child.pid) }
+  const api = new PigeonholeApi(pigeonhole.base, pigeonhole.key)
+
+  const targets: IngestTarget[] = [
+    {
+      name: 'pigeonhole',
+      pid: pigeonhole.child.pid,
+      smtpPort: pigeonhole.smtpPort,
+      async prepare() {
+        const inbox = await api.createInbox()
+        return { to: inbox.address, stored: () => api.countMessages(inbox.id) }
+      },
+    },
+    {
+      name: 'maildev',
+      pid: maildev.child.pid,
+      smtpPort: maildev.smtpPort,
+      // Emptied before each round so its in-memory list does not grow across rounds.
+      async prepare() {
+        await maildev.clear()
+        await waitQuiet(maildev.child.pid)
+        return { to: 'ingest@bench.test', stored: () => maildev.count() }
+      },
+    },
+    {
+      name: 'smtp_sink',
+      pid: sink.child.pid,
+      smtpPort: sink.smtpPort,
+      async prepare() {
+        const before = await sink.count()
+        return { to: 'ingest@bench.test', stored: async () => (await sink.count()) - before }
+      },
+    },
+  ]
+
+  const ingest: IngestRound[] = []
+  for (const shape of Object.values(shapes)) {
+    for (let round = 1; round <= settings.ingestRounds; round++) {
+      for (const target of targets) {
+        const result = await ingestRound(target, shape, settings.ingestMs)
+        ingest.push(result)
+        log(`ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${result.stored}/${result.accepted}`)
+      }
+    }
+  }
+
+  const latency = { pigeonhole: [] as number[], maildev: [] as number[] }
+  await maildev.clear()
+  for (let round = 1; round <= settings.latencyRounds; round++) {
+    latency.pigeonhole.push(...(await pigeonholeLatency(api, pigeonhole.smtpPort, shapes.text_2kb, settings.latencySamples)))
+    latency.maildev.push(...(await maildevLatency(maildev.base, maildev.smtpPort, shapes.text_2kb, settings.latencySamples)))
+    log(`latency round ${round} done`)
+  }
+
+  log('API reads')
+  const reads = await readsPhase({ api, smtpPort: pigeonhole.smtpPort, pid: pigeonhole.child.pid }, maildev, shapes.text_2kb, {
+    rounds: settings.readRounds,
+    durationMs: settings.readMs,
+    warmUpMs: settings.warmUpMs,
+  })
+  await stopAll()
+
+  log(`memory and start-up: ${settings.messages} messages of ${shapes.html_30kb.label}, ${settings.longPolls} long polls`)
+  const memory = await memoryPhase(shapes.html_30kb, settings)
+
+  const results = {
+    mode: quick ? 'quick' : 'full',
+    command: `bun run bench${quick ? ' --quick' : ''}`,
+    finished_at: new Date().toISOString(),
+    seconds: (performance.now() - t0) / 1000,
+    machine: machine(),
+    settings,
+    shapes: Object.fromEntries(Object.values(shapes).map((shape) => [shape.name, { label: shape.label, bytes: shape.bytes }])),
+    idle_rss_mib: idle,
+    ingest,
+    latency,
+    reads,
+    memory,
+  }
+  const { text, summary } = summarizeRun(results)
+  const dir = join(import.meta.dir, 'results')
+  mkdirSync(dir, { recursive: true })
+  const file = join(dir, quick ? 'latest-quick.json' : 'latest.json')
+  writeFileSync(file, JSON.stringify({ ...results, summary }, null, 2))
+  console.log(text)
+  console.log(`\nRaw figures written to ${file}`)
+
+  const missing = missingFigures(summary)
+  const unverified = ingest.filter((round) => !round.verified)
+  if (missing.length > 0 || unverified.length > 0) {
+    console.error(`Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}`)
+    process.exit(1)
+  }
+} catch (error) {
+  await stopAll().catch(() => {})
+  throw error
+}

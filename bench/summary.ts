@@ -1,0 +1,95 @@
+/**
+ * Medians across rounds, ratios from the same run, the issue's goals, and the table.
+ */
+import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
+import { median, ratio } from './lib/stats.ts'
+import type { IngestRound } from './phases/ingest.ts'
+import { summarize as latencySummary } from './phases/latency.ts'
+import type { MemoryResult } from './phases/memory.ts'
+import type { ReadRound } from './phases/reads.ts'
+
+interface Results {
+  mode: string
+  command: string
+  machine: { nproc: number; cpu: string; memory_gib: number; bun: string; node: string; maildev: string }
+  shapes: Record<string, { label: string; bytes: number }>
+  idle_rss_mib: { pigeonhole: number; maildev: number }
+  ingest: IngestRound[]
+  latency: { pigeonhole: number[]; maildev: number[] }
+  reads: ReadRound[]
+  memory: MemoryResult
+}
+
+const pct = (value: number) => `${fmt(value * 100)}%`
+const times = (value: number) => `${fmt(value, 1)}x`
+
+export function summarize(results: Results) {
+  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage') =>
+    median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
+  const readOf = (target: string, endpoint: string, field: 'perSecond' | 'p50Ms' | 'p99Ms') =>
+    median(results.reads.filter((r) => r.target === target && r.endpoint === endpoint).map((r) => r[field]))
+
+  const rows: Row[] = []
+  const goals: Goal[] = []
+  const ingest: Record<string, unknown> = {}
+  for (const [shape, { label }] of Object.entries(results.shapes)) {
+    const [ph, md, sink] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'perSecond')) as [number, number, number]
+    const [phCpu, mdCpu, sinkCpu] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'cpuMsPerMessage')) as [number, number, number]
+    const vsMaildev = ratio(ph, md)
+    goals.push(goal(`ingest ${label}: x maildev`, vsMaildev, '>=', 3, 'x'))
+    ingest[shape] = { pigeonhole: ph, maildev: md, smtp_sink: sink, vs_maildev: vsMaildev, vs_sink: ratio(ph, sink), cpu_ms_per_message: { pigeonhole: phCpu, maildev: mdCpu, smtp_sink: sinkCpu } }
+    rows.push([`Ingest ${label} (msg/s)`, fmt(ph), fmt(md), fmt(sink), `${times(vsMaildev)} / ${pct(ratio(ph, sink))}`, '>= 3x maildev', mark(goals.at(-1)!)])
+    rows.push([`  server CPU per message (ms)`, fmt(phCpu, 2), fmt(mdCpu, 2), fmt(sinkCpu, 2), '', '', ''])
+  }
+
+  const wake = { pigeonhole: latencySummary('pigeonhole', results.latency.pigeonhole), maildev: latencySummary('maildev', results.latency.maildev) }
+  goals.push(goal('wake latency p50 (ms)', wake.pigeonhole.p50Ms, '<=', 1, ' ms'))
+  goals.push(goal('wake latency p99 (ms)', wake.pigeonhole.p99Ms, '<=', 5, ' ms'))
+  const n = wake.pigeonhole.samples
+  rows.push([`Wake latency p50 (ms, n=${n})`, fmt(wake.pigeonhole.p50Ms, 2), fmt(wake.maildev.p50Ms, 2), '', times(ratio(wake.maildev.p50Ms, wake.pigeonhole.p50Ms)), '<= 1 ms', mark(goals.at(-2)!)])
+  rows.push(['Wake latency p90 (ms)', fmt(wake.pigeonhole.p90Ms, 2), fmt(wake.maildev.p90Ms, 2), '', '', '', ''])
+  rows.push(['Wake latency p99 (ms)', fmt(wake.pigeonhole.p99Ms, 2), fmt(wake.maildev.p99Ms, 2), '', '', '<= 5 ms', mark(goals.at(-1)!)])
+
+  const list = { pigeonhole: readOf('pigeonhole', 'list', 'perSecond'), maildev: readOf('maildev', 'list', 'perSecond'), bare: readOf('bare_bun_serve', 'list', 'perSecond') }
+  const get = { pigeonhole: readOf('pigeonhole', 'get_inbox', 'perSecond'), bare: readOf('bare_bun_serve', 'get_inbox', 'perSecond') }
+  goals.push(goal('list reads: x maildev', ratio(list.pigeonhole, list.maildev), '>=', 25, 'x'))
+  goals.push(goal('list reads: share of bare Bun.serve', ratio(list.pigeonhole, list.bare), '>=', 0.3))
+  rows.push(['List 50 messages (req/s)', fmt(list.pigeonhole), fmt(list.maildev), fmt(list.bare), `${times(ratio(list.pigeonhole, list.maildev))} / ${pct(ratio(list.pigeonhole, list.bare))}`, '>= 25x / >= 30%', mark(goals.at(-2)!, goals.at(-1)!)])
+  const lat = (t: string, e: string) => `${fmt(readOf(t, e, 'p50Ms'), 2)} / ${fmt(readOf(t, e, 'p99Ms'), 2)}`
+  rows.push(['  p50 / p99 (ms)', lat('pigeonhole', 'list'), lat('maildev', 'list'), lat('bare_bun_serve', 'list'), '', '', ''])
+  rows.push(['getInbox (req/s)', fmt(get.pigeonhole), '', fmt(get.bare), pct(ratio(get.pigeonhole, get.bare)), '', ''])
+  rows.push(['  p50 / p99 (ms)', lat('pigeonhole', 'get_inbox'), '', lat('bare_bun_serve', 'get_inbox'), '', '', ''])
+
+  const m = results.memory
+  goals.push(goal('idle RSS (MiB)', m.idleRssMiB, '<=', 60, ' MB'))
+  goals.push(goal(`RSS after ${m.messages} messages (MiB)`, m.afterMessagesRssMiB, '<=', 120, ' MB'))
+  goals.push(goal(`${m.longPolls} long polls add (MiB)`, m.longPollsAddMiB, '<=', 20, ' MB'))
+  goals.push(goal('start-up to first /health 200 (ms)', m.startupMs, '<=', 250, ' ms'))
+  const [idleGoal, filledGoal, pollsGoal, startGoal] = goals.slice(-4) as [Goal, Goal, Goal, Goal]
+  rows.push(['Idle RSS (MiB)', fmt(m.idleRssMiB, 1), fmt(results.idle_rss_mib.maildev, 1), '', '', '<= 60', mark(idleGoal)])
+  rows.push([`RSS after ${fmt(m.messages)} x 30 KB messages (MiB)`, fmt(m.afterMessagesRssMiB, 1), '', '', '', '<= 120', mark(filledGoal)])
+  rows.push([`${fmt(m.longPolls)} open long polls add (MiB)`, fmt(m.longPollsAddMiB, 1), '', '', '', '<= 20', mark(pollsGoal)])
+  rows.push([`Start-up to /health 200 (ms, ${fmt(m.messages)} msgs)`, fmt(m.startupMs, 0), '', '', '', '<= 250', mark(startGoal)])
+
+  const header: Row = ['Measure', 'Pigeonhole', `maildev ${results.machine.maildev}`, 'ceiling', 'ratio', 'goal', '']
+  const mc = results.machine
+  const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
+  const notes =
+    'Ceilings: ingest = smtp-server on Bun that discards each message; reads = bare Bun.serve returning the same bytes.\n' +
+    'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole. Medians of alternating rounds.'
+  const text = [intro, '', table(header, rows), '', notes].join('\n')
+  const summary = {
+    ingest,
+    wake_latency_ms: wake,
+    reads: { list_per_second: list, get_inbox_per_second: get },
+    memory_mib: { idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
+    startup_ms: m.startupMs,
+    goals,
+    markdown: [intro, '', markdown(header, rows)].join('\n'),
+  }
+  return { text, summary }
+}
+
+function mark(...goals: Goal[]): string {
+  return goals.every((g) => g.met) ? 'ok' : 'MISSED'
+}
