@@ -10,6 +10,7 @@ import type { Services } from '../core/services.ts'
 import { newRequestId } from '../ids.ts'
 import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy } from './cors.ts'
 import { errorBody, toErrorResponse } from './errors.ts'
+import { installFastFormats } from './formats.ts'
 import { rejectRepeatedParameters } from './query.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -43,6 +44,7 @@ export class RequestRegistry {
 }
 
 export function buildHttpApp(s: Services) {
+  installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
