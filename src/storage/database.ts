@@ -27,6 +27,29 @@ export interface Storage {
 
 const MIGRATIONS = join(import.meta.dir, '..', '..', 'drizzle')
 
+/**
+ * Drizzle calls `prepare()` for every query it runs, so SQLite compiled the same SQL again
+ * on each request and each SMTP step (17% of a list read's CPU in `bun run bench`, issue
+ * 6), leaving the old statements to the GC. Drizzle binds values as parameters, so the SQL
+ * text depends only on the query's shape: a small, bounded set. Reusing one compiled
+ * statement per text is safe because bun:sqlite runs a statement to completion
+ * synchronously and Drizzle binds fresh parameters on every call.
+ */
+function reuseStatements(sqlite: SQLite): void {
+  const compile = sqlite.prepare.bind(sqlite)
+  const compiled = new Map<string, ReturnType<SQLite['prepare']>>()
+  const MAX = 500 // far above the number of distinct query shapes; a guard, not a cache policy
+  sqlite.prepare = ((sql: string, ...rest: unknown[]) => {
+    if (rest.length > 0) return (compile as (...args: unknown[]) => ReturnType<SQLite['prepare']>)(sql, ...rest)
+    let statement = compiled.get(sql)
+    if (!statement) {
+      statement = compile(sql)
+      if (compiled.size < MAX) compiled.set(sql, statement)
+    }
+    return statement
+  }) as SQLite['prepare']
+}
+
 export function openStorage(path: string): Storage {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const sqlite = new SQLite(path, { create: true, strict: true })
@@ -36,6 +59,7 @@ export function openStorage(path: string): Storage {
   sqlite.exec('PRAGMA foreign_keys = ON')
   // The CLI writes to the same file while the server runs; wait instead of failing.
   sqlite.exec('PRAGMA busy_timeout = 5000')
+  reuseStatements(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: MIGRATIONS })
   return {
