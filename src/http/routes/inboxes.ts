@@ -48,9 +48,9 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
     })
     .delete(
       '/v1/inboxes/:inbox_id',
-      async ({ request, params }) => {
+      async ({ request, params, status }) => {
         await deleteInbox(s, requests.principal(request), params.inbox_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
         response: { 204: t.Void(), ...errors(401, 404, 429, 502, 503) },

@@ -62,9 +62,9 @@ export const messageRoutes = (s: Services, requests: RequestRegistry) =>
     })
     .delete(
       '/v1/messages/:message_id',
-      ({ request, params }) => {
+      ({ request, params, status }) => {
         deleteMessage(s, requests.principal(request), params.message_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
         response: { 204: t.Void(), ...errors(401, 404, 429) },
