@@ -46,7 +46,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry) =>
             receivedAfter,
             includeContent: query.include === 'content',
           },
-          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: AbortSignal.any([request.signal, s.stopping]) },
+          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: request.signal },
         )
         return result ?? status(204, undefined)
       },
