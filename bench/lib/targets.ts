@@ -37,6 +37,12 @@ export function pigeonholeEnv(databasePath: string, port: number, smtpPort: numb
   return { PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', DATABASE_PATH: databasePath, RECEIVING_DOMAIN: 'bench.test', ...BENCH_LIMITS }
 }
 
+/** BENCH_CPU_PROF_DIR=<dir> runs the server under Bun's CPU profiler (written as Markdown on exit). */
+function profileFlags(): string[] {
+  const dir = process.env.BENCH_CPU_PROF_DIR
+  return dir ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${dir}`] : []
+}
+
 /** The admin CLI, exactly as an operator runs it; returns its last output line. */
 export function runCli(env: Record<string, string>, ...args: string[]): string {
   const result = Bun.spawnSync({ cmd: [process.execPath, 'src/cli.ts', ...args], cwd: ROOT, env: { ...process.env, ...env } })
@@ -51,7 +57,7 @@ export async function startPigeonhole(databasePath?: string): Promise<Pigeonhole
   const path = databasePath ?? join(dir!, 'pigeonhole.db')
   const [port, smtpPort] = [await freePort(), await freePort()]
   const env = pigeonholeEnv(path, port, smtpPort)
-  const child = spawnChild('pigeonhole', [process.execPath, 'src/index.ts'], env, ROOT)
+  const child = spawnChild('pigeonhole', [process.execPath, ...profileFlags(), 'src/index.ts'], env, ROOT)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
   await waitTcp(child, smtpPort)
