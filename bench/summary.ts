@@ -67,7 +67,10 @@ export function summarize(results: Results) {
   goals.push(goal('start-up to first /health 200 (ms)', m.startupMs, '<=', 250, ' ms'))
   const [idleGoal, filledGoal, pollsGoal, startGoal] = goals.slice(-4) as [Goal, Goal, Goal, Goal]
   rows.push(['Idle RSS (MiB)', fmt(m.idleRssMiB, 1), fmt(results.idle_rss_mib.maildev, 1), '', '', '<= 60', mark(idleGoal)])
+  const split = (p: { anonMiB: number; fileMiB: number }) => `${fmt(p.anonMiB, 1)} + ${fmt(p.fileMiB, 1)}`
+  rows.push(['  anonymous + file-backed (MiB)', split(m.parts.idle), '', '', '', '', ''])
   rows.push([`RSS after ${fmt(m.messages)} x 30 KB messages (MiB)`, fmt(m.afterMessagesRssMiB, 1), '', '', '', '<= 120', mark(filledGoal)])
+  rows.push(['  anonymous + file-backed (MiB)', split(m.parts.afterMessages), '', '', '', '', ''])
   rows.push([`${fmt(m.longPolls)} open long polls add (MiB)`, fmt(m.longPollsAddMiB, 1), '', '', '', '<= 20', mark(pollsGoal)])
   rows.push([`Start-up to /health 200 (ms, ${fmt(m.messages)} msgs)`, fmt(m.startupMs, 0), '', '', '', '<= 250', mark(startGoal)])
 
@@ -82,7 +85,7 @@ export function summarize(results: Results) {
     ingest,
     wake_latency_ms: wake,
     reads: { list_per_second: list, get_inbox_per_second: get },
-    memory_mib: { idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
+    memory_mib: { parts: m.parts, idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
     startup_ms: m.startupMs,
     goals,
     markdown: [intro, '', markdown(header, rows)].join('\n'),

@@ -36,6 +36,13 @@ export function rssMiB(pid: number): number {
   return kb / 1024
 }
 
+/** RSS split into anonymous memory (heap, stacks, malloc) and file-backed pages (mostly the bun binary's own code, shared and reclaimable). */
+export function rssParts(pid: number): { rssMiB: number; anonMiB: number; fileMiB: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8')
+  const field = (name: string) => Number(new RegExp(`${name}:\\s+(\\d+)`).exec(status)?.[1]) / 1024
+  return { rssMiB: field('VmRSS'), anonMiB: field('RssAnon'), fileMiB: field('RssFile') }
+}
+
 /** Waits until the process has used (almost) no CPU for one sampling interval: async work is done. */
 export async function waitQuiet(pid: number, intervalMs = 100, maxMs = 30_000): Promise<void> {
   const deadline = performance.now() + maxMs

@@ -9,7 +9,7 @@ import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
-import { rssMiB, spawnChild, waitQuiet } from '../lib/proc.ts'
+import { rssMiB, rssParts, spawnChild, waitQuiet } from '../lib/proc.ts'
 import { median, sleep } from '../lib/stats.ts'
 import { ROOT, startPigeonhole } from '../lib/targets.ts'
 import { fill } from './ingest.ts'
@@ -23,6 +23,8 @@ export interface MemoryResult {
   longPollsAddMiB: number
   startupRuns: number[]
   startupMs: number
+  /** The same three moments split into anonymous and file-backed pages. */
+  parts: Record<'idle' | 'afterMessages' | 'withLongPolls', ReturnType<typeof rssParts>>
 }
 
 const INBOXES = 10
@@ -68,6 +70,7 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   const pid = server.child.pid
   await sleep(1000)
   const idleRssMiB = rssMiB(pid)
+  const parts = { idle: rssParts(pid) } as MemoryResult['parts']
 
   const api = new PigeonholeApi(server.base, server.key)
   const inboxes = await Promise.all(Array.from({ length: INBOXES }, () => api.createInbox()))
@@ -78,11 +81,13 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   await waitQuiet(pid)
   await sleep(1000)
   const afterMessagesRssMiB = rssMiB(pid)
+  parts.afterMessages = rssParts(pid)
 
   const { sockets, answered } = await openManyPolls(server.base, server.databasePath, options.longPolls)
   await sleep(1500)
   await waitQuiet(pid)
   const withLongPollsRssMiB = rssMiB(pid)
+  parts.withLongPolls = rssParts(pid)
   if (answered.length > 0) throw new Error(`memory: ${answered.length} long polls answered early, first: ${answered[0]}`)
   for (const socket of sockets) socket.destroy()
   await server.child.stop()
@@ -99,6 +104,7 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
     longPollsAddMiB: withLongPollsRssMiB - afterMessagesRssMiB,
     startupRuns,
     startupMs: median(startupRuns),
+    parts,
   }
 }
 
