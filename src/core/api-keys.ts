@@ -4,10 +4,11 @@
  * password hash would add latency to every request without adding safety.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { eq } from 'drizzle-orm'
+import { eq, sql } from 'drizzle-orm'
 import { isoTime, type Clock } from '../clock.ts'
 import { randomHex } from '../ids.ts'
 import type { Db } from '../storage/database.ts'
+import { preparedPerDatabase } from '../storage/prepared.ts'
 import { apiKeys } from '../storage/schema.ts'
 import { DomainError } from './errors.ts'
 
@@ -34,16 +35,20 @@ export function parseApiKey(token: string): { publicId: string; secret: string }
 
 const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed, unknown or revoked API key.')
 
+const keyByPublicId = preparedPerDatabase((db) =>
+  db
+    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.publicId, sql.placeholder('publicId')))
+    .prepare(),
+)
+
 /** Checks the Authorization header. The format is checked before the database is touched. */
 export function authenticate(db: Db, clock: Clock, authorization: string | null): Principal {
   const match = authorization ? /^Bearer ([^\s]+)$/.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
   if (!parsed) throw invalidKey()
-  const row = db
-    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt })
-    .from(apiKeys)
-    .where(eq(apiKeys.publicId, parsed.publicId))
-    .get()
+  const row = keyByPublicId(db).get({ publicId: parsed.publicId })
   // Hash both sides so the comparison is constant-time and length-independent.
   const given = Buffer.from(hashSecret(parsed.secret), 'hex')
   const stored = Buffer.from(row?.secretSha256 ?? '0'.repeat(64), 'hex')

@@ -1,18 +1,23 @@
-import { and, eq } from 'drizzle-orm'
-import type { DbOrTx } from '../../storage/database.ts'
+import { and, eq, sql } from 'drizzle-orm'
+import type { Db } from '../../storage/database.ts'
+import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { inboxes } from '../../storage/schema.ts'
 import { ID_PATTERNS } from '../../ids.ts'
 import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 
+const activeInbox = preparedPerDatabase((db) =>
+  db
+    .select()
+    .from(inboxes)
+    .where(and(eq(inboxes.id, sql.placeholder('inboxId')), eq(inboxes.organizationId, sql.placeholder('organizationId')), eq(inboxes.state, 'active')))
+    .prepare(),
+)
+
 /** The caller's active inbox, or 404: unknown, deleted and foreign ids answer alike. */
-export function findActiveInbox(db: DbOrTx, principal: Principal, inboxId: string): typeof inboxes.$inferSelect {
+export function findActiveInbox(db: Db, principal: Principal, inboxId: string): typeof inboxes.$inferSelect {
   const row = ID_PATTERNS.inbox.test(inboxId)
-    ? db
-        .select()
-        .from(inboxes)
-        .where(and(eq(inboxes.id, inboxId), eq(inboxes.organizationId, principal.organizationId), eq(inboxes.state, 'active')))
-        .get()
+    ? activeInbox(db).get({ inboxId, organizationId: principal.organizationId })
     : undefined
   if (!row) throw new DomainError('inbox_not_found', 'No inbox with this id.')
   return row
