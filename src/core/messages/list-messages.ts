@@ -6,6 +6,7 @@
 import { and, desc, eq, gt, gte, lt, or, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
+import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { messages } from '../../storage/schema.ts'
 import type { CursorCodec } from '../cursor.ts'
 import { DomainError } from '../errors.ts'
@@ -47,22 +48,59 @@ export function parseRfc3339(value: string): number | null {
   return fraction.length > 4 && /[1-9]/.test(fraction.slice(4)) ? ms + 1 : ms
 }
 
+/** Which optional parts a query has; each combination gets its own prepared statement. */
+type QueryShape = Pick<MessageQuery, 'includeContent'> & Record<'cursor' | 'subject' | 'sender' | 'senderDomain' | 'receivedAfter', boolean>
+
+const p = sql.placeholder
+
+function buildQuery(db: Db, shape: QueryShape) {
+  const where = and(
+    eq(messages.inboxId, p('inboxId')),
+    gt(messages.expiresAt, p('now')),
+    shape.subject ? sql`instr(${messages.searchSubject}, ${p('subject')}) > 0` : undefined,
+    shape.sender ? eq(messages.searchSender, p('sender')) : undefined,
+    shape.senderDomain ? eq(messages.searchSenderDomain, p('senderDomain')) : undefined,
+    shape.receivedAfter ? gte(messages.receivedAt, p('receivedAfter')) : undefined,
+    shape.cursor ? or(lt(messages.receivedAt, p('afterAt')), and(eq(messages.receivedAt, p('afterAt')), lt(messages.id, p('afterId')))) : undefined,
+  )
+  const order = [desc(messages.receivedAt), desc(messages.id)]
+  return shape.includeContent
+    ? db.select().from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
+    : db.select(summaryColumns).from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
+}
+
+/** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU (issue 6). */
+const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
+
 export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): MessagePage {
   const listing = `messages:${inboxId}`
   const after = query.cursor === undefined ? undefined : cursors.decode(listing, query.cursor)
-  const where = and(
-    eq(messages.inboxId, inboxId),
-    gt(messages.expiresAt, isoTime(now)),
-    query.subject ? sql`instr(${messages.searchSubject}, ${query.subject.toLowerCase()}) > 0` : undefined,
-    query.sender ? eq(messages.searchSender, query.sender.toLowerCase()) : undefined,
-    query.senderDomain ? eq(messages.searchSenderDomain, query.senderDomain.toLowerCase()) : undefined,
-    query.receivedAfter !== undefined ? gte(messages.receivedAt, isoTime(query.receivedAfter)) : undefined,
-    after ? or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id))) : undefined,
-  )
-  const order = [desc(messages.receivedAt), desc(messages.id)]
-  const rows = query.includeContent
-    ? db.select().from(messages).where(where).orderBy(...order).limit(query.limit + 1).all()
-    : db.select(summaryColumns).from(messages).where(where).orderBy(...order).limit(query.limit + 1).all()
+  const shape: QueryShape = {
+    includeContent: query.includeContent,
+    cursor: after !== undefined,
+    subject: Boolean(query.subject),
+    sender: Boolean(query.sender),
+    senderDomain: Boolean(query.senderDomain),
+    receivedAfter: query.receivedAfter !== undefined,
+  }
+  const key = Object.values(shape).map(Number).join('')
+  const cache = queriesByShape(db)
+  let prepared = cache.get(key)
+  if (!prepared) {
+    prepared = buildQuery(db, shape)
+    cache.set(key, prepared)
+  }
+  const rows = prepared.all({
+    inboxId,
+    now: isoTime(now),
+    subject: query.subject?.toLowerCase(),
+    sender: query.sender?.toLowerCase(),
+    senderDomain: query.senderDomain?.toLowerCase(),
+    receivedAfter: query.receivedAfter === undefined ? undefined : isoTime(query.receivedAfter),
+    afterAt: after?.at,
+    afterId: after?.id,
+    limit: query.limit + 1,
+  })
   const page = rows.slice(0, query.limit)
   const last = page.at(-1)
   return {
