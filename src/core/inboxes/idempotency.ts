@@ -98,6 +98,15 @@ function deleteRecord(tx: Tx, organizationId: string, key: string): void {
     .run()
 }
 
+/**
+ * At boot no request is running, so an 'in_progress' record belongs to a request that died
+ * with the previous process. Left alone it would answer idempotency_in_progress for
+ * ABANDONED_AFTER_MS, failing the client's one retry; its inbox row is dropped at boot too.
+ */
+export function releaseAbandonedClaims(s: Services): number {
+  return s.storage.write((tx) => tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length)
+}
+
 /** Sweeper step: deletes up to `batch` expired records; returns how many. */
 export function sweepExpiredIdempotencyRecords(s: Services, batch: number): number {
   const now = isoTime(s.clock.now())
