@@ -138,7 +138,7 @@ describe('paging', () => {
     const { startApp } = await import('../../src/app.ts')
     const { loadConfig } = await import('../../src/config.ts')
     const { createLogger } = await import('../../src/log.ts')
-    const again = await startApp({ config: loadConfig({ PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, LOG_LEVEL: 'silent' }), clock, logger: createLogger('silent') })
+    const again = await startApp({ config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, LOG_LEVEL: 'silent' }), clock, logger: createLogger('silent') })
     try {
       const response = await fetch(`${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: { authorization: `Bearer ${key}` } })
       expect(response.status).toBe(200)
@@ -173,6 +173,15 @@ describe('limit', () => {
 
   test('unknown query parameters are ignored', async () => {
     expect((await server.get('/v1/inboxes?foo=bar&page=2', server.tenant().key)).status).toBe(200)
+  })
+
+  test('operations without query parameters ignore them, even repeated (getInbox and getUsage have no 422)', async () => {
+    const { key } = server.tenant()
+    const { id } = (await server.post('/v1/inboxes', key)).body.data
+    for (const query of ['limit=0', 'limit=1&limit=2', 'cursor=a&cursor=b', 'wait_seconds=1&wait_seconds=2']) {
+      expect(`${query} ${(await server.get(`/v1/inboxes/${id}?${query}`, key)).status}`).toBe(`${query} 200`)
+      expect(`${query} ${(await server.get(`/v1/usage?${query}`, key)).status}`).toBe(`${query} 200`)
+    }
   })
 })
 
