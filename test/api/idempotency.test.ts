@@ -240,6 +240,44 @@ describe('in progress', () => {
   })
 })
 
+describe('in progress, however long it takes', () => {
+  test('a first request still running after minutes keeps answering idempotency_in_progress', async () => {
+    const { key } = server.tenant()
+    const idem = freshKey()
+    const start = clock.now()
+    routing.hold()
+    const before = routing.createCalls
+    const slow = create(key, idem, { prefix: 'very-slow-box' })
+    try {
+      await routing.createCallsReach(before + 1)
+      for (const minutes of [1, 3, 30]) {
+        clock.set(start + minutes * 60_000)
+        expectError(await create(key, idem, { prefix: 'very-slow-box' }), 409, 'idempotency_in_progress')
+      }
+      expect(routing.createCalls).toBe(before + 1)
+    } finally {
+      routing.release()
+      clock.set(start)
+    }
+    expect((await slow).status).toBe(201)
+    expect(await activeInboxes(key)).toBe(1)
+  })
+
+  test('ten concurrent requests with one new key create one inbox', async () => {
+    const { key } = server.tenant()
+    const idem = freshKey()
+    const responses = await Promise.all(Array.from({ length: 10 }, () => create(key, idem, { prefix: 'herd-box' })))
+    const created = responses.filter((r) => r.status === 201)
+    expect(created.length).toBeGreaterThanOrEqual(1)
+    for (const r of created) expect(r.body).toEqual(created[0]!.body)
+    for (const r of responses.filter((r) => r.status !== 201)) {
+      expectError(r, 409, 'idempotency_in_progress')
+      expect(r.headers.get('retry-after')).toBe('1')
+    }
+    expect(await activeInboxes(key)).toBe(1)
+  })
+})
+
 describe('failures are not cached', () => {
   for (const [failure, status] of [['rejected', 502], ['unavailable', 503], ['crash', 503]] as const) {
     test(`routing ${failure}: ${status} email_routing_unavailable, no inbox, and the key can be retried`, async () => {
