@@ -81,6 +81,11 @@ describe('keys', () => {
     } finally {
       db.close()
     }
+    // Nor anywhere in the file or its WAL, in any table.
+    for (const file of [server.databasePath, `${server.databasePath}-wal`]) {
+      const bytes = await Bun.file(file).exists() ? Buffer.from(await Bun.file(file).arrayBuffer()) : Buffer.alloc(0)
+      expect(bytes.includes(secret)).toBe(false)
+    }
   })
 
   test('each key is different, and all keys of an organisation see the same inboxes', async () => {

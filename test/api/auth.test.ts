@@ -76,6 +76,17 @@ describe('401 invalid_api_key', () => {
     }
   })
 
+  test('request logs name the key by its public id and never hold a secret', async () => {
+    const { key } = server.tenant()
+    await server.get('/v1/usage', key)
+    const bogus = `ph_live_${'c'.repeat(16)}_${'d'.repeat(48)}`
+    await server.get('/v1/usage', bogus)
+    const logged = JSON.stringify(server.logs)
+    expect(logged).toContain(key.slice(8, 24))
+    expect(logged).not.toContain(key.slice(25))
+    expect(logged).not.toContain('d'.repeat(48))
+  })
+
   test('GET /health needs no key, and ignores a bad one', async () => {
     for (const h of [{}, { authorization: 'Bearer junk' }] as Record<string, string>[]) {
       const response = await server.get('/health', null, h)

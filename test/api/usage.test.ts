@@ -11,7 +11,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-/** The SMTP side owns this counter; seeding the row stands in for mail received that month. */
+/**
+ * Seeds the monthly counter directly: real mail can never push it past the limit (SMTP refuses
+ * it), but a lowered LIMIT_MONTHLY_EMAILS can. inbox-mail.test.ts counts real SMTP mail.
+ */
 function seedReceived(organizationId: string, month: string, received: number): void {
   server.app.services.storage.sqlite.query('INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)').run(organizationId, month, received)
 }
