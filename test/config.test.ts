@@ -43,11 +43,16 @@ describe('a bad value stops the process with one line naming the variable', () =
     test(`${JSON.stringify(overrides)} names ${variable}`, async () => {
       const child = Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env: envWith(overrides), stdout: 'pipe', stderr: 'pipe' })
       const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-      expect(code).not.toBe(0)
-      const lines = (stdout + stderr).trim().split('\n')
-      expect(lines.length).toBe(1)
-      expect(lines[0]).toContain(variable)
-      expect(lines[0]).not.toContain('    at ') // no stack trace
+      const output = (stdout + stderr).trim()
+      const lines = output.split('\n')
+      // One object, so a failure shows the whole output.
+      expect({ failed: code !== 0, lines: lines.length, namesVariable: lines[0]!.includes(variable), stackTrace: output.includes('    at '), output }).toEqual({
+        failed: true,
+        lines: 1,
+        namesVariable: true,
+        stackTrace: false,
+        output,
+      })
     })
   }
 })
