@@ -79,13 +79,13 @@ export async function startFakeCloudflare() {
           return new Response('<html>upstream trouble</html>', { headers: { 'content-type': 'text/html' } })
         case 'hang':
           return new Promise((resolve) => onStop.push(() => resolve(new Response(null, { status: 504 }))))
-        case 'drop':
-          // An erroring body makes Bun reset the connection before any byte of an answer.
-          return new Response(
-            new ReadableStream({
-              pull: (controller) => controller.error(new Error('fake Cloudflare dropped the connection on purpose')),
-            }),
-          )
+        case 'drop': {
+          // A body aborted before its first byte makes Bun reset the connection with no
+          // answer at all (an erroring ReadableStream does too, but prints a stack trace).
+          const { readable, writable } = new TransformStream()
+          writable.getWriter().abort().catch(() => {})
+          return new Response(readable)
+        }
         case 'not_found':
           return envelope(404, null, [{ code: 1002, message: 'Rule not found' }])
         case 'hold':
