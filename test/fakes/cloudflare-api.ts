@@ -133,6 +133,11 @@ export async function startFakeCloudflare() {
     plan(method: Method, ...troubles: Trouble[]) {
       planned[method].push(...troubles)
     },
+    /** Forgets troubles not yet used. */
+    clearPlans() {
+      planned.POST.length = 0
+      planned.DELETE.length = 0
+    },
     /** Holds the next `method` request until release() is called; `received` settles once it arrived. */
     hold(method: Method) {
       let release!: () => void
