@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { FAKE_TOKEN, type Trouble } from '../fakes/cloudflare-api.ts'
 import { errorCode, startTestServer, type Tenant } from '../support/harness.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { closedPort, cloudflareEnv, idempotencyRecordCount, inboxRows, startWithFakeCloudflare } from './support.ts'
 
 type Started = Awaited<ReturnType<typeof startWithFakeCloudflare>>
@@ -49,6 +50,8 @@ describe('createInbox with a failing Cloudflare', () => {
       expect((await server.get('/v1/inboxes', tenant.key)).body.data.map((inbox: { address: string }) => inbox.address)).toEqual(['kept-one@inbox.test'])
       expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before)
       expect(idempotencyRecordCount(server)).toBe(0)
+      const refused = await sendMail(server.app.smtpPort, { to: ['failing-box@inbox.test'] }, simpleMessage({ to: 'failing-box@inbox.test' }))
+      expect(refused.rcpt[0]!.code).toBe(550)
 
       // Same key, same body, provider healthy again: a fresh attempt, not a replay or a 409.
       const retried = await server.post('/v1/inboxes', tenant.key, body, headers)

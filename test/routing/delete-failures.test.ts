@@ -5,6 +5,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import type { Trouble } from '../fakes/cloudflare-api.ts'
 import { errorCode, type Tenant } from '../support/harness.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { inboxRows, startWithFakeCloudflare } from './support.ts'
 
 let started: Awaited<ReturnType<typeof startWithFakeCloudflare>>
@@ -50,6 +51,11 @@ describe('deleteInbox when Cloudflare fails', () => {
       expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).body.data).toEqual(inbox)
       expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([inbox])
       expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(1)
+      // It still receives mail over SMTP, readable through the API.
+      const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'after a failed delete' }))
+      expect(sent.data?.code).toBe(250)
+      const messages = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
+      expect(messages.body.data.map((m: { subject: string }) => m.subject)).toEqual(['after a failed delete'])
       // The address stays taken by the surviving inbox.
       expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' }))).toBe('address_unavailable')
 

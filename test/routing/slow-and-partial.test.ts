@@ -4,6 +4,7 @@
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { errorCode, type Tenant } from '../support/harness.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { idempotencyRecordCount, inboxRows, openDatabaseFile, startWithFakeCloudflare } from './support.ts'
 
 let started: Awaited<ReturnType<typeof startWithFakeCloudflare>>
@@ -29,6 +30,8 @@ test('while the provider is slow, the same key gets 409 idempotency_in_progress,
   // The address is held by the unfinished request, yet no inbox is visible.
   expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'slow-box' }))).toBe('address_unavailable')
   expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([])
+  const early = await sendMail(server.app.smtpPort, { to: ['slow-box@inbox.test'] }, simpleMessage({ to: 'slow-box@inbox.test' }))
+  expect(early.rcpt[0]!.code).toBe(550)
 
   held.release()
   const done = await first
