@@ -15,7 +15,7 @@ const smtpHost = process.env.PIGEONHOLE_SMTP_HOST ?? '127.0.0.1'
 const smtpPort = Number(process.env.PIGEONHOLE_SMTP_PORT ?? 2525)
 if (!key) throw new Error('set PIGEONHOLE_KEY (make one with: bun src/cli.ts keys create <org-id>)')
 
-const api = async (method: string, path: string, body?: unknown) => {
+const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
   const response = await fetch(`${base}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },

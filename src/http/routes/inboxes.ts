@@ -1,11 +1,12 @@
 import { Elysia, t } from 'elysia'
-import { createInbox } from '../../core/inboxes/create-inbox.ts'
+import { createInbox, MAX_CREATE_BODY_BYTES } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { CreateInboxBodyModel, ErrorModel, InboxModel, page, single } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../app.ts'
+import { readBodyText } from '../body.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
@@ -16,7 +17,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       '/v1/inboxes',
       async ({ request, set }) => {
         const result = await createInbox(s, requests.principal(request), {
-          body: await request.text(),
+          body: await readBodyText(request, MAX_CREATE_BODY_BYTES),
           idempotencyKey: request.headers.get('idempotency-key'),
         })
         set.status = 201
@@ -48,9 +49,9 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
     })
     .delete(
       '/v1/inboxes/:inbox_id',
-      async ({ request, params }) => {
+      async ({ request, params, status }) => {
         await deleteInbox(s, requests.principal(request), params.inbox_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
         response: { 204: t.Void(), ...errors(401, 404, 429, 502, 503) },

@@ -46,7 +46,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry) =>
             receivedAfter,
             includeContent: query.include === 'content',
           },
-          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: AbortSignal.any([request.signal, s.stopping]) },
+          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: request.signal },
         )
         return result ?? status(204, undefined)
       },
@@ -62,9 +62,9 @@ export const messageRoutes = (s: Services, requests: RequestRegistry) =>
     })
     .delete(
       '/v1/messages/:message_id',
-      ({ request, params }) => {
+      ({ request, params, status }) => {
         deleteMessage(s, requests.principal(request), params.message_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
         response: { 204: t.Void(), ...errors(401, 404, 429) },
