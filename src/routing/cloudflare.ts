@@ -57,7 +57,12 @@ export function createCloudflareProvider(settings: CloudflareSettings, logger: L
     }
   }
 
-  /** At most two attempts; the second only after a transient failure. */
+  /**
+   * At most two attempts; the second only after a transient failure. Cloudflare has no
+   * idempotency key, so a create that timed out yet was carried out can leave one extra
+   * rule for the address. That rule is harmless (it routes to the relay, whose mail the
+   * RCPT check refuses once no inbox has the address) and is logged by the retry line.
+   */
   async function call(action: string, method: 'POST' | 'DELETE', url: string, body?: unknown): Promise<Attempt> {
     let outcome = await attempt(method, url, body)
     if (isTransient(outcome)) {
