@@ -45,7 +45,8 @@ const keyByPublicId = preparedPerDatabase((db) =>
 
 /** Checks the Authorization header. The format is checked before the database is touched. */
 export function authenticate(db: Db, clock: Clock, authorization: string | null): Principal {
-  const match = authorization ? /^Bearer ([^\s]+)$/.exec(authorization) : null
+  // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
+  const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
   if (!parsed) throw invalidKey()
   const row = keyByPublicId(db).get({ publicId: parsed.publicId })

@@ -89,3 +89,6 @@ export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, {
 
 /** A listOrWaitForMessages item: a summary, or a full message with include=content. */
 export const MessageListItemModel = T.Union([MessageSummaryModel, MessageModel])
+
+/** `response` entries for the error statuses a route documents, all with the error envelope. */
+export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorModel> => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
