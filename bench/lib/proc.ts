@@ -43,6 +43,22 @@ export function rssParts(pid: number): { rssMiB: number; anonMiB: number; fileMi
   return { rssMiB: field('VmRSS'), anonMiB: field('RssAnon'), fileMiB: field('RssFile') }
 }
 
+/**
+ * RSS once it has stopped moving (three samples 250 ms apart within 0.5 MiB), so a figure
+ * is not taken in the middle of a collection; gives up after `maxMs` and returns the last.
+ */
+export async function settledRss(pid: number, maxMs = 8000): Promise<ReturnType<typeof rssParts>> {
+  const deadline = performance.now() + maxMs
+  const samples = [rssParts(pid)]
+  while (performance.now() < deadline) {
+    await sleep(250)
+    samples.push(rssParts(pid))
+    const last = samples.slice(-3).map((sample) => sample.rssMiB)
+    if (last.length === 3 && Math.max(...last) - Math.min(...last) <= 0.5) break
+  }
+  return samples.at(-1)!
+}
+
 /** Waits until the process has used (almost) no CPU for one sampling interval: async work is done. */
 export async function waitQuiet(pid: number, intervalMs = 100, maxMs = 30_000): Promise<void> {
   const deadline = performance.now() + maxMs

@@ -1,7 +1,7 @@
 /**
- * Memory and start-up on a fresh Pigeonhole: idle RSS; RSS after N stored 30 KB messages;
- * RSS with P long polls open (spread over organisations and keys so the shipped per-key
- * and per-org long-poll limits hold); then start-up time on that filled database.
+ * Memory and start-up on a fresh Pigeonhole: idle RSS; RSS with P long polls open (spread
+ * over organisations and keys so the shipped per-key and per-org long-poll limits hold);
+ * RSS after N stored 30 KB messages; then start-up time on that filled database.
  */
 import { createConnection, type Socket } from 'node:net'
 import { systemClock } from '../../src/clock.ts'
@@ -9,7 +9,7 @@ import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
-import { rssMiB, rssParts, spawnChild, waitQuiet } from '../lib/proc.ts'
+import { settledRss, spawnChild, waitQuiet } from '../lib/proc.ts'
 import { median, sleep } from '../lib/stats.ts'
 import { ROOT, startPigeonhole } from '../lib/targets.ts'
 import { fill } from './ingest.ts'
@@ -24,7 +24,7 @@ export interface MemoryResult {
   startupRuns: number[]
   startupMs: number
   /** The same three moments split into anonymous and file-backed pages. */
-  parts: Record<'idle' | 'afterMessages' | 'withLongPolls', ReturnType<typeof rssParts>>
+  parts: Record<'idle' | 'afterMessages' | 'withLongPolls', Awaited<ReturnType<typeof settledRss>>>
 }
 
 const INBOXES = 10
@@ -69,8 +69,14 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   const server = await startPigeonhole()
   const pid = server.child.pid
   await sleep(1000)
-  const idleRssMiB = rssMiB(pid)
-  const parts = { idle: rssParts(pid) } as MemoryResult['parts']
+  const idle = await settledRss(pid)
+
+  // Long polls on the idle server: what they add is not hidden by garbage from ingest.
+  const { sockets, answered } = await openManyPolls(server.base, server.databasePath, options.longPolls)
+  await sleep(1000)
+  const withLongPolls = await settledRss(pid)
+  if (answered.length > 0) throw new Error(`memory: ${answered.length} long polls answered early, first: ${answered[0]}`)
+  for (const socket of sockets) socket.destroy()
 
   const api = new PigeonholeApi(server.base, server.key)
   const inboxes = await Promise.all(Array.from({ length: INBOXES }, () => api.createInbox()))
@@ -79,32 +85,22 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   for (const inbox of inboxes) stored += await api.countMessages(inbox.id)
   if (stored !== options.messages || sent !== options.messages) throw new Error(`memory: sent ${sent}, stored ${stored}, expected ${options.messages}`)
   await waitQuiet(pid)
-  await sleep(1000)
-  const afterMessagesRssMiB = rssMiB(pid)
-  parts.afterMessages = rssParts(pid)
-
-  const { sockets, answered } = await openManyPolls(server.base, server.databasePath, options.longPolls)
-  await sleep(1500)
-  await waitQuiet(pid)
-  const withLongPollsRssMiB = rssMiB(pid)
-  parts.withLongPolls = rssParts(pid)
-  if (answered.length > 0) throw new Error(`memory: ${answered.length} long polls answered early, first: ${answered[0]}`)
-  for (const socket of sockets) socket.destroy()
+  const afterMessages = await settledRss(pid)
   await server.child.stop()
 
   const startupRuns: number[] = []
   for (let i = 0; i < options.startupRuns; i++) startupRuns.push(await timeStartup(server.env))
   await server.stop()
   return {
-    idleRssMiB,
+    idleRssMiB: idle.rssMiB,
     messages: stored,
-    afterMessagesRssMiB,
+    afterMessagesRssMiB: afterMessages.rssMiB,
     longPolls: sockets.length,
-    withLongPollsRssMiB,
-    longPollsAddMiB: withLongPollsRssMiB - afterMessagesRssMiB,
+    withLongPollsRssMiB: withLongPolls.rssMiB,
+    longPollsAddMiB: withLongPolls.rssMiB - idle.rssMiB,
     startupRuns,
     startupMs: median(startupRuns),
-    parts,
+    parts: { idle, afterMessages, withLongPolls },
   }
 }
 
