@@ -102,7 +102,7 @@ try {
 
   const results = {
     mode: quick ? 'quick' : 'full',
-    command: `bun run bench${quick ? ' --quick' : ''}`,
+    command: `${process.env.BENCH_SERVER_ENTRY ? `BENCH_SERVER_ENTRY=${process.env.BENCH_SERVER_ENTRY} ` : ''}bun run bench${quick ? ' --quick' : ''}`,
     finished_at: new Date().toISOString(),
     seconds: (performance.now() - t0) / 1000,
     machine: machine(),

@@ -10,6 +10,8 @@ import { freePort, spawnChild, waitHttp, waitTcp, type Child } from './proc.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 const BIG = '1000000000'
+/** What `bun run start` runs; BENCH_SERVER_ENTRY measures another build of the same server (e.g. a bundle). */
+export const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY ?? 'src/index.ts'
 
 /** Limits raised so the bench measures speed, not the free plan; long-poll limits stay as shipped. */
 export const BENCH_LIMITS: Record<string, string> = {
@@ -57,7 +59,7 @@ export async function startPigeonhole(databasePath?: string): Promise<Pigeonhole
   const path = databasePath ?? join(dir!, 'pigeonhole.db')
   const [port, smtpPort] = [await freePort(), await freePort()]
   const env = pigeonholeEnv(path, port, smtpPort)
-  const child = spawnChild('pigeonhole', [process.execPath, ...profileFlags(), 'src/index.ts'], env, ROOT)
+  const child = spawnChild('pigeonhole', [process.execPath, ...profileFlags(), SERVER_ENTRY], env, ROOT)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
   await waitTcp(child, smtpPort)

@@ -11,7 +11,7 @@ import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
 import { settledRss, spawnChild, waitQuiet } from '../lib/proc.ts'
 import { median, sleep } from '../lib/stats.ts'
-import { ROOT, startPigeonhole } from '../lib/targets.ts'
+import { ROOT, SERVER_ENTRY, startPigeonhole } from '../lib/targets.ts'
 import { fill } from './ingest.ts'
 
 export interface MemoryResult {
@@ -108,7 +108,7 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
 async function timeStartup(env: Record<string, string>): Promise<number> {
   const url = `http://127.0.0.1:${env.PORT}/health`
   const started = performance.now()
-  const child = spawnChild('pigeonhole-startup', [process.execPath, 'src/index.ts'], env, ROOT)
+  const child = spawnChild('pigeonhole-startup', [process.execPath, SERVER_ENTRY], env, ROOT)
   try {
     for (;;) {
       if (child.proc.exitCode !== null) throw new Error(`start-up: exited with ${child.proc.exitCode}`)
