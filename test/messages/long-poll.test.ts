@@ -61,7 +61,7 @@ describe('waking', () => {
       afterDot.push(answeredAt - dotSent)
       after250.push(answeredAt - acknowledged)
       expect(answered.status).toBe(200)
-      const body = await answered.json()
+      const body = (await answered.json()) as any
       expect(body.data).toHaveLength(1)
       expect(body.data[0].id).toBe(reply.text.match(/msg_[0-9a-f]{32}/)![0])
       expect(body.data[0].subject).toBe(`wake-${i}`)
@@ -90,7 +90,7 @@ describe('waking', () => {
     const [id] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address }))
     const response = await poll(inbox.id, 'wait_seconds=180')
     expect(response.status).toBe(200)
-    expect((await response.json()).data.map((m: { id: string }) => m.id)).toEqual([id])
+    expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([id])
   })
 
   test('set-up race: a message committed while the poll is being set up is never missed', async () => {
@@ -110,7 +110,7 @@ describe('waking', () => {
       }
       const [response, [id]] = await Promise.all([pollIt(), send()])
       expect({ i, status: response.status }).toEqual({ i, status: 200 })
-      expect((await response.json()).data.map((m: { id: string }) => m.id)).toEqual([id])
+      expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([id])
     }
   })
 
@@ -129,7 +129,7 @@ describe('waking', () => {
     const [id] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'the WANTED one' }))
     const answered = await response
     expect(answered.status).toBe(200)
-    const body = await answered.json()
+    const body = (await answered.json()) as any
     expect(body.data.map((m: { id: string }) => m.id)).toEqual([id])
     expect(body.next_cursor).toBeNull()
   })
