@@ -15,7 +15,7 @@ let server: TestServer
 let tenant: Tenant
 let inbox: { id: string; address: string }
 /** name → message id, in the order sent (one second apart). */
-const ids: Record<string, string> = {}
+const ids = {} as Record<string, string> & { digest: string; code1: string }
 
 // Sent one second apart, in this order.
 const MAIL = [
