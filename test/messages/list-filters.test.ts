@@ -132,7 +132,7 @@ describe('fields', () => {
     expect(item.text).toBe('Hello there\n') // the line break before the final dot belongs to the message
     expect(item.html).toBeNull()
     expect(item.attachments).toEqual([])
-    expect(item.headers.find(([name]: string[]) => name.toLowerCase() === 'subject')).toEqual(['Subject', 'Weekly digest'])
+    expect(item.headers.find(([name]: [string, string]) => name.toLowerCase() === 'subject')).toEqual(['Subject', 'Weekly digest'])
     expect(item).toEqual((await server.get(`/v1/messages/${ids.digest}`, tenant.key)).body.data)
   })
   test('include=content pages one message at a time with a cursor', async () => {
