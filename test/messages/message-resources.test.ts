@@ -133,6 +133,40 @@ describe('getMessage', () => {
   })
 })
 
+test('attachments download exactly as sent: line-based encodings and calendar invites included', async () => {
+  const ics = Buffer.from('BEGIN:VCALENDAR\r\nMETHOD:REQUEST\r\nSUMMARY:Caf\xe9 \xe0 9h\r\nEND:VCALENDAR\r\n', 'latin1')
+  const parts: Array<[string, string, string, Buffer]> = [
+    // [Content-Type, Content-Transfer-Encoding, encoded body, bytes the download must give]
+    ['text/csv', '7bit', 'a,b\r\nc,d', Buffer.from('a,b\r\nc,d')],
+    ['text/csv', '7bit', 'a,b\r\nc,d\r\n', Buffer.from('a,b\r\nc,d\r\n')],
+    ['text/plain', 'quoted-printable', 'caf=E9=0D=0Aline=\r\n two', Buffer.from('caf\xe9\r\nline two', 'latin1')],
+    ['text/calendar; charset=iso-8859-1; method=REQUEST', 'base64', ics.toString('base64'), ics],
+    ['application/octet-stream', 'base64', BINARY.toString('base64'), BINARY],
+  ]
+  const raw = [
+    'From: files@example.com',
+    'Subject: exact bytes',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+    '--b',
+    'Content-Type: text/plain',
+    '',
+    'see attached',
+    ...parts.flatMap(([type, encoding, body], i) => ['--b', `Content-Type: ${type}`, `Content-Transfer-Encoding: ${encoding}`, `Content-Disposition: attachment; filename="part-${i}"`, '', body]),
+    '--b--',
+    '',
+  ].join('\r\n')
+  const [id] = await deliver(server, inbox.address, Buffer.from(raw, 'latin1'))
+  const attachments = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data.attachments
+  expect(attachments).toHaveLength(parts.length)
+  for (const [i, [type, encoding, , expected]] of parts.entries()) {
+    const response = await download(server, attachments[i].id)
+    const bytes = Buffer.from(await response.arrayBuffer())
+    expect({ type, encoding, bytes: bytes.toString('latin1') }).toEqual({ type, encoding, bytes: expected.toString('latin1') })
+    expect(attachments[i].size_bytes).toBe(expected.byteLength)
+  }
+})
+
 describe('deletion', () => {
   const rows = (sql: string, ...params: string[]) => countRows(server.databasePath, sql, ...params)
 

@@ -48,13 +48,14 @@ export async function deliver(server: TestServer, to: string | string[], raw: st
  */
 export async function sendRawBytes(port: number, to: string, bytes: Buffer, from = 'sender@example.com'): Promise<Reply> {
   const client = await SmtpClient.connect(port)
+  client.socket.setNoDelay(true)
   try {
     expect((await client.command('EHLO hostile.test')).code).toBe(250)
     expect((await client.command(`MAIL FROM:<${from}>`)).code).toBe(250)
     expect((await client.command(`RCPT TO:<${to}>`)).code).toBe(250)
     expect((await client.command('DATA')).code).toBe(354)
-    client.socket.write(bytes)
-    client.socket.write('\r\n.\r\n')
+    // An empty message is the final dot right away; otherwise the CRLF before it belongs to the message.
+    client.socket.write(bytes.byteLength === 0 ? '.\r\n' : Buffer.concat([bytes, Buffer.from('\r\n.\r\n')]))
     return await client.next()
   } finally {
     await client.quit()
