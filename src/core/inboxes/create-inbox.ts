@@ -32,8 +32,12 @@ export interface CreateInboxResult {
   replayed: boolean
 }
 
+/** A valid body is a few dozen bytes; anything near this is not a createInbox request. */
+export const MAX_CREATE_BODY_BYTES = 64 * 1024
+
 /** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
 export function parseCreateInboxBody(text: string): { prefix?: string } {
+  if (text.length > MAX_CREATE_BODY_BYTES) throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
   if (text.trim() === '') return {}
   let value: unknown
   try {
