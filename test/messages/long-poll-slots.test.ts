@@ -73,6 +73,24 @@ describe('limits', () => {
   })
 })
 
+describe('refused waits', () => {
+  test('a waiting request refused for a bad query or a missing inbox holds no slot', async () => {
+    const tenant = server.tenant()
+    const inbox = await newInbox(server, tenant.key)
+    for (const [query, code] of <Array<[string, string]>>[
+      ['wait_seconds=30&cursor=forged.cursor', 'invalid_cursor'],
+      ['wait_seconds=30&include=content&limit=2', 'invalid_include'],
+      ['wait_seconds=30&received_after=2026-02-30T00:00:00Z', 'invalid_received_after'],
+    ]) {
+      const response = await server.get(`/v1/inboxes/${inbox.id}/messages?${query}`, tenant.key)
+      expect({ query, code: errorCode(response) }).toEqual({ query, code })
+    }
+    expect(errorCode(await server.get(`/v1/inboxes/inbox_${'0'.repeat(32)}/messages?wait_seconds=30`, tenant.key))).toBe('inbox_not_found')
+    expect(slots(tenant.key, tenant)).toEqual({ key: 0, org: 0 })
+    expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(0)
+  })
+})
+
 describe('disconnects', () => {
   test('a client that disconnects frees its slot at once, and a new poll is admitted', async () => {
     const tenant = server.tenant()

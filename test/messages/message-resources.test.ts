@@ -47,7 +47,7 @@ describe('getMessage', () => {
       to: inbox.address,
       subject: 'Grüße aus Zürich',
       preview: 'Hallo Zürich, your code is 4711.',
-      size_bytes: Buffer.byteLength(raw) + 2, // the CRLF before the final dot belongs to the message
+      size_bytes: Buffer.byteLength(raw), // raw ends with CRLF, so the client sends it as is before the final dot
       internet_message_id: '<abc.123@zurich.example>',
       text: 'Hallo Zürich, your code is 4711.\n',
       html: '<p>Hallo <b>Zürich</b><img src="cid:logo@zurich"></p>\n',
