@@ -95,24 +95,34 @@ describe('waking', () => {
 
   test('set-up race: a message committed while the poll is being set up is never missed', async () => {
     const inbox = await newInbox(server, tenant.key)
-    for (let i = 0; i < 40; i++) {
-      // Vary which side starts first and by how much, so the commit falls before, during
-      // and after the poll's subscription across iterations.
-      const head = i % 4
-      const sendAfter = head === 0 ? 0 : head === 1 ? 1 : -1
-      const pollIt = async () => {
-        if (sendAfter < 0) await new Promise((r) => setImmediate(r))
-        return poll(inbox.id, `wait_seconds=5&subject=race-${i}`)
+    // One connection for all transactions: smtp-server holds every new connection's greeting for 100 ms.
+    const client = await SmtpClient.connect(server.app.smtpPort)
+    await client.command('EHLO race.test')
+    const hops = (n: number) => Array.from({ length: n }).reduce<Promise<unknown>>((p) => p.then(() => new Promise((r) => setImmediate(r))), Promise.resolve())
+    for (let i = 0; i < 200; i++) {
+      // Everything but the final dot goes first, so the commit follows the dot within about
+      // a millisecond; the dot and the poll's request are then started in either order, a
+      // varying number of event-loop turns apart, so the commit lands before, during and
+      // after the poll's set-up across iterations. A missed message leaves its poll waiting
+      // for 60 s, far past this test's time limit, so a miss fails the test.
+      expect((await client.command('MAIL FROM:<race@example.com>')).code).toBe(250)
+      expect((await client.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
+      expect((await client.command('DATA')).code).toBe(354)
+      client.writeBody(simpleMessage({ to: inbox.address, subject: `race-${i}` }))
+      const gap = (i >> 1) % 6
+      const finish = () => {
+        client.socket.write('\r\n.\r\n')
+        return client.next()
       }
-      const send = async () => {
-        if (sendAfter > 0) await new Promise((r) => setImmediate(r))
-        return deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: `race-${i}` }))
-      }
-      const [response, [id]] = await Promise.all([pollIt(), send()])
+      const start = () => poll(inbox.id, `wait_seconds=60&subject=race-${i}`)
+      const [response, reply] =
+        i % 2 === 0 ? await Promise.all([start(), hops(gap).then(finish)]) : await Promise.all([hops(gap).then(start), finish()])
+      expect(reply.code).toBe(250)
       expect({ i, status: response.status }).toEqual({ i, status: 200 })
-      expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([id])
+      expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([reply.text.match(/msg_[0-9a-f]{32}/)![0]])
     }
-  })
+    await client.quit()
+  }, 15_000)
 
   test('a waiting poll ignores a message its filters do not match and returns a later one that does', async () => {
     const inbox = await newInbox(server, tenant.key)
