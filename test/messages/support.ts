@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import type { Clock } from '../../src/clock.ts'
 import type { Principal } from '../../src/core/api-keys.ts'
 import type { Inbox } from '../../src/core/models.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, type Reply } from '../support/smtp.ts'
 
 export const ROOMY_LIMITS: Record<string, string> = {
@@ -82,3 +82,9 @@ export function countRows(databasePath: string, sql: string, ...params: string[]
 }
 
 export const sortedKeys = (value: object): string[] => Object.keys(value).sort()
+
+/** A fetch Response read like the harness reads its own (for errorCode). */
+export async function asApi(response: Response): Promise<ApiResponse> {
+  const text = await response.text()
+  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
+}
