@@ -57,7 +57,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: options.routing ?? createRoutingProvider(config),
+    routing: options.routing ?? createRoutingProvider(config, logger),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock, config.limits),

@@ -140,6 +140,15 @@ describe('keys', () => {
     expect((await cli('keys', 'revoke', doomed)).code).toBe(0)
   })
 
+  test('a full key with a wrong secret revokes nothing', async () => {
+    const orgId = await newOrg('revoke-typo')
+    const key = await newKey(orgId)
+    const typo = key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')
+    const run = await cli('keys', 'revoke', typo)
+    expect(run.code).not.toBe(0)
+    expect((await server.get('/v1/usage', key)).status).toBe(200)
+  })
+
   test('revoking an unknown key fails with a non-zero code', async () => {
     const run = await cli('keys', 'revoke', 'f'.repeat(16))
     expect(run.code).not.toBe(0)

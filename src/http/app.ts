@@ -84,7 +84,7 @@ export function buildHttpApp(s: Services) {
         if (url.pathname.startsWith('/v1/') || url.pathname === '/v1') {
           state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
           s.requestLimiter.admit(state.principal)
-          rejectRepeatedParameters(url)
+          if (request.method === 'GET') rejectRepeatedParameters(url) // only the two listings take query parameters
           // Refuse an oversized body before reading it (chunked bodies are capped by the server limit).
           if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
             throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
