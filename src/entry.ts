@@ -1,0 +1,40 @@
+/**
+ * Start-up entry of the Docker image (`bun src/entry.ts`; plain `bun run start` skips it).
+ *
+ * LITESTREAM_REPLICA=none: runs the server. Otherwise: if the database file is missing,
+ * restores it from the replica (when one exists), then runs the server under
+ * `litestream replicate -exec`, which streams every commit to the replica and, when the
+ * server exits (SIGTERM is passed on to it), syncs the last writes before exiting.
+ */
+import { existsSync, rmSync } from 'node:fs'
+import { ConfigError, loadConfig, type Config } from './config.ts'
+import { prepareFolders } from './deploy/privileges.ts'
+import { replicationPlan, SERVER_ENTRY } from './deploy/replica.ts'
+import { runChild } from './deploy/supervise.ts'
+
+function fail(message: string, code: number): never {
+  console.error(message)
+  process.exit(code)
+}
+
+let config: Config
+let plan
+try {
+  config = loadConfig()
+  plan = replicationPlan(config, process.env)
+} catch (error) {
+  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78) // EX_CONFIG
+  throw error
+}
+
+const user = prepareFolders(config)
+if (!plan) process.exit(await runChild([process.execPath, SERVER_ENTRY], { env: process.env, user }))
+
+if (!existsSync(plan.databasePath)) {
+  // A -wal or -shm left without its database belongs to a file that is gone; SQLite
+  // would replay that stale WAL onto the restored copy.
+  for (const suffix of ['-wal', '-shm']) rmSync(plan.databasePath + suffix, { force: true })
+  const restored = await runChild([plan.binary, ...plan.restoreArgs], { env: plan.env, user })
+  if (restored !== 0) fail(`litestream restore failed (exit ${restored}); refusing to start on an empty database`, 1)
+}
+process.exit(await runChild([plan.binary, ...plan.replicateArgs], { env: plan.env, user }))
