@@ -3,6 +3,7 @@
  * provider, notifier, limiters), starts the HTTP and SMTP listeners, and stops them in
  * order. Tests call startApp() directly to run several independent servers in one process.
  */
+import type { AddressInfo } from 'node:net'
 import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
@@ -10,12 +11,14 @@ import { InboundReservations } from './core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
+import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
 import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './routing/provider.ts'
+import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 
 export interface AppOptions {
@@ -29,9 +32,16 @@ export interface AppOptions {
 export interface RunningApp {
   services: Services
   httpPort: number
+  smtpPort: number
   httpUrl: string
+  /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
   stop(): Promise<void>
 }
+
+const SHUTDOWN_TIMEOUT_MS = 10_000
+
+const withTimeout = (work: Promise<unknown>, ms: number) =>
+  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255
@@ -41,6 +51,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const logger = options.logger ?? createLogger(config.logLevel)
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
+  const stopping = new AbortController()
   const services: Services = {
     config,
     storage,
@@ -52,6 +63,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     requestLimiter: new RequestRateLimiter(clock, config.limits),
     longPolls: new LongPollSlots(config.limits),
     reservations: new InboundReservations(),
+    stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
 
@@ -68,17 +80,32 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
   logger.info('http_listening', { port: httpPort, host: config.host })
 
-  let stopped = false
-  return {
-    services,
-    httpPort,
-    httpUrl: `http://127.0.0.1:${httpPort}`,
-    async stop() {
-      if (stopped) return
-      stopped = true
-      await http.stop(true)
+  const smtp = createSmtpServer(services)
+  const smtpPort = await new Promise<number>((resolve, reject) => {
+    smtp.server.once('error', reject)
+    smtp.listen(config.smtpPort, config.host, () => {
+      smtp.server.off('error', reject)
+      resolve((smtp.server.address() as AddressInfo).port)
+    })
+  })
+  logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
+  const stopSweeper = startRetentionSweeper(services)
+
+  let stopping_: Promise<void> | undefined
+  const stop = () =>
+    (stopping_ ??= (async () => {
+      logger.info('stopping')
+      stopSweeper()
+      stopping.abort() // waiting long polls answer 204 now
+      // smtp-server stops accepting at once and lets a transaction in DATA finish; after
+      // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
+      const smtpClosed = new Promise<void>((resolve) => smtp.close(() => resolve()))
+      const server = http.server!
+      await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
+      await server.stop(true)
       storage.close()
       logger.info('stopped')
-    },
-  }
+    })())
+
+  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, stop }
 }

@@ -3,7 +3,7 @@
  * single source for the OpenAPI document and the TypeScript types that domain code
  * returns and tests read. (Plain TypeBox: the domain does not import the HTTP framework.)
  */
-import { Type as T, type Static } from '@sinclair/typebox'
+import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
 
 const Timestamp = T.String({ format: 'date-time', examples: ['2026-11-22T10:15:30.123Z'] })
 
@@ -83,6 +83,9 @@ export const CreateInboxBodyModel = T.Object(
   { additionalProperties: false },
 )
 
-export const page = <S extends ReturnType<typeof T.Object>>(item: S) =>
+export const page = <S extends TSchema>(item: S) =>
   T.Object({ data: T.Array(item), next_cursor: T.Union([T.String(), T.Null()]) }, { additionalProperties: false })
-export const single = <S extends ReturnType<typeof T.Object>>(item: S) => T.Object({ data: item }, { additionalProperties: false })
+export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, { additionalProperties: false })
+
+/** A listOrWaitForMessages item: a summary, or a full message with include=content. */
+export const MessageListItemModel = T.Union([MessageSummaryModel, MessageModel])

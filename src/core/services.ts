@@ -21,4 +21,6 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Aborted when the server begins shutting down: waiting long polls answer 204. */
+  stopping: AbortSignal
 }

@@ -1,5 +1,73 @@
-import { Elysia } from 'elysia'
+import { Elysia, t } from 'elysia'
+import { DomainError } from '../../core/errors.ts'
+import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
+import { parseRfc3339 } from '../../core/messages/list-messages.ts'
+import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
+import { ErrorModel, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../app.ts'
+import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
-export const messageRoutes = (_s: Services, _requests: RequestRegistry) => new Elysia()
+const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
+
+const MessagesQuery = queryObject({
+  wait_seconds: t.Optional(t.String({ pattern: '^0*(?:[0-9]|[1-9][0-9]|1[0-7][0-9]|180)$', description: '0 to 180; > 0 long-polls until a match or timeout (then 204).' })),
+  limit: LimitQuery,
+  cursor: CursorQuery,
+  subject: t.Optional(t.String({ description: 'Case-insensitive substring of the subject.' })),
+  sender: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+$', maxLength: 320, description: 'Exact sender address, case-insensitive.' })),
+  sender_domain: t.Optional(t.String({ pattern: '^[^\\s@]+$', maxLength: 255, description: 'Exact sender domain without @, case-insensitive.' })),
+  received_after: t.Optional(
+    t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' }),
+  ),
+  include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
+})
+
+export const messageRoutes = (s: Services, requests: RequestRegistry) =>
+  new Elysia()
+    .get(
+      '/v1/inboxes/:inbox_id/messages',
+      async ({ request, params, query, status }) => {
+        let receivedAfter: number | undefined
+        if (query.received_after !== undefined) {
+          receivedAfter = parseRfc3339(query.received_after) ?? undefined
+          if (receivedAfter === undefined) throw new DomainError('invalid_received_after', 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.')
+        }
+        const result = await listOrWaitForMessages(
+          s,
+          requests.principal(request),
+          params.inbox_id,
+          {
+            limit: pageSize(query.limit),
+            cursor: query.cursor,
+            subject: query.subject,
+            sender: query.sender,
+            senderDomain: query.sender_domain,
+            receivedAfter,
+            includeContent: query.include === 'content',
+          },
+          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: AbortSignal.any([request.signal, s.stopping]) },
+        )
+        return result ?? status(204, undefined)
+      },
+      {
+        query: MessagesQuery,
+        response: { 200: page(MessageListItemModel), 204: t.Void({ description: 'wait_seconds passed with no match' }), ...errors(401, 404, 422, 429) },
+        detail: { operationId: 'listOrWaitForMessages', summary: 'List, or long-poll for, messages of an inbox (newest first)', tags: ['messages'] },
+      },
+    )
+    .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {
+      response: { 200: single(MessageModel), ...errors(401, 404, 429) },
+      detail: { operationId: 'getMessage', summary: 'One message with all content fields', tags: ['messages'] },
+    })
+    .delete(
+      '/v1/messages/:message_id',
+      ({ request, params }) => {
+        deleteMessage(s, requests.principal(request), params.message_id)
+        return new Response(null, { status: 204 })
+      },
+      {
+        response: { 204: t.Void(), ...errors(401, 404, 429) },
+        detail: { operationId: 'deleteMessage', summary: 'Delete a message and its stored bytes', tags: ['messages'] },
+      },
+    )

@@ -1,0 +1,29 @@
+/**
+ * The DATA phase of one SMTP transaction: parse, check content limits, store. Every path
+ * releases the transaction's reservations, so a refused or failed message leaves the
+ * quota exactly as it was.
+ */
+import { errorFields } from '../../log.ts'
+import type { Services } from '../services.ts'
+import { parseMail } from './parse.ts'
+import { InboundRefusal } from './refusal.ts'
+import type { Reservation } from './reservations.ts'
+import { storeInboundMessage, type StoredMessage } from './store.ts'
+
+export async function receiveMessage(s: Services, raw: Buffer, envelopeFrom: string, recipients: Reservation[]): Promise<StoredMessage[]> {
+  try {
+    if (raw.byteLength > s.config.limits.messageBytes) throw new InboundRefusal('message_too_large', `at most ${s.config.limits.messageBytes} bytes`)
+    const mail = await parseMail(raw, envelopeFrom, s.config.limits)
+    let stored: StoredMessage[]
+    try {
+      stored = storeInboundMessage(s, raw, mail, recipients)
+    } catch (error) {
+      s.logger.error('message_store_failed', { size_bytes: raw.byteLength, ...errorFields(error) })
+      throw new InboundRefusal('storage_failed')
+    }
+    if (stored.length === 0) throw new InboundRefusal('unknown_recipient')
+    return stored
+  } finally {
+    for (const reservation of recipients) s.reservations.release(reservation)
+  }
+}

@@ -1,0 +1,27 @@
+/**
+ * Why inbound mail was refused. The domain names the reason; src/smtp/replies.ts turns it
+ * into an SMTP reply code and text.
+ */
+export type RefusalReason =
+  | 'unknown_recipient'
+  | 'monthly_quota_exceeded'
+  | 'inbox_burst_exceeded'
+  | 'organization_burst_exceeded'
+  | 'message_too_large'
+  | 'too_many_attachments'
+  | 'attachment_too_large'
+  | 'attachments_too_large'
+  | 'body_too_large'
+  | 'unparseable'
+  | 'storage_failed'
+
+export class InboundRefusal extends Error {
+  constructor(
+    readonly reason: RefusalReason,
+    /** Detail appended to the reply text (limits, which part); never message content. */
+    readonly detail: string = '',
+  ) {
+    super(`${reason}${detail ? `: ${detail}` : ''}`)
+    this.name = 'InboundRefusal'
+  }
+}

@@ -1,0 +1,34 @@
+import { and, eq, gt } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import { ID_PATTERNS } from '../../ids.ts'
+import { messages } from '../../storage/schema.ts'
+import type { Principal } from '../api-keys.ts'
+import { DomainError } from '../errors.ts'
+import type { Message } from '../models.ts'
+import type { Services } from '../services.ts'
+import { presentFull } from './present.ts'
+
+const notFound = () => new DomainError('message_not_found', 'No message with this id.')
+
+/** The caller's unexpired message row, or 404 (unknown, deleted, expired and foreign ids alike). */
+export function findMessage(s: Services, principal: Principal, messageId: string): typeof messages.$inferSelect {
+  const row = ID_PATTERNS.msg.test(messageId)
+    ? s.storage.db
+        .select()
+        .from(messages)
+        .where(and(eq(messages.id, messageId), eq(messages.organizationId, principal.organizationId), gt(messages.expiresAt, isoTime(s.clock.now()))))
+        .get()
+    : undefined
+  if (!row) throw notFound()
+  return row
+}
+
+export function getMessage(s: Services, principal: Principal, messageId: string): Message {
+  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.config.filesUrl)[0]!
+}
+
+/** Deletes the message with its source and attachments (cascade). Monthly usage is kept. */
+export function deleteMessage(s: Services, principal: Principal, messageId: string): void {
+  const row = findMessage(s, principal, messageId)
+  s.storage.write((tx) => tx.delete(messages).where(eq(messages.id, row.id)).run())
+}

@@ -1,0 +1,64 @@
+/**
+ * listOrWaitForMessages. With wait_seconds > 0 and nothing matching, the request holds a
+ * long-poll slot and re-runs the query each time the inbox signals a stored message,
+ * until a match, the deadline (null → HTTP 204), the client leaving, or shutdown.
+ * The subscription is made before the first query, so a message committed while the
+ * poll is being set up is never missed.
+ */
+import type { Principal } from '../api-keys.ts'
+import { DomainError } from '../errors.ts'
+import { findActiveInbox } from '../inboxes/find-inbox.ts'
+import type { Services } from '../services.ts'
+import { checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
+
+export interface WaitOptions {
+  waitSeconds: number
+  /** Aborted when the client disconnects or the server shuts down. */
+  signal: AbortSignal
+}
+
+export async function listOrWaitForMessages(s: Services, principal: Principal, inboxId: string, query: MessageQuery, wait: WaitOptions): Promise<MessagePage | null> {
+  checkMessageQuery(query)
+  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+  const run = () => queryMessages(s.storage.db, s.cursors, s.config.filesUrl, s.clock.now(), inbox.id, query)
+  if (wait.waitSeconds === 0) return run()
+
+  const release = s.longPolls.acquire(principal)
+  let changes = 0
+  let deleted = false
+  let wake: (() => void) | null = null
+  const unsubscribe = s.notifier.subscribe(inbox.id, (event) => {
+    changes++
+    if (event === 'inbox_deleted') deleted = true
+    wake?.()
+  })
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const over = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, wait.waitSeconds * 1000)
+    if (wait.signal.aborted) resolve()
+    wait.signal.addEventListener('abort', () => resolve(), { once: true })
+  })
+  let finished = false
+  void over.then(() => {
+    finished = true
+    wake?.()
+  })
+  try {
+    for (;;) {
+      const seen = changes
+      const page = run()
+      if (page.data.length > 0) return page
+      if (deleted) throw new DomainError('inbox_not_found', 'The inbox was deleted while waiting.')
+      if (finished) return null
+      if (changes !== seen) continue
+      await new Promise<void>((resolve) => {
+        wake = resolve
+      })
+      wake = null
+    }
+  } finally {
+    clearTimeout(timer)
+    unsubscribe()
+    release()
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * Retention: deletes expired messages (with sources and attachments, by cascade), expired
+ * idempotency records and burst buckets no limit reads any more. Work is done in small
+ * transactions with a yield between them, so ingest never waits long for the write lock.
+ */
+import { inArray, lt, lte } from 'drizzle-orm'
+import { isoTime } from '../clock.ts'
+import { errorFields } from '../log.ts'
+import { inboundBursts, messages } from '../storage/schema.ts'
+import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
+import type { Services } from './services.ts'
+
+const BATCH = 200
+const MAX_BATCHES_PER_SWEEP = 50
+const BURST_BUCKETS_KEPT_MS = 60 * 60_000
+
+const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve))
+
+function deleteExpiredMessages(s: Services): number {
+  const now = isoTime(s.clock.now())
+  return s.storage.write((tx) => {
+    const ids = tx.select({ id: messages.id }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all().map((row) => row.id)
+    if (ids.length > 0) tx.delete(messages).where(inArray(messages.id, ids)).run()
+    return ids.length
+  })
+}
+
+/** One full sweep; returns counts (tests call it directly with a moved clock). */
+export async function sweepOnce(s: Services): Promise<{ messages: number; idempotencyRecords: number }> {
+  let messagesDeleted = 0
+  let recordsDeleted = 0
+  for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
+    const n = deleteExpiredMessages(s)
+    messagesDeleted += n
+    if (n < BATCH) break
+    await yieldToIngest()
+  }
+  for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
+    const n = sweepExpiredIdempotencyRecords(s, BATCH)
+    recordsDeleted += n
+    if (n < BATCH) break
+    await yieldToIngest()
+  }
+  const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
+  s.storage.write((tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
+  return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
+}
+
+/** Runs sweepOnce every `intervalMs`; returns a stop function. */
+export function startRetentionSweeper(s: Services, intervalMs = 60_000): () => void {
+  let running = false
+  const timer = setInterval(() => {
+    if (running) return
+    running = true
+    sweepOnce(s)
+      .then((counts) => {
+        if (counts.messages || counts.idempotencyRecords) s.logger.info('retention_sweep', { deleted_messages: counts.messages, deleted_idempotency_records: counts.idempotencyRecords })
+      })
+      .catch((error: unknown) => s.logger.error('retention_sweep_failed', errorFields(error)))
+      .finally(() => {
+        running = false
+      })
+  }, intervalMs)
+  timer.unref?.()
+  return () => clearInterval(timer)
+}

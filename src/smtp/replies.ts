@@ -1,0 +1,30 @@
+/**
+ * The one place that maps inbound refusals to SMTP replies. Burst limits answer 4xx so a
+ * sender retries later; size, content and quota limits answer 5xx (retrying cannot help
+ * before the month or the message changes). Texts carry the spec's wording where it has one.
+ */
+import { InboundRefusal, type RefusalReason } from '../core/inbound/refusal.ts'
+
+const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
+  unknown_recipient: { code: 550, text: 'Recipient address rejected' },
+  monthly_quota_exceeded: { code: 550, text: 'Monthly recipient quota exceeded' },
+  inbox_burst_exceeded: { code: 450, text: 'Inbox receive rate exceeded, try again later' },
+  organization_burst_exceeded: { code: 450, text: 'Organization receive rate exceeded, try again later' },
+  message_too_large: { code: 552, text: 'Message size exceeds fixed maximum message size' },
+  too_many_attachments: { code: 552, text: 'Too many attachments' },
+  attachment_too_large: { code: 552, text: 'Attachment too large' },
+  attachments_too_large: { code: 552, text: 'Attachments too large in total' },
+  body_too_large: { code: 552, text: 'Message body too large' },
+  unparseable: { code: 554, text: 'Message could not be parsed' },
+  storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
+}
+
+export type SmtpReplyError = Error & { responseCode: number }
+
+export function smtpReply(error: unknown): SmtpReplyError {
+  const reply = error instanceof InboundRefusal ? REPLIES[error.reason] : { code: 451, text: 'Temporary local error, try again later' }
+  const detail = error instanceof InboundRefusal && error.detail && error.reason !== 'unparseable' ? ` (${error.detail})` : ''
+  const reject = new Error(`${reply.text}${detail}`) as SmtpReplyError
+  reject.responseCode = reply.code
+  return reject
+}

@@ -1,0 +1,123 @@
+/**
+ * A small raw SMTP client over TCP for tests: every reply code and text is visible, and
+ * a test can stop at any step (RSET, QUIT, drop the connection mid-DATA).
+ */
+import { connect, type Socket } from 'node:net'
+
+export interface Reply {
+  code: number
+  text: string
+}
+
+export class SmtpClient {
+  private buffer = ''
+  private waiters: Array<(reply: Reply) => void> = []
+  private replies: Reply[] = []
+  private lines: string[] = []
+
+  private constructor(readonly socket: Socket) {
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => this.onData(chunk))
+    socket.on('error', () => {})
+  }
+
+  static async connect(port: number, host = '127.0.0.1'): Promise<SmtpClient> {
+    const socket = connect(port, host)
+    await new Promise<void>((resolve, reject) => {
+      socket.once('connect', resolve)
+      socket.once('error', reject)
+    })
+    const client = new SmtpClient(socket)
+    const greeting = await client.next()
+    if (greeting.code !== 220) throw new Error(`unexpected greeting ${greeting.code} ${greeting.text}`)
+    return client
+  }
+
+  private onData(chunk: string): void {
+    this.buffer += chunk
+    let index: number
+    while ((index = this.buffer.indexOf('\r\n')) >= 0) {
+      const line = this.buffer.slice(0, index)
+      this.buffer = this.buffer.slice(index + 2)
+      this.lines.push(line.slice(4))
+      if (line[3] === '-') continue
+      const reply = { code: Number(line.slice(0, 3)), text: this.lines.join('\n') }
+      this.lines = []
+      const waiter = this.waiters.shift()
+      if (waiter) waiter(reply)
+      else this.replies.push(reply)
+    }
+  }
+
+  next(): Promise<Reply> {
+    const ready = this.replies.shift()
+    if (ready) return Promise.resolve(ready)
+    return new Promise((resolve) => this.waiters.push(resolve))
+  }
+
+  async command(line: string): Promise<Reply> {
+    this.socket.write(`${line}\r\n`)
+    return this.next()
+  }
+
+  /** DATA, the dot-stuffed body, and the final dot; returns the reply to the message. */
+  async data(raw: string | Buffer): Promise<Reply> {
+    const go = await this.command('DATA')
+    if (go.code !== 354) return go
+    this.writeBody(raw)
+    this.socket.write('\r\n.\r\n')
+    return this.next()
+  }
+
+  writeBody(raw: string | Buffer): void {
+    const text = Buffer.isBuffer(raw) ? raw.toString('latin1') : raw
+    const normalized = text.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..')
+    this.socket.write(Buffer.from(normalized, Buffer.isBuffer(raw) ? 'latin1' : 'utf8'))
+  }
+
+  async quit(): Promise<void> {
+    await this.command('QUIT').catch(() => undefined)
+    this.socket.destroy()
+  }
+
+  destroy(): void {
+    this.socket.destroy()
+  }
+}
+
+export interface SendResult {
+  mail: Reply
+  rcpt: Reply[]
+  data: Reply | null
+}
+
+/** One whole transaction on a fresh connection. DATA is sent only if some RCPT was accepted. */
+export async function sendMail(port: number, envelope: { from?: string; to: string[] }, raw: string | Buffer): Promise<SendResult> {
+  const client = await SmtpClient.connect(port)
+  try {
+    await client.command('EHLO test.local')
+    const mail = await client.command(`MAIL FROM:<${envelope.from ?? 'sender@example.com'}>`)
+    const rcpt: Reply[] = []
+    for (const to of envelope.to) rcpt.push(await client.command(`RCPT TO:<${to}>`))
+    const data = rcpt.some((r) => r.code === 250) ? await client.data(raw) : null
+    return { mail, rcpt, data }
+  } finally {
+    await client.quit()
+  }
+}
+
+/** A minimal RFC 5322 message. */
+export function simpleMessage(fields: { from?: string; to: string; subject?: string; text?: string; headers?: Record<string, string> }): string {
+  const lines = [
+    `From: ${fields.from ?? 'Sender <sender@example.com>'}`,
+    `To: ${fields.to}`,
+    `Subject: ${fields.subject ?? 'Hello'}`,
+    `Message-ID: <${Math.random().toString(16).slice(2)}@example.com>`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/plain; charset=utf-8',
+    ...Object.entries(fields.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
+    '',
+    fields.text ?? 'Hello there',
+  ]
+  return lines.join('\r\n')
+}
