@@ -37,4 +37,7 @@ if (!existsSync(plan.databasePath)) {
   const restored = await runChild([plan.binary, ...plan.restoreArgs], { env: plan.env, user })
   if (restored !== 0) fail(`litestream restore failed (exit ${restored}); refusing to start on an empty database`, 1)
 }
-process.exit(await runChild([plan.binary, ...plan.replicateArgs], { env: plan.env, user }))
+// Litestream 0.3 opens the database on its first monitor tick, one second after it starts;
+// stopped before that, it exits without syncing anything. Holding an early SIGTERM for
+// two seconds makes even a stop right after boot push its writes to the replica.
+process.exit(await runChild([plan.binary, ...plan.replicateArgs], { env: plan.env, user, minUptimeMs: 2_000 }))

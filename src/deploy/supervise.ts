@@ -8,6 +8,8 @@ export interface ChildOptions {
   env: Record<string, string | undefined>
   /** Set when the entry runs as root and hands the work to an unprivileged user. */
   user?: { uid: number; gid: number }
+  /** SIGTERM/SIGINT arriving earlier than this after the start are held back until then. */
+  minUptimeMs?: number
 }
 
 export async function runChild(cmd: string[], options: ChildOptions): Promise<number> {
@@ -21,7 +23,12 @@ export async function runChild(cmd: string[], options: ChildOptions): Promise<nu
   } catch (error) {
     throw new Error(`cannot start ${cmd[0]}: ${error instanceof Error ? error.message : String(error)}`)
   }
-  const forward = (signal: NodeJS.Signals) => () => child.kill(signal)
+  const startedAt = Date.now()
+  const forward = (signal: NodeJS.Signals) => () => {
+    const hold = startedAt + (options.minUptimeMs ?? 0) - Date.now()
+    if (hold > 0) setTimeout(() => child.kill(signal), hold)
+    else child.kill(signal)
+  }
   const handlers = (['SIGTERM', 'SIGINT'] as const).map((signal) => [signal, forward(signal)] as const)
   for (const [signal, handler] of handlers) process.on(signal, handler)
   try {
