@@ -40,7 +40,7 @@ test('a deleted database is restored from the replica with every acknowledged wr
   expect(named.status).toBe(201)
   const generated = await api(entry.httpUrl, key, 'POST', '/v1/inboxes')
   expect(generated.status).toBe(201)
-  const [a, b] = [(await named.json()).data, (await generated.json()).data]
+  const [a, b] = [((await named.json()) as any).data, ((await generated.json()) as any).data]
 
   const attachments = [randomAttachment('blob.bin', 200_000), randomAttachment('small.bin', 3_000)]
   const sent = [
