@@ -4,6 +4,7 @@
  * database, and the image starts through the entry. (`docker build` cannot run here.)
  */
 import { expect, test } from 'bun:test'
+import { validate } from 'dockerfile-utils'
 import { dirname } from 'node:path'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
 import { ROOT } from './entry-process.ts'
@@ -70,6 +71,11 @@ test('the image: official Bun base, production deps, migrations, entry as comman
   expect(instructions.find((line) => line.startsWith('HEALTHCHECK'))).toContain('/health')
   expect(imageEnv.RUN_AS).toMatch(/^[1-9][0-9]*:[1-9][0-9]*$/) // litestream and the server never run as root
   expect(instructions.filter((line) => line.startsWith('USER '))).toEqual([]) // the entry drops privileges itself
+})
+
+test('the Dockerfile passes the linter (errors and warnings alike)', async () => {
+  const problems = validate(await read('Dockerfile')).map((d) => `line ${d.range.start.line + 1}: ${d.message}`)
+  expect(problems).toEqual([])
 })
 
 test('litestream.yml replicates DATABASE_PATH through a `replicas` list (0.3 ignores a singular `replica`)', async () => {
