@@ -57,7 +57,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: options.routing ?? createRoutingProvider(config),
+    routing: options.routing ?? createRoutingProvider(config, logger),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock, config.limits),
@@ -72,7 +72,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
     reusePort: false, // Elysia's default true lets two servers share a port silently
-    maxRequestBodySize: 1024 * 1024,
+    // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
+    // envelope, reading at most 64 KiB of any body (src/http/body.ts).
+    maxRequestBodySize: 1024 * 1024 * 1024,
   })
   const httpPort = http.server!.port!
   // With PORT=0 the default public URLs cannot name the port until the OS picked it.

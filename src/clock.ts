@@ -8,7 +8,10 @@ export const systemClock: Clock = { now: () => Date.now() }
 
 /** A clock that only moves when told to; used by tests for minute, bucket and month rules. */
 export class ManualClock implements Clock {
-  constructor(private current: number = Date.parse('2026-01-15T12:00:00.000Z')) {}
+  private current: number
+  constructor(start: string | number = '2026-01-15T12:00:00.000Z') {
+    this.current = typeof start === 'number' ? start : Date.parse(start)
+  }
   now(): number {
     return this.current
   }

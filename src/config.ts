@@ -40,6 +40,26 @@ export const SETTINGS = [
   { env: 'CLOUDFLARE_API_TOKEN', kind: { type: 'string' }, default: '', description: 'API token with Email Routing rules edit permission (for `cloudflare`).' },
   { env: 'CLOUDFLARE_ZONE_ID', kind: { type: 'string' }, default: '', description: 'Zone id of `RECEIVING_DOMAIN` (for `cloudflare`).' },
   { env: 'CLOUDFLARE_API_BASE', kind: { type: 'url' }, default: 'https://api.cloudflare.com/client/v4', description: 'Cloudflare API base; tests point it at a local fake.' },
+  {
+    env: 'CLOUDFLARE_RULE_ACTION',
+    kind: { type: 'enum', values: ['worker', 'forward'] },
+    default: 'worker',
+    description: 'Action of each inbox rule: `worker` hands the mail to an Email Worker (which relays it to this SMTP listener), `forward` sends it to a verified destination address.',
+  },
+  {
+    env: 'CLOUDFLARE_RULE_DESTINATION',
+    kind: { type: 'string', pattern: /^[^\s,]+$/, hint: 'one Worker name or one email address' },
+    default: 'pigeonhole-relay',
+    description: 'The Email Worker\'s name (action `worker`) or the verified destination address (action `forward`).',
+  },
+  {
+    env: 'CLOUDFLARE_TIMEOUT_MS',
+    // Two attempts at most 30 s each stay well under the 120 s after which an unfinished
+    // idempotency claim is treated as abandoned (core/inboxes/idempotency.ts).
+    kind: { type: 'int', min: 100, max: 30_000 },
+    default: '5000',
+    description: 'Time allowed for one Cloudflare API call; a timed-out or failed call is retried once.',
+  },
   { env: 'CORS_CONSOLE_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/[^/*\s]+)?$/, hint: 'an origin such as https://console.example.com' }, default: '', description: 'Origin of the web console allowed by CORS (empty: none).' },
   { env: 'CORS_WILDCARD_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/\*\.[^/*\s]+)?$/, hint: 'an origin pattern such as https://*.preview.example.com' }, default: '', description: 'One wildcard host family allowed by CORS (empty: none).' },
   { env: 'LOG_LEVEL', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
@@ -78,6 +98,9 @@ export interface Config {
   cloudflareApiToken: string
   cloudflareZoneId: string
   cloudflareApiBase: string
+  cloudflareRuleAction: 'worker' | 'forward'
+  cloudflareRuleDestination: string
+  cloudflareTimeoutMs: number
   corsConsoleOrigin: string
   corsWildcardOrigin: string
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
@@ -162,6 +185,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (flat.emailRouting === 'cloudflare') {
     for (const name of ['CLOUDFLARE_API_TOKEN', 'CLOUDFLARE_ZONE_ID']) {
       if (!flat[camel(name)]) throw new ConfigError(name, 'required when EMAIL_ROUTING=cloudflare')
+    }
+    if (flat.cloudflareRuleAction === 'forward' && !/^[^@\s]+@[^@\s]+$/.test(String(flat.cloudflareRuleDestination))) {
+      throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${flat.cloudflareRuleDestination}"`)
     }
   }
   if (flat.litestreamReplica === 'file' && !flat.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')

@@ -1,6 +1,7 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
 import { startApp } from './app.ts'
 import { ConfigError, loadConfig } from './config.ts'
+import { errorFields } from './log.ts'
 
 let config
 try {
@@ -14,6 +15,11 @@ try {
 }
 
 const app = await startApp({ config })
+const { logger } = app.services
+// Last line of defence: every known failure is handled where it happens, but one client's
+// bad input must never take the listeners down for everyone else. Log it and keep serving.
+process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))
+process.on('uncaughtException', (error) => logger.error('uncaught_exception', errorFields(error)))
 let stopping = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {

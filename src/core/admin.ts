@@ -7,7 +7,7 @@ import { isoTime, type Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
 import type { Db } from '../storage/database.ts'
 import { apiKeys, organizations } from '../storage/schema.ts'
-import { generateApiKey, parseApiKey } from './api-keys.ts'
+import { generateApiKey, hashSecret, parseApiKey } from './api-keys.ts'
 
 export function createOrganization(db: Db, clock: Clock, name: string) {
   return db.insert(organizations).values({ id: newId('org'), name, createdAt: isoTime(clock.now()) }).returning().get()
@@ -32,11 +32,16 @@ export const listApiKeys = (db: Db, organizationId: string) =>
     .orderBy(asc(apiKeys.createdAt))
     .all()
 
-/** Accepts the full key or its 16-hex public id. Returns false when no such key exists. */
+/**
+ * Accepts the full key or its 16-hex public id. Returns false when no such key exists,
+ * including a full key whose secret does not match (a typo must not revoke another key).
+ */
 export function revokeApiKey(db: Db, clock: Clock, keyOrPublicId: string): boolean {
-  const publicId = parseApiKey(keyOrPublicId)?.publicId ?? keyOrPublicId
+  const parsed = parseApiKey(keyOrPublicId)
+  const publicId = parsed?.publicId ?? keyOrPublicId
   const row = db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).get()
   if (!row) return false
+  if (parsed && hashSecret(parsed.secret) !== row.secretSha256) return false
   if (!row.revokedAt) db.update(apiKeys).set({ revokedAt: isoTime(clock.now()) }).where(eq(apiKeys.publicId, publicId)).run()
   return true
 }

@@ -36,7 +36,8 @@ const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed,
 
 /** Checks the Authorization header. The format is checked before the database is touched. */
 export function authenticate(db: Db, clock: Clock, authorization: string | null): Principal {
-  const match = authorization ? /^Bearer ([^\s]+)$/.exec(authorization) : null
+  // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
+  const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
   if (!parsed) throw invalidKey()
   const row = db

@@ -16,7 +16,9 @@ export const RESERVED_LOCAL_PARTS = new Set([
 /** Lowercases and checks a requested prefix; throws invalid_prefix with the reason. */
 export function normalizePrefix(prefix: unknown): string {
   if (typeof prefix !== 'string') throw new DomainError('invalid_prefix', 'prefix must be a string.')
-  const normalized = prefix.toLowerCase()
+  // ASCII letters only: String#toLowerCase would turn e.g. the Kelvin sign (U+212A) into
+  // "k", accepting a prefix the client did not write in the allowed alphabet.
+  const normalized = prefix.replace(/[A-Z]/g, (letter) => letter.toLowerCase())
   if (normalized.length < 3 || normalized.length > 40) throw new DomainError('invalid_prefix', 'prefix must be 3 to 40 characters long.')
   if (!PREFIX_PATTERN.test(normalized)) {
     throw new DomainError('invalid_prefix', 'prefix may contain only a-z, 0-9 and inner hyphens, and must start and end with a letter or digit.')

@@ -10,7 +10,7 @@ const Timestamp = T.String({ format: 'date-time', examples: ['2026-11-22T10:15:3
 export const InboxModel = T.Object(
   {
     id: T.String({ pattern: '^inbox_[0-9a-f]{32}$' }),
-    address: T.String({ format: 'email' }),
+    address: T.String({ description: '<local_part>@RECEIVING_DOMAIN' }),
     local_part: T.String({ minLength: 3, maxLength: 40 }),
     status: T.Literal('active'),
     created_at: Timestamp,
@@ -37,7 +37,7 @@ const messageSummaryFields = {
   id: T.String({ pattern: '^msg_[0-9a-f]{32}$' }),
   inbox_id: T.String({ pattern: '^inbox_[0-9a-f]{32}$' }),
   from: T.Object({ name: T.String(), address: T.String() }, { additionalProperties: false }),
-  to: T.String({ format: 'email' }),
+  to: T.String({ description: 'The receiving inbox address.' }),
   subject: T.String(),
   preview: T.String(),
   size_bytes: T.Integer(),
@@ -89,3 +89,6 @@ export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, {
 
 /** A listOrWaitForMessages item: a summary, or a full message with include=content. */
 export const MessageListItemModel = T.Union([MessageSummaryModel, MessageModel])
+
+/** `response` entries for the error statuses a route documents, all with the error envelope. */
+export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorModel> => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))

@@ -6,6 +6,8 @@
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { authenticate, type Principal } from '../core/api-keys.ts'
+import { DomainError } from '../core/errors.ts'
+import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
 import type { Services } from '../core/services.ts'
 import { newRequestId } from '../ids.ts'
 import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy } from './cors.ts'
@@ -82,7 +84,11 @@ export function buildHttpApp(s: Services) {
         if (url.pathname.startsWith('/v1/') || url.pathname === '/v1') {
           state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
           s.requestLimiter.admit(state.principal)
-          rejectRepeatedParameters(url)
+          if (request.method === 'GET') rejectRepeatedParameters(url) // only the two listings take query parameters
+          // Refuse an oversized body before reading it (chunked bodies are capped by the server limit).
+          if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
+            throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
+          }
         }
       })
       .onError(({ error, code, set, request }) => {

@@ -15,6 +15,7 @@ export interface ErrorResponse {
 
 interface FrameworkError {
   code?: unknown
+  type?: unknown
   all?: Array<{ path?: string }>
 }
 
@@ -23,8 +24,14 @@ export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: 
   if (error instanceof DomainError) {
     return { status: error.status, code: error.code, message: error.message, headers: error.options.headers ?? {} }
   }
+  if (frameworkCode === 'VALIDATION' && (error as FrameworkError).type === 'response') {
+    // Our own output broke its schema: a bug on our side, never the client's fault.
+    logger.error('response_validation_failed', { request_id: requestId, paths: ((error as FrameworkError).all ?? []).map((issue) => issue.path) })
+    return { status: 500, code: 'internal_error', message: 'Unexpected failure; the request id identifies it in the logs.', headers: {} }
+  }
   if (frameworkCode === 'VALIDATION') {
     const all = (error as FrameworkError).all ?? []
+    logger.debug('validation_failed', { request_id: requestId, paths: all.map((issue) => issue.path) })
     const field = all.map((issue) => issue.path?.split('/')[1]).find((name) => name && name in QUERY_ERROR_CODES)
     const code = field ? QUERY_ERROR_CODES[field]! : 'invalid_json'
     return { status: 422, code, message: QUERY_ERROR_MESSAGES[code] ?? 'Invalid request.', headers: {} }

@@ -36,9 +36,19 @@ export const CursorQuery = t.Optional(t.String({ minLength: 1, maxLength: 512, d
 export const DEFAULT_PAGE_SIZE = 50
 export const pageSize = (limit: string | undefined): number => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit))
 
+/**
+ * The GET routes that read query parameters, and which ones. Elsewhere every parameter is
+ * unknown and ignored: getInbox and getUsage have no 422 in the spec's status lists.
+ */
+const QUERY_ROUTES: ReadonlyArray<[RegExp, readonly string[]]> = [
+  [/^\/v1\/inboxes\/?$/, ['limit', 'cursor']],
+  [/^\/v1\/inboxes\/[^/]+\/messages\/?$/, Object.keys(QUERY_ERROR_CODES)],
+]
+
 /** Unknown parameters are ignored; a known one given twice is ambiguous, so it is refused. */
 export function rejectRepeatedParameters(url: URL): void {
-  for (const name of Object.keys(QUERY_ERROR_CODES)) {
+  const known = QUERY_ROUTES.find(([path]) => path.test(url.pathname))?.[1] ?? []
+  for (const name of known) {
     if (url.searchParams.getAll(name).length > 1) {
       const code = QUERY_ERROR_CODES[name]!
       throw new DomainError(code, `${name} given more than once. ${QUERY_ERROR_MESSAGES[code] ?? ''}`.trim())

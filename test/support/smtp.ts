@@ -64,8 +64,9 @@ export class SmtpClient {
   async data(raw: string | Buffer): Promise<Reply> {
     const go = await this.command('DATA')
     if (go.code !== 354) return go
+    const endsWithNewline = /\n$/.test(Buffer.isBuffer(raw) ? raw.subarray(-1).toString('latin1') : raw)
     this.writeBody(raw)
-    this.socket.write('\r\n.\r\n')
+    this.socket.write(endsWithNewline ? '.\r\n' : '\r\n.\r\n')
     return this.next()
   }
 
@@ -73,6 +74,16 @@ export class SmtpClient {
     const text = Buffer.isBuffer(raw) ? raw.toString('latin1') : raw
     const normalized = text.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..')
     this.socket.write(Buffer.from(normalized, Buffer.isBuffer(raw) ? 'latin1' : 'utf8'))
+  }
+
+  /** MAIL, RCPT for each recipient, and DATA if any was accepted, on this connection. */
+  async transaction(envelope: { from?: string; to: string[] }, raw: string | Buffer): Promise<SendResult> {
+    const mail = await this.command(`MAIL FROM:<${envelope.from ?? 'sender@example.com'}>`)
+    const rcpt: Reply[] = []
+    for (const to of envelope.to) rcpt.push(await this.command(`RCPT TO:<${to}>`))
+    const data = rcpt.some((r) => r.code === 250) ? await this.data(raw) : null
+    if (!data) await this.command('RSET')
+    return { mail, rcpt, data }
   }
 
   async quit(): Promise<void> {
@@ -96,11 +107,7 @@ export async function sendMail(port: number, envelope: { from?: string; to: stri
   const client = await SmtpClient.connect(port)
   try {
     await client.command('EHLO test.local')
-    const mail = await client.command(`MAIL FROM:<${envelope.from ?? 'sender@example.com'}>`)
-    const rcpt: Reply[] = []
-    for (const to of envelope.to) rcpt.push(await client.command(`RCPT TO:<${to}>`))
-    const data = rcpt.some((r) => r.code === 250) ? await client.data(raw) : null
-    return { mail, rcpt, data }
+    return await client.transaction(envelope, raw)
   } finally {
     await client.quit()
   }

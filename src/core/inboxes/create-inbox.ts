@@ -32,8 +32,12 @@ export interface CreateInboxResult {
   replayed: boolean
 }
 
+/** A valid body is a few dozen bytes; anything near this is not a createInbox request. */
+export const MAX_CREATE_BODY_BYTES = 64 * 1024
+
 /** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
 export function parseCreateInboxBody(text: string): { prefix?: string } {
+  if (text.length > MAX_CREATE_BODY_BYTES) throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
   if (text.trim() === '') return {}
   let value: unknown
   try {
@@ -86,11 +90,13 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
     })
   } catch (error) {
     // The rule exists but the inbox could not be written: take the rule back.
+    // The rule goes first: if the database is what failed, deleting the row may fail too,
+    // and a rule left behind would route mail for an inbox that never existed.
     s.logger.error('inbox_activation_failed', { inbox_id: row.id, ...errorFields(error) })
-    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
     await s.routing.deleteRule(ruleId, row.address).catch((cleanupError: unknown) => {
-      s.logger.error('routing_rule_orphaned', { address_rule_id: ruleId, ...errorFields(cleanupError) })
+      s.logger.error('routing_rule_orphaned', { address: row.address, routing_rule_id: ruleId, ...errorFields(cleanupError) })
     })
+    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
     throw error
   }
 }

@@ -4,6 +4,7 @@ import type { Principal } from '../api-keys.ts'
 import type { Services } from '../services.ts'
 import { routingFailure } from './create-inbox.ts'
 import { findActiveInbox } from './find-inbox.ts'
+import { releaseAbandonedClaims } from './idempotency.ts'
 
 /**
  * deleteInbox: the routing rule goes first; if the provider fails the inbox stays and keeps
@@ -24,9 +25,12 @@ export async function deleteInbox(s: Services, principal: Principal, inboxId: st
 /**
  * At boot no request is running, so rows still 'creating' belong to a process that died
  * between reserving the address and activating it; they are dropped (and logged, since
- * the provider may hold a rule for them).
+ * the provider may hold a rule for them). Their idempotency claims are released with them,
+ * so the client's retry runs anew instead of meeting idempotency_in_progress.
  */
 export function discardUnfinishedInboxes(s: Services): void {
   const stale = s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.state, 'creating')).returning().all())
   for (const row of stale) s.logger.warn('unfinished_inbox_discarded', { inbox_id: row.id, address: row.address, routing_rule_id: row.routingRuleId })
+  const released = releaseAbandonedClaims(s)
+  if (released > 0) s.logger.warn('abandoned_idempotency_claims_released', { count: released })
 }

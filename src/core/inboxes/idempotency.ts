@@ -12,9 +12,6 @@ import { idempotencyRecords } from '../../storage/schema.ts'
 import { DomainError } from '../errors.ts'
 import type { Services } from '../services.ts'
 
-/** An in-progress record older than this belongs to a request that died with the process. */
-const ABANDONED_AFTER_MS = 120_000
-
 export interface IdempotencyClaim {
   organizationId: string
   key: string
@@ -42,9 +39,10 @@ export function claimIdempotencyKey(s: Services, organizationId: string, key: st
       .from(idempotencyRecords)
       .where(and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key)))
       .get()
+    // An in-progress record always belongs to a running request: one process serves the API,
+    // a failed request deletes its record, and records left by a crash are released at boot.
     const expired = record && Date.parse(record.expiresAt) <= now
-    const abandoned = record?.state === 'in_progress' && now - Date.parse(record.createdAt) > ABANDONED_AFTER_MS
-    if (record && !expired && !abandoned) {
+    if (record && !expired) {
       if (record.requestFingerprint !== requestFingerprint) {
         throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.')
       }
@@ -96,6 +94,15 @@ function deleteRecord(tx: Tx, organizationId: string, key: string): void {
   tx.delete(idempotencyRecords)
     .where(and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key)))
     .run()
+}
+
+/**
+ * At boot no request is running, so an 'in_progress' record belongs to a request that died
+ * with the previous process. Left alone it would answer idempotency_in_progress for
+ * the whole retention period, failing the client's retries; its inbox row is dropped at boot too.
+ */
+export function releaseAbandonedClaims(s: Services): number {
+  return s.storage.write((tx) => tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length)
 }
 
 /** Sweeper step: deletes up to `batch` expired records; returns how many. */

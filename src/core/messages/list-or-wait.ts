@@ -13,7 +13,7 @@ import { checkMessageQuery, queryMessages, type MessagePage, type MessageQuery }
 
 export interface WaitOptions {
   waitSeconds: number
-  /** Aborted when the client disconnects or the server shuts down. */
+  /** Aborted when the client disconnects. */
   signal: AbortSignal
 }
 
@@ -32,17 +32,16 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     if (event === 'inbox_deleted') deleted = true
     wake?.()
   })
-  let timer: ReturnType<typeof setTimeout> | undefined
-  const over = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, wait.waitSeconds * 1000)
-    if (wait.signal.aborted) resolve()
-    wait.signal.addEventListener('abort', () => resolve(), { once: true })
-  })
+  // The wait ends at the deadline, when the client leaves, or when the server stops.
   let finished = false
-  void over.then(() => {
+  const finish = () => {
     finished = true
     wake?.()
-  })
+  }
+  const timer = setTimeout(finish, wait.waitSeconds * 1000)
+  const signals = [wait.signal, s.stopping]
+  for (const signal of signals) signal.addEventListener('abort', finish)
+  if (signals.some((signal) => signal.aborted)) finished = true
   try {
     for (;;) {
       const seen = changes
@@ -58,6 +57,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     }
   } finally {
     clearTimeout(timer)
+    for (const signal of signals) signal.removeEventListener('abort', finish)
     unsubscribe()
     release()
   }

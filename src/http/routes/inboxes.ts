@@ -1,14 +1,14 @@
 import { Elysia, t } from 'elysia'
-import { createInbox } from '../../core/inboxes/create-inbox.ts'
+import { createInbox, MAX_CREATE_BODY_BYTES } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
-import { CreateInboxBodyModel, ErrorModel, InboxModel, page, single } from '../../core/models.ts'
+import { CreateInboxBodyModel, errorResponses, InboxModel, page, single } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../app.ts'
+import { readBodyText } from '../body.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
 
 export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia()
@@ -16,7 +16,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       '/v1/inboxes',
       async ({ request, set }) => {
         const result = await createInbox(s, requests.principal(request), {
-          body: await request.text(),
+          body: await readBodyText(request, MAX_CREATE_BODY_BYTES),
           idempotencyKey: request.headers.get('idempotency-key'),
         })
         set.status = 201
@@ -28,7 +28,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
         // distinctions need more than schema validation gives (see STACK-NOTES).
         parse: 'none',
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })) }),
-        response: { 201: single(InboxModel), ...errors(401, 409, 422, 429, 502, 503) },
+        response: { 201: single(InboxModel), ...errorResponses(401, 409, 422, 429, 502, 503) },
         detail: {
           operationId: 'createInbox',
           summary: 'Create an inbox (and its routing rule)',
@@ -39,21 +39,21 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
     )
     .get('/v1/inboxes', ({ request, query }) => listInboxes(s, requests.principal(request), { limit: pageSize(query.limit), cursor: query.cursor }), {
       query: queryObject({ limit: LimitQuery, cursor: CursorQuery }),
-      response: { 200: page(InboxModel), ...errors(401, 422, 429) },
+      response: { 200: page(InboxModel), ...errorResponses(401, 422, 429) },
       detail: { operationId: 'listInboxes', summary: 'Active inboxes, newest first', tags: ['inboxes'] },
     })
     .get('/v1/inboxes/:inbox_id', ({ request, params }) => ({ data: getInbox(s, requests.principal(request), params.inbox_id) }), {
-      response: { 200: single(InboxModel), ...errors(401, 404, 429) },
+      response: { 200: single(InboxModel), ...errorResponses(401, 404, 429) },
       detail: { operationId: 'getInbox', summary: 'One inbox', tags: ['inboxes'] },
     })
     .delete(
       '/v1/inboxes/:inbox_id',
-      async ({ request, params }) => {
+      async ({ request, params, status }) => {
         await deleteInbox(s, requests.principal(request), params.inbox_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
-        response: { 204: t.Void(), ...errors(401, 404, 429, 502, 503) },
+        response: { 204: t.Void(), ...errorResponses(401, 404, 429, 502, 503) },
         detail: { operationId: 'deleteInbox', summary: 'Delete an inbox, its routing rule and its messages', tags: ['inboxes'] },
       },
     )

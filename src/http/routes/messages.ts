@@ -3,12 +3,11 @@ import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { parseRfc3339 } from '../../core/messages/list-messages.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { ErrorModel, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
+import { errorResponses, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../app.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
 
 const MessagesQuery = queryObject({
   wait_seconds: t.Optional(t.String({ pattern: '^0*(?:[0-9]|[1-9][0-9]|1[0-7][0-9]|180)$', description: '0 to 180; > 0 long-polls until a match or timeout (then 204).' })),
@@ -46,28 +45,28 @@ export const messageRoutes = (s: Services, requests: RequestRegistry) =>
             receivedAfter,
             includeContent: query.include === 'content',
           },
-          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: AbortSignal.any([request.signal, s.stopping]) },
+          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: request.signal },
         )
         return result ?? status(204, undefined)
       },
       {
         query: MessagesQuery,
-        response: { 200: page(MessageListItemModel), 204: t.Void({ description: 'wait_seconds passed with no match' }), ...errors(401, 404, 422, 429) },
+        response: { 200: page(MessageListItemModel), 204: t.Void({ description: 'wait_seconds passed with no match' }), ...errorResponses(401, 404, 422, 429) },
         detail: { operationId: 'listOrWaitForMessages', summary: 'List, or long-poll for, messages of an inbox (newest first)', tags: ['messages'] },
       },
     )
     .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {
-      response: { 200: single(MessageModel), ...errors(401, 404, 429) },
+      response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
       detail: { operationId: 'getMessage', summary: 'One message with all content fields', tags: ['messages'] },
     })
     .delete(
       '/v1/messages/:message_id',
-      ({ request, params }) => {
+      ({ request, params, status }) => {
         deleteMessage(s, requests.principal(request), params.message_id)
-        return new Response(null, { status: 204 })
+        return status(204, undefined)
       },
       {
-        response: { 204: t.Void(), ...errors(401, 404, 429) },
+        response: { 204: t.Void(), ...errorResponses(401, 404, 429) },
         detail: { operationId: 'deleteMessage', summary: 'Delete a message and its stored bytes', tags: ['messages'] },
       },
     )
