@@ -33,18 +33,28 @@ export function checkMessageQuery(query: MessageQuery): void {
   if (query.includeContent && query.limit !== 1) throw new DomainError('invalid_include', 'include=content requires limit=1.')
 }
 
-/** Parses RFC 3339 strictly (calendar-valid, with offset); null when it is not. */
+/**
+ * Parses RFC 3339 strictly (calendar-valid, with offset); null when it is not. A leap
+ * second (:60) is grammatical RFC 3339 but Date.parse refuses it, so the instant is built
+ * from its parts: :60 lands on the first instant after :59.999, which keeps "at or after".
+ */
 export function parseRfc3339(value: string): number | null {
-  const match = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})$/.exec(value)
+  const match = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(value)
   if (!match) return null
-  const [, y, mo, d, h, mi, sec] = match.map(Number) as number[]
-  const check = new Date(Date.UTC(y!, mo! - 1, d!, h!, mi!, Math.min(sec!, 59)))
-  if (check.getUTCMonth() !== mo! - 1 || check.getUTCDate() !== d! || h! > 23 || mi! > 59 || sec! > 60) return null
-  const ms = Date.parse(value.replace(' ', 'T').replace(/(\.\d{3})\d+/, '$1'))
-  if (Number.isNaN(ms)) return null
-  // "at or after" an instant finer than our millisecond timestamps: round up.
+  const [y, mo, d, h, mi, sec] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]
+  const day = new Date(Date.UTC(2000, mo - 1, d)) // 2000 is a leap year: Feb 29 survives until the real year is set
+  day.setUTCFullYear(y)
+  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d || h > 23 || mi > 59 || sec > 60) return null
+  const offsetHours = match[9] === undefined ? 0 : Number(match[10])
+  const offsetMinutes = match[9] === undefined ? 0 : Number(match[11])
+  if (offsetHours > 23 || offsetMinutes > 59) return null
+  const offset = (match[9] === '-' ? -1 : 1) * (offsetHours * 60 + offsetMinutes) * 60_000
   const fraction = match[7] ?? ''
-  return fraction.length > 4 && /[1-9]/.test(fraction.slice(4)) ? ms + 1 : ms
+  const millis = Number(fraction.slice(0, 3).padEnd(3, '0'))
+  // "at or after" an instant finer than our millisecond timestamps: round up.
+  const roundUp = /[1-9]/.test(fraction.slice(3)) ? 1 : 0
+  // Date.UTC maps years 0-99 to 1900-1999, hence setUTCFullYear on the day above.
+  return day.getTime() + ((h * 60 + mi) * 60 + sec) * 1000 + millis - offset + roundUp
 }
 
 export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): MessagePage {
