@@ -25,7 +25,9 @@ COPY package.json bun.lock tsconfig.json litestream.yml ./
 # Migrations are read at start-up from drizzle/meta/_journal.json.
 COPY drizzle ./drizzle
 COPY src ./src
-RUN mkdir -p /data && chown bun:bun /data
+# `litestream` on PATH for operators in `fly ssh console` (restores, snapshots, generations).
+RUN mkdir -p /data && chown bun:bun /data \
+ && ln -s /app/node_modules/@flydotio/litestream-linux-x64/litestream /usr/local/bin/litestream
 EXPOSE 3000 2525
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
   CMD ["bun", "-e", "const r = await fetch(`http://127.0.0.1:${process.env.PORT}/health`); process.exit(r.ok ? 0 : 1)"]

@@ -28,6 +28,10 @@ try {
 }
 
 const user = prepareFolders(config)
+// A stop asked for while the restore runs must not go on to start the server.
+let stopAsked = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => (stopAsked = true))
+
 if (!plan) process.exit(await runChild([process.execPath, SERVER_ENTRY], { env: process.env, user }))
 
 if (!existsSync(plan.databasePath)) {
@@ -36,6 +40,7 @@ if (!existsSync(plan.databasePath)) {
   for (const suffix of ['-wal', '-shm']) rmSync(plan.databasePath + suffix, { force: true })
   const restored = await runChild([plan.binary, ...plan.restoreArgs], { env: plan.env, user })
   if (restored !== 0) fail(`litestream restore failed (exit ${restored}); refusing to start on an empty database`, 1)
+  if (stopAsked) process.exit(0)
 }
 // Litestream 0.3 opens the database on its first monitor tick, one second after it starts;
 // stopped before that, it exits without syncing anything. Holding an early SIGTERM for
