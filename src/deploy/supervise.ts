@@ -1,9 +1,9 @@
-import { constants } from 'node:os'
-
 /**
  * Runs one child process with our stdio and passes SIGTERM/SIGINT on to it. The entry has
  * no exec() to replace itself, so it stays as a thin parent whose exit code is the child's.
  */
+import { constants } from 'node:os'
+
 export interface ChildOptions {
   env: Record<string, string | undefined>
   /** Set when the entry runs as root and hands the work to an unprivileged user. */
