@@ -48,7 +48,9 @@ test('public TCP port 25 reaches SMTP_PORT as plain TCP, never auto-stopped', ()
   expect(smtp).toHaveLength(1)
   expect(smtp[0].protocol).toBe('tcp')
   expect(smtp[0].internal_port).toBe(Number(effective.SMTP_PORT))
-  expect(smtp[0].ports[0].handlers ?? []).toEqual([]) // no TLS or HTTP handler in front of SMTP
+  // 25 for senders' MTAs, 2525 for the Cloudflare Email Worker relay (Workers cannot reach 25).
+  expect(smtp[0].ports.map((p: any) => p.port)).toEqual([25, 2525])
+  for (const port of smtp[0].ports) expect(port.handlers ?? []).toEqual([]) // no TLS or HTTP handler in front of SMTP
   expect(smtp[0].auto_stop_machines).toBe('off')
   // Above SMTP_MAX_CLIENTS, so the server itself answers the excess with 421.
   expect(smtp[0].concurrency.hard_limit).toBeGreaterThan(Number(effective.SMTP_MAX_CLIENTS))
