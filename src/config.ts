@@ -79,6 +79,11 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
+  { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
+  { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
+  { env: 'LITESTREAM_BIN', kind: { type: 'string' }, default: '', description: 'Litestream 0.3 binary (empty: the one bundled by `@flydotio/litestream-linux-x64`, else `litestream` on PATH).' },
+  { env: 'RUN_AS', kind: { type: 'string', pattern: /^([0-9]+:[0-9]+)?$/, hint: 'uid:gid such as 1000:1000' }, default: '', description: 'When the entry starts as root: hand the database folder to this uid:gid and run Litestream and the server as it (the Docker image sets 1000:1000).' },
 ] as const satisfies readonly Setting[]
 
 export interface Config {
@@ -99,6 +104,10 @@ export interface Config {
   corsConsoleOrigin: string
   corsWildcardOrigin: string
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  litestreamReplica: 'none' | 'file' | 's3'
+  litestreamReplicaPath: string
+  litestreamBin: string
+  runAs: string
   limits: Limits
 }
 
@@ -181,6 +190,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${flat.cloudflareRuleDestination}"`)
     }
   }
+  if (flat.litestreamReplica === 'file' && !flat.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
   const limitKeys = SETTINGS.filter((s) => s.env.startsWith('LIMIT_') || ['RETENTION_DAYS', 'IDEMPOTENCY_HOURS', 'SMTP_MAX_CLIENTS'].includes(s.env))
   const limits = Object.fromEntries(limitKeys.map((s) => [camel(s.env), flat[camel(s.env)]])) as unknown as Limits
   const config = Object.fromEntries(Object.entries(flat).filter(([key]) => !(key in limits))) as Omit<Config, 'limits'>
