@@ -78,8 +78,16 @@ export interface Child {
   stop(): Promise<void>
 }
 
+/** Every child still running when the bench exits (normally or by an error) is killed, so none lingers. */
+const running = new Set<Bun.Subprocess>()
+process.on('exit', () => {
+  for (const proc of running) proc.kill('SIGKILL')
+})
+
 export function spawnChild(name: string, cmd: string[], env: Record<string, string>, cwd?: string): Child {
   const proc = Bun.spawn({ cmd, env: { ...process.env, ...env }, cwd, stdout: 'ignore', stderr: 'inherit', stdin: 'ignore' })
+  running.add(proc)
+  void proc.exited.then(() => running.delete(proc))
   return {
     name,
     proc,
