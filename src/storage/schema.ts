@@ -100,8 +100,9 @@ export const settings = sqliteTable('settings', {
 })
 
 /**
- * Received messages: the summary and parsed content. The raw bytes live in message_sources
- * so list queries never page through megabytes.
+ * Received messages: one small summary row each. Bodies live in message_contents and raw
+ * bytes in message_sources, so a list query reads only short rows that fit their B-tree
+ * page (with the bodies inline, reading `preview` meant an overflow page per row).
  */
 export const messages = sqliteTable(
   'messages',
@@ -123,11 +124,7 @@ export const messages = sqliteTable(
     searchSubject: text('search_subject').notNull(),
     searchSender: text('search_sender').notNull(),
     searchSenderDomain: text('search_sender_domain').notNull(),
-    // Content fields, returned by getMessage and include=content.
-    internetMessageId: text('internet_message_id'),
-    textBody: text('text_body'),
-    htmlBody: text('html_body'),
-    headersJson: text('headers_json').notNull(), // JSON array of [name, value] in received order
+    internetMessageId: text('internet_message_id'), // as in the Message-ID header, angle brackets kept
   },
   (table) => [
     // listOrWaitForMessages: newest first within one inbox, keyset on (received_at, id)
@@ -135,6 +132,16 @@ export const messages = sqliteTable(
     index('messages_by_expiry').on(table.expiresAt),
   ],
 )
+
+/** Parsed content of a message, returned by getMessage and include=content. */
+export const messageContents = sqliteTable('message_contents', {
+  messageId: text('message_id')
+    .primaryKey()
+    .references(() => messages.id, { onDelete: 'cascade' }),
+  textBody: text('text_body'), // decoded text/plain body, null when the message has none
+  htmlBody: text('html_body'), // decoded text/html body, null when the message has none
+  headersJson: text('headers_json').notNull(), // JSON array of [name, value] in received order
+})
 
 /** The raw message exactly as received, one row per message (kept apart from the summary). */
 export const messageSources = sqliteTable('message_sources', {

@@ -16,7 +16,7 @@ export async function receiveMessage(s: Services, raw: Buffer, envelopeFrom: str
     const mail = await parseMail(raw, envelopeFrom, s.config.limits)
     let stored: StoredMessage[]
     try {
-      stored = storeInboundMessage(s, raw, mail, recipients)
+      stored = await storeInboundMessage(s, raw, mail, recipients)
     } catch (error) {
       s.logger.error('message_store_failed', { size_bytes: raw.byteLength, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')

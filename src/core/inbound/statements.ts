@@ -7,7 +7,7 @@
  */
 import { and, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
+import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
 
 const p = sql.placeholder
 
@@ -15,7 +15,7 @@ const columnsOf = <T extends Record<string, unknown>>(names: readonly (keyof T &
 
 const MESSAGE_COLUMNS = [
   'id', 'inboxId', 'organizationId', 'fromName', 'fromAddress', 'toAddress', 'subject', 'preview', 'sizeBytes', 'receivedAt', 'expiresAt',
-  'searchSubject', 'searchSender', 'searchSenderDomain', 'internetMessageId', 'textBody', 'htmlBody', 'headersJson',
+  'searchSubject', 'searchSender', 'searchSenderDomain', 'internetMessageId',
 ] as const satisfies readonly (keyof typeof messages.$inferInsert)[]
 
 const ATTACHMENT_COLUMNS = ['id', 'messageId', 'organizationId', 'position', 'filename', 'contentType', 'sizeBytes', 'disposition', 'contentId'] as const satisfies readonly (keyof typeof attachments.$inferInsert)[]
@@ -42,6 +42,7 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .where(and(eq(inboundBursts.subjectId, p('subjectId')), eq(inboundBursts.bucketStartsAt, p('bucket'))))
     .prepare(),
   insertMessage: db.insert(messages).values(columnsOf<typeof messages.$inferInsert>(MESSAGE_COLUMNS)).prepare(),
+  insertContent: db.insert(messageContents).values({ messageId: p('messageId'), textBody: p('textBody'), htmlBody: p('htmlBody'), headersJson: p('headersJson') }).prepare(),
   insertSource: db.insert(messageSources).values({ messageId: p('messageId'), raw: p('raw') }).prepare(),
   insertAttachment: db.insert(attachments).values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS)).prepare(),
   insertAttachmentContent: db.insert(attachmentContents).values({ attachmentId: p('attachmentId'), content: p('content') }).prepare(),

@@ -1,7 +1,8 @@
 /**
  * Stores one received message for each admitted inbox, with its raw source, attachments
- * and the usage counters, in ONE synchronous transaction: either all of it is visible or
- * none. The SMTP 250 is sent only after this returns; listeners are told after commit.
+ * and the usage counters, in ONE transaction (savepoint) of the group commit: either all
+ * of it is visible or none. The promise settles after COMMIT; the SMTP 250 is sent only
+ * then, and listeners are told then.
  */
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
@@ -20,19 +21,20 @@ export interface StoredMessage {
 const DAY = 86_400_000
 
 /** Returns what was stored; inboxes deleted since RCPT TO are skipped. */
-export function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, recipients: Reservation[]): StoredMessage[] {
-  const now = s.clock.now()
-  const receivedAt = isoTime(now)
-  const expiresAt = isoTime(now + s.config.limits.retentionDays * DAY)
-  const month = utcMonth(now).key
-  const bucket = burstBucket(now)
+export async function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, recipients: Reservation[]): Promise<StoredMessage[]> {
   const senderAddress = mail.fromAddress.toLowerCase()
   const senderDomain = senderAddress.includes('@') ? senderAddress.slice(senderAddress.lastIndexOf('@') + 1) : ''
   const headersJson = JSON.stringify(mail.headers)
 
   // Prepared on the same (only) connection, so they run inside this write transaction.
   const statements = inboundStatements(s.storage.db)
-  const stored = s.storage.write(() => {
+  const stored = await s.storage.writeInGroup(() => {
+    // Timestamps are taken inside the transaction, so received_at follows commit order.
+    const now = s.clock.now()
+    const receivedAt = isoTime(now)
+    const expiresAt = isoTime(now + s.config.limits.retentionDays * DAY)
+    const month = utcMonth(now).key
+    const bucket = burstBucket(now)
     const done: StoredMessage[] = []
     const seen = new Set<string>()
     for (const recipient of recipients) {
@@ -57,10 +59,8 @@ export function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, 
         searchSender: senderAddress,
         searchSenderDomain: senderDomain,
         internetMessageId: mail.internetMessageId,
-        textBody: mail.text,
-        htmlBody: mail.html,
-        headersJson,
       })
+      statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
       statements.insertSource.run({ messageId, raw })
       mail.attachments.forEach((attachment, position) => {
         const attachmentId = newId('att')
@@ -80,6 +80,7 @@ export function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, 
       statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
       statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })
       statements.bumpBurst.run({ subjectId: recipient.organizationId, bucket })
+      s.notifier.bump(recipient.inboxId)
       done.push({ messageId, inboxId: recipient.inboxId })
     }
     return done

@@ -1,6 +1,6 @@
 import { asc, inArray } from 'drizzle-orm'
 import type { DbOrTx } from '../../storage/database.ts'
-import { attachments, messages } from '../../storage/schema.ts'
+import { attachments, messageContents, messages } from '../../storage/schema.ts'
 import type { Attachment, Message, MessageSummary } from '../models.ts'
 
 /** The columns a list summary needs; content columns stay on disk unless asked for. */
@@ -44,19 +44,25 @@ export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl
 /** Full messages (content fields included) for the given rows, attachments in received order. */
 export function presentFull(db: DbOrTx, rows: Array<typeof messages.$inferSelect>, filesUrl: string): Message[] {
   if (rows.length === 0) return []
+  const ids = rows.map((row) => row.id)
+  const contents = new Map(db.select().from(messageContents).where(inArray(messageContents.messageId, ids)).all().map((content) => [content.messageId, content]))
   const attachmentRows = db
     .select()
     .from(attachments)
-    .where(inArray(attachments.messageId, rows.map((row) => row.id)))
+    .where(inArray(attachments.messageId, ids))
     .orderBy(asc(attachments.messageId), asc(attachments.position))
     .all()
-  return rows.map((row) => ({
-    ...presentSummary(row),
-    internet_message_id: row.internetMessageId,
-    text: row.textBody,
-    html: row.htmlBody,
-    headers: JSON.parse(row.headersJson) as Array<[string, string]>,
-    attachments: attachmentRows.filter((a) => a.messageId === row.id).map((a) => presentAttachment(a, filesUrl)),
-  }))
+  return rows.map((row) => {
+    // Written in the same transaction as the message, so it is always there.
+    const content = contents.get(row.id)!
+    return {
+      ...presentSummary(row),
+      internet_message_id: row.internetMessageId,
+      text: content.textBody,
+      html: content.htmlBody,
+      headers: JSON.parse(content.headersJson) as Array<[string, string]>,
+      attachments: attachmentRows.filter((a) => a.messageId === row.id).map((a) => presentAttachment(a, filesUrl)),
+    }
+  })
 }
 

@@ -63,6 +63,14 @@ CREATE TABLE `inboxes` (
 --> statement-breakpoint
 CREATE UNIQUE INDEX `inboxes_local_part_unique` ON `inboxes` (`local_part`);--> statement-breakpoint
 CREATE INDEX `inboxes_by_organization_newest` ON `inboxes` (`organization_id`,`state`,`created_at`,`id`);--> statement-breakpoint
+CREATE TABLE `message_contents` (
+	`message_id` text PRIMARY KEY NOT NULL,
+	`text_body` text,
+	`html_body` text,
+	`headers_json` text NOT NULL,
+	FOREIGN KEY (`message_id`) REFERENCES `messages`(`id`) ON UPDATE no action ON DELETE cascade
+);
+--> statement-breakpoint
 CREATE TABLE `message_sources` (
 	`message_id` text PRIMARY KEY NOT NULL,
 	`raw` blob NOT NULL,
@@ -85,9 +93,6 @@ CREATE TABLE `messages` (
 	`search_sender` text NOT NULL,
 	`search_sender_domain` text NOT NULL,
 	`internet_message_id` text,
-	`text_body` text,
-	`html_body` text,
-	`headers_json` text NOT NULL,
 	FOREIGN KEY (`inbox_id`) REFERENCES `inboxes`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
