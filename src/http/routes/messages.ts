@@ -1,13 +1,13 @@
-import { Elysia, t } from 'elysia'
+import { Elysia, t, type Static, type TSchema } from 'elysia'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
-import { parseRfc3339 } from '../../core/messages/list-messages.ts'
+import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messages.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { errorResponses, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
+import { ErrorModel, errorResponses, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../app.ts'
+import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
-
 
 const MessagesQuery = queryObject({
   wait_seconds: t.Optional(t.String({ pattern: '^0*(?:[0-9]|[1-9][0-9]|1[0-7][0-9]|180)$', description: '0 to 180; > 0 long-polls until a match or timeout (then 204).' })),
@@ -22,37 +22,61 @@ const MessagesQuery = queryObject({
   include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
 })
 
-export const messageRoutes = (s: Services, requests: RequestRegistry) =>
+/** A TypeBox schema as the plain JSON Schema object the OpenAPI document embeds. */
+const plainSchema = (schema: TSchema): Record<string, never> => JSON.parse(JSON.stringify(schema))
+
+/** The validated query string as the domain's query, plus the wait. */
+function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: MessageQuery; waitSeconds: number } {
+  let receivedAfter: number | undefined
+  if (query.received_after !== undefined) {
+    receivedAfter = parseRfc3339(query.received_after) ?? undefined
+    if (receivedAfter === undefined) throw new DomainError('invalid_received_after', 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.')
+  }
+  return {
+    messageQuery: {
+      limit: pageSize(query.limit),
+      cursor: query.cursor,
+      subject: query.subject,
+      sender: query.sender,
+      senderDomain: query.sender_domain,
+      receivedAfter,
+      includeContent: query.include === 'content',
+    },
+    waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds),
+  }
+}
+
+export const messageRoutes = (s: Services, requests: RequestRegistry, pages = new MessagePageCache()) =>
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
       async ({ request, params, query, status }) => {
-        let receivedAfter: number | undefined
-        if (query.received_after !== undefined) {
-          receivedAfter = parseRfc3339(query.received_after) ?? undefined
-          if (receivedAfter === undefined) throw new DomainError('invalid_received_after', 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.')
-        }
-        const result = await listOrWaitForMessages(
-          s,
-          requests.principal(request),
-          params.inbox_id,
-          {
-            limit: pageSize(query.limit),
-            cursor: query.cursor,
-            subject: query.subject,
-            sender: query.sender,
-            senderDomain: query.sender_domain,
-            receivedAfter,
-            includeContent: query.include === 'content',
-          },
-          { waitSeconds: query.wait_seconds === undefined ? 0 : Number(query.wait_seconds), signal: request.signal },
-        )
+        const { messageQuery, waitSeconds } = readQuery(query)
+        const result = await listOrWaitForMessages(s, requests.principal(request), params.inbox_id, messageQuery, { waitSeconds, signal: request.signal })
         return result ?? status(204, undefined)
       },
       {
         query: MessagesQuery,
-        response: { 200: page(MessageListItemModel), 204: t.Void({ description: 'wait_seconds passed with no match' }), ...errorResponses(401, 404, 422, 429) },
-        detail: { operationId: 'listOrWaitForMessages', summary: 'List, or long-poll for, messages of an inbox (newest first)', tags: ['messages'] },
+        // The common repeat-poll (no wait, summaries) is answered here, before the handler,
+        // from serialized pages while they are current (src/http/message-page-cache.ts).
+        beforeHandle: ({ request, params, query }) => {
+          const { messageQuery, waitSeconds } = readQuery(query)
+          if (waitSeconds > 0 || messageQuery.includeContent) return
+          const body = listSummariesAsJson(s, pages, requests.principal(request), params.inbox_id, messageQuery)
+          return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
+        },
+        // Documented rather than validated at run time: this route answers with pre-serialized
+        // pages too. Its items come from the same presenters that getMessage validates.
+        detail: {
+          operationId: 'listOrWaitForMessages',
+          summary: 'List, or long-poll for, messages of an inbox (newest first)',
+          tags: ['messages'],
+          responses: {
+            200: { description: 'Matching messages, newest first', content: { 'application/json': { schema: plainSchema(page(MessageListItemModel)) } } },
+            204: { description: 'wait_seconds passed with no match (empty body)' },
+            ...Object.fromEntries([401, 404, 422, 429].map((code) => [code, { description: 'Error', content: { 'application/json': { schema: plainSchema(ErrorModel) } } }])),
+          },
+        },
       },
     )
     .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {

@@ -1,0 +1,90 @@
+/**
+ * Serialized answers of non-waiting message listings (summaries), reused while nothing
+ * that could change them has happened. Tests poll the same listing over and over; this
+ * turns a repeat into a map lookup instead of a query plus serialization (issue 6: list
+ * reads were bound by the SQLite scan and JSON encoding of 50 rows).
+ *
+ * An entry is valid only while all of these hold, so a hit is always the answer the
+ * query would give now:
+ * - the inbox's version is unchanged (bumped in the same synchronous step as every
+ *   write to its messages: store, delete, retention, inbox deletion);
+ * - the clock has not passed the earliest `expires_at` on the page (a message on it
+ *   would vanish) nor gone back before the entry was built (tests move clocks);
+ * Messages that are not on the page cannot change it by expiring: the page holds the
+ * newest matches, and a message off the page only matters if it could enter the page,
+ * which an expiry never does.
+ */
+import type { Principal } from '../core/api-keys.ts'
+import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
+import { queryMessages, type MessageQuery } from '../core/messages/list-messages.ts'
+import type { Services } from '../core/services.ts'
+
+export interface CachedPage {
+  version: number
+  builtAt: number
+  validUntil: number
+  body: string
+}
+
+// About 8 MB of JSON text (counted in UTF-16 units): a few hundred full pages.
+const MAX_CHARACTERS = 8 * 1024 * 1024
+
+export class MessagePageCache {
+  private readonly entries = new Map<string, CachedPage>()
+  private characters = 0
+
+  get(key: string, version: number, now: number): string | undefined {
+    const entry = this.entries.get(key)
+    if (!entry) return undefined
+    if (entry.version !== version || now >= entry.validUntil || now < entry.builtAt) {
+      this.remove(key, entry)
+      return undefined
+    }
+    // Refresh its place in the insertion order, so eviction drops the least recently used.
+    this.entries.delete(key)
+    this.entries.set(key, entry)
+    return entry.body
+  }
+
+  set(key: string, entry: CachedPage): void {
+    const old = this.entries.get(key)
+    if (old) this.remove(key, old)
+    if (entry.body.length > MAX_CHARACTERS / 8) return // a page that big is not worth holding
+    this.entries.set(key, entry)
+    this.characters += entry.body.length
+    for (const [oldest, value] of this.entries) {
+      if (this.characters <= MAX_CHARACTERS) break
+      this.remove(oldest, value)
+    }
+  }
+
+  get size(): number {
+    return this.entries.size
+  }
+
+  private remove(key: string, entry: CachedPage): void {
+    this.entries.delete(key)
+    this.characters -= entry.body.length
+  }
+}
+
+/** Key of one listing: the inbox and every query value that shapes the answer. */
+const keyOf = (inboxId: string, q: MessageQuery) => [inboxId, q.limit, q.cursor ?? '', q.subject?.toLowerCase() ?? '', q.sender?.toLowerCase() ?? '', q.senderDomain?.toLowerCase() ?? '', q.receivedAfter ?? ''].join('\n')
+
+/**
+ * listOrWaitForMessages with wait_seconds=0 and no include: the JSON text of the page,
+ * from the cache when still valid. Errors (unknown inbox, bad cursor) are never cached.
+ */
+export function listSummariesAsJson(s: Services, cache: MessagePageCache, principal: Principal, inboxId: string, query: MessageQuery): string {
+  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+  const now = s.clock.now()
+  const version = s.notifier.version(inbox.id)
+  const key = keyOf(inbox.id, query)
+  const cached = cache.get(key, version, now)
+  if (cached !== undefined) return cached
+  const page = queryMessages(s.storage.db, s.cursors, s.config.filesUrl, now, inbox.id, query)
+  const body = JSON.stringify(page)
+  const validUntil = page.data.reduce((earliest, message) => Math.min(earliest, Date.parse(message.expires_at)), Number.POSITIVE_INFINITY)
+  cache.set(key, { version, builtAt: now, validUntil, body })
+  return body
+}
