@@ -83,6 +83,7 @@ export const SETTINGS = [
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
   { env: 'LITESTREAM_BIN', kind: { type: 'string' }, default: '', description: 'Litestream 0.3 binary (empty: the one bundled by `@flydotio/litestream-linux-x64`, else `litestream` on PATH).' },
+  { env: 'SERVER_SCRIPT', kind: { type: 'string' }, default: '', description: 'Script the entry (`src/entry.ts`) runs as the server (empty: `src/index.ts`; the Docker image sets the production bundle `dist/server.js` from `bun run build`).' },
   { env: 'RUN_AS', kind: { type: 'string', pattern: /^([0-9]+:[0-9]+)?$/, hint: 'uid:gid such as 1000:1000' }, default: '', description: 'When the entry starts as root: hand the database folder to this uid:gid and run Litestream and the server as it (the Docker image sets 1000:1000).' },
 ] as const satisfies readonly Setting[]
 
@@ -107,6 +108,7 @@ export interface Config {
   litestreamReplica: 'none' | 'file' | 's3'
   litestreamReplicaPath: string
   litestreamBin: string
+  serverScript: string
   runAs: string
   limits: Limits
 }

@@ -9,7 +9,7 @@
 import { existsSync, rmSync } from 'node:fs'
 import { ConfigError, loadConfig, type Config } from './config.ts'
 import { prepareFolders } from './deploy/privileges.ts'
-import { replicationPlan, SERVER_ENTRY } from './deploy/replica.ts'
+import { replicationPlan, serverScript } from './deploy/replica.ts'
 import { runChild } from './deploy/supervise.ts'
 
 function fail(message: string, code: number): never {
@@ -32,7 +32,7 @@ const user = prepareFolders(config)
 let stopAsked = false
 for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => (stopAsked = true))
 
-if (!plan) process.exit(await runChild([process.execPath, SERVER_ENTRY], { env: process.env, user }))
+if (!plan) process.exit(await runChild([process.execPath, serverScript(config)], { env: process.env, user }))
 
 if (!existsSync(plan.databasePath)) {
   // A -wal or -shm left without its database belongs to a file that is gone; SQLite

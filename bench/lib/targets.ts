@@ -1,5 +1,5 @@
 /**
- * The processes the bench talks to: Pigeonhole (`bun src/index.ts`, limits raised through
+ * The processes the bench talks to: Pigeonhole (the production bundle, limits raised through
  * LIMIT_*, fresh temp database), maildev (its own CLI under node), the bare SMTP sink and
  * the bare Bun.serve ceiling. Each is a real child process on free loopback ports.
  */
@@ -10,8 +10,12 @@ import { freePort, spawnChild, waitHttp, waitTcp, type Child } from './proc.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 const BIG = '1000000000'
-/** What `bun run start` runs; BENCH_SERVER_ENTRY measures another build of the same server (e.g. a bundle). */
-export const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY ?? 'src/index.ts'
+/**
+ * What production runs: the bundle `bun run build` writes (the Docker image runs the same;
+ * `bun run bench` builds it first). BENCH_SERVER_ENTRY=src/index.ts measures the source as
+ * `bun run start` runs it.
+ */
+export const SERVER_ENTRY = process.env.BENCH_SERVER_ENTRY ?? 'dist/server.js'
 
 /** Limits raised so the bench measures speed, not the free plan; long-poll limits stay as shipped. */
 export const BENCH_LIMITS: Record<string, string> = {

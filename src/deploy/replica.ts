@@ -8,7 +8,8 @@ import { ConfigError, type Config } from '../config.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 export const LITESTREAM_CONFIG = join(ROOT, 'litestream.yml')
-export const SERVER_ENTRY = join(ROOT, 'src', 'index.ts')
+/** What the entry runs as the server: SERVER_SCRIPT (the image's production bundle) or the source. */
+export const serverScript = (config: Config): string => (config.serverScript ? resolve(ROOT, config.serverScript) : join(ROOT, 'src', 'index.ts'))
 
 export interface ReplicationPlan {
   binary: string
@@ -52,7 +53,7 @@ export function replicationPlan(config: Config, env: Record<string, string | und
     if (!env.BUCKET_NAME) throw new ConfigError('BUCKET_NAME', 'required when LITESTREAM_REPLICA=s3 (`fly storage create` sets it)')
     replicaPath ||= 'pigeonhole'
   }
-  const server = `${shellQuote(process.execPath)} ${shellQuote(SERVER_ENTRY)}`
+  const server = `${shellQuote(process.execPath)} ${shellQuote(serverScript(config))}`
   return {
     binary: litestreamBinary(config),
     databasePath,

@@ -2,7 +2,7 @@
  * Opening the SQLite file: PRAGMAs, migrations and the transaction helper live here only.
  */
 import { Database as SQLite } from 'bun:sqlite'
-import { mkdirSync } from 'node:fs'
+import { existsSync, mkdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { drizzle, type BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
@@ -33,7 +33,16 @@ export interface Storage {
   close(): void
 }
 
-const MIGRATIONS = join(import.meta.dir, '..', '..', 'drizzle')
+/**
+ * drizzle/ sits at the repository root: two folders up from src/storage/, one up from
+ * dist/ when running the production bundle (`bun run build`).
+ */
+function migrationsFolder(): string {
+  const candidates = [join(import.meta.dir, '..', '..', 'drizzle'), join(import.meta.dir, '..', 'drizzle')]
+  const found = candidates.find((folder) => existsSync(join(folder, 'meta', '_journal.json')))
+  if (!found) throw new Error(`migrations not found (looked in ${candidates.join(', ')})`)
+  return found
+}
 
 /**
  * Drizzle calls `prepare()` for every query it runs, so SQLite compiled the same SQL again
@@ -111,7 +120,7 @@ export function openStorage(path: string): Storage {
   sqlite.exec('PRAGMA busy_timeout = 5000')
   reuseStatements(sqlite)
   const db = drizzle(sqlite, { schema })
-  migrate(db, { migrationsFolder: MIGRATIONS })
+  migrate(db, { migrationsFolder: migrationsFolder() })
   return {
     db,
     sqlite,

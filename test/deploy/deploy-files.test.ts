@@ -4,8 +4,9 @@
  * database, and the image starts through the entry. (`docker build` cannot run here.)
  */
 import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
 import { validate } from 'dockerfile-utils'
-import { dirname } from 'node:path'
+import { dirname, join } from 'node:path'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
 import { ROOT } from './entry-process.ts'
 
@@ -73,6 +74,10 @@ test('the image: official Bun base, production deps, migrations, entry as comman
   expect(instructions.find((line) => line.startsWith('HEALTHCHECK'))).toContain('/health')
   expect(imageEnv.RUN_AS).toMatch(/^[1-9][0-9]*:[1-9][0-9]*$/) // litestream and the server never run as root
   expect(instructions.filter((line) => line.startsWith('USER '))).toEqual([]) // the entry drops privileges itself
+  // The server runs as the production bundle, built in the image exactly as `bun run build` does.
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  expect(instructions).toContain(`RUN ${pkg.scripts.build}`)
+  expect(imageEnv.SERVER_SCRIPT).toBe(pkg.scripts.build.split('--outfile=')[1])
 })
 
 test('the Dockerfile passes the linter (errors and warnings alike)', async () => {
