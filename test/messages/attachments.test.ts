@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createTransport } from 'nodemailer'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { BINARY, PDF_NAME, richMessage } from './fixture-mail.ts'
-import { asApi, deliver, newInbox, startRoomyServer } from './support.ts'
+import { asApi, deliver, downloadAttachment, newInbox, startRoomyServer } from './support.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -20,7 +20,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const download = (target: TestServer, id: string, key = tenant.key) => fetch(`${target.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
+const download = (target: TestServer, id: string, key = tenant.key) => downloadAttachment(target, id, key)
 /** The parameters of a Content-Disposition value as an RFC 6266 parser sees them (quoted strings respected). */
 function dispositionParameters(value: string): Array<[string, string]> {
   expect(value).toMatch(/^attachment(;\s*[^=;\s]+=("(?:[^"\\]|\\.)*"|[^;"\s]*))*$/)

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { errorCode, type ApiResponse, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { BINARY, PDF_NAME, PNG, richMessage } from './fixture-mail.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, countRows, deliver, newInbox, sortedKeys, startRoomyServer } from './support.ts'
+import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, countRows, deliver, downloadAttachment, newInbox, sortedKeys, startRoomyServer } from './support.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -20,7 +20,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const download = (target: TestServer, id: string, key = tenant.key) => fetch(`${target.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
+const download = (target: TestServer, id: string, key = tenant.key) => downloadAttachment(target, id, key)
 
 describe('getMessage', () => {
   test('returns every field: decoded from, subject and bodies, headers in order with duplicates, attachments', async () => {

@@ -88,3 +88,6 @@ export async function asApi(response: Response): Promise<ApiResponse> {
   const text = await response.text()
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
 }
+
+/** GET /v1/attachments/{id} on `server` with `key`, as the raw fetch Response (bytes and headers matter). */
+export const downloadAttachment = (server: TestServer, id: string, key: string) => fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
