@@ -23,6 +23,8 @@ import { usageRoutes } from './routes/usage.ts'
 interface RequestState {
   id: string
   startedAt: number
+  /** Set in onRequest, where the URL is parsed once anyway; the request log reads it. */
+  path?: string
   principal?: Principal
 }
 
@@ -83,11 +85,12 @@ export function buildHttpApp(s: Services) {
         // Authentication and the rate limit come before routing and validation, so a bad
         // key answers 401 whatever else is wrong with the request.
         const url = new URL(request.url)
+        state.path = url.pathname
         if (url.pathname.startsWith('/v1/') || url.pathname === '/v1') {
           state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
           s.requestLimiter.admit(state.principal)
           if (request.method === 'GET') rejectRepeatedParameters(url) // only the two listings take query parameters
-          // Refuse an oversized body before reading it (chunked bodies are capped by the server limit).
+          // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
           if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
             throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
           }
@@ -108,7 +111,7 @@ export function buildHttpApp(s: Services) {
         s.logger.info('http_request', {
           request_id: state.id,
           method: request.method,
-          path: new URL(request.url).pathname,
+          path: state.path ?? new URL(request.url).pathname,
           status: set.status,
           duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
           organization_id: state.principal?.organizationId,
