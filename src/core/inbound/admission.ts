@@ -28,12 +28,29 @@ export function localPartOf(address: string, receivingDomain: string): string | 
 }
 
 /**
+ * Why one more message for this inbox cannot be counted in `month` and `bucket` now (the
+ * monthly quota, then the inbox and organisation bursts), or null when it can. Counts
+ * what is stored plus what live transactions have reserved in those same periods.
+ */
+export function limitRefusal(s: Services, inbox: { id: string; organizationId: string }, month: string, bucket: string): InboundRefusal | null {
+  const { db } = s.storage
+  const { limits } = s.config
+  const org = inbox.organizationId
+  const monthUsed = (inboundStatements(db).emailsReceived.get({ organizationId: org, month })?.received ?? 0) + s.reservations.count((r) => r.organizationId === org && r.month === month)
+  if (monthUsed >= limits.monthlyEmails) return new InboundRefusal('monthly_quota_exceeded', `limit ${limits.monthlyEmails} per UTC month`)
+  const inboxUsed = acceptedInBucket(db, inbox.id, bucket) + s.reservations.count((r) => r.inboxId === inbox.id && r.bucket === bucket)
+  if (inboxUsed >= limits.inboxBurst) return new InboundRefusal('inbox_burst_exceeded', `limit ${limits.inboxBurst} per inbox per 5 minutes`)
+  const orgUsed = acceptedInBucket(db, org, bucket) + s.reservations.count((r) => r.organizationId === org && r.bucket === bucket)
+  if (orgUsed >= limits.orgBurst) return new InboundRefusal('organization_burst_exceeded', `limit ${limits.orgBurst} per organization per 5 minutes`)
+  return null
+}
+
+/**
  * Admits one recipient for a transaction, returning its reservation. `isLive` tells
  * whether that transaction is still open (so RSET and disconnects release implicitly).
  */
 export function admitRecipient(s: Services, address: string, isLive: () => boolean, admitted: readonly Reservation[] = []): Reservation {
   const { db } = s.storage
-  const { limits } = s.config
   const localPart = localPartOf(address, s.config.receivingDomain)
   const inbox = localPart ? inboundStatements(db).activeInboxByLocalPart.get({ localPart }) : undefined
   if (!inbox) throw new InboundRefusal('unknown_recipient')
@@ -44,13 +61,9 @@ export function admitRecipient(s: Services, address: string, isLive: () => boole
   const now = s.clock.now()
   const month = utcMonth(now).key
   const bucket = burstBucket(now)
+  const refusal = limitRefusal(s, inbox, month, bucket)
+  if (refusal) throw refusal
   const org = inbox.organizationId
-  const monthUsed = (inboundStatements(db).emailsReceived.get({ organizationId: org, month })?.received ?? 0) + s.reservations.count((r) => r.organizationId === org && r.month === month)
-  if (monthUsed >= limits.monthlyEmails) throw new InboundRefusal('monthly_quota_exceeded', `limit ${limits.monthlyEmails} per UTC month`)
-  const inboxUsed = acceptedInBucket(db, inbox.id, bucket) + s.reservations.count((r) => r.inboxId === inbox.id && r.bucket === bucket)
-  if (inboxUsed >= limits.inboxBurst) throw new InboundRefusal('inbox_burst_exceeded', `limit ${limits.inboxBurst} per inbox per 5 minutes`)
-  const orgUsed = acceptedInBucket(db, org, bucket) + s.reservations.count((r) => r.organizationId === org && r.bucket === bucket)
-  if (orgUsed >= limits.orgBurst) throw new InboundRefusal('organization_burst_exceeded', `limit ${limits.orgBurst} per organization per 5 minutes`)
 
   const reservation: Reservation = { organizationId: org, inboxId: inbox.id, month, bucket, isLive }
   s.reservations.add(reservation)

@@ -18,6 +18,7 @@ export async function receiveMessage(s: Services, raw: Buffer, envelopeFrom: str
     try {
       stored = await storeInboundMessage(s, raw, mail, recipients)
     } catch (error) {
+      if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
       s.logger.error('message_store_failed', { size_bytes: raw.byteLength, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')
     }

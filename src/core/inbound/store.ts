@@ -8,8 +8,9 @@ import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import type { Services } from '../services.ts'
 import { utcMonth } from '../usage.ts'
-import { burstBucket } from './admission.ts'
+import { burstBucket, limitRefusal } from './admission.ts'
 import type { ParsedMail } from './parse.ts'
+import type { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'
 import { inboundStatements } from './statements.ts'
 
@@ -20,7 +21,12 @@ export interface StoredMessage {
 
 const DAY = 86_400_000
 
-/** Returns what was stored; inboxes deleted since RCPT TO are skipped. */
+/**
+ * Returns what was stored; inboxes deleted since RCPT TO are skipped. A recipient admitted
+ * in an earlier month or five-minute bucket is checked again against the current ones
+ * (its reservation held room in the old period only); when no recipient can be stored
+ * for that reason, the limit's refusal is thrown.
+ */
 export async function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, recipients: Reservation[]): Promise<StoredMessage[]> {
   const senderAddress = mail.fromAddress.toLowerCase()
   const senderDomain = senderAddress.includes('@') ? senderAddress.slice(senderAddress.lastIndexOf('@') + 1) : ''
@@ -36,12 +42,20 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
     const month = utcMonth(now).key
     const bucket = burstBucket(now)
     const done: StoredMessage[] = []
+    const refusals: InboundRefusal[] = []
     const seen = new Set<string>()
     for (const recipient of recipients) {
       if (seen.has(recipient.inboxId)) continue // one copy per inbox, however often it was named
       seen.add(recipient.inboxId)
       const inbox = statements.activeInboxAddress.get({ inboxId: recipient.inboxId })
       if (!inbox) continue
+      if (recipient.month !== month || recipient.bucket !== bucket) {
+        const refusal = limitRefusal(s, { id: recipient.inboxId, organizationId: recipient.organizationId }, month, bucket)
+        if (refusal) {
+          refusals.push(refusal)
+          continue
+        }
+      }
       const messageId = newId('msg')
       statements.insertMessage.run({
         id: messageId,
@@ -80,11 +94,15 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
       statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
       statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })
       statements.bumpBurst.run({ subjectId: recipient.organizationId, bucket })
+      // Its unit is a stored count now; releasing here keeps later jobs of this same batch
+      // from counting it twice (once stored, once reserved).
+      s.reservations.release(recipient)
       s.notifier.bump(recipient.inboxId)
       done.push({ messageId, inboxId: recipient.inboxId })
     }
-    return done
+    return { done, refusals }
   })
-  for (const message of stored) s.notifier.emit(message.inboxId, 'message_stored')
-  return stored
+  for (const message of stored.done) s.notifier.emit(message.inboxId, 'message_stored')
+  if (stored.done.length === 0 && stored.refusals[0]) throw stored.refusals[0]
+  return stored.done
 }
