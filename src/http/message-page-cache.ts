@@ -8,15 +8,15 @@
  * query would give now:
  * - the inbox's version is unchanged (bumped in the same synchronous step as every
  *   write to its messages: store, delete, retention, inbox deletion);
- * - the clock has not passed the earliest `expires_at` on the page (a message on it
- *   would vanish) nor gone back before the entry was built (tests move clocks);
- * Messages that are not on the page cannot change it by expiring: the page holds the
- * newest matches, and a message off the page only matters if it could enter the page,
- * which an expiry never does.
+ * - the clock has not passed the earliest `expires_at` of the rows the query read (the
+ *   page and the look-ahead row behind `next_cursor`: one of them would vanish) nor gone
+ *   back before the entry was built (tests move clocks).
+ * Older messages beyond the look-ahead row cannot change the answer by expiring: the page
+ * holds the newest matches and `next_cursor` only says whether the look-ahead row exists.
  */
 import type { Principal } from '../core/api-keys.ts'
 import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
-import { queryMessages, type MessageQuery } from '../core/messages/list-messages.ts'
+import { queryMessagesWithExpiry, type MessageQuery } from '../core/messages/list-messages.ts'
 import type { Services } from '../core/services.ts'
 
 export interface CachedPage {
@@ -69,7 +69,9 @@ export class MessagePageCache {
 }
 
 /** Key of one listing: the inbox and every query value that shapes the answer. */
-const keyOf = (inboxId: string, q: MessageQuery) => [inboxId, q.limit, q.cursor ?? '', q.subject?.toLowerCase() ?? '', q.sender?.toLowerCase() ?? '', q.senderDomain?.toLowerCase() ?? '', q.receivedAfter ?? ''].join('\n')
+const keyOf = (inboxId: string, q: MessageQuery) =>
+  // JSON, not a joined string: a value containing the separator must not collide with another query.
+  JSON.stringify([inboxId, q.limit, q.cursor ?? null, q.subject?.toLowerCase() ?? null, q.sender?.toLowerCase() ?? null, q.senderDomain?.toLowerCase() ?? null, q.receivedAfter ?? null])
 
 /**
  * listOrWaitForMessages with wait_seconds=0 and no include: the JSON text of the page,
@@ -82,9 +84,8 @@ export function listSummariesAsJson(s: Services, cache: MessagePageCache, princi
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const page = queryMessages(s.storage.db, s.cursors, s.config.filesUrl, now, inbox.id, query)
+  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.config.filesUrl, now, inbox.id, query)
   const body = JSON.stringify(page)
-  const validUntil = page.data.reduce((earliest, message) => Math.min(earliest, Date.parse(message.expires_at)), Number.POSITIVE_INFINITY)
-  cache.set(key, { version, builtAt: now, validUntil, body })
+  cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body
 }

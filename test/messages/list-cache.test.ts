@@ -104,3 +104,39 @@ test('cached answers carry their own request id and the JSON content type', asyn
   expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'))
   expect(b.headers.get('content-type')).toContain('application/json')
 })
+
+test('next_cursor turns null as soon as the only older message expires', async () => {
+  const inbox = await newInbox(server, tenant.key)
+  await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'older' }))
+  clock.advance(60_000)
+  await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'newer' }))
+  const before = await list(inbox.id, '?limit=1')
+  expect(before.data.map((m) => m.subject)).toEqual(['newer'])
+  expect(before.next_cursor).not.toBeNull()
+  clock.advance(30 * DAY - 60_000) // the older message's expires_at
+  const after = await list(inbox.id, '?limit=1')
+  expect(after.data.map((m) => m.subject)).toEqual(['newer'])
+  expect(after.next_cursor).toBeNull()
+})
+
+test('a query value containing a newline cannot make another query hit its cached page', async () => {
+  const inbox = await newInbox(server, tenant.key)
+  expect((await server.get(`/v1/inboxes/${inbox.id}/messages?subject=x%0Ay`, tenant.key)).status).toBe(200)
+  const crafted = await server.get(`/v1/inboxes/${inbox.id}/messages?cursor=%0Ax&subject=y`, tenant.key)
+  expect([crafted.status, errorCode(crafted)]).toEqual([422, 'invalid_cursor'])
+})
+
+test('a waiting request with a bad cursor answers 422 even when every long-poll slot is taken', async () => {
+  const inbox = await newInbox(server, tenant.key)
+  const controllers = Array.from({ length: 10 }, () => new AbortController())
+  const polls = controllers.map((c) => fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${tenant.key}` }, signal: c.signal }).catch(() => undefined))
+  const principal = { organizationId: tenant.organizationId, keyPublicId: tenant.key.slice(8, 24) }
+  for (let i = 0; i < 100 && server.app.services.longPolls.count(principal).key < 10; i++) await Bun.sleep(10)
+  expect(server.app.services.longPolls.count(principal).key).toBe(10)
+  const full = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)
+  expect([full.status, errorCode(full)]).toEqual([429, 'long_poll_limit_exceeded'])
+  const bad = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30&cursor=not-ours`, tenant.key)
+  expect([bad.status, errorCode(bad)]).toEqual([422, 'invalid_cursor'])
+  for (const c of controllers) c.abort()
+  await Promise.all(polls)
+})

@@ -83,6 +83,20 @@ function buildQuery(db: Db, shape: QueryShape) {
 const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
 
 export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): MessagePage {
+  return queryMessagesWithExpiry(db, cursors, filesUrl, now, inboxId, query).page
+}
+
+/** The cursor of a listing checked alone (a waiting request checks it before taking a slot). */
+export function checkCursor(cursors: CursorCodec, inboxId: string, cursor: string | undefined): void {
+  if (cursor !== undefined) cursors.decode(`messages:${inboxId}`, cursor)
+}
+
+/**
+ * The page, plus the earliest `expires_at` among every row the query read, the look-ahead
+ * row that decides `next_cursor` included: until then the same query gives the same answer
+ * (unless the inbox changes), which is what a cached page needs to know.
+ */
+export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): { page: MessagePage; earliestExpiresAt: number } {
   const listing = `messages:${inboxId}`
   const after = query.cursor === undefined ? undefined : cursors.decode(listing, query.cursor)
   const shape: QueryShape = {
@@ -114,7 +128,10 @@ export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, no
   const page = rows.slice(0, query.limit)
   const last = page.at(-1)
   return {
-    data: query.includeContent ? presentFull(db, page as Array<typeof messages.$inferSelect>, filesUrl) : page.map(presentSummary),
-    next_cursor: rows.length > query.limit && last ? cursors.encode(listing, { at: last.receivedAt, id: last.id }) : null,
+    page: {
+      data: query.includeContent ? presentFull(db, page as Array<typeof messages.$inferSelect>, filesUrl) : page.map(presentSummary),
+      next_cursor: rows.length > query.limit && last ? cursors.encode(listing, { at: last.receivedAt, id: last.id }) : null,
+    },
+    earliestExpiresAt: rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY),
   }
 }

@@ -9,7 +9,7 @@ import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
-import { checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
+import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
 export interface WaitOptions {
   waitSeconds: number
@@ -22,6 +22,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   const inbox = findActiveInbox(s.storage.db, principal, inboxId)
   const run = () => queryMessages(s.storage.db, s.cursors, s.config.filesUrl, s.clock.now(), inbox.id, query)
   if (wait.waitSeconds === 0) return run()
+  checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
 
   const release = s.longPolls.acquire(principal)
   let changes = 0
