@@ -72,6 +72,7 @@ export const SETTINGS = [
   { env: 'LIMIT_INBOX_BURST', kind: positive(), default: '10', description: 'Messages per inbox per five-minute UTC bucket.' },
   { env: 'LIMIT_ORG_BURST', kind: positive(), default: '25', description: 'Messages per organisation per five-minute UTC bucket.' },
   { env: 'LIMIT_MESSAGE_BYTES', kind: positive(), default: String(10 * MiB), description: 'Raw message size (advertised as SMTP SIZE and enforced).' },
+  { env: 'LIMIT_MESSAGE_LINES', kind: positive(), default: '300000', description: 'Lines per raw message (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).' },
   { env: 'LIMIT_ATTACHMENTS', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
   { env: 'LIMIT_ATTACHMENT_BYTES', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
   { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },
@@ -123,6 +124,7 @@ export interface Limits {
   inboxBurst: number
   orgBurst: number
   messageBytes: number
+  messageLines: number
   attachments: number
   attachmentBytes: number
   attachmentsTotalBytes: number

@@ -111,6 +111,29 @@ describe('size limits (permanent 552)', () => {
   })
 })
 
+describe('line guard (not a spec limit; protects the parser)', () => {
+  test('a message with more lines than LIMIT_MESSAGE_LINES (300,000) is refused before parsing, nothing stored', async () => {
+    const { tenant, client } = await setUp()
+    const inbox = await newInbox(tenant)
+    const refused = await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address, text: '\r\n'.repeat(300_010) }))
+    expect(refused.data!.code).toBe(552)
+    expect(refused.data!.text).toContain('Message has too many lines')
+    expect(await count(tenant, inbox.id)).toBe(0)
+    expect((await usage(tenant)).emails.received).toBe(0)
+    expect((await server.get('/health')).status).toBe(200)
+    await client.quit()
+  })
+
+  test('the guard is configurable and counts raw lines', async () => {
+    const { tenant, client } = await setUp({ LIMIT_MESSAGE_LINES: '100' })
+    const inbox = await newInbox(tenant)
+    const lines = (n: number) => simpleMessage({ to: inbox.address, text: Array.from({ length: n }, (_, i) => `line ${i}`).join('\r\n') })
+    expect((await client.transaction({ to: [inbox.address] }, lines(80))).data!.code).toBe(250)
+    expect((await client.transaction({ to: [inbox.address] }, lines(120))).data!.code).toBe(552)
+    await client.quit()
+  })
+})
+
 describe('rate and quota limits', () => {
   test('10 messages per inbox per five-minute bucket, then 450 until the next bucket', async () => {
     const clock = new ManualClock('2026-03-10T10:00:00.000Z')

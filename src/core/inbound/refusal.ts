@@ -8,6 +8,7 @@ export type RefusalReason =
   | 'inbox_burst_exceeded'
   | 'organization_burst_exceeded'
   | 'message_too_large'
+  | 'too_many_lines'
   | 'too_many_attachments'
   | 'attachment_too_large'
   | 'attachments_too_large'
