@@ -54,8 +54,8 @@ export const SETTINGS = [
   },
   {
     env: 'CLOUDFLARE_TIMEOUT_MS',
-    // Two attempts at most 30 s each stay well under the 120 s after which an unfinished
-    // idempotency claim is treated as abandoned (core/inboxes/idempotency.ts).
+    // Bounded, because the key of a createInbox waiting on this call answers
+    // idempotency_in_progress until it returns: two attempts of at most 30 s each.
     kind: { type: 'int', min: 100, max: 30_000 },
     default: '5000',
     description: 'Time allowed for one Cloudflare API call; a timed-out or failed call is retried once.',
