@@ -7,16 +7,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createTransport } from 'nodemailer'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { BINARY, PDF_NAME, richMessage } from './fixture-mail.ts'
-import { asApi, deliver, downloadAttachment, newInbox, startRoomyServer } from './support.ts'
+import { asApi, deliver, downloadAttachment, newInbox, startRoomyServer, startWithInbox } from './support.ts'
 
 let server: TestServer
 let tenant: Tenant
 let inbox: { id: string; address: string }
 
 beforeAll(async () => {
-  server = await startRoomyServer()
-  tenant = server.tenant()
-  inbox = await newInbox(server, tenant.key)
+  ;({ server, tenant, inbox } = await startWithInbox())
 })
 afterAll(() => server.stop())
 

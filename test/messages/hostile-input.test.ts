@@ -7,16 +7,14 @@
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import type { TestServer, Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
-import { deliver, newInbox, sendRawBytes, startRoomyServer } from './support.ts'
+import { deliver, sendRawBytes, startWithInbox } from './support.ts'
 
 let server: TestServer
 let tenant: Tenant
 let inbox: { id: string; address: string }
 
 beforeAll(async () => {
-  server = await startRoomyServer()
-  tenant = server.tenant()
-  inbox = await newInbox(server, tenant.key)
+  ;({ server, tenant, inbox } = await startWithInbox())
 })
 afterAll(() => server.stop())
 

@@ -7,16 +7,14 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { errorCode, type ApiResponse, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { BINARY, PDF_NAME, PNG, richMessage } from './fixture-mail.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, countRows, deliver, downloadAttachment, newInbox, sortedKeys, startRoomyServer } from './support.ts'
+import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, countRows, deliver, downloadAttachment, newInbox, sortedKeys, startWithInbox } from './support.ts'
 
 let server: TestServer
 let tenant: Tenant
 let inbox: { id: string; address: string }
 
 beforeAll(async () => {
-  server = await startRoomyServer()
-  tenant = server.tenant()
-  inbox = await newInbox(server, tenant.key)
+  ;({ server, tenant, inbox } = await startWithInbox())
 })
 afterAll(() => server.stop())
 

@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import type { Clock } from '../../src/clock.ts'
 import type { Principal } from '../../src/core/api-keys.ts'
 import type { Inbox } from '../../src/core/models.ts'
-import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
+import { startTestServer, type ApiResponse, type Tenant, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, type Reply } from '../support/smtp.ts'
 
 export const ROOMY_LIMITS: Record<string, string> = {
@@ -91,3 +91,10 @@ export async function asApi(response: Response): Promise<ApiResponse> {
 
 /** GET /v1/attachments/{id} on `server` with `key`, as the raw fetch Response (bytes and headers matter). */
 export const downloadAttachment = (server: TestServer, id: string, key: string) => fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
+
+/** A roomy server with one tenant and one inbox, shared by the tests of one file. */
+export async function startWithInbox(): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
+  const server = await startRoomyServer()
+  const tenant = server.tenant()
+  return { server, tenant, inbox: await newInbox(server, tenant.key) }
+}
