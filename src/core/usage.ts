@@ -1,7 +1,8 @@
 import { and, eq, inArray, sql } from 'drizzle-orm'
 import { isoTime } from '../clock.ts'
 import { inboxes, monthlyEmailUsage } from '../storage/schema.ts'
-import type { DbOrTx } from '../storage/database.ts'
+import type { Db } from '../storage/database.ts'
+import { preparedPerDatabase } from '../storage/prepared.ts'
 import type { Principal } from './api-keys.ts'
 import type { Usage } from './models.ts'
 import type { Services } from './services.ts'
@@ -14,15 +15,18 @@ export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: n
   return { key: isoTime(startsAt).slice(0, 7), startsAt, endsAt }
 }
 
+// Prepared once: RCPT admission reads it for every recipient (issue 6 profiles).
+const receivedInMonth = preparedPerDatabase((db) =>
+  db
+    .select({ received: monthlyEmailUsage.received })
+    .from(monthlyEmailUsage)
+    .where(and(eq(monthlyEmailUsage.organizationId, sql.placeholder('organizationId')), eq(monthlyEmailUsage.month, sql.placeholder('month'))))
+    .prepare(),
+)
+
 /** Messages stored for the organisation in the month `monthKey` (committed ones only). */
-export function emailsReceived(db: DbOrTx, organizationId: string, monthKey: string): number {
-  return (
-    db
-      .select({ received: monthlyEmailUsage.received })
-      .from(monthlyEmailUsage)
-      .where(and(eq(monthlyEmailUsage.organizationId, organizationId), eq(monthlyEmailUsage.month, monthKey)))
-      .get()?.received ?? 0
-  )
+export function emailsReceived(db: Db, organizationId: string, monthKey: string): number {
+  return receivedInMonth(db).get({ organizationId, month: monthKey })?.received ?? 0
 }
 
 /**

@@ -6,7 +6,7 @@
 import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
 import type { Services } from '../services.ts'
-import { utcMonth } from '../usage.ts'
+import { emailsReceived, utcMonth } from '../usage.ts'
 import { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'
 import { inboundStatements } from './statements.ts'
@@ -36,7 +36,7 @@ export function limitRefusal(s: Services, inbox: { id: string; organizationId: s
   const { db } = s.storage
   const { limits } = s.config
   const org = inbox.organizationId
-  const monthUsed = (inboundStatements(db).emailsReceived.get({ organizationId: org, month })?.received ?? 0) + s.reservations.count((r) => r.organizationId === org && r.month === month)
+  const monthUsed = emailsReceived(db, org, month) + s.reservations.count((r) => r.organizationId === org && r.month === month)
   if (monthUsed >= limits.monthlyEmails) return new InboundRefusal('monthly_quota_exceeded', `limit ${limits.monthlyEmails} per UTC month`)
   const inboxUsed = acceptedInBucket(db, inbox.id, bucket) + s.reservations.count((r) => r.inboxId === inbox.id && r.bucket === bucket)
   if (inboxUsed >= limits.inboxBurst) return new InboundRefusal('inbox_burst_exceeded', `limit ${limits.inboxBurst} per inbox per 5 minutes`)

@@ -31,11 +31,6 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .from(inboxes)
     .where(and(eq(inboxes.id, p('inboxId')), eq(inboxes.state, 'active')))
     .prepare(),
-  emailsReceived: db
-    .select({ received: monthlyEmailUsage.received })
-    .from(monthlyEmailUsage)
-    .where(and(eq(monthlyEmailUsage.organizationId, p('organizationId')), eq(monthlyEmailUsage.month, p('month'))))
-    .prepare(),
   acceptedInBucket: db
     .select({ accepted: inboundBursts.accepted })
     .from(inboundBursts)
