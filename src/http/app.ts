@@ -68,13 +68,14 @@ export function buildHttpApp(s: Services) {
         const state = requests.begin(request)
         set.headers['x-request-id'] = state.id
         const origin = request.headers.get('origin')
-        if (origin && cors.allows(origin)) {
+        const granted = origin !== null && cors.allows(origin)
+        if (granted) {
           set.headers['access-control-allow-origin'] = origin
           set.headers['access-control-expose-headers'] = CORS_EXPOSE_HEADERS
         }
         if (origin) set.headers['vary'] = 'Origin'
         if (request.method === 'OPTIONS') {
-          if (origin && cors.allows(origin)) {
+          if (granted) {
             set.headers['access-control-allow-methods'] = CORS_ALLOW_METHODS
             set.headers['access-control-allow-headers'] = CORS_ALLOW_HEADERS
             set.headers['access-control-max-age'] = '600'
