@@ -8,10 +8,9 @@
 import PostalMime, { type PostalMimeOptions } from 'postal-mime'
 import { decodeHeaderText } from './encoded-words.ts'
 import { faithfulBytes, type PartNode } from './faithful-bytes.ts'
-import { correctLeaf, type LeafNode } from './leaf-part.ts'
+import { correctPart, type PartTypeNode } from './part-type.ts'
 
-interface MimeNode extends PartNode, LeafNode {
-  contentType: LeafNode['contentType'] & { multipart: string | false }
+interface MimeNode extends PartNode, PartTypeNode {
   contentDisposition: { parsed: { params: Record<string, string> } }
 }
 
@@ -41,7 +40,7 @@ export class FaithfulPostalMime extends PostalMime {
 const hooked = FaithfulPostalMime.prototype as unknown as Internals
 
 hooked.collectNode = function (this: Internals, node, alternative, related) {
-  if (!node.contentType.multipart) correctLeaf(node)
+  correctPart(node)
   return collectNode.call(this, node, alternative, related)
 }
 
