@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from 'node:net'
 import { systemClock, type Clock } from './clock.ts'
-import type { Config } from './config.ts'
+import { resolvePublicUrls, type Config, type PublicUrls } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
@@ -34,6 +34,8 @@ export interface RunningApp {
   httpPort: number
   smtpPort: number
   httpUrl: string
+  /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
+  publicUrls: PublicUrls
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
   stop(): Promise<void>
 }
@@ -52,8 +54,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
+  let publicUrls = resolvePublicUrls(config, config.port)
   const services: Services = {
     config,
+    publicUrls: () => publicUrls,
     storage,
     clock,
     logger,
@@ -77,9 +81,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     maxRequestBodySize: 1024 * 1024 * 1024,
   })
   const httpPort = http.server!.port!
-  // With PORT=0 the default public URLs cannot name the port until the OS picked it.
-  if (config.baseUrl === 'http://localhost:0') config.baseUrl = `http://localhost:${httpPort}`
-  if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
+  publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
 
   const smtp = createSmtpServer(services)
@@ -109,5 +111,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, stop }
+  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
 }

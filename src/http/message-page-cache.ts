@@ -84,7 +84,7 @@ export function listSummariesAsJson(s: Services, cache: MessagePageCache, princi
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.config.filesUrl, now, inbox.id, query)
+  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.publicUrls().filesUrl, now, inbox.id, query)
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body

@@ -63,7 +63,7 @@ describe('getMessage', () => {
       size_bytes: PNG.byteLength,
       disposition: 'inline',
       content_id: 'logo@zurich',
-      download_url: `${server.config.filesUrl}/v1/attachments/${logo.id}`,
+      download_url: `${server.app.publicUrls.filesUrl}/v1/attachments/${logo.id}`,
     })
     expect(pdf).toEqual({
       id: expect.stringMatching(/^att_[0-9a-f]{32}$/),
@@ -72,7 +72,7 @@ describe('getMessage', () => {
       size_bytes: BINARY.byteLength,
       disposition: 'attachment',
       content_id: null,
-      download_url: `${server.config.filesUrl}/v1/attachments/${pdf.id}`,
+      download_url: `${server.app.publicUrls.filesUrl}/v1/attachments/${pdf.id}`,
     })
   })
 

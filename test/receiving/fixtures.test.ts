@@ -30,7 +30,7 @@ async function normalize(message: any, inboxId: string): Promise<any> {
   const attachments = []
   for (const attachment of message.attachments) {
     expect(attachment.id).toMatch(/^att_[0-9a-f]{32}$/)
-    expect(attachment.download_url).toBe(`${server.config.filesUrl}/v1/attachments/${attachment.id}`)
+    expect(attachment.download_url).toBe(`${server.app.publicUrls.filesUrl}/v1/attachments/${attachment.id}`)
     const download = await fetch(`${server.url}/v1/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${tenant.key}` } })
     expect(download.status).toBe(200)
     const bytes = Buffer.from(await download.arrayBuffer())

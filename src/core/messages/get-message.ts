@@ -24,7 +24,7 @@ export function findMessage(s: Services, principal: Principal, messageId: string
 }
 
 export function getMessage(s: Services, principal: Principal, messageId: string): Message {
-  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.config.filesUrl)[0]!
+  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.publicUrls().filesUrl)[0]!
 }
 
 /** Deletes the message with its source and attachments (cascade). Monthly usage is kept. */
