@@ -17,7 +17,7 @@ import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
-import type { RoutingProvider } from './routing/provider.ts'
+import type { RoutingProvider } from './core/routing.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 

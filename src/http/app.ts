@@ -5,7 +5,7 @@
  */
 import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
-import { authenticate, type Principal } from '../core/api-keys.ts'
+import { authenticate } from '../core/api-keys.ts'
 import { DomainError } from '../core/errors.ts'
 import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
 import type { Services } from '../core/services.ts'
@@ -14,38 +14,12 @@ import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy
 import { errorBody, toErrorResponse } from './errors.ts'
 import { installFastFormats } from './formats.ts'
 import { rejectRepeatedParameters } from './query.ts'
+import { RequestRegistry } from './request-registry.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
 import { messageRoutes } from './routes/messages.ts'
 import { usageRoutes } from './routes/usage.ts'
-
-interface RequestState {
-  id: string
-  startedAt: number
-  /** Set in onRequest, where the URL is parsed once anyway; the request log reads it. */
-  path?: string
-  principal?: Principal
-}
-
-/** Per-request state, keyed by the Request object so no module-level state is shared between apps. */
-export class RequestRegistry {
-  private readonly states = new WeakMap<Request, RequestState>()
-  begin(request: Request): RequestState {
-    const state = { id: newRequestId(), startedAt: performance.now() }
-    this.states.set(request, state)
-    return state
-  }
-  get(request: Request): RequestState | undefined {
-    return this.states.get(request)
-  }
-  /** The authenticated caller; set for every /v1 request before routing and validation run. */
-  principal(request: Request): Principal {
-    const principal = this.states.get(request)?.principal
-    if (!principal) throw new Error('principal requested on an unauthenticated route')
-    return principal
-  }
-}
 
 export function buildHttpApp(s: Services) {
   installFastFormats()
@@ -126,5 +100,3 @@ export function buildHttpApp(s: Services) {
       .use(usageRoutes(s, requests))
   )
 }
-
-export type HttpApp = ReturnType<typeof buildHttpApp>

@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { createLogger } from '../../src/log.ts'
-import type { RoutingProvider } from '../../src/routing/provider.ts'
+import type { RoutingProvider } from '../../src/core/routing.ts'
 
 export interface TestServerOptions {
   env?: Record<string, string>

@@ -8,12 +8,12 @@ import { and, eq, inArray, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import { errorFields } from '../../log.ts'
-import { RoutingError } from '../../routing/provider.ts'
 import { inboxes } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import { generateLocalPart, normalizePrefix } from '../local-part.ts'
 import type { Inbox } from '../models.ts'
+import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
 import { checkIdempotencyKey, claimIdempotencyKey, completeIdempotencyClaim, fingerprint, releaseIdempotencyClaim, type IdempotencyClaim } from './idempotency.ts'
 import { presentInbox } from './present.ts'
@@ -133,13 +133,4 @@ function reserveInboxRow(s: Services, principal: Principal, prefix: string | und
     if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
     throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
   })
-}
-
-export function routingFailure(error: unknown, action: 'create' | 'delete'): DomainError {
-  const rejected = error instanceof RoutingError && error.kind === 'rejected'
-  return new DomainError(
-    'email_routing_unavailable',
-    `The email routing provider could not ${action} the rule for this address (${rejected ? 'it answered with an error' : 'it could not be reached'}); retry later.`,
-    { status: rejected ? 502 : 503 },
-  )
 }

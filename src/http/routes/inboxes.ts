@@ -3,10 +3,11 @@ import { createInbox, MAX_CREATE_BODY_BYTES } from '../../core/inboxes/create-in
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
-import { CreateInboxBodyModel, errorResponses, InboxModel, page, single } from '../../core/models.ts'
+import { InboxModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { RequestRegistry } from '../app.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 import { readBodyText } from '../body.ts'
+import { CreateInboxBodyModel, errorResponses, page, single } from '../openapi.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 

@@ -1,12 +1,13 @@
-import { Elysia, t, type Static, type TSchema } from 'elysia'
+import { Elysia, t, type Static } from 'elysia'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messages.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { ErrorModel, errorResponses, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
+import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { RequestRegistry } from '../app.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
+import { documentedErrorResponses, errorResponses, MessageListItemModel, page, plainSchema, single } from '../openapi.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 const MessagesQuery = queryObject({
@@ -21,9 +22,6 @@ const MessagesQuery = queryObject({
   ),
   include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
 })
-
-/** A TypeBox schema as the plain JSON Schema object the OpenAPI document embeds. */
-const plainSchema = (schema: TSchema): Record<string, never> => JSON.parse(JSON.stringify(schema))
 
 /** The validated query string as the domain's query, plus the wait. */
 function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: MessageQuery; waitSeconds: number } {
@@ -74,7 +72,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
           responses: {
             200: { description: 'Matching messages, newest first', content: { 'application/json': { schema: plainSchema(page(MessageListItemModel)) } } },
             204: { description: 'wait_seconds passed with no match (empty body)' },
-            ...Object.fromEntries([401, 404, 422, 429].map((code) => [code, { description: 'Error', content: { 'application/json': { schema: plainSchema(ErrorModel) } } }])),
+            ...documentedErrorResponses(401, 404, 422, 429),
           },
         },
       },
