@@ -48,21 +48,18 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
-      async ({ request, params, query, status }) => {
+      ({ request, params, query, status }) => {
         const { messageQuery, waitSeconds } = readQuery(query)
-        const result = await listOrWaitForMessages(s, requests.principal(request), params.inbox_id, messageQuery, { waitSeconds, signal: request.signal })
-        return result ?? status(204, undefined)
+        const principal = requests.principal(request)
+        if (waitSeconds === 0 && !messageQuery.includeContent) {
+          // The common repeat-poll (no wait, summaries), from serialized pages while they are current.
+          const body = listSummariesAsJson(s, pages, principal, params.inbox_id, messageQuery)
+          return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
+        }
+        return listOrWaitForMessages(s, principal, params.inbox_id, messageQuery, { waitSeconds, signal: request.signal }).then((result) => result ?? status(204, undefined))
       },
       {
         query: MessagesQuery,
-        // The common repeat-poll (no wait, summaries) is answered here, before the handler,
-        // from serialized pages while they are current (src/http/message-page-cache.ts).
-        beforeHandle: ({ request, params, query }) => {
-          const { messageQuery, waitSeconds } = readQuery(query)
-          if (waitSeconds > 0 || messageQuery.includeContent) return
-          const body = listSummariesAsJson(s, pages, requests.principal(request), params.inbox_id, messageQuery)
-          return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
-        },
         // Documented rather than validated at run time: this route answers with pre-serialized
         // pages too. Its items come from the same presenters that getMessage validates.
         detail: {
