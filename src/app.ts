@@ -21,7 +21,7 @@ import type { RoutingProvider } from './core/routing.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 
-export interface AppOptions {
+interface AppOptions {
   config: Config
   clock?: Clock
   logger?: Logger

@@ -13,7 +13,7 @@ export type Kind =
 export type ValueOf<K extends Kind> = K extends { type: 'int' } ? number : K extends { type: 'enum'; values: readonly (infer V)[] } ? V : string
 
 /** A default computed from settings parsed before it, with the text the configuration table shows. */
-export interface DerivedDefault {
+interface DerivedDefault {
   from: (parsed: Readonly<Record<string, unknown>>) => string
   shown: string
 }

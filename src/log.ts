@@ -1,6 +1,6 @@
 /** One JSON line per event on stdout. Callers pass fields, never secrets (keys, bodies). */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
-export type LogFields = Record<string, unknown>
+type LogFields = Record<string, unknown>
 
 export interface Logger {
   debug(event: string, fields?: LogFields): void

@@ -12,7 +12,7 @@ import { preparedPerDatabase } from '../storage/prepared.ts'
 import { apiKeys } from '../storage/schema.ts'
 import { DomainError } from './errors.ts'
 
-export const KEY_PREFIX = 'ph_live_'
+const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
 
 export interface Principal {

@@ -7,7 +7,7 @@ import { and, desc, eq, lt, or, type SQL } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 
 /** The columns a listing is ordered by: a timestamp, and the id that breaks its ties. */
-export interface KeysetColumns {
+interface KeysetColumns {
   at: SQLiteColumn
   id: SQLiteColumn
 }

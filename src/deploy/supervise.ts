@@ -4,7 +4,7 @@
  */
 import { constants } from 'node:os'
 
-export interface ChildOptions {
+interface ChildOptions {
   env: Record<string, string | undefined>
   /** Set when the entry runs as root and hands the work to an unprivileged user. */
   user?: { uid: number; gid: number }

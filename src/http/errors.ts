@@ -6,7 +6,7 @@ import { DomainError, type ErrorCode } from '../core/errors.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
 
-export interface ErrorResponse {
+interface ErrorResponse {
   status: number
   code: ErrorCode
   message: string

@@ -19,7 +19,7 @@ import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
 import { queryMessagesWithExpiry, type MessageQuery } from '../core/messages/list-messages.ts'
 import type { Services } from '../core/services.ts'
 
-export interface CachedPage {
+interface CachedPage {
   version: number
   builtAt: number
   validUntil: number

@@ -33,7 +33,7 @@ export const LimitQuery = t.Optional(
 )
 export const CursorQuery = t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'A `next_cursor` from the previous page.' }))
 
-export const DEFAULT_PAGE_SIZE = 50
+const DEFAULT_PAGE_SIZE = 50
 export const pageSize = (limit: string | undefined): number => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit))
 
 /**

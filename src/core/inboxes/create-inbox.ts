@@ -20,13 +20,13 @@ import { presentInbox } from './present.ts'
 
 const GENERATION_ATTEMPTS = 8
 
-export interface CreateInboxInput {
+interface CreateInboxInput {
   /** The raw request body text (may be empty). */
   body: string
   idempotencyKey: string | null
 }
 
-export interface CreateInboxResult {
+interface CreateInboxResult {
   body: { data: Inbox }
   /** True when the body is the cached answer of an earlier request with the same key. */
   replayed: boolean
@@ -36,7 +36,7 @@ export interface CreateInboxResult {
 export const MAX_CREATE_BODY_BYTES = 64 * 1024
 
 /** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
-export function parseCreateInboxBody(text: string): { prefix?: string } {
+function parseCreateInboxBody(text: string): { prefix?: string } {
   if (text.length > MAX_CREATE_BODY_BYTES) throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
   if (text.trim() === '') return {}
   let value: unknown

@@ -6,7 +6,7 @@ import type { Inbox } from '../models.ts'
 import type { Services } from '../services.ts'
 import { presentInbox } from './present.ts'
 
-export interface ListInboxesInput {
+interface ListInboxesInput {
   limit: number
   cursor?: string
 }

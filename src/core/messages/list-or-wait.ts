@@ -11,7 +11,7 @@ import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
-export interface WaitOptions {
+interface WaitOptions {
   waitSeconds: number
   /** Aborted when the client disconnects. */
   signal: AbortSignal

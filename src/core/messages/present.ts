@@ -31,7 +31,7 @@ export const presentSummary = (row: SummaryRow): MessageSummary => ({
   expires_at: row.expiresAt,
 })
 
-export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
+const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
   id: row.id,
   filename: row.filename,
   content_type: row.contentType,
