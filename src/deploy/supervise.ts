@@ -13,7 +13,7 @@ interface ChildOptions {
 }
 
 export async function runChild(cmd: string[], options: ChildOptions): Promise<number> {
-  let child
+  let child: ReturnType<typeof Bun.spawn>
   try {
     child = Bun.spawn(cmd, {
       env: options.env,

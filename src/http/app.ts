@@ -47,7 +47,7 @@ export function buildHttpApp(s: Services) {
           set.headers['access-control-allow-origin'] = origin
           set.headers['access-control-expose-headers'] = CORS_EXPOSE_HEADERS
         }
-        if (origin) set.headers['vary'] = 'Origin'
+        if (origin) set.headers.vary = 'Origin'
         if (request.method === 'OPTIONS') {
           if (granted) {
             set.headers['access-control-allow-methods'] = CORS_ALLOW_METHODS

@@ -8,7 +8,7 @@
 import { FormatRegistry } from '@sinclair/typebox'
 
 /** Zod 4's default email pattern: exactly what the replaced check tested. */
-const EMAIL = /^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-\.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9\-]*\.)+[A-Za-z]{2,}$/
+const EMAIL = /^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/
 
 /** Call after @elysiajs/openapi has been imported (it registers its formats at import time). */
 export function installFastFormats(): void {

@@ -100,7 +100,7 @@ function groupCommitter(db: Db): Storage['writeInGroup'] {
       for (const job of jobs) runAlone(job)
       return
     }
-    jobs.forEach((job, i) => job.resolve(values[i]))
+    for (const [i, job] of jobs.entries()) job.resolve(values[i])
   }
   return <T>(work: (tx: Tx) => T) =>
     new Promise<T>((resolve, reject) => {

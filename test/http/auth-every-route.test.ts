@@ -12,7 +12,7 @@ let owner: Tenant
 let stranger: Tenant
 let revokedKey: string
 const ids: Record<string, string> = {}
-let routes: Array<{ method: string; path: string; operationId: string }> = []
+const routes: Array<{ method: string; path: string; operationId: string }> = []
 
 beforeAll(async () => {
   server = await startTestServer()

@@ -74,7 +74,10 @@ describe('hostile MIME over SMTP', () => {
 
   test('binary garbage without headers: stored, the envelope sender stands in for From', async () => {
     let seed = 42
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
     // No 0x2e ('.') so no line can start with a dot (the raw sender does not dot-stuff).
     const garbage = Buffer.from(Array.from({ length: 4096 }, () => Math.floor(next() * 255)).map((b) => (b === 0x2e ? 0xff : b)))
     const message = await stored(garbage, 'garbage@example.net')

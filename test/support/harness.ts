@@ -60,7 +60,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
     }
     const response = await fetch(`${app.httpUrl}${path}`, { method, headers, body })
     const text = await response.text()
-    let parsed: unknown = undefined
+    let parsed: unknown
     try {
       parsed = text ? JSON.parse(text) : undefined
     } catch {
