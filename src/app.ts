@@ -42,8 +42,7 @@ export interface RunningApp {
 
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
-const withTimeout = (work: Promise<unknown>, ms: number) =>
-  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255

@@ -36,7 +36,12 @@ if (group === 'config') {
 const storage = openStorage(loadConfigOrExit().databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
-  for (const row of rows) console.log(Object.values(row).map((v) => v ?? '-').join('\t'))
+  for (const row of rows)
+    console.log(
+      Object.values(row)
+        .map((v) => v ?? '-')
+        .join('\t'),
+    )
 }
 
 try {

@@ -56,7 +56,10 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null)
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
   const now = clock.now()
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
-    db.update(apiKeys).set({ lastUsedAt: isoTime(now) }).where(eq(apiKeys.publicId, parsed.publicId)).run()
+    db.update(apiKeys)
+      .set({ lastUsedAt: isoTime(now) })
+      .where(eq(apiKeys.publicId, parsed.publicId))
+      .run()
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId }
 }

@@ -5,10 +5,7 @@
 import { Type as T, type TSchema } from '@sinclair/typebox'
 import { MessageModel, MessageSummaryModel } from '../core/models.ts'
 
-export const ErrorModel = T.Object(
-  { error: T.Object({ code: T.String(), message: T.String(), request_id: T.String() }, { additionalProperties: false }) },
-  { additionalProperties: false },
-)
+export const ErrorModel = T.Object({ error: T.Object({ code: T.String(), message: T.String(), request_id: T.String() }, { additionalProperties: false }) }, { additionalProperties: false })
 
 export const HealthModel = T.Object({ status: T.Literal('ok'), service: T.Literal('pigeonhole') }, { additionalProperties: false })
 
@@ -18,8 +15,7 @@ export const CreateInboxBodyModel = T.Object(
   { additionalProperties: false },
 )
 
-export const page = <S extends TSchema>(item: S) =>
-  T.Object({ data: T.Array(item), next_cursor: T.Union([T.String(), T.Null()]) }, { additionalProperties: false })
+export const page = <S extends TSchema>(item: S) => T.Object({ data: T.Array(item), next_cursor: T.Union([T.String(), T.Null()]) }, { additionalProperties: false })
 export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, { additionalProperties: false })
 
 /** A listOrWaitForMessages item: a summary, or a full message with include=content. */

@@ -27,10 +27,7 @@ export const QUERY_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   invalid_received_after: 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.',
 }
 
-
-export const LimitQuery = t.Optional(
-  t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }),
-)
+export const LimitQuery = t.Optional(t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }))
 export const CursorQuery = t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'A `next_cursor` from the previous page.' }))
 
 const DEFAULT_PAGE_SIZE = 50

@@ -12,7 +12,9 @@ import { startTestServer, type TestServer, type Tenant } from '../support/harnes
 import { sendMail } from '../support/smtp.ts'
 
 const FIXTURES = join(import.meta.dir, '..', 'fixtures')
-const emls = readdirSync(FIXTURES).filter((name) => name.endsWith('.eml')).sort()
+const emls = readdirSync(FIXTURES)
+  .filter((name) => name.endsWith('.eml'))
+  .sort()
 
 let server: TestServer
 let tenant: Tenant

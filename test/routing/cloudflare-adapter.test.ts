@@ -18,7 +18,11 @@ beforeEach(async () => {
 })
 afterEach(() => fake.stop())
 
-const provider = (env: Record<string, string> = {}) => createCloudflareProvider(loadConfig(cloudflareEnv(fake.baseUrl, env)), createLogger('debug', (line) => logs.push(line)))
+const provider = (env: Record<string, string> = {}) =>
+  createCloudflareProvider(
+    loadConfig(cloudflareEnv(fake.baseUrl, env)),
+    createLogger('debug', (line) => logs.push(line)),
+  )
 
 test('a rule is one literal `to` matcher with the Worker action by default, sent with the bearer token', async () => {
   const ruleId = await provider().createRule('wire-check@inbox.test')

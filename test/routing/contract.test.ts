@@ -35,7 +35,9 @@ const providers: ProviderUnderTest[] = [
       fake = await startFakeCloudflare()
       const server = await startTestServer({ env: cloudflareEnv(fake.baseUrl, { CLOUDFLARE_TIMEOUT_MS: '10000' }) })
       const started = fake
-      return { server, stop: async () => {
+      return {
+        server,
+        stop: async () => {
           await server.stop()
           await started.stop()
         },

@@ -20,13 +20,7 @@ export function listInboxes(s: Services, principal: Principal, input: ListInboxe
   const rows = s.storage.db
     .select()
     .from(inboxes)
-    .where(
-      and(
-        eq(inboxes.organizationId, principal.organizationId),
-        eq(inboxes.state, 'active'),
-        after ? olderThan(keyset, after) : undefined,
-      ),
-    )
+    .where(and(eq(inboxes.organizationId, principal.organizationId), eq(inboxes.state, 'active'), after ? olderThan(keyset, after) : undefined))
     .orderBy(...newestFirst(keyset))
     .limit(input.limit + 1)
     .all()

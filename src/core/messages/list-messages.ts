@@ -77,8 +77,20 @@ function buildQuery(db: Db, shape: QueryShape) {
   )
   const order = newestFirst(keyset)
   return shape.includeContent
-    ? db.select().from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
-    : db.select(summaryColumns).from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
+    ? db
+        .select()
+        .from(messages)
+        .where(where)
+        .orderBy(...order)
+        .limit(p('limit'))
+        .prepare()
+    : db
+        .select(summaryColumns)
+        .from(messages)
+        .where(where)
+        .orderBy(...order)
+        .limit(p('limit'))
+        .prepare()
 }
 
 /** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU (issue 6). */

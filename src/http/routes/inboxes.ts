@@ -10,7 +10,6 @@ import { readBodyText } from '../body.ts'
 import { CreateInboxBodyModel, errorResponses, page, single } from '../openapi.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
-
 export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia()
     .post(

@@ -17,9 +17,7 @@ const MessagesQuery = queryObject({
   subject: t.Optional(t.String({ description: 'Case-insensitive substring of the subject.' })),
   sender: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+$', maxLength: 320, description: 'Exact sender address, case-insensitive.' })),
   sender_domain: t.Optional(t.String({ pattern: '^[^\\s@]+$', maxLength: 255, description: 'Exact sender domain without @, case-insensitive.' })),
-  received_after: t.Optional(
-    t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' }),
-  ),
+  received_after: t.Optional(t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' })),
   include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
 })
 
