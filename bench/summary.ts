@@ -1,5 +1,5 @@
 /**
- * Medians across rounds, ratios from the same run, the issue's goals, and the table.
+ * Medians across rounds, ratios from the same run, the performance goals, and the table.
  */
 import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
 import { median, ratio } from './lib/stats.ts'

@@ -1,8 +1,8 @@
 /**
  * Serialized answers of non-waiting message listings (summaries), reused while nothing
  * that could change them has happened. Tests poll the same listing over and over; this
- * turns a repeat into a map lookup instead of a query plus serialization (issue 6: list
- * reads were bound by the SQLite scan and JSON encoding of 50 rows).
+ * turns a repeat into a map lookup instead of a query plus serialization (list reads were
+ * bound by the SQLite scan and the JSON encoding of 50 rows).
  *
  * An entry is valid only while all of these hold, so a hit is always the answer the
  * query would give now:
