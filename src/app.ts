@@ -5,7 +5,7 @@
  */
 import type { AddressInfo } from 'node:net'
 import { systemClock, type Clock } from './clock.ts'
-import { resolvePublicUrls, type Config, type PublicUrls } from './config.ts'
+import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
@@ -18,6 +18,7 @@ import { createLogger, type Logger } from './log.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './core/routing.ts'
+import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 

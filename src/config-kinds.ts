@@ -34,7 +34,7 @@ export class ConfigError extends Error {
   }
 }
 
-export function parseValue(setting: Setting, raw: string): unknown {
+function parseValue(setting: Setting, raw: string): unknown {
   const { kind } = setting
   switch (kind.type) {
     case 'int': {
@@ -60,6 +60,28 @@ export function parseValue(setting: Setting, raw: string): unknown {
       if (kind.pattern && !kind.pattern.test(raw)) throw new ConfigError(setting.env, `expected ${kind.hint ?? kind.pattern}, got "${raw}"`)
       return raw
   }
+}
+
+/** Parses every setting from `env` (unset or empty: its default), split into the top level and the `limits` group. */
+export function parseSettings(settings: readonly Setting[], env: Record<string, string | undefined>): Record<'top' | 'limits', Record<string, unknown>> {
+  const parsed: Record<string, unknown> = {}
+  const groups: Record<'top' | 'limits', Record<string, unknown>> = { top: {}, limits: {} }
+  for (const setting of settings) {
+    const given = env[setting.env]
+    const raw = given !== undefined && given !== '' ? given : typeof setting.default === 'string' ? setting.default : setting.default.from(parsed)
+    parsed[setting.key] = parseValue(setting, raw)
+    groups[setting.group ?? 'top'][setting.key] = parsed[setting.key]
+  }
+  return groups
+}
+
+/** Markdown table of every variable with its default and meaning. */
+export function settingsTable(settings: readonly Setting[]): string {
+  const rows = settings.map((s) => {
+    const fallback = typeof s.default === 'string' ? s.default : s.default.shown
+    return `| \`${s.env}\` | ${fallback === '' ? '(empty)' : `\`${fallback}\``} | ${s.description} |`
+  })
+  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
 }
 
 /** Runs a config read at start-up; a ConfigError ends the process with one line and EX_CONFIG (78). */

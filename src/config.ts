@@ -4,7 +4,7 @@
  * this list, the values are parsed once at boot, and the README's configuration table is
  * printed from it (`bun src/cli.ts config`), so none of them can drift apart.
  */
-import { ConfigError, exitOnConfigError, parseValue, type Setting, type ValueOf } from './config-kinds.ts'
+import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
 
 export { ConfigError, exitOnConfigError } from './config-kinds.ts'
 
@@ -159,15 +159,7 @@ function checkCombinations(config: Config): void {
 
 /** Reads the environment (or the given overrides, for tests) into a typed, frozen Config. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const parsed: Record<string, unknown> = {}
-  const groups: Record<'top' | 'limits', Record<string, unknown>> = { top: {}, limits: {} }
-  for (const setting of SETTINGS as readonly Setting[]) {
-    const given = env[setting.env]
-    const raw = given !== undefined && given !== '' ? given : typeof setting.default === 'string' ? setting.default : setting.default.from(parsed)
-    parsed[setting.key] = parseValue(setting, raw)
-    groups[setting.group ?? 'top'][setting.key] = parsed[setting.key]
-  }
-  const { top, limits } = groups
+  const { top, limits } = parseSettings(SETTINGS, env)
   const config = Object.freeze({ ...top, receivingDomain: String(top.receivingDomain).toLowerCase(), limits: Object.freeze(limits) }) as Config
   checkCombinations(config)
   return config
@@ -177,23 +169,4 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 export const loadConfigOrExit = (): Config => exitOnConfigError(() => loadConfig())
 
 /** Markdown table of every variable, for the README. */
-export function configTable(): string {
-  const rows = (SETTINGS as readonly Setting[]).map((s) => {
-    const fallback = typeof s.default === 'string' ? s.default : s.default.shown
-    return `| \`${s.env}\` | ${fallback === '' ? '(empty)' : `\`${fallback}\``} | ${s.description} |`
-  })
-  return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
-}
-
-/** The public URLs written into responses (attachment `download_url`s). */
-export interface PublicUrls {
-  readonly baseUrl: string
-  readonly filesUrl: string
-}
-
-/** With PORT=0 the default public URLs cannot name the port until the OS picked it. */
-export function resolvePublicUrls(config: Config, httpPort: number): PublicUrls {
-  const unresolved = 'http://localhost:0'
-  const baseUrl = config.baseUrl === unresolved ? `http://localhost:${httpPort}` : config.baseUrl
-  return { baseUrl, filesUrl: config.filesUrl === unresolved ? baseUrl : config.filesUrl }
-}
+export const configTable = (): string => settingsTable(SETTINGS)

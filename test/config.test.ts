@@ -3,7 +3,8 @@ import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { loadConfig, resolvePublicUrls, SETTINGS } from '../src/config.ts'
+import { loadConfig, SETTINGS } from '../src/config.ts'
+import { resolvePublicUrls } from '../src/public-urls.ts'
 
 const ROOT = join(import.meta.dir, '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-config-'))

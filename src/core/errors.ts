@@ -1,7 +1,7 @@
 /**
  * The closed set of error codes from the spec's Errors table. Domain code throws
  * DomainError with one of them and the neutral facts a caller needs to act on it; the
- * HTTP transport maps both to a status and headers in one place (src/http/errors.ts).
+ * HTTP transport translates both in one place (src/http/errors.ts).
  * Inbound mail is refused with its own reasons (inbound/refusal.ts, src/smtp/replies.ts).
  */
 export type ErrorCode =
