@@ -73,6 +73,13 @@ export const SETTINGS = [
     default: '',
     description: 'One wildcard host family allowed by CORS (empty: none).',
   },
+  {
+    env: 'HTTP_BODY_TIMEOUT_MS',
+    key: 'httpBodyTimeoutMs',
+    kind: { type: 'int', min: 100, max: 120_000 },
+    default: '10000',
+    description: 'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.',
+  },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   { env: 'LIMIT_ACTIVE_INBOXES', key: 'activeInboxes', group: 'limits', kind: positive(), default: '11', description: 'Active inboxes per organisation.' },
   { env: 'LIMIT_MONTHLY_EMAILS', key: 'monthlyEmails', group: 'limits', kind: positive(), default: '33', description: 'Inbound emails per organisation per UTC month.' },

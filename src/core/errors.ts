@@ -27,6 +27,7 @@ export type ErrorCode =
   | 'invalid_sender'
   | 'invalid_sender_domain'
   | 'invalid_received_after'
+  | 'invalid_subject' // not a spec code: `subject` given more than once (the spec names none for it)
   | 'rate_limit_exceeded'
   | 'long_poll_limit_exceeded'
   | 'internal_error'

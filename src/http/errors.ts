@@ -5,10 +5,11 @@
 import { DomainError, type ErrorCode } from '../core/errors.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
+import { HttpProtocolError } from './request-target.ts'
 
 interface ErrorResponse {
   status: number
-  code: ErrorCode
+  code: ErrorCode | HttpProtocolError['code']
   message: string
   headers: Record<string, string>
 }
@@ -36,6 +37,7 @@ const STATUS: Record<ErrorCode, number> = {
   invalid_sender: 422,
   invalid_sender_domain: 422,
   invalid_received_after: 422,
+  invalid_subject: 422,
   rate_limit_exceeded: 429,
   long_poll_limit_exceeded: 429,
   internal_error: 500,
@@ -58,6 +60,11 @@ interface FrameworkError {
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
 export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string): ErrorResponse {
   if (error instanceof DomainError) return fromDomainError(error)
+  if (error instanceof HttpProtocolError) {
+    // The framing of what follows on this connection cannot be trusted (a body may still be
+    // arriving, a CONNECT expects a tunnel): answer, then close.
+    return { status: error.status, code: error.code, message: error.message, headers: { connection: 'close' } }
+  }
   if (frameworkCode === 'VALIDATION' && (error as FrameworkError).type === 'response') {
     // Our own output broke its schema: a bug on our side, never the client's fault.
     logger.error('response_validation_failed', { request_id: requestId, paths: ((error as FrameworkError).all ?? []).map((issue) => issue.path) })
