@@ -10,7 +10,7 @@ import { FaithfulPostalMime } from './mime/parser.ts'
 import { makePreview } from './preview.ts'
 import { InboundRefusal } from './refusal.ts'
 
-export interface ParsedAttachment {
+interface ParsedAttachment {
   filename: string
   contentType: string
   disposition: 'attachment' | 'inline'
@@ -44,7 +44,10 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
     throw new InboundRefusal('unparseable', error instanceof Error ? error.message.slice(0, 120) : '')
   }
 
-  for (const [name, body] of [['text', email.text], ['html', email.html]] as const) {
+  for (const [name, body] of [
+    ['text', email.text],
+    ['html', email.html],
+  ] as const) {
     if (body && Buffer.byteLength(body, 'utf8') > limits.bodyBytes) throw new InboundRefusal('body_too_large', `${name} body over ${limits.bodyBytes} bytes`)
   }
   if (email.attachments.length > limits.attachments) throw new InboundRefusal('too_many_attachments', `at most ${limits.attachments}`)
