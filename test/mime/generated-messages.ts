@@ -19,7 +19,10 @@ function pseudoRandomBytes(length: number, seed: number): Buffer {
 const base64Lines = (bytes: Buffer): string => bytes.toString('base64').replace(/.{1,76}/g, '$&\r\n')
 
 function lines(count: number, width: number, seed: string): string {
-  const line = `${seed} `.repeat(Math.ceil(width / (seed.length + 1))).slice(0, width).trimEnd()
+  const line = `${seed} `
+    .repeat(Math.ceil(width / (seed.length + 1)))
+    .slice(0, width)
+    .trimEnd()
   return `${line}\r\n`.repeat(count)
 }
 
@@ -28,7 +31,15 @@ function lines(count: number, width: number, seed: string): string {
  * within its limit (1 MiB per body, 5 MiB per attachment, 10 MiB decoded in all, 10 MiB raw).
  */
 export function largestLegalMessage(): Buffer {
-  const head = ['From: Big Sender <big@sender.example>', 'To: corpus@inbox.test', 'Subject: =?utf-8?Q?Gro=C3=9Fe_Nachricht?=', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="big"', '', ''].join('\r\n')
+  const head = [
+    'From: Big Sender <big@sender.example>',
+    'To: corpus@inbox.test',
+    'Subject: =?utf-8?Q?Gro=C3=9Fe_Nachricht?=',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="big"',
+    '',
+    '',
+  ].join('\r\n')
   const parts = [
     '--big\r\nContent-Type: multipart/alternative; boundary="alt"\r\n\r\n',
     `--alt\r\nContent-Type: text/plain; charset=us-ascii\r\n\r\n${lines(9000, 78, 'text')}`,
@@ -41,12 +52,27 @@ export function largestLegalMessage(): Buffer {
 
 /** 1,000 distinct 1 KiB attachments, alternating base64, quoted-printable and 7bit. */
 export function thousandAttachments(): Buffer {
-  const head = ['From: Many <many@sender.example>', 'To: corpus@inbox.test', 'Subject: 1000 attachments', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="many"', '', '--many', 'Content-Type: text/plain', '', 'See attached.', ''].join('\r\n')
+  const head = [
+    'From: Many <many@sender.example>',
+    'To: corpus@inbox.test',
+    'Subject: 1000 attachments',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="many"',
+    '',
+    '--many',
+    'Content-Type: text/plain',
+    '',
+    'See attached.',
+    '',
+  ].join('\r\n')
   const parts: string[] = []
   for (let i = 0; i < 1000; i++) {
     const name = `Content-Disposition: attachment; filename="part-${i}.txt"`
     if (i % 3 === 0) parts.push(`--many\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n${name}\r\n\r\n${base64Lines(pseudoRandomBytes(1024, i + 10))}`)
-    else if (i % 3 === 1) parts.push(`--many\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n${name}\r\n\r\nline ${i} caf=C3=A9=\r\n continued\r\n${lines(12, 70, `qp${i}`)}\r\n`)
+    else if (i % 3 === 1)
+      parts.push(
+        `--many\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n${name}\r\n\r\nline ${i} caf=C3=A9=\r\n continued\r\n${lines(12, 70, `qp${i}`)}\r\n`,
+      )
     else parts.push(`--many\r\nContent-Type: text/csv\r\n${name}\r\n\r\n${lines(14, 70, `csv,${i}`)}`)
   }
   return Buffer.from(`${head}${parts.join('')}--many--\r\n`, 'latin1')

@@ -28,7 +28,14 @@ const REFUSED: Record<string, string> = {
 }
 
 // What an MTA hands on: CRLF line ends, the last line ended too (the stored raw message is exactly this).
-const asSent = (raw: Buffer): Buffer => Buffer.from(raw.toString('latin1').replace(/\r?\n/g, '\r\n').replace(/(?<!\r\n)$/, '\r\n'), 'latin1')
+const asSent = (raw: Buffer): Buffer =>
+  Buffer.from(
+    raw
+      .toString('latin1')
+      .replace(/\r?\n/g, '\r\n')
+      .replace(/(?<!\r\n)$/, '\r\n'),
+    'latin1',
+  )
 
 const messages: Array<{ name: string; raw: Buffer }> = [
   ...readdirSync(CORPUS, { recursive: true, encoding: 'utf8' })
@@ -113,7 +120,10 @@ const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).dig
 
 function rawHeader(raw: Buffer, name: string): string | null {
   const end = raw.indexOf('\r\n\r\n')
-  const head = raw.subarray(0, end < 0 ? raw.length : end).toString('latin1').replace(/\r\n(?=[ \t])/g, '')
+  const head = raw
+    .subarray(0, end < 0 ? raw.length : end)
+    .toString('latin1')
+    .replace(/\r\n(?=[ \t])/g, '')
   const line = head.split('\r\n').find((l) => l.slice(0, l.indexOf(':')).trim().toLowerCase() === name)
   return line === undefined ? null : line.slice(line.indexOf(':') + 1).trim()
 }

@@ -47,7 +47,15 @@ describe('isAddress', () => {
 
 describe('deriveSender', () => {
   test('the decoded name and the address of the first From header', () => {
-    expect(deriveSender([{ key: 'from', value: '=?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>' }, { key: 'from', value: 'second@example.org' }], ENVELOPE)).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
+    expect(
+      deriveSender(
+        [
+          { key: 'from', value: '=?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>' },
+          { key: 'from', value: 'second@example.org' },
+        ],
+        ENVELOPE,
+      ),
+    ).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
     expect(from('"=?UTF-8?Q?Zo=C3=AB_Example?=" <Zoe@Example.org>')).toEqual({ name: 'Zoë Example', address: 'Zoe@Example.org' })
     expect(from('=?UTF-7?Q?J+APw-rgen?= <juergen@example.org>')).toEqual({ name: 'Jürgen', address: 'juergen@example.org' })
   })
@@ -74,6 +82,11 @@ describe('deriveSender', () => {
 })
 
 test('deriveSubject decodes encoded words of the first Subject header, UTF-7 included', () => {
-  expect(deriveSubject([{ key: 'subject', value: '=?utf-7?Q?Fr+APY-sche?= und Hasen' }, { key: 'subject', value: 'second' }])).toBe('Frösche und Hasen')
+  expect(
+    deriveSubject([
+      { key: 'subject', value: '=?utf-7?Q?Fr+APY-sche?= und Hasen' },
+      { key: 'subject', value: 'second' },
+    ]),
+  ).toBe('Frösche und Hasen')
   expect(deriveSubject([])).toBe('')
 })

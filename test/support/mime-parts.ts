@@ -41,7 +41,12 @@ function decodeQuotedPrintable(body: Buffer): Buffer {
     let line = rawLine.replace(/[ \t]+$/, '')
     const soft = line.endsWith('=')
     if (soft) line = line.slice(0, -1)
-    out.push(Buffer.from(line.replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))), 'latin1'))
+    out.push(
+      Buffer.from(
+        line.replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+        'latin1',
+      ),
+    )
     if (!soft && index < lines.length - 1) out.push(CRLF)
   })
   return Buffer.concat(out)
@@ -68,7 +73,8 @@ function splitMultipart(body: Buffer, boundary: string): Buffer[] {
   return parts
 }
 
-const MEDIA_TYPE = /^[^\x00-\x20()<>@,;:\\"/[\]?=]+\/[^\x00-\x20()<>@,;:\\"/[\]?=]+$/
+// RFC 2045 token characters: printable ASCII without tspecials.
+const MEDIA_TYPE = /^[!#$%&'*+.^_`{|}~0-9A-Za-z-]+\/[!#$%&'*+.^_`{|}~0-9A-Za-z-]+$/
 
 /** Every leaf part of a message, depth first, descending into message/rfc822 parts as well. */
 export function mimeParts(raw: Buffer, nested = false, defaultType = 'text/plain', depth = 0): Part[] {

@@ -10,7 +10,10 @@ const ENCODED_WORD = /=\?([^?\s*]+)(\*[^?\s]*)?\?([QqBb])\?([^?]*)\?=/g
 
 function wordBytes(encoding: string, text: string): Buffer {
   if (encoding.toUpperCase() === 'B') return Buffer.from(text, 'base64')
-  return Buffer.from(text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_hex, code: string) => String.fromCharCode(parseInt(code, 16))), 'latin1')
+  return Buffer.from(
+    text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_hex, code: string) => String.fromCharCode(parseInt(code, 16))),
+    'latin1',
+  )
 }
 
 export function decodeHeaderText(value: string): string {

@@ -5,10 +5,7 @@
  * obsolete source route is dropped, and a group yields its first member.
  */
 
-type Token =
-  | { kind: 'atom' | 'quoted' | 'literal' | 'comment'; text: string }
-  | { kind: 'special'; text: string }
-  | { kind: 'space'; text: ' ' }
+type Token = { kind: 'atom' | 'quoted' | 'literal' | 'comment'; text: string } | { kind: 'special'; text: string } | { kind: 'space'; text: ' ' }
 
 const SPECIALS = '<>@,;:.'
 const ATOM_END = /[\s()"<>@,;:.[\]\\]/

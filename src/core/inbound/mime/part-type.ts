@@ -11,7 +11,7 @@ export interface PartTypeNode {
 }
 
 // RFC 2045 §5.1: type "/" subtype, both tokens (no spaces, controls or tspecials).
-const TOKEN = "[^\\x00-\\x20()<>@,;:\\\\\"/\\[\\]?=\\x7f-\\uffff]+"
+const TOKEN = '[^\\x00-\\x20()<>@,;:\\\\"/\\[\\]?=\\x7f-\\uffff]+'
 const MEDIA_TYPE = new RegExp(`^${TOKEN}/${TOKEN}$`)
 
 export function correctPart(node: PartTypeNode): void {
