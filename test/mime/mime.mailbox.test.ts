@@ -7,7 +7,8 @@ import { deriveSender, deriveSubject } from '../../src/core/inbound/mime/fields.
 import { firstMailbox, isAddress } from '../../src/core/inbound/mime/mailbox.ts'
 
 const ENVELOPE = 'bounce@envelope.example'
-const from = (value: string, envelope = ENVELOPE) => deriveSender([{ key: 'from', value }], envelope)
+const message = (...headers: string[]) => Buffer.from(`${headers.join('\r\n')}\r\n\r\nbody\r\n`)
+const from = (value: string, envelope = ENVELOPE) => deriveSender(message(`From: ${value}`), envelope)
 
 describe('firstMailbox', () => {
   test.each([
@@ -47,15 +48,7 @@ describe('isAddress', () => {
 
 describe('deriveSender', () => {
   test('the decoded name and the address of the first From header', () => {
-    expect(
-      deriveSender(
-        [
-          { key: 'from', value: '=?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>' },
-          { key: 'from', value: 'second@example.org' },
-        ],
-        ENVELOPE,
-      ),
-    ).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
+    expect(deriveSender(message('From: =?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>', 'From: second@example.org'), ENVELOPE)).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
     expect(from('"=?UTF-8?Q?Zo=C3=AB_Example?=" <Zoe@Example.org>')).toEqual({ name: 'Zoë Example', address: 'Zoe@Example.org' })
     expect(from('=?UTF-7?Q?J+APw-rgen?= <juergen@example.org>')).toEqual({ name: 'Jürgen', address: 'juergen@example.org' })
   })
@@ -65,7 +58,8 @@ describe('deriveSender', () => {
     expect(from('Moderator <moderator>')).toEqual({ name: 'Moderator', address: ENVELOPE })
     expect(from('Undisclosed recipients:;')).toEqual({ name: '', address: ENVELOPE })
     expect(from('')).toEqual({ name: '', address: ENVELOPE })
-    expect(deriveSender([], ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
+    expect(deriveSender(message('Subject: no From'), ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
+    expect(deriveSender(Buffer.from('Subject: no From\r\n\r\nFrom: in the body <body@example.org>\r\n'), ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
   })
 
   test('with no usable envelope sender either (a bounce), the address is empty', () => {
@@ -81,12 +75,23 @@ describe('deriveSender', () => {
   })
 })
 
-test('deriveSubject decodes encoded words of the first Subject header, UTF-7 included', () => {
-  expect(
-    deriveSubject([
-      { key: 'subject', value: '=?utf-7?Q?Fr+APY-sche?= und Hasen' },
-      { key: 'subject', value: 'second' },
-    ]),
-  ).toBe('Frösche und Hasen')
-  expect(deriveSubject([])).toBe('')
+describe('headers read from the raw bytes', () => {
+  test('the first Subject header, unfolded, encoded words decoded, UTF-7 included', () => {
+    expect(deriveSubject(message('Subject: =?utf-7?Q?Fr+APY-sche?= und Hasen', 'Subject: second'))).toBe('Frösche und Hasen')
+    expect(deriveSubject(message('Subject: folded', '  twice,', '\tkept'))).toBe('folded  twice,\tkept')
+    expect(deriveSubject(message('From: a@b.test'))).toBe('')
+    expect(deriveSubject(Buffer.from('\r\nSubject: in the body\r\n'))).toBe('')
+  })
+
+  test("an 8-bit byte inside a Q encoded word is decoded in the word's charset", () => {
+    const raw = Buffer.concat([Buffer.from('Subject: =?iso-8859-1?Q?Die_Fr'), Buffer.from([0xf6]), Buffer.from('sche?=\r\n\r\n')])
+    expect(deriveSubject(raw)).toBe('Die Frösche')
+  })
+
+  test('raw 8-bit text is UTF-8 (RFC 6532), or windows-1252 when it is not valid UTF-8', () => {
+    expect(deriveSender(message('From: Jürgen Grüße <j@example.org>'), ENVELOPE)).toEqual({ name: 'Jürgen Grüße', address: 'j@example.org' })
+    const latin1 = Buffer.concat([Buffer.from('From: J'), Buffer.from([0xfc]), Buffer.from('rgen <j@example.org>\r\n\r\n')])
+    expect(deriveSender(latin1, ENVELOPE)).toEqual({ name: 'Jürgen', address: 'j@example.org' })
+    expect(deriveSubject(Buffer.from('Subject: \x80 euro\n\n', 'latin1'))).toBe('€ euro')
+  })
 })

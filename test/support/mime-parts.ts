@@ -95,3 +95,59 @@ export function mimeParts(raw: Buffer, nested = false, defaultType = 'text/plain
   if (type === 'message/rfc822') return [self, ...mimeParts(bytes, true, 'text/plain', depth + 1)]
   return [self]
 }
+
+const WORD = /=\?([^?\s]+)\?([QqBb])\?([^?]*)\?=/g
+
+/** Raw header bytes (one char per byte) outside encoded words: UTF-8, else windows-1252. */
+function rawText(bytes: string): string {
+  const buffer = Buffer.from(bytes, 'latin1')
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(buffer)
+  } catch {
+    return new TextDecoder('windows-1252').decode(buffer)
+  }
+}
+
+type Piece = { text: string } | { charset: string; words: Buffer[] }
+
+function decodeWords(charset: string, words: Buffer[]): string {
+  const decoder = new TextDecoder(charset as ConstructorParameters<typeof TextDecoder>[0])
+  const apart = words.map((bytes) => decoder.decode(bytes)).join('')
+  const together = decoder.decode(Buffer.concat(words))
+  return apart.includes('\ufffd') && !together.includes('\ufffd') ? together : apart
+}
+
+/**
+ * RFC 2047 decoding of an unstructured header given as raw bytes (one char per byte),
+ * independently of the server: each encoded word decoded on its own (RFC 2047 §5), or a run
+ * of one charset together when only that decodes (a character split across words); the
+ * whitespace between encoded words is dropped. null when a charset is one TextDecoder lacks.
+ */
+export function decodeUnstructured(value: string): string | null {
+  const pieces: Piece[] = []
+  let at = 0
+  for (const match of value.matchAll(WORD)) {
+    const between = value.slice(at, match.index)
+    const previous = pieces.at(-1)
+    const [, label, encoding, text] = match as unknown as [string, string, string, string]
+    const charset = label.split('*')[0]!.toLowerCase()
+    const bytes =
+      encoding.toUpperCase() === 'B'
+        ? Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64')
+        : Buffer.from(
+            text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+            'latin1',
+          )
+    const adjacent = previous && 'charset' in previous && /^[ \t]*$/.test(between)
+    if (!adjacent) pieces.push({ text: rawText(between) })
+    if (adjacent && previous.charset === charset) previous.words.push(bytes)
+    else pieces.push({ charset, words: [bytes] })
+    at = match.index + match[0].length
+  }
+  pieces.push({ text: rawText(value.slice(at)) })
+  try {
+    return pieces.map((piece) => ('text' in piece ? piece.text : decodeWords(piece.charset, piece.words))).join('')
+  } catch {
+    return null
+  }
+}

@@ -67,13 +67,13 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
   })
   if (total > limits.attachmentsTotalBytes) throw new InboundRefusal('attachments_too_large', `at most ${limits.attachmentsTotalBytes} bytes in all`)
 
-  const from = deriveSender(email.headers, envelopeFrom)
+  const from = deriveSender(raw, envelopeFrom)
   const text = email.text ?? null
   const html = email.html ?? null
   return {
     fromName: from.name,
     fromAddress: from.address,
-    subject: deriveSubject(email.headers),
+    subject: deriveSubject(raw),
     preview: makePreview(text, html),
     internetMessageId: email.messageId ?? null,
     text,
