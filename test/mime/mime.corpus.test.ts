@@ -143,6 +143,13 @@ describe('each accepted message is stored as its sender meant it', () => {
       if (decodedSubject !== null) expect(message.subject).toBe(decodedSubject)
       expect(message.from.name).not.toMatch(ENCODED_WORD)
       expect(message.from.address).toMatch(ADDRESS)
+      // The common `Name <address>` form, without comments or groups, checked exactly.
+      const simpleFrom = /^(?:"([^"\\]*)"|([^"()<>,;:@\\]*?))[ \t]*<([^<>()\s",;:]+)>$/.exec(rawHeader(delivery.raw, 'from') ?? '')
+      if (simpleFrom && ADDRESS.test(simpleFrom[3]!)) {
+        expect(message.from.address).toBe(decodeUnstructured(simpleFrom[3]!)!)
+        const name = decodeUnstructured(simpleFrom[1] ?? simpleFrom[2]!.trim())
+        if (name !== null) expect(message.from.name).toBe(name.replace(/\s+/g, ' ').trim())
+      }
 
       const parts = mimeParts(delivery.raw)
       const inline = (type: string) => parts.some((p) => !p.nested && p.type === type && p.disposition !== 'attachment' && p.bytes.toString('latin1').trim() !== '')
