@@ -1,12 +1,13 @@
 /**
  * Event-loop stalls of this process (where the test server runs), measured while a test waits
  * on the server. A timer ticks every millisecond; a late tick means the loop was busy, or the
- * process was not scheduled at all. On a shared machine the second is common and is not the
- * loop's doing, so each gap counts only as far as the process used CPU time during it: an upper
- * bound of the blocking work, insensitive to other processes.
+ * thread was not scheduled at all. On a shared machine the second is common and is not the
+ * loop's doing, so each gap counts only as far as this thread (the event loop's, not a worker's)
+ * ran on a CPU during it: an upper bound of the blocking work, insensitive to other processes.
+ * Time the loop spends waiting in a blocking system call (an fsync) is not counted.
  */
 const cpuMs = (): number => {
-  const { user, system } = process.cpuUsage()
+  const { user, system } = process.threadCpuUsage()
   return (user + system) / 1000
 }
 
