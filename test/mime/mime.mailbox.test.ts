@@ -81,6 +81,10 @@ describe('headers read from the raw bytes', () => {
     expect(deriveSubject(message('Subject: folded', '  twice,', '\tkept'))).toBe('folded  twice,\tkept')
     expect(deriveSubject(message('From: a@b.test'))).toBe('')
     expect(deriveSubject(Buffer.from('\r\nSubject: in the body\r\n'))).toBe('')
+    expect(deriveSubject(Buffer.from('\nSubject: in the body\n'))).toBe('')
+    expect(deriveSubject(Buffer.from('From: a@b.test\nSubject: LF only\n\nSubject: body\n'))).toBe('LF only')
+    expect(deriveSubject(Buffer.from('From: a@b.test\r\n\r\nSubject: body\r\n'))).toBe('')
+    expect(deriveSubject(Buffer.from('Subject: no body at all'))).toBe('no body at all')
   })
 
   test("an 8-bit byte inside a Q encoded word is decoded in the word's charset", () => {

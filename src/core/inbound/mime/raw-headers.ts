@@ -13,11 +13,12 @@ const ENCODED_WORD = /=\?([^?\s]+)\?([QqBb])\?([^?]*)\?=/g
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 const windows1252 = new TextDecoder('windows-1252')
 
+/** The top-level header block (up to the first empty line), one char per byte. */
 function headerBlock(raw: Buffer): string {
-  const head = raw.subarray(0, MAX_HEADER_BYTES).toString('latin1')
-  if (/^\r?\n/.test(head)) return ''
-  const end = head.search(/\n\r?\n/)
-  return end < 0 ? head : head.slice(0, end)
+  if (raw[0] === 0x0a || (raw[0] === 0x0d && raw[1] === 0x0a)) return ''
+  const head = raw.subarray(0, MAX_HEADER_BYTES)
+  const ends = [head.indexOf('\n\n'), head.indexOf('\n\r\n')].filter((at) => at >= 0)
+  return head.subarray(0, ends.length ? Math.min(...ends) : head.length).toString('latin1')
 }
 
 function textOf(bytes: string): string {
