@@ -62,6 +62,13 @@ export const SETTINGS = [
   },
   { env: 'CORS_CONSOLE_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/[^/*\s]+)?$/, hint: 'an origin such as https://console.example.com' }, default: '', description: 'Origin of the web console allowed by CORS (empty: none).' },
   { env: 'CORS_WILDCARD_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/\*\.[^/*\s]+)?$/, hint: 'an origin pattern such as https://*.preview.example.com' }, default: '', description: 'One wildcard host family allowed by CORS (empty: none).' },
+  { env: 'CONSOLE_SESSION_DAYS', kind: positive(365), default: '14', description: 'Days a console sign-in lasts without use; each use past half of it extends it again.' },
+  {
+    env: 'CLIENT_ADDRESS_HEADER',
+    kind: { type: 'string', pattern: /^([A-Za-z0-9-]+)?$/, hint: 'a header name such as Fly-Client-IP' },
+    default: '',
+    description: 'Header that carries the client address when a proxy stands in front (Fly: `Fly-Client-IP`); empty uses the connection\'s address. The console throttles sign-ins and writes audit entries by it. Set it only behind a proxy that overwrites it.',
+  },
   { env: 'LOG_LEVEL', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   { env: 'LIMIT_ACTIVE_INBOXES', kind: positive(), default: '11', description: 'Active inboxes per organisation.' },
   { env: 'LIMIT_MONTHLY_EMAILS', kind: positive(), default: '33', description: 'Inbound emails per organisation per UTC month.' },
@@ -105,6 +112,8 @@ export interface Config {
   cloudflareTimeoutMs: number
   corsConsoleOrigin: string
   corsWildcardOrigin: string
+  consoleSessionDays: number
+  clientAddressHeader: string
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   litestreamReplica: 'none' | 'file' | 's3'
   litestreamReplicaPath: string

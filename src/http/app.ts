@@ -88,7 +88,7 @@ export function buildHttpApp(s: Services) {
         const url = new URL(request.url)
         state.path = url.pathname
         if (url.pathname.startsWith('/v1/') || url.pathname === '/v1') {
-          state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
+          state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'), s.config.limits)
           s.requestLimiter.admit(state.principal)
           if (request.method === 'GET') rejectRepeatedParameters(url) // only the two listings take query parameters
           // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
