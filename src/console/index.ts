@@ -7,14 +7,27 @@ import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
 import type { ConsoleDeps } from './context.ts'
 import { consoleRouter, type Route } from './router.ts'
+import { accountRoutes } from './routes/account.tsx'
+import { adminRoutes } from './routes/admin.tsx'
 import { assetRoutes } from './routes/assets.ts'
 import { authRoutes } from './routes/auth.tsx'
+import { keyRoutes } from './routes/keys.tsx'
+import { memberRoutes } from './routes/members.tsx'
 import { organizationRoutes } from './routes/organization.tsx'
 import { setupRoutes } from './routes/setup.tsx'
 
 export { isConsolePath } from './router.ts'
 
-export const CONSOLE_ROUTES: Route[] = [...assetRoutes, ...setupRoutes, ...authRoutes, ...organizationRoutes]
+export const CONSOLE_ROUTES: Route[] = [
+  ...assetRoutes,
+  ...setupRoutes,
+  ...authRoutes,
+  ...accountRoutes,
+  ...organizationRoutes,
+  ...memberRoutes,
+  ...keyRoutes,
+  ...adminRoutes,
+]
 
 export interface Console {
   handle(request: Request, clientAddress: string): Promise<Response>
