@@ -3,7 +3,7 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { and, eq, lt } from 'drizzle-orm'
+import { eq, lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
@@ -73,5 +73,5 @@ export const listSessions = (db: DbOrTx, userId: string) =>
 
 /** Expired rows are harmless (refused on use) but would pile up; the retention sweeper calls this. */
 export const deleteExpiredSessions = (db: DbOrTx, now: number): void => {
-  db.delete(sessions).where(and(lt(sessions.expiresAt, isoTime(now)))).run()
+  db.delete(sessions).where(lt(sessions.expiresAt, isoTime(now))).run()
 }
