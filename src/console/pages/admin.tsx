@@ -53,7 +53,7 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
         <PostForm action="/console/admin/orgs">
           <label for="org-name">Name</label>
           <input id="org-name" name="name" type="text" required maxLength={100} />
-          <LimitPresetChoice defaults={props.defaults} />
+          <LimitPresetChoice defaults={props.defaults} suggested="hosted" />
           <div class="form-actions">
             <button type="submit">Create organisation</button>
           </div>

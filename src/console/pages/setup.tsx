@@ -3,19 +3,22 @@ import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits }
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
 import { CopyField, orgPath, PostForm } from './shell.tsx'
 
-export function LimitPresetChoice({ defaults }: { defaults: OrgLimits }) {
+/** A server on this machine most likely serves one developer's tests: suggest "local testing" there. */
+export const suggestedPreset = (baseUrl: string): 'hosted' | 'local' => (/^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/.test(baseUrl) ? 'local' : 'hosted')
+
+export function LimitPresetChoice({ defaults, suggested }: { defaults: OrgLimits; suggested: 'hosted' | 'local' }) {
   return (
     <fieldset class="presets">
       <legend>Limits for this organisation</legend>
       <label class="choice">
-        <input type="radio" name="preset" value="hosted" checked />
+        <input type="radio" name="preset" value="hosted" checked={suggested === 'hosted'} />
         <span>
           <strong>Hosted free plan</strong>: the server's LIMIT_* values ({defaults.activeInboxes} inboxes, {defaults.monthlyEmails} emails a month,{' '}
           {defaults.inboxBurst} per inbox per 5 minutes). Right for a shared or public instance.
         </span>
       </label>
       <label class="choice">
-        <input type="radio" name="preset" value="local" />
+        <input type="radio" name="preset" value="local" checked={suggested === 'local'} />
         <span>
           <strong>Local testing</strong>: limits that never lock you out ({LOCAL_TESTING_LIMITS.monthlyEmails.toLocaleString('en')} emails a month,{' '}
           {LOCAL_TESTING_LIMITS.inboxBurst.toLocaleString('en')} per 5 minutes, {LOCAL_TESTING_LIMITS.activeInboxes} inboxes). Right for your own machine or CI.
@@ -25,7 +28,7 @@ export function LimitPresetChoice({ defaults }: { defaults: OrgLimits }) {
   )
 }
 
-export function SetupForm(props: { token: string; defaults: OrgLimits; error?: string; email?: string; organization?: string }) {
+export function SetupForm(props: { token: string; defaults: OrgLimits; suggested: 'hosted' | 'local'; error?: string; email?: string; organization?: string }) {
   return (
     <section class="card narrow">
       <h2>Set up Pigeonhole</h2>
@@ -40,7 +43,7 @@ export function SetupForm(props: { token: string; defaults: OrgLimits; error?: s
         <p class="muted">At least {MIN_PASSWORD_LENGTH} characters.</p>
         <label for="organization">Organisation name</label>
         <input id="organization" name="organization" type="text" required maxLength={100} value={props.organization ?? 'My team'} />
-        <LimitPresetChoice defaults={props.defaults} />
+        <LimitPresetChoice defaults={props.defaults} suggested={props.suggested} />
         <div class="form-actions">
           <button type="submit">Create account, organisation and key</button>
         </div>

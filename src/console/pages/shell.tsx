@@ -114,6 +114,7 @@ export function Layout(props: { shell: Shell; title: string; children: Component
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Pigeonhole`}</title>
+        <link rel="icon" href="data:," />
         <link rel="stylesheet" href="/console/assets/console.css" />
         <script src="/console/assets/console.js" defer></script>
       </head>

@@ -3,7 +3,7 @@ import { ConsoleError, notFound } from '../../core/console/errors.ts'
 import { completeSetup, isSetupToken } from '../../core/console/setup.ts'
 import type { Route } from '../router.ts'
 import { renderPage } from '../render.tsx'
-import { FirstSteps, SetupForm } from '../pages/setup.tsx'
+import { FirstSteps, SetupForm, suggestedPreset } from '../pages/setup.tsx'
 
 export const setupRoutes: Route[] = [
   {
@@ -12,7 +12,7 @@ export const setupRoutes: Route[] = [
     handler: (ctx) => {
       const token = ctx.url.searchParams.get('token')
       if (!isSetupToken(ctx.s.storage.db, token)) throw notFound()
-      return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} />)
+      return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.config.baseUrl)} />)
     },
   },
   {
@@ -31,7 +31,7 @@ export const setupRoutes: Route[] = [
         )
       } catch (error) {
         if (!(error instanceof ConsoleError) || error.kind !== 'invalid') throw error
-        const form = <SetupForm token={input.token} defaults={ctx.s.config.limits} error={error.message} email={input.email} organization={input.organization} />
+        const form = <SetupForm token={input.token} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.config.baseUrl)} error={error.message} email={input.email} organization={input.organization} />
         return renderPage(ctx, 'Set up', form, { status: 400 })
       }
     },
