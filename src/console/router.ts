@@ -82,7 +82,8 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     const { request } = ctx
     if (!sameOrigin(request, deps.s.config.baseUrl)) return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
     const length = Number(request.headers.get('content-length') ?? NaN)
-    if (!Number.isFinite(length) || length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
+    if (!Number.isFinite(length)) return renderError(ctx, 411, 'Forms must be sent with a Content-Length.')
+    if (length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
     const type = request.headers.get('content-type') ?? ''
     if (!type.startsWith('application/x-www-form-urlencoded')) return renderError(ctx, 415, 'Forms must be sent as application/x-www-form-urlencoded.')
     const body = await request.text()

@@ -4,11 +4,15 @@
  * out everywhere) and the operator's reset and revoke.
  */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
+import { rawHttp, rawRequest } from '../support/raw-http.ts'
+
+// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
+setDefaultTimeout(30_000)
 
 const clock = new ManualClock('2026-07-01T08:00:00.000Z')
 let server: TestServer
@@ -58,6 +62,28 @@ describe('headers', () => {
     expect([v1.status, v1.body.error.code]).toEqual([404, 'not_found'])
     expect((await server.get('/consoles')).status).toBe(404)
     expect((await server.get('/consoles')).headers.get('content-type')).toContain('application/json')
+  })
+})
+
+describe('hostile requests', () => {
+  test('odd paths, cookies, methods and bodies get a 4xx page, never a 500, and the server keeps serving', async () => {
+    const signedInCookie = operator.cookies.get('ph_session')!
+    const paths = ['/console/orgs/%E0%A4%A', '/console/orgs/%00', `/console/orgs/${organizationId}/keys/%ZZ/revoke`, '/console/invites/' + 'A'.repeat(43), '/console/invites/%2e%2e', '/console/orgs/' + 'x'.repeat(5000), `/console/orgs/${organizationId}/audit?before=-1e309`, '/setup?token=%FF']
+    const cookies = ['ph_session=' + 'A'.repeat(43), 'ph_session=%00; ph_csrf=<script>', `ph_session=${signedInCookie}; ph_session=x`, 'ph_session=' + 'B'.repeat(10000)]
+    for (const path of paths) {
+      for (const cookie of cookies) {
+        for (const method of ['GET', 'POST', 'PUT', 'OPTIONS']) {
+          const response = await fetch(server.url + path, { method, headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body: method === 'POST' || method === 'PUT' ? '_csrf=%ZZ&a=%' : undefined, redirect: 'manual' })
+          expect(response.status).toBeLessThan(500)
+          await response.arrayBuffer()
+        }
+      }
+    }
+    const head = rawRequest('POST', '/console/sign-in', { origin: server.config.baseUrl, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' })
+    const chunked = await rawHttp(server.app.httpPort, head + '3\r\na=b\r\n0\r\n\r\n')
+    expect(chunked.status).toBe(411)
+    expect(server.logs.filter((line) => line.event === 'console_error')).toEqual([])
+    expect((await operator.get(`/console/orgs/${organizationId}`)).status).toBe(200)
   })
 })
 
