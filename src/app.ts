@@ -19,11 +19,12 @@ import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
-import type { RoutingProvider } from './routing/provider.ts'
+import type { RoutingProvider } from './core/routing.ts'
+import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 
-export interface AppOptions {
+interface AppOptions {
   config: Config
   clock?: Clock
   logger?: Logger
@@ -38,14 +39,15 @@ export interface RunningApp {
   httpUrl: string
   /** The one-time /setup link while no console user exists (index.ts prints it plainly too). */
   setupUrl: string | null
+  /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
+  publicUrls: PublicUrls
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
   stop(): Promise<void>
 }
 
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
-const withTimeout = (work: Promise<unknown>, ms: number) =>
-  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255
@@ -56,8 +58,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
+  let publicUrls = resolvePublicUrls(config, config.port)
   const services: Services = {
     config,
+    publicUrls: () => publicUrls,
     storage,
     clock,
     logger,
@@ -91,12 +95,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     },
   })
   const httpPort = server.port!
-  // With PORT=0 the default public URLs cannot name the port until the OS picked it.
-  if (config.baseUrl === 'http://localhost:0') config.baseUrl = `http://localhost:${httpPort}`
-  if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
+  publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
   const pendingSetup = setupToken(storage.db)
-  const setupLink = pendingSetup ? setupUrl(config.baseUrl, pendingSetup) : null
+  const setupLink = pendingSetup ? setupUrl(publicUrls.baseUrl, pendingSetup) : null
   if (setupLink) logger.info('console_setup_pending', { setup_url: setupLink })
 
   const smtp = createSmtpServer(services)
@@ -107,7 +109,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       resolve((smtp.server.address() as AddressInfo).port)
     })
   })
-  consoleApp.deps.smtpAddress = `${new URL(config.baseUrl).hostname}:${smtpPort}`
+  consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
 
@@ -126,5 +128,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, setupUrl: setupLink, stop }
+  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }

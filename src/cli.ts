@@ -13,7 +13,7 @@
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
  */
 import { systemClock } from './clock.ts'
-import { ConfigError, configTable, loadConfig } from './config.ts'
+import { configTable, loadConfigOrExit } from './config.ts'
 import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
 import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
@@ -41,17 +41,16 @@ if (group === 'config') {
   process.exit(0)
 }
 
-let config
-try {
-  config = loadConfig()
-} catch (error) {
-  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78)
-  throw error
-}
+const config = loadConfigOrExit()
 const storage = openStorage(config.databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
-  for (const row of rows) console.log(Object.values(row).map((v) => v ?? '-').join('\t'))
+  for (const row of rows)
+    console.log(
+      Object.values(row)
+        .map((v) => v ?? '-')
+        .join('\t'),
+    )
 }
 
 const cli = { config, storage, clock: systemClock, fail }

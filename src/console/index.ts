@@ -18,16 +18,7 @@ import { setupRoutes } from './routes/setup.tsx'
 
 export { isConsolePath } from './router.ts'
 
-export const CONSOLE_ROUTES: Route[] = [
-  ...assetRoutes,
-  ...setupRoutes,
-  ...authRoutes,
-  ...accountRoutes,
-  ...organizationRoutes,
-  ...memberRoutes,
-  ...keyRoutes,
-  ...adminRoutes,
-]
+export const CONSOLE_ROUTES: Route[] = [...assetRoutes, ...setupRoutes, ...authRoutes, ...accountRoutes, ...organizationRoutes, ...memberRoutes, ...keyRoutes, ...adminRoutes]
 
 export interface Console {
   handle(request: Request, clientAddress: string): Promise<Response>
@@ -39,8 +30,8 @@ export function buildConsole(s: Services): Console {
     s,
     throttle: new SignInThrottle(s.clock),
     lifetime: { days: s.config.consoleSessionDays },
-    secureCookies: s.config.baseUrl.startsWith('https:'),
-    smtpAddress: `${new URL(s.config.baseUrl).hostname}:${s.config.smtpPort}`,
+    secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
+    smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
   }
   return { handle: consoleRouter(deps, CONSOLE_ROUTES), deps }
 }

@@ -21,6 +21,12 @@ export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentCh
     org: options.org,
     section: options.section,
   }
-  const html = '<!doctype html>' + render(<Layout shell={shell} title={title}>{body}</Layout>)
+  const html =
+    '<!doctype html>' +
+    render(
+      <Layout shell={shell} title={title}>
+        {body}
+      </Layout>,
+    )
   return new Response(html, { status: options.status ?? 200, headers: { 'content-type': 'text/html; charset=utf-8' } })
 }

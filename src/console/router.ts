@@ -80,7 +80,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
 
   async function readForm(ctx: ConsoleRequest): Promise<Response | null> {
     const { request } = ctx
-    if (!sameOrigin(request, deps.s.config.baseUrl)) return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
+    if (!sameOrigin(request, deps.s.publicUrls().baseUrl)) return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
     const length = Number(request.headers.get('content-length') ?? NaN)
     if (!Number.isFinite(length)) return renderError(ctx, 411, 'Forms must be sent with a Content-Length.')
     if (length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')

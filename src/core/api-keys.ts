@@ -14,7 +14,7 @@ import { apiKeys, organizations } from '../storage/schema.ts'
 import { DomainError } from './errors.ts'
 import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from './limits.ts'
 
-export const KEY_PREFIX = 'ph_live_'
+const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
 
 export interface Principal {
@@ -61,7 +61,10 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null,
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
   const now = clock.now()
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
-    db.update(apiKeys).set({ lastUsedAt: isoTime(now) }).where(eq(apiKeys.publicId, parsed.publicId)).run()
+    db.update(apiKeys)
+      .set({ lastUsedAt: isoTime(now) })
+      .where(eq(apiKeys.publicId, parsed.publicId))
+      .run()
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, defaults) }
 }

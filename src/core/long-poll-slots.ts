@@ -1,7 +1,8 @@
 /**
  * Concurrent long polls per key and per organisation: the organisation's own limits
- * (LIMIT_LONG_POLLS_PER_KEY and LIMIT_LONG_POLLS_PER_ORG unless the operator set its own). A slot is held from the start of a waiting request until it answers or
- * its client disconnects.
+ * (LIMIT_LONG_POLLS_PER_KEY and LIMIT_LONG_POLLS_PER_ORG unless the operator set its own).
+ * A slot is held from the start of a waiting request until it answers or its client
+ * disconnects.
  */
 import type { Principal } from './api-keys.ts'
 import { DomainError } from './errors.ts'
@@ -15,10 +16,7 @@ export class LongPollSlots {
     const keySlot = `key:${principal.keyPublicId}`
     const orgSlot = `org:${principal.organizationId}`
     if ((this.held.get(keySlot) ?? 0) >= limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= limits.longPollsPerOrg) {
-      throw new DomainError(
-        'long_poll_limit_exceeded',
-        `Too many concurrent waits: at most ${limits.longPollsPerKey} per key and ${limits.longPollsPerOrg} per organization.`,
-      )
+      throw new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${limits.longPollsPerKey} per key and ${limits.longPollsPerOrg} per organization.`)
     }
     this.bump(keySlot, 1)
     this.bump(orgSlot, 1)

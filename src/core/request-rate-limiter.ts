@@ -1,7 +1,8 @@
 /**
  * HTTP rate limits by UTC minute: the organisation's requests per key and per organisation
- * (LIMIT_REQUESTS_PER_KEY and LIMIT_REQUESTS_PER_ORG unless the operator set its own). Counts live in memory: one process serves the API, and a restart
- * forgiving the current minute is harmless.
+ * (LIMIT_REQUESTS_PER_KEY and LIMIT_REQUESTS_PER_ORG unless the operator set its own).
+ * Counts live in memory: one process serves the API, and a restart forgiving the current
+ * minute is harmless.
  */
 import type { Clock } from '../clock.ts'
 import type { Principal } from './api-keys.ts'
@@ -31,9 +32,7 @@ export class RequestRateLimiter {
     if (keyCount >= limits.requestsPerKey || orgCount >= limits.requestsPerOrg) {
       const retryAfter = Math.max(1, Math.ceil(((minute + 1) * MINUTE - now) / 1000))
       const which = keyCount >= limits.requestsPerKey ? `${limits.requestsPerKey} requests per minute for this key` : `${limits.requestsPerOrg} requests per minute for this organization`
-      throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, {
-        headers: { 'Retry-After': String(retryAfter) },
-      })
+      throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, { retryAfterSeconds: retryAfter })
     }
     this.counts.set(keySlot, keyCount + 1)
     this.counts.set(orgSlot, orgCount + 1)

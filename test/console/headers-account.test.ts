@@ -55,7 +55,7 @@ describe('headers', () => {
     expect(page.headers.get('cache-control')).toBe('no-store')
   })
 
-  test('the OpenAPI document names no console path, /v1 is untouched, and /v1/console is the API\'s 404', async () => {
+  test("the OpenAPI document names no console path, /v1 is untouched, and /v1/console is the API's 404", async () => {
     const doc = await server.get('/openapi/json')
     expect(Object.keys(doc.body.paths).filter((path) => !path.startsWith('/v1/') && path !== '/health')).toEqual([])
     const v1 = await server.get('/v1/console', key)
@@ -68,12 +68,26 @@ describe('headers', () => {
 describe('hostile requests', () => {
   test('odd paths, cookies, methods and bodies get a 4xx page, never a 500, and the server keeps serving', async () => {
     const signedInCookie = operator.cookies.get('ph_session')!
-    const paths = ['/console/orgs/%E0%A4%A', '/console/orgs/%00', `/console/orgs/${organizationId}/keys/%ZZ/revoke`, '/console/invites/' + 'A'.repeat(43), '/console/invites/%2e%2e', '/console/orgs/' + 'x'.repeat(5000), `/console/orgs/${organizationId}/audit?before=-1e309`, '/setup?token=%FF']
+    const paths = [
+      '/console/orgs/%E0%A4%A',
+      '/console/orgs/%00',
+      `/console/orgs/${organizationId}/keys/%ZZ/revoke`,
+      '/console/invites/' + 'A'.repeat(43),
+      '/console/invites/%2e%2e',
+      '/console/orgs/' + 'x'.repeat(5000),
+      `/console/orgs/${organizationId}/audit?before=-1e309`,
+      '/setup?token=%FF',
+    ]
     const cookies = ['ph_session=' + 'A'.repeat(43), 'ph_session=%00; ph_csrf=<script>', `ph_session=${signedInCookie}; ph_session=x`, 'ph_session=' + 'B'.repeat(10000)]
     for (const path of paths) {
       for (const cookie of cookies) {
         for (const method of ['GET', 'POST', 'PUT', 'OPTIONS']) {
-          const response = await fetch(server.url + path, { method, headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' }, body: method === 'POST' || method === 'PUT' ? '_csrf=%ZZ&a=%' : undefined, redirect: 'manual' })
+          const response = await fetch(server.url + path, {
+            method,
+            headers: { cookie, origin: server.url, 'content-type': 'application/x-www-form-urlencoded' },
+            body: method === 'POST' || method === 'PUT' ? '_csrf=%ZZ&a=%' : undefined,
+            redirect: 'manual',
+          })
           expect(response.status).toBeLessThan(500)
           await response.arrayBuffer()
         }
@@ -88,7 +102,7 @@ describe('hostile requests', () => {
 })
 
 describe('account', () => {
-  test('changing one\'s password needs the current one and signs out the other sessions', async () => {
+  test("changing one's password needs the current one and signs out the other sessions", async () => {
     const other = await signedIn(server, 'op@example.com')
     const self = await signedIn(server, 'op@example.com')
     await self.get('/console/account')

@@ -176,7 +176,12 @@ describe('admin CLI for organisations', () => {
 })
 
 async function cli(...args: string[]) {
-  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], { cwd: join(import.meta.dir, '..', '..'), env: { ...process.env, DATABASE_PATH: server.databasePath, BASE_URL: server.config.baseUrl }, stdout: 'pipe', stderr: 'pipe' })
+  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+    cwd: join(import.meta.dir, '..', '..'),
+    env: { ...process.env, DATABASE_PATH: server.databasePath, BASE_URL: server.config.baseUrl },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' }
 }

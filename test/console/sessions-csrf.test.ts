@@ -135,7 +135,7 @@ describe('CSRF', () => {
     expect((await client.post('/console/sign-out', {}, { origin: null, headers: { referer: `${server.url}/console` } })).status).toBe(303)
   })
 
-  test('a POST without the form token, or with another session\'s token, is refused', async () => {
+  test("a POST without the form token, or with another session's token, is refused", async () => {
     const client = await signedIn(server, OPERATOR)
     const other = await signedIn(server, OPERATOR)
     expect((await client.post('/console/sign-out', {}, { csrf: null })).status).toBe(403)

@@ -20,8 +20,7 @@ export const ROOMY_LIMITS: Record<string, string> = {
   LIMIT_ACTIVE_INBOXES: '1000',
 }
 
-export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) =>
-  startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
+export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) => startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
 
 export const SUMMARY_FIELDS = ['expires_at', 'from', 'id', 'inbox_id', 'preview', 'received_at', 'size_bytes', 'subject', 'to']
 export const CONTENT_FIELDS = ['attachments', 'headers', 'html', 'internet_message_id', 'text']
@@ -33,7 +32,10 @@ export async function newInbox(server: TestServer, key: string, prefix?: string)
 }
 
 /** The principal the server sees for a key (for services.longPolls.count). */
-export const principalOf = (key: string, organizationId: string): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({ organizationId, keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16) })
+export const principalOf = (key: string, organizationId: string): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({
+  organizationId,
+  keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16),
+})
 
 /** Sends one message and expects 250; returns the stored message ids named in the reply. */
 export async function deliver(server: TestServer, to: string | string[], raw: string | Buffer, from = 'sender@example.com'): Promise<string[]> {

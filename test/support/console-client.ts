@@ -77,7 +77,13 @@ export async function setUp(server: TestServer, options: { email?: string; prese
   const form = await client.get(path)
   if (form.status !== 200) throw new Error(`setup page answered ${form.status}`)
   const token = new URL(path, 'http://x').searchParams.get('token')!
-  const done = await client.post('/setup', { token, email: options.email ?? 'operator@example.com', password: PASSWORD, organization: options.organization ?? 'Acme', preset: options.preset ?? 'hosted' })
+  const done = await client.post('/setup', {
+    token,
+    email: options.email ?? 'operator@example.com',
+    password: PASSWORD,
+    organization: options.organization ?? 'Acme',
+    preset: options.preset ?? 'hosted',
+  })
   if (done.status !== 200) throw new Error(`setup answered ${done.status}: ${done.html}`)
   const key = /value="(ph_live_[0-9a-f_]+)"/.exec(done.html)?.[1]
   const organizationId = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(done.html)?.[1]

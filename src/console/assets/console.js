@@ -1,6 +1,5 @@
 // The console's only script (served from our origin; the CSP forbids inline script).
 // Copy buttons and confirmation prompts. Pages work without it.
-'use strict'
 
 document.addEventListener('click', (event) => {
   const button = event.target instanceof Element ? event.target.closest('[data-copy]') : null

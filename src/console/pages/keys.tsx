@@ -23,7 +23,9 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
       )}
       <section class="card">
         <h2>API keys</h2>
-        <p class="muted">Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on.</p>
+        <p class="muted">
+          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on.
+        </p>
         <table>
           <thead>
             <tr>
@@ -46,7 +48,15 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
                 <td>
                   <Time at={key.lastUsedAt} />
                 </td>
-                <td>{key.revokedAt ? <span class="badge revoked">revoked <Time at={key.revokedAt} /></span> : <span class="badge">active</span>}</td>
+                <td>
+                  {key.revokedAt ? (
+                    <span class="badge revoked">
+                      revoked <Time at={key.revokedAt} />
+                    </span>
+                  ) : (
+                    <span class="badge">active</span>
+                  )}
+                </td>
                 {owner && (
                   <td>
                     {!key.revokedAt && (

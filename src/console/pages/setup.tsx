@@ -13,8 +13,8 @@ export function LimitPresetChoice({ defaults, suggested }: { defaults: OrgLimits
       <label class="choice">
         <input type="radio" name="preset" value="hosted" checked={suggested === 'hosted'} />
         <span>
-          <strong>Hosted free plan</strong>: the server's LIMIT_* values ({defaults.activeInboxes} inboxes, {defaults.monthlyEmails} emails a month,{' '}
-          {defaults.inboxBurst} per inbox per 5 minutes). Right for a shared or public instance.
+          <strong>Hosted free plan</strong>: the server's LIMIT_* values ({defaults.activeInboxes} inboxes, {defaults.monthlyEmails} emails a month, {defaults.inboxBurst} per inbox per 5 minutes).
+          Right for a shared or public instance.
         </span>
       </label>
       <label class="choice">

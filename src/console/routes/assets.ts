@@ -3,8 +3,7 @@ import css from '../assets/console.css' with { type: 'text' }
 import js from '../assets/console.js' with { type: 'text' }
 import type { Route } from '../router.ts'
 
-const asset = (body: string, type: string) => () =>
-  new Response(body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=300' } })
+const asset = (body: string, type: string) => () => new Response(body, { headers: { 'content-type': type, 'cache-control': 'public, max-age=300' } })
 
 export const assetRoutes: Route[] = [
   { method: 'GET', path: '/console/assets/console.css', handler: asset(css, 'text/css; charset=utf-8') },

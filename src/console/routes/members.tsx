@@ -53,7 +53,7 @@ export const memberRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!, 'owner')
       const role = parseRole(ctx.field('role'))
       const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
-      const link = `${ctx.s.config.baseUrl}/console/invites/${invite.token}`
+      const link = `${ctx.s.publicUrls().baseUrl}/console/invites/${invite.token}`
       return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={link} role={role} expiresAt={invite.expiresAt} />, { org, section: 'members' })
     },
   },

@@ -12,7 +12,7 @@ export const setupRoutes: Route[] = [
     handler: (ctx) => {
       const token = ctx.url.searchParams.get('token')
       if (!isSetupToken(ctx.s.storage.db, token)) throw notFound()
-      return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.config.baseUrl)} />)
+      return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.publicUrls().baseUrl)} />)
     },
   },
   {
@@ -24,14 +24,19 @@ export const setupRoutes: Route[] = [
         const done = await completeSetup(ctx.s, input, ctx.clientAddress)
         ctx.startSession(done.user.id)
         ctx.s.logger.info('console_setup_completed', { user_id: done.user.id, organization_id: done.organization.id, key_public_id: done.key.publicId })
-        return renderPage(
-          ctx,
-          'Ready',
-          <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.config.baseUrl} smtpHint={ctx.deps.smtpAddress} />,
-        )
+        return renderPage(ctx, 'Ready', <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress} />)
       } catch (error) {
         if (!(error instanceof ConsoleError) || error.kind !== 'invalid') throw error
-        const form = <SetupForm token={input.token} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.config.baseUrl)} error={error.message} email={input.email} organization={input.organization} />
+        const form = (
+          <SetupForm
+            token={input.token}
+            defaults={ctx.s.config.limits}
+            suggested={suggestedPreset(ctx.s.publicUrls().baseUrl)}
+            error={error.message}
+            email={input.email}
+            organization={input.organization}
+          />
+        )
         return renderPage(ctx, 'Set up', form, { status: 400 })
       }
     },

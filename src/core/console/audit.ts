@@ -27,12 +27,7 @@ export type AuditAction =
   | 'user.password_reset'
   | 'user.sessions_revoked'
 
-export function recordAudit(
-  s: Pick<Services, 'clock'>,
-  db: DbOrTx,
-  actor: Actor,
-  event: { organizationId: string | null; action: AuditAction; target: string; detail?: string },
-): void {
+export function recordAudit(s: Pick<Services, 'clock'>, db: DbOrTx, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): void {
   db.insert(auditEvents)
     .values({
       organizationId: event.organizationId,

@@ -22,7 +22,9 @@ export function createInvite(s: Pick<Services, 'clock' | 'storage'>, organizatio
   const id = newId('invite')
   const expiresAt = isoTime(now + INVITE_LIFETIME_MS)
   s.storage.write((tx) => {
-    tx.insert(invites).values({ tokenSha256: sha256Hex(token), id, organizationId, role, createdBy: actor.userId, createdAt: isoTime(now), expiresAt }).run()
+    tx.insert(invites)
+      .values({ tokenSha256: sha256Hex(token), id, organizationId, role, createdBy: actor.userId, createdAt: isoTime(now), expiresAt })
+      .run()
     recordAudit(s, tx, actor, { organizationId, action: 'member.invited', target: id, detail: `as ${role}, expires ${expiresAt}` })
   })
   return { id, token, expiresAt }
@@ -73,8 +75,18 @@ export function acceptInvite(s: Pick<Services, 'clock'>, tx: DbOrTx, token: unkn
     .where(and(eq(memberships.organizationId, invite.organizationId), eq(memberships.userId, user.id)))
     .get()
   if (already) throw new ConsoleError('conflict', 'You are already a member of this organisation.')
-  tx.update(invites).set({ usedAt: isoTime(now) }).where(eq(invites.id, invite.id)).run()
-  tx.insert(memberships).values({ organizationId: invite.organizationId, userId: user.id, role: invite.role, createdAt: isoTime(now) }).run()
-  recordAudit(s, tx, { userId: user.id, label: user.email, clientAddress }, { organizationId: invite.organizationId, action: 'member.joined', target: user.email, detail: `as ${invite.role} via ${invite.id}` })
+  tx.update(invites)
+    .set({ usedAt: isoTime(now) })
+    .where(eq(invites.id, invite.id))
+    .run()
+  tx.insert(memberships)
+    .values({ organizationId: invite.organizationId, userId: user.id, role: invite.role, createdAt: isoTime(now) })
+    .run()
+  recordAudit(
+    s,
+    tx,
+    { userId: user.id, label: user.email, clientAddress },
+    { organizationId: invite.organizationId, action: 'member.joined', target: user.email, detail: `as ${invite.role} via ${invite.id}` },
+  )
   return { organizationId: invite.organizationId }
 }

@@ -42,7 +42,10 @@ export function changeRole(s: Pick<Services, 'clock' | 'storage'>, organizationI
     const row = memberRow(tx, organizationId, userId)
     if (row.role === role) return
     if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
-    tx.update(memberships).set({ role }).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))).run()
+    tx.update(memberships)
+      .set({ role })
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+      .run()
     recordAudit(s, tx, actor, { organizationId, action: 'member.role_changed', target: row.email, detail: `${row.role} -> ${role}` })
   })
 }
@@ -52,7 +55,9 @@ export function removeMember(s: Pick<Services, 'clock' | 'storage'>, organizatio
   s.storage.write((tx) => {
     const row = memberRow(tx, organizationId, userId)
     if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
-    tx.delete(memberships).where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))).run()
+    tx.delete(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+      .run()
     recordAudit(s, tx, actor, { organizationId, action: 'member.removed', target: row.email, detail: actor.userId === userId ? 'left' : '' })
   })
 }

@@ -24,7 +24,7 @@ const MAX_NAME_LENGTH = 100
 
 export function checkOrganizationName(raw: unknown): string {
   const name = typeof raw === 'string' ? raw.trim() : ''
-  if (name === '' || name.length > MAX_NAME_LENGTH || /[\u0000-\u001f\u007f]/.test(name)) {
+  if (name === '' || name.length > MAX_NAME_LENGTH || /\p{Cc}/u.test(name)) {
     throw new ConsoleError('invalid', `The organisation name must have 1 to ${MAX_NAME_LENGTH} printable characters.`)
   }
   return name
@@ -35,7 +35,11 @@ export const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (pres
 /** Creates the organisation with the preset's limits; with `owner`, that user becomes its owner. */
 export function createOrganization(s: Pick<Services, 'clock'>, tx: DbOrTx, input: { name: string; preset: LimitPreset; owner?: string }, actor: Actor) {
   const now = isoTime(s.clock.now())
-  const org = tx.insert(organizations).values({ id: newId('org'), name: checkOrganizationName(input.name), createdAt: now }).returning().get()
+  const org = tx
+    .insert(organizations)
+    .values({ id: newId('org'), name: checkOrganizationName(input.name), createdAt: now })
+    .returning()
+    .get()
   setOrgLimits(tx, org.id, presetOverrides(input.preset))
   if (input.owner) tx.insert(memberships).values({ organizationId: org.id, userId: input.owner, role: 'owner', createdAt: now }).run()
   recordAudit(s, tx, actor, { organizationId: null, action: 'organization.created', target: org.id, detail: `${org.name} (${input.preset === 'local' ? 'local testing' : 'hosted free plan'} limits)` })
@@ -70,7 +74,8 @@ export function organizationWithLimits(db: DbOrTx, defaults: Services['config'][
   return { id: row.id, name: row.name, createdAt: row.createdAt, limits: resolveOrgLimits(row, defaults), overrides: storedOverrides(row) }
 }
 
-export const listAllOrganizations = (db: DbOrTx) => db.select({ id: organizations.id, name: organizations.name, createdAt: organizations.createdAt }).from(organizations).orderBy(asc(organizations.createdAt)).all()
+export const listAllOrganizations = (db: DbOrTx) =>
+  db.select({ id: organizations.id, name: organizations.name, createdAt: organizations.createdAt }).from(organizations).orderBy(asc(organizations.createdAt)).all()
 
 /** Parses limit fields (strings from a form or flags); '' or absent leaves a limit as it is, 'default' returns it to the environment's. */
 export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLimitOverrides {

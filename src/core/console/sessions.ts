@@ -55,7 +55,10 @@ export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: s
   let renewed = false
   if (expiresAt - now < (lifetime.days * DAY) / 2) {
     expiresAt = now + lifetime.days * DAY
-    db.update(sessions).set({ expiresAt: isoTime(expiresAt) }).where(eq(sessions.tokenSha256, tokenSha256)).run()
+    db.update(sessions)
+      .set({ expiresAt: isoTime(expiresAt) })
+      .where(eq(sessions.tokenSha256, tokenSha256))
+      .run()
     renewed = true
   }
   return { user: row.users, tokenSha256, expiresAt, renewed }
@@ -69,9 +72,15 @@ export const endSession = (db: DbOrTx, tokenSha256: string): void => {
 export const endAllSessions = (db: DbOrTx, userId: string): number => db.delete(sessions).where(eq(sessions.userId, userId)).returning().all().length
 
 export const listSessions = (db: DbOrTx, userId: string) =>
-  db.select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 }).from(sessions).where(eq(sessions.userId, userId)).all()
+  db
+    .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
+    .from(sessions)
+    .where(eq(sessions.userId, userId))
+    .all()
 
 /** Expired rows are harmless (refused on use) but would pile up; the retention sweeper calls this. */
 export const deleteExpiredSessions = (db: DbOrTx, now: number): void => {
-  db.delete(sessions).where(lt(sessions.expiresAt, isoTime(now))).run()
+  db.delete(sessions)
+    .where(lt(sessions.expiresAt, isoTime(now)))
+    .run()
 }

@@ -18,7 +18,10 @@ export class SignInThrottle {
   /** Throws `throttled` when the account or the address used up its failures in this window. */
   check(email: string, clientAddress: string): void {
     const now = this.clock.now()
-    for (const [slot, limit] of [[`account:${email}`, FAILURES_PER_ACCOUNT], [`address:${clientAddress}`, FAILURES_PER_ADDRESS]] as const) {
+    for (const [slot, limit] of [
+      [`account:${email}`, FAILURES_PER_ACCOUNT],
+      [`address:${clientAddress}`, FAILURES_PER_ADDRESS],
+    ] as const) {
       const entry = this.failures.get(slot)
       if (entry && entry.windowEndsAt <= now) this.failures.delete(slot)
       else if (entry && entry.count >= limit) {

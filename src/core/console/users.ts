@@ -37,8 +37,7 @@ export const findUserByEmail = (db: DbOrTx, email: string): User | undefined => 
 
 export const findUser = (db: DbOrTx, id: string): User | undefined => db.select().from(users).where(eq(users.id, id)).get()
 
-export const listUsers = (db: DbOrTx) =>
-  db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
+export const listUsers = (db: DbOrTx) => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
 
 /** Inserts the account; the caller hashed the password (hashing is async, transactions are not). */
 export function insertUser(s: Pick<Services, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
