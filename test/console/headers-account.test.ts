@@ -93,7 +93,7 @@ describe('hostile requests', () => {
         }
       }
     }
-    const head = rawRequest('POST', '/console/sign-in', { origin: server.config.baseUrl, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' })
+    const head = rawRequest('POST', '/console/sign-in', { origin: server.app.publicUrls.baseUrl, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' })
     const chunked = await rawHttp(server.app.httpPort, head + '3\r\na=b\r\n0\r\n\r\n')
     expect(chunked.status).toBe(411)
     expect(server.logs.filter((line) => line.event === 'console_error')).toEqual([])

@@ -178,7 +178,7 @@ describe('admin CLI for organisations', () => {
 async function cli(...args: string[]) {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
     cwd: join(import.meta.dir, '..', '..'),
-    env: { ...process.env, DATABASE_PATH: server.databasePath, BASE_URL: server.config.baseUrl },
+    env: { ...process.env, DATABASE_PATH: server.databasePath, BASE_URL: server.app.publicUrls.baseUrl },
     stdout: 'pipe',
     stderr: 'pipe',
   })

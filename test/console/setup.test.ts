@@ -15,7 +15,7 @@ afterAll(() => server.stop())
 test('start-up logs one JSON line with the setup link on BASE_URL; the app reports the same link', () => {
   const lines = server.logs.filter((entry) => entry.event === 'console_setup_pending')
   expect(lines).toHaveLength(1)
-  expect(lines[0]!.setup_url).toStartWith(`${server.config.baseUrl}/setup?token=`)
+  expect(lines[0]!.setup_url).toStartWith(`${server.app.publicUrls.baseUrl}/setup?token=`)
   expect(server.app.setupUrl).toBe(lines[0]!.setup_url)
 })
 
