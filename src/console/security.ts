@@ -15,10 +15,23 @@ export const CONSOLE_CSP = [
   "frame-ancestors 'none'",
 ].join('; ')
 
+const SANDBOXED = /(^|;)\s*sandbox(\s|;|$)/i
+
+/**
+ * Sets the console's headers on a response. Only a response whose own CSP includes
+ * `sandbox` (message HTML for the viewer's frame) keeps its CSP, and it may be framed by
+ * this origin; every other response gets the console's CSP and `X-Frame-Options: DENY`,
+ * whatever its handler set.
+ */
 export function securityHeaders(headers: Headers): void {
-  headers.set('content-security-policy', CONSOLE_CSP)
+  const own = headers.get('content-security-policy')
+  if (own && SANDBOXED.test(own)) {
+    if (!headers.has('x-frame-options')) headers.set('x-frame-options', 'SAMEORIGIN')
+  } else {
+    headers.set('content-security-policy', CONSOLE_CSP)
+    headers.set('x-frame-options', 'DENY')
+  }
   headers.set('x-content-type-options', 'nosniff')
-  headers.set('x-frame-options', 'DENY')
   // same-origin, not no-referrer: a no-referrer policy makes browsers send `Origin: null` on form posts.
   headers.set('referrer-policy', 'same-origin')
   headers.set('cross-origin-opener-policy', 'same-origin')

@@ -66,12 +66,24 @@ describe('keys', () => {
     expect(revoked).toContain('127.0.0.1')
   })
 
-  test('the admin CLI lists console keys from the same table, and its revocation shows in the console', async () => {
+  test('the admin CLI works on the same table: it lists console keys, its revocation shows in the console, and both land in the audit log', async () => {
     const key = await createKey('cli sees me')
     const list = await cli('keys', 'list', organizationId)
     expect(list.stdout).toContain(key.slice(8, 24))
     expect((await cli('keys', 'revoke', key.slice(8, 24))).code).toBe(0)
     expect((await server.get('/v1/usage', key)).status).toBe(401)
+    const page = await operator.get(`/console/orgs/${organizationId}/keys`)
+    expect(page.html.slice(page.html.indexOf(`data-key="${key.slice(8, 24)}"`)).split('</tr>')[0]).toContain('revoked')
+    const made = (await cli('keys', 'create', organizationId)).lastLine
+    const audit = await operator.get(`/console/orgs/${organizationId}/audit`)
+    const rows = audit.html.split('<tr data-action=').slice(1)
+    for (const [action, target] of [
+      ['key.revoked', key.slice(8, 24)],
+      ['key.created', made.slice(8, 24)],
+    ] as const) {
+      const row = rows.find((r) => r.startsWith(`"${action}"`) && r.includes(`<td class="mono">${target}</td>`))
+      expect(row).toContain('<td>cli</td>')
+    }
   })
 })
 

@@ -19,6 +19,12 @@ test('start-up logs one JSON line with the setup link on BASE_URL; the app repor
   expect(server.app.setupUrl).toBe(lines[0]!.setup_url)
 })
 
+test('before setup, the sign-in page points to the setup link', async () => {
+  const page = await ConsoleClient.for(server).get('/console/sign-in')
+  expect(page.html).toContain('Nobody has set up this server yet')
+  expect(page.html).toContain('setup-link')
+})
+
 test('/setup without the token, or with a wrong one, answers 404', async () => {
   const client = ConsoleClient.for(server)
   expect((await client.get('/setup')).status).toBe(404)
@@ -51,4 +57,5 @@ test('setup creates the operator, the organisation and a working key shown once;
   expect(overview.html).not.toContain(key) // the secret is never shown again
   expect((await client.get(setupPath(server))).status).toBe(404)
   expect((await ConsoleClient.for(server).get(setupPath(server))).status).toBe(404)
+  expect((await ConsoleClient.for(server).get('/console/sign-in')).html).not.toContain('Nobody has set up')
 })

@@ -2,6 +2,7 @@
 import { ConsoleError } from '../../core/console/errors.ts'
 import { membershipsOf } from '../../core/console/organizations.ts'
 import { signIn } from '../../core/console/sign-in.ts'
+import { countUsers } from '../../core/console/users.ts'
 import { redirect, safeNext } from '../context.ts'
 import { SignInForm } from '../pages/sign-in.tsx'
 import { orgPath } from '../pages/shell.tsx'
@@ -42,7 +43,8 @@ export const authRoutes: Route[] = [
     handler: (ctx) => {
       const next = safeNext(ctx.url.searchParams.get('next'))
       if (ctx.user) return redirect(next)
-      return renderPage(ctx, 'Sign in', <SignInForm next={next} />)
+      const notSetUp = countUsers(ctx.s.storage.db) === 0
+      return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
     },
   },
   {
