@@ -111,6 +111,11 @@ describe('what a member may not do', () => {
     expect((await member.post(`/console/orgs/${orgA}/members/${ownerId}/role`, { role: 'member' })).status).toBe(403)
     expect((await member.post(`/console/orgs/${orgA}/members/${ownerId}/remove`)).status).toBe(403)
     expect((await member.get(`/console/orgs/${orgA}/audit`)).status).toBe(403)
+    await owner.post(`/console/orgs/${orgA}/invites`, { role: 'member' })
+    const open = await owner.get(`/console/orgs/${orgA}/members`)
+    const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec(open.html)![1]
+    await member.get(`/console/orgs/${orgA}/members`)
+    expect((await member.post(`/console/orgs/${orgA}/invites/${inviteId}/withdraw`)).status).toBe(403)
     const keys = await server.get('/v1/usage', /value="(ph_live_[^"]+)"/.exec(keysPage.html)?.[1] ?? null)
     expect(keys.status).toBe(401) // the list never shows a secret
   })
@@ -134,6 +139,24 @@ describe('another organisation', () => {
       expect((await stranger.post(`/console/orgs/${org}/invites`, { role: 'owner' })).status).toBe(404)
       expect((await stranger.post(`/console/orgs/${org}/members/${ownerId}/remove`)).status).toBe(404)
     }
+  })
+
+  test("an invite or a member of another organisation cannot be touched through one's own (404)", async () => {
+    const orgG = await newOrg('Org G')
+    const orgH = await newOrg('Org H')
+    await owner.get(`/console/orgs/${orgH}/members`)
+    await owner.post(`/console/orgs/${orgH}/invites`, { role: 'member' })
+    await join(await invite(owner, orgH), 'h-member@example.com')
+    const inH = await owner.get(`/console/orgs/${orgH}/members`)
+    const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec(inH.html)![1]
+    const memberId = await userIdOf(owner, orgH, 'h-member@example.com')
+    await owner.get(`/console/orgs/${orgG}/members`)
+    expect((await owner.post(`/console/orgs/${orgG}/invites/${inviteId}/withdraw`)).status).toBe(404)
+    expect((await owner.post(`/console/orgs/${orgG}/members/${memberId}/remove`)).status).toBe(404)
+    expect((await owner.post(`/console/orgs/${orgG}/members/${memberId}/role`, { role: 'owner' })).status).toBe(404)
+    const still = await owner.get(`/console/orgs/${orgH}/members`)
+    expect(still.html).toContain(inviteId)
+    expect(still.html).toContain('h-member@example.com')
   })
 
   test("a key of another organisation cannot be revoked through one's own (404), and stays valid", async () => {
