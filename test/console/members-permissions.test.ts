@@ -148,7 +148,7 @@ describe('another organisation', () => {
     await owner.post(`/console/orgs/${orgH}/invites`, { role: 'member' })
     await join(await invite(owner, orgH), 'h-member@example.com')
     const inH = await owner.get(`/console/orgs/${orgH}/members`)
-    const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec(inH.html)![1]
+    const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec(inH.html)![1]!
     const memberId = await userIdOf(owner, orgH, 'h-member@example.com')
     await owner.get(`/console/orgs/${orgG}/members`)
     expect((await owner.post(`/console/orgs/${orgG}/invites/${inviteId}/withdraw`)).status).toBe(404)

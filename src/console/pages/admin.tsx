@@ -1,5 +1,5 @@
 /** The operator's pages: organisations and their limits, accounts, and instance events. */
-import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
+import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
 import { AuditTable } from './audit.tsx'
 import { LimitPresetChoice } from './setup.tsx'
 import { CopyField, PostForm, Time } from './shell.tsx'
@@ -116,7 +116,7 @@ export function LimitsForm(props: { org: OrgRow; overrides: Record<OrgLimitName,
         {ORG_LIMIT_NAMES.map((name) => (
           <>
             <label for={`limit-${name}`}>{ORG_LIMIT_INFO[name].label}</label>
-            <input id={`limit-${name}`} name={name} type="number" min={1} max={1_000_000_000} value={props.overrides[name] ?? ''} placeholder={String(props.defaults[name])} />
+            <input id={`limit-${name}`} name={name} type="number" min={1} max={MAX_LIMIT} value={props.overrides[name] ?? ''} placeholder={String(props.defaults[name])} />
           </>
         ))}
         <div class="form-actions">

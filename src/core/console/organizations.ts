@@ -5,7 +5,7 @@ import { newId } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { memberships, organizations } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
-import { LOCAL_TESTING_LIMITS, ORG_LIMIT_NAMES, resolveOrgLimits, setOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
+import { LOCAL_TESTING_LIMITS, MAX_LIMIT, ORG_LIMIT_NAMES, resolveOrgLimits, setOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import { ConsoleError, notFound } from './errors.ts'
@@ -88,7 +88,7 @@ export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLim
       continue
     }
     const text = String(raw).replaceAll(/[,_\s]/g, '')
-    if (!/^[0-9]{1,10}$/.test(text) || Number(text) < 1 || Number(text) > 1_000_000_000) {
+    if (!/^[0-9]{1,10}$/.test(text) || Number(text) < 1 || Number(text) > MAX_LIMIT) {
       throw new ConsoleError('invalid', `${name} must be a whole number from 1 to 1,000,000,000 (or "default").`)
     }
     overrides[name] = Number(text)

@@ -9,12 +9,11 @@ import type { Db } from '../../storage/database.ts'
 import { settings } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import type { Actor } from './audit.ts'
-import { notFound } from './errors.ts'
+import { ConsoleError, notFound } from './errors.ts'
 import { insertApiKey } from './keys.ts'
 import { createOrganization, type LimitPreset } from './organizations.ts'
 import { newToken, sha256Hex } from './tokens.ts'
 import { checkNewPassword, countUsers, hashPassword, insertUser, normaliseEmail } from './users.ts'
-import { ConsoleError } from './errors.ts'
 
 const SETTING = 'setup_token'
 
