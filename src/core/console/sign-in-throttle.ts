@@ -9,6 +9,7 @@ import { ConsoleError } from './errors.ts'
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
 export const FAILURES_PER_ACCOUNT = 5
 export const FAILURES_PER_ADDRESS = 20
+export const MAX_ENTRIES = 100_000
 
 export class SignInThrottle {
   private readonly failures = new Map<string, { count: number; windowEndsAt: number }>()
@@ -37,8 +38,16 @@ export class SignInThrottle {
       if (!entry || entry.windowEndsAt <= now) this.failures.set(slot, { count: 1, windowEndsAt: now + SIGN_IN_WINDOW_MS })
       else entry.count++
     }
-    // Bound memory under a spray of made-up accounts: drop finished windows.
-    if (this.failures.size > 10_000) for (const [slot, entry] of this.failures) if (entry.windowEndsAt <= now) this.failures.delete(slot)
+    // Bound memory under a spray of made-up accounts from many addresses: past the cap, drop
+    // finished windows, then the oldest entries down to 90% of it (so the scan is rare);
+    // forgetting some stale counts is the price of never growing without bound.
+    if (this.failures.size > MAX_ENTRIES) {
+      for (const [slot, entry] of this.failures) if (entry.windowEndsAt <= now) this.failures.delete(slot)
+      for (const slot of this.failures.keys()) {
+        if (this.failures.size <= MAX_ENTRIES * 0.9) break
+        this.failures.delete(slot)
+      }
+    }
   }
 
   /** A success forgives the account's failures (not the address's: one address may guess many accounts). */
