@@ -20,6 +20,7 @@ interface UserRow {
 export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string; defaults: OrgLimits; events: Parameters<typeof AuditTable>[0]['events'] }) {
   return (
     <>
+      <h1 class="page-title">Operator</h1>
       <section class="card">
         <h2>Organisations</h2>
         <table>
