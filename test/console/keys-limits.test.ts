@@ -168,6 +168,19 @@ describe('admin CLI for organisations', () => {
     expect(set.stdout).toContain(`active-inboxes\t${server.config.limits.activeInboxes}\tLIMIT_* default`)
   })
 
+  test('an organisation made by the CLI has no members; the operator joins it as owner from the operator page', async () => {
+    const org = (await cli('orgs', 'create', 'Made by CLI')).lastLine
+    expect((await operator.get(`/console/orgs/${org}`)).status).toBe(404)
+    const admin = await operator.get('/console/admin')
+    expect(admin.html).toContain(`/console/admin/orgs/${org}/join`)
+    expect(admin.html).not.toContain(`/console/admin/orgs/${organizationId}/join`) // already a member there
+    const joined = await operator.post(`/console/admin/orgs/${org}/join`)
+    expect([joined.status, joined.location]).toEqual([303, `/console/orgs/${org}/members`])
+    expect((await operator.get(`/console/orgs/${org}/keys`)).status).toBe(200)
+    const audit = await operator.get(`/console/orgs/${org}/audit`)
+    expect(audit.html).toContain('by the operator')
+  })
+
   test('orgs limits refuses an unknown organisation, an unknown flag and a bad value', async () => {
     expect((await cli('orgs', 'limits', 'org_' + '0'.repeat(32))).code).not.toBe(0)
     expect((await cli('orgs', 'limits', organizationId, '--emails', '5')).code).not.toBe(0)

@@ -8,6 +8,8 @@ interface OrgRow {
   id: string
   name: string
   createdAt: string
+  /** The operator belongs to it (else they may join it as owner). */
+  member?: boolean
 }
 
 interface UserRow {
@@ -40,8 +42,15 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
                 <td>
                   <Time at={org.createdAt} />
                 </td>
-                <td>
+                <td class="actions">
                   <a href={`/console/admin/orgs/${org.id}`}>Limits</a>
+                  {org.member === false && (
+                    <PostForm action={`/console/admin/orgs/${org.id}/join`} class="inline">
+                      <button type="submit" class="secondary">
+                        Join as owner
+                      </button>
+                    </PostForm>
+                  )}
                 </td>
               </tr>
             ))}

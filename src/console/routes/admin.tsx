@@ -1,7 +1,8 @@
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
 import { listAudit, recordAudit } from '../../core/console/audit.ts'
 import { ConsoleError, notFound } from '../../core/console/errors.ts'
-import { changeLimits, createOrganization, listAllOrganizations, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
+import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
+import { joinAsOwner } from '../../core/console/members.ts'
 import { endAllSessions } from '../../core/console/sessions.ts'
 import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
@@ -24,7 +25,9 @@ export const adminRoutes: Route[] = [
     handler: (ctx) => {
       const me = ctx.requireOperator()
       const { db } = ctx.s.storage
-      const page = <AdminPage orgs={listAllOrganizations(db)} users={listUsers(db)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(db, null)} />
+      const mine = new Set(membershipsOf(db, me.id).map((m) => m.organizationId))
+      const orgs = listAllOrganizations(db).map((org) => ({ ...org, member: mine.has(org.id) }))
+      const page = <AdminPage orgs={orgs} users={listUsers(db)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(db, null)} />
       return renderPage(ctx, 'Operator', page)
     },
   },
@@ -39,6 +42,15 @@ export const adminRoutes: Route[] = [
     },
   },
   { method: 'GET', path: '/console/admin/orgs/:org', handler: (ctx) => limitsPage(ctx) },
+  {
+    method: 'POST',
+    path: '/console/admin/orgs/:org/join',
+    handler: (ctx) => {
+      ctx.requireOperator()
+      joinAsOwner(ctx.s, ctx.params.org!, ctx.actor())
+      return redirect(orgPath(ctx.params.org!, '/members'))
+    },
+  },
   {
     method: 'POST',
     path: '/console/admin/orgs/:org/limits',

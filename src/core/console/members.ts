@@ -1,7 +1,8 @@
 /** Members of an organisation: list, change role, remove. An organisation always keeps an owner. */
 import { and, asc, eq, sql } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
-import { memberships, users } from '../../storage/schema.ts'
+import { memberships, organizations, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import { ConsoleError, notFound } from './errors.ts'
@@ -59,5 +60,31 @@ export function removeMember(s: Pick<Services, 'clock' | 'storage'>, organizatio
       .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
       .run()
     recordAudit(s, tx, actor, { organizationId, action: 'member.removed', target: row.email, detail: actor.userId === userId ? 'left' : '' })
+  })
+}
+
+/**
+ * The operator joins an organisation as owner: the way into one made by `cli orgs create`,
+ * which has no members yet. Joining twice changes nothing.
+ */
+export function joinAsOwner(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, actor: Actor & { userId: string }): void {
+  s.storage.write((tx) => {
+    if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) throw notFound()
+    const existing = tx
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, actor.userId)))
+      .get()
+    if (existing?.role === 'owner') return
+    if (existing)
+      tx.update(memberships)
+        .set({ role: 'owner' })
+        .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, actor.userId)))
+        .run()
+    else
+      tx.insert(memberships)
+        .values({ organizationId, userId: actor.userId, role: 'owner', createdAt: isoTime(s.clock.now()) })
+        .run()
+    recordAudit(s, tx, actor, { organizationId, action: 'member.joined', target: actor.label, detail: 'as owner, by the operator' })
   })
 }
