@@ -19,6 +19,7 @@ import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './routing/provider.ts'
 import { createSmtpServer } from './smtp/server.ts'
+import { prepareSmtpTls } from './smtp/tls.ts'
 import { openStorage } from './storage/database.ts'
 
 export interface AppOptions {
@@ -49,6 +50,8 @@ const IDLE_TIMEOUT_SECONDS = 255
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
   const logger = options.logger ?? createLogger(config.logLevel)
+  // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const tls = await prepareSmtpTls(config, logger)
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
@@ -82,7 +85,8 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
   logger.info('http_listening', { port: httpPort, host: config.host })
 
-  const smtp = createSmtpServer(services)
+  const smtp = createSmtpServer(services, tls)
+  const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))
   const smtpPort = await new Promise<number>((resolve, reject) => {
     smtp.server.once('error', reject)
     smtp.listen(config.smtpPort, config.host, () => {
@@ -98,6 +102,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     (stopping_ ??= (async () => {
       logger.info('stopping')
       stopSweeper()
+      stopTlsWatch()
       stopping.abort() // waiting long polls answer 204 now
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after
       // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).

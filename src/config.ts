@@ -80,6 +80,10 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  { env: 'SMTP_TLS_CERT_FILE', kind: { type: 'string' }, default: '', description: 'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.' },
+  { env: 'SMTP_TLS_KEY_FILE', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
+  { env: 'SMTP_REQUIRE_TLS', kind: { type: 'enum', values: ['false', 'true'] }, default: 'false', description: '`true`: MAIL FROM before STARTTLS answers 530 (an internet MX should keep plain SMTP: `false`).' },
+  { env: 'METRICS_TOKEN', kind: { type: 'string' }, default: '', description: 'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.' },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
@@ -106,6 +110,10 @@ export interface Config {
   corsConsoleOrigin: string
   corsWildcardOrigin: string
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  smtpTlsCertFile: string
+  smtpTlsKeyFile: string
+  smtpRequireTls: 'false' | 'true'
+  metricsToken: string
   litestreamReplica: 'none' | 'file' | 's3'
   litestreamReplicaPath: string
   litestreamBin: string
@@ -194,6 +202,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${flat.cloudflareRuleDestination}"`)
     }
   }
+  if (!flat.smtpTlsCertFile !== !flat.smtpTlsKeyFile) throw new ConfigError(flat.smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE', 'SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE go together')
+  // Checked here rather than by a pattern, whose message would repeat the secret.
+  if (flat.metricsToken && !/^\S{16,}$/.test(String(flat.metricsToken))) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   if (flat.litestreamReplica === 'file' && !flat.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
   const limitKeys = SETTINGS.filter((s) => s.env.startsWith('LIMIT_') || ['RETENTION_DAYS', 'IDEMPOTENCY_HOURS', 'SMTP_MAX_CLIENTS'].includes(s.env))
   const limits = Object.fromEntries(limitKeys.map((s) => [camel(s.env), flat[camel(s.env)]])) as unknown as Limits

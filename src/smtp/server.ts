@@ -1,5 +1,6 @@
 /**
- * The SMTP transport: a receive-only listener (no AUTH, no STARTTLS, no relay). It refuses
+ * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
+ * material). It refuses
  * recipients at RCPT time, collects DATA up to the size limit, and hands the bytes to the
  * domain. The 250 reply is sent only after the message is committed.
  */
@@ -11,6 +12,7 @@ import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
 import { errorFields } from '../log.ts'
 import { smtpReply } from './replies.ts'
+import { isTlsFailure, type SmtpTls } from './tls.ts'
 
 interface ConnectionState {
   closed: boolean
@@ -19,7 +21,7 @@ interface ConnectionState {
   reservations: Reservation[]
 }
 
-export function createSmtpServer(s: Services): SMTPServer {
+export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
 
@@ -48,13 +50,19 @@ export function createSmtpServer(s: Services): SMTPServer {
     name: s.config.receivingDomain,
     banner: 'Pigeonhole receive-only test inbox',
     authOptional: true,
-    disabledCommands: ['AUTH', 'STARTTLS'],
-    hideSTARTTLS: true,
+    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+    hideSTARTTLS: !tls,
+    ...tls?.options,
     size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server
     maxClients: limits.smtpMaxClients,
     logger: false,
     disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
     closeTimeout: 5_000,
+
+    onMailFrom(_address, session, callback) {
+      if (tls?.requireTls && !session.secure) return callback(refuse(session, new InboundRefusal('tls_required')))
+      callback()
+    },
 
     onRcptTo(address, session, callback) {
       try {
@@ -109,6 +117,13 @@ export function createSmtpServer(s: Services): SMTPServer {
       connections.delete(session.id)
     },
   })
-  server.on('error', (error) => s.logger.error('smtp_server_error', errorFields(error)))
+  // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
+  const reported = new WeakSet<object>()
+  server.on('error', (error) => {
+    if (!isTlsFailure(error)) return s.logger.error('smtp_server_error', errorFields(error))
+    if (reported.has(error)) return
+    reported.add(error)
+    s.logger.warn('smtp_tls_failed', { error: error.message, remote: (error as { meta?: { remoteAddress?: string } }).meta?.remoteAddress })
+  })
   return server
 }

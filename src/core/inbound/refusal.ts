@@ -15,6 +15,8 @@ export type RefusalReason =
   | 'body_too_large'
   | 'unparseable'
   | 'storage_failed'
+  /** SMTP_REQUIRE_TLS is on and the sender did not STARTTLS first. */
+  | 'tls_required'
 
 export class InboundRefusal extends Error {
   constructor(
