@@ -15,6 +15,11 @@ import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
 import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
+import { AppMetrics } from './metrics/app-metrics.ts'
+import { sampleEventLoopDelay } from './metrics/event-loop.ts'
+import { startPrivateMetricsListener } from './metrics/private-listener.ts'
+import { observedLogger } from './metrics/log-observer.ts'
+import { meteredRouting } from './metrics/routing.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './routing/provider.ts'
@@ -34,6 +39,8 @@ export interface RunningApp {
   services: Services
   httpPort: number
   smtpPort: number
+  /** The METRICS_PORT listener's port, when one runs. */
+  metricsPort: number | null
   httpUrl: string
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
   stop(): Promise<void>
@@ -49,7 +56,8 @@ const IDLE_TIMEOUT_SECONDS = 255
 
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
-  const logger = options.logger ?? createLogger(config.logLevel)
+  const metrics = new AppMetrics()
+  const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
   const storage = openStorage(config.databasePath)
@@ -60,17 +68,19 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: options.routing ?? createRoutingProvider(config, logger),
+    routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock, config.limits),
     longPolls: new LongPollSlots(config.limits),
     reservations: new InboundReservations(),
+    metrics,
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
 
-  const http = buildHttpApp(services).listen({
+  let smtpListening = false
+  const http = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }).listen({
     port: config.port,
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
@@ -91,11 +101,19 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     smtp.server.once('error', reject)
     smtp.listen(config.smtpPort, config.host, () => {
       smtp.server.off('error', reject)
+      smtpListening = true
       resolve((smtp.server.address() as AddressInfo).port)
     })
   })
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
+  metrics.attach({
+    smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
+    longPollsWaiting: () => services.longPolls.total(),
+    databasePath: config.databasePath,
+  })
+  const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
+  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
 
   let stopping_: Promise<void> | undefined
   const stop = () =>
@@ -103,6 +121,8 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopping')
       stopSweeper()
       stopTlsWatch()
+      stopLoopSampler()
+      privateMetrics?.stop(true)
       stopping.abort() // waiting long polls answer 204 now
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after
       // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
@@ -114,5 +134,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, stop }
+  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, stop }
 }

@@ -84,6 +84,7 @@ export const SETTINGS = [
   { env: 'SMTP_TLS_KEY_FILE', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
   { env: 'SMTP_REQUIRE_TLS', kind: { type: 'enum', values: ['false', 'true'] }, default: 'false', description: '`true`: MAIL FROM before STARTTLS answers 530 (an internet MX should keep plain SMTP: `false`).' },
   { env: 'METRICS_TOKEN', kind: { type: 'string' }, default: '', description: 'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.' },
+  { env: 'METRICS_PORT', kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' }, default: '', description: 'A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly\'s `[metrics]`). Never publish this port. Empty: none.' },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
@@ -114,6 +115,7 @@ export interface Config {
   smtpTlsKeyFile: string
   smtpRequireTls: 'false' | 'true'
   metricsToken: string
+  metricsPort: string
   litestreamReplica: 'none' | 'file' | 's3'
   litestreamReplicaPath: string
   litestreamBin: string

@@ -1,6 +1,7 @@
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import type { InboxNotifier } from '../notifier.ts'
 import type { RoutingProvider } from '../routing/provider.ts'
 import type { Storage } from '../storage/database.ts'
@@ -21,6 +22,8 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Counters and histograms for /metrics; plain numbers, no I/O. */
+  metrics: AppMetrics
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }

@@ -17,6 +17,8 @@ import { rejectRepeatedParameters } from './query.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { readyRoutes, type ReadinessProbes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
 import { usageRoutes } from './routes/usage.ts'
 
@@ -26,6 +28,8 @@ interface RequestState {
   /** Set in onRequest, where the URL is parsed once anyway; the request log reads it. */
   path?: string
   principal?: Principal
+  /** The error envelope's code, for the request log (and the refusal metrics read from it). */
+  errorCode?: string
 }
 
 /** Per-request state, keyed by the Request object so no module-level state is shared between apps. */
@@ -47,7 +51,7 @@ export class RequestRegistry {
   }
 }
 
-export function buildHttpApp(s: Services) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
@@ -100,6 +104,8 @@ export function buildHttpApp(s: Services) {
       .onError(({ error, code, set, request }) => {
         const requestId = requests.get(request)?.id ?? newRequestId()
         const response = toErrorResponse(error, code, s.logger, requestId)
+        const state = requests.get(request)
+        if (state) state.errorCode = response.code
         set.status = response.status
         set.headers['x-request-id'] = requestId
         set.headers['content-type'] = 'application/json'
@@ -117,9 +123,12 @@ export function buildHttpApp(s: Services) {
           duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
           organization_id: state.principal?.organizationId,
           key_public_id: state.principal?.keyPublicId,
+          error_code: state.errorCode,
         })
       })
       .use(healthRoutes(s))
+      .use(readyRoutes(s, probes))
+      .use(metricsRoutes(s))
       .use(inboxRoutes(s, requests))
       .use(messageRoutes(s, requests))
       .use(attachmentRoutes(s, requests))

@@ -1,8 +1,7 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
- * material). It refuses
- * recipients at RCPT time, collects DATA up to the size limit, and hands the bytes to the
- * domain. The 250 reply is sent only after the message is committed.
+ * material). It refuses recipients at RCPT time, collects DATA up to the size limit, and
+ * hands the bytes to the domain. The 250 reply is sent only after the message is committed.
  */
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
@@ -82,20 +81,33 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
       const recipients = state.reservations
       const chunks: Buffer[] = []
       let size = 0
+      let held = 0 // bytes of `chunks`, reported to the metrics until the message is stored or dropped
+      const letGo = () => {
+        s.metrics.adjustBufferedBytes(-held)
+        held = 0
+      }
+      stream.once('close', () => {
+        if (!stream.readableEnded) letGo() // the client left mid-DATA
+      })
       stream.on('data', (chunk: Buffer) => {
         size += chunk.length
-        if (size <= limits.messageBytes) chunks.push(chunk) // keep reading past the limit, but do not keep the bytes
+        if (size > limits.messageBytes) return // keep reading past the limit, but do not keep the bytes
+        chunks.push(chunk)
+        held += chunk.length
+        s.metrics.adjustBufferedBytes(chunk.length)
       })
       stream.on('end', () => {
         const started = performance.now()
         if (stream.sizeExceeded || size > limits.messageBytes) {
           for (const reservation of recipients) s.reservations.release(reservation)
+          letGo()
           return callback(refuse(session, new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`), { size_bytes: size }))
         }
         const raw = Buffer.concat(chunks, size)
         const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
         receiveMessage(s, raw, envelopeFrom, recipients).then(
           (stored) => {
+            letGo()
             s.logger.info('smtp_message_stored', {
               session_id: session.id,
               message_ids: stored.map((m) => m.messageId),
@@ -104,7 +116,10 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
             })
             callback(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
           },
-          (error: unknown) => callback(refuse(session, error, { size_bytes: raw.byteLength })),
+          (error: unknown) => {
+            letGo()
+            callback(refuse(session, error, { size_bytes: raw.byteLength }))
+          },
         )
       })
     },
