@@ -40,6 +40,10 @@ export class AppMetrics {
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 
   constructor() {
+    // Series known in advance start at 0, so rate() and increase() see their first event.
+    this.messagesStored.inc({}, 0)
+    for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
+    for (const kind of ['messages', 'idempotency_records']) this.sweeperDeleted.inc({ kind }, 0)
     const source = () => {
       if (!this.sources) throw new Error('metric sources not attached yet')
       return this.sources
