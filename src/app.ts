@@ -8,6 +8,7 @@ import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
+import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
@@ -75,9 +76,12 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     longPolls: new LongPollSlots(config.limits),
     reservations: new InboundReservations(),
     metrics,
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
+  services.disk.start()
+  const stopDiskWatch = services.disk.watch()
 
   let smtpListening = false
   const http = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }).listen({
@@ -111,6 +115,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
     longPollsWaiting: () => services.longPolls.total(),
     databasePath: config.databasePath,
+    diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
@@ -122,6 +127,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       stopSweeper()
       stopTlsWatch()
       stopLoopSampler()
+      stopDiskWatch()
       privateMetrics?.stop(true)
       stopping.abort() // waiting long polls answer 204 now
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after

@@ -80,6 +80,12 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  {
+    env: 'DISK_MIN_FREE',
+    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%' },
+    default: '64MiB',
+    description: 'Free-space guard: below this much free space on the database volume (or room left under SQLite\'s max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.',
+  },
   { env: 'SMTP_TLS_CERT_FILE', kind: { type: 'string' }, default: '', description: 'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.' },
   { env: 'SMTP_TLS_KEY_FILE', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
   { env: 'SMTP_REQUIRE_TLS', kind: { type: 'enum', values: ['false', 'true'] }, default: 'false', description: '`true`: MAIL FROM before STARTTLS answers 530 (an internet MX should keep plain SMTP: `false`).' },
@@ -111,6 +117,7 @@ export interface Config {
   corsConsoleOrigin: string
   corsWildcardOrigin: string
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
+  diskMinFree: string
   smtpTlsCertFile: string
   smtpTlsKeyFile: string
   smtpRequireTls: 'false' | 'true'

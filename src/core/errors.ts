@@ -28,6 +28,8 @@ export const ERROR_STATUS = {
   rate_limit_exceeded: 429,
   long_poll_limit_exceeded: 429,
   internal_error: 500,
+  // Not in the spec's list (none of its 503 codes fits): the free-space guard is tripped.
+  insufficient_storage: 503,
   not_found: 404, // unknown route; not a spec code, but every response keeps the envelope
 } as const
 

@@ -6,6 +6,7 @@ import type { InboxNotifier } from '../notifier.ts'
 import type { RoutingProvider } from '../routing/provider.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
+import type { DiskGuard } from './disk-guard.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -24,6 +25,8 @@ export interface Services {
   reservations: InboundReservations
   /** Counters and histograms for /metrics; plain numbers, no I/O. */
   metrics: AppMetrics
+  /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
+  disk: DiskGuard
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }
