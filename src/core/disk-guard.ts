@@ -6,20 +6,23 @@
  *
  * "Free" is the smaller of the volume's free space and what SQLite may still add to the file
  * (PRAGMA max_page_count, counting its free-list pages). A ballast file of half the threshold
- * (at most 4 MiB) is kept beside the database and deleted when the guard trips: if
- * something else fills the volume to the last byte, deletes still find room for their WAL
- * pages (deleting rows rewrites a few b-tree and free-list pages, not the freed blobs, so
+ * (at most 4 MiB) is kept beside the database. When something else fills the volume past
+ * the guard (logs, Litestream's shadow WAL) the ballast is deleted, at the guard's next check
+ * or when a delete meets SQLITE_FULL, so deletes still find room for their WAL pages (deleting rows rewrites a few b-tree and free-list pages, not the freed blobs, so
  * a few MiB go a long way). It is made again when the guard clears.
  */
 import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../log.ts'
+import { DomainError } from './errors.ts'
 import type { Storage } from '../storage/database.ts'
 
 const MiB = 1024 * 1024
 const UNITS: Record<string, number> = { B: 1, KiB: 1024, MiB, GiB: 1024 * MiB }
 /** Fresh enough for RCPT and createInbox; a stat and three PRAGMAs at most once a second. */
 const CACHE_MS = 1_000
+
+const isFull = (error: unknown) => (error as { code?: unknown }).code === 'SQLITE_FULL'
 
 export type MinFree = { bytes: number } | { percent: number }
 
@@ -70,14 +73,15 @@ export class DiskGuard {
   /** Measures now; trips or clears the guard (one warning line each way). */
   refresh(): DiskStatus {
     this.checkedAt = performance.now()
-    const { freeBytes, thresholdBytes } = this.measure()
+    const { freeBytes, volumeFreeBytes, thresholdBytes } = this.measure()
     const ballast = this.ballastBytes(thresholdBytes)
     let tripped = this.status_.tripped
     if (!tripped && freeBytes < thresholdBytes) {
       tripped = true
-      const released = this.releaseBallast()
-      this.logger.warn('disk_guard_tripped', { free_bytes: freeBytes, threshold_bytes: thresholdBytes, ballast_released_bytes: released })
-    } else if (tripped && freeBytes >= thresholdBytes + ballast) {
+      this.logger.warn('disk_guard_tripped', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
+    }
+    if (tripped && volumeFreeBytes < ballast) this.releaseBallast('volume_nearly_full')
+    else if (tripped && freeBytes >= thresholdBytes + ballast) {
       // The margin of one ballast keeps the guard from flapping once the ballast is back.
       tripped = false
       this.logger.warn('disk_guard_cleared', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
@@ -108,24 +112,45 @@ export class DiskGuard {
     if (!status.tripped) this.ensureBallast(status.thresholdBytes)
   }
 
-  private measure(): { freeBytes: number; thresholdBytes: number } {
+  /**
+   * Runs a write that frees space (deletes, the sweeper). If the volume is so full that even
+   * it fails with SQLITE_FULL, the ballast goes and the write is tried once more.
+   */
+  freeing<T>(work: () => T): T {
+    try {
+      return work()
+    } catch (error) {
+      if (!isFull(error)) throw error
+      if (this.releaseBallast('delete_needed_room') > 0) {
+        try {
+          return work()
+        } catch (again) {
+          if (!isFull(again)) throw again
+        }
+      }
+      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { headers: { 'Retry-After': '60' } })
+    }
+  }
+
+  private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number } {
     const volume = statfsSync(dirname(this.databasePath))
     const volumeFree = volume.bavail * volume.bsize
     const pragma = (name: string) => Object.values(this.storage.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
     const pageSize = pragma('page_size')
     const sqliteRoom = (pragma('max_page_count') - pragma('page_count') + pragma('freelist_count')) * pageSize
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
-    return { freeBytes: Math.min(volumeFree, sqliteRoom), thresholdBytes }
+    return { freeBytes: Math.min(volumeFree, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes }
   }
 
   private ballastBytes(thresholdBytes: number): number {
     return Math.min(Math.floor(thresholdBytes / 2), 4 * MiB)
   }
 
-  private releaseBallast(): number {
+  private releaseBallast(why: string): number {
     if (!existsSync(this.ballastPath)) return 0
     const size = statSync(this.ballastPath).size
     rmSync(this.ballastPath, { force: true })
+    this.logger.warn('disk_ballast_released', { bytes: size, reason: why })
     return size
   }
 
