@@ -128,7 +128,7 @@ export class DiskGuard {
           if (!isFull(again)) throw again
         }
       }
-      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { headers: { 'Retry-After': '60' } })
+      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { retryAfterSeconds: 60 })
     }
   }
 

@@ -34,7 +34,9 @@ export class AppMetrics {
   readonly messagesRefused = this.registry.add(new Counter<'reason'>('pigeonhole_messages_refused_total', 'SMTP refusals by reason (RCPT and DATA); reason "error" is an unexpected failure.'))
   readonly httpRequests = this.registry.add(new Counter<'operation' | 'status'>('pigeonhole_http_requests_total', 'HTTP requests by operation name and status.'))
   readonly httpRefusals = this.registry.add(new Counter<'code'>('pigeonhole_http_refusals_total', 'HTTP 429 answers by error code (rate_limit_exceeded, long_poll_limit_exceeded).'))
-  readonly routingCalls = this.registry.add(new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'))
+  readonly routingCalls = this.registry.add(
+    new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
+  )
   readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
@@ -61,11 +63,15 @@ export class AppMetrics {
       }),
     )
     this.registry.add(new Gauge('pigeonhole_disk_free_bytes', 'Free bytes on the database volume (as seen by the free-space guard).', () => source().diskFree?.().freeBytes ?? []))
-    this.registry.add(new Gauge('pigeonhole_disk_free_threshold_bytes', 'Below this many free bytes new mail and new inboxes are refused (DISK_MIN_FREE).', () => source().diskFree?.().thresholdBytes ?? []))
-    this.registry.add(new Gauge('pigeonhole_disk_guard_tripped', '1 while new mail is refused for lack of space.', () => {
-      const disk = source().diskFree?.()
-      return disk ? (disk.tripped ? 1 : 0) : []
-    }))
+    this.registry.add(
+      new Gauge('pigeonhole_disk_free_threshold_bytes', 'Below this many free bytes new mail and new inboxes are refused (DISK_MIN_FREE).', () => source().diskFree?.().thresholdBytes ?? []),
+    )
+    this.registry.add(
+      new Gauge('pigeonhole_disk_guard_tripped', '1 while new mail is refused for lack of space.', () => {
+        const disk = source().diskFree?.()
+        return disk ? (disk.tripped ? 1 : 0) : []
+      }),
+    )
     this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
   }
 

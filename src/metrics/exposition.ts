@@ -26,8 +26,10 @@ class Series<T> {
   constructor(private readonly initial: () => T) {}
   at(labels: Labels): { labels: Labels; value: T } {
     const key = labelText(labels)
-    let entry = this.byKey.get(key)
-    if (!entry) this.byKey.set(key, (entry = { labels, value: this.initial() }))
+    const known = this.byKey.get(key)
+    if (known) return known
+    const entry = { labels, value: this.initial() }
+    this.byKey.set(key, entry)
     return entry
   }
 }
@@ -85,7 +87,7 @@ export class Histogram implements Metric {
   }
   render(): string[] {
     const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} histogram`]
-    this.buckets.forEach((bound, i) => lines.push(`${this.name}_bucket{le="${formatValue(bound)}"} ${this.counts[i]}`))
+    for (const [i, bound] of this.buckets.entries()) lines.push(`${this.name}_bucket{le="${formatValue(bound)}"} ${this.counts[i]}`)
     lines.push(`${this.name}_bucket{le="+Inf"} ${this.count}`, `${this.name}_sum ${formatValue(this.sum)}`, `${this.name}_count ${this.count}`)
     return lines
   }

@@ -4,8 +4,10 @@
  * needs no second call per event. The observer sits in front of the level filter:
  * LOG_LEVEL=silent still counts.
  */
-import type { LogFields, Logger } from '../log.ts'
+import type { Logger } from '../log.ts'
 import type { AppMetrics } from './app-metrics.ts'
+
+type LogFields = Record<string, unknown>
 
 const OPERATIONS: Array<[method: string, pattern: RegExp, operation: string]> = [
   ['GET', /^\/health$/, 'getHealth'],

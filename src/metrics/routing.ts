@@ -1,5 +1,5 @@
 /** Counts every routing-provider call and how it ended, around whichever provider is configured. */
-import { RoutingError, type RoutingProvider } from '../routing/provider.ts'
+import { RoutingError, type RoutingProvider } from '../core/routing.ts'
 import type { AppMetrics } from './app-metrics.ts'
 
 export function meteredRouting(provider: RoutingProvider, metrics: AppMetrics): RoutingProvider {

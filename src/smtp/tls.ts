@@ -49,8 +49,7 @@ function readPair(certFile: string, keyFile: string): TlsMaterial {
 }
 
 /** Errors smtp-server reports for a STARTTLS handshake that went wrong (garbage, old protocol, reset). */
-export const isTlsFailure = (error: unknown): error is Error =>
-  error instanceof Error && ((error as { code?: unknown }).code === 'TLSError' || /SSL routines|TLS/.test(error.message))
+export const isTlsFailure = (error: unknown): error is Error => error instanceof Error && ((error as { code?: unknown }).code === 'TLSError' || /SSL routines|TLS/.test(error.message))
 
 export const selfSignedPaths = (databasePath: string) => {
   const folder = join(dirname(databasePath), 'smtp-tls')
