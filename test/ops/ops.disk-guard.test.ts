@@ -14,7 +14,7 @@ let server: TestServer
 let tenant: Tenant
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
+  server = await startTestServer({ env: { METRICS_TOKEN: 'disk-guard-metrics-token', DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
   tenant = server.tenant()
 })
 afterAll(() => server.stop())
@@ -46,6 +46,10 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     expect(refusal).toEqual({ code: 452, text: '4.3.1 Insufficient system storage' })
     expect(acknowledged.length).toBeGreaterThan(5)
     expect(server.logs.filter((line) => line.event === 'disk_guard_tripped')).toHaveLength(1)
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer disk-guard-metrics-token' } })).text()
+    expect(metrics).toContain('\npigeonhole_disk_guard_tripped 1\n')
+    expect(metrics).toContain(`\npigeonhole_disk_free_threshold_bytes ${THRESHOLD}\n`)
+    expect(metrics).toContain('\npigeonhole_messages_refused_total{reason="insufficient_storage"} 1\n')
 
     // Nothing acknowledged is lost, and reads work.
     const listed = await server.get(`/v1/inboxes/${first.id}/messages?limit=100`, tenant.key)
