@@ -114,6 +114,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
   metrics.attach({
+    // smtp-server keeps its open connections in a Set its typings do not declare.
     smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
     longPollsWaiting: () => services.longPolls.total(),
     databasePath: config.databasePath,

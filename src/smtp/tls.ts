@@ -6,12 +6,12 @@
  * `requireTLS`) work out of the box, and MTAs accept an unverified certificate for
  * opportunistic STARTTLS.
  */
-import { X509Certificate, createPrivateKey } from 'node:crypto'
-import { existsSync, mkdirSync, readFileSync, unwatchFile, watchFile, writeFileSync } from 'node:fs'
+import { X509Certificate } from 'node:crypto'
+import { readFileSync, unwatchFile, watchFile } from 'node:fs'
 import { createSecureContext } from 'node:tls'
-import { dirname, join } from 'node:path'
 import type { Config } from '../config.ts'
-import { errorFields, type Logger } from '../log.ts'
+import type { Logger } from '../log.ts'
+import { selfSigned } from './self-signed.ts'
 
 export interface TlsMaterial {
   key: string
@@ -33,8 +33,6 @@ export interface SmtpTls {
   watch(apply: (material: TlsMaterial) => void): () => void
 }
 
-const SELF_SIGNED_DAYS = 825 // the longest validity clients accept for a leaf certificate
-const RENEW_BEFORE_MS = 30 * 86_400_000
 /** A stat every few seconds is cheaper than a lost inotify watch after an atomic rename. */
 const WATCH_INTERVAL_MS = 2_000
 
@@ -50,41 +48,6 @@ function readPair(certFile: string, keyFile: string): TlsMaterial {
 
 /** Errors smtp-server reports for a STARTTLS handshake that went wrong (garbage, old protocol, reset). */
 export const isTlsFailure = (error: unknown): error is Error => error instanceof Error && ((error as { code?: unknown }).code === 'TLSError' || /SSL routines|TLS/.test(error.message))
-
-export const selfSignedPaths = (databasePath: string) => {
-  const folder = join(dirname(databasePath), 'smtp-tls')
-  return { folder, cert: join(folder, 'self-signed-cert.pem'), key: join(folder, 'self-signed-key.pem') }
-}
-
-/** The kept certificate if it still names the domain and has a month left; otherwise a new one. */
-async function selfSigned(config: Config, logger: Logger, now: number): Promise<TlsMaterial> {
-  const paths = selfSignedPaths(config.databasePath)
-  if (existsSync(paths.cert) && existsSync(paths.key)) {
-    try {
-      const material = readPair(paths.cert, paths.key)
-      const x509 = new X509Certificate(material.cert)
-      if (x509.checkHost(config.receivingDomain) && Date.parse(x509.validTo) - now > RENEW_BEFORE_MS) return material
-    } catch (error) {
-      logger.warn('smtp_tls_self_signed_unreadable', errorFields(error))
-    }
-  }
-  // Loaded only to make a certificate: the library and its ASN.1 stack add ~18 MiB of RSS.
-  const { generate } = await import('selfsigned')
-  const notBeforeDate = new Date(now - 3_600_000) // an hour of slack for a sender's clock
-  const pems = await generate([{ name: 'commonName', value: config.receivingDomain }], {
-    keyType: 'ec', // P-256: generated in milliseconds, accepted by every TLS 1.2 client
-    algorithm: 'sha256',
-    notBeforeDate,
-    notAfterDate: new Date(notBeforeDate.getTime() + SELF_SIGNED_DAYS * 86_400_000),
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: config.receivingDomain }] }],
-  })
-  mkdirSync(paths.folder, { recursive: true, mode: 0o700 })
-  // The key in PKCS#8 as generated; only the server's user may read it.
-  writeFileSync(paths.key, createPrivateKey(pems.private).export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 })
-  writeFileSync(paths.cert, pems.cert, { mode: 0o644 })
-  logger.info('smtp_tls_self_signed_created', { path: paths.cert, domain: config.receivingDomain, fingerprint: new X509Certificate(pems.cert).fingerprint256 })
-  return { key: readFileSync(paths.key, 'utf8'), cert: pems.cert }
-}
 
 export async function prepareSmtpTls(config: Config, logger: Logger, now = Date.now()): Promise<SmtpTls> {
   const fromFiles = config.smtpTlsCertFile !== ''
