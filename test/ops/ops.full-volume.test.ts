@@ -2,13 +2,15 @@
  * A real small volume: a 32 MiB tmpfs (mounting one needs root, as on these machines and
  * CI). 200 KB messages fill it; the guard answers 452 before SQLite runs out, nothing
  * acknowledged is lost, and once another file has filled the volume to the last byte,
- * deleting an inbox still works (the ballast makes room) and frees the space, after which
+ * deleting a message, the retention sweeper and deleting an inbox still work (the ballast makes room) and frees the space, after which
  * mail is taken again without an operator.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { ManualClock } from '../../src/clock.ts'
+import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -16,11 +18,13 @@ const mountPoint = mkdtempSync(join(tmpdir(), 'pigeonhole-volume-'))
 const filler = join(mountPoint, 'other-files')
 let server: TestServer
 let tenant: Tenant
+const clock = new ManualClock()
 
 beforeAll(async () => {
   const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=32m', 'tmpfs', mountPoint])
   if (mounted.exitCode !== 0) throw new Error(`this test mounts a 32 MiB tmpfs and needs root: ${mounted.stderr.toString()}`)
   server = await startTestServer({
+    clock,
     env: { DATABASE_PATH: join(mountPoint, 'pigeonhole.db'), DISK_MIN_FREE: '8MiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000', LIMIT_ACTIVE_INBOXES: '100' },
   })
   tenant = server.tenant()
@@ -89,12 +93,16 @@ test('a 32 MiB volume: 452 before it is full, deletes work when it is full, then
   }
   expect(subjects.sort()).toEqual([...acknowledged].sort())
 
-  // Deleting works on the full volume (the ballast gives the WAL room) and frees the inbox's
-  // pages inside the database file.
-  expect((await server.delete(`/v1/inboxes/${inboxes[0]!.id}`, tenant.key)).status).toBe(204)
-  expect((await server.get(`/v1/inboxes/${inboxes[0]!.id}`, tenant.key)).status).toBe(404)
+  // Deleting works on the full volume (the ballast gives the WAL room) and frees pages
+  // inside the database file: one message, then the sweeper's expired ones, then an inbox.
+  const [firstMessage] = (await server.get(`/v1/inboxes/${inboxes[0]!.id}/messages?limit=1`, tenant.key)).body.data
+  expect((await server.delete(`/v1/messages/${firstMessage.id}`, tenant.key)).status).toBe(204)
   expect(server.logs.some((line) => line.event === 'disk_ballast_released')).toBe(true)
   expect(existsSync(disk.ballastPath)).toBe(false)
+  clock.advance(31 * 86_400_000) // every stored message is past its retention now
+  expect((await sweepOnce(server.app.services)).messages).toBe(acknowledged.length - 1)
+  expect((await server.delete(`/v1/inboxes/${inboxes[0]!.id}`, tenant.key)).status).toBe(204)
+  expect((await server.get(`/v1/inboxes/${inboxes[0]!.id}`, tenant.key)).status).toBe(404)
 
   // The other program's file goes; the guard clears on its own timer, the ballast returns.
   rmSync(filler)
