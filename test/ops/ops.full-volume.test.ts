@@ -2,8 +2,9 @@
  * A real small volume: a 32 MiB tmpfs (mounting one needs root, as on these machines and
  * CI). 200 KB messages fill it; the guard answers 452 before SQLite runs out, nothing
  * acknowledged is lost, and once another file has filled the volume to the last byte,
- * deleting a message, the retention sweeper and deleting an inbox still work (the ballast makes room) and frees the space, after which
- * mail is taken again without an operator.
+ * deleting a message, the retention sweeper and deleting an inbox still work (the ballast
+ * makes room for their WAL pages); when the other file goes, mail is taken again without
+ * an operator.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
