@@ -50,6 +50,10 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
       const inbox = statements.activeInboxAddress.get({ inboxId: recipient.inboxId })
       if (!inbox) continue
       if (recipient.month !== month || recipient.bucket !== bucket) {
+        // Its own unit is about to become a stored count or be refused: left in place, the
+        // re-check would count it against itself (one unit left, RCPT at 10:04:59, DATA
+        // ending at 10:05:00 gave a false "quota exceeded").
+        s.reservations.release(recipient)
         const refusal = limitRefusal(s, { id: recipient.inboxId, organizationId: recipient.organizationId }, month, bucket)
         if (refusal) {
           refusals.push(refusal)
