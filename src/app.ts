@@ -4,9 +4,11 @@
  * order. Tests call startApp() directly to run several independent servers in one process.
  */
 import type { AddressInfo } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
+import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
@@ -63,6 +65,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     requestLimiter: new RequestRateLimiter(clock, config.limits),
     longPolls: new LongPollSlots(config.limits),
     reservations: new InboundReservations(),
+    parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
@@ -105,6 +108,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       const server = http.server!
       await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
       await server.stop(true)
+      services.parser.close()
       storage.close()
       logger.info('stopped')
     })())

@@ -79,6 +79,12 @@ export const SETTINGS = [
   { env: 'LIMIT_BODY_BYTES', kind: positive(), default: String(1 * MiB), description: 'Text body and HTML body, each (UTF-8 bytes).' },
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
+  {
+    env: 'PARSE_TIMEOUT_MS',
+    kind: { type: 'int', min: 10, max: 600_000 },
+    default: '5000',
+    description: 'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
+  },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
@@ -111,6 +117,7 @@ export interface Config {
   litestreamBin: string
   serverScript: string
   runAs: string
+  parseTimeoutMs: number
   limits: Limits
 }
 

@@ -5,6 +5,7 @@ import type { InboxNotifier } from '../notifier.ts'
 import type { RoutingProvider } from '../routing/provider.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
+import type { ParsePool } from './inbound/parse-pool.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -21,6 +22,8 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Parses inbound mail off the event loop. */
+  parser: ParsePool
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }

@@ -17,6 +17,7 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   attachments_too_large: { code: 552, text: 'Attachments too large in total' },
   body_too_large: { code: 552, text: 'Message body too large' },
   unparseable: { code: 554, text: 'Message could not be parsed' },
+  parse_timeout: { code: 554, text: 'Message could not be parsed in time' },
   storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
 }
 

@@ -14,6 +14,7 @@ export type RefusalReason =
   | 'attachments_too_large'
   | 'body_too_large'
   | 'unparseable'
+  | 'parse_timeout'
   | 'storage_failed'
 
 export class InboundRefusal extends Error {

@@ -1,0 +1,39 @@
+/**
+ * Hostile message shapes at the limits, as raw RFC 5322 text. Each stays within the raw
+ * size, line and body limits, so it reaches the parser and the preview, which is where a
+ * non-linear step would hold the event loop.
+ */
+const MiB = 1024 * 1024
+const HEAD = ['From: attacker@example.net', 'To: {to}', 'Subject: hostile', 'MIME-Version: 1.0']
+
+/** `unit` repeated to `bytes`, cut into lines of at most 998 characters (RFC 5322's limit). */
+function lines(unit: string, bytes: number): string {
+  const flat = unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes)
+  const out: string[] = []
+  for (let at = 0; at < flat.length; at += 998) out.push(flat.slice(at, at + 998))
+  return out.join('\r\n')
+}
+
+const html = (to: string, body: string) => [...HEAD, 'Content-Type: text/html; charset=utf-8', '', body, ''].join('\r\n').replace('{to}', to)
+
+/** Just under the 1 MiB body limit once line breaks are added. */
+const BODY = MiB - 32 * 1024
+
+export const ADVERSARIAL: Record<string, (to: string) => string> = {
+  'unclosed <script': (to) => html(to, lines('<script', BODY)),
+  'unclosed <style': (to) => html(to, lines('<style ', BODY)),
+  'unclosed <!--': (to) => html(to, lines('<!--', BODY)),
+  'unclosed <': (to) => html(to, lines('<', BODY)),
+  'a huge attribute': (to) => html(to, `<a title="${lines('x', BODY)}">t</a>`),
+  'an entity flood': (to) => html(to, lines('&amp;&#x1F600;&lt', BODY)),
+  '30,000 parts': (to) => {
+    const parts = Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`)
+    return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...parts, '--b--', ''].join('\r\n').replace('{to}', to)
+  },
+  'a header folded 200,000 times': (to) => [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  '20,000 headers': (to) => [...HEAD, ...Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  'two 3.5 MiB attachments (near the raw limit)': (to) => {
+    const part = (i: number) => ['--b', 'Content-Type: application/octet-stream', `Content-Disposition: attachment; filename="f${i}.bin"`, 'Content-Transfer-Encoding: base64', '', Buffer.alloc(3.5 * MiB, i + 1).toString('base64').replace(/.{76}/g, '$&\r\n')].join('\r\n')
+    return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', 'see attached', part(0), part(1), '--b--', ''].join('\r\n').replace('{to}', to)
+  },
+}
