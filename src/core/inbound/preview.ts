@@ -76,6 +76,8 @@ function forwardSearch(find: (from: number) => number): (from: number) => number
   }
 }
 
+const TEXT_SLICE = 16 * 1024
+
 const collapse = (text: string) => text.replace(/\s+/g, ' ').trim()
 
 /**
@@ -110,15 +112,25 @@ export function htmlToText(html: string, enough = Infinity): string {
       checkAt = 2 * produced
     }
     const lt = html.indexOf('<', i)
-    if (lt === -1) {
-      pieces.push(decodeEntities(html.slice(i)))
-      break
-    }
-    if (lt > i) {
-      const text = decodeEntities(html.slice(i, lt))
+    const textEnd = lt === -1 ? html.length : lt
+    if (textEnd > i) {
+      // With a bound, long text is taken in slices so `enough` is checked between them
+      // (a slice never ends inside a short entity).
+      let end = textEnd
+      if (enough !== Infinity && end - i > TEXT_SLICE) {
+        end = i + TEXT_SLICE
+        const amp = html.lastIndexOf('&', end)
+        if (amp > end - 32) end = amp
+      }
+      const text = decodeEntities(html.slice(i, end))
       pieces.push(text)
       produced += text.length
+      if (end < textEnd) {
+        i = end
+        continue
+      }
     }
+    if (lt === -1) break
     if (html.startsWith('<!--', lt)) {
       const end = nextCommentEnd(lt + 4)
       pieces.push(' ')
