@@ -52,16 +52,20 @@ async function ingest(raw: string): Promise<{ code: number; text: string; stall:
   }
 }
 
-test.each(Object.keys(ADVERSARIAL))('%s: stored, without holding the event loop', async (name) => {
-  const result = await ingest(ADVERSARIAL[name]!(inbox.address))
-  expect(result.code).toBe(250)
-  expect(result.stall.cpuMs).toBeLessThan(50)
-  expect(result.stall.delayMs).toBeLessThan(250)
-  expect(result.healthMs).toBeLessThan(250)
-  const id = result.text.match(/msg_[0-9a-f]{32}/)![0]
-  const message = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data
-  expect(Array.from(message.preview as string).length).toBeLessThanOrEqual(200)
-}, 30_000)
+test.each(Object.keys(ADVERSARIAL))(
+  '%s: stored, without holding the event loop',
+  async (name) => {
+    const result = await ingest(ADVERSARIAL[name]!(inbox.address))
+    expect(result.code).toBe(250)
+    expect(result.stall.cpuMs).toBeLessThan(50)
+    expect(result.stall.delayMs).toBeLessThan(250)
+    expect(result.healthMs).toBeLessThan(250)
+    const id = result.text.match(/msg_[0-9a-f]{32}/)![0]
+    const message = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data
+    expect(Array.from(message.preview as string).length).toBeLessThanOrEqual(200)
+  },
+  30_000,
+)
 
 // The parse of this one runs in a worker too, but committing its 17 MiB of blobs (raw source
 // and attachments) is one synchronous SQLite write on the main thread: about 70 ms of CPU

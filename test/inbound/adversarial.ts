@@ -36,6 +36,16 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
 
 /** A legitimate message just under the 10 MiB raw limit: two attachments of 3.5 MiB in base64. */
 export function AT_SIZE_LIMIT(to: string): string {
-  const part = (i: number) => ['--b', 'Content-Type: application/octet-stream', `Content-Disposition: attachment; filename="f${i}.bin"`, 'Content-Transfer-Encoding: base64', '', Buffer.alloc(3.5 * MiB, i + 1).toString('base64').replace(/.{76}/g, '$&\r\n')].join('\r\n')
+  const part = (i: number) =>
+    [
+      '--b',
+      'Content-Type: application/octet-stream',
+      `Content-Disposition: attachment; filename="f${i}.bin"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.alloc(3.5 * MiB, i + 1)
+        .toString('base64')
+        .replace(/.{76}/g, '$&\r\n'),
+    ].join('\r\n')
   return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', 'see attached', part(0), part(1), '--b--', ''].join('\r\n').replace('{to}', to)
 }

@@ -28,7 +28,8 @@ const refusalOf = (promise: Promise<unknown>) =>
 
 test('the raw bytes are transferred to the worker and come back intact, attachments included', async () => {
   const { pool } = newPool()
-  const text = 'From: a@example.com\r\nSubject: moved\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="x.bin"\r\nContent-Transfer-Encoding: base64\r\n\r\nAAECAw==\r\n--b--\r\n'
+  const text =
+    'From: a@example.com\r\nSubject: moved\r\nContent-Type: multipart/mixed; boundary="b"\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nhello\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename="x.bin"\r\nContent-Transfer-Encoding: base64\r\n\r\nAAECAw==\r\n--b--\r\n'
   const raw = Buffer.from(new TextEncoder().encode(text))
   const outcome = await pool.parse(raw, 'env@example.com', limits)
   expect(raw.byteLength).toBe(0) // handed over: the caller's view is detached, not copied

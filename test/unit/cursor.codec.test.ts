@@ -24,33 +24,45 @@ function refusal(decode: () => unknown): string | null {
 
 describe('CursorCodec', () => {
   test('round-trips any position through the same listing', () => {
-    fc.assert(fc.property(listing, position, (name, at) => {
-      const decoded = codec.decode(name, codec.encode(name, at))
-      return decoded.at === at.at && decoded.id === at.id
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(listing, position, (name, at) => {
+        const decoded = codec.decode(name, codec.encode(name, at))
+        return decoded.at === at.at && decoded.id === at.id
+      }),
+      { numRuns: 2000 },
+    )
   })
 
   test('another listing or another secret refuses it', () => {
     const other = new CursorCodec('b'.repeat(64))
-    fc.assert(fc.property(listing, listing, position, (a, b, at) => {
-      fc.pre(a !== b)
-      const cursor = codec.encode(a, at)
-      return refusal(() => codec.decode(b, cursor)) === 'invalid_cursor' && refusal(() => other.decode(a, cursor)) === 'invalid_cursor'
-    }), { numRuns: 1000 })
+    fc.assert(
+      fc.property(listing, listing, position, (a, b, at) => {
+        fc.pre(a !== b)
+        const cursor = codec.encode(a, at)
+        return refusal(() => codec.decode(b, cursor)) === 'invalid_cursor' && refusal(() => other.decode(a, cursor)) === 'invalid_cursor'
+      }),
+      { numRuns: 1000 },
+    )
   })
 
   test('any change to a cursor refuses it', () => {
-    fc.assert(fc.property(listing, position, fc.nat(), fc.string({ minLength: 1, maxLength: 3 }), (name, at, where, insert) => {
-      const cursor = codec.encode(name, at)
-      const i = where % cursor.length
-      const changed = cursor.slice(0, i) + insert + cursor.slice(i + 1)
-      fc.pre(changed !== cursor)
-      return refusal(() => codec.decode(name, changed)) === 'invalid_cursor'
-    }), { numRuns: 2000 })
+    fc.assert(
+      fc.property(listing, position, fc.nat(), fc.string({ minLength: 1, maxLength: 3 }), (name, at, where, insert) => {
+        const cursor = codec.encode(name, at)
+        const i = where % cursor.length
+        const changed = cursor.slice(0, i) + insert + cursor.slice(i + 1)
+        fc.pre(changed !== cursor)
+        return refusal(() => codec.decode(name, changed)) === 'invalid_cursor'
+      }),
+      { numRuns: 2000 },
+    )
   })
 
   test('any string we did not issue is refused with invalid_cursor, never another error', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => refusal(() => codec.decode('inbox', text)) === 'invalid_cursor'), { numRuns: 1000 })
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 200 }), (text) => refusal(() => codec.decode('inbox', text)) === 'invalid_cursor'),
+      { numRuns: 1000 },
+    )
     expect(refusal(() => codec.decode('inbox', 'x'.repeat(100_000) + '.' + 'y'.repeat(100_000)))).toBe('invalid_cursor')
   })
 })

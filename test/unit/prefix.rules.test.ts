@@ -22,19 +22,25 @@ const valid = fc.stringMatching(/^[a-zA-Z0-9][a-zA-Z0-9-]{1,38}[a-zA-Z0-9]$/)
 describe('normalizePrefix', () => {
   test('any input: an accepted prefix is the input lowercased and obeys every rule; anything else is invalid_prefix', () => {
     const input = fc.oneof(fc.string({ maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 50 }), valid, fc.constantFrom(...RESERVED_LOCAL_PARTS), fc.anything())
-    fc.assert(fc.property(input, (value) => {
-      const result = outcome(value)
-      if ('code' in result) return result.code === 'invalid_prefix'
-      return typeof value === 'string' && result.ok === asciiLower(value) && PREFIX_PATTERN.test(result.ok) && result.ok.length >= 3 && result.ok.length <= 40 && !RESERVED_LOCAL_PARTS.has(result.ok)
-    }), { numRuns: 5000 })
+    fc.assert(
+      fc.property(input, (value) => {
+        const result = outcome(value)
+        if ('code' in result) return result.code === 'invalid_prefix'
+        return typeof value === 'string' && result.ok === asciiLower(value) && PREFIX_PATTERN.test(result.ok) && result.ok.length >= 3 && result.ok.length <= 40 && !RESERVED_LOCAL_PARTS.has(result.ok)
+      }),
+      { numRuns: 5000 },
+    )
   })
 
   test('every well-shaped prefix that is not reserved is accepted, in any ASCII case', () => {
-    fc.assert(fc.property(valid, (value) => {
-      fc.pre(!RESERVED_LOCAL_PARTS.has(asciiLower(value)))
-      const result = outcome(value)
-      return 'ok' in result && result.ok === asciiLower(value)
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(valid, (value) => {
+        fc.pre(!RESERVED_LOCAL_PARTS.has(asciiLower(value)))
+        const result = outcome(value)
+        return 'ok' in result && result.ok === asciiLower(value)
+      }),
+      { numRuns: 3000 },
+    )
   })
 
   test.each([

@@ -55,13 +55,19 @@ describe('htmlToText', () => {
     const block = fc.tuple(fc.constantFrom('script', 'style', 'head', 'title', 'SCRIPT'), text).map(([name, body]) => `<${name} type="t">${body}</${name.toLowerCase()} >`)
     const comment = text.map((body) => `<!--${body.replace(/-/g, '')}-->`)
     const html = fc.array(fc.oneof(text, entity, tag, block, comment), { maxLength: 30 }).map((parts) => parts.join(''))
-    fc.assert(fc.property(html, (h) => htmlToText(h) === regexHtmlToText(h)), { numRuns: 2000 })
+    fc.assert(
+      fc.property(html, (h) => htmlToText(h) === regexHtmlToText(h)),
+      { numRuns: 2000 },
+    )
   })
 
   test('decodeEntities equals the regex decoding on any text', () => {
     const piece = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('&', '&#', '&#x', ';', 'amp', 'lt', '65', 'x1f', 'zz'))
     const text = fc.array(piece, { maxLength: 20 }).map((parts) => parts.join('').replace(/[<>]/g, ''))
-    fc.assert(fc.property(text, (t) => decodeEntities(t) === regexHtmlToText(t)), { numRuns: 2000 })
+    fc.assert(
+      fc.property(text, (t) => decodeEntities(t) === regexHtmlToText(t)),
+      { numRuns: 2000 },
+    )
   })
 })
 

@@ -64,10 +64,13 @@ describe('parseRfc3339', () => {
   })
 
   test('anything else is null, never an exception', () => {
-    fc.assert(fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
-      const parsed = parseRfc3339(text)
-      return parsed === null || Number.isFinite(parsed)
-    }), { numRuns: 3000 })
+    fc.assert(
+      fc.property(fc.string({ unit: 'binary', maxLength: 40 }), (text) => {
+        const parsed = parseRfc3339(text)
+        return parsed === null || Number.isFinite(parsed)
+      }),
+      { numRuns: 3000 },
+    )
   })
 
   test('a long hostile value is refused in linear time', () => {

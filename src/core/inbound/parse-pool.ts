@@ -119,7 +119,8 @@ export class ParsePool {
   private onReply(slot: Slot, reply: ParseReply): void {
     if ('ready' in reply) {
       slot.ready = true
-      return this.dispatch()
+      this.dispatch()
+      return
     }
     const job = slot.job
     if (!job || job.request.id !== reply.id) return

@@ -169,5 +169,10 @@ export function makePreview(text: string | null, html: string | null): string {
   // keeps a long body from becoming an array of every character.
   const longer = collapsed.length > 2 * PREVIEW_CHARACTERS
   const characters = Array.from(longer ? collapsed.slice(0, 2 * PREVIEW_CHARACTERS + 2) : collapsed)
-  return !longer && characters.length <= PREVIEW_CHARACTERS ? collapsed : characters.slice(0, PREVIEW_CHARACTERS - 1).join('').trimEnd() + '…'
+  return !longer && characters.length <= PREVIEW_CHARACTERS
+    ? collapsed
+    : characters
+        .slice(0, PREVIEW_CHARACTERS - 1)
+        .join('')
+        .trimEnd() + '…'
 }
