@@ -69,7 +69,7 @@ test('a message past its time budget is refused with parse_timeout; a fresh work
   expect(await refusalOf(hung)).toBe('parse_timeout')
   expect((await next).mail.fromAddress).toBe('after')
   expect(pool.workers).toBe(1)
-  expect(logs.filter((line) => line.event === 'parse_timeout')).toHaveLength(1)
+  expect(logs.filter((line) => line.event === 'parse_timeout')).toEqual([expect.objectContaining({ size_bytes: 3, timeout_ms: 100 })])
 })
 
 test.each(['crash', 'exit'])('a worker that dies (%s) fails only its message, as unparseable, and is replaced', async (how) => {

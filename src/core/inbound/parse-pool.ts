@@ -32,6 +32,8 @@ export interface ParseOutcome {
 
 interface Job {
   request: ParseRequest
+  /** Its raw size, kept for logs: the request's buffer is empty once transferred. */
+  size: number
   resolve: (outcome: ParseOutcome) => void
   reject: (error: unknown) => void
 }
@@ -67,7 +69,7 @@ export class ParsePool {
     if (this.closed) return Promise.reject(new Error('parse pool is closed'))
     return new Promise((resolve, reject) => {
       const request: ParseRequest = { id: this.nextId++, raw: transferableBytes(raw), envelopeFrom, limits }
-      this.queue.push({ request, resolve, reject })
+      this.queue.push({ request, size: raw.byteLength, resolve, reject })
       this.dispatch()
     })
   }
@@ -110,7 +112,7 @@ export class ParsePool {
     slot.job = job
     const { timeoutMs } = this.options
     slot.timer = setTimeout(() => {
-      this.options.logger.warn('parse_timeout', { size_bytes: job.request.raw.byteLength, timeout_ms: timeoutMs })
+      this.options.logger.warn('parse_timeout', { size_bytes: job.size, timeout_ms: timeoutMs })
       this.retire(slot, new InboundRefusal('parse_timeout', `over ${timeoutMs} ms`))
     }, timeoutMs)
     slot.worker.postMessage(job.request, [job.request.raw])
