@@ -32,6 +32,11 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
   },
   'a header folded 200,000 times': (to) => [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
   '20,000 headers': (to) => [...HEAD, ...Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  '100,000 tiny headers': (to) => [...HEAD, ...Array.from({ length: 100_000 }, (_, i) => `X${i % 10}: y`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  'text and HTML bodies of 1 MiB each': (to) => {
+    const body = (type: string, char: string) => [`--b`, `Content-Type: text/${type}`, '', lines(char, BODY)].join('\r\n')
+    return [...HEAD, 'Content-Type: multipart/alternative; boundary="b"', '', body('plain', 't'), body('html', 'h'), '--b--', ''].join('\r\n').replace('{to}', to)
+  },
 }
 
 /** A legitimate message just under the 10 MiB raw limit: two attachments of 3.5 MiB in base64. */
