@@ -98,6 +98,15 @@ export const SETTINGS = [
     default: '300000',
     description: 'Lines per raw message (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
   },
+  {
+    env: 'LIMIT_MESSAGE_PARTS',
+    key: 'messageParts',
+    group: 'limits',
+    kind: positive(),
+    default: '5000',
+    description:
+      'Lines that can delimit a MIME part (they start with `--`) per raw message (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
+  },
   { env: 'LIMIT_ATTACHMENTS', key: 'attachments', group: 'limits', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
   { env: 'LIMIT_ATTACHMENT_BYTES', key: 'attachmentBytes', group: 'limits', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
   { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', key: 'attachmentsTotalBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },

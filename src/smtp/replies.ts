@@ -12,6 +12,7 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   organization_burst_exceeded: { code: 450, text: 'Organization receive rate exceeded, try again later' },
   message_too_large: { code: 552, text: 'Message size exceeds fixed maximum message size' },
   too_many_lines: { code: 552, text: 'Message has too many lines' },
+  too_many_parts: { code: 552, text: 'Message has too many MIME parts' },
   too_many_attachments: { code: 552, text: 'Too many attachments' },
   attachment_too_large: { code: 552, text: 'Attachment too large' },
   attachments_too_large: { code: 552, text: 'Attachments too large in total' },

@@ -12,7 +12,7 @@ import { watchEventLoop, pollHealth, type LoopStall } from '../support/event-loo
 import type { TestServer, Tenant } from '../support/harness.ts'
 import { SmtpClient } from '../support/smtp.ts'
 import { startWithInbox } from '../messages/support.ts'
-import { ADVERSARIAL, AT_SIZE_LIMIT } from './adversarial.ts'
+import { ADVERSARIAL, AT_SIZE_LIMIT, REFUSED } from './adversarial.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -63,6 +63,19 @@ test.each(Object.keys(ADVERSARIAL))(
     const id = result.text.match(/msg_[0-9a-f]{32}/)![0]
     const message = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data
     expect(Array.from(message.preview as string).length).toBeLessThanOrEqual(200)
+  },
+  30_000,
+)
+
+test.each(Object.keys(REFUSED))(
+  '%s: refused before parsing, without holding the event loop',
+  async (name) => {
+    const { raw, code } = REFUSED[name]!
+    const result = await ingest(raw(inbox.address))
+    expect(result.code).toBe(code)
+    expect(result.stall.cpuMs).toBeLessThan(50)
+    expect(result.stall.delayMs).toBeLessThan(250)
+    expect(result.healthMs).toBeLessThan(250)
   },
   30_000,
 )

@@ -1,7 +1,8 @@
 /**
- * Hostile message shapes at the limits, as raw RFC 5322 text. Each stays within the raw
- * size, line and body limits, so it reaches the parser and the preview, which is where a
- * non-linear step would hold the event loop.
+ * Hostile message shapes at the limits, as raw RFC 5322 text. Those in ADVERSARIAL stay
+ * within every limit, so they reach the parser and the preview, which is where a non-linear
+ * step would hold the event loop; those in REFUSED pass a structural limit and are refused
+ * by the scan that runs before parsing.
  */
 const MiB = 1024 * 1024
 const HEAD = ['From: attacker@example.net', 'To: {to}', 'Subject: hostile', 'MIME-Version: 1.0']
@@ -26,8 +27,8 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
   'unclosed <': (to) => html(to, lines('<', BODY)),
   'a huge attribute': (to) => html(to, `<a title="${lines('x', BODY)}">t</a>`),
   'an entity flood': (to) => html(to, lines('&amp;&#x1F600;&lt', BODY)),
-  '30,000 parts': (to) => {
-    const parts = Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`)
+  '5,000 parts (the most LIMIT_MESSAGE_PARTS allows)': (to) => {
+    const parts = Array.from({ length: 4_999 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`)
     return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...parts, '--b--', ''].join('\r\n').replace('{to}', to)
   },
   'a header folded 200,000 times': (to) => [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
@@ -37,6 +38,19 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
     const body = (type: string, char: string) => [`--b`, `Content-Type: text/${type}`, '', lines(char, BODY)].join('\r\n')
     return [...HEAD, 'Content-Type: multipart/alternative; boundary="b"', '', body('plain', 't'), body('html', 'h'), '--b--', ''].join('\r\n').replace('{to}', to)
   },
+}
+
+/** Shapes refused before parsing, with their reply code: tens of thousands of parts would cost the parser about 2 KiB each. */
+export const REFUSED: Record<string, { raw: (to: string) => string; code: number }> = {
+  '30,000 parts': {
+    raw: (to) =>
+      [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`), '--b--', '']
+        .join('\r\n')
+        .replace('{to}', to),
+    code: 552,
+  },
+  '299,000 empty parts': { raw: (to) => [...HEAD, 'Content-Type: multipart/mixed; boundary=b', '', '--b\r\n'.repeat(299_000)].join('\r\n').replace('{to}', to), code: 552 },
+  '301,000 lines': { raw: (to) => [...HEAD, '', 'x\r\n'.repeat(301_000)].join('\r\n').replace('{to}', to), code: 552 },
 }
 
 /** A legitimate message just under the 10 MiB raw limit: two attachments of 3.5 MiB in base64. */

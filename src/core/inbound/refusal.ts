@@ -9,6 +9,7 @@ export type RefusalReason =
   | 'organization_burst_exceeded'
   | 'message_too_large'
   | 'too_many_lines'
+  | 'too_many_parts'
   | 'too_many_attachments'
   | 'attachment_too_large'
   | 'attachments_too_large'
