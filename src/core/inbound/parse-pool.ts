@@ -102,7 +102,9 @@ export class ParsePool {
     const worker = new Worker(this.options.workerUrl ?? PARSE_WORKER_URL)
     const slot: Slot = { worker, ready: false, job: null, timer: undefined }
     this.slots.add(slot)
-    worker.unref() // an idle pool never keeps the process alive
+    // An idle pool never keeps the process alive. (Bun's Worker has unref(); the DOM type the
+    // browser tests bring into the program does not.)
+    ;(worker as Worker & { unref(): void }).unref()
     worker.addEventListener('message', (event: MessageEvent<ParseReply>) => this.onReply(slot, event.data))
     worker.addEventListener('error', (event) => this.onDeath(slot, (event as ErrorEvent).message))
     worker.addEventListener('close', () => this.onDeath(slot, 'worker exited'))

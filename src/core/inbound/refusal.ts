@@ -17,6 +17,10 @@ export type RefusalReason =
   | 'unparseable'
   | 'parse_timeout'
   | 'storage_failed'
+  /** SMTP_REQUIRE_TLS is on and the sender did not STARTTLS first. */
+  | 'tls_required'
+  /** The free-space guard is tripped (DISK_MIN_FREE); the sender retries later. */
+  | 'insufficient_storage'
 
 export class InboundRefusal extends Error {
   constructor(
