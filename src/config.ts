@@ -80,6 +80,14 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  // The SMTP guards (docs/smtp-guards.md): one client address, one slow client or one flood of
+  // DATA must not hold the listener or the memory of the machine.
+  { env: 'SMTP_MAX_CLIENTS_PER_ADDRESS', kind: positive(100_000), default: '20', description: 'Concurrent SMTP connections from one client address (IPv6: one /64); more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.' },
+  { env: 'SMTP_DATA_MEMORY_BYTES', kind: positive(), default: String(64 * MiB), description: 'DATA bytes held in memory across all SMTP connections (one client address may hold half). A message that does not fit gets `452` (the sender retries later). At least twice `LIMIT_MESSAGE_BYTES`; the default keeps a 512 MB machine under 384 MiB RSS (docs/smtp-guards.md).' },
+  { env: 'SMTP_GREETING_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 3_600_000 }, default: '30000', description: 'Time from connecting to `EHLO`/`HELO`; then `421` and the connection closes.' },
+  { env: 'SMTP_COMMAND_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 3_600_000 }, default: '60000', description: 'Time for the client\'s next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.' },
+  { env: 'SMTP_DATA_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 3_600_000 }, default: '300000', description: 'Time from `DATA` to the final dot (a 10 MiB message at 35 KB/s); then `421`, nothing is stored.' },
+  { env: 'SMTP_SESSION_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 86_400_000 }, default: '600000', description: 'Lifetime of one SMTP connection; a transaction in progress finishes first, then `421`.' },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
@@ -132,7 +140,16 @@ export interface Limits {
   retentionDays: number
   idempotencyHours: number
   smtpMaxClients: number
+  smtpMaxClientsPerAddress: number
+  smtpDataMemoryBytes: number
+  smtpGreetingTimeoutMs: number
+  smtpCommandTimeoutMs: number
+  smtpDataTimeoutMs: number
+  smtpSessionTimeoutMs: number
 }
+
+/** Settings read into Limits besides the LIMIT_* ones. */
+const LIMIT_LIKE = ['RETENTION_DAYS', 'IDEMPOTENCY_HOURS', 'SMTP_MAX_CLIENTS', 'SMTP_MAX_CLIENTS_PER_ADDRESS', 'SMTP_DATA_MEMORY_BYTES', 'SMTP_GREETING_TIMEOUT_MS', 'SMTP_COMMAND_TIMEOUT_MS', 'SMTP_DATA_TIMEOUT_MS', 'SMTP_SESSION_TIMEOUT_MS']
 
 /** A bad value is reported with the variable's name so the operator can fix it at once. */
 export class ConfigError extends Error {
@@ -194,8 +211,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${flat.cloudflareRuleDestination}"`)
     }
   }
+  // One address may hold half the DATA memory, and that half must hold a whole message.
+  if (Number(flat.smtpDataMemoryBytes) < 2 * Number(flat.messageBytes)) throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * Number(flat.messageBytes)}), got ${flat.smtpDataMemoryBytes}`)
   if (flat.litestreamReplica === 'file' && !flat.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
-  const limitKeys = SETTINGS.filter((s) => s.env.startsWith('LIMIT_') || ['RETENTION_DAYS', 'IDEMPOTENCY_HOURS', 'SMTP_MAX_CLIENTS'].includes(s.env))
+  const limitKeys = SETTINGS.filter((s) => s.env.startsWith('LIMIT_') || LIMIT_LIKE.includes(s.env))
   const limits = Object.fromEntries(limitKeys.map((s) => [camel(s.env), flat[camel(s.env)]])) as unknown as Limits
   const config = Object.fromEntries(Object.entries(flat).filter(([key]) => !(key in limits))) as Omit<Config, 'limits'>
   return { ...config, receivingDomain: config.receivingDomain.toLowerCase(), limits }

@@ -3,14 +3,19 @@
  * recipients at RCPT time, collects DATA up to the size limit, and hands the bytes to the
  * domain. The 250 reply is sent only after the message is committed.
  */
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
+import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
 import { receiveMessage } from '../core/inbound/receive.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
 import { errorFields } from '../log.ts'
-import { smtpReply } from './replies.ts'
+import { clientKey } from './client-key.ts'
+import { GuardedSmtpServer } from './guarded-server.ts'
+import { SmtpGuards } from './guards.ts'
+import { MessageCollector } from './message-collector.ts'
+import { guardReply, smtpReply } from './replies.ts'
+import { assertSizeCheckHook } from './size-declaration.ts'
 
 interface ConnectionState {
   closed: boolean
@@ -19,9 +24,17 @@ interface ConnectionState {
   reservations: Reservation[]
 }
 
+/** Parameters of the extensions we advertise (SIZE, 8BITMIME, SMTPUTF8); RFC 5321 §4.1.1.11: others get 555. */
+const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
+const RCPT_PARAMETERS = new Set<string>()
+const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
+
 export function createSmtpServer(s: Services): SMTPServer {
+  assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
+  const tooLarge = new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`)
+  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message)
 
   const stateOf = (session: SMTPServerSession): ConnectionState => {
     let state = connections.get(session.id)
@@ -44,19 +57,27 @@ export function createSmtpServer(s: Services): SMTPServer {
     return smtpReply(error)
   }
 
-  const server = new SMTPServer({
+  const server = new GuardedSmtpServer({
     name: s.config.receivingDomain,
     banner: 'Pigeonhole receive-only test inbox',
     authOptional: true,
     disabledCommands: ['AUTH', 'STARTTLS'],
     hideSTARTTLS: true,
-    size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server
+    size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
     maxClients: limits.smtpMaxClients,
+    socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
     logger: false,
     disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
     closeTimeout: 5_000,
 
+    onMailFrom(address, session, callback) {
+      callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? guardReply('unknown_parameter') : null)
+      guards.of(session.id)?.progressed()
+    },
+
     onRcptTo(address, session, callback) {
+      guards.of(session.id)?.progressed()
+      if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(guardReply('unknown_parameter'))
       try {
         const state = stateOf(session)
         const envelope = session.envelope
@@ -72,43 +93,56 @@ export function createSmtpServer(s: Services): SMTPServer {
     onData(stream: SMTPServerDataStream, session, callback) {
       const state = stateOf(session)
       const recipients = state.reservations
-      const chunks: Buffer[] = []
-      let size = 0
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length
-        if (size <= limits.messageBytes) chunks.push(chunk) // keep reading past the limit, but do not keep the bytes
-      })
+      const deadlines = guards.of(session.id)
+      deadlines?.dataStarted()
+      const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes)
+      let ended = false
+      const reply: typeof callback = (error, message) => {
+        callback(error, message)
+        deadlines?.replied()
+      }
+      stream.on('data', (chunk: Buffer) => collector.add(chunk))
+      // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
+      stream.on('close', () => ended || collector.release())
       stream.on('end', () => {
+        ended = true
+        deadlines?.dataEnded()
         const started = performance.now()
-        if (stream.sizeExceeded || size > limits.messageBytes) {
+        const collected = collector.finish()
+        if (collected.kind !== 'complete') {
           for (const reservation of recipients) s.reservations.release(reservation)
-          return callback(refuse(session, new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`), { size_bytes: size }))
+          if (collected.kind === 'too_large') return reply(refuse(session, tooLarge, { size_bytes: collected.size }))
+          s.logger.info('smtp_refused', { session_id: session.id, reason: 'memory_busy', remote: session.remoteAddress, size_bytes: collected.size, held_bytes: guards.budget.held })
+          return reply(guardReply('memory_busy'))
         }
-        const raw = Buffer.concat(chunks, size)
+        const { raw } = collected
         const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-        receiveMessage(s, raw, envelopeFrom, recipients).then(
-          (stored) => {
-            s.logger.info('smtp_message_stored', {
-              session_id: session.id,
-              message_ids: stored.map((m) => m.messageId),
-              size_bytes: raw.byteLength,
-              duration_ms: Math.round((performance.now() - started) * 100) / 100,
-            })
-            callback(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
-          },
-          (error: unknown) => callback(refuse(session, error, { size_bytes: raw.byteLength })),
-        )
+        receiveMessage(s, raw, envelopeFrom, recipients)
+          .then(
+            (stored) => {
+              s.logger.info('smtp_message_stored', {
+                session_id: session.id,
+                message_ids: stored.map((m) => m.messageId),
+                size_bytes: raw.byteLength,
+                duration_ms: Math.round((performance.now() - started) * 100) / 100,
+              })
+              reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
+            },
+            (error: unknown) => reply(refuse(session, error, { size_bytes: raw.byteLength })),
+          )
+          .finally(() => collector.release())
       })
     },
 
     onClose(session) {
+      guards.closed(session.id)
       const state = connections.get(session.id)
       if (!state) return
       state.closed = true
       for (const reservation of state.reservations) s.reservations.release(reservation)
       connections.delete(session.id)
     },
-  })
+  }, guards, SmtpGuards.refusalLine())
   server.on('error', (error) => s.logger.error('smtp_server_error', errorFields(error)))
   return server
 }
