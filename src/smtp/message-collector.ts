@@ -25,13 +25,17 @@ export class MessageCollector {
     private readonly maxBytes: number,
   ) {}
 
-  add(chunk: Buffer): void {
+  /** Takes the chunk in; answers the refusal at the moment it is decided, else null. */
+  add(chunk: Buffer): 'too_large' | 'over_budget' | null {
     this.size += chunk.length
-    if (this.refused) return
+    if (this.refused === 'too_large') return null
+    // A message refused for memory that turns out too large gets the permanent 552 instead.
     if (this.size > this.maxBytes) return this.drop('too_large')
+    if (this.refused) return null
     if (!this.budget.take(this.owner, chunk.length)) return this.drop('over_budget')
     this.held += chunk.length
     this.chunks.push(chunk)
+    return null
   }
 
   /** The whole message (its bytes stay taken from the budget until release()), or why not. */
@@ -49,8 +53,9 @@ export class MessageCollector {
     this.chunks = []
   }
 
-  private drop(reason: 'too_large' | 'over_budget'): void {
+  private drop(reason: 'too_large' | 'over_budget'): 'too_large' | 'over_budget' {
     this.refused = reason
     this.release()
+    return reason
   }
 }

@@ -101,7 +101,10 @@ export function createSmtpServer(s: Services): SMTPServer {
         callback(error, message)
         deadlines?.replied()
       }
-      stream.on('data', (chunk: Buffer) => collector.add(chunk))
+      stream.on('data', (chunk: Buffer) => {
+        const dropped = collector.add(chunk)
+        if (dropped) s.logger.info('smtp_data_dropped', { session_id: session.id, reason: dropped, remote: session.remoteAddress, held_bytes: guards.budget.held })
+      })
       // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
       stream.on('close', () => ended || collector.release())
       stream.on('end', () => {
