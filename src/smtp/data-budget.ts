@@ -9,11 +9,24 @@
  */
 export class DataBudget {
   private used = 0
+  private flowed = 0
   private readonly byOwner = new Map<string, number>()
   readonly perOwner: number
 
-  constructor(readonly total: number) {
+  constructor(
+    readonly total: number,
+    /** Called each time another half budget of bytes has flowed through (taken or only counted). */
+    private readonly onFlow: () => void = () => {},
+  ) {
     this.perOwner = Math.floor(total / 2)
+  }
+
+  /** Counts bytes that arrived, whether they are kept or thrown away. */
+  flow(bytes: number): void {
+    this.flowed += bytes
+    if (this.flowed < this.perOwner) return
+    this.flowed = 0
+    this.onFlow()
   }
 
   /** Takes `bytes` for `owner` if both the whole budget and the owner's half have room. */

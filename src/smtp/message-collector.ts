@@ -28,6 +28,7 @@ export class MessageCollector {
   /** Takes the chunk in; answers the refusal at the moment it is decided, else null. */
   add(chunk: Buffer): 'too_large' | 'over_budget' | null {
     this.size += chunk.length
+    this.budget.flow(chunk.length)
     if (this.refused === 'too_large') return null
     // A message refused for memory that turns out too large gets the permanent 552 instead.
     if (this.size > this.maxBytes) return this.drop('too_large')

@@ -120,7 +120,8 @@ export function createSmtpServer(s: Services): SMTPServer {
         }
         const { raw } = collected
         const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-        receiveMessage(s, raw, envelopeFrom, recipients)
+        guards.parsing
+          .run(raw.byteLength, () => receiveMessage(s, raw, envelopeFrom, recipients))
           .then(
             (stored) => {
               s.logger.info('smtp_message_stored', {

@@ -1,9 +1,10 @@
-/** The pure parts of the SMTP guards: the budget, the collector, the address gate and its key. */
+/** The pure parts of the SMTP guards: the budget, the collector, the parse gate, the address gate and its key. */
 import { describe, expect, test } from 'bun:test'
 import { AddressGate } from '../../src/smtp/address-gate.ts'
 import { clientKey } from '../../src/smtp/client-key.ts'
 import { DataBudget } from '../../src/smtp/data-budget.ts'
 import { MessageCollector } from '../../src/smtp/message-collector.ts'
+import { ParseGate } from '../../src/smtp/parse-gate.ts'
 
 describe('clientKey', () => {
   test('IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 whatever its spelling', () => {
@@ -77,5 +78,52 @@ describe('AddressGate', () => {
     expect(gate.openFrom('k')).toBe(1)
     expect(gate.enter('s4', 'k')).toBe(true)
     expect(gate.enter('s5', 'other')).toBe(true)
+  })
+})
+
+describe('DataBudget flow', () => {
+  test('calls back each time half the budget has flowed, kept or thrown away', () => {
+    let calls = 0
+    const budget = new DataBudget(100, () => calls++)
+    budget.flow(49)
+    expect(calls).toBe(0)
+    budget.flow(1)
+    expect(calls).toBe(1)
+    budget.flow(120)
+    expect(calls).toBe(2)
+  })
+})
+
+describe('ParseGate', () => {
+  test('runs at most `capacity` bytes at once, first come first served, and always lets one through', async () => {
+    const gate = new ParseGate(10)
+    const order: string[] = []
+    const releases: Record<string, () => void> = {}
+    const job = (name: string, size: number) =>
+      gate.run(size, () => {
+        order.push(name)
+        return new Promise<void>((resolve) => (releases[name] = resolve))
+      })
+    const done = [job('big', 30), job('a', 4), job('b', 4), job('c', 4)]
+    await Bun.sleep(0)
+    expect(order).toEqual(['big']) // one over the capacity runs alone
+    releases.big!()
+    await Bun.sleep(0)
+    expect(order).toEqual(['big', 'a', 'b'])
+    releases.a!()
+    await Bun.sleep(0)
+    expect(order).toEqual(['big', 'a', 'b', 'c'])
+    releases.b!()
+    releases.c!()
+    await Promise.all(done)
+  })
+
+  test('calls back after a large message, also when its work failed', async () => {
+    let calls = 0
+    const gate = new ParseGate(100, () => calls++)
+    await gate.run(10, async () => {})
+    expect(calls).toBe(0)
+    await expect(gate.run(25, async () => Promise.reject(new Error('refused')))).rejects.toThrow('refused')
+    expect(calls).toBe(1)
   })
 })
