@@ -12,17 +12,22 @@ export class ParseGate {
 
   constructor(
     readonly capacity: number,
-    /** Called after each message of at least a quarter of the capacity (its parse left garbage of about ten times its size). */
-    private readonly afterLarge: () => void = () => {},
+    /**
+     * Called before and after each message of at least a quarter of the capacity: its parse
+     * takes about ten times its size, best taken from memory just freed, and leaves as much garbage.
+     */
+    private readonly aroundLarge: () => void = () => {},
   ) {}
 
   async run<T>(size: number, work: () => Promise<T>): Promise<T> {
     await this.enter(size)
+    const large = size >= this.capacity / 4
+    if (large) this.aroundLarge()
     try {
       return await work()
     } finally {
       this.inFlight -= size
-      if (size >= this.capacity / 4) this.afterLarge()
+      if (large) this.aroundLarge()
       this.admitWaiting()
     }
   }

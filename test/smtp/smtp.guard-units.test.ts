@@ -118,12 +118,12 @@ describe('ParseGate', () => {
     await Promise.all(done)
   })
 
-  test('calls back after a large message, also when its work failed', async () => {
+  test('calls back before and after a large message, also when its work failed', async () => {
     let calls = 0
     const gate = new ParseGate(100, () => calls++)
     await gate.run(10, async () => {})
     expect(calls).toBe(0)
     await expect(gate.run(25, async () => Promise.reject(new Error('refused')))).rejects.toThrow('refused')
-    expect(calls).toBe(1)
+    expect(calls).toBe(2)
   })
 })
