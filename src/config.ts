@@ -88,6 +88,7 @@ export const SETTINGS = [
   { env: 'SMTP_COMMAND_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 3_600_000 }, default: '60000', description: 'Time for the client\'s next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.' },
   { env: 'SMTP_DATA_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 3_600_000 }, default: '300000', description: 'Time from `DATA` to the final dot (a 10 MiB message at 35 KB/s); then `421`, nothing is stored.' },
   { env: 'SMTP_SESSION_TIMEOUT_MS', kind: { type: 'int', min: 50, max: 86_400_000 }, default: '600000', description: 'Lifetime of one SMTP connection; a transaction in progress finishes first, then `421`.' },
+  { env: 'SMTP_PROXY_PROTOCOL', kind: { type: 'enum', values: ['off', 'on'] }, default: 'off', description: '`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly\'s `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy\'s. Every connection must then start with the header.' },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
@@ -119,6 +120,7 @@ export interface Config {
   litestreamBin: string
   serverScript: string
   runAs: string
+  smtpProxyProtocol: 'off' | 'on'
   limits: Limits
 }
 

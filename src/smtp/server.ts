@@ -66,6 +66,7 @@ export function createSmtpServer(s: Services): SMTPServer {
     size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
     maxClients: limits.smtpMaxClients,
     socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
+    useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
     logger: false,
     disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
     closeTimeout: 5_000,

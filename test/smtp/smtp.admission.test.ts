@@ -2,9 +2,10 @@
  * Fair admission: one client address holds at most SMTP_MAX_CLIENTS_PER_ADDRESS connections,
  * refused at accept time, so a sender on another address always gets in; MAIL and RCPT
  * parameters of extensions we do not offer get 555; a SIZE= declaration over the limit
- * gets our own wording.
+ * gets our own wording; behind a proxy, the address of its PROXY header is the one counted.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -98,5 +99,27 @@ describe('MAIL and RCPT parameters', () => {
     expect(reply).toEqual({ code: 552, text: `Message size exceeds fixed maximum message size (at most ${10 * 1024 * 1024} bytes)` })
     expect((await client.command(`MAIL FROM:<a@example.com> SIZE=${10 * 1024 * 1024}`)).code).toBe(250)
     await client.quit()
+  })
+})
+
+describe('behind a proxy (SMTP_PROXY_PROTOCOL=on)', () => {
+  test('the address of the PROXY header is the one counted', async () => {
+    const proxied = await startTestServer({ env: { SMTP_PROXY_PROTOCOL: 'on', SMTP_MAX_CLIENTS_PER_ADDRESS: '1' } })
+    try {
+      const open = async (client: string) => {
+        const socket = connect(proxied.app.smtpPort, '127.0.0.1')
+        await new Promise((resolve) => socket.once('connect', resolve))
+        socket.write(`PROXY TCP4 ${client} 127.0.0.1 40000 25\r\n`)
+        const first = await new Promise<string>((resolve) => socket.once('data', (chunk) => resolve(String(chunk))))
+        return { socket, first: first.slice(0, 3) }
+      }
+      const a = await open('198.51.100.7')
+      const again = await open('198.51.100.7')
+      const b = await open('203.0.113.9')
+      expect([a.first, again.first, b.first]).toEqual(['220', '421', '220'])
+      for (const { socket } of [a, again, b]) socket.destroy()
+    } finally {
+      await proxied.stop()
+    }
   })
 })
