@@ -16,10 +16,10 @@ import { SessionDeadlines, type SessionTimeouts } from './session-deadlines.ts'
 import { wordSizeRefusal } from './size-declaration.ts'
 
 /**
- * Bytes of DATA become garbage faster than the collector runs by itself: under 200 parallel
- * 12 MiB streams the process reached 700 MiB with 64 MiB held. A full collection (about 30 ms
- * here) each time the budget's worth of bytes has flowed, and after each large parse, keeps
- * RSS near what is really held (docs/smtp-guards.md).
+ * Bytes of DATA become garbage faster than the collector reclaims them by itself: under 200
+ * parallel 12 MiB streams the process reached 700 MiB while holding 32 MiB. A full
+ * collection (at most about 30 ms here) each time half the budget has flowed, and around
+ * each large parse, keeps RSS near what is really held (docs/smtp-guards.md).
  */
 const collectGarbage = () => Bun.gc(true)
 

@@ -1,7 +1,8 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no STARTTLS, no relay). It refuses
- * recipients at RCPT time, collects DATA up to the size limit, and hands the bytes to the
- * domain. The 250 reply is sent only after the message is committed.
+ * recipients at RCPT time, collects DATA up to the size limit and within the memory budget,
+ * and hands the bytes to the domain. The 250 reply is sent only after the message is
+ * committed. The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
