@@ -30,8 +30,32 @@ function oversize(to: string): Buffer {
 
 function heavyLegal(to: string): Buffer {
   const part = (name: string, decoded: number) =>
-    [`--b`, 'Content-Type: application/octet-stream', `Content-Disposition: attachment; filename="${name}"`, 'Content-Transfer-Encoding: base64', '', Buffer.alloc(decoded, name).toString('base64').replace(/.{76}/g, '$&\r\n')].join('\r\n')
-  return Buffer.from([`From: heavy@example.com`, `To: ${to}`, 'Subject: heavy', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', 'two attachments', part('a.bin', 5 * MiB), part('b.bin', 2 * MiB), '--b--', ''].join('\r\n'))
+    [
+      `--b`,
+      'Content-Type: application/octet-stream',
+      `Content-Disposition: attachment; filename="${name}"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.alloc(decoded, name).toString('base64').replace(/.{76}/g, '$&\r\n'),
+    ].join('\r\n')
+  return Buffer.from(
+    [
+      `From: heavy@example.com`,
+      `To: ${to}`,
+      'Subject: heavy',
+      'MIME-Version: 1.0',
+      'Content-Type: multipart/mixed; boundary="b"',
+      '',
+      '--b',
+      'Content-Type: text/plain',
+      '',
+      'two attachments',
+      part('a.bin', 5 * MiB),
+      part('b.bin', 2 * MiB),
+      '--b--',
+      '',
+    ].join('\r\n'),
+  )
 }
 
 /** One SMTP transaction from `localAddress`; resolves with the reply code to the message (or to the first refusal). */
@@ -50,8 +74,7 @@ function send(port: number, localAddress: string, to: string, body: Buffer): Pro
     socket.on('error', () => resolve(-1))
     socket.on('data', (chunk: string) => {
       buffered += chunk
-      let end: number
-      while ((end = buffered.indexOf('\r\n')) >= 0) {
+      for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
         const line = buffered.slice(0, end)
         buffered = buffered.slice(end + 2)
         if (line[3] === '-') continue
@@ -110,7 +133,16 @@ async function run(name: string, pid: number, port: number, base: string, body: 
   const slowestHealthMs = await stopProbe()
   const replies: Record<string, number> = {}
   for (const code of codes) replies[code] = (replies[code] ?? 0) + 1
-  const result = { name, streams: STREAMS, message_mib: +(body.length / MiB).toFixed(2), rss_before_mib: +before.toFixed(1), peak_rss_mib: +Math.max(peak, highWaterMiB(pid)).toFixed(1), seconds: +((performance.now() - started) / 1000).toFixed(1), slowest_health_ms: Math.round(slowestHealthMs), replies }
+  const result = {
+    name,
+    streams: STREAMS,
+    message_mib: +(body.length / MiB).toFixed(2),
+    rss_before_mib: +before.toFixed(1),
+    peak_rss_mib: +Math.max(peak, highWaterMiB(pid)).toFixed(1),
+    seconds: +((performance.now() - started) / 1000).toFixed(1),
+    slowest_health_ms: Math.round(slowestHealthMs),
+    replies,
+  }
   log(JSON.stringify(result))
   return result
 }
@@ -118,7 +150,10 @@ async function run(name: string, pid: number, port: number, base: string, body: 
 const server = await startPigeonhole()
 try {
   const inbox = await new PigeonholeApi(server.base, server.key).createInbox()
-  const results = [await run('over-size 12 MiB', server.child.pid, server.smtpPort, server.base, oversize(inbox.address), inbox.address), await run('legal 9.4 MiB, two attachments', server.child.pid, server.smtpPort, server.base, heavyLegal(inbox.address), inbox.address)]
+  const results = [
+    await run('over-size 12 MiB', server.child.pid, server.smtpPort, server.base, oversize(inbox.address), inbox.address),
+    await run('legal 9.4 MiB, two attachments', server.child.pid, server.smtpPort, server.base, heavyLegal(inbox.address), inbox.address),
+  ]
   console.log(JSON.stringify({ smtp_data_memory_mib: Number(process.env.SMTP_DATA_MEMORY_BYTES ?? 32 * MiB) / MiB, results }, null, 2))
 } finally {
   await server.stop()

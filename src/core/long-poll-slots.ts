@@ -17,10 +17,7 @@ export class LongPollSlots {
     const keySlot = `key:${principal.keyPublicId}`
     const orgSlot = `org:${principal.organizationId}`
     if ((this.held.get(keySlot) ?? 0) >= this.limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= this.limits.longPollsPerOrg) {
-      throw new DomainError(
-        'long_poll_limit_exceeded',
-        `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`,
-      )
+      throw new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`)
     }
     this.bump(keySlot, 1)
     this.bump(orgSlot, 1)
@@ -36,6 +33,13 @@ export class LongPollSlots {
   /** Slots currently held; for tests and health detail. */
   count(principal: Principal): { key: number; org: number } {
     return { key: this.held.get(`key:${principal.keyPublicId}`) ?? 0, org: this.held.get(`org:${principal.organizationId}`) ?? 0 }
+  }
+
+  /** Waits held across every key (each wait holds one key slot); for the metrics. */
+  total(): number {
+    let sum = 0
+    for (const [slot, held] of this.held) if (slot.startsWith('key:')) sum += held
+    return sum
   }
 
   private bump(slot: string, by: number): void {

@@ -1,10 +1,13 @@
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import type { InboxNotifier } from '../notifier.ts'
-import type { RoutingProvider } from '../routing/provider.ts'
+import type { PublicUrls } from '../public-urls.ts'
+import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
+import type { DiskGuard } from './disk-guard.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -12,6 +15,8 @@ import type { RequestRateLimiter } from './request-rate-limiter.ts'
 /** Everything a domain verb may use, built once by the composition root (src/app.ts). */
 export interface Services {
   config: Config
+  /** Resolved once the HTTP listener has its port (see resolvePublicUrls). */
+  publicUrls: () => PublicUrls
   storage: Storage
   clock: Clock
   logger: Logger
@@ -21,6 +26,10 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Counters and histograms for /metrics; plain numbers, no I/O. */
+  metrics: AppMetrics
+  /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
+  disk: DiskGuard
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }

@@ -17,6 +17,8 @@ export class DataBudget {
     readonly total: number,
     /** Called each time another half budget of bytes has flowed through (taken or only counted). */
     private readonly onFlow: () => void = () => {},
+    /** Called with each change of the bytes held. */
+    private readonly onHeld: (delta: number) => void = () => {},
   ) {
     this.perOwner = Math.floor(total / 2)
   }
@@ -35,6 +37,7 @@ export class DataBudget {
     if (this.used + bytes > this.total || held + bytes > this.perOwner) return false
     this.used += bytes
     this.byOwner.set(owner, held + bytes)
+    this.onHeld(bytes)
     return true
   }
 
@@ -42,6 +45,7 @@ export class DataBudget {
     if (bytes <= 0) return
     const held = (this.byOwner.get(owner) ?? 0) - bytes
     this.used -= bytes
+    this.onHeld(-bytes)
     if (held > 0) this.byOwner.set(owner, held)
     else this.byOwner.delete(owner)
   }

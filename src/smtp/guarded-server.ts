@@ -33,10 +33,15 @@ export class GuardedSmtpServer extends SMTPServer {
   override connect(socket: Parameters<SMTPServer['connect']>[0], socketOptions?: SocketOptions): void {
     const id = socketOptions?.id
     const address = socketOptions?.remoteAddress ?? socket.remoteAddress ?? ''
-    if (!id || !this.guard.admit(id, address)) return refuse(socket, this.refusal)
+    if (!id || !this.guard.admit(id, address)) {
+      refuse(socket, this.refusal)
+      return
+    }
     super.connect(socket, socketOptions)
     for (const connection of this.connections) {
-      if (connection.id === id) return this.guard.opened(connection)
+      if (connection.id !== id) continue
+      this.guard.opened(connection)
+      return
     }
   }
 }

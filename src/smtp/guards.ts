@@ -35,8 +35,10 @@ export class SmtpGuards implements ConnectionGuard {
     private readonly logger: Logger,
     /** Reply text for a SIZE= declaration over the limit. */
     private readonly sizeRefusal: string,
+    /** Told of every change of the bytes held (the metrics gauge). */
+    onHeld: (delta: number) => void = () => {},
   ) {
-    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage)
+    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, onHeld)
     this.parsing = new ParseGate(limits.messageBytes, collectGarbage)
     this.gate = new AddressGate(limits.smtpMaxClientsPerAddress)
     this.timeouts = {

@@ -8,10 +8,7 @@
  */
 import type { DataBudget } from './data-budget.ts'
 
-export type CollectedMessage =
-  | { kind: 'complete'; raw: Buffer }
-  | { kind: 'too_large'; size: number }
-  | { kind: 'over_budget'; size: number }
+export type CollectedMessage = { kind: 'complete'; raw: Buffer } | { kind: 'too_large'; size: number } | { kind: 'over_budget'; size: number }
 
 export class MessageCollector {
   private chunks: Buffer[] = []

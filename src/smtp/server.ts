@@ -1,7 +1,7 @@
 /**
- * The SMTP transport: a receive-only listener (no AUTH, no STARTTLS, no relay). It refuses
- * recipients at RCPT time, collects DATA up to the size limit and within the memory budget,
- * and hands the bytes to the domain. The 250 reply is sent only after the message is
+ * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
+ * material). It refuses recipients at RCPT time, collects DATA up to the size limit and
+ * within the memory budget, and hands the bytes to the domain. The 250 reply is sent only after the message is
  * committed. The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
@@ -17,6 +17,7 @@ import { SmtpGuards } from './guards.ts'
 import { MessageCollector } from './message-collector.ts'
 import { guardReply, smtpReply } from './replies.ts'
 import { assertSizeCheckHook } from './size-declaration.ts'
+import { isTlsFailure, type SmtpTls } from './tls.ts'
 
 interface ConnectionState {
   closed: boolean
@@ -30,12 +31,12 @@ const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
 const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
-export function createSmtpServer(s: Services): SMTPServer {
+export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
   assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
   const tooLarge = new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`)
-  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message)
+  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) => s.metrics.adjustBufferedBytes(delta))
 
   const stateOf = (session: SMTPServerSession): ConnectionState => {
     let state = connections.get(session.id)
@@ -58,97 +59,110 @@ export function createSmtpServer(s: Services): SMTPServer {
     return smtpReply(error)
   }
 
-  const server = new GuardedSmtpServer({
-    name: s.config.receivingDomain,
-    banner: 'Pigeonhole receive-only test inbox',
-    authOptional: true,
-    disabledCommands: ['AUTH', 'STARTTLS'],
-    hideSTARTTLS: true,
-    size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
-    maxClients: limits.smtpMaxClients,
-    socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
-    useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
-    logger: false,
-    disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
-    closeTimeout: 5_000,
+  const server = new GuardedSmtpServer(
+    {
+      name: s.config.receivingDomain,
+      banner: 'Pigeonhole receive-only test inbox',
+      authOptional: true,
+      disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+      hideSTARTTLS: !tls,
+      ...tls?.options,
+      size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
+      maxClients: limits.smtpMaxClients,
+      socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
+      useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
+      logger: false,
+      disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
+      closeTimeout: 5_000,
 
-    onMailFrom(address, session, callback) {
-      callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? guardReply('unknown_parameter') : null)
-      guards.of(session.id)?.progressed()
-    },
+      onMailFrom(address, session, callback) {
+        if (tls?.requireTls && !session.secure) callback(refuse(session, new InboundRefusal('tls_required')))
+        else callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? guardReply('unknown_parameter') : null)
+        guards.of(session.id)?.progressed()
+      },
 
-    onRcptTo(address, session, callback) {
-      guards.of(session.id)?.progressed()
-      if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(guardReply('unknown_parameter'))
-      try {
-        const state = stateOf(session)
-        const envelope = session.envelope
-        const isLive = () => !state.closed && session.envelope === envelope
-        const reservation = admitRecipient(s, address.address, isLive, state.reservations)
-        if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
-        callback()
-      } catch (error) {
-        callback(refuse(session, error, { recipient_domain: address.address.split('@').pop() }))
-      }
-    },
-
-    onData(stream: SMTPServerDataStream, session, callback) {
-      const state = stateOf(session)
-      const recipients = state.reservations
-      const deadlines = guards.of(session.id)
-      deadlines?.dataStarted()
-      const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes)
-      let ended = false
-      const reply: typeof callback = (error, message) => {
-        callback(error, message)
-        deadlines?.replied()
-      }
-      stream.on('data', (chunk: Buffer) => {
-        const dropped = collector.add(chunk)
-        if (dropped) s.logger.info('smtp_data_dropped', { session_id: session.id, reason: dropped, remote: session.remoteAddress, held_bytes: guards.budget.held })
-      })
-      // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
-      stream.on('close', () => ended || collector.release())
-      stream.on('end', () => {
-        ended = true
-        deadlines?.dataEnded()
-        const started = performance.now()
-        const collected = collector.finish()
-        if (collected.kind !== 'complete') {
-          for (const reservation of recipients) s.reservations.release(reservation)
-          if (collected.kind === 'too_large') return reply(refuse(session, tooLarge, { size_bytes: collected.size }))
-          s.logger.info('smtp_refused', { session_id: session.id, reason: 'memory_busy', remote: session.remoteAddress, size_bytes: collected.size, held_bytes: guards.budget.held })
-          return reply(guardReply('memory_busy'))
+      onRcptTo(address, session, callback) {
+        guards.of(session.id)?.progressed()
+        if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(guardReply('unknown_parameter'))
+        try {
+          const state = stateOf(session)
+          const envelope = session.envelope
+          const isLive = () => !state.closed && session.envelope === envelope
+          const reservation = admitRecipient(s, address.address, isLive, state.reservations)
+          if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
+          callback()
+        } catch (error) {
+          callback(refuse(session, error, { recipient_domain: address.address.split('@').pop() }))
         }
-        const { raw } = collected
-        const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-        guards.parsing
-          .run(raw.byteLength, () => receiveMessage(s, raw, envelopeFrom, recipients))
-          .then(
-            (stored) => {
-              s.logger.info('smtp_message_stored', {
-                session_id: session.id,
-                message_ids: stored.map((m) => m.messageId),
-                size_bytes: raw.byteLength,
-                duration_ms: Math.round((performance.now() - started) * 100) / 100,
-              })
-              reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
-            },
-            (error: unknown) => reply(refuse(session, error, { size_bytes: raw.byteLength })),
-          )
-          .finally(() => collector.release())
-      })
-    },
+      },
 
-    onClose(session) {
-      guards.closed(session.id)
-      const state = connections.get(session.id)
-      if (!state) return
-      state.closed = true
-      for (const reservation of state.reservations) s.reservations.release(reservation)
-      connections.delete(session.id)
+      onData(stream: SMTPServerDataStream, session, callback) {
+        const state = stateOf(session)
+        const recipients = state.reservations
+        const deadlines = guards.of(session.id)
+        deadlines?.dataStarted()
+        const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes)
+        let ended = false
+        const reply: typeof callback = (error, message) => {
+          callback(error, message)
+          deadlines?.replied()
+        }
+        stream.on('data', (chunk: Buffer) => {
+          const dropped = collector.add(chunk)
+          if (dropped) s.logger.info('smtp_data_dropped', { session_id: session.id, reason: dropped, remote: session.remoteAddress, held_bytes: guards.budget.held })
+        })
+        // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
+        stream.on('close', () => ended || collector.release())
+        stream.on('end', () => {
+          ended = true
+          deadlines?.dataEnded()
+          const started = performance.now()
+          const collected = collector.finish()
+          if (collected.kind !== 'complete') {
+            for (const reservation of recipients) s.reservations.release(reservation)
+            if (collected.kind === 'too_large') return reply(refuse(session, tooLarge, { size_bytes: collected.size }))
+            s.logger.info('smtp_refused', { session_id: session.id, reason: 'memory_busy', remote: session.remoteAddress, size_bytes: collected.size, held_bytes: guards.budget.held })
+            return reply(guardReply('memory_busy'))
+          }
+          const { raw } = collected
+          const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
+          guards.parsing
+            .run(raw.byteLength, () => receiveMessage(s, raw, envelopeFrom, recipients))
+            .then(
+              (stored) => {
+                s.logger.info('smtp_message_stored', {
+                  session_id: session.id,
+                  message_ids: stored.map((m) => m.messageId),
+                  size_bytes: raw.byteLength,
+                  duration_ms: Math.round((performance.now() - started) * 100) / 100,
+                })
+                reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
+              },
+              (error: unknown) => reply(refuse(session, error, { size_bytes: raw.byteLength })),
+            )
+            .finally(() => collector.release())
+        })
+      },
+
+      onClose(session) {
+        guards.closed(session.id)
+        const state = connections.get(session.id)
+        if (!state) return
+        state.closed = true
+        for (const reservation of state.reservations) s.reservations.release(reservation)
+        connections.delete(session.id)
+      },
     },
-  }, guards, SmtpGuards.refusalLine())
-  server.on('error', (error) => s.logger.error('smtp_server_error', errorFields(error)))
+    guards,
+    SmtpGuards.refusalLine(),
+  )
+  // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
+  const reported = new WeakSet<object>()
+  server.on('error', (error) => {
+    if (!isTlsFailure(error)) return s.logger.error('smtp_server_error', errorFields(error))
+    if (reported.has(error)) return
+    reported.add(error)
+    s.logger.warn('smtp_tls_failed', { error: error.message, remote: (error as { meta?: { remoteAddress?: string } }).meta?.remoteAddress })
+  })
   return server
 }

@@ -47,7 +47,10 @@ export class SessionDeadlines {
 
   /** MAIL or RCPT was answered: the client has the command time for its next step. */
   progressed(): void {
-    if (this.lifetimeOver) return this.end('session_timeout')
+    if (this.lifetimeOver) {
+      this.end('session_timeout')
+      return
+    }
     this.phase = 'command'
     this.arm(this.timeouts.commandMs, () => this.end('command_timeout'))
   }

@@ -55,7 +55,9 @@ describe('connections per client address', () => {
   test('one address holding its connections with a byte a second, and reconnecting in a loop, never locks out another address', async () => {
     const flooder = '127.0.0.4'
     const held = await Promise.all(Array.from({ length: 4 }, () => SmtpClient.connect(port(), '127.0.0.1', flooder)))
-    const trickle = setInterval(() => held.forEach((client) => client.socket.write('N')), 20)
+    const trickle = setInterval(() => {
+      for (const client of held) client.socket.write('N')
+    }, 20)
     let flooding = true
     let refusedCount = 0
     const loop = (async () => {
@@ -71,7 +73,7 @@ describe('connections per client address', () => {
       flooding = false
       clearInterval(trickle)
       await loop
-      held.forEach((client) => client.destroy())
+      for (const client of held) client.destroy()
     }
     expect(refusedCount).toBeGreaterThan(0)
     expect((await server.get('/health')).status).toBe(200)

@@ -78,7 +78,14 @@ describe('hostile SMTP clients', () => {
         await client.command('EHLO relay.example')
         await client.command('MAIL FROM:<spammer@example.com>')
         const local = inbox.address.split('@')[0]
-        const attempts = ['victim@gmail.com', `@${server.config.receivingDomain}:victim@gmail.com`, `victim%gmail.com@${server.config.receivingDomain}`, `${local}@gmail.com`, 'postmaster', `"victim@gmail.com"@${server.config.receivingDomain}`]
+        const attempts = [
+          'victim@gmail.com',
+          `@${server.config.receivingDomain}:victim@gmail.com`,
+          `victim%gmail.com@${server.config.receivingDomain}`,
+          `${local}@gmail.com`,
+          'postmaster',
+          `"victim@gmail.com"@${server.config.receivingDomain}`,
+        ]
         const answers = []
         for (const to of attempts) answers.push(await client.command(`RCPT TO:<${to}>`))
         answers.push(await client.command('DATA'))

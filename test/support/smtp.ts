@@ -3,6 +3,7 @@
  * a test can stop at any step (RSET, QUIT, drop the connection mid-DATA).
  */
 import { connect, type Socket } from 'node:net'
+import { type ConnectionOptions, connect as connectTls, type TLSSocket } from 'node:tls'
 
 export interface Reply {
   code: number
@@ -44,10 +45,19 @@ export class SmtpClient {
     return new Promise((resolve) => this.socket.once('close', () => resolve()))
   }
 
+  /** STARTTLS and a finished handshake; the client returned speaks SMTP over TLS on this connection. */
+  async startTls(options: ConnectionOptions = {}): Promise<SmtpClient & { socket: TLSSocket }> {
+    const go = await this.command('STARTTLS')
+    if (go.code !== 220) throw new Error(`STARTTLS answered ${go.code} ${go.text}`)
+    this.socket.removeAllListeners('data')
+    const secure = connectTls({ socket: this.socket, rejectUnauthorized: false, ...options })
+    await new Promise<void>((resolve, reject) => secure.once('secureConnect', resolve).once('error', reject))
+    return new SmtpClient(secure) as SmtpClient & { socket: TLSSocket }
+  }
+
   private onData(chunk: string): void {
     this.buffer += chunk
-    let index: number
-    while ((index = this.buffer.indexOf('\r\n')) >= 0) {
+    for (let index = this.buffer.indexOf('\r\n'); index >= 0; index = this.buffer.indexOf('\r\n')) {
       const line = this.buffer.slice(0, index)
       this.buffer = this.buffer.slice(index + 2)
       this.lines.push(line.slice(4))

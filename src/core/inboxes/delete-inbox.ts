@@ -1,8 +1,8 @@
 import { eq } from 'drizzle-orm'
 import { inboxes } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
+import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
-import { routingFailure } from './create-inbox.ts'
 import { findActiveInbox } from './find-inbox.ts'
 import { releaseAbandonedClaims } from './idempotency.ts'
 
@@ -18,7 +18,7 @@ export async function deleteInbox(s: Services, principal: Principal, inboxId: st
   } catch (error) {
     throw routingFailure(error, 'delete')
   }
-  s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run())
+  s.disk.freeing(() => s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run()))
   s.notifier.emit(inbox.id, 'inbox_deleted')
 }
 

@@ -11,7 +11,7 @@ import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
-export interface WaitOptions {
+interface WaitOptions {
   waitSeconds: number
   /** Aborted when the client disconnects. */
   signal: AbortSignal
@@ -20,16 +20,18 @@ export interface WaitOptions {
 export async function listOrWaitForMessages(s: Services, principal: Principal, inboxId: string, query: MessageQuery, wait: WaitOptions): Promise<MessagePage | null> {
   checkMessageQuery(query)
   const inbox = findActiveInbox(s.storage.db, principal, inboxId)
-  const run = () => queryMessages(s.storage.db, s.cursors, s.config.filesUrl, s.clock.now(), inbox.id, query)
+  const run = () => queryMessages(s.storage.db, s.cursors, s.publicUrls().filesUrl, s.clock.now(), inbox.id, query)
   if (wait.waitSeconds === 0) return run()
   checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
 
   const release = s.longPolls.acquire(principal)
   let changes = 0
   let deleted = false
+  let signalledAt = 0 // the notifier fires right after the commit
   let wake: (() => void) | null = null
   const unsubscribe = s.notifier.subscribe(inbox.id, (event) => {
     changes++
+    if (event === 'message_stored') signalledAt = performance.now()
     if (event === 'inbox_deleted') deleted = true
     wake?.()
   })
@@ -47,7 +49,10 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     for (;;) {
       const seen = changes
       const page = run()
-      if (page.data.length > 0) return page
+      if (page.data.length > 0) {
+        if (signalledAt) s.metrics.longPollWake.observe((performance.now() - signalledAt) / 1000)
+        return page
+      }
       if (deleted) throw new DomainError('inbox_not_found', 'The inbox was deleted while waiting.')
       if (finished) return null
       if (changes !== seen) continue
