@@ -15,8 +15,9 @@ export class DataBudget {
 
   constructor(
     readonly total: number,
-    /** Called each time another half budget of bytes has flowed through (taken or only counted). */
+    /** Called each time another `flowEvery` bytes have flowed through (taken or only counted). */
     private readonly onFlow: () => void = () => {},
+    private readonly flowEvery: number = Math.floor(total / 2),
     /** Called with each change of the bytes held. */
     private readonly onHeld: (delta: number) => void = () => {},
   ) {
@@ -26,7 +27,7 @@ export class DataBudget {
   /** Counts bytes that arrived, whether they are kept or thrown away. */
   flow(bytes: number): void {
     this.flowed += bytes
-    if (this.flowed < this.perOwner) return
+    if (this.flowed < this.flowEvery) return
     this.flowed = 0
     this.onFlow()
   }

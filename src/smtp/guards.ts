@@ -22,6 +22,9 @@ import { wordSizeRefusal } from './size-declaration.ts'
  * each large parse, keeps RSS near what is really held (docs/smtp-guards.md).
  */
 const collectGarbage = () => Bun.gc(true)
+/** Floors for small configured limits (tests), where a collection per few KiB would cost more than it saves. */
+const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
+const MIN_LARGE_MESSAGE = 1024 * 1024
 
 export class SmtpGuards implements ConnectionGuard {
   readonly budget: DataBudget
@@ -38,8 +41,8 @@ export class SmtpGuards implements ConnectionGuard {
     /** Told of every change of the bytes held (the metrics gauge). */
     onHeld: (delta: number) => void = () => {},
   ) {
-    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, onHeld)
-    this.parsing = new ParseGate(limits.messageBytes, collectGarbage)
+    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS), onHeld)
+    this.parsing = new ParseGate(limits.messageBytes, collectGarbage, Math.max(limits.messageBytes / 4, MIN_LARGE_MESSAGE))
     this.gate = new AddressGate(limits.smtpMaxClientsPerAddress)
     this.timeouts = {
       greetingMs: limits.smtpGreetingTimeoutMs,

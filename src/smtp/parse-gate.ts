@@ -13,15 +13,16 @@ export class ParseGate {
   constructor(
     readonly capacity: number,
     /**
-     * Called before and after each message of at least a quarter of the capacity: its parse
-     * takes about ten times its size, best taken from memory just freed, and leaves as much garbage.
+     * Called before and after each message of at least `largeBytes`: its parse takes about
+     * ten times its size, best taken from memory just freed, and leaves as much garbage.
      */
     private readonly aroundLarge: () => void = () => {},
+    private readonly largeBytes: number = capacity / 4,
   ) {}
 
   async run<T>(size: number, work: () => Promise<T>): Promise<T> {
     await this.enter(size)
-    const large = size >= this.capacity / 4
+    const large = size >= this.largeBytes
     if (large) this.aroundLarge()
     try {
       return await work()
