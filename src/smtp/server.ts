@@ -1,8 +1,8 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
  * material). It refuses recipients at RCPT time, collects DATA up to the size limit and
- * within the memory budget, and hands the bytes to the domain. The 250 reply is sent only after the message is
- * committed. The guards against floods and slow clients live in guards.ts.
+ * within the memory budget, and hands the bytes to the domain. The 250 reply is sent only
+ * after the message is committed. The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
@@ -125,20 +125,21 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
             return reply(guardReply('memory_busy'))
           }
           const { raw } = collected
+          const size = raw.byteLength // raw itself is handed over to the parser
           const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
           guards.parsing
-            .run(raw.byteLength, () => receiveMessage(s, raw, envelopeFrom, recipients))
+            .run(size, () => receiveMessage(s, raw, envelopeFrom, recipients))
             .then(
               (stored) => {
                 s.logger.info('smtp_message_stored', {
                   session_id: session.id,
                   message_ids: stored.map((m) => m.messageId),
-                  size_bytes: raw.byteLength,
+                  size_bytes: size,
                   duration_ms: Math.round((performance.now() - started) * 100) / 100,
                 })
                 reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
               },
-              (error: unknown) => reply(refuse(session, error, { size_bytes: raw.byteLength })),
+              (error: unknown) => reply(refuse(session, error, { size_bytes: size })),
             )
             .finally(() => collector.release())
         })

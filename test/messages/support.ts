@@ -32,7 +32,10 @@ export async function newInbox(server: TestServer, key: string, prefix?: string)
 }
 
 /** The principal the server sees for a key (for services.longPolls.count). */
-export const principalOf = (key: string, organizationId: string): Principal => ({ organizationId, keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16) })
+export const principalOf = (key: string, organizationId: string): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({
+  organizationId,
+  keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16),
+})
 
 /** Sends one message and expects 250; returns the stored message ids named in the reply. */
 export async function deliver(server: TestServer, to: string | string[], raw: string | Buffer, from = 'sender@example.com'): Promise<string[]> {
@@ -92,8 +95,8 @@ export async function asApi(response: Response): Promise<ApiResponse> {
 export const downloadAttachment = (server: TestServer, id: string, key: string) => fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
 
 /** A roomy server with one tenant and one inbox, shared by the tests of one file. */
-export async function startWithInbox(): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
-  const server = await startRoomyServer()
+export async function startWithInbox(env: Record<string, string> = {}): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
+  const server = await startRoomyServer({ env })
   const tenant = server.tenant()
   return { server, tenant, inbox: await newInbox(server, tenant.key) }
 }

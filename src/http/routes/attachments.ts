@@ -5,7 +5,7 @@ import { ErrorModel } from '../openapi.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266), safe for any name. */
-function contentDisposition(filename: string): string {
+export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\%;]/g, '_').trim() || 'attachment'
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
@@ -16,7 +16,8 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     '/v1/attachments/:attachment_id',
     ({ request, params }) => {
       const file = downloadAttachment(s, requests.principal(request), params.attachment_id)
-      return new Response(file.content, {
+      // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.
+      return new Response(file.content as Uint8Array<ArrayBuffer>, {
         headers: {
           'content-type': file.contentType,
           'content-disposition': contentDisposition(file.filename),
