@@ -1,5 +1,6 @@
 /** The pure parts of the SMTP guards: the budget, the collector, the parse gate, the address gate and its key. */
 import { describe, expect, test } from 'bun:test'
+import { loadConfig } from '../../src/config.ts'
 import { AddressGate } from '../../src/smtp/address-gate.ts'
 import { clientKey } from '../../src/smtp/client-key.ts'
 import { DataBudget } from '../../src/smtp/data-budget.ts'
@@ -125,5 +126,12 @@ describe('ParseGate', () => {
     expect(calls).toBe(0)
     await expect(gate.run(25, async () => Promise.reject(new Error('refused')))).rejects.toThrow('refused')
     expect(calls).toBe(2)
+  })
+})
+
+describe('SMTP_DATA_MEMORY_BYTES', () => {
+  test('must hold two whole messages (one address may use half), else start-up names the variable', () => {
+    expect(() => loadConfig({ LIMIT_MESSAGE_BYTES: '1000', SMTP_DATA_MEMORY_BYTES: '1999' })).toThrow(/^SMTP_DATA_MEMORY_BYTES: must be at least twice LIMIT_MESSAGE_BYTES \(2000\), got 1999$/)
+    expect(loadConfig({ LIMIT_MESSAGE_BYTES: '1000', SMTP_DATA_MEMORY_BYTES: '2000' }).limits.smtpDataMemoryBytes).toBe(2000)
   })
 })
