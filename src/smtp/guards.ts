@@ -62,7 +62,7 @@ export class SmtpGuards implements ConnectionGuard {
   opened(connection: SmtpConnection): void {
     wordSizeRefusal(connection, this.sizeRefusal)
     const deadlines = new SessionDeadlines(connection, this.timeouts, (reason) => {
-      this.logger.info('smtp_timeout', { session_id: connection.id, reason, remote: connection.remoteAddress })
+      this.logger.info('smtp_refused', { session_id: connection.id, reason, remote: connection.remoteAddress })
       const reply = GUARD_REPLIES[reason]
       connection.send(reply.code, reply.text) // a 421 also closes the connection
     })

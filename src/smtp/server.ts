@@ -59,6 +59,11 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
     return smtpReply(error)
   }
 
+  const unknownParameter = (session: SMTPServerSession) => {
+    s.logger.info('smtp_refused', { session_id: session.id, reason: 'unknown_parameter', remote: session.remoteAddress })
+    return guardReply('unknown_parameter')
+  }
+
   const server = new GuardedSmtpServer(
     {
       name: s.config.receivingDomain,
@@ -77,13 +82,13 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
 
       onMailFrom(address, session, callback) {
         if (tls?.requireTls && !session.secure) callback(refuse(session, new InboundRefusal('tls_required')))
-        else callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? guardReply('unknown_parameter') : null)
+        else callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? unknownParameter(session) : null)
         guards.of(session.id)?.progressed()
       },
 
       onRcptTo(address, session, callback) {
         guards.of(session.id)?.progressed()
-        if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(guardReply('unknown_parameter'))
+        if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(unknownParameter(session))
         try {
           const state = stateOf(session)
           const envelope = session.envelope
