@@ -10,9 +10,12 @@ export const SIGN_IN_WINDOW_MS = 15 * 60_000
 export const FAILURES_PER_ACCOUNT = 5
 export const FAILURES_PER_ADDRESS = 20
 export const MAX_ENTRIES = 100_000
+/** argon2id checks in flight at once; more would only queue CPU work an attacker chose. */
+export const MAX_CONCURRENT_VERIFICATIONS = 4
 
 export class SignInThrottle {
   private readonly failures = new Map<string, { count: number; windowEndsAt: number }>()
+  private verifying = 0
 
   constructor(private readonly clock: Clock) {}
 
@@ -29,6 +32,27 @@ export class SignInThrottle {
         throw new ConsoleError('throttled', 'Too many failed sign-ins. Try again later.', Math.ceil((entry.windowEndsAt - now) / 1000))
       }
     }
+  }
+
+  /**
+   * Admits one attempt before its password check: refuses when a count is used up or too
+   * many checks are in flight, otherwise counts it as a failure at once, so parallel guesses
+   * cannot all pass `check` before any of them is recorded. Call `finish` when the check ends.
+   */
+  begin(email: string, clientAddress: string): void {
+    this.check(email, clientAddress)
+    if (this.verifying >= MAX_CONCURRENT_VERIFICATIONS) throw new ConsoleError('throttled', 'Too many sign-ins at once. Try again in a moment.', 1)
+    this.verifying++
+    this.recordFailure(email, clientAddress)
+  }
+
+  /** Ends an attempt `begin` admitted; a success takes back its count (see recordSuccess). */
+  finish(email: string, clientAddress: string, succeeded: boolean): void {
+    this.verifying--
+    if (!succeeded) return
+    this.recordSuccess(email)
+    const entry = this.failures.get(`address:${clientAddress}`)
+    if (entry && entry.count > 0) entry.count--
   }
 
   recordFailure(email: string, clientAddress: string): void {

@@ -13,14 +13,17 @@ export async function signIn(s: Pick<Services, 'storage'>, throttle: SignInThrot
   const email = normaliseEmail(input.email)
   const password = typeof input.password === 'string' ? input.password : ''
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
-  throttle.check(email, clientAddress)
-  const user = findUserByEmail(s.storage.db, email)
-  decoyHash ??= hashPassword('decoy password, never matches')
-  const matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash))
-  if (!user || !matches) {
-    throttle.recordFailure(email, clientAddress)
-    throw wrongCredentials()
+  // Counted before the await: a check recorded only afterwards let a parallel wave through.
+  throttle.begin(email, clientAddress)
+  let matches = false
+  let user: User | undefined
+  try {
+    user = findUserByEmail(s.storage.db, email)
+    decoyHash ??= hashPassword('decoy password, never matches')
+    matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash))
+  } finally {
+    throttle.finish(email, clientAddress, Boolean(user) && matches)
   }
-  throttle.recordSuccess(email)
+  if (!user || !matches) throw wrongCredentials()
   return user
 }
