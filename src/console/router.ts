@@ -6,6 +6,9 @@
  * and adds the security headers to every response.
  */
 import { ConsoleError } from '../core/console/errors.ts'
+import { DomainError } from '../core/errors.ts'
+import { readBodyText } from '../http/body.ts'
+import { HttpProtocolError } from '../http/request-target.ts'
 import { errorFields } from '../log.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
@@ -86,8 +89,17 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     if (length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
     const type = request.headers.get('content-type') ?? ''
     if (!type.startsWith('application/x-www-form-urlencoded')) return renderError(ctx, 415, 'Forms must be sent as application/x-www-form-urlencoded.')
-    const body = await request.text()
-    if (Buffer.byteLength(body) > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
+    let body: string
+    try {
+      // Bounded in time like /v1 bodies: a trickled form must not hold the request open.
+      body = await readBodyText(request, MAX_FORM_BYTES, deps.s.config.httpBodyTimeoutMs)
+    } catch (error) {
+      if (error instanceof DomainError) return renderError(ctx, 413, 'The form is too large.')
+      if (!(error instanceof HttpProtocolError)) throw error
+      const response = renderError(ctx, 408, 'The form did not arrive in time. Send it again.')
+      response.headers.set('connection', 'close')
+      return response
+    }
     ctx.form = new URLSearchParams(body)
     if (!tokensMatch(ctx.form.get(CSRF_FIELD), ctx.expectedCsrf())) {
       return renderError(ctx, 403, 'The form expired or was not sent from this console. Reload the page and try again.')
