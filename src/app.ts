@@ -16,9 +16,11 @@ import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
 import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
+import { badTargetResponse } from './console/bad-target.ts'
 import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
+import { targetRefusal } from './http/request-target.ts'
 import { createLogger, type Logger } from './log.ts'
 import { AppMetrics } from './metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from './metrics/event-loop.ts'
@@ -109,7 +111,11 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     // envelope, reading at most 64 KiB of any body (src/http/body.ts).
     maxRequestBodySize: 1024 * 1024 * 1024,
     fetch(request, bun) {
+      // Host and target are checked before either transport sees the request (the console
+      // parses its URL with new URL()); the API answers a refusal in its own error envelope.
+      const refusal = targetRefusal(request)
       if (!isConsolePath(request.url)) return api.fetch(request)
+      if (refusal) return badTargetResponse(logger, request, refusal)
       const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
       return consoleApp.handle(request, address)
     },

@@ -46,7 +46,19 @@ function pathOf(url: string): string {
 export function checkRequestTarget(request: Request): string {
   if (request.method === 'CONNECT') throw new HttpProtocolError(400, 'bad_request', 'CONNECT is not supported: this is not a proxy.')
   checkHost(request.headers.get('host'))
+  parseUrl(request.url) // a few hosts the pattern allows (`%zz`) are still not a valid URL
   return pathOf(request.url)
+}
+
+/** checkRequestTarget's refusal of a request, or null when the request is well-formed. */
+export function targetRefusal(request: Request): HttpProtocolError | null {
+  try {
+    checkRequestTarget(request)
+    return null
+  } catch (error) {
+    if (error instanceof HttpProtocolError) return error
+    throw error
+  }
 }
 
 /** The path for logs of requests that failed before (or in) checkRequestTarget. */
