@@ -21,6 +21,7 @@ import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
 import { targetRefusal } from './http/request-target.ts'
+import { routableByElysia } from './http/routable-request.ts'
 import { createLogger, type Logger } from './log.ts'
 import { AppMetrics } from './metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from './metrics/event-loop.ts'
@@ -114,7 +115,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       // Host and target are checked before either transport sees the request (the console
       // parses its URL with new URL()); the API answers a refusal in its own error envelope.
       const refusal = targetRefusal(request)
-      if (!isConsolePath(request.url)) return api.fetch(request)
+      if (!isConsolePath(request.url)) return api.fetch(refusal ? request : routableByElysia(request))
       if (refusal) return badTargetResponse(logger, request, refusal)
       const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
       return consoleApp.handle(request, address)
