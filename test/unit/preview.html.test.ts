@@ -8,19 +8,22 @@ import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { decodeEntities, htmlToText, makePreview } from '../../src/core/inbound/preview.ts'
 
-/** The regex version this module replaced: right on well-formed HTML, quadratic on unclosed constructs. */
+/** The regex version this module replaced (with quoted values and U+FFFD as HTML has them): right on well-formed HTML, quadratic on unclosed constructs. */
 function regexHtmlToText(html: string): string {
   const names: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
+  const decode = (text: string) =>
+    text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, entity: string) => {
+      if (entity[0] !== '#') return names[entity.toLowerCase()] ?? whole
+      const code = entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
+      return Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd'
+    })
   return html
     .replace(/<(script|style|head|title)\b[\s\S]*?<\/\1\s*>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
-    .replace(/<(br|\/p|\/div|\/li|\/tr|\/h[1-6])\b[^>]*>/gi, ' ')
-    .replace(/<[^>]*>/g, '')
-    .replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, entity: string) => {
-      if (entity[0] !== '#') return names[entity.toLowerCase()] ?? whole
-      const code = entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
-      return Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : ''
-    })
+    .replace(/<(br|\/p|\/div|\/li|\/tr|\/h[1-6])\b(?:[^>"']|"[^"]*"|'[^']*')*>/gi, ' ')
+    .split(/<(?:[^>"']|"[^"]*"|'[^']*')*>/) // a quoted attribute value may hold '>'
+    .map(decode) // each run of text on its own: a tag between `&amp` and `;` keeps them apart
+    .join('')
 }
 
 const codePoints = (s: string) => Array.from(s).length
@@ -33,7 +36,7 @@ describe('htmlToText', () => {
     ['<script>alert(1)</script>shown<style>p{}</STYLE >', ' shown '],
     ['<head><title>t</title></head><body>body</body>', ' body'],
     ['x<!-- hidden -->y', 'x y'],
-    ['&lt;b&gt; &amp;amp; &#65;&#x42;&#X43; &nbsp;&unknown; &#0; &#x110000;', '<b> &amp; ABC  &unknown;  '],
+    ['&lt;b&gt; &amp;amp; &#65;&#x42;&#X43; &nbsp;&unknown; &#0; &#x110000;', '<b> &amp; ABC  &unknown; \ufffd \ufffd'],
     ['a < b', 'a < b'],
     ['1 <2 and 3> 2', '1  2'],
   ])('%j → %j', (html, text) => {
@@ -51,7 +54,7 @@ describe('htmlToText', () => {
   test('equals the regex implementation on well-formed HTML', () => {
     const text = fc.stringMatching(/^[^<>&]{0,12}$/)
     const entity = fc.constantFrom('&amp;', '&LT;', '&gt;', '&quot;', '&apos;', '&nbsp;', '&bogus;', '&#65;', '&#x1F600;', '&#0;', '&#99999999;', '&', '&#', '&#x;', '&amp')
-    const tag = fc.constantFrom('<b>', '</b>', '<br>', '<br/>', '<BR />', '</p>', '<p class="x">', '</div>', '</li>', '</tr>', '</h3>', '<img src="a>b">', '<a href=x>', '<!DOCTYPE html>', '<h1x>')
+    const tag = fc.constantFrom('<b>', '</b>', '<br>', '<br/>', '<BR />', '</p>', '<p class="x">', '</div>', '</li>', '</tr>', '</h3>', '<img src="a>b">', "<p title='x > y' id=\"z\">", '<a href=x>', '<!DOCTYPE html>', '<h1x>')
     const block = fc.tuple(fc.constantFrom('script', 'style', 'head', 'title', 'SCRIPT'), text).map(([name, body]) => `<${name} type="t">${body}</${name.toLowerCase()} >`)
     const comment = text.map((body) => `<!--${body.replace(/-/g, '')}-->`)
     const html = fc.array(fc.oneof(text, entity, tag, block, comment), { maxLength: 30 }).map((parts) => parts.join(''))

@@ -45,7 +45,8 @@ export function decodeEntities(text: string): string {
       if (digitsEnd > digitsFrom && text.charCodeAt(digitsEnd) === 59 /* ; */) {
         end = digitsEnd + 1
         const code = parseInt(text.slice(digitsFrom, digitsEnd), hex ? 16 : 10)
-        value = Number.isFinite(code) && code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : ''
+        // As HTML does: NUL, a surrogate half or past Unicode's end is U+FFFD, never a lone surrogate.
+        value = Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd'
       }
     } else {
       const nameEnd = runEnd(text, at + 1, isLetter)
@@ -77,8 +78,13 @@ function forwardSearch(find: (from: number) => number): (from: number) => number
 }
 
 const TEXT_SLICE = 16 * 1024
+const UNCLOSED_VALUE = -2
 
-const collapse = (text: string) => text.replace(/\s+/g, ' ').trim()
+// C0 and C1 controls (other than whitespace) and the bidi controls: invisible, or able to
+// reorder the text around the preview wherever it is shown on one line.
+const UNSHOWN = /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
+
+const collapse = (text: string) => text.replace(UNSHOWN, '').replace(/\s+/g, ' ').trim()
 
 /**
  * Good enough for a preview: drops scripts, styles, comments and tags; decodes common
@@ -87,6 +93,23 @@ const collapse = (text: string) => text.replace(/\s+/g, ' ').trim()
  */
 export function htmlToText(html: string, enough = Infinity): string {
   const nextGt = forwardSearch((from) => html.indexOf('>', from))
+  const quotedValue = /=[\t\n\f\r ]*["']/g
+  const nextQuotedValue = forwardSearch((from) => {
+    quotedValue.lastIndex = from
+    return quotedValue.exec(html) ? quotedValue.lastIndex - 1 : -1
+  })
+  const nextQuote = { '"': forwardSearch((from) => html.indexOf('"', from)), "'": forwardSearch((from) => html.indexOf("'", from)) }
+  /** The `>` that ends the tag opened before `from`, past any `>` inside a quoted attribute value. */
+  const tagEnd = (from: number): number => {
+    for (;;) {
+      const gt = nextGt(from)
+      const quote = nextQuotedValue(from)
+      if (gt === -1 || quote === -1 || quote > gt) return gt
+      const close = nextQuote[html[quote] as '"' | "'"](quote + 1)
+      if (close === -1) return UNCLOSED_VALUE
+      from = close + 1
+    }
+  }
   const nextCommentEnd = forwardSearch((from) => html.indexOf('-->', from))
   const closers = new Map<string, (from: number) => number>()
   const closerOf = (name: string) => {
@@ -149,7 +172,11 @@ export function htmlToText(html: string, enough = Infinity): string {
         continue
       }
     }
-    const gt = nextGt(lt + 1)
+    const gt = tagEnd(lt + 1)
+    if (gt === UNCLOSED_VALUE) {
+      pieces.push(' ') // the tag never ends: a browser shows nothing after it
+      break
+    }
     if (gt === -1) {
       // No tag can close any more: the rest is text, '<' included.
       pieces.push(decodeEntities(html.slice(lt)))
@@ -163,7 +190,8 @@ export function htmlToText(html: string, enough = Infinity): string {
 
 export function makePreview(text: string | null, html: string | null): string {
   const source = text && text.trim() !== '' ? text : html ? htmlToText(html, 2 * PREVIEW_CHARACTERS) : ''
-  const collapsed = collapse(source)
+  // A text body may hold a lone surrogate (from a UTF-16 or UTF-7 part): U+FFFD instead.
+  const collapsed = collapse(source).toWellFormed()
   // By code point, so no surrogate pair is cut in half. A code point is at most two UTF-16
   // units, so the first 2N units hold the first N code points: splitting only that head
   // keeps a long body from becoming an array of every character.
