@@ -84,13 +84,20 @@ export function settingsTable(settings: readonly Setting[]): string {
   return ['| Variable | Default | Meaning |', '|---|---|---|', ...rows].join('\n')
 }
 
-/** Runs a config read at start-up; a ConfigError ends the process with one line and EX_CONFIG (78). */
+/**
+ * Runs a config read at start-up; a ConfigError ends the process with one line and EX_CONFIG
+ * (78). An async read (the start itself, which reads the TLS files) is covered the same way.
+ */
 export function exitOnConfigError<T>(read: () => T): T {
-  try {
-    return read()
-  } catch (error) {
+  const exit = (error: unknown): never => {
     if (!(error instanceof ConfigError)) throw error
     console.error(`Invalid configuration: ${error.message}`)
     process.exit(78)
+  }
+  try {
+    const result = read()
+    return (result instanceof Promise ? result.catch(exit) : result) as T
+  } catch (error) {
+    return exit(error)
   }
 }

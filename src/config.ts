@@ -359,6 +359,8 @@ function checkCombinations(config: Config): void {
   }
   // Checked here rather than by a pattern, whose message would repeat the secret.
   if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
+  // The pattern allows five digits; past 65535 the listener would throw after the others opened.
+  if (config.metricsPort !== '' && Number(config.metricsPort) > 65535) throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
   // One address may hold half the DATA memory, and that half must hold a whole message.
   if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
     throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)

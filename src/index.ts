@@ -1,9 +1,9 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
 import { startApp } from './app.ts'
-import { loadConfigOrExit } from './config.ts'
+import { exitOnConfigError, loadConfigOrExit } from './config.ts'
 import { errorFields } from './log.ts'
 
-const app = await startApp({ config: loadConfigOrExit() })
+const app = await exitOnConfigError(() => startApp({ config: loadConfigOrExit() }))
 const { logger } = app.services
 if (app.setupUrl) {
   // Besides the JSON log line: a newcomer reading the terminal should not have to parse JSON.

@@ -9,7 +9,7 @@
 import { X509Certificate } from 'node:crypto'
 import { readFileSync, unwatchFile, watchFile } from 'node:fs'
 import { createSecureContext } from 'node:tls'
-import type { Config } from '../config.ts'
+import { type Config, ConfigError } from '../config.ts'
 import type { Logger } from '../log.ts'
 import { selfSigned } from './self-signed.ts'
 
@@ -42,8 +42,22 @@ function checkedPair(material: TlsMaterial): TlsMaterial {
   return material
 }
 
+/** One of the operator's files; unreadable, it is a configuration error naming its variable. */
+function readSettingFile(variable: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8')
+  } catch (error) {
+    throw new ConfigError(variable, `cannot read "${file}" (${(error as NodeJS.ErrnoException).code ?? String(error)})`)
+  }
+}
+
 function readPair(certFile: string, keyFile: string): TlsMaterial {
-  return checkedPair({ cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') })
+  const material = { cert: readSettingFile('SMTP_TLS_CERT_FILE', certFile), key: readSettingFile('SMTP_TLS_KEY_FILE', keyFile) }
+  try {
+    return checkedPair(material)
+  } catch (error) {
+    throw new ConfigError('SMTP_TLS_KEY_FILE', `with SMTP_TLS_CERT_FILE is not a PEM key and certificate that belong together (${error instanceof Error ? error.message : String(error)})`)
+  }
 }
 
 /** Errors smtp-server reports for a STARTTLS handshake that went wrong (garbage, old protocol, reset). */
