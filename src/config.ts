@@ -80,6 +80,13 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  {
+    env: 'SMTP_GREETING_DELAY_MS',
+    // Every connection holds a client slot while it waits, so the wait stays short of a minute.
+    kind: { type: 'int', min: 0, max: 30_000 },
+    default: '0',
+    description: 'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test open a connection per message). A public MX that takes mail from the internet may set a few seconds to turn away spam bots that do not wait (see docs/latency.md).',
+  },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   { env: 'LITESTREAM_REPLICA', kind: { type: 'enum', values: ['none', 'file', 's3'] }, default: 'none', description: 'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly\'s Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).' },
   { env: 'LITESTREAM_REPLICA_PATH', kind: { type: 'string' }, default: '', description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).' },
@@ -111,6 +118,7 @@ export interface Config {
   litestreamBin: string
   serverScript: string
   runAs: string
+  smtpGreetingDelayMs: number
   limits: Limits
 }
 

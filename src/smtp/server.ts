@@ -53,7 +53,10 @@ export function createSmtpServer(s: Services): SMTPServer {
     size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server
     maxClients: limits.smtpMaxClients,
     logger: false,
-    disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
+    disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing
+    // Upstream holds every greeting a fixed 100 ms to catch early talkers; our pinned patch
+    // (patches/) makes the hold ours to choose, none by default.
+    greetingDelay: s.config.smtpGreetingDelayMs,
     closeTimeout: 5_000,
 
     onRcptTo(address, session, callback) {
