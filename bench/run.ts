@@ -22,8 +22,34 @@ import { readsPhase } from './phases/reads.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
-  ? { ingestRounds: 1, ingestMs: 400, latencyRounds: 1, latencySamples: 30, endToEndRounds: 1, endToEndSamples: 20, readRounds: 1, readMs: 500, warmUpMs: 150, messages: 1000, longPolls: 100, startupRuns: 2 }
-  : { ingestRounds: 3, ingestMs: 2000, latencyRounds: 2, latencySamples: 150, endToEndRounds: 2, endToEndSamples: 100, readRounds: 3, readMs: 2000, warmUpMs: 300, messages: 10_000, longPolls: 1000, startupRuns: 7 }
+  ? {
+      ingestRounds: 1,
+      ingestMs: 400,
+      latencyRounds: 1,
+      latencySamples: 30,
+      endToEndRounds: 1,
+      endToEndSamples: 20,
+      readRounds: 1,
+      readMs: 500,
+      warmUpMs: 150,
+      messages: 1000,
+      longPolls: 100,
+      startupRuns: 2,
+    }
+  : {
+      ingestRounds: 3,
+      ingestMs: 2000,
+      latencyRounds: 2,
+      latencySamples: 150,
+      endToEndRounds: 2,
+      endToEndSamples: 100,
+      readRounds: 3,
+      readMs: 2000,
+      warmUpMs: 300,
+      messages: 10_000,
+      longPolls: 1000,
+      startupRuns: 7,
+    }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
 const t0 = performance.now()

@@ -15,6 +15,7 @@ const smtpHost = process.env.PIGEONHOLE_SMTP_HOST ?? '127.0.0.1'
 const smtpPort = Number(process.env.PIGEONHOLE_SMTP_PORT ?? 2525)
 if (!key) throw new Error('set PIGEONHOLE_KEY (make one with: bun src/cli.ts keys create <org-id>)')
 
+// biome-ignore lint/suspicious/noExplicitAny: the example reads fields of JSON answers without declaring their types
 const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
   const response = await fetch(`${base}${path}`, {
     method,

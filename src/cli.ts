@@ -10,7 +10,7 @@
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
  */
 import { systemClock } from './clock.ts'
-import { ConfigError, configTable, loadConfig } from './config.ts'
+import { configTable, loadConfigOrExit } from './config.ts'
 import { createApiKey, createOrganization, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
 
@@ -33,17 +33,15 @@ if (group === 'config') {
   process.exit(0)
 }
 
-let config
-try {
-  config = loadConfig()
-} catch (error) {
-  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78)
-  throw error
-}
-const storage = openStorage(config.databasePath)
+const storage = openStorage(loadConfigOrExit().databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
-  for (const row of rows) console.log(Object.values(row).map((v) => v ?? '-').join('\t'))
+  for (const row of rows)
+    console.log(
+      Object.values(row)
+        .map((v) => v ?? '-')
+        .join('\t'),
+    )
 }
 
 try {

@@ -1,20 +1,9 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
 import { startApp } from './app.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { loadConfigOrExit } from './config.ts'
 import { errorFields } from './log.ts'
 
-let config
-try {
-  config = loadConfig()
-} catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(`Invalid configuration: ${error.message}`)
-    process.exit(78) // EX_CONFIG
-  }
-  throw error
-}
-
-const app = await startApp({ config })
+const app = await startApp({ config: loadConfigOrExit() })
 const { logger } = app.services
 // Last line of defence: every known failure is handled where it happens, but one client's
 // bad input must never take the listeners down for everyone else. Log it and keep serving.

@@ -1,5 +1,5 @@
 /**
- * Issue 5: SIGKILL of entry, litestream and server together while several SMTP
+ * SIGKILL of entry, litestream and server together while several SMTP
  * connections deliver messages. After a restart every message that got a 250 is there,
  * and no visible message lacks an attachment. Then the same after a restore from the
  * replica, which shows that commits made just before the crash reach the replica too.
@@ -95,7 +95,16 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   // Restart on the same file (the volume survived the crash).
   entry = await startEntry(deployment)
   try {
-    expect(missing(await visibleMessages(entry, key, inboxes.map((i) => i.id), sent))).toEqual([])
+    expect(
+      missing(
+        await visibleMessages(
+          entry,
+          key,
+          inboxes.map((i) => i.id),
+          sent,
+        ),
+      ),
+    ).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }
@@ -105,7 +114,16 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   entry = await startEntry(deployment)
   try {
     expect(entry.output()).toContain('restoring snapshot')
-    expect(missing(await visibleMessages(entry, key, inboxes.map((i) => i.id), sent))).toEqual([])
+    expect(
+      missing(
+        await visibleMessages(
+          entry,
+          key,
+          inboxes.map((i) => i.id),
+          sent,
+        ),
+      ),
+    ).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }

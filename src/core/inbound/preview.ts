@@ -4,7 +4,7 @@ const PREVIEW_CHARACTERS = 200
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 
 /** Good enough for a preview: drops scripts, styles, comments and tags; decodes common entities. */
-export function htmlToText(html: string): string {
+function htmlToText(html: string): string {
   return html
     .replace(/<(script|style|head|title)\b[\s\S]*?<\/\1\s*>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
@@ -22,8 +22,8 @@ export function htmlToText(html: string): string {
 /**
  * The words of `source` joined by single spaces (whitespace collapsed, ends trimmed), but
  * only until the result is longer than `max`: the preview needs a head, and collapsing a
- * whole 1 MB body took 6 ms. The result is always a prefix of the fully collapsed text,
- * and is all of it when not longer than `max`.
+ * whole large body held the event loop on the way to the 250 (bench/README.md). The result
+ * is always a prefix of the fully collapsed text, and is all of it when not longer than `max`.
  */
 function collapsedHead(source: string, max: number): string {
   const words = /\S+/g
@@ -37,9 +37,14 @@ export function makePreview(text: string | null, html: string | null): string {
   const collapsed = collapsedHead(source, 2 * PREVIEW_CHARACTERS + 2)
   // By code point, so no surrogate pair is cut in half. A code point is at most two UTF-16
   // units, so the first 2N units hold the first N code points: splitting only that head
-  // keeps a long body from becoming an array of every character (8% of ingest CPU for a
-  // 30 KB message in the bench profile, issue 6).
+  // keeps a long body from becoming an array of every character (a visible share of ingest
+  // CPU for large bodies; figures in bench/README.md).
   const longer = collapsed.length > 2 * PREVIEW_CHARACTERS
   const characters = Array.from(longer ? collapsed.slice(0, 2 * PREVIEW_CHARACTERS + 2) : collapsed)
-  return !longer && characters.length <= PREVIEW_CHARACTERS ? collapsed : characters.slice(0, PREVIEW_CHARACTERS - 1).join('').trimEnd() + '…'
+  return !longer && characters.length <= PREVIEW_CHARACTERS
+    ? collapsed
+    : characters
+        .slice(0, PREVIEW_CHARACTERS - 1)
+        .join('')
+        .trimEnd() + '…'
 }

@@ -32,7 +32,7 @@ export const presentSummary = (row: SummaryRow): MessageSummary => ({
   expires_at: row.expiresAt,
 })
 
-export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
+const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
   id: row.id,
   filename: row.filename,
   content_type: row.contentType,
@@ -44,7 +44,7 @@ export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl
 
 // Full messages are read one at a time (getMessage, or a listing with include=content and
 // limit=1), on the path from commit to a woken long poll's answer: prepared once, these
-// skip Drizzle's SQL building, about half of the read's time.
+// skip Drizzle's SQL building, about half of the read's time (bench/README.md).
 const contentQueries = preparedPerDatabase((db) => {
   const messageId = sql.placeholder('messageId')
   return {
@@ -69,4 +69,3 @@ export function presentFull(db: Db, rows: Array<typeof messages.$inferSelect>, f
     }
   })
 }
-
