@@ -8,18 +8,27 @@ import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
+import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
 import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
+import { buildConsole, isConsolePath } from './console/index.ts'
+import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
+import { AppMetrics } from './metrics/app-metrics.ts'
+import { sampleEventLoopDelay } from './metrics/event-loop.ts'
+import { startPrivateMetricsListener } from './metrics/private-listener.ts'
+import { observedLogger } from './metrics/log-observer.ts'
+import { meteredRouting } from './metrics/routing.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './core/routing.ts'
 import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
+import { prepareSmtpTls } from './smtp/tls.ts'
 import { openStorage } from './storage/database.ts'
 
 interface AppOptions {
@@ -34,7 +43,11 @@ export interface RunningApp {
   services: Services
   httpPort: number
   smtpPort: number
+  /** The METRICS_PORT listener's port, when one runs. */
+  metricsPort: number | null
   httpUrl: string
+  /** The one-time /setup link while no console user exists (index.ts prints it plainly too). */
+  setupUrl: string | null
   /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
   publicUrls: PublicUrls
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
@@ -50,7 +63,10 @@ const IDLE_TIMEOUT_SECONDS = 255
 
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
-  const logger = options.logger ?? createLogger(config.logLevel)
+  const metrics = new AppMetrics()
+  const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
+  // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const tls = await prepareSmtpTls(config, logger)
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
@@ -61,55 +77,88 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: options.routing ?? createRoutingProvider(config, logger),
+    routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
-    requestLimiter: new RequestRateLimiter(clock, config.limits),
-    longPolls: new LongPollSlots(config.limits),
+    requestLimiter: new RequestRateLimiter(clock),
+    longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
+    metrics,
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
+  services.disk.start()
+  const stopDiskWatch = services.disk.watch()
 
-  const http = buildHttpApp(services).listen({
+  let smtpListening = false
+  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening })
+  const consoleApp = buildConsole(services)
+  const addressHeader = config.clientAddressHeader.toLowerCase()
+  // One port: the console's paths go to its own router, everything else to the API (whose
+  // OpenAPI document therefore never lists them).
+  const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
-    reusePort: false, // Elysia's default true lets two servers share a port silently
+    reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
     // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
     // envelope, reading at most 64 KiB of any body (src/http/body.ts).
     maxRequestBodySize: 1024 * 1024 * 1024,
+    fetch(request, bun) {
+      if (!isConsolePath(request.url)) return api.fetch(request)
+      const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
+      return consoleApp.handle(request, address)
+    },
   })
-  const httpPort = http.server!.port!
+  const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
+  const pendingSetup = setupToken(storage.db)
+  const setupLink = pendingSetup ? setupUrl(publicUrls.baseUrl, pendingSetup) : null
+  if (setupLink) logger.info('console_setup_pending', { setup_url: setupLink })
 
-  const smtp = createSmtpServer(services)
+  const smtp = createSmtpServer(services, tls)
+  const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))
   const smtpPort = await new Promise<number>((resolve, reject) => {
     smtp.server.once('error', reject)
     smtp.listen(config.smtpPort, config.host, () => {
       smtp.server.off('error', reject)
+      smtpListening = true
       resolve((smtp.server.address() as AddressInfo).port)
     })
   })
+  consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
+  metrics.attach({
+    // smtp-server keeps its open connections in a Set its typings do not declare.
+    smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
+    longPollsWaiting: () => services.longPolls.total(),
+    databasePath: config.databasePath,
+    diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
+  })
+  const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
+  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
 
   let stopping_: Promise<void> | undefined
   const stop = () =>
     (stopping_ ??= (async () => {
       logger.info('stopping')
       stopSweeper()
+      stopTlsWatch()
+      stopLoopSampler()
+      stopDiskWatch()
+      privateMetrics?.stop(true)
       stopping.abort() // waiting long polls answer 204 now
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after
       // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
       const smtpClosed = new Promise<void>((resolve) => smtp.close(() => resolve()))
-      const server = http.server!
       await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
       await server.stop(true)
       storage.close()
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
+  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }

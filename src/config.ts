@@ -80,15 +80,86 @@ export const SETTINGS = [
     default: '10000',
     description: 'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.',
   },
+  {
+    env: 'CONSOLE_SESSION_DAYS',
+    key: 'consoleSessionDays',
+    kind: positive(365),
+    default: '14',
+    description: 'Days a console sign-in lasts without use; each use past half of it extends it again.',
+  },
+  {
+    env: 'CLIENT_ADDRESS_HEADER',
+    key: 'clientAddressHeader',
+    kind: { type: 'string', pattern: /^([A-Za-z0-9-]+)?$/, hint: 'a header name such as Fly-Client-IP' },
+    default: '',
+    description:
+      "Header that carries the client address when a proxy stands in front (Fly: `Fly-Client-IP`); empty uses the connection's address. The console throttles sign-ins and writes audit entries by it. Set it only behind a proxy that overwrites it.",
+  },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
-  { env: 'LIMIT_ACTIVE_INBOXES', key: 'activeInboxes', group: 'limits', kind: positive(), default: '11', description: 'Active inboxes per organisation.' },
-  { env: 'LIMIT_MONTHLY_EMAILS', key: 'monthlyEmails', group: 'limits', kind: positive(), default: '33', description: 'Inbound emails per organisation per UTC month.' },
-  { env: 'LIMIT_REQUESTS_PER_KEY', key: 'requestsPerKey', group: 'limits', kind: positive(), default: '120', description: 'HTTP requests per key per UTC minute.' },
-  { env: 'LIMIT_REQUESTS_PER_ORG', key: 'requestsPerOrg', group: 'limits', kind: positive(), default: '600', description: 'HTTP requests per organisation per UTC minute.' },
-  { env: 'LIMIT_LONG_POLLS_PER_KEY', key: 'longPollsPerKey', group: 'limits', kind: positive(), default: '10', description: 'Concurrent long polls per key.' },
-  { env: 'LIMIT_LONG_POLLS_PER_ORG', key: 'longPollsPerOrg', group: 'limits', kind: positive(), default: '30', description: 'Concurrent long polls per organisation.' },
-  { env: 'LIMIT_INBOX_BURST', key: 'inboxBurst', group: 'limits', kind: positive(), default: '10', description: 'Messages per inbox per five-minute UTC bucket.' },
-  { env: 'LIMIT_ORG_BURST', key: 'orgBurst', group: 'limits', kind: positive(), default: '25', description: 'Messages per organisation per five-minute UTC bucket.' },
+  {
+    env: 'LIMIT_ACTIVE_INBOXES',
+    key: 'activeInboxes',
+    group: 'limits',
+    kind: positive(),
+    default: '11',
+    description: 'Active inboxes per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_MONTHLY_EMAILS',
+    key: 'monthlyEmails',
+    group: 'limits',
+    kind: positive(),
+    default: '33',
+    description: 'Inbound emails per organisation per UTC month; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_REQUESTS_PER_KEY',
+    key: 'requestsPerKey',
+    group: 'limits',
+    kind: positive(),
+    default: '120',
+    description: 'HTTP requests per key per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_REQUESTS_PER_ORG',
+    key: 'requestsPerOrg',
+    group: 'limits',
+    kind: positive(),
+    default: '600',
+    description: 'HTTP requests per organisation per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_LONG_POLLS_PER_KEY',
+    key: 'longPollsPerKey',
+    group: 'limits',
+    kind: positive(),
+    default: '10',
+    description: 'Concurrent long polls per key; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_LONG_POLLS_PER_ORG',
+    key: 'longPollsPerOrg',
+    group: 'limits',
+    kind: positive(),
+    default: '30',
+    description: 'Concurrent long polls per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_INBOX_BURST',
+    key: 'inboxBurst',
+    group: 'limits',
+    kind: positive(),
+    default: '10',
+    description: 'Messages per inbox per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+  },
+  {
+    env: 'LIMIT_ORG_BURST',
+    key: 'orgBurst',
+    group: 'limits',
+    kind: positive(),
+    default: '25',
+    description: 'Messages per organisation per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+  },
   { env: 'LIMIT_MESSAGE_BYTES', key: 'messageBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Raw message size (advertised as SMTP SIZE and enforced).' },
   {
     env: 'LIMIT_MESSAGE_LINES',
@@ -113,6 +184,44 @@ export const SETTINGS = [
     default: '0',
     description:
       'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test open a connection per message). A public MX that takes mail from the internet may set a few seconds to turn away spam bots that do not wait (see docs/latency.md).',
+  },
+  {
+    env: 'DISK_MIN_FREE',
+    key: 'diskMinFree',
+    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%' },
+    default: '64MiB',
+    description:
+      "Free-space guard: below this much free space on the database volume (or room left under SQLite's max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.",
+  },
+  {
+    env: 'SMTP_TLS_CERT_FILE',
+    key: 'smtpTlsCertFile',
+    kind: { type: 'string' },
+    default: '',
+    description:
+      'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.',
+  },
+  { env: 'SMTP_TLS_KEY_FILE', key: 'smtpTlsKeyFile', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
+  {
+    env: 'SMTP_REQUIRE_TLS',
+    key: 'smtpRequireTls',
+    kind: { type: 'enum', values: ['false', 'true'] },
+    default: 'false',
+    description: '`true`: MAIL FROM before STARTTLS answers 530 (an internet MX should keep plain SMTP: `false`).',
+  },
+  {
+    env: 'METRICS_TOKEN',
+    key: 'metricsToken',
+    kind: { type: 'string' },
+    default: '',
+    description: 'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.',
+  },
+  {
+    env: 'METRICS_PORT',
+    key: 'metricsPort',
+    kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' },
+    default: '',
+    description: "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
   },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   {
@@ -170,6 +279,11 @@ function checkCombinations(config: Config): void {
       throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`)
     }
   }
+  if (!config.smtpTlsCertFile !== !config.smtpTlsKeyFile) {
+    throw new ConfigError(config.smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE', 'SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE go together')
+  }
+  // Checked here rather than by a pattern, whose message would repeat the secret.
+  if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }
 

@@ -1,12 +1,13 @@
 /**
  * Retention: deletes expired messages (with sources and attachments, by cascade), expired
- * idempotency records and burst buckets no limit reads any more. Work is done in small
+ * idempotency records, burst buckets no limit reads any more, and expired console sessions. Work is done in small
  * transactions with a yield between them, so ingest never waits long for the write lock.
  */
 import { inArray, lt, lte } from 'drizzle-orm'
 import { isoTime } from '../clock.ts'
 import { errorFields } from '../log.ts'
 import { inboundBursts, messages } from '../storage/schema.ts'
+import { deleteExpiredSessions } from './console/sessions.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
 
@@ -18,20 +19,22 @@ const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve)
 
 function deleteExpiredMessages(s: Services): number {
   const now = isoTime(s.clock.now())
-  return s.storage.write((tx) => {
-    const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
-    if (expired.length > 0)
-      tx.delete(messages)
-        .where(
-          inArray(
-            messages.id,
-            expired.map((row) => row.id),
-          ),
-        )
-        .run()
-    for (const row of expired) s.notifier.bump(row.inboxId)
-    return expired.length
-  })
+  return s.disk.freeing(() =>
+    s.storage.write((tx) => {
+      const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
+      if (expired.length > 0)
+        tx.delete(messages)
+          .where(
+            inArray(
+              messages.id,
+              expired.map((row) => row.id),
+            ),
+          )
+          .run()
+      for (const row of expired) s.notifier.bump(row.inboxId)
+      return expired.length
+    }),
+  )
 }
 
 /** One full sweep; returns counts (tests call it directly with a moved clock). */
@@ -52,6 +55,7 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
   }
   const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
   s.storage.write((tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
+  s.storage.write((tx) => deleteExpiredSessions(tx, s.clock.now()))
   return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
 }
 

@@ -72,6 +72,9 @@ export async function createInbox(s: Services, principal: Principal, input: Crea
 }
 
 async function provisionInbox(s: Services, principal: Principal, prefix: string | undefined, claim: IdempotencyClaim | undefined): Promise<{ data: Inbox }> {
+  if (!s.disk.hasRoom()) {
+    throw new DomainError('insufficient_storage', 'The server is low on disk space and creates no inboxes until space is freed; retry later.', { retryAfterSeconds: 60 })
+  }
   const row = reserveInboxRow(s, principal, prefix)
   let ruleId: string | null
   try {
@@ -110,8 +113,8 @@ function reserveInboxRow(s: Services, principal: Principal, prefix: string | und
       .from(inboxes)
       .where(and(eq(inboxes.organizationId, principal.organizationId), inArray(inboxes.state, ['active', 'creating'])))
       .get()!.n
-    if (held >= s.config.limits.activeInboxes) {
-      throw new DomainError('inbox_quota_exceeded', `This organization already has ${s.config.limits.activeInboxes} active inboxes; delete one first.`)
+    if (held >= principal.limits.activeInboxes) {
+      throw new DomainError('inbox_quota_exceeded', `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`)
     }
     const candidates = prefix !== undefined ? [prefix] : Array.from({ length: GENERATION_ATTEMPTS }, generateLocalPart)
     for (const localPart of candidates) {
