@@ -4,7 +4,9 @@
  * update of smtp-server drops the patch, the default-0 test below fails.
  */
 import { afterEach, describe, expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
 import { connect } from 'node:net'
+import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 
@@ -91,4 +93,14 @@ describe('SMTP greeting delay', () => {
     expect((await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data).toEqual([])
     expect((await server.get('/v1/usage', tenant.key)).body.emails.received).toBe(0)
   })
+})
+
+test('smtp-server is pinned to the exact version its patch was made for, and the patch is declared', () => {
+  const root = join(import.meta.dir, '..', '..')
+  const manifest = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'))
+  const installed = JSON.parse(readFileSync(join(root, 'node_modules', 'smtp-server', 'package.json'), 'utf8'))
+  const pinned: string = manifest.dependencies['smtp-server']
+  expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
+  expect(installed.version).toBe(pinned)
+  expect(manifest.patchedDependencies[`smtp-server@${pinned}`]).toBe(`patches/smtp-server@${pinned}.patch`)
 })
