@@ -21,7 +21,18 @@ import { messageRoutes } from './routes/messages.tsx'
 
 export { isConsolePath } from './router.ts'
 
-export const CONSOLE_ROUTES: Route[] = [...assetRoutes, ...setupRoutes, ...authRoutes, ...accountRoutes, ...organizationRoutes, ...memberRoutes, ...keyRoutes, ...inboxRoutes, ...messageRoutes, ...adminRoutes]
+export const CONSOLE_ROUTES: Route[] = [
+  ...assetRoutes,
+  ...setupRoutes,
+  ...authRoutes,
+  ...accountRoutes,
+  ...organizationRoutes,
+  ...memberRoutes,
+  ...keyRoutes,
+  ...inboxRoutes,
+  ...messageRoutes,
+  ...adminRoutes,
+]
 
 export interface Console {
   handle(request: Request, clientAddress: string): Promise<Response>

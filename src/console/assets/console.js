@@ -41,12 +41,14 @@ if (liveList && window.EventSource) {
   }
   let reading = Promise.resolve()
   const refresh = () => {
-    reading = reading.then(async () => {
-      const response = await fetch(window.location.href, { credentials: 'same-origin' })
-      if (!response.ok) return
-      const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
-      if (fresh) liveList.replaceChildren(...fresh.childNodes)
-    }).catch(() => say('Could not refresh the list; reload the page.'))
+    reading = reading
+      .then(async () => {
+        const response = await fetch(window.location.href, { credentials: 'same-origin' })
+        if (!response.ok) return
+        const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
+        if (fresh) liveList.replaceChildren(...fresh.childNodes)
+      })
+      .catch(() => say('Could not refresh the list; reload the page.'))
   }
   const events = new EventSource(liveList.getAttribute('data-live-events'))
   // `ready` also follows a reconnect: re-read once in case mail arrived in between.

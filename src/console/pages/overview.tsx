@@ -49,8 +49,8 @@ export function Overview(props: { organizationId: string; usage: Usage; limits: 
       <section class="card">
         <h2>Getting started</h2>
         <p>
-          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={orgPath(props.organizationId, '/inboxes')}>Inboxes</a> shows their mail as it
-          arrives. Tests use an API key from <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
+          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={orgPath(props.organizationId, '/inboxes')}>Inboxes</a> shows their mail as it arrives. Tests use an API key from{' '}
+          <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
           {props.isOwner ? '' : ' (owners create them)'}.
         </p>
       </section>

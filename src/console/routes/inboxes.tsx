@@ -3,7 +3,7 @@
  * messages, and its event stream. Every handler checks membership first, then calls the
  * same domain verbs as /v1 as the organisation, so ids of another organisation are 404.
  */
-import { ConsoleError } from '../../core/console/errors.ts'
+import type { ConsoleError } from '../../core/console/errors.ts'
 import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/console/organizations.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'

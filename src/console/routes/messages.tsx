@@ -15,7 +15,7 @@ import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 import { principalFor } from './inboxes.tsx'
 
-const HTML_POLICY = ["sandbox", "default-src 'none'", "style-src 'unsafe-inline'", "font-src data:", "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
+const HTML_POLICY = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
 /** Message HTML as the frame shows it: inline styles and embedded images only. */
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
