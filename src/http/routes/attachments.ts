@@ -5,6 +5,9 @@ import { ErrorModel } from '../openapi.ts'
 import { downloadResponse } from '../download-response.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
+// The header builder lives with the shared download response (the console serves downloads too).
+export { contentDisposition } from '../download-response.ts'
+
 export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get(
     '/v1/attachments/:attachment_id',
