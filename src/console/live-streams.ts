@@ -47,9 +47,14 @@ export class LiveStreams {
             close()
           }
         }
+        const openedAt = performance.now()
+        let ending = 'client_left'
         const unsubscribe = s.notifier.subscribe(inboxId, (event) => {
           send(`event: ${event}\ndata: ${inboxId}\n\n`)
-          if (event === 'inbox_deleted') close()
+          if (event === 'inbox_deleted') {
+            ending = 'inbox_deleted'
+            close()
+          }
         })
         const keepAlive = setInterval(() => send(': keep-alive\n\n'), KEEP_ALIVE_MS)
         close = () => {
@@ -61,6 +66,8 @@ export class LiveStreams {
           s.stopping.removeEventListener('abort', close)
           adjust(this.perUser, owner.userId, -1)
           adjust(this.perOrganization, owner.organizationId, -1)
+          if (s.stopping.aborted) ending = 'shutdown'
+          s.logger.info('console_stream_ended', { inbox_id: inboxId, user_id: owner.userId, reason: ending, open_ms: Math.round(performance.now() - openedAt) })
           try {
             controller.close()
           } catch {

@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { LiveStreams, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../src/console/live-streams.ts'
 import type { Services } from '../../src/core/services.ts'
+import { createLogger } from '../../src/log.ts'
 import { InboxNotifier } from '../../src/notifier.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -79,6 +80,7 @@ test('a message stored over SMTP is announced on the stream; a deleted inbox end
   expect(await stream.next()).toBe('inbox_deleted')
   expect(await stream.next()).toBeNull()
   await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('inbox_deleted')
 })
 
 test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees its slot and its listener`, async () => {
@@ -100,11 +102,15 @@ test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees it
   expect(again.response.status).toBe(200)
   for (const stream of [...streams, again]) stream.abort()
   await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  const ended = server.logs.filter((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)
+  expect(ended.map((line) => line.reason)).toEqual(Array(MAX_STREAMS_PER_USER + 1).fill('client_left'))
 })
 
 test(`at most ${MAX_STREAMS_PER_ORGANIZATION} streams per organisation, whoever opens them`, () => {
   const stopping = new AbortController()
-  const services = { notifier: new InboxNotifier(), stopping: stopping.signal } as Pick<Services, 'notifier' | 'stopping'> as Services
+  const logs: Record<string, unknown>[] = []
+  const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
+  const services = { notifier: new InboxNotifier(), stopping: stopping.signal, logger } as Pick<Services, 'notifier' | 'stopping' | 'logger'> as Services
   const streams = new LiveStreams()
   const leaving = new AbortController()
   for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++) streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a' }, 'inbox_a')
@@ -115,6 +121,9 @@ test(`at most ${MAX_STREAMS_PER_ORGANIZATION} streams per organisation, whoever 
   stopping.abort()
   expect(streams.open).toBe(0)
   expect(services.notifier.listenerCount('inbox_a')).toBe(0)
+  const ended = logs.filter((line) => line.event === 'console_stream_ended')
+  expect(ended).toHaveLength(MAX_STREAMS_PER_ORGANIZATION + 1)
+  expect(ended.every((line) => line.reason === 'shutdown')).toBe(true)
 })
 
 test('shutdown ends every open stream', async () => {
@@ -124,4 +133,5 @@ test('shutdown ends every open stream', async () => {
   const stopped = server.app.stop()
   expect(await stream.next()).toBeNull()
   await stopped
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('shutdown')
 })

@@ -184,3 +184,36 @@ test('a taken or invalid prefix is shown on the form; deleting a message and an 
 })
 
 const cookieOf = (client: ConsoleClient) => [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+
+test('images the message carries inline (cid:) are shown as data: URLs inside the sandbox', async () => {
+  const pixel = randomBytes(64)
+  const made = await owner.post(`/console/orgs/${orgA}/inboxes`, { prefix: 'inline-images' })
+  const inboxId = /inboxes\/(inbox_[0-9a-f]{32})$/.exec(made.location!)![1]!
+  const address = 'inline-images@inbox.test'
+  const related = [
+    `From: a@example.com`,
+    `To: ${address}`,
+    'Subject: Inline',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/related; boundary="rel"',
+    '',
+    '--rel',
+    'Content-Type: text/html; charset=utf-8',
+    '',
+    '<img src="cid:logo@example.com"><img src="cid:missing@example.com">',
+    '--rel',
+    'Content-Type: image/png',
+    'Content-ID: <logo@example.com>',
+    'Content-Disposition: inline',
+    'Content-Transfer-Encoding: base64',
+    '',
+    base64Lines(pixel),
+    '--rel--',
+    '',
+  ].join('\r\n')
+  expect((await sendMail(server.app.smtpPort, { to: [address] }, related)).data?.code).toBe(250)
+  const listed = await server.get(`/v1/inboxes/${inboxId}/messages?limit=1`, key)
+  const html = await owner.get(`/console/orgs/${orgA}/messages/${listed.body.data[0].id}/html`)
+  expect(html.html.trimEnd()).toBe(`<img src="data:image/png;base64,${pixel.toString('base64')}"><img src="cid:missing@example.com">`)
+  expect(html.headers.get('content-security-policy')).toBe(MESSAGE_HTML_CSP)
+})

@@ -9,6 +9,7 @@ import { downloadAttachment } from '../../core/attachments/download-attachment.t
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { downloadResponse } from '../../http/download-response.ts'
 import { redirect } from '../context.ts'
+import { inlineCidImages } from '../inline-images.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
 import { MessagePage } from '../pages/message.tsx'
 import { renderPage } from '../render.tsx'
@@ -16,7 +17,7 @@ import type { Route } from '../router.ts'
 import { principalFor } from './inboxes.tsx'
 
 const HTML_POLICY = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
-/** Message HTML as the frame shows it: inline styles and embedded images only. */
+/** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
 export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
@@ -39,8 +40,10 @@ export const messageRoutes: Route[] = [
     path: '/console/orgs/:org/messages/:message/html',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
-      return new Response(message.html ?? '', {
+      const principal = principalFor(ctx, org)
+      const message = getMessage(ctx.s, principal, ctx.params.message!)
+      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content)
+      return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
           'content-security-policy': wantsRemoteImages(ctx.url) ? MESSAGE_HTML_REMOTE_IMAGES_CSP : MESSAGE_HTML_CSP,
