@@ -96,6 +96,11 @@ test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees it
   expect(refused.headers.get('retry-after')).toBe('5')
   expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(MAX_STREAMS_PER_USER)
 
+  // A HEAD is answered without a stream, so it takes no slot even when all are taken.
+  const head = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { method: 'HEAD', headers: { cookie: cookie() } })
+  expect(head.status).toBe(200)
+  expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(MAX_STREAMS_PER_USER)
+
   streams.pop()!.abort()
   await until(() => server.app.services.notifier.listenerCount(inbox.id) === MAX_STREAMS_PER_USER - 1)
   const again = await openStream(inbox.id)

@@ -61,5 +61,9 @@ if (liveList && window.EventSource) {
     events.close()
     say('This inbox was deleted.')
   })
-  events.addEventListener('error', () => say('Connection lost; reconnecting…'))
+  events.addEventListener('error', () => {
+    // CLOSED: the server refused the stream (too many open pages, or signed out); no retry follows.
+    if (events.readyState === EventSource.CLOSED) say('Live updates are off (too many open inbox pages?); reload to see new mail.')
+    else say('Connection lost; reconnecting…')
+  })
 }

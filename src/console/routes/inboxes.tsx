@@ -94,6 +94,8 @@ export const inboxRoutes: Route[] = [
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
       const inbox = findActiveInbox(ctx.s.storage.db, principalFor(ctx, org), ctx.params.inbox!)
+      // A HEAD has no body to stream; it must not hold a slot.
+      if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
       return ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: ctx.requireUser().id, organizationId: org.organizationId }, inbox.id)
     },
   },
