@@ -13,7 +13,11 @@ setDefaultTimeout(60_000)
 let server: TestServer | undefined
 afterEach(() => server?.stop())
 
-const counts = (statuses: number[]) => statuses.reduce<Record<number, number>>((all, status) => ({ ...all, [status]: (all[status] ?? 0) + 1 }), {})
+function counts(statuses: number[]): Record<number, number> {
+  const all: Record<number, number> = {}
+  for (const status of statuses) all[status] = (all[status] ?? 0) + 1
+  return all
+}
 
 test('a parallel wave of wrong passwords with the right one last does not sign in, and locks the account', async () => {
   server = await startTestServer()

@@ -20,7 +20,12 @@ afterAll(() => server.stop())
 
 const send = (host: string, method: string, target: string, extra: Record<string, string> = {}, body = ''): Promise<RawResponse> => {
   const headers = { Host: host, Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': String(body.length), Connection: 'close', ...extra }
-  return rawHttp(port, `${method} ${target} HTTP/1.1\r\n${Object.entries(headers).map(([name, value]) => `${name}: ${value}`).join('\r\n')}\r\n\r\n${body}`)
+  return rawHttp(
+    port,
+    `${method} ${target} HTTP/1.1\r\n${Object.entries(headers)
+      .map(([name, value]) => `${name}: ${value}`)
+      .join('\r\n')}\r\n\r\n${body}`,
+  )
 }
 
 test.each(['api', 'db', 'x'])('Host: %s reaches every kind of route', async (host) => {
@@ -47,11 +52,13 @@ test('Host: api gets the same CORS grant and the same log line as a long Host', 
   expect(short.headers['access-control-allow-origin']).toBe('http://localhost:3000')
   expect(short.headers['access-control-allow-origin']).toBe(long.headers['access-control-allow-origin']!)
   const logged = (id: string | undefined) => server.logs.find((line) => line.event === 'http_request' && line.request_id === id)
-  const [shortLine, longLine] = await Promise.all([short, long].map(async (response) => {
-    const id = response.headers['x-request-id']
-    for (let i = 0; i < 100 && !logged(id); i++) await Bun.sleep(5) // the line is written after the response
-    return logged(id)
-  }))
+  const [shortLine, longLine] = await Promise.all(
+    [short, long].map(async (response) => {
+      const id = response.headers['x-request-id']
+      for (let i = 0; i < 100 && !logged(id); i++) await Bun.sleep(5) // the line is written after the response
+      return logged(id)
+    }),
+  )
   expect(shortLine).toMatchObject({ method: 'GET', path: '/v1/usage', status: 200 })
   const { request_id: _a, duration_ms: _b, time: _c, ...shortRest } = shortLine!
   const { request_id: _d, duration_ms: _e, time: _f, ...longRest } = longLine!

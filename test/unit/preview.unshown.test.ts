@@ -7,6 +7,7 @@ import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { decodeEntities, htmlToText, makePreview } from '../../src/core/inbound/preview.ts'
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's purpose
 const UNSHOWN = /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/
 const hasLoneSurrogate = (s: string) => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s)
 
@@ -51,7 +52,10 @@ describe('controls and bidi characters', () => {
   })
 
   test('no preview of any UTF-16 input holds a control, a bidi control or a lone surrogate', () => {
-    const unit = fc.oneof(fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)), fc.constantFrom('&#0;', '&#xD800;', '&#x202E;', '&#133;', '<b>', ' '))
+    const unit = fc.oneof(
+      fc.integer({ min: 0, max: 0xffff }).map((code) => String.fromCharCode(code)),
+      fc.constantFrom('&#0;', '&#xD800;', '&#x202E;', '&#133;', '<b>', ' '),
+    )
     const body = fc.string({ unit, maxLength: 400 })
     fc.assert(
       fc.property(fc.option(body), fc.option(body), (text, html) => {

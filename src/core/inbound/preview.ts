@@ -82,6 +82,7 @@ const UNCLOSED_VALUE = -2
 
 // C0 and C1 controls (other than whitespace) and the bidi controls: invisible, or able to
 // reorder the text around the preview wherever it is shown on one line.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is this pattern's purpose
 const UNSHOWN = /[\u0000-\u0008\u000e-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 
 const collapse = (text: string) => text.replace(UNSHOWN, '').replace(/\s+/g, ' ').trim()
