@@ -31,8 +31,9 @@ export const SETTINGS = [
   {
     env: 'RECEIVING_DOMAIN',
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },
-    default: 'localhost',
-    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`.',
+    default: 'pigeonhole.test',
+    // A reserved .test name (RFC 2606): never a real domain, yet email validators accept it (most refuse @localhost).
+    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
   },
   { env: 'BASE_URL', kind: { type: 'url' }, default: (c) => `http://localhost:${c.port}`, description: 'Public URL of the API.' },
   { env: 'FILES_URL', kind: { type: 'url' }, default: (c) => String(c.baseUrl), description: 'Public URL used in attachment `download_url`s.' },

@@ -102,7 +102,7 @@ describe('loadConfig', () => {
       retentionDays: 30,
       idempotencyHours: 24,
     })
-    expect(config).toMatchObject({ port: 3000, smtpPort: 2525, host: '0.0.0.0', databasePath: './data/pigeonhole.db', receivingDomain: 'localhost', baseUrl: 'http://localhost:3000', filesUrl: 'http://localhost:3000', emailRouting: 'none' })
+    expect(config).toMatchObject({ port: 3000, smtpPort: 2525, host: '0.0.0.0', databasePath: './data/pigeonhole.db', receivingDomain: 'pigeonhole.test', baseUrl: 'http://localhost:3000', filesUrl: 'http://localhost:3000', emailRouting: 'none' })
   })
 
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
