@@ -46,6 +46,29 @@ const withTimeout = (work: Promise<unknown>, ms: number) =>
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255
 
+/** A listener could not bind: names the variable that picks its port, for a one-line message. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly variable: 'PORT' | 'SMTP_PORT',
+    readonly port: number,
+  ) {
+    super(`Port ${port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+    this.name = 'PortInUseError'
+  }
+}
+
+const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) =>
+  (error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error
+
+function listenOrExplain<T>(variable: 'PORT', port: number, listen: () => T, storage: { close(): void }): T {
+  try {
+    return listen()
+  } catch (error) {
+    storage.close()
+    throw explainListenError(error, variable, port)
+  }
+}
+
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
   const logger = options.logger ?? createLogger(config.logLevel)
@@ -67,7 +90,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   }
   discardUnfinishedInboxes(services)
 
-  const http = buildHttpApp(services).listen({
+  const http = listenOrExplain('PORT', config.port, () => buildHttpApp(services).listen({
     port: config.port,
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
@@ -75,7 +98,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
     // envelope, reading at most 64 KiB of any body (src/http/body.ts).
     maxRequestBodySize: 1024 * 1024 * 1024,
-  })
+  }), storage)
   const httpPort = http.server!.port!
   // With PORT=0 the default public URLs cannot name the port until the OS picked it.
   if (config.baseUrl === 'http://localhost:0') config.baseUrl = `http://localhost:${httpPort}`
@@ -89,6 +112,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       smtp.server.off('error', reject)
       resolve((smtp.server.address() as AddressInfo).port)
     })
+  }).catch(async (error) => {
+    await http.server!.stop(true)
+    storage.close()
+    throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)

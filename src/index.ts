@@ -1,7 +1,8 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
-import { startApp } from './app.ts'
+import { PortInUseError, startApp } from './app.ts'
 import { ConfigError, loadConfig } from './config.ts'
 import { errorFields } from './log.ts'
+import { startupBanner } from './startup-banner.ts'
 
 let config
 try {
@@ -14,7 +15,17 @@ try {
   throw error
 }
 
-const app = await startApp({ config })
+let app
+try {
+  app = await startApp({ config })
+} catch (error) {
+  if (error instanceof PortInUseError) {
+    console.error(error.message)
+    process.exit(1)
+  }
+  throw error
+}
+console.error(startupBanner(app))
 const { logger } = app.services
 // Last line of defence: every known failure is handled where it happens, but one client's
 // bad input must never take the listeners down for everyone else. Log it and keep serving.
