@@ -63,6 +63,7 @@ export const SETTINGS = [
   },
   { env: 'CORS_CONSOLE_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/[^/*\s]+)?$/, hint: 'an origin such as https://console.example.com' }, default: '', description: 'Origin of the web console allowed by CORS (empty: none).' },
   { env: 'CORS_WILDCARD_ORIGIN', kind: { type: 'string', pattern: /^(https?:\/\/\*\.[^/*\s]+)?$/, hint: 'an origin pattern such as https://*.preview.example.com' }, default: '', description: 'One wildcard host family allowed by CORS (empty: none).' },
+  { env: 'HTTP_BODY_TIMEOUT_MS', kind: { type: 'int', min: 100, max: 120_000 }, default: '10000', description: 'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.' },
   { env: 'LOG_LEVEL', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   { env: 'LIMIT_ACTIVE_INBOXES', kind: positive(), default: '11', description: 'Active inboxes per organisation.' },
   { env: 'LIMIT_MONTHLY_EMAILS', kind: positive(), default: '33', description: 'Inbound emails per organisation per UTC month.' },
@@ -106,6 +107,7 @@ export interface Config {
   cloudflareTimeoutMs: number
   corsConsoleOrigin: string
   corsWildcardOrigin: string
+  httpBodyTimeoutMs: number
   logLevel: 'debug' | 'info' | 'warn' | 'error' | 'silent'
   litestreamReplica: 'none' | 'file' | 's3'
   litestreamReplicaPath: string

@@ -25,6 +25,7 @@ export const ERROR_STATUS = {
   invalid_sender: 422,
   invalid_sender_domain: 422,
   invalid_received_after: 422,
+  invalid_subject: 422, // not a spec code: `subject` given more than once (the spec names none for it)
   rate_limit_exceeded: 429,
   long_poll_limit_exceeded: 429,
   internal_error: 500,

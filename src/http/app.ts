@@ -14,6 +14,7 @@ import { errorBody, toErrorResponse } from './errors.ts'
 import { installFastFormats } from './formats.ts'
 import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
+import { checkRequestTarget, parseUrl, safePathOf } from './request-target.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
@@ -57,6 +58,7 @@ export function buildHttpApp(s: Services) {
       .onRequest(({ request, set }) => {
         const state = requests.begin(request)
         set.headers['x-request-id'] = state.id
+        state.path = checkRequestTarget(request)
         const origin = request.headers.get('origin')
         const granted = origin !== null && cors.allows(origin)
         if (granted) {
@@ -75,12 +77,10 @@ export function buildHttpApp(s: Services) {
         }
         // Authentication and the rate limit come before routing and validation, so a bad
         // key answers 401 whatever else is wrong with the request.
-        const url = new URL(request.url)
-        state.path = url.pathname
-        if (url.pathname.startsWith('/v1/') || url.pathname === '/v1') {
+        if (state.path.startsWith('/v1/') || state.path === '/v1') {
           state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
           s.requestLimiter.admit(state.principal)
-          if (request.method === 'GET') rejectRepeatedParameters(url) // only the two listings take query parameters
+          if (request.method === 'GET') rejectRepeatedParameters(parseUrl(request.url)) // only the two listings take query parameters
           // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
           if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
             throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
@@ -102,7 +102,7 @@ export function buildHttpApp(s: Services) {
         s.logger.info('http_request', {
           request_id: state.id,
           method: request.method,
-          path: state.path ?? new URL(request.url).pathname,
+          path: state.path ?? safePathOf(request),
           status: set.status,
           duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
           organization_id: state.principal?.organizationId,

@@ -5,10 +5,11 @@
 import { DomainError, type ErrorCode } from '../core/errors.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
+import { HttpProtocolError } from './request-target.ts'
 
 export interface ErrorResponse {
   status: number
-  code: ErrorCode
+  code: ErrorCode | HttpProtocolError['code']
   message: string
   headers: Record<string, string>
 }
@@ -23,6 +24,11 @@ interface FrameworkError {
 export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string): ErrorResponse {
   if (error instanceof DomainError) {
     return { status: error.status, code: error.code, message: error.message, headers: error.options.headers ?? {} }
+  }
+  if (error instanceof HttpProtocolError) {
+    // The framing of what follows on this connection cannot be trusted (a body may still be
+    // arriving, a CONNECT expects a tunnel): answer, then close.
+    return { status: error.status, code: error.code, message: error.message, headers: { connection: 'close' } }
   }
   if (frameworkCode === 'VALIDATION' && (error as FrameworkError).type === 'response') {
     // Our own output broke its schema: a bug on our side, never the client's fault.

@@ -15,6 +15,7 @@ export const QUERY_ERROR_CODES: Record<string, ErrorCode> = {
   sender: 'invalid_sender',
   sender_domain: 'invalid_sender_domain',
   received_after: 'invalid_received_after',
+  subject: 'invalid_subject',
 }
 
 export const QUERY_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
@@ -25,6 +26,7 @@ export const QUERY_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   invalid_sender: 'sender must be an email address.',
   invalid_sender_domain: 'sender_domain must be a domain without "@" or whitespace.',
   invalid_received_after: 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.',
+  invalid_subject: 'subject must be given at most once.',
 }
 
 

@@ -16,7 +16,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       '/v1/inboxes',
       async ({ request, set }) => {
         const result = await createInbox(s, requests.principal(request), {
-          body: await readBodyText(request, MAX_CREATE_BODY_BYTES),
+          body: await readBodyText(request, MAX_CREATE_BODY_BYTES, s.config.httpBodyTimeoutMs),
           idempotencyKey: request.headers.get('idempotency-key'),
         })
         set.status = 201
