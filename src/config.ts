@@ -1,7 +1,7 @@
 /**
  * The operational contract: every environment variable the product reads, with its
- * default and meaning. Parsed once at boot; the README's configuration table is printed
- * from this list (`bun src/cli.ts config`), so the two cannot drift apart.
+ * default and meaning. Parsed once at boot; docs/configuration.md's table is printed
+ * from this list (`bun run docs:config`), so the two cannot drift apart.
  */
 
 const MiB = 1024 * 1024

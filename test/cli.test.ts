@@ -1,4 +1,4 @@
-/** The admin CLI (DESIGN.md, Admin CLI) run as a real process against a running server's file. */
+/** The admin CLI run as a real process against a running server's file. */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'

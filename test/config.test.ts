@@ -1,4 +1,4 @@
-/** Configuration from the environment (DESIGN.md, Operational contract): real `bun src/index.ts` processes. */
+/** Configuration from the environment: real `bun src/index.ts` processes. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'

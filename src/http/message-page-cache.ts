@@ -1,7 +1,7 @@
 /**
  * Serialized answers of non-waiting message listings (summaries), reused while nothing
  * that could change them has happened. Tests poll the same listing over and over; this
- * turns a repeat into a map lookup instead of a query plus serialization (issue 6: list
+ * turns a repeat into a map lookup instead of a query plus serialization (bench profile: list
  * reads were bound by the SQLite scan and JSON encoding of 50 rows).
  *
  * An entry is valid only while all of these hold, so a hit is always the answer the

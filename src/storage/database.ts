@@ -76,7 +76,7 @@ interface GroupJob {
 /**
  * Under synchronous=FULL each commit waits for an fsync on the only JS thread; with several
  * SMTP connections delivering at once, sharing that wait is the largest ingest win
- * (`bun run bench`, issue 6). Jobs queued while one batch commits form the next batch.
+ * (`bun run bench`). Jobs queued while one batch commits form the next batch.
  * The happy path runs the jobs back to back in one transaction (a savepoint per job cost
  * ~9 MB of RSS over a 10,000-message ingest). If any job throws, the whole batch is rolled
  * back and each job runs again in a transaction of its own, so a failure stays alone.

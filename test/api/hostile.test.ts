@@ -1,4 +1,4 @@
-/** Hostile input never yields a 500 or takes the process down (DESIGN.md, Invariants). */
+/** Hostile input never yields a 500 or takes the process down. */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { rawHttp, rawRequest } from '../support/raw-http.ts'

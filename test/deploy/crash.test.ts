@@ -1,5 +1,5 @@
 /**
- * Issue 5: SIGKILL of entry, litestream and server together while several SMTP
+ * SIGKILL of entry, litestream and server together while several SMTP
  * connections deliver messages. After a restart every message that got a 250 is there,
  * and no visible message lacks an attachment. Then the same after a restore from the
  * replica, which shows that commits made just before the crash reach the replica too.

@@ -1,5 +1,5 @@
 /**
- * Issue 5: a stopped server's database, deleted, comes back from the litestream replica
+ * A stopped server's database, deleted, comes back from the litestream replica
  * on the next start through the entry, with every acknowledged inbox and message, bytes
  * identical. Real entry, real litestream binary, real HTTP and SMTP over TCP.
  */

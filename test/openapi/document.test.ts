@@ -80,7 +80,7 @@ describe('each operation lists its error codes', () => {
     listInboxes: { 422: ['invalid_limit', 'invalid_cursor'] },
     getInbox: { 404: ['inbox_not_found'] },
     deleteInbox: { 404: ['inbox_not_found'], 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable'] },
-    listOrWaitForMessages: { 404: ['inbox_not_found'], 422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include'], 429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'] },
+    listOrWaitForMessages: { 404: ['inbox_not_found'], 422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'], 429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'] },
     getMessage: { 404: ['message_not_found'] },
     deleteMessage: { 404: ['message_not_found'] },
     downloadAttachment: { 404: ['attachment_not_found'] },

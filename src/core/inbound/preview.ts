@@ -25,7 +25,7 @@ export function makePreview(text: string | null, html: string | null): string {
   // By code point, so no surrogate pair is cut in half. A code point is at most two UTF-16
   // units, so the first 2N units hold the first N code points: splitting only that head
   // keeps a long body from becoming an array of every character (8% of ingest CPU for a
-  // 30 KB message in the bench profile, issue 6).
+  // 30 KB message in the bench profile).
   const longer = collapsed.length > 2 * PREVIEW_CHARACTERS
   const characters = Array.from(longer ? collapsed.slice(0, 2 * PREVIEW_CHARACTERS + 2) : collapsed)
   return !longer && characters.length <= PREVIEW_CHARACTERS ? collapsed : characters.slice(0, PREVIEW_CHARACTERS - 1).join('').trimEnd() + '…'

@@ -2,7 +2,7 @@
  * The statements every inbound message runs (RCPT checks and the store transaction),
  * built once per database as prepared queries. Drizzle otherwise rebuilds each one's SQL
  * from its builder objects on every run: a quarter of the server's CPU per message in the
- * `bun run bench` ingest profile (issue 6). bun:sqlite has one connection per database, so
+ * `bun run bench` ingest profile. bun:sqlite has one connection per database, so
  * these run inside the store's write transaction like any `tx` query would.
  */
 import { and, eq, sql } from 'drizzle-orm'

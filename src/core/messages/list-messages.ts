@@ -79,7 +79,7 @@ function buildQuery(db: Db, shape: QueryShape) {
     : db.select(summaryColumns).from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
 }
 
-/** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU (issue 6). */
+/** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU. */
 const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
 
 export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): MessagePage {

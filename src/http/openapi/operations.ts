@@ -114,7 +114,7 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
         204: ok('The wait ended with no match (empty body).'),
         ...errorResponses({
           404: ['inbox_not_found'],
-          422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include'],
+          422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'],
           429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'],
         }),
       },

@@ -25,7 +25,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       },
       {
         // The body is read raw: the spec's invalid_json / unknown_property / invalid_prefix
-        // distinctions need more than schema validation gives (see STACK-NOTES).
+        // distinctions need more than schema validation gives (Elysia lets non-objects through an optional body).
         parse: 'none',
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })) }),
         response: { 201: single(InboxModel), ...errorResponses(401, 409, 422, 429, 502, 503) },
