@@ -1,5 +1,5 @@
 /**
- * Medians across rounds, ratios from the same run, the issue's goals, and the table.
+ * Medians across rounds, ratios from the same run, the performance goals, and the table.
  */
 import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
 import { median, ratio } from './lib/stats.ts'
@@ -24,10 +24,8 @@ const pct = (value: number) => `${fmt(value * 100)}%`
 const times = (value: number) => `${fmt(value, 1)}x`
 
 export function summarize(results: Results) {
-  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage') =>
-    median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
-  const readOf = (target: string, endpoint: string, field: 'perSecond' | 'p50Ms' | 'p99Ms') =>
-    median(results.reads.filter((r) => r.target === target && r.endpoint === endpoint).map((r) => r[field]))
+  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage') => median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
+  const readOf = (target: string, endpoint: string, field: 'perSecond' | 'p50Ms' | 'p99Ms') => median(results.reads.filter((r) => r.target === target && r.endpoint === endpoint).map((r) => r[field]))
 
   const rows: Row[] = []
   const goals: Goal[] = []
@@ -54,7 +52,15 @@ export function summarize(results: Results) {
   const get = { pigeonhole: readOf('pigeonhole', 'get_inbox', 'perSecond'), bare: readOf('bare_bun_serve', 'get_inbox', 'perSecond') }
   goals.push(goal('list reads: x maildev', ratio(list.pigeonhole, list.maildev), '>=', 25, 'x'))
   goals.push(goal('list reads: share of bare Bun.serve', ratio(list.pigeonhole, list.bare), '>=', 0.3))
-  rows.push(['List 50 messages (req/s)', fmt(list.pigeonhole), fmt(list.maildev), fmt(list.bare), `${times(ratio(list.pigeonhole, list.maildev))} / ${pct(ratio(list.pigeonhole, list.bare))}`, '>= 25x / >= 30%', mark(goals.at(-2)!, goals.at(-1)!)])
+  rows.push([
+    'List 50 messages (req/s)',
+    fmt(list.pigeonhole),
+    fmt(list.maildev),
+    fmt(list.bare),
+    `${times(ratio(list.pigeonhole, list.maildev))} / ${pct(ratio(list.pigeonhole, list.bare))}`,
+    '>= 25x / >= 30%',
+    mark(goals.at(-2)!, goals.at(-1)!),
+  ])
   const lat = (t: string, e: string) => `${fmt(readOf(t, e, 'p50Ms'), 2)} / ${fmt(readOf(t, e, 'p99Ms'), 2)}`
   rows.push(['  p50 / p99 (ms)', lat('pigeonhole', 'list'), lat('maildev', 'list'), lat('bare_bun_serve', 'list'), '', '', ''])
   rows.push(['getInbox (req/s)', fmt(get.pigeonhole), '', fmt(get.bare), pct(ratio(get.pigeonhole, get.bare)), '', ''])

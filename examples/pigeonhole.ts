@@ -70,11 +70,11 @@ export class Pigeonhole {
 
   /** The organisation's limits and what it used this UTC month. */
   async getUsage(): Promise<Usage> {
-    return this.call('GET', '/v1/usage')
+    return (await this.call<Usage>('GET', '/v1/usage'))!
   }
 
   async createInbox(body: { prefix?: string } = {}): Promise<Inbox> {
-    return (await this.call('POST', '/v1/inboxes', body)).data
+    return (await this.call<{ data: Inbox }>('POST', '/v1/inboxes', body))!.data
   }
 
   async deleteInbox(inbox: Inbox | string): Promise<void> {
@@ -88,12 +88,12 @@ export class Pigeonhole {
     if (options.subject) query.set('subject', options.subject)
     if (options.sender) query.set('sender', options.sender)
     if (options.receivedAfter) query.set('received_after', new Date(options.receivedAfter).toISOString())
-    const page = await this.call('GET', `/v1/inboxes/${inbox.id}/messages?${query}`)
+    const page = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?${query}`)
     if (page === null) {
       const what = [options.subject && `subject containing "${options.subject}"`, options.sender && `from ${options.sender}`].filter(Boolean).join(' and ') || 'any message'
       throw new Error(`No mail with ${what} arrived at ${inbox.address} within ${query.get('wait_seconds')} s. Did the application send it to this address, over SMTP to this Pigeonhole?`)
     }
-    return page.data[0]
+    return page.data[0]!
   }
 
   /** Waits for the first message received after `previous` (received_after is inclusive, hence the extra millisecond). */
@@ -101,7 +101,8 @@ export class Pigeonhole {
     return this.waitForMessage(inbox, { ...options, receivedAfter: new Date(Date.parse(previous.received_at) + 1) })
   }
 
-  private async call(method: string, path: string, body?: unknown): Promise<any> {
+  /** The parsed answer, or null for a 204; any other non-2xx throws a PigeonholeError. */
+  private async call<T>(method: string, path: string, body?: unknown): Promise<T | null> {
     const response = await fetch(`${this.options.url}${path}`, {
       method,
       headers: { authorization: `Bearer ${this.options.key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
@@ -109,12 +110,17 @@ export class Pigeonhole {
     })
     if (response.status === 204) return null
     const text = await response.text()
-    const parsed = text ? JSON.parse(text) : null
+    let parsed: { error?: { code?: string; message?: string } } | null = null
+    try {
+      parsed = text ? JSON.parse(text) : null
+    } catch {
+      // Not JSON (a proxy's error page, say): the status and the text still say what happened.
+    }
     if (!response.ok) {
       const code = parsed?.error?.code ?? 'unknown'
       throw new PigeonholeError(response.status, code, `${method} ${path} answered ${response.status} ${code}: ${parsed?.error?.message ?? text}`)
     }
-    return parsed
+    return parsed as T | null
   }
 }
 

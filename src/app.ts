@@ -17,11 +17,12 @@ import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
-import type { RoutingProvider } from './routing/provider.ts'
+import type { RoutingProvider } from './core/routing.ts'
+import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { openStorage } from './storage/database.ts'
 
-export interface AppOptions {
+interface AppOptions {
   config: Config
   clock?: Clock
   logger?: Logger
@@ -34,14 +35,15 @@ export interface RunningApp {
   httpPort: number
   smtpPort: number
   httpUrl: string
+  /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
+  publicUrls: PublicUrls
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
   stop(): Promise<void>
 }
 
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
-const withTimeout = (work: Promise<unknown>, ms: number) =>
-  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255
@@ -57,8 +59,7 @@ export class PortInUseError extends Error {
   }
 }
 
-const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) =>
-  (error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error
+const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) => ((error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error)
 
 function listenOrExplain<T>(variable: 'PORT', port: number, listen: () => T, storage: { close(): void }): T {
   try {
@@ -75,8 +76,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
+  let publicUrls = resolvePublicUrls(config, config.port)
   const services: Services = {
     config,
+    publicUrls: () => publicUrls,
     storage,
     clock,
     logger,
@@ -90,19 +93,23 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   }
   discardUnfinishedInboxes(services)
 
-  const http = listenOrExplain('PORT', config.port, () => buildHttpApp(services).listen({
-    port: config.port,
-    hostname: config.host,
-    idleTimeout: IDLE_TIMEOUT_SECONDS,
-    reusePort: false, // Elysia's default true lets two servers share a port silently
-    // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
-    // envelope, reading at most 64 KiB of any body (src/http/body.ts).
-    maxRequestBodySize: 1024 * 1024 * 1024,
-  }), storage)
+  const http = listenOrExplain(
+    'PORT',
+    config.port,
+    () =>
+      buildHttpApp(services).listen({
+        port: config.port,
+        hostname: config.host,
+        idleTimeout: IDLE_TIMEOUT_SECONDS,
+        reusePort: false, // Elysia's default true lets two servers share a port silently
+        // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
+        // envelope, reading at most 64 KiB of any body (src/http/body.ts).
+        maxRequestBodySize: 1024 * 1024 * 1024,
+      }),
+    storage,
+  )
   const httpPort = http.server!.port!
-  // With PORT=0 the default public URLs cannot name the port until the OS picked it.
-  if (config.baseUrl === 'http://localhost:0') config.baseUrl = `http://localhost:${httpPort}`
-  if (config.filesUrl === 'http://localhost:0') config.filesUrl = config.baseUrl
+  publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
 
   const smtp = createSmtpServer(services)
@@ -136,5 +143,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, stop }
+  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
 }

@@ -14,7 +14,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
-import { ConfigError, configTable, loadConfig } from './config.ts'
+import { configTable, loadConfigOrExit } from './config.ts'
 import { createApiKey, createOrganization, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
 
@@ -42,26 +42,21 @@ if (group === 'config') {
   process.exit(0)
 }
 
-let config
-try {
-  config = loadConfig()
-} catch (error) {
-  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78)
-  throw error
-}
-const databaseFile = resolve(config.databasePath)
+const { databasePath } = loadConfigOrExit()
+const databaseFile = resolve(databasePath)
 if (!existsSync(databaseFile) && !allowCreate) {
-  fail(
-    `No database at ${databaseFile}.\n` +
-      'Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server\'s file. ' +
-      'To start a new, empty database there, add --create.',
-  )
+  fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
 }
 console.error(`database: ${databaseFile}`)
-const storage = openStorage(config.databasePath)
+const storage = openStorage(databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
-  for (const row of rows) console.log(Object.values(row).map((v) => v ?? '-').join('\t'))
+  for (const row of rows)
+    console.log(
+      Object.values(row)
+        .map((v) => v ?? '-')
+        .join('\t'),
+    )
 }
 
 try {

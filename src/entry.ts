@@ -7,7 +7,7 @@
  * server exits (SIGTERM is passed on to it), syncs the last writes before exiting.
  */
 import { existsSync, rmSync } from 'node:fs'
-import { ConfigError, loadConfig, type Config } from './config.ts'
+import { exitOnConfigError, loadConfigOrExit } from './config.ts'
 import { prepareFolders } from './deploy/privileges.ts'
 import { replicationPlan, serverScript } from './deploy/replica.ts'
 import { runChild } from './deploy/supervise.ts'
@@ -17,15 +17,8 @@ function fail(message: string, code: number): never {
   process.exit(code)
 }
 
-let config: Config
-let plan
-try {
-  config = loadConfig()
-  plan = replicationPlan(config, process.env)
-} catch (error) {
-  if (error instanceof ConfigError) fail(`Invalid configuration: ${error.message}`, 78) // EX_CONFIG
-  throw error
-}
+const config = loadConfigOrExit()
+const plan = exitOnConfigError(() => replicationPlan(config, process.env))
 
 const user = prepareFolders(config)
 // A stop asked for while the restore runs must not go on to start the server.

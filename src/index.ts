@@ -1,29 +1,16 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
 import { PortInUseError, startApp } from './app.ts'
-import { ConfigError, loadConfig } from './config.ts'
+import { loadConfigOrExit } from './config.ts'
 import { errorFields } from './log.ts'
 import { startupBanner } from './startup-banner.ts'
 
-let config
+let app: Awaited<ReturnType<typeof startApp>>
 try {
-  config = loadConfig()
+  app = await startApp({ config: loadConfigOrExit() })
 } catch (error) {
-  if (error instanceof ConfigError) {
-    console.error(`Invalid configuration: ${error.message}`)
-    process.exit(78) // EX_CONFIG
-  }
-  throw error
-}
-
-let app
-try {
-  app = await startApp({ config })
-} catch (error) {
-  if (error instanceof PortInUseError) {
-    console.error(error.message)
-    process.exit(1)
-  }
-  throw error
+  if (!(error instanceof PortInUseError)) throw error
+  console.error(error.message)
+  process.exit(1)
 }
 console.error(startupBanner(app))
 const { logger } = app.services

@@ -1,6 +1,6 @@
 /** One JSON line per event on stdout. Callers pass fields, never secrets (keys, bodies). */
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent'
-export type LogFields = Record<string, unknown>
+type LogFields = Record<string, unknown>
 
 export interface Logger {
   debug(event: string, fields?: LogFields): void
@@ -12,13 +12,14 @@ export interface Logger {
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
 
 export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line + '\n')): Logger {
-  const emit = (at: Exclude<LogLevel, 'silent'>) => (event: string, fields: LogFields = {}) => {
-    if (RANK[at] < RANK[level]) return
-    write(JSON.stringify({ time: new Date().toISOString(), level: at, event, ...fields }))
-  }
+  const emit =
+    (at: Exclude<LogLevel, 'silent'>) =>
+    (event: string, fields: LogFields = {}) => {
+      if (RANK[at] < RANK[level]) return
+      write(JSON.stringify({ time: new Date().toISOString(), level: at, event, ...fields }))
+    }
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }
 
 /** Turns an unknown thrown value into loggable fields without leaking request data. */
-export const errorFields = (error: unknown): LogFields =>
-  error instanceof Error ? { error: error.message, error_name: error.name, stack: error.stack } : { error: String(error) }
+export const errorFields = (error: unknown): LogFields => (error instanceof Error ? { error: error.message, error_name: error.name, stack: error.stack } : { error: String(error) })

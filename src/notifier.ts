@@ -7,7 +7,7 @@
  */
 import { EventEmitter } from 'node:events'
 
-export type InboxEvent = 'message_stored' | 'inbox_deleted'
+type InboxEvent = 'message_stored' | 'inbox_deleted'
 
 export class InboxNotifier {
   private readonly emitter = new EventEmitter()

@@ -12,7 +12,11 @@ export function startupBanner(app: RunningApp): string {
   const hasOrganisation = listOrganizations(storage.db).length > 0
   const next = hasOrganisation
     ? ['Next: make a key for your organisation (ids: bun src/cli.ts orgs list):', '  bun src/cli.ts keys create <org-id>']
-    : ['Next: in another terminal, create an organisation without monthly limits for local testing, then a key:', '  bun src/cli.ts orgs create my-team --local', '  bun src/cli.ts keys create <the org id it printed>']
+    : [
+        'Next: in another terminal, create an organisation without monthly limits for local testing, then a key:',
+        '  bun src/cli.ts orgs create my-team --local',
+        '  bun src/cli.ts keys create <the org id it printed>',
+      ]
   return [
     '',
     'Pigeonhole is running.',

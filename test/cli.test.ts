@@ -83,7 +83,7 @@ describe('keys', () => {
     }
     // Nor anywhere in the file or its WAL, in any table.
     for (const file of [server.databasePath, `${server.databasePath}-wal`]) {
-      const bytes = await Bun.file(file).exists() ? Buffer.from(await Bun.file(file).arrayBuffer()) : Buffer.alloc(0)
+      const bytes = (await Bun.file(file).exists()) ? Buffer.from(await Bun.file(file).arrayBuffer()) : Buffer.alloc(0)
       expect(bytes.includes(secret)).toBe(false)
     }
   })
@@ -123,7 +123,11 @@ describe('keys', () => {
     expect((await server.get('/v1/usage', key)).status).toBe(200)
     const run = await cli('keys', 'revoke', key)
     expect(run.code).toBe(0)
-    for (const [method, path] of [['GET', '/v1/usage'], ['GET', '/v1/inboxes'], ['POST', '/v1/inboxes']] as const) {
+    for (const [method, path] of [
+      ['GET', '/v1/usage'],
+      ['GET', '/v1/inboxes'],
+      ['POST', '/v1/inboxes'],
+    ] as const) {
       expectError(await server.request(method, path, { key }), 401, 'invalid_api_key')
     }
     const listed = (await cli('keys', 'list', orgId)).stdout.split('\n').find((line) => line.startsWith(key.slice(8, 24)))!

@@ -1,9 +1,10 @@
-/** Configuration from the environment: real `bun src/index.ts` processes. */
+/** Configuration from the environment (the operational contract in src/config.ts): real `bun src/index.ts` processes. */
 import { afterAll, describe, expect, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { loadConfig, SETTINGS } from '../src/config.ts'
+import { resolvePublicUrls } from '../src/public-urls.ts'
 
 const ROOT = join(import.meta.dir, '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-config-'))
@@ -102,12 +103,34 @@ describe('loadConfig', () => {
       retentionDays: 30,
       idempotencyHours: 24,
     })
-    expect(config).toMatchObject({ port: 3000, smtpPort: 2525, host: '0.0.0.0', databasePath: './data/pigeonhole.db', receivingDomain: 'pigeonhole.test', baseUrl: 'http://localhost:3000', filesUrl: 'http://localhost:3000', emailRouting: 'none' })
+    expect(config).toMatchObject({
+      port: 3000,
+      smtpPort: 2525,
+      host: '0.0.0.0',
+      databasePath: './data/pigeonhole.db',
+      receivingDomain: 'pigeonhole.test',
+      baseUrl: 'http://localhost:3000',
+      filesUrl: 'http://localhost:3000',
+      emailRouting: 'none',
+    })
   })
 
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
     const config = loadConfig({ BASE_URL: 'https://api.example.com/' })
     expect(config.baseUrl).toBe('https://api.example.com')
     expect(config.filesUrl).toBe('https://api.example.com')
+  })
+
+  test('the config is frozen: nothing can change a setting after start', () => {
+    const config = loadConfig({})
+    expect(Object.isFrozen(config)).toBe(true)
+    expect(Object.isFrozen(config.limits)).toBe(true)
+    expect(Object.keys(config)).not.toContain('activeInboxes')
+  })
+
+  test('with PORT=0 the default public URLs name the port the OS picked; given ones are kept', () => {
+    expect(resolvePublicUrls(loadConfig({ PORT: '0' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'http://localhost:4321' })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', FILES_URL: 'https://files.example.com' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'https://files.example.com' })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', BASE_URL: 'https://api.example.com' }), 4321)).toEqual({ baseUrl: 'https://api.example.com', filesUrl: 'https://api.example.com' })
   })
 })

@@ -43,7 +43,10 @@ test('start-up prints where the API, docs and SMTP are and the next step, beside
   expect(stderr).toMatch(/SMTP +port \d+ on 127\.0\.0\.1; inbox addresses end in @pigeonhole\.test/)
   expect(stderr).toContain(`Database   ${join(dir, 'banner.db')}`)
   expect(stderr).toContain('bun src/cli.ts orgs create my-team --local')
-  const events = stdout.trim().split('\n').map((line) => JSON.parse(line).event)
+  const events = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line).event)
   expect(events).toEqual(expect.arrayContaining(['http_listening', 'smtp_listening']))
 }, 20_000)
 

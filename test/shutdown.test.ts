@@ -42,7 +42,12 @@ test('stop drains in-flight work and refuses new work', async () => {
     socket.once('error', () => resolve(true))
   })
   expect(refused).toBe(true)
-  expect(await fetch(`${server.url}/health`).then(() => 'answered', () => 'refused')).toBe('refused')
+  expect(
+    await fetch(`${server.url}/health`).then(
+      () => 'answered',
+      () => 'refused',
+    ),
+  ).toBe('refused')
 
   // The acknowledged message is on disk after the stop.
   const db = new Database(server.databasePath, { readonly: true })

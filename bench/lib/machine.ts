@@ -13,7 +13,9 @@ function maildevVersion(): string {
 
 export function machine() {
   const cpuinfo = readFileSync('/proc/cpuinfo', 'utf8')
-  const node = Bun.spawnSync({ cmd: ['node', '--version'] }).stdout.toString().trim()
+  const node = Bun.spawnSync({ cmd: ['node', '--version'] })
+    .stdout.toString()
+    .trim()
   return {
     nproc: availableParallelism(),
     cpu: /model name\s*:\s*(.*)/.exec(cpuinfo)?.[1]?.trim() ?? 'unknown',

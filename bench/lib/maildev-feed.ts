@@ -19,9 +19,11 @@ export class MaildevFeed {
       ws.onmessage = (event) => {
         const at = performance.now()
         const packet = String(event.data)
-        if (packet.startsWith('0')) ws.send('40') // Engine.IO open: join the default namespace
+        if (packet.startsWith('0'))
+          ws.send('40') // Engine.IO open: join the default namespace
         else if (packet.startsWith('40')) resolve(feed)
-        else if (packet === '2') ws.send('3') // ping, pong
+        else if (packet === '2')
+          ws.send('3') // ping, pong
         else if (packet.startsWith('42["newMail"')) {
           feed.events++
           feed.waiters.shift()?.(at)

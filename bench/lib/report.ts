@@ -1,5 +1,5 @@
 /**
- * Turns the run's medians into goal checks (the project's performance targets) and a plain-text table.
+ * Turns the run's medians into goal checks (the project's performance goals) and a plain-text table.
  * Goals are reported, never asserted: only a missing figure fails the run.
  */
 

@@ -5,7 +5,7 @@
  */
 import { MaildevFeed } from '../lib/maildev-feed.ts'
 import { headersFor, type Shape } from '../lib/messages.ts'
-import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
+import type { PigeonholeApi } from '../lib/pigeonhole-api.ts'
 import { SmtpClient } from '../lib/smtp-client.ts'
 import { percentile, sleep } from '../lib/stats.ts'
 

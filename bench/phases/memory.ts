@@ -80,7 +80,12 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
 
   const api = new PigeonholeApi(server.base, server.key)
   const inboxes = await Promise.all(Array.from({ length: INBOXES }, () => api.createInbox()))
-  const sent = await fill(server.smtpPort, shape, inboxes.map((inbox) => inbox.address), options.messages)
+  const sent = await fill(
+    server.smtpPort,
+    shape,
+    inboxes.map((inbox) => inbox.address),
+    options.messages,
+  )
   let stored = 0
   for (const inbox of inboxes) stored += await api.countMessages(inbox.id)
   if (stored !== options.messages || sent !== options.messages) throw new Error(`memory: sent ${sent}, stored ${stored}, expected ${options.messages}`)

@@ -12,7 +12,7 @@ const transport = nodemailer.createTransport({ host: process.env.SMTP_HOST ?? '1
 const pending = new Map<string, string>() // token → address
 // The check a typical sign-up form makes (zod's default email pattern): @localhost fails it.
 const EMAIL = /^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/
-const escape = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 const page = (body: string, status = 200) => new Response(`<!doctype html><meta charset="utf-8"><title>Demo</title>${body}`, { status, headers: { 'content-type': 'text/html; charset=utf-8' } })
 
 const server = Bun.serve({
@@ -37,13 +37,13 @@ const server = Bun.serve({
         text: `Confirm your address: ${link}\nYour sign-in code is ${code}.`,
         html: `<p><a href="${link}">Confirm your address</a></p><p>Your sign-in code is <b>${code}</b>.</p>`,
       })
-      return page(`<p role="status">Check your inbox at ${escape(email)}.</p>`)
+      return page(`<p role="status">Check your inbox at ${escapeHtml(email)}.</p>`)
     }
     if (request.method === 'GET' && url.pathname === '/confirm') {
       const email = pending.get(url.searchParams.get('token') ?? '')
       if (!email) return page('<p role="alert">Unknown or used link.</p>', 404)
       pending.delete(url.searchParams.get('token')!)
-      return page(`<h1>Confirmed</h1><p>${escape(email)} is confirmed.</p>`)
+      return page(`<h1>Confirmed</h1><p>${escapeHtml(email)} is confirmed.</p>`)
     }
     return page('Not found', 404)
   },

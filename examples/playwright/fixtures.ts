@@ -6,6 +6,7 @@ import { test as base } from '@playwright/test'
 import { Pigeonhole, type Inbox } from '../pigeonhole.ts'
 
 export const test = base.extend<{ pigeonhole: Pigeonhole; inbox: Inbox }>({
+  // biome-ignore lint/correctness/noEmptyPattern: Playwright reads a fixture's dependencies from this pattern; this one has none
   pigeonhole: async ({}, use) => {
     await use(new Pigeonhole({ url: process.env.PIGEONHOLE_URL ?? 'http://localhost:3000', key: process.env.PIGEONHOLE_KEY ?? '' }))
   },

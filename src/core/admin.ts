@@ -10,7 +10,11 @@ import { apiKeys, organizations } from '../storage/schema.ts'
 import { generateApiKey, hashSecret, parseApiKey } from './api-keys.ts'
 
 export function createOrganization(db: Db, clock: Clock, name: string) {
-  return db.insert(organizations).values({ id: newId('org'), name, createdAt: isoTime(clock.now()) }).returning().get()
+  return db
+    .insert(organizations)
+    .values({ id: newId('org'), name, createdAt: isoTime(clock.now()) })
+    .returning()
+    .get()
 }
 
 export const listOrganizations = (db: Db) => db.select().from(organizations).orderBy(asc(organizations.createdAt)).all()
@@ -20,7 +24,9 @@ export function createApiKey(db: Db, clock: Clock, organizationId: string): { ke
   const org = db.select().from(organizations).where(eq(organizations.id, organizationId)).get()
   if (!org) return null
   const { key, publicId, secretSha256 } = generateApiKey()
-  db.insert(apiKeys).values({ publicId, organizationId, secretSha256, createdAt: isoTime(clock.now()) }).run()
+  db.insert(apiKeys)
+    .values({ publicId, organizationId, secretSha256, createdAt: isoTime(clock.now()) })
+    .run()
   return { key, publicId }
 }
 
@@ -42,6 +48,10 @@ export function revokeApiKey(db: Db, clock: Clock, keyOrPublicId: string): boole
   const row = db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).get()
   if (!row) return false
   if (parsed && hashSecret(parsed.secret) !== row.secretSha256) return false
-  if (!row.revokedAt) db.update(apiKeys).set({ revokedAt: isoTime(clock.now()) }).where(eq(apiKeys.publicId, publicId)).run()
+  if (!row.revokedAt)
+    db.update(apiKeys)
+      .set({ revokedAt: isoTime(clock.now()) })
+      .where(eq(apiKeys.publicId, publicId))
+      .run()
   return true
 }

@@ -12,7 +12,7 @@ import { preparedPerDatabase } from '../storage/prepared.ts'
 import { apiKeys } from '../storage/schema.ts'
 import { DomainError } from './errors.ts'
 
-export const KEY_PREFIX = 'ph_live_'
+const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
 
 export interface Principal {
@@ -56,7 +56,10 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null)
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
   const now = clock.now()
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
-    db.update(apiKeys).set({ lastUsedAt: isoTime(now) }).where(eq(apiKeys.publicId, parsed.publicId)).run()
+    db.update(apiKeys)
+      .set({ lastUsedAt: isoTime(now) })
+      .where(eq(apiKeys.publicId, parsed.publicId))
+      .run()
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId }
 }

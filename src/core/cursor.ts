@@ -23,7 +23,10 @@ export class CursorCodec {
 
   /** Reads the signing secret from the database, creating it once, so cursors survive restarts. */
   static fromDatabase(db: Db): CursorCodec {
-    db.insert(settings).values({ name: 'cursor_secret', value: randomHex(32) }).onConflictDoNothing().run()
+    db.insert(settings)
+      .values({ name: 'cursor_secret', value: randomHex(32) })
+      .onConflictDoNothing()
+      .run()
     const row = db.select().from(settings).where(eq(settings.name, 'cursor_secret')).get()
     return new CursorCodec(row!.value)
   }

@@ -5,12 +5,25 @@ import { randomBytes, randomInt } from 'node:crypto'
 import { DomainError } from './errors.ts'
 
 /** createInbox rule: 3 to 40 characters, lowercase alphanumerics, hyphens only in the middle. */
-export const PREFIX_PATTERN = /^[a-z0-9](?:[a-z0-9-]{1,38})[a-z0-9]$/
+const PREFIX_PATTERN = /^[a-z0-9](?:[a-z0-9-]{1,38})[a-z0-9]$/
 
 /** Role and system names a tester must never be handed, plus our own name. */
 export const RESERVED_LOCAL_PARTS = new Set([
-  'admin', 'administrator', 'abuse', 'postmaster', 'support', 'security', 'billing', 'root',
-  'hostmaster', 'webmaster', 'noreply', 'no-reply', 'donotreply', 'contact', 'pigeonhole',
+  'admin',
+  'administrator',
+  'abuse',
+  'postmaster',
+  'support',
+  'security',
+  'billing',
+  'root',
+  'hostmaster',
+  'webmaster',
+  'noreply',
+  'no-reply',
+  'donotreply',
+  'contact',
+  'pigeonhole',
 ])
 
 /** Lowercases and checks a requested prefix; throws invalid_prefix with the reason. */

@@ -17,10 +17,7 @@ export class LongPollSlots {
     const keySlot = `key:${principal.keyPublicId}`
     const orgSlot = `org:${principal.organizationId}`
     if ((this.held.get(keySlot) ?? 0) >= this.limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= this.limits.longPollsPerOrg) {
-      throw new DomainError(
-        'long_poll_limit_exceeded',
-        `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`,
-      )
+      throw new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`)
     }
     this.bump(keySlot, 1)
     this.bump(orgSlot, 1)

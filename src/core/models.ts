@@ -1,9 +1,10 @@
 /**
  * Response models of the public interface, one TypeBox schema per resource. They are the
  * single source for the OpenAPI document and the TypeScript types that domain code
- * returns and tests read. (Plain TypeBox: the domain does not import the HTTP framework.)
+ * returns and tests read. (Plain TypeBox: the domain does not import the HTTP framework;
+ * the envelopes and the other OpenAPI pieces are in src/http/openapi.ts.)
  */
-import { Type as T, type Static, type TSchema } from '@sinclair/typebox'
+import { Type as T, type Static } from '@sinclair/typebox'
 
 const Timestamp = T.String({ format: 'date-time', examples: ['2026-11-22T10:15:30.123Z'] })
 
@@ -57,7 +58,6 @@ export type MessageSummary = Static<typeof MessageSummaryModel>
 export const MessageModel = T.Object({ ...messageSummaryFields, ...contentFields }, { additionalProperties: false })
 export type Message = Static<typeof MessageModel>
 
-
 export const UsageModel = T.Object(
   {
     plan: T.Literal('free'),
@@ -68,27 +68,3 @@ export const UsageModel = T.Object(
   { additionalProperties: false },
 )
 export type Usage = Static<typeof UsageModel>
-
-export const ErrorModel = T.Object(
-  { error: T.Object({ code: T.String(), message: T.String(), request_id: T.String() }, { additionalProperties: false }) },
-  { additionalProperties: false },
-)
-export type ErrorBody = Static<typeof ErrorModel>
-
-export const HealthModel = T.Object({ status: T.Literal('ok'), service: T.Literal('pigeonhole') }, { additionalProperties: false })
-
-/** createInbox body: documented here, checked by hand in core/inboxes (the spec's error codes need it). */
-export const CreateInboxBodyModel = T.Object(
-  { prefix: T.Optional(T.String({ minLength: 3, maxLength: 40, pattern: '^[a-zA-Z0-9](?:[a-zA-Z0-9-]{1,38})[a-zA-Z0-9]$' })) },
-  { additionalProperties: false },
-)
-
-export const page = <S extends TSchema>(item: S) =>
-  T.Object({ data: T.Array(item), next_cursor: T.Union([T.String(), T.Null()]) }, { additionalProperties: false })
-export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, { additionalProperties: false })
-
-/** A listOrWaitForMessages item: a summary, or a full message with include=content. */
-export const MessageListItemModel = T.Union([MessageSummaryModel, MessageModel])
-
-/** `response` entries for the error statuses a route documents, all with the error envelope. */
-export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorModel> => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))

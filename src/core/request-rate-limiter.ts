@@ -33,10 +33,9 @@ export class RequestRateLimiter {
     const orgCount = this.counts.get(orgSlot) ?? 0
     if (keyCount >= this.limits.requestsPerKey || orgCount >= this.limits.requestsPerOrg) {
       const retryAfter = Math.max(1, Math.ceil(((minute + 1) * MINUTE - now) / 1000))
-      const which = keyCount >= this.limits.requestsPerKey ? `${this.limits.requestsPerKey} requests per minute for this key` : `${this.limits.requestsPerOrg} requests per minute for this organization`
-      throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, {
-        headers: { 'Retry-After': String(retryAfter) },
-      })
+      const which =
+        keyCount >= this.limits.requestsPerKey ? `${this.limits.requestsPerKey} requests per minute for this key` : `${this.limits.requestsPerOrg} requests per minute for this organization`
+      throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, { retryAfterSeconds: retryAfter })
     }
     this.counts.set(keySlot, keyCount + 1)
     this.counts.set(orgSlot, orgCount + 1)

@@ -2,7 +2,8 @@ import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
 import type { InboxNotifier } from '../notifier.ts'
-import type { RoutingProvider } from '../routing/provider.ts'
+import type { PublicUrls } from '../public-urls.ts'
+import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
@@ -12,6 +13,8 @@ import type { RequestRateLimiter } from './request-rate-limiter.ts'
 /** Everything a domain verb may use, built once by the composition root (src/app.ts). */
 export interface Services {
   config: Config
+  /** Resolved once the HTTP listener has its port (see resolvePublicUrls). */
+  publicUrls: () => PublicUrls
   storage: Storage
   clock: Clock
   logger: Logger

@@ -15,7 +15,7 @@ export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: n
   return { key: isoTime(startsAt).slice(0, 7), startsAt, endsAt }
 }
 
-// Prepared once: RCPT admission reads it for every recipient (bench profiles).
+// Prepared once: RCPT admission reads it for every recipient.
 const receivedInMonth = preparedPerDatabase((db) =>
   db
     .select({ received: monthlyEmailUsage.received })

@@ -8,7 +8,7 @@ import { mkdirSync } from 'node:fs'
 import { dirname, resolve } from 'node:path'
 import type { Config } from '../config.ts'
 
-export interface RunAs {
+interface RunAs {
   uid: number
   gid: number
 }

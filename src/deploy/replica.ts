@@ -7,11 +7,11 @@ import { dirname, join, resolve } from 'node:path'
 import { ConfigError, type Config } from '../config.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-export const LITESTREAM_CONFIG = join(ROOT, 'litestream.yml')
+const LITESTREAM_CONFIG = join(ROOT, 'litestream.yml')
 /** What the entry runs as the server: SERVER_SCRIPT (the image's production bundle) or the source. */
 export const serverScript = (config: Config): string => (config.serverScript ? resolve(ROOT, config.serverScript) : join(ROOT, 'src', 'index.ts'))
 
-export interface ReplicationPlan {
+interface ReplicationPlan {
   binary: string
   databasePath: string
   /** The environment litestream and the server both see; litestream.yml expands it. */
@@ -28,7 +28,7 @@ const shellQuote = (word: string) => `'${word.replaceAll("'", `'\\''`)}'`
  * (it is an optional dependency so installs elsewhere do not fail); other machines fall
  * back to a `litestream` on PATH. Never the package's node wrapper: it swallows exit codes.
  */
-export function litestreamBinary(config: Config): string {
+function litestreamBinary(config: Config): string {
   if (config.litestreamBin) return config.litestreamBin
   try {
     const manifest = Bun.resolveSync('@flydotio/litestream-linux-x64/package.json', ROOT)

@@ -4,7 +4,7 @@
  */
 import { constants } from 'node:os'
 
-export interface ChildOptions {
+interface ChildOptions {
   env: Record<string, string | undefined>
   /** Set when the entry runs as root and hands the work to an unprivileged user. */
   user?: { uid: number; gid: number }
@@ -13,7 +13,7 @@ export interface ChildOptions {
 }
 
 export async function runChild(cmd: string[], options: ChildOptions): Promise<number> {
-  let child
+  let child: ReturnType<typeof Bun.spawn>
   try {
     child = Bun.spawn(cmd, {
       env: options.env,

@@ -4,7 +4,7 @@
  * translate between HTTP and domain verbs.
  */
 import { Elysia } from 'elysia'
-import { authenticate, type Principal } from '../core/api-keys.ts'
+import { authenticate } from '../core/api-keys.ts'
 import { DomainError } from '../core/errors.ts'
 import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
 import type { Services } from '../core/services.ts'
@@ -14,6 +14,7 @@ import { errorBody, toErrorResponse } from './errors.ts'
 import { installFastFormats } from './formats.ts'
 import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
+import { RequestRegistry } from './request-registry.ts'
 import { checkRequestTarget, parseUrl, safePathOf } from './request-target.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
@@ -21,101 +22,70 @@ import { inboxRoutes } from './routes/inboxes.ts'
 import { messageRoutes } from './routes/messages.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-interface RequestState {
-  id: string
-  startedAt: number
-  /** Set in onRequest, where the URL is parsed once anyway; the request log reads it. */
-  path?: string
-  principal?: Principal
-}
-
-/** Per-request state, keyed by the Request object so no module-level state is shared between apps. */
-export class RequestRegistry {
-  private readonly states = new WeakMap<Request, RequestState>()
-  begin(request: Request): RequestState {
-    const state = { id: newRequestId(), startedAt: performance.now() }
-    this.states.set(request, state)
-    return state
-  }
-  get(request: Request): RequestState | undefined {
-    return this.states.get(request)
-  }
-  /** The authenticated caller; set for every /v1 request before routing and validation run. */
-  principal(request: Request): Principal {
-    const principal = this.states.get(request)?.principal
-    if (!principal) throw new Error('principal requested on an unauthenticated route')
-    return principal
-  }
-}
-
 export function buildHttpApp(s: Services) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
-  return (
-    new Elysia({ normalize: false })
-      .onRequest(({ request, set }) => {
-        const state = requests.begin(request)
-        set.headers['x-request-id'] = state.id
-        state.path = checkRequestTarget(request)
-        const origin = request.headers.get('origin')
-        const granted = origin !== null && cors.allows(origin)
+  return new Elysia({ normalize: false })
+    .onRequest(({ request, set }) => {
+      const state = requests.begin(request)
+      set.headers['x-request-id'] = state.id
+      state.path = checkRequestTarget(request)
+      const origin = request.headers.get('origin')
+      const granted = origin !== null && cors.allows(origin)
+      if (granted) {
+        set.headers['access-control-allow-origin'] = origin
+        set.headers['access-control-expose-headers'] = CORS_EXPOSE_HEADERS
+      }
+      if (origin) set.headers.vary = 'Origin'
+      if (request.method === 'OPTIONS') {
         if (granted) {
-          set.headers['access-control-allow-origin'] = origin
-          set.headers['access-control-expose-headers'] = CORS_EXPOSE_HEADERS
+          set.headers['access-control-allow-methods'] = CORS_ALLOW_METHODS
+          set.headers['access-control-allow-headers'] = CORS_ALLOW_HEADERS
+          set.headers['access-control-max-age'] = '600'
         }
-        if (origin) set.headers['vary'] = 'Origin'
-        if (request.method === 'OPTIONS') {
-          if (granted) {
-            set.headers['access-control-allow-methods'] = CORS_ALLOW_METHODS
-            set.headers['access-control-allow-headers'] = CORS_ALLOW_HEADERS
-            set.headers['access-control-max-age'] = '600'
-          }
-          set.status = 204
-          return ''
+        set.status = 204
+        return ''
+      }
+      // Authentication and the rate limit come before routing and validation, so a bad
+      // key answers 401 whatever else is wrong with the request.
+      if (state.path.startsWith('/v1/') || state.path === '/v1') {
+        state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
+        s.requestLimiter.admit(state.principal)
+        if (request.method === 'GET') rejectRepeatedParameters(parseUrl(request.url)) // only the two listings take query parameters
+        // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
+        if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
+          throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
         }
-        // Authentication and the rate limit come before routing and validation, so a bad
-        // key answers 401 whatever else is wrong with the request.
-        if (state.path.startsWith('/v1/') || state.path === '/v1') {
-          state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'))
-          s.requestLimiter.admit(state.principal)
-          if (request.method === 'GET') rejectRepeatedParameters(parseUrl(request.url)) // only the two listings take query parameters
-          // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
-          if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
-            throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
-          }
-        }
+      }
+    })
+    .onError(({ error, code, set, request }) => {
+      const requestId = requests.get(request)?.id ?? newRequestId()
+      const response = toErrorResponse(error, code, s.logger, requestId)
+      set.status = response.status
+      set.headers['x-request-id'] = requestId
+      set.headers['content-type'] = 'application/json'
+      for (const [name, value] of Object.entries(response.headers)) set.headers[name.toLowerCase()] = value
+      return errorBody(response, requestId)
+    })
+    .onAfterResponse(({ request, set }) => {
+      const state = requests.get(request)
+      if (!state) return
+      s.logger.info('http_request', {
+        request_id: state.id,
+        method: request.method,
+        path: state.path ?? safePathOf(request),
+        status: set.status,
+        duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
+        organization_id: state.principal?.organizationId,
+        key_public_id: state.principal?.keyPublicId,
       })
-      .onError(({ error, code, set, request }) => {
-        const requestId = requests.get(request)?.id ?? newRequestId()
-        const response = toErrorResponse(error, code, s.logger, requestId)
-        set.status = response.status
-        set.headers['x-request-id'] = requestId
-        set.headers['content-type'] = 'application/json'
-        for (const [name, value] of Object.entries(response.headers)) set.headers[name.toLowerCase()] = value
-        return errorBody(response, requestId)
-      })
-      .onAfterResponse(({ request, set }) => {
-        const state = requests.get(request)
-        if (!state) return
-        s.logger.info('http_request', {
-          request_id: state.id,
-          method: request.method,
-          path: state.path ?? safePathOf(request),
-          status: set.status,
-          duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
-          organization_id: state.principal?.organizationId,
-          key_public_id: state.principal?.keyPublicId,
-        })
-      })
-      .use(openApiRoutes(s.config))
-      .use(healthRoutes(s))
-      .use(inboxRoutes(s, requests))
-      .use(messageRoutes(s, requests))
-      .use(attachmentRoutes(s, requests))
-      .use(usageRoutes(s, requests))
-  )
+    })
+    .use(openApiRoutes(s.config))
+    .use(healthRoutes(s))
+    .use(inboxRoutes(s, requests))
+    .use(messageRoutes(s, requests))
+    .use(attachmentRoutes(s, requests))
+    .use(usageRoutes(s, requests))
 }
-
-export type HttpApp = ReturnType<typeof buildHttpApp>

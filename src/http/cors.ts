@@ -5,7 +5,7 @@
  */
 const LOCAL_ORIGIN = /^http:\/\/(localhost|127\.0\.0\.1)(:\d{1,5})?$/
 
-export interface CorsPolicy {
+interface CorsPolicy {
   allows(origin: string): boolean
 }
 

@@ -1,17 +1,54 @@
 /**
- * The one place that turns thrown errors into the public error envelope
- * `{ error: { code, message, request_id } }`.
+ * The one place that turns thrown errors into an HTTP status, headers and the public
+ * error envelope `{ error: { code, message, request_id } }`.
  */
 import { DomainError, type ErrorCode } from '../core/errors.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
 import { HttpProtocolError } from './request-target.ts'
 
-export interface ErrorResponse {
+interface ErrorResponse {
   status: number
   code: ErrorCode | HttpProtocolError['code']
   message: string
   headers: Record<string, string>
+}
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_api_key: 401,
+  invalid_json: 422,
+  unknown_property: 422,
+  invalid_prefix: 422,
+  invalid_idempotency_key: 422,
+  idempotency_key_reused: 409,
+  idempotency_in_progress: 409,
+  idempotency_unavailable: 503,
+  inbox_quota_exceeded: 409,
+  address_unavailable: 409,
+  address_generation_failed: 503,
+  email_routing_unavailable: 503,
+  inbox_not_found: 404,
+  message_not_found: 404,
+  attachment_not_found: 404,
+  invalid_limit: 422,
+  invalid_cursor: 422,
+  invalid_include: 422,
+  invalid_wait_seconds: 422,
+  invalid_sender: 422,
+  invalid_sender_domain: 422,
+  invalid_received_after: 422,
+  invalid_subject: 422,
+  rate_limit_exceeded: 429,
+  long_poll_limit_exceeded: 429,
+  internal_error: 500,
+  not_found: 404,
+}
+
+function fromDomainError(error: DomainError): ErrorResponse {
+  // A provider that answered with an error is a bad gateway; one that could not be reached, unavailable.
+  const status = error.facts.routing === 'rejected' ? 502 : STATUS[error.code]
+  const headers: Record<string, string> = error.facts.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(error.facts.retryAfterSeconds) }
+  return { status, code: error.code, message: error.message, headers }
 }
 
 interface FrameworkError {
@@ -22,9 +59,7 @@ interface FrameworkError {
 
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
 export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string): ErrorResponse {
-  if (error instanceof DomainError) {
-    return { status: error.status, code: error.code, message: error.message, headers: error.options.headers ?? {} }
-  }
+  if (error instanceof DomainError) return fromDomainError(error)
   if (error instanceof HttpProtocolError) {
     // The framing of what follows on this connection cannot be trusted (a body may still be
     // arriving, a CONNECT expects a tunnel): answer, then close.

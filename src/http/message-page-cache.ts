@@ -1,8 +1,8 @@
 /**
  * Serialized answers of non-waiting message listings (summaries), reused while nothing
  * that could change them has happened. Tests poll the same listing over and over; this
- * turns a repeat into a map lookup instead of a query plus serialization (bench profile: list
- * reads were bound by the SQLite scan and JSON encoding of 50 rows).
+ * turns a repeat into a map lookup instead of a query plus serialization (list reads were
+ * bound by the SQLite scan and the JSON encoding of 50 rows).
  *
  * An entry is valid only while all of these hold, so a hit is always the answer the
  * query would give now:
@@ -19,7 +19,7 @@ import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
 import { queryMessagesWithExpiry, type MessageQuery } from '../core/messages/list-messages.ts'
 import type { Services } from '../core/services.ts'
 
-export interface CachedPage {
+interface CachedPage {
   version: number
   builtAt: number
   validUntil: number
@@ -84,7 +84,7 @@ export function listSummariesAsJson(s: Services, cache: MessagePageCache, princi
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.config.filesUrl, now, inbox.id, query)
+  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.publicUrls().filesUrl, now, inbox.id, query)
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body

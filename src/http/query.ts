@@ -29,13 +29,10 @@ export const QUERY_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   invalid_subject: 'subject must be given at most once.',
 }
 
-
-export const LimitQuery = t.Optional(
-  t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }),
-)
+export const LimitQuery = t.Optional(t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }))
 export const CursorQuery = t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'A `next_cursor` from the previous page.' }))
 
-export const DEFAULT_PAGE_SIZE = 50
+const DEFAULT_PAGE_SIZE = 50
 export const pageSize = (limit: string | undefined): number => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit))
 
 /**

@@ -11,14 +11,11 @@
  */
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
-import { RoutingError, type RoutingProvider } from './provider.ts'
+import { RoutingError, type RoutingProvider } from '../core/routing.ts'
 
 const RETRY_PAUSE_MS = 250
 
-type CloudflareSettings = Pick<
-  Config,
-  'cloudflareApiBase' | 'cloudflareApiToken' | 'cloudflareZoneId' | 'cloudflareRuleAction' | 'cloudflareRuleDestination' | 'cloudflareTimeoutMs'
->
+type CloudflareSettings = Pick<Config, 'cloudflareApiBase' | 'cloudflareApiToken' | 'cloudflareZoneId' | 'cloudflareRuleAction' | 'cloudflareRuleDestination' | 'cloudflareTimeoutMs'>
 
 /** The v4 response envelope; every field is checked before it is trusted. */
 interface Envelope {

@@ -20,7 +20,7 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
 }
 
-export type SmtpReplyError = Error & { responseCode: number }
+type SmtpReplyError = Error & { responseCode: number }
 
 export function smtpReply(error: unknown): SmtpReplyError {
   const reply = error instanceof InboundRefusal ? REPLIES[error.reason] : { code: 451, text: 'Temporary local error, try again later' }

@@ -46,11 +46,11 @@ function migrationsFolder(): string {
 
 /**
  * Drizzle calls `prepare()` for every query it runs, so SQLite compiled the same SQL again
- * on each request and each SMTP step (17% of a list read's CPU in `bun run bench`, issue
- * 6), leaving the old statements to the GC. Drizzle binds values as parameters, so the SQL
- * text depends only on the query's shape: a small, bounded set. Reusing one compiled
- * statement per text is safe because bun:sqlite runs a statement to completion
- * synchronously and Drizzle binds fresh parameters on every call.
+ * on each request and each SMTP step (a measurable share of a list read's CPU, see
+ * bench/README.md), leaving the old statements to the GC. Drizzle binds values as
+ * parameters, so the SQL text depends only on the query's shape: a small, bounded set.
+ * Reusing one compiled statement per text is safe because bun:sqlite runs a statement to
+ * completion synchronously and Drizzle binds fresh parameters on every call.
  */
 function reuseStatements(sqlite: SQLite): void {
   const compile = sqlite.prepare.bind(sqlite)
@@ -76,10 +76,10 @@ interface GroupJob {
 /**
  * Under synchronous=FULL each commit waits for an fsync on the only JS thread; with several
  * SMTP connections delivering at once, sharing that wait is the largest ingest win
- * (`bun run bench`). Jobs queued while one batch commits form the next batch.
- * The happy path runs the jobs back to back in one transaction (a savepoint per job cost
- * ~9 MB of RSS over a 10,000-message ingest). If any job throws, the whole batch is rolled
- * back and each job runs again in a transaction of its own, so a failure stays alone.
+ * (bench/README.md). Jobs queued while one batch commits form the next batch.
+ * The happy path runs the jobs back to back in one transaction, without a savepoint per
+ * job (savepoints cost memory for no benefit here). If any job throws, the whole batch is
+ * rolled back and each job runs again in a transaction of its own, so a failure stays alone.
  */
 function groupCommitter(db: Db): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
@@ -100,7 +100,7 @@ function groupCommitter(db: Db): Storage['writeInGroup'] {
       for (const job of jobs) runAlone(job)
       return
     }
-    jobs.forEach((job, i) => job.resolve(values[i]))
+    for (const [i, job] of jobs.entries()) job.resolve(values[i])
   }
   return <T>(work: (tx: Tx) => T) =>
     new Promise<T>((resolve, reject) => {

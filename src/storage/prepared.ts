@@ -1,7 +1,7 @@
 /**
  * Drizzle builds a query's SQL from its builder objects on every run; for the statements
  * that run on every request, that building was the largest single cost of an API read
- * (45% of server CPU on list reads in `bun run bench`). A prepared query is built
+ * (bench/README.md). A prepared query is built
  * once, with `sql.placeholder()` for the values, and reused. Several apps may share one
  * process (tests), so each database gets its own.
  */

@@ -12,8 +12,7 @@ afterAll(() => server.stop())
 /** A fresh organisation per call keeps the 11-inbox quota and the rate limit out of the way. */
 const key = () => server.tenant().key
 const json = { 'content-type': 'application/json' }
-const postRaw = (rawBody: string | undefined, headers: Record<string, string> = json) =>
-  server.request('POST', '/v1/inboxes', { key: key(), rawBody, headers })
+const postRaw = (rawBody: string | undefined, headers: Record<string, string> = json) => server.request('POST', '/v1/inboxes', { key: key(), rawBody, headers })
 
 describe('accepted bodies', () => {
   test('no body at all gives a generated word-word-hex address', async () => {

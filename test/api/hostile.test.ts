@@ -34,7 +34,8 @@ describe('bodies', () => {
     let sent = 0
     const stream = new ReadableStream<Uint8Array>({
       pull(controller) {
-        if (sent++ < 64) controller.enqueue(chunk) // 1 MiB in all, unless the server stops reading
+        if (sent++ < 64)
+          controller.enqueue(chunk) // 1 MiB in all, unless the server stops reading
         else controller.close()
       },
     })
@@ -83,7 +84,11 @@ describe('bodies', () => {
   })
 
   test('invalid UTF-8 and a byte-order mark do not crash the parser', async () => {
-    for (const bytes of [[0xef, 0xbb, 0xbf, 0x7b, 0x7d], [0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d], [0xc0, 0x80]]) {
+    for (const bytes of [
+      [0xef, 0xbb, 0xbf, 0x7b, 0x7d],
+      [0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d],
+      [0xc0, 0x80],
+    ]) {
       const response = await post(new Uint8Array(bytes), { 'content-type': 'application/json' })
       expect(response.status).toBeLessThan(500)
       expect([201, 422]).toContain(response.status)
@@ -151,7 +156,16 @@ describe('paths and queries', () => {
   })
 
   test('broken percent-encoding in the path and the query is not a 500', async () => {
-    for (const target of ['/v1/inboxes/%E0%A4%A', '/v1/inboxes/%', '/v1/inboxes/%ZZ', '/v1/inboxes?limit=%ZZ', '/v1/inboxes?cursor=%E0%A4%A', '/v1/inboxes?%=%', '/v1/%C0%AE%C0%AE/usage', '/v1/inboxes/..%2F..%2Fusage']) {
+    for (const target of [
+      '/v1/inboxes/%E0%A4%A',
+      '/v1/inboxes/%',
+      '/v1/inboxes/%ZZ',
+      '/v1/inboxes?limit=%ZZ',
+      '/v1/inboxes?cursor=%E0%A4%A',
+      '/v1/inboxes?%=%',
+      '/v1/%C0%AE%C0%AE/usage',
+      '/v1/inboxes/..%2F..%2Fusage',
+    ]) {
       const response = await rawHttp(server.app.httpPort, rawRequest('GET', target, { Authorization: `Bearer ${key}` }))
       expect(`${target} ${response.status < 500}`).toBe(`${target} true`)
       expect(response.headers['x-request-id']).toMatch(/^req_/)
@@ -173,7 +187,15 @@ describe('paths and queries', () => {
   })
 
   test('unsupported methods on known paths are refused with the envelope, not a 500', async () => {
-    for (const [method, path] of [['PUT', '/v1/inboxes'], ['PATCH', '/v1/inboxes'], ['DELETE', '/v1/inboxes'], ['POST', `/v1/inboxes/inbox_${'0'.repeat(32)}`], ['POST', '/v1/usage'], ['DELETE', '/health'], ['TRACE', '/health']]) {
+    for (const [method, path] of [
+      ['PUT', '/v1/inboxes'],
+      ['PATCH', '/v1/inboxes'],
+      ['DELETE', '/v1/inboxes'],
+      ['POST', `/v1/inboxes/inbox_${'0'.repeat(32)}`],
+      ['POST', '/v1/usage'],
+      ['DELETE', '/health'],
+      ['TRACE', '/health'],
+    ]) {
       const response = await rawHttp(server.app.httpPort, rawRequest(method!, path!, { Authorization: `Bearer ${key}` }))
       expect(`${method} ${path} ${response.status}`).toMatch(/ 4\d\d$/)
       expect(response.headers['x-request-id']).toMatch(/^req_/)

@@ -279,7 +279,11 @@ describe('in progress, however long it takes', () => {
 })
 
 describe('failures are not cached', () => {
-  for (const [failure, status] of [['rejected', 502], ['unavailable', 503], ['crash', 503]] as const) {
+  for (const [failure, status] of [
+    ['rejected', 502],
+    ['unavailable', 503],
+    ['crash', 503],
+  ] as const) {
     test(`routing ${failure}: ${status} email_routing_unavailable, no inbox, and the key can be retried`, async () => {
       const { key } = server.tenant()
       const idem = freshKey()
@@ -312,9 +316,7 @@ test('an unreadable cached result is 503 idempotency_unavailable', async () => {
   const { key, organizationId } = server.tenant()
   const idem = freshKey()
   expect((await create(key, idem)).status).toBe(201)
-  server.app.services.storage.sqlite
-    .query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?')
-    .run('{not json', organizationId, idem)
+  server.app.services.storage.sqlite.query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?').run('{not json', organizationId, idem)
   expectError(await create(key, idem), 503, 'idempotency_unavailable')
 })
 
@@ -327,7 +329,10 @@ describe('routing rule lifecycle', () => {
     expect(routing.rules.has(address)).toBe(false)
   })
 
-  for (const [failure, status] of [['rejected', 502], ['unavailable', 503]] as const) {
+  for (const [failure, status] of [
+    ['rejected', 502],
+    ['unavailable', 503],
+  ] as const) {
     test(`delete with the provider ${failure}: ${status} email_routing_unavailable and the inbox stays`, async () => {
       const { key } = server.tenant()
       const { id, address } = (await create(key, undefined)).body.data

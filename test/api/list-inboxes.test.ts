@@ -138,7 +138,11 @@ describe('paging', () => {
     const { startApp } = await import('../../src/app.ts')
     const { loadConfig } = await import('../../src/config.ts')
     const { createLogger } = await import('../../src/log.ts')
-    const again = await startApp({ config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, LOG_LEVEL: 'silent' }), clock, logger: createLogger('silent') })
+    const again = await startApp({
+      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, LOG_LEVEL: 'silent' }),
+      clock,
+      logger: createLogger('silent'),
+    })
     try {
       const response = await fetch(`${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: { authorization: `Bearer ${key}` } })
       expect(response.status).toBe(200)

@@ -14,7 +14,10 @@ afterAll(() => server.stop())
 
 /** A second process on the same file, as after a crash and a restart. */
 async function restart() {
-  const app = await startApp({ config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, RECEIVING_DOMAIN: 'inbox.test' }), logger: createLogger('silent') })
+  const app = await startApp({
+    config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, RECEIVING_DOMAIN: 'inbox.test' }),
+    logger: createLogger('silent'),
+  })
   const post = (key: string, idempotencyKey: string, body: unknown) =>
     fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey }, body: JSON.stringify(body) })
   return { app, post }

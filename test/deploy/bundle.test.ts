@@ -33,12 +33,20 @@ test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh 
     if (done) throw new Error(`bundle exited early: ${out}`)
     out += new TextDecoder().decode(value)
   }
-  const lines = out.split('\n').filter(Boolean).map((line) => JSON.parse(line))
+  const lines = out
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line))
   const httpPort = lines.find((line) => line.event === 'http_listening').port
   const smtpPort = lines.find((line) => line.event === 'smtp_listening').port
   expect(await (await fetch(`http://127.0.0.1:${httpPort}/health`)).json()).toEqual({ status: 'ok', service: 'pigeonhole' })
 
-  const cli = (...args: string[]) => Bun.spawnSync(['bun', 'src/cli.ts', ...args], { cwd: ROOT, env }).stdout.toString().trim().split('\n').at(-1)!
+  const cli = (...args: string[]) =>
+    Bun.spawnSync(['bun', 'src/cli.ts', ...args], { cwd: ROOT, env })
+      .stdout.toString()
+      .trim()
+      .split('\n')
+      .at(-1)!
   const key = cli('keys', 'create', cli('orgs', 'create', 'bundle'))
   const auth = { authorization: `Bearer ${key}` }
   const inbox = ((await (await fetch(`http://127.0.0.1:${httpPort}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string; address: string } }).data

@@ -95,7 +95,16 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   // Restart on the same file (the volume survived the crash).
   entry = await startEntry(deployment)
   try {
-    expect(missing(await visibleMessages(entry, key, inboxes.map((i) => i.id), sent))).toEqual([])
+    expect(
+      missing(
+        await visibleMessages(
+          entry,
+          key,
+          inboxes.map((i) => i.id),
+          sent,
+        ),
+      ),
+    ).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }
@@ -105,7 +114,16 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   entry = await startEntry(deployment)
   try {
     expect(entry.output()).toContain('restoring snapshot')
-    expect(missing(await visibleMessages(entry, key, inboxes.map((i) => i.id), sent))).toEqual([])
+    expect(
+      missing(
+        await visibleMessages(
+          entry,
+          key,
+          inboxes.map((i) => i.id),
+          sent,
+        ),
+      ),
+    ).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }

@@ -13,7 +13,10 @@ import { ROOT } from './entry-process.ts'
 const read = (name: string) => Bun.file(`${ROOT}/${name}`).text()
 const fly = Bun.TOML.parse(await read('fly.toml')) as any
 const dockerfile = (await read('Dockerfile')).replace(/\\\n/g, ' ')
-const instructions = dockerfile.split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'))
+const instructions = dockerfile
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line && !line.startsWith('#'))
 
 /** ENV KEY=VALUE pairs of the final stage (our values have no spaces or quotes). */
 const imageEnv: Record<string, string> = Object.fromEntries(

@@ -15,7 +15,9 @@ const fresh = (env: Record<string, string> = {}) => {
   deployments.push(deployment)
   return deployment
 }
-afterAll(() => deployments.forEach((d) => d.cleanup()))
+afterAll(() => {
+  for (const d of deployments) d.cleanup()
+})
 
 async function runEntry(deployment: ReturnType<typeof makeDeployment>, env: Record<string, string>) {
   const child = Bun.spawn([process.execPath, 'src/entry.ts'], { cwd: ROOT, env: { ...deployment.env, ...env }, stdout: 'pipe', stderr: 'pipe' })

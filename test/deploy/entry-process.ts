@@ -90,7 +90,10 @@ export async function startEntry(deployment: Deployment): Promise<RunningEntry> 
   // Ready when /health answers; a restore runs before the server starts listening.
   for (let attempt = 0; ; attempt++) {
     if (child.exitCode !== null) throw new Error(`entry exited with ${child.exitCode} before it was ready:\n${output}`)
-    const ok = await fetch(`${httpUrl}/health`).then((r) => r.ok, () => false)
+    const ok = await fetch(`${httpUrl}/health`).then(
+      (r) => r.ok,
+      () => false,
+    )
     if (ok) break
     if (attempt > 300) {
       process.kill(-child.pid!, 'SIGKILL')

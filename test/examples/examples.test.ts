@@ -22,7 +22,12 @@ afterAll(async () => {
 })
 
 async function run(cmd: string[], env: Record<string, string>) {
-  const child = Bun.spawn(cmd, { cwd: ROOT, env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP_PORT: String(server.app.smtpPort), PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const child = Bun.spawn(cmd, {
+    cwd: ROOT,
+    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP_PORT: String(server.app.smtpPort), PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
   return { code, stdout, stderr }
 }
@@ -81,9 +86,7 @@ describe('the example client', () => {
   test('waitForMessage throws a readable error when the wait ends with 204', async () => {
     const pigeonhole = new Pigeonhole({ url: server.url, key: server.tenant().key })
     const inbox = await pigeonhole.createInbox()
-    await expect(pigeonhole.waitForMessage(inbox, { subject: 'Never sent', timeout: 1000 })).rejects.toThrow(
-      `No mail with subject containing "Never sent" arrived at ${inbox.address} within 1 s.`,
-    )
+    await expect(pigeonhole.waitForMessage(inbox, { subject: 'Never sent', timeout: 1000 })).rejects.toThrow(`No mail with subject containing "Never sent" arrived at ${inbox.address} within 1 s.`)
     await pigeonhole.deleteInbox(inbox)
   })
 

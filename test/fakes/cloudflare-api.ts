@@ -58,7 +58,7 @@ export async function startFakeCloudflare() {
   async function answer(request: Request): Promise<Response> {
     const url = new URL(request.url)
     const text = await request.text()
-    let body: unknown = undefined
+    let body: unknown
     try {
       body = text ? JSON.parse(text) : undefined
     } catch {
@@ -83,7 +83,10 @@ export async function startFakeCloudflare() {
           // A body aborted before its first byte makes Bun reset the connection with no
           // answer at all (an erroring ReadableStream does too, but prints a stack trace).
           const { readable, writable } = new TransformStream()
-          writable.getWriter().abort().catch(() => {})
+          writable
+            .getWriter()
+            .abort()
+            .catch(() => {})
           return new Response(readable)
         }
         case 'not_found':
@@ -148,7 +151,15 @@ export async function startFakeCloudflare() {
     },
     /** Settles when a request matching `test` arrives (from now on). */
     waitFor(test: (request: RecordedRequest) => boolean): Promise<RecordedRequest> {
-      return new Promise((resolve) => waiters.push({ done: (r) => (test(r) ? (resolve(r), true) : false) }))
+      return new Promise((resolve) =>
+        waiters.push({
+          done: (r) => {
+            if (!test(r)) return false
+            resolve(r)
+            return true
+          },
+        }),
+      )
     },
     /** Rules whose literal `to` matcher names `address`. */
     rulesFor(address: string): FakeRule[] {

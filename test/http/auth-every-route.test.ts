@@ -12,7 +12,7 @@ let owner: Tenant
 let stranger: Tenant
 let revokedKey: string
 const ids: Record<string, string> = {}
-let routes: Array<{ method: string; path: string; operationId: string }> = []
+const routes: Array<{ method: string; path: string; operationId: string }> = []
 
 beforeAll(async () => {
   server = await startTestServer()
@@ -21,7 +21,24 @@ beforeAll(async () => {
   revokedKey = server.extraKey(owner.organizationId)
   revokeApiKey(server.app.services.storage.db, server.app.services.clock, revokedKey)
   const inbox = (await server.post('/v1/inboxes', owner.key)).body.data
-  const raw = ['From: a@example.com', `To: ${inbox.address}`, 'Subject: s', 'Content-Type: multipart/mixed; boundary=b', '', '--b', 'Content-Type: text/plain', '', 'hi', '--b', 'Content-Type: text/plain', 'Content-Disposition: attachment; filename=a.txt', '', 'file', '--b--', ''].join('\r\n')
+  const raw = [
+    'From: a@example.com',
+    `To: ${inbox.address}`,
+    'Subject: s',
+    'Content-Type: multipart/mixed; boundary=b',
+    '',
+    '--b',
+    'Content-Type: text/plain',
+    '',
+    'hi',
+    '--b',
+    'Content-Type: text/plain',
+    'Content-Disposition: attachment; filename=a.txt',
+    '',
+    'file',
+    '--b--',
+    '',
+  ].join('\r\n')
   await sendMail(server.app.smtpPort, { to: [inbox.address] }, raw)
   const message = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, owner.key)).body.data[0]
   ids.inbox_id = inbox.id

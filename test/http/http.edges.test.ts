@@ -111,7 +111,9 @@ describe('slow bodies', () => {
         port,
         socket: {
           open(socket) {
-            socket.write(`POST /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`)
+            socket.write(
+              `POST /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
+            )
             let sent = 0
             timer = setInterval(() => {
               if (sent < bytes.length && !closed) socket.write(bytes[sent++]!)

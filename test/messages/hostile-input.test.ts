@@ -55,7 +55,20 @@ function nested(depth: number): Buffer {
 describe('hostile MIME over SMTP', () => {
   test('broken multipart boundaries: stored, with what could be read', async () => {
     const message = await stored(
-      crlf('From: b@example.com', 'Subject: broken', 'Content-Type: multipart/mixed; boundary="abc"', '', '--xyz', 'Content-Type: text/plain', '', 'part one', '--abc', 'Content-Type: text/html', '', '<p>never closed'),
+      crlf(
+        'From: b@example.com',
+        'Subject: broken',
+        'Content-Type: multipart/mixed; boundary="abc"',
+        '',
+        '--xyz',
+        'Content-Type: text/plain',
+        '',
+        'part one',
+        '--abc',
+        'Content-Type: text/html',
+        '',
+        '<p>never closed',
+      ),
     )
     expect(message).toMatchObject({ subject: 'broken', from: { name: '', address: 'b@example.com' }, preview: 'never closed', attachments: [] })
     expect(message.html).toContain('<p>never closed')
@@ -74,7 +87,10 @@ describe('hostile MIME over SMTP', () => {
 
   test('binary garbage without headers: stored, the envelope sender stands in for From', async () => {
     let seed = 42
-    const next = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31
+    const next = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
     // No 0x2e ('.') so no line can start with a dot (the raw sender does not dot-stuff).
     const garbage = Buffer.from(Array.from({ length: 4096 }, () => Math.floor(next() * 255)).map((b) => (b === 0x2e ? 0xff : b)))
     const message = await stored(garbage, 'garbage@example.net')
@@ -110,7 +126,19 @@ describe('hostile MIME over SMTP', () => {
 
   test('undecodable base64, an unknown charset and a header-only message: stored', async () => {
     const badBase64 = await stored(
-      crlf('From: b64@example.com', 'Subject: bad base64', 'Content-Type: multipart/mixed; boundary="q"', '', '--q', 'Content-Type: application/octet-stream', 'Content-Disposition: attachment; filename="x.bin"', 'Content-Transfer-Encoding: base64', '', '!!!@@@ not base64 ===', '--q--'),
+      crlf(
+        'From: b64@example.com',
+        'Subject: bad base64',
+        'Content-Type: multipart/mixed; boundary="q"',
+        '',
+        '--q',
+        'Content-Type: application/octet-stream',
+        'Content-Disposition: attachment; filename="x.bin"',
+        'Content-Transfer-Encoding: base64',
+        '',
+        '!!!@@@ not base64 ===',
+        '--q--',
+      ),
     )
     expect(badBase64.attachments).toHaveLength(1)
     expect(badBase64.attachments[0]).toMatchObject({ filename: 'x.bin', content_type: 'application/octet-stream' })
@@ -155,7 +183,23 @@ describe('hostile MIME over SMTP', () => {
 })
 
 describe('hostile HTTP on the message routes', () => {
-  const odd = ['a'.repeat(10_000), 'msg_' + 'g'.repeat(32), '%00', '%FF', '%E2%28%A1', '..%2F..%2Fetc', '%2e%2e', 'msg_%F0%9F%92%A9', `msg_${'0'.repeat(32)}%00`, '%C3%BCn%C3%AF', 'MSG_' + 'A'.repeat(32), '%', '%25', '%u0041', 'att_' + '0'.repeat(31) + 'Z']
+  const odd = [
+    'a'.repeat(10_000),
+    'msg_' + 'g'.repeat(32),
+    '%00',
+    '%FF',
+    '%E2%28%A1',
+    '..%2F..%2Fetc',
+    '%2e%2e',
+    'msg_%F0%9F%92%A9',
+    `msg_${'0'.repeat(32)}%00`,
+    '%C3%BCn%C3%AF',
+    'MSG_' + 'A'.repeat(32),
+    '%',
+    '%25',
+    '%u0041',
+    'att_' + '0'.repeat(31) + 'Z',
+  ]
 
   test('odd ids answer 404 (or a 4xx from the HTTP layer), never 5xx', async () => {
     const statuses = new Set<number>()

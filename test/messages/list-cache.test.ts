@@ -129,7 +129,9 @@ test('a query value containing a newline cannot make another query hit its cache
 test('a waiting request with a bad cursor answers 422 even when every long-poll slot is taken', async () => {
   const inbox = await newInbox(server, tenant.key)
   const controllers = Array.from({ length: 10 }, () => new AbortController())
-  const polls = controllers.map((c) => fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${tenant.key}` }, signal: c.signal }).catch(() => undefined))
+  const polls = controllers.map((c) =>
+    fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${tenant.key}` }, signal: c.signal }).catch(() => undefined),
+  )
   const principal = { organizationId: tenant.organizationId, keyPublicId: tenant.key.slice(8, 24) }
   for (let i = 0; i < 100 && server.app.services.longPolls.count(principal).key < 10; i++) await Bun.sleep(10)
   expect(server.app.services.longPolls.count(principal).key).toBe(10)

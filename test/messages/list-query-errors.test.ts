@@ -79,9 +79,7 @@ describe('422 codes', () => {
     expect(errorCode(response)).toBe('invalid_cursor')
   })
 
-  test.each(['contents', 'CONTENT', 'headers', '', 'content,headers'])('include=%p is invalid_include', (value) =>
-    expect422(`limit=1&include=${encodeURIComponent(value)}`, 'invalid_include'),
-  )
+  test.each(['contents', 'CONTENT', 'headers', '', 'content,headers'])('include=%p is invalid_include', (value) => expect422(`limit=1&include=${encodeURIComponent(value)}`, 'invalid_include'))
   test('include=content needs limit=1', async () => {
     await expect422('include=content', 'invalid_include')
     await expect422('include=content&limit=2', 'invalid_include')
@@ -111,7 +109,17 @@ describe('422 codes', () => {
   ])('received_after=%p is invalid_received_after', (value) => expect422(`received_after=${encodeURIComponent(value)}`, 'invalid_received_after'))
 
   test('valid edge values are accepted as given', async () => {
-    for (const query of ['wait_seconds=0', 'wait_seconds=180&limit=1', 'limit=1', 'limit=100', 'received_after=2016-12-31T23:59:60Z', 'received_after=2024-02-29T00:00:00Z', 'received_after=2026-01-15T12:00:00.123456%2B05:30', 'sender_domain=example.com', 'sender=a%2Btag@example.com']) {
+    for (const query of [
+      'wait_seconds=0',
+      'wait_seconds=180&limit=1',
+      'limit=1',
+      'limit=100',
+      'received_after=2016-12-31T23:59:60Z',
+      'received_after=2024-02-29T00:00:00Z',
+      'received_after=2026-01-15T12:00:00.123456%2B05:30',
+      'sender_domain=example.com',
+      'sender=a%2Btag@example.com',
+    ]) {
       const response = await list(query)
       expect({ query, status: response.status }).toEqual({ query, status: 200 })
     }

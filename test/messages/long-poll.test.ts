@@ -28,8 +28,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const poll = (inboxId: string, query: string, init: RequestInit = {}) =>
-  fetch(`${server.url}/v1/inboxes/${inboxId}/messages?${query}`, { ...init, headers: { authorization: `Bearer ${tenant.key}` } })
+const poll = (inboxId: string, query: string, init: RequestInit = {}) => fetch(`${server.url}/v1/inboxes/${inboxId}/messages?${query}`, { ...init, headers: { authorization: `Bearer ${tenant.key}` } })
 
 const waiting = (inboxId: string) => server.app.services.notifier.listenerCount(inboxId)
 
@@ -115,8 +114,7 @@ describe('waking', () => {
         return client.next()
       }
       const start = () => poll(inbox.id, `wait_seconds=60&subject=race-${i}`)
-      const [response, reply] =
-        i % 2 === 0 ? await Promise.all([start(), hops(gap).then(finish)]) : await Promise.all([hops(gap).then(start), finish()])
+      const [response, reply] = i % 2 === 0 ? await Promise.all([start(), hops(gap).then(finish)]) : await Promise.all([hops(gap).then(start), finish()])
       expect(reply.code).toBe(250)
       expect({ i, status: response.status }).toEqual({ i, status: 200 })
       expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([reply.text.match(/msg_[0-9a-f]{32}/)![0]])

@@ -63,7 +63,7 @@ describe('getMessage', () => {
       size_bytes: PNG.byteLength,
       disposition: 'inline',
       content_id: 'logo@zurich',
-      download_url: `${server.config.filesUrl}/v1/attachments/${logo.id}`,
+      download_url: `${server.app.publicUrls.filesUrl}/v1/attachments/${logo.id}`,
     })
     expect(pdf).toEqual({
       id: expect.stringMatching(/^att_[0-9a-f]{32}$/),
@@ -72,10 +72,9 @@ describe('getMessage', () => {
       size_bytes: BINARY.byteLength,
       disposition: 'attachment',
       content_id: null,
-      download_url: `${server.config.filesUrl}/v1/attachments/${pdf.id}`,
+      download_url: `${server.app.publicUrls.filesUrl}/v1/attachments/${pdf.id}`,
     })
   })
-
 })
 
 describe('deletion', () => {
@@ -115,7 +114,10 @@ describe('deletion', () => {
     const ids = await deliver(server, [doomed.address, kept.address], richMessage(doomed.address))
     const [doomedId, keptId] = ids
     const count = (table: string, column: string, inboxId: string) =>
-      rows(`SELECT count(*) AS n FROM ${table} WHERE ${column} IN (SELECT a.id FROM ${table === 'attachment_contents' ? 'attachments a JOIN messages m ON a.message_id = m.id' : 'messages a'} WHERE ${table === 'attachment_contents' ? 'm' : 'a'}.inbox_id = ?)`, inboxId)
+      rows(
+        `SELECT count(*) AS n FROM ${table} WHERE ${column} IN (SELECT a.id FROM ${table === 'attachment_contents' ? 'attachments a JOIN messages m ON a.message_id = m.id' : 'messages a'} WHERE ${table === 'attachment_contents' ? 'm' : 'a'}.inbox_id = ?)`,
+        inboxId,
+      )
     expect(count('message_sources', 'message_id', doomed.id)).toBe(1)
     expect(count('attachment_contents', 'attachment_id', doomed.id)).toBe(2)
     const usageBefore = (await server.get('/v1/usage', tenant.key)).body.emails.received
@@ -124,7 +126,7 @@ describe('deletion', () => {
     expect(rows('SELECT count(*) AS n FROM messages WHERE inbox_id = ?', doomed.id)).toBe(0)
     expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', doomedId!)).toBe(0)
     expect(rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', doomedId!)).toBe(0)
-    expect(rows("SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)")).toBe(0)
+    expect(rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)')).toBe(0)
     expect(errorCode(await server.get(`/v1/messages/${doomedId}`, tenant.key))).toBe('message_not_found')
     // The copy in the other inbox is untouched, bytes included.
     expect((await server.get(`/v1/messages/${keptId}`, tenant.key)).status).toBe(200)

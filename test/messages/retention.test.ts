@@ -69,7 +69,15 @@ describe('retention', () => {
     // 11 inboxes × 20 messages: one SMTP transaction stores one copy per recipient.
     const inboxes = await Promise.all(Array.from({ length: 11 }, () => newInbox(server, tenant.key)))
     const before = await received()
-    const sent = await Promise.all(Array.from({ length: 20 }, () => deliver(server, inboxes.map((b) => b.address), simpleMessage({ to: inboxes[0]!.address }))))
+    const sent = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        deliver(
+          server,
+          inboxes.map((b) => b.address),
+          simpleMessage({ to: inboxes[0]!.address }),
+        ),
+      ),
+    )
     expect(sent.flat()).toHaveLength(220)
     clock.set(T0 + 2 * DAY)
     const [fresh] = await deliver(server, inboxes[0]!.address, richMessage(inboxes[0]!.address))

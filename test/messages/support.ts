@@ -20,8 +20,7 @@ export const ROOMY_LIMITS: Record<string, string> = {
   LIMIT_ACTIVE_INBOXES: '1000',
 }
 
-export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) =>
-  startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
+export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) => startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
 
 export const SUMMARY_FIELDS = ['expires_at', 'from', 'id', 'inbox_id', 'preview', 'received_at', 'size_bytes', 'subject', 'to']
 export const CONTENT_FIELDS = ['attachments', 'headers', 'html', 'internet_message_id', 'text']

@@ -76,11 +76,20 @@ test('204 answers have no content; the download is binary with its headers', () 
 
 describe('each operation lists its error codes', () => {
   const expected: Record<string, Record<string, string[]>> = {
-    createInbox: { 409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'], 422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'], 502: ['email_routing_unavailable'], 503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable'] },
+    createInbox: {
+      409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
+      422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
+      502: ['email_routing_unavailable'],
+      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable'],
+    },
     listInboxes: { 422: ['invalid_limit', 'invalid_cursor'] },
     getInbox: { 404: ['inbox_not_found'] },
     deleteInbox: { 404: ['inbox_not_found'], 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable'] },
-    listOrWaitForMessages: { 404: ['inbox_not_found'], 422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'], 429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'] },
+    listOrWaitForMessages: {
+      404: ['inbox_not_found'],
+      422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'],
+      429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'],
+    },
     getMessage: { 404: ['message_not_found'] },
     deleteMessage: { 404: ['message_not_found'] },
     downloadAttachment: { 404: ['attachment_not_found'] },

@@ -31,7 +31,24 @@ test('generated types type-check a small client', async () => {
   writeFileSync(join(CLIENT_DIR, 'types.ts'), source)
 
   const check = Bun.spawnSync(
-    [join(ROOT, 'node_modules', '.bin', 'tsc'), '--noEmit', '--strict', '--target', 'esnext', '--module', 'esnext', '--moduleResolution', 'bundler', '--allowImportingTsExtensions', '--lib', 'esnext,dom', '--types', '', '--ignoreConfig', join(CLIENT_DIR, 'client.ts')],
+    [
+      join(ROOT, 'node_modules', '.bin', 'tsc'),
+      '--noEmit',
+      '--strict',
+      '--target',
+      'esnext',
+      '--module',
+      'esnext',
+      '--moduleResolution',
+      'bundler',
+      '--allowImportingTsExtensions',
+      '--lib',
+      'esnext,dom',
+      '--types',
+      '',
+      '--ignoreConfig',
+      join(CLIENT_DIR, 'client.ts'),
+    ],
     { cwd: ROOT },
   )
   expect(check.stdout.toString() + check.stderr.toString()).toBe('')

@@ -12,7 +12,9 @@ import { startTestServer, type TestServer, type Tenant } from '../support/harnes
 import { sendMail } from '../support/smtp.ts'
 
 const FIXTURES = join(import.meta.dir, '..', 'fixtures')
-const emls = readdirSync(FIXTURES).filter((name) => name.endsWith('.eml')).sort()
+const emls = readdirSync(FIXTURES)
+  .filter((name) => name.endsWith('.eml'))
+  .sort()
 
 let server: TestServer
 let tenant: Tenant
@@ -30,7 +32,7 @@ async function normalize(message: any, inboxId: string): Promise<any> {
   const attachments = []
   for (const attachment of message.attachments) {
     expect(attachment.id).toMatch(/^att_[0-9a-f]{32}$/)
-    expect(attachment.download_url).toBe(`${server.config.filesUrl}/v1/attachments/${attachment.id}`)
+    expect(attachment.download_url).toBe(`${server.app.publicUrls.filesUrl}/v1/attachments/${attachment.id}`)
     const download = await fetch(`${server.url}/v1/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${tenant.key}` } })
     expect(download.status).toBe(200)
     const bytes = Buffer.from(await download.arrayBuffer())

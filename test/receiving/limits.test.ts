@@ -24,10 +24,31 @@ const count = async (tenant: Tenant, inboxId: string) => (await server.get(`/v1/
 
 function withAttachments(to: string, parts: Array<{ bytes: number; encoding?: 'base64' | '8bit' }>, body = 'see attached'): string {
   const sections = parts.map((part, i) => {
-    const content = part.encoding === '8bit' ? 'a'.repeat(part.bytes) : Buffer.alloc(part.bytes, i % 250).toString('base64').replace(/.{76}/g, '$&\r\n')
-    return [`--b`, `Content-Type: application/octet-stream`, `Content-Disposition: attachment; filename="f${i}.bin"`, `Content-Transfer-Encoding: ${part.encoding ?? 'base64'}`, '', content].join('\r\n')
+    const content =
+      part.encoding === '8bit'
+        ? 'a'.repeat(part.bytes)
+        : Buffer.alloc(part.bytes, i % 250)
+            .toString('base64')
+            .replace(/.{76}/g, '$&\r\n')
+    return [`--b`, `Content-Type: application/octet-stream`, `Content-Disposition: attachment; filename="f${i}.bin"`, `Content-Transfer-Encoding: ${part.encoding ?? 'base64'}`, '', content].join(
+      '\r\n',
+    )
   })
-  return [`From: a@example.com`, `To: ${to}`, 'Subject: files', 'MIME-Version: 1.0', 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', body, ...sections, '--b--', ''].join('\r\n')
+  return [
+    `From: a@example.com`,
+    `To: ${to}`,
+    'Subject: files',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="b"',
+    '',
+    '--b',
+    'Content-Type: text/plain',
+    '',
+    body,
+    ...sections,
+    '--b--',
+    '',
+  ].join('\r\n')
 }
 
 describe('size limits (permanent 552)', () => {
@@ -55,9 +76,21 @@ describe('size limits (permanent 552)', () => {
   test('25 attachments are accepted, 26 are refused', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    const ok = await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, Array.from({ length: 25 }, () => ({ bytes: 10 }))))
+    const ok = await client.transaction(
+      { to: [inbox.address] },
+      withAttachments(
+        inbox.address,
+        Array.from({ length: 25 }, () => ({ bytes: 10 })),
+      ),
+    )
     expect(ok.data!.code).toBe(250)
-    const refused = await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, Array.from({ length: 26 }, () => ({ bytes: 10 }))))
+    const refused = await client.transaction(
+      { to: [inbox.address] },
+      withAttachments(
+        inbox.address,
+        Array.from({ length: 26 }, () => ({ bytes: 10 })),
+      ),
+    )
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Too many attachments')
     expect(await count(tenant, inbox.id)).toBe(1)
@@ -91,7 +124,16 @@ describe('size limits (permanent 552)', () => {
   test('a text body over 1 MiB is refused; exactly 1 MiB is accepted', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    const body = (bytes: number) => [`From: a@example.com`, `To: ${inbox.address}`, 'Subject: big', 'Content-Type: text/plain; charset=utf-8', 'Content-Transfer-Encoding: base64', '', Buffer.alloc(bytes, 'y').toString('base64').replace(/.{76}/g, '$&\r\n')].join('\r\n')
+    const body = (bytes: number) =>
+      [
+        `From: a@example.com`,
+        `To: ${inbox.address}`,
+        'Subject: big',
+        'Content-Type: text/plain; charset=utf-8',
+        'Content-Transfer-Encoding: base64',
+        '',
+        Buffer.alloc(bytes, 'y').toString('base64').replace(/.{76}/g, '$&\r\n'),
+      ].join('\r\n')
     expect((await client.transaction({ to: [inbox.address] }, body(MiB))).data!.code).toBe(250)
     const refused = await client.transaction({ to: [inbox.address] }, body(MiB + 1))
     expect(refused.data!.code).toBe(552)
@@ -102,7 +144,17 @@ describe('size limits (permanent 552)', () => {
   test('an html body over 1 MiB is refused', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    const html = [`From: a@example.com`, `To: ${inbox.address}`, 'Subject: big', 'Content-Type: text/html; charset=utf-8', 'Content-Transfer-Encoding: base64', '', Buffer.from('<p>' + 'z'.repeat(MiB) + '</p>').toString('base64').replace(/.{76}/g, '$&\r\n')].join('\r\n')
+    const html = [
+      `From: a@example.com`,
+      `To: ${inbox.address}`,
+      'Subject: big',
+      'Content-Type: text/html; charset=utf-8',
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.from('<p>' + 'z'.repeat(MiB) + '</p>')
+        .toString('base64')
+        .replace(/.{76}/g, '$&\r\n'),
+    ].join('\r\n')
     const refused = await client.transaction({ to: [inbox.address] }, html)
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Message body too large')

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
 import { createCloudflareProvider } from '../../src/routing/cloudflare.ts'
-import { RoutingError } from '../../src/routing/provider.ts'
+import { RoutingError } from '../../src/core/routing.ts'
 import { FAKE_TOKEN, FAKE_ZONE, startFakeCloudflare, type FakeCloudflare } from '../fakes/cloudflare-api.ts'
 import { cloudflareEnv } from './support.ts'
 
@@ -18,7 +18,11 @@ beforeEach(async () => {
 })
 afterEach(() => fake.stop())
 
-const provider = (env: Record<string, string> = {}) => createCloudflareProvider(loadConfig(cloudflareEnv(fake.baseUrl, env)), createLogger('debug', (line) => logs.push(line)))
+const provider = (env: Record<string, string> = {}) =>
+  createCloudflareProvider(
+    loadConfig(cloudflareEnv(fake.baseUrl, env)),
+    createLogger('debug', (line) => logs.push(line)),
+  )
 
 test('a rule is one literal `to` matcher with the Worker action by default, sent with the bearer token', async () => {
   const ruleId = await provider().createRule('wire-check@inbox.test')

@@ -35,7 +35,13 @@ const providers: ProviderUnderTest[] = [
       fake = await startFakeCloudflare()
       const server = await startTestServer({ env: cloudflareEnv(fake.baseUrl, { CLOUDFLARE_TIMEOUT_MS: '10000' }) })
       const started = fake
-      return { server, stop: async () => (await server.stop(), await started.stop()) }
+      return {
+        server,
+        stop: async () => {
+          await server.stop()
+          await started.stop()
+        },
+      }
     },
     ruleIds: (address) => fake!.rulesFor(address).map((rule) => rule.id),
     calls: () => fake!.requests.length,

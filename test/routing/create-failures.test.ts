@@ -14,8 +14,24 @@ type Started = Awaited<ReturnType<typeof startWithFakeCloudflare>>
 const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; posts: number }> = [
   { name: 'a 400 answer (not retried)', troubles: [{ kind: 'error', status: 400 }], status: 502, posts: 1 },
   { name: 'a 403 authentication error (not retried)', troubles: [{ kind: 'error', status: 403, errors: [{ code: 10000, message: 'Authentication error' }] }], status: 502, posts: 1 },
-  { name: 'two 500 answers', troubles: [{ kind: 'error', status: 500 }, { kind: 'error', status: 500 }], status: 502, posts: 2 },
-  { name: 'two 429 answers', troubles: [{ kind: 'error', status: 429 }, { kind: 'error', status: 429 }], status: 502, posts: 2 },
+  {
+    name: 'two 500 answers',
+    troubles: [
+      { kind: 'error', status: 500 },
+      { kind: 'error', status: 500 },
+    ],
+    status: 502,
+    posts: 2,
+  },
+  {
+    name: 'two 429 answers',
+    troubles: [
+      { kind: 'error', status: 429 },
+      { kind: 'error', status: 429 },
+    ],
+    status: 502,
+    posts: 2,
+  },
   { name: 'a 200 envelope with success: false', troubles: [{ kind: 'unsuccessful' }], status: 502, posts: 1 },
   { name: 'a 200 answer that is not JSON', troubles: [{ kind: 'garbage' }], status: 502, posts: 1 },
   { name: 'no answer within the timeout, twice', troubles: [{ kind: 'hang' }, { kind: 'hang' }], status: 503, posts: 2 },

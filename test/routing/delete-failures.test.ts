@@ -26,7 +26,15 @@ afterEach(() => started.stop())
 const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; deletes: [number, number] }> = [
   { name: 'a 400 answer', troubles: [{ kind: 'error', status: 400 }], status: 502, deletes: [1, 1] },
   { name: 'a 403 answer', troubles: [{ kind: 'error', status: 403 }], status: 502, deletes: [1, 1] },
-  { name: 'two 500 answers', troubles: [{ kind: 'error', status: 500 }, { kind: 'error', status: 502 }], status: 502, deletes: [2, 2] },
+  {
+    name: 'two 500 answers',
+    troubles: [
+      { kind: 'error', status: 500 },
+      { kind: 'error', status: 502 },
+    ],
+    status: 502,
+    deletes: [2, 2],
+  },
   { name: 'a 200 envelope with success: false', troubles: [{ kind: 'unsuccessful' }], status: 502, deletes: [1, 1] },
   { name: 'no answer within the timeout, twice', troubles: [{ kind: 'hang' }, { kind: 'hang' }], status: 503, deletes: [2, 2] },
   { name: 'every connection dropped', troubles: [{ kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }], status: 503, deletes: [2, 4] },

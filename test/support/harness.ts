@@ -10,7 +10,7 @@ import { systemClock, type Clock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { createLogger } from '../../src/log.ts'
-import type { RoutingProvider } from '../../src/routing/provider.ts'
+import type { RoutingProvider } from '../../src/core/routing.ts'
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -60,7 +60,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
     }
     const response = await fetch(`${app.httpUrl}${path}`, { method, headers, body })
     const text = await response.text()
-    let parsed: unknown = undefined
+    let parsed: unknown
     try {
       parsed = text ? JSON.parse(text) : undefined
     } catch {

@@ -44,4 +44,12 @@ export async function rawHttp(port: number, request: string | Uint8Array): Promi
 
 /** One request with `Connection: close`, so the server ends the exchange after answering. */
 export const rawRequest = (method: string, target: string, headers: Record<string, string> = {}, body = ''): string =>
-  [`${method} ${target} HTTP/1.1`, 'Host: 127.0.0.1', 'Connection: close', ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`), ...(body ? [`Content-Length: ${Buffer.byteLength(body)}`] : []), '', body].join('\r\n')
+  [
+    `${method} ${target} HTTP/1.1`,
+    'Host: 127.0.0.1',
+    'Connection: close',
+    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
+    ...(body ? [`Content-Length: ${Buffer.byteLength(body)}`] : []),
+    '',
+    body,
+  ].join('\r\n')

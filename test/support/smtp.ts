@@ -35,8 +35,7 @@ export class SmtpClient {
 
   private onData(chunk: string): void {
     this.buffer += chunk
-    let index: number
-    while ((index = this.buffer.indexOf('\r\n')) >= 0) {
+    for (let index = this.buffer.indexOf('\r\n'); index >= 0; index = this.buffer.indexOf('\r\n')) {
       const line = this.buffer.slice(0, index)
       this.buffer = this.buffer.slice(index + 2)
       this.lines.push(line.slice(4))

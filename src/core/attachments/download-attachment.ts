@@ -6,7 +6,7 @@ import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import type { Services } from '../services.ts'
 
-export interface AttachmentDownload {
+interface AttachmentDownload {
   filename: string
   contentType: string
   content: Buffer

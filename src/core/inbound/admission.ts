@@ -20,7 +20,7 @@ export function acceptedInBucket(db: Db, subjectId: string, bucket: string): num
 }
 
 /** Splits `local@domain`, lowercased; null when it is not an address on our domain. */
-export function localPartOf(address: string, receivingDomain: string): string | null {
+function localPartOf(address: string, receivingDomain: string): string | null {
   const at = address.lastIndexOf('@')
   if (at <= 0) return null
   if (address.slice(at + 1).toLowerCase() !== receivingDomain) return null

@@ -8,7 +8,7 @@ import type { Limits } from '../../config.ts'
 import { makePreview } from './preview.ts'
 import { InboundRefusal } from './refusal.ts'
 
-export interface ParsedAttachment {
+interface ParsedAttachment {
   filename: string
   contentType: string
   disposition: 'attachment' | 'inline'
@@ -52,7 +52,7 @@ interface PartNode {
  * (RFC 2045 §2.10) are put back; the last LF of a part inside a multipart is the CRLF that
  * belongs to the boundary (RFC 2046 §5.1.1), so it is dropped.
  */
-export function faithfulBytes(node: PartNode, decoded: ArrayBuffer): Buffer {
+function faithfulBytes(node: PartNode, decoded: ArrayBuffer): Buffer {
   const bytes = Buffer.from(decoded)
   if (node.contentTransferEncoding?.encoding === 'base64') return bytes
   const body = node.parentNode && bytes.at(-1) === 0x0a ? bytes.subarray(0, -1) : bytes
@@ -96,7 +96,10 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
     throw new InboundRefusal('unparseable', error instanceof Error ? error.message.slice(0, 120) : '')
   }
 
-  for (const [name, body] of [['text', email.text], ['html', email.html]] as const) {
+  for (const [name, body] of [
+    ['text', email.text],
+    ['html', email.html],
+  ] as const) {
     if (body && Buffer.byteLength(body, 'utf8') > limits.bodyBytes) throw new InboundRefusal('body_too_large', `${name} body over ${limits.bodyBytes} bytes`)
   }
   if (email.attachments.length > limits.attachments) throw new InboundRefusal('too_many_attachments', `at most ${limits.attachments}`)

@@ -4,7 +4,7 @@ const PREVIEW_CHARACTERS = 200
 const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: ' ' }
 
 /** Good enough for a preview: drops scripts, styles, comments and tags; decodes common entities. */
-export function htmlToText(html: string): string {
+function htmlToText(html: string): string {
   return html
     .replace(/<(script|style|head|title)\b[\s\S]*?<\/\1\s*>/gi, ' ')
     .replace(/<!--[\s\S]*?-->/g, ' ')
@@ -24,9 +24,14 @@ export function makePreview(text: string | null, html: string | null): string {
   const collapsed = source.replace(/\s+/g, ' ').trim()
   // By code point, so no surrogate pair is cut in half. A code point is at most two UTF-16
   // units, so the first 2N units hold the first N code points: splitting only that head
-  // keeps a long body from becoming an array of every character (8% of ingest CPU for a
-  // 30 KB message in the bench profile).
+  // keeps a long body from becoming an array of every character (a visible share of ingest
+  // CPU for large bodies; figures in bench/README.md).
   const longer = collapsed.length > 2 * PREVIEW_CHARACTERS
   const characters = Array.from(longer ? collapsed.slice(0, 2 * PREVIEW_CHARACTERS + 2) : collapsed)
-  return !longer && characters.length <= PREVIEW_CHARACTERS ? collapsed : characters.slice(0, PREVIEW_CHARACTERS - 1).join('').trimEnd() + '…'
+  return !longer && characters.length <= PREVIEW_CHARACTERS
+    ? collapsed
+    : characters
+        .slice(0, PREVIEW_CHARACTERS - 1)
+        .join('')
+        .trimEnd() + '…'
 }

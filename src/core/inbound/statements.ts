@@ -1,8 +1,8 @@
 /**
  * The statements every inbound message runs (RCPT checks and the store transaction),
  * built once per database as prepared queries. Drizzle otherwise rebuilds each one's SQL
- * from its builder objects on every run: a quarter of the server's CPU per message in the
- * `bun run bench` ingest profile. bun:sqlite has one connection per database, so
+ * from its builder objects on every run, a large share of the server's CPU per message
+ * (bench/README.md). bun:sqlite has one connection per database, so
  * these run inside the store's write transaction like any `tx` query would.
  */
 import { and, eq, sql } from 'drizzle-orm'
@@ -11,14 +11,38 @@ import { attachmentContents, attachments, inboundBursts, inboxes, messageContent
 
 const p = sql.placeholder
 
-const columnsOf = <T extends Record<string, unknown>>(names: readonly (keyof T & string)[]) => Object.fromEntries(names.map((name) => [name, p(name)])) as Record<keyof T & string, ReturnType<typeof p>>
+const columnsOf = <T extends Record<string, unknown>>(names: readonly (keyof T & string)[]) =>
+  Object.fromEntries(names.map((name) => [name, p(name)])) as Record<keyof T & string, ReturnType<typeof p>>
 
 const MESSAGE_COLUMNS = [
-  'id', 'inboxId', 'organizationId', 'fromName', 'fromAddress', 'toAddress', 'subject', 'preview', 'sizeBytes', 'receivedAt', 'expiresAt',
-  'searchSubject', 'searchSender', 'searchSenderDomain', 'internetMessageId',
+  'id',
+  'inboxId',
+  'organizationId',
+  'fromName',
+  'fromAddress',
+  'toAddress',
+  'subject',
+  'preview',
+  'sizeBytes',
+  'receivedAt',
+  'expiresAt',
+  'searchSubject',
+  'searchSender',
+  'searchSenderDomain',
+  'internetMessageId',
 ] as const satisfies readonly (keyof typeof messages.$inferInsert)[]
 
-const ATTACHMENT_COLUMNS = ['id', 'messageId', 'organizationId', 'position', 'filename', 'contentType', 'sizeBytes', 'disposition', 'contentId'] as const satisfies readonly (keyof typeof attachments.$inferInsert)[]
+const ATTACHMENT_COLUMNS = [
+  'id',
+  'messageId',
+  'organizationId',
+  'position',
+  'filename',
+  'contentType',
+  'sizeBytes',
+  'disposition',
+  'contentId',
+] as const satisfies readonly (keyof typeof attachments.$inferInsert)[]
 
 export const inboundStatements = preparedPerDatabase((db) => ({
   activeInboxByLocalPart: db
@@ -37,10 +61,19 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .where(and(eq(inboundBursts.subjectId, p('subjectId')), eq(inboundBursts.bucketStartsAt, p('bucket'))))
     .prepare(),
   insertMessage: db.insert(messages).values(columnsOf<typeof messages.$inferInsert>(MESSAGE_COLUMNS)).prepare(),
-  insertContent: db.insert(messageContents).values({ messageId: p('messageId'), textBody: p('textBody'), htmlBody: p('htmlBody'), headersJson: p('headersJson') }).prepare(),
-  insertSource: db.insert(messageSources).values({ messageId: p('messageId'), raw: p('raw') }).prepare(),
+  insertContent: db
+    .insert(messageContents)
+    .values({ messageId: p('messageId'), textBody: p('textBody'), htmlBody: p('htmlBody'), headersJson: p('headersJson') })
+    .prepare(),
+  insertSource: db
+    .insert(messageSources)
+    .values({ messageId: p('messageId'), raw: p('raw') })
+    .prepare(),
   insertAttachment: db.insert(attachments).values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS)).prepare(),
-  insertAttachmentContent: db.insert(attachmentContents).values({ attachmentId: p('attachmentId'), content: p('content') }).prepare(),
+  insertAttachmentContent: db
+    .insert(attachmentContents)
+    .values({ attachmentId: p('attachmentId'), content: p('content') })
+    .prepare(),
   countMonthlyEmail: db
     .insert(monthlyEmailUsage)
     .values({ organizationId: p('organizationId'), month: p('month'), received: 1 })

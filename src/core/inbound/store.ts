@@ -1,8 +1,9 @@
 /**
  * Stores one received message for each admitted inbox, with its raw source, attachments
- * and the usage counters, in ONE transaction (savepoint) of the group commit: either all
- * of it is visible or none. The promise settles after COMMIT; the SMTP 250 is sent only
- * then, and listeners are told then.
+ * and the usage counters, as one job of the group commit (src/storage/database.ts): it
+ * shares a transaction with the other jobs of its batch, and if any of them fails it runs
+ * again in a transaction of its own, so either all of it is visible or none. The promise
+ * settles after COMMIT; the SMTP 250 is sent only then, and listeners are told then.
  */
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'

@@ -8,25 +8,25 @@ import { and, eq, inArray, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import { errorFields } from '../../log.ts'
-import { RoutingError } from '../../routing/provider.ts'
 import { inboxes } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import { generateLocalPart, normalizePrefix } from '../local-part.ts'
 import type { Inbox } from '../models.ts'
+import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
 import { checkIdempotencyKey, claimIdempotencyKey, completeIdempotencyClaim, fingerprint, releaseIdempotencyClaim, type IdempotencyClaim } from './idempotency.ts'
 import { presentInbox } from './present.ts'
 
 const GENERATION_ATTEMPTS = 8
 
-export interface CreateInboxInput {
+interface CreateInboxInput {
   /** The raw request body text (may be empty). */
   body: string
   idempotencyKey: string | null
 }
 
-export interface CreateInboxResult {
+interface CreateInboxResult {
   body: { data: Inbox }
   /** True when the body is the cached answer of an earlier request with the same key. */
   replayed: boolean
@@ -36,7 +36,7 @@ export interface CreateInboxResult {
 export const MAX_CREATE_BODY_BYTES = 64 * 1024
 
 /** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
-export function parseCreateInboxBody(text: string): { prefix?: string } {
+function parseCreateInboxBody(text: string): { prefix?: string } {
   if (text.length > MAX_CREATE_BODY_BYTES) throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
   if (text.trim() === '') return {}
   let value: unknown
@@ -133,13 +133,4 @@ function reserveInboxRow(s: Services, principal: Principal, prefix: string | und
     if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
     throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
   })
-}
-
-export function routingFailure(error: unknown, action: 'create' | 'delete'): DomainError {
-  const rejected = error instanceof RoutingError && error.kind === 'rejected'
-  return new DomainError(
-    'email_routing_unavailable',
-    `The email routing provider could not ${action} the rule for this address (${rejected ? 'it answered with an error' : 'it could not be reached'}); retry later.`,
-    { status: rejected ? 502 : 503 },
-  )
 }

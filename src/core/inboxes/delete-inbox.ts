@@ -1,8 +1,8 @@
 import { eq } from 'drizzle-orm'
 import { inboxes } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
+import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
-import { routingFailure } from './create-inbox.ts'
 import { findActiveInbox } from './find-inbox.ts'
 import { releaseAbandonedClaims } from './idempotency.ts'
 

@@ -16,9 +16,7 @@ const activeInbox = preparedPerDatabase((db) =>
 
 /** The caller's active inbox, or 404: unknown, deleted and foreign ids answer alike. */
 export function findActiveInbox(db: Db, principal: Principal, inboxId: string): typeof inboxes.$inferSelect {
-  const row = ID_PATTERNS.inbox.test(inboxId)
-    ? activeInbox(db).get({ inboxId, organizationId: principal.organizationId })
-    : undefined
+  const row = ID_PATTERNS.inbox.test(inboxId) ? activeInbox(db).get({ inboxId, organizationId: principal.organizationId }) : undefined
   if (!row) throw new DomainError('inbox_not_found', 'No inbox with this id.')
   return row
 }

@@ -47,9 +47,7 @@ export function claimIdempotencyKey(s: Services, organizationId: string, key: st
         throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.')
       }
       if (record.state === 'in_progress') {
-        throw new DomainError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry in a second.', {
-          headers: { 'Retry-After': '1' },
-        })
+        throw new DomainError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry in a second.', { retryAfterSeconds: 1 })
       }
       return { cached: readCached(record.responseBody) }
     }

@@ -11,7 +11,7 @@ import { presentFull } from './present.ts'
 const notFound = () => new DomainError('message_not_found', 'No message with this id.')
 
 /** The caller's unexpired message row, or 404 (unknown, deleted, expired and foreign ids alike). */
-export function findMessage(s: Services, principal: Principal, messageId: string): typeof messages.$inferSelect {
+function findMessage(s: Services, principal: Principal, messageId: string): typeof messages.$inferSelect {
   const row = ID_PATTERNS.msg.test(messageId)
     ? s.storage.db
         .select()
@@ -24,7 +24,7 @@ export function findMessage(s: Services, principal: Principal, messageId: string
 }
 
 export function getMessage(s: Services, principal: Principal, messageId: string): Message {
-  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.config.filesUrl)[0]!
+  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.publicUrls().filesUrl)[0]!
 }
 
 /** Deletes the message with its source and attachments (cascade). Monthly usage is kept. */

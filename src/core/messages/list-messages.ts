@@ -3,13 +3,14 @@
  * first, keyset-paged on (received_at, id). Expired messages are invisible even before
  * the sweeper removes them.
  */
-import { and, desc, eq, gt, gte, lt, or, sql } from 'drizzle-orm'
+import { and, eq, gt, gte, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { messages } from '../../storage/schema.ts'
 import type { CursorCodec } from '../cursor.ts'
 import { DomainError } from '../errors.ts'
+import { cutPage, newestFirst, olderThan } from '../keyset.ts'
 import type { Message, MessageSummary } from '../models.ts'
 import { presentFull, presentSummary, summaryColumns } from './present.ts'
 
@@ -62,6 +63,7 @@ export function parseRfc3339(value: string): number | null {
 type QueryShape = Pick<MessageQuery, 'includeContent'> & Record<'cursor' | 'subject' | 'sender' | 'senderDomain' | 'receivedAfter', boolean>
 
 const p = sql.placeholder
+const keyset = { at: messages.receivedAt, id: messages.id }
 
 function buildQuery(db: Db, shape: QueryShape) {
   const where = and(
@@ -71,12 +73,24 @@ function buildQuery(db: Db, shape: QueryShape) {
     shape.sender ? eq(messages.searchSender, p('sender')) : undefined,
     shape.senderDomain ? eq(messages.searchSenderDomain, p('senderDomain')) : undefined,
     shape.receivedAfter ? gte(messages.receivedAt, p('receivedAfter')) : undefined,
-    shape.cursor ? or(lt(messages.receivedAt, p('afterAt')), and(eq(messages.receivedAt, p('afterAt')), lt(messages.id, p('afterId')))) : undefined,
+    shape.cursor ? olderThan(keyset, { at: p('afterAt'), id: p('afterId') }) : undefined,
   )
-  const order = [desc(messages.receivedAt), desc(messages.id)]
+  const order = newestFirst(keyset)
   return shape.includeContent
-    ? db.select().from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
-    : db.select(summaryColumns).from(messages).where(where).orderBy(...order).limit(p('limit')).prepare()
+    ? db
+        .select()
+        .from(messages)
+        .where(where)
+        .orderBy(...order)
+        .limit(p('limit'))
+        .prepare()
+    : db
+        .select(summaryColumns)
+        .from(messages)
+        .where(where)
+        .orderBy(...order)
+        .limit(p('limit'))
+        .prepare()
 }
 
 /** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU. */
@@ -125,12 +139,11 @@ export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: 
     afterId: after?.id,
     limit: query.limit + 1,
   })
-  const page = rows.slice(0, query.limit)
-  const last = page.at(-1)
+  const page = cutPage(rows, query.limit, (last) => cursors.encode(listing, { at: last.receivedAt, id: last.id }))
   return {
     page: {
-      data: query.includeContent ? presentFull(db, page as Array<typeof messages.$inferSelect>, filesUrl) : page.map(presentSummary),
-      next_cursor: rows.length > query.limit && last ? cursors.encode(listing, { at: last.receivedAt, id: last.id }) : null,
+      data: query.includeContent ? presentFull(db, page.rows as Array<typeof messages.$inferSelect>, filesUrl) : page.rows.map(presentSummary),
+      next_cursor: page.nextCursor,
     },
     earliestExpiresAt: rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY),
   }

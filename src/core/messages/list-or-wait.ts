@@ -11,7 +11,7 @@ import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
-export interface WaitOptions {
+interface WaitOptions {
   waitSeconds: number
   /** Aborted when the client disconnects. */
   signal: AbortSignal
@@ -20,7 +20,7 @@ export interface WaitOptions {
 export async function listOrWaitForMessages(s: Services, principal: Principal, inboxId: string, query: MessageQuery, wait: WaitOptions): Promise<MessagePage | null> {
   checkMessageQuery(query)
   const inbox = findActiveInbox(s.storage.db, principal, inboxId)
-  const run = () => queryMessages(s.storage.db, s.cursors, s.config.filesUrl, s.clock.now(), inbox.id, query)
+  const run = () => queryMessages(s.storage.db, s.cursors, s.publicUrls().filesUrl, s.clock.now(), inbox.id, query)
   if (wait.waitSeconds === 0) return run()
   checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
 

@@ -31,7 +31,7 @@ export const presentSummary = (row: SummaryRow): MessageSummary => ({
   expires_at: row.expiresAt,
 })
 
-export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
+const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl: string): Attachment => ({
   id: row.id,
   filename: row.filename,
   content_type: row.contentType,
@@ -45,13 +45,15 @@ export const presentAttachment = (row: typeof attachments.$inferSelect, filesUrl
 export function presentFull(db: DbOrTx, rows: Array<typeof messages.$inferSelect>, filesUrl: string): Message[] {
   if (rows.length === 0) return []
   const ids = rows.map((row) => row.id)
-  const contents = new Map(db.select().from(messageContents).where(inArray(messageContents.messageId, ids)).all().map((content) => [content.messageId, content]))
-  const attachmentRows = db
-    .select()
-    .from(attachments)
-    .where(inArray(attachments.messageId, ids))
-    .orderBy(asc(attachments.messageId), asc(attachments.position))
-    .all()
+  const contents = new Map(
+    db
+      .select()
+      .from(messageContents)
+      .where(inArray(messageContents.messageId, ids))
+      .all()
+      .map((content) => [content.messageId, content]),
+  )
+  const attachmentRows = db.select().from(attachments).where(inArray(attachments.messageId, ids)).orderBy(asc(attachments.messageId), asc(attachments.position)).all()
   return rows.map((row) => {
     // Written in the same transaction as the message, so it is always there.
     const content = contents.get(row.id)!
@@ -65,4 +67,3 @@ export function presentFull(db: DbOrTx, rows: Array<typeof messages.$inferSelect
     }
   })
 }
-

@@ -12,7 +12,13 @@ export function openApiDocument(config: Pick<Config, 'baseUrl' | 'filesUrl' | 'r
   for (const { method, path, operation } of OPERATIONS) {
     const withServers =
       operation.operationId === 'downloadAttachment' && config.filesUrl !== config.baseUrl
-        ? { ...operation, servers: [{ url: config.filesUrl, description: 'Attachment downloads (`download_url`)' }, { url: config.baseUrl, description: 'The API' }] }
+        ? {
+            ...operation,
+            servers: [
+              { url: config.filesUrl, description: 'Attachment downloads (`download_url`)' },
+              { url: config.baseUrl, description: 'The API' },
+            ],
+          }
         : operation
     paths[path] = { ...paths[path], [method]: withServers }
   }

@@ -45,7 +45,13 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
   {
     method: 'get',
     path: '/health',
-    operation: { operationId: 'getHealth', tags: ['health'], summary: 'Liveness (no key needed)', security: [], responses: { 200: ok('Alive, and the database answers.', json('Health')), 500: errorResponses({})['500'] } },
+    operation: {
+      operationId: 'getHealth',
+      tags: ['health'],
+      summary: 'Liveness (no key needed)',
+      security: [],
+      responses: { 200: ok('Alive, and the database answers.', json('Health')), 500: errorResponses({})['500'] },
+    },
   },
   {
     method: 'post',
@@ -54,10 +60,20 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       operationId: 'createInbox',
       tags: ['inboxes'],
       summary: 'Create an inbox (and its routing rule)',
-      parameters: [{ name: 'Idempotency-Key', in: 'header', required: false, description: 'Makes retries safe: the same key and body answer the first 201 for 24 hours.', schema: { type: 'string', minLength: 8, maxLength: 200 } }],
+      parameters: [
+        {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description: 'Makes retries safe: the same key and body answer the first 201 for 24 hours.',
+          schema: { type: 'string', minLength: 8, maxLength: 200 },
+        },
+      ],
       requestBody: { required: false, content: json('CreateInboxRequest') },
       responses: {
-        201: ok('The new inbox (or the replay of an idempotent create).', json('InboxResponse'), { 'Idempotent-Replayed': { description: '`true` when this is a replayed answer.', schema: { type: 'string', const: 'true' } } }),
+        201: ok('The new inbox (or the replay of an idempotent create).', json('InboxResponse'), {
+          'Idempotent-Replayed': { description: '`true` when this is a replayed answer.', schema: { type: 'string', const: 'true' } },
+        }),
         ...errorResponses({
           409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
           422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
@@ -71,12 +87,24 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
   {
     method: 'get',
     path: '/v1/inboxes',
-    operation: { operationId: 'listInboxes', tags: ['inboxes'], summary: 'Active inboxes, newest first', parameters: [limit, cursor], responses: { 200: ok('One page of inboxes.', json('InboxPage')), ...errorResponses({ 422: ['invalid_limit', 'invalid_cursor'], 429: limited }) } },
+    operation: {
+      operationId: 'listInboxes',
+      tags: ['inboxes'],
+      summary: 'Active inboxes, newest first',
+      parameters: [limit, cursor],
+      responses: { 200: ok('One page of inboxes.', json('InboxPage')), ...errorResponses({ 422: ['invalid_limit', 'invalid_cursor'], 429: limited }) },
+    },
   },
   {
     method: 'get',
     path: '/v1/inboxes/{inbox_id}',
-    operation: { operationId: 'getInbox', tags: ['inboxes'], summary: 'One inbox', parameters: [idParameter('inbox_id', 'inbox')], responses: { 200: ok('The inbox.', json('InboxResponse')), ...errorResponses({ 404: ['inbox_not_found'], 429: limited }) } },
+    operation: {
+      operationId: 'getInbox',
+      tags: ['inboxes'],
+      summary: 'One inbox',
+      parameters: [idParameter('inbox_id', 'inbox')],
+      responses: { 200: ok('The inbox.', json('InboxResponse')), ...errorResponses({ 404: ['inbox_not_found'], 429: limited }) },
+    },
   },
   {
     method: 'delete',
@@ -123,12 +151,24 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
   {
     method: 'get',
     path: '/v1/messages/{message_id}',
-    operation: { operationId: 'getMessage', tags: ['messages'], summary: 'One message with all content fields', parameters: [idParameter('message_id', 'msg')], responses: { 200: ok('The message.', json('MessageResponse')), ...errorResponses({ 404: ['message_not_found'], 429: limited }) } },
+    operation: {
+      operationId: 'getMessage',
+      tags: ['messages'],
+      summary: 'One message with all content fields',
+      parameters: [idParameter('message_id', 'msg')],
+      responses: { 200: ok('The message.', json('MessageResponse')), ...errorResponses({ 404: ['message_not_found'], 429: limited }) },
+    },
   },
   {
     method: 'delete',
     path: '/v1/messages/{message_id}',
-    operation: { operationId: 'deleteMessage', tags: ['messages'], summary: 'Delete a message and its stored bytes', parameters: [idParameter('message_id', 'msg')], responses: { 204: ok('Deleted (empty body).'), ...errorResponses({ 404: ['message_not_found'], 429: limited }) } },
+    operation: {
+      operationId: 'deleteMessage',
+      tags: ['messages'],
+      summary: 'Delete a message and its stored bytes',
+      parameters: [idParameter('message_id', 'msg')],
+      responses: { 204: ok('Deleted (empty body).'), ...errorResponses({ 404: ['message_not_found'], 429: limited }) },
+    },
   },
   {
     method: 'get',
@@ -140,10 +180,14 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       description: 'The `Content-Type` header is the stored MIME type. The bytes are not scanned: treat them as untrusted.',
       parameters: [idParameter('attachment_id', 'att')],
       responses: {
-        200: ok('The bytes as the sender encoded them.', { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } }, {
-          'Content-Disposition': { description: '`attachment`, with the file name (RFC 6266).', schema: { type: 'string' } },
-          'Cache-Control': { description: 'Always `private, no-store`.', schema: { type: 'string', const: 'private, no-store' } },
-        }),
+        200: ok(
+          'The bytes as the sender encoded them.',
+          { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          {
+            'Content-Disposition': { description: '`attachment`, with the file name (RFC 6266).', schema: { type: 'string' } },
+            'Cache-Control': { description: 'Always `private, no-store`.', schema: { type: 'string', const: 'private, no-store' } },
+          },
+        ),
         ...errorResponses({ 404: ['attachment_not_found'], 429: limited }),
       },
     },
@@ -151,6 +195,11 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
   {
     method: 'get',
     path: '/v1/usage',
-    operation: { operationId: 'getUsage', tags: ['usage'], summary: 'Limits of the organisation and what it used this UTC month', responses: { 200: ok('Usage (no `data` wrapper).', json('Usage')), ...errorResponses({ 429: limited }) } },
+    operation: {
+      operationId: 'getUsage',
+      tags: ['usage'],
+      summary: 'Limits of the organisation and what it used this UTC month',
+      responses: { 200: ok('Usage (no `data` wrapper).', json('Usage')), ...errorResponses({ 429: limited }) },
+    },
   },
 ]

@@ -6,16 +6,17 @@
  * clients then get named types instead of anonymous ones).
  */
 import type { TSchema } from '@sinclair/typebox'
-import { AttachmentModel, CreateInboxBodyModel, ErrorModel, HealthModel, InboxModel, MessageModel, MessageSummaryModel, page, single, UsageModel } from '../../core/models.ts'
+import { AttachmentModel, InboxModel, MessageModel, MessageSummaryModel, UsageModel } from '../../core/models.ts'
+import { CreateInboxBodyModel, ErrorModel, HealthModel, page, single } from './envelopes.ts'
 
 type Json = Record<string, unknown>
 
 /** Plain JSON (TypeBox's symbol keys vanish) with tuples in the 2020-12 form. */
 function toJsonSchema(schema: TSchema): Json {
-  return modernise(JSON.parse(JSON.stringify(schema)))
+  return modernise(JSON.parse(JSON.stringify(schema))) as Json
 }
 
-function modernise(node: unknown): any {
+function modernise(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(modernise)
   if (node === null || typeof node !== 'object') return node
   const out: Json = {}
@@ -43,7 +44,7 @@ const NAMED: Array<[string, TSchema]> = [
 ]
 
 /** Replaces every nested subschema that equals a named one by a reference to it. */
-function withRefs(node: unknown, named: Map<string, string>, isRoot = true): any {
+function withRefs(node: unknown, named: Map<string, string>, isRoot = true): unknown {
   if (!isRoot && node && typeof node === 'object') {
     const name = named.get(JSON.stringify(node))
     if (name) return ref(name)
@@ -73,14 +74,20 @@ export function componentSchemas(): Record<string, Json> {
   const plain = new Map(NAMED.map(([name, schema]) => [name, toJsonSchema(schema)]))
   const wrappers: Array<[string, Json]> = [
     ['InboxPage', toJsonSchema(page(InboxModel))],
-    ['MessagePage', { ...toJsonSchema(page(MessageSummaryModel)), properties: { data: { type: 'array', items: { anyOf: [ref('MessageSummary'), ref('Message')] } }, next_cursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } } }],
+    [
+      'MessagePage',
+      {
+        ...toJsonSchema(page(MessageSummaryModel)),
+        properties: { data: { type: 'array', items: { anyOf: [ref('MessageSummary'), ref('Message')] } }, next_cursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
+      },
+    ],
     ['InboxResponse', toJsonSchema(single(InboxModel))],
     ['MessageResponse', toJsonSchema(single(MessageModel))],
   ]
   const byShape = new Map<string, string>()
   const schemas: Record<string, Json> = {}
   for (const [name, schema] of [...plain.entries(), ...wrappers]) {
-    schemas[name] = { ...withRefs(schema, byShape), description: descriptions[name] }
+    schemas[name] = { ...(withRefs(schema, byShape) as Json), description: descriptions[name] }
     byShape.set(JSON.stringify(schema), name)
   }
   return schemas

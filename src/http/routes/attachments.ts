@@ -1,11 +1,11 @@
 import { Elysia, t } from 'elysia'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
-import { ErrorModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { RequestRegistry } from '../app.ts'
+import { ErrorModel } from '../openapi/envelopes.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266), safe for any name. */
-export function contentDisposition(filename: string): string {
+function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\%;]/g, '_').trim() || 'attachment'
   const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { HealthModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
+import { HealthModel } from '../openapi/envelopes.ts'
 
 export const healthRoutes = (s: Services) =>
   new Elysia().get(

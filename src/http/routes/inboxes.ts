@@ -3,12 +3,12 @@ import { createInbox, MAX_CREATE_BODY_BYTES } from '../../core/inboxes/create-in
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
-import { CreateInboxBodyModel, errorResponses, InboxModel, page, single } from '../../core/models.ts'
+import { InboxModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { RequestRegistry } from '../app.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 import { readBodyText } from '../body.ts'
+import { CreateInboxBodyModel, errorResponses, page, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
-
 
 export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia()
@@ -25,7 +25,8 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       },
       {
         // The body is read raw: the spec's invalid_json / unknown_property / invalid_prefix
-        // distinctions need more than schema validation gives (Elysia lets non-objects through an optional body).
+        // distinctions need more than schema validation gives: Elysia strips unknown properties
+        // and coerces a non-object optional body.
         parse: 'none',
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })) }),
         response: { 201: single(InboxModel), ...errorResponses(401, 409, 422, 429, 502, 503) },

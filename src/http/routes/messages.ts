@@ -1,12 +1,13 @@
-import { Elysia, t, type Static, type TSchema } from 'elysia'
+import { Elysia, t, type Static } from 'elysia'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messages.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { ErrorModel, errorResponses, MessageListItemModel, MessageModel, page, single } from '../../core/models.ts'
+import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { RequestRegistry } from '../app.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
+import { documentedErrorResponses, errorResponses, MessageListItemModel, page, plainSchema, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 const MessagesQuery = queryObject({
@@ -16,14 +17,9 @@ const MessagesQuery = queryObject({
   subject: t.Optional(t.String({ description: 'Case-insensitive substring of the subject.' })),
   sender: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+$', maxLength: 320, description: 'Exact sender address, case-insensitive.' })),
   sender_domain: t.Optional(t.String({ pattern: '^[^\\s@]+$', maxLength: 255, description: 'Exact sender domain without @, case-insensitive.' })),
-  received_after: t.Optional(
-    t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' }),
-  ),
+  received_after: t.Optional(t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' })),
   include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
 })
-
-/** A TypeBox schema as the plain JSON Schema object the OpenAPI document embeds. */
-const plainSchema = (schema: TSchema): Record<string, never> => JSON.parse(JSON.stringify(schema))
 
 /** The validated query string as the domain's query, plus the wait. */
 function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: MessageQuery; waitSeconds: number } {
@@ -50,21 +46,18 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
-      async ({ request, params, query, status }) => {
+      ({ request, params, query, status }) => {
         const { messageQuery, waitSeconds } = readQuery(query)
-        const result = await listOrWaitForMessages(s, requests.principal(request), params.inbox_id, messageQuery, { waitSeconds, signal: request.signal })
-        return result ?? status(204, undefined)
+        const principal = requests.principal(request)
+        if (waitSeconds === 0 && !messageQuery.includeContent) {
+          // The common repeat-poll (no wait, summaries), from serialized pages while they are current.
+          const body = listSummariesAsJson(s, pages, principal, params.inbox_id, messageQuery)
+          return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
+        }
+        return listOrWaitForMessages(s, principal, params.inbox_id, messageQuery, { waitSeconds, signal: request.signal }).then((result) => result ?? status(204, undefined))
       },
       {
         query: MessagesQuery,
-        // The common repeat-poll (no wait, summaries) is answered here, before the handler,
-        // from serialized pages while they are current (src/http/message-page-cache.ts).
-        beforeHandle: ({ request, params, query }) => {
-          const { messageQuery, waitSeconds } = readQuery(query)
-          if (waitSeconds > 0 || messageQuery.includeContent) return
-          const body = listSummariesAsJson(s, pages, requests.principal(request), params.inbox_id, messageQuery)
-          return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
-        },
         // Documented rather than validated at run time: this route answers with pre-serialized
         // pages too. Its items come from the same presenters that getMessage validates.
         detail: {
@@ -74,7 +67,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
           responses: {
             200: { description: 'Matching messages, newest first', content: { 'application/json': { schema: plainSchema(page(MessageListItemModel)) } } },
             204: { description: 'wait_seconds passed with no match (empty body)' },
-            ...Object.fromEntries([401, 404, 422, 429].map((code) => [code, { description: 'Error', content: { 'application/json': { schema: plainSchema(ErrorModel) } } }])),
+            ...documentedErrorResponses(401, 404, 422, 429),
           },
         },
       },

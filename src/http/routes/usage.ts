@@ -1,8 +1,9 @@
 import { Elysia } from 'elysia'
-import { ErrorModel, UsageModel } from '../../core/models.ts'
+import { UsageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import { getUsage } from '../../core/usage.ts'
-import type { RequestRegistry } from '../app.ts'
+import { ErrorModel } from '../openapi/envelopes.ts'
+import type { RequestRegistry } from '../request-registry.ts'
 
 export const usageRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get('/v1/usage', ({ request }) => getUsage(s, requests.principal(request)), {
