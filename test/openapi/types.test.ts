@@ -32,7 +32,7 @@ test('generated types type-check a small client', async () => {
 
   const check = Bun.spawnSync(
     [
-      join(ROOT, 'node_modules', '.bin', 'tsc'),
+      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
       '--noEmit',
       '--strict',
       '--target',
