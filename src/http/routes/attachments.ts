@@ -29,11 +29,5 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     },
     {
       response: { 200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }), 401: ErrorModel, 404: ErrorModel, 429: ErrorModel },
-      detail: {
-        operationId: 'downloadAttachment',
-        summary: 'Raw attachment bytes (same route on BASE_URL and FILES_URL)',
-        tags: ['attachments'],
-        responses: { 200: { description: 'Raw bytes', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } } },
-      },
     },
   )

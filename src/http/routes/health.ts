@@ -10,5 +10,5 @@ export const healthRoutes = (s: Services) =>
       s.storage.sqlite.query('SELECT 1').get()
       return { status: 'ok' as const, service: 'pigeonhole' as const }
     },
-    { response: { 200: HealthModel }, detail: { operationId: 'getHealth', summary: 'Liveness', security: [], tags: ['health'] } },
+    { response: { 200: HealthModel } },
   )

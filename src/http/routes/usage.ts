@@ -8,5 +8,4 @@ import type { RequestRegistry } from '../request-registry.ts'
 export const usageRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get('/v1/usage', ({ request }) => getUsage(s, requests.principal(request)), {
     response: { 200: UsageModel, 401: ErrorModel, 429: ErrorModel },
-    detail: { operationId: 'getUsage', summary: 'Plan limits and what this organization has used this UTC month', tags: ['usage'] },
   })
