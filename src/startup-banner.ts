@@ -20,8 +20,8 @@ export function startupBanner(app: RunningApp): string {
   return [
     '',
     'Pigeonhole is running.',
-    `  API        ${config.baseUrl}   (set BASE_URL for the public address)`,
-    `  API docs   ${config.baseUrl}/openapi`,
+    `  API        ${app.publicUrls.baseUrl}   (set BASE_URL for the public address)`,
+    `  API docs   ${app.publicUrls.baseUrl}/openapi`,
     `  SMTP       port ${app.smtpPort} on ${config.host}; inbox addresses end in @${config.receivingDomain}`,
     `  Database   ${resolve(config.databasePath)}`,
     ...next,

@@ -80,7 +80,7 @@ describe('each operation lists its error codes', () => {
       409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
       422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
       502: ['email_routing_unavailable'],
-      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable'],
+      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage'],
     },
     listInboxes: { 422: ['invalid_limit', 'invalid_cursor'] },
     getInbox: { 404: ['inbox_not_found'] },

@@ -3,11 +3,11 @@
  * response models and the operation table rather than generated from the routes, so
  * private paths (the console) never appear and every status carries its error codes.
  */
-import type { Config } from '../../config.ts'
+import type { PublicUrls } from '../../public-urls.ts'
 import { OPERATIONS } from './operations.ts'
 import { componentSchemas } from './schemas.ts'
 
-export function openApiDocument(config: Pick<Config, 'baseUrl' | 'filesUrl' | 'receivingDomain'>) {
+export function openApiDocument(config: PublicUrls & { receivingDomain: string }) {
   const paths: Record<string, Record<string, unknown>> = {}
   for (const { method, path, operation } of OPERATIONS) {
     const withServers =

@@ -19,7 +19,7 @@ function errorResponses(errors: Errors): Record<string, Json> {
   const all: Errors = { 401: ['invalid_api_key'], ...errors, 500: ['internal_error'] }
   const out: Record<string, Json> = {}
   for (const [status, codes] of Object.entries(all)) {
-    const retry = codes!.some((code) => code === 'rate_limit_exceeded' || code === 'idempotency_in_progress')
+    const retry = codes!.some((code) => code === 'rate_limit_exceeded' || code === 'idempotency_in_progress' || code === 'insufficient_storage')
     out[status] = {
       description: codes!.map((code) => `\`${code}\`: ${ERROR_MEANINGS[code]}`).join('\n\n'),
       headers: retry ? { ...requestIdHeader, ...retryAfter } : requestIdHeader,
@@ -79,7 +79,7 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
           422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
           429: limited,
           502: ['email_routing_unavailable'],
-          503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable'],
+          503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage'],
         }),
       },
     },

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { Elysia, NotFoundError } from 'elysia'
-import type { Config } from '../../config.ts'
+import type { Services } from '../../core/services.ts'
 import { openApiDocument } from './document.ts'
 
 const PAGE = `<!doctype html>
@@ -36,10 +36,10 @@ function viewerAssets(): Record<string, { body: string; type: string }> {
   }
 }
 
-export function openApiRoutes(config: Config) {
+export function openApiRoutes(s: Pick<Services, 'config' | 'publicUrls'>) {
   let assets: ReturnType<typeof viewerAssets> | undefined // read on first view: most servers never show the page
   return new Elysia()
-    .get('/openapi/json', () => openApiDocument(config))
+    .get('/openapi/json', () => openApiDocument({ ...s.publicUrls(), receivingDomain: s.config.receivingDomain }))
     .get('/openapi', () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': PAGE_POLICY } }))
     .get('/openapi/assets/:name', ({ params }) => {
       assets ??= viewerAssets()
