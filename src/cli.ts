@@ -2,8 +2,11 @@
  * Admin CLI. Same environment as the server (DATABASE_PATH); safe to run while the server
  * runs (WAL). Results go to stdout, the requested value on the last line.
  *
- *   bun src/cli.ts orgs create <name>
+ *   bun src/cli.ts setup-link       (the one-time /setup link, while no console user exists)
+ *   bun src/cli.ts orgs create <name> [--local]
  *   bun src/cli.ts orgs list
+ *   bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] ...
+ *   bun src/cli.ts users reset-password <email>
  *   bun src/cli.ts keys create <org-id>
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
@@ -15,12 +18,17 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
-import { createApiKey, createOrganization, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
+import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
+import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
 
 const USAGE = `usage:
-  bun src/cli.ts orgs create <name>
+  bun src/cli.ts setup-link
+  bun src/cli.ts orgs create <name> [--local]
   bun src/cli.ts orgs list
+  bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] [--inbox-burst N] [--org-burst N]
+                 [--requests-per-key N] [--requests-per-org N] [--long-polls-per-key N] [--long-polls-per-org N]
+  bun src/cli.ts users reset-password <email>
   bun src/cli.ts keys create <org-id>
   bun src/cli.ts keys list <org-id>
   bun src/cli.ts keys revoke <key-or-public-id>
@@ -36,19 +44,19 @@ const argv = process.argv.slice(2)
 // --create: the only way the CLI makes a new database (a CLI run from the wrong folder
 // would otherwise create a second, empty one whose keys the server never sees).
 const allowCreate = argv.includes('--create')
-const [group, action, arg] = argv.filter((word) => word !== '--create')
+const [group, action, arg, ...rest] = argv.filter((word) => word !== '--create')
 if (group === 'config') {
   console.log(configTable())
   process.exit(0)
 }
 
-const { databasePath } = loadConfigOrExit()
-const databaseFile = resolve(databasePath)
+const config = loadConfigOrExit()
+const databaseFile = resolve(config.databasePath)
 if (!existsSync(databaseFile) && !allowCreate) {
   fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
 }
 console.error(`database: ${databaseFile}`)
-const storage = openStorage(databasePath)
+const storage = openStorage(config.databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
   for (const row of rows)
@@ -59,15 +67,22 @@ const table = (rows: Record<string, unknown>[]) => {
     )
 }
 
+const cli = { config, storage, clock: systemClock, fail }
+
 try {
-  switch (`${group} ${action}`) {
-    case 'orgs create': {
-      if (!arg) fail(USAGE, 64)
-      const org = createOrganization(db, systemClock, arg)
-      console.log(`created organization "${org.name}"`)
-      console.log(org.id)
+  switch (group === 'setup-link' ? group : `${group} ${action}`) {
+    case 'setup-link':
+      printSetupLink(cli)
       break
-    }
+    case 'orgs create':
+      createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
+      break
+    case 'orgs limits':
+      orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
+      break
+    case 'users reset-password':
+      await resetPasswordCommand(cli, arg)
+      break
     case 'orgs list':
       console.log('id\tname\tcreated_at')
       table(listOrganizations(db))

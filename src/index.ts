@@ -12,6 +12,7 @@ try {
   console.error(error.message)
   process.exit(1)
 }
+// Besides the JSON log lines: a newcomer reading the terminal should not have to parse JSON.
 console.error(startupBanner(app))
 const { logger } = app.services
 // Last line of defence: every known failure is handled where it happens, but one client's
