@@ -39,7 +39,7 @@ const cli = (...args: string[]) => {
   if (run.exitCode !== 0) throw new Error(`cli ${args.join(' ')}: ${run.stderr}`)
   return run.stdout.toString().trim().split('\n').at(-1)!
 }
-const key = cli('keys', 'create', cli('orgs', 'create', 'examples'))
+const key = cli('keys', 'create', cli('orgs', 'create', 'examples', '--local'))
 const demo = await spawnDemoApp(ports.smtp_listening!)
 const exampleEnv = {
   ...process.env,
