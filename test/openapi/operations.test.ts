@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import type { TestServer } from '../support/harness.ts'
-import { startRoomyServer } from './support.ts'
+import { startRoomyServer } from '../messages/support.ts'
 
 let server: TestServer
 beforeAll(async () => {
@@ -40,5 +40,5 @@ test('listOrWaitForMessages documents its query parameters and its 204', async (
   const operation = (await server.get('/openapi/json')).body.paths['/v1/inboxes/{inbox_id}/messages'].get
   const names = operation.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name)
   expect(names.sort()).toEqual(['cursor', 'include', 'limit', 'received_after', 'sender', 'sender_domain', 'subject', 'wait_seconds'])
-  expect(Object.keys(operation.responses).sort()).toEqual(['200', '204', '401', '404', '422', '429'])
+  expect(Object.keys(operation.responses).sort()).toEqual(['200', '204', '401', '404', '422', '429', '500'])
 })
