@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
-import { expectError } from './shapes.ts'
+import { expectError } from '../support/shapes.ts'
 
 let server: TestServer
 const clock = new ManualClock(Date.parse('2026-01-31T23:59:59.000Z'))

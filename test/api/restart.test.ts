@@ -4,7 +4,7 @@ import { startApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { expectError } from './shapes.ts'
+import { expectError } from '../support/shapes.ts'
 
 let server: TestServer
 beforeAll(async () => {
