@@ -1,7 +1,6 @@
 /**
  * Concurrent long polls: 10 per key and 30 per organisation (429 long_poll_limit_exceeded
- * for the next one), a disconnecting client frees its slot at once, and a graceful stop
- * answers waiting polls with 204.
+ * for the next one), and a disconnecting client frees its slot at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
@@ -110,23 +109,5 @@ describe('disconnects', () => {
     for (const p of polls) p.abort()
     await until(() => slots(tenant.key, tenant).key === 0, 'every slot to be freed', 2_000)
     expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(0)
-  })
-})
-
-describe('graceful stop', () => {
-  test('stopping the server answers waiting polls with 204', async () => {
-    const own = await startRoomyServer()
-    const tenant = own.tenant()
-    const inbox = await newInbox(own, tenant.key)
-    const polls = Array.from({ length: 3 }, () => startPoll(own, tenant.key, inbox.id, 120))
-    await until(() => own.app.services.longPolls.count(principalOf(tenant.key, tenant.organizationId)).key === 3, 'the polls to wait')
-    const stopped = own.stop()
-    for (const p of polls) {
-      const response = await p.response
-      expect(response).not.toBe('aborted')
-      expect((response as Response).status).toBe(204)
-      expect(await (response as Response).text()).toBe('')
-    }
-    await stopped
   })
 })

@@ -153,10 +153,4 @@ describe('404 inbox_not_found', () => {
       expect(errorCode(response)).toBe('inbox_not_found')
     }
   })
-  test('the foreign inbox answers exactly like an unknown one', async () => {
-    const foreign = await list('', tenant.key, foreignInboxId)
-    const unknown = await list('', tenant.key, 'inbox_' + 'f'.repeat(32))
-    expect(foreign.body.error.message).toBe(unknown.body.error.message)
-    expect([foreign.status, foreign.body.error.code]).toEqual([unknown.status, unknown.body.error.code])
-  })
 })

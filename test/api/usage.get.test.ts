@@ -1,8 +1,13 @@
-/** getUsage (spec getUsage, Resources: Usage) and getHealth. */
+/**
+ * getUsage (spec getUsage, Resources: Usage): the counters, the UTC calendar month, the
+ * limits from the environment, and emails counted from real SMTP mail, which deleting an
+ * inbox does not give back.
+ */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { TIMESTAMP } from '../support/shapes.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { expectError, TIMESTAMP } from '../support/shapes.ts'
 
 let server: TestServer
 const clock = new ManualClock(Date.parse('2026-01-15T12:00:00.000Z'))
@@ -13,7 +18,7 @@ afterAll(() => server.stop())
 
 /**
  * Seeds the monthly counter directly: real mail can never push it past the limit (SMTP refuses
- * it), but a lowered LIMIT_MONTHLY_EMAILS can. inbox-mail.test.ts counts real SMTP mail.
+ * it), but a lowered LIMIT_MONTHLY_EMAILS can. The tests at the end of this file count real SMTP mail.
  */
 function seedReceived(organizationId: string, month: string, received: number): void {
   server.app.services.storage.sqlite.query('INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)').run(organizationId, month, received)
@@ -97,9 +102,47 @@ test('limits come from LIMIT_ACTIVE_INBOXES and LIMIT_MONTHLY_EMAILS', async () 
   }
 })
 
-test('getHealth: exactly { status: "ok", service: "pigeonhole" }', async () => {
-  const response = await server.get('/health')
-  expect(response.status).toBe(200)
-  expect(response.body).toEqual({ status: 'ok', service: 'pigeonhole' })
-  expect(response.headers.get('content-type')).toContain('application/json')
+describe('emails received over SMTP', () => {
+  async function deliver(address: string, subject = 'Hello'): Promise<void> {
+    const result = await sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address, subject }))
+    expect(result.data?.code).toBe(250)
+  }
+
+  const usage = async (key: string) => (await server.get('/v1/usage', key)).body
+
+  test('emails.received counts accepted mail in the UTC month it arrived', async () => {
+    clock.set('2026-01-31T23:59:59.999Z')
+    const { key } = server.tenant()
+    const { address } = (await server.post('/v1/inboxes', key)).body.data
+    await deliver(address)
+    await deliver(address)
+    expect((await usage(key)).emails).toEqual({ received: 2, limit: 33, remaining: 31 })
+
+    clock.set('2026-02-01T00:00:00.000Z')
+    expect((await usage(key)).emails).toEqual({ received: 0, limit: 33, remaining: 33 })
+    await deliver(address)
+    expect((await usage(key)).emails).toEqual({ received: 1, limit: 33, remaining: 32 })
+    expect((await usage(key)).period).toEqual({ starts_at: '2026-02-01T00:00:00.000Z', ends_at: '2026-03-01T00:00:00.000Z' })
+  })
+
+  test('deleteInbox removes its messages but does not restore the monthly email quota', async () => {
+    clock.set('2026-03-10T10:00:00.000Z')
+    const { key } = server.tenant()
+    const { id, address } = (await server.post('/v1/inboxes', key)).body.data
+    await deliver(address, 'to be deleted')
+    const listed = await server.get(`/v1/inboxes/${id}/messages`, key)
+    expect(listed.body.data.length).toBe(1)
+    const messageId = listed.body.data[0].id
+
+    expect((await server.delete(`/v1/inboxes/${id}`, key)).status).toBe(204)
+    expectError(await server.get(`/v1/messages/${messageId}`, key), 404, 'message_not_found')
+    expectError(await server.get(`/v1/inboxes/${id}/messages`, key), 404, 'inbox_not_found')
+    const after = await usage(key)
+    expect(after.emails).toEqual({ received: 1, limit: 33, remaining: 32 })
+    expect(after.inboxes.active).toBe(0)
+    // Mail to the deleted address is refused at RCPT time.
+    const refused = await sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address }))
+    expect(refused.rcpt[0]!.code).toBeGreaterThanOrEqual(500)
+    expect(refused.rcpt[0]!.text).toContain('Recipient address rejected')
+  })
 })

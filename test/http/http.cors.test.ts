@@ -1,4 +1,4 @@
-/** CORS (spec General conventions 7) and the OpenAPI document (spec Versioning). */
+/** CORS (spec General conventions 7). */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
@@ -116,38 +116,4 @@ test('without CORS_CONSOLE_ORIGIN and CORS_WILDCARD_ORIGIN only the local origin
   } finally {
     await plain.stop()
   }
-})
-
-describe('OpenAPI document', () => {
-  test('served at /openapi/json without a key, version 1.0.0, stable operation names', async () => {
-    const response = await server.get('/openapi/json')
-    expect(response.status).toBe(200)
-    const doc = response.body
-    expect(doc.openapi).toMatch(/^3\./)
-    expect(doc.info.version).toBe('1.0.0')
-    const operations: Record<string, string> = {}
-    for (const [path, item] of Object.entries<any>(doc.paths)) {
-      for (const [method, operation] of Object.entries<any>(item)) {
-        if (operation?.operationId) operations[operation.operationId] = `${method.toUpperCase()} ${path}`
-      }
-    }
-    expect(operations).toMatchObject({
-      getHealth: 'GET /health',
-      createInbox: 'POST /v1/inboxes',
-      listInboxes: 'GET /v1/inboxes',
-      getInbox: 'GET /v1/inboxes/{inbox_id}',
-      deleteInbox: 'DELETE /v1/inboxes/{inbox_id}',
-      getUsage: 'GET /v1/usage',
-    })
-  })
-
-  test('documents the statuses and the Bearer scheme; health is open', async () => {
-    const doc = (await server.get('/openapi/json')).body
-    const create = doc.paths['/v1/inboxes'].post
-    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '401', '409', '422', '429', '502', '503']))
-    expect(Object.keys(doc.paths['/v1/inboxes/{inbox_id}'].delete.responses)).toEqual(expect.arrayContaining(['204', '401', '404', '429']))
-    expect(Object.keys(doc.paths['/v1/inboxes'].get.responses)).toEqual(expect.arrayContaining(['200', '401', '422', '429']))
-    expect(doc.paths['/health'].get.security).toEqual([])
-    expect(JSON.stringify(doc.components.securitySchemes)).toContain('bearer')
-  })
 })

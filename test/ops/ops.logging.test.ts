@@ -1,6 +1,7 @@
 /** Logs: one JSON line per request carrying its request id and real status; no secrets. */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
+import { until } from '../support/messages.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 let server: TestServer
@@ -21,7 +22,9 @@ test('each HTTP request logs one line with its request id and the status the cli
   responses.push(await server.get(`/v1/inboxes/${inboxId}/messages?wait_seconds=1`, tenant.key))
   responses.push(await server.delete(`/v1/inboxes/${inboxId}`, tenant.key))
   expect(responses.map((r) => r.status)).toEqual([200, 201, 422, 401, 204, 204])
-  await Bun.sleep(20) // afterResponse hooks run just after the bytes are sent
+  // afterResponse hooks run just after the bytes are sent: wait for the lines, not for a while.
+  const logged = (response: ApiResponse) => server.logs.some((line) => line.request_id === response.headers.get('x-request-id') && line.event === 'http_request')
+  await until(() => responses.every(logged), 'a log line for every response')
   for (const response of responses) {
     const id = response.headers.get('x-request-id')
     const lines = server.logs.filter((line) => line.request_id === id && line.event === 'http_request')

@@ -6,6 +6,7 @@ import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
 import { startTestServer } from '../support/harness.ts'
+import { newInbox, principalOf, startRoomyServer, until } from '../support/messages.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 
 test('stop drains in-flight work and refuses new work', async () => {
@@ -20,7 +21,8 @@ test('stop drains in-flight work and refuses new work', async () => {
   await client.command(`RCPT TO:<${inbox.address}>`)
   expect((await client.command('DATA')).code).toBe(354)
   client.writeBody(simpleMessage({ to: inbox.address, subject: 'in flight during shutdown' }))
-  await Bun.sleep(50) // the poll is registered and the body is on the wire
+  // DATA was acknowledged (354) and the body written; stop once the poll is registered too.
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 1, 'the poll to wait')
 
   const stopping = server.app.stop()
   const polled = await poll
@@ -55,6 +57,21 @@ test('stop drains in-flight work and refuses new work', async () => {
   db.close()
   expect(row?.subject).toBe('in flight during shutdown')
   await server.stop()
+})
+
+test('stopping the server answers every waiting poll with 204', async () => {
+  const own = await startRoomyServer()
+  const tenant = own.tenant()
+  const inbox = await newInbox(own, tenant.key)
+  const polls = Array.from({ length: 3 }, () => fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }))
+  await until(() => own.app.services.longPolls.count(principalOf(tenant.key, tenant.organizationId)).key === 3, 'the polls to wait')
+  const stopped = own.stop()
+  for (const poll of polls) {
+    const response = await poll
+    expect(response.status).toBe(204)
+    expect(await response.text()).toBe('')
+  }
+  await stopped
 })
 
 test('bun run start stops cleanly on SIGTERM', async () => {
