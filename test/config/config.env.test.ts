@@ -1,13 +1,13 @@
 /** Configuration from the environment (the operational contract in src/config.ts): real `bun src/index.ts` processes. */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
 import { resolvePublicUrls } from '../../src/public-urls.ts'
+import { scratchDir } from '../support/scratch.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-config-'))
+const dir = scratchDir('pigeonhole-config-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 /** Only our variables are replaced; PATH and friends stay so `bun` runs. */
@@ -17,6 +17,7 @@ function envWith(overrides: Record<string, string>): Record<string, string> {
   return { ...env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`), LOG_LEVEL: 'info', ...overrides }
 }
 
+// Each case is its own short-lived process and independent of the others, so they run side by side.
 describe('a bad value stops the process with one line naming the variable', () => {
   const cases: Array<[string, Record<string, string>]> = [
     ['PORT', { PORT: 'abc' }],
@@ -41,7 +42,7 @@ describe('a bad value stops the process with one line naming the variable', () =
     ['CLOUDFLARE_ZONE_ID', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token' }],
   ]
   for (const [variable, overrides] of cases) {
-    test(`${JSON.stringify(overrides)} names ${variable}`, async () => {
+    test.concurrent(`${JSON.stringify(overrides)} names ${variable}`, async () => {
       const child = Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env: envWith(overrides), stdout: 'pipe', stderr: 'pipe' })
       const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
       const output = (stdout + stderr).trim()

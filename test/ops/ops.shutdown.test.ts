@@ -8,6 +8,7 @@ import { connect } from 'node:net'
 import { startTestServer } from '../support/harness.ts'
 import { newInbox, principalOf, startRoomyServer, until } from '../support/messages.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
+import { scratchDir } from '../support/scratch.ts'
 
 test('stop drains in-flight work and refuses new work', async () => {
   const server = await startTestServer()
@@ -75,10 +76,9 @@ test('stopping the server answers every waiting poll with 204', async () => {
 })
 
 test('bun run start stops cleanly on SIGTERM', async () => {
-  const { mkdtempSync, rmSync } = await import('node:fs')
-  const { tmpdir } = await import('node:os')
+  const { rmSync } = await import('node:fs')
   const { join } = await import('node:path')
-  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-sigterm-'))
+  const dir = scratchDir('pigeonhole-sigterm-')
   const child = Bun.spawn(['bun', join(import.meta.dir, '..', '..', 'src', 'index.ts')], {
     env: { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite') },
     stdout: 'pipe',

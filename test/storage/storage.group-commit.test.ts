@@ -4,16 +4,16 @@
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openStorage, type Storage } from '../../src/storage/database.ts'
 import { organizations } from '../../src/storage/schema.ts'
+import { scratchDir } from '../support/scratch.ts'
 
 let dir: string
 let storage: Storage
 beforeEach(() => {
-  dir = mkdtempSync(join(tmpdir(), 'pigeonhole-group-'))
+  dir = scratchDir('pigeonhole-group-')
   storage = openStorage(join(dir, 'db.sqlite'))
 })
 afterEach(() => {

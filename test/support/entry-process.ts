@@ -5,10 +5,10 @@
  * and server at once, as a crash of the machine's processes would.
  */
 import { spawn, type ChildProcess } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { scratchDir } from './scratch.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 
@@ -31,7 +31,7 @@ export interface Deployment {
 }
 
 export function makeDeployment(extraEnv: Record<string, string> = {}): Deployment {
-  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-deploy-'))
+  const dir = scratchDir('pigeonhole-deploy-')
   const databasePath = join(dir, 'data', 'pigeonhole.db')
   const replicaPath = join(dir, 'replica')
   const env: Record<string, string> = {

@@ -2,8 +2,7 @@
  * Starts the real server (HTTP and SMTP on ports the OS picks) on a fresh temp SQLite
  * file, and offers small helpers to speak real HTTP to it. Nothing of ours is mocked.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
 import { systemClock, type Clock } from '../../src/clock.ts'
@@ -11,6 +10,7 @@ import { loadConfig } from '../../src/config.ts'
 import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
+import { scratchDir } from './scratch.ts'
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -33,7 +33,7 @@ export interface Tenant {
 export type TestServer = Awaited<ReturnType<typeof startTestServer>>
 
 export async function startTestServer(options: TestServerOptions = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-test-'))
+  const dir = scratchDir('pigeonhole-test-')
   const databasePath = join(dir, 'pigeonhole.db')
   const config = loadConfig({
     PORT: '0',
