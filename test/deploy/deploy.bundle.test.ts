@@ -4,17 +4,17 @@
  * mail, exactly like the source.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { rmSync } from 'node:fs'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
-import { scratchDir } from '../support/scratch.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 let dir: string
 let server: ReturnType<typeof Bun.spawn> | undefined
 
 beforeAll(() => {
-  dir = scratchDir('pigeonhole-bundle-')
+  dir = mkdtempSync(join(tmpdir(), 'pigeonhole-bundle-'))
 })
 afterAll(() => {
   server?.kill()
