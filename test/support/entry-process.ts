@@ -95,11 +95,11 @@ export async function startEntry(deployment: Deployment): Promise<RunningEntry> 
       () => false,
     )
     if (ok) break
-    if (attempt > 300) {
+    if (attempt > 1500) {
       process.kill(-child.pid!, 'SIGKILL')
       throw new Error(`entry not ready after 30 s:\n${output}`)
     }
-    await Bun.sleep(100)
+    await Bun.sleep(20)
   }
 
   return {
