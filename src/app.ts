@@ -8,6 +8,7 @@ import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
+import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
@@ -15,11 +16,17 @@ import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
 import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
+import { AppMetrics } from './metrics/app-metrics.ts'
+import { sampleEventLoopDelay } from './metrics/event-loop.ts'
+import { startPrivateMetricsListener } from './metrics/private-listener.ts'
+import { observedLogger } from './metrics/log-observer.ts'
+import { meteredRouting } from './metrics/routing.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './core/routing.ts'
 import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
+import { prepareSmtpTls } from './smtp/tls.ts'
 import { openStorage } from './storage/database.ts'
 
 interface AppOptions {
@@ -34,6 +41,8 @@ export interface RunningApp {
   services: Services
   httpPort: number
   smtpPort: number
+  /** The METRICS_PORT listener's port, when one runs. */
+  metricsPort: number | null
   httpUrl: string
   /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
   publicUrls: PublicUrls
@@ -50,7 +59,10 @@ const IDLE_TIMEOUT_SECONDS = 255
 
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
-  const logger = options.logger ?? createLogger(config.logLevel)
+  const metrics = new AppMetrics()
+  const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
+  // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const tls = await prepareSmtpTls(config, logger)
   const storage = openStorage(config.databasePath)
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
@@ -61,17 +73,22 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: options.routing ?? createRoutingProvider(config, logger),
+    routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock, config.limits),
     longPolls: new LongPollSlots(config.limits),
     reservations: new InboundReservations(),
+    metrics,
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
+  services.disk.start()
+  const stopDiskWatch = services.disk.watch()
 
-  const http = buildHttpApp(services).listen({
+  let smtpListening = false
+  const http = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }).listen({
     port: config.port,
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
@@ -84,22 +101,37 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
 
-  const smtp = createSmtpServer(services)
+  const smtp = createSmtpServer(services, tls)
+  const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))
   const smtpPort = await new Promise<number>((resolve, reject) => {
     smtp.server.once('error', reject)
     smtp.listen(config.smtpPort, config.host, () => {
       smtp.server.off('error', reject)
+      smtpListening = true
       resolve((smtp.server.address() as AddressInfo).port)
     })
   })
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
+  metrics.attach({
+    // smtp-server keeps its open connections in a Set its typings do not declare.
+    smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
+    longPollsWaiting: () => services.longPolls.total(),
+    databasePath: config.databasePath,
+    diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
+  })
+  const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
+  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
 
   let stopping_: Promise<void> | undefined
   const stop = () =>
     (stopping_ ??= (async () => {
       logger.info('stopping')
       stopSweeper()
+      stopTlsWatch()
+      stopLoopSampler()
+      stopDiskWatch()
+      privateMetrics?.stop(true)
       stopping.abort() // waiting long polls answer 204 now
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after
       // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
@@ -111,5 +143,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
+  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
 }

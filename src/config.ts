@@ -105,6 +105,44 @@ export const SETTINGS = [
   { env: 'RETENTION_DAYS', key: 'retentionDays', group: 'limits', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', key: 'idempotencyHours', group: 'limits', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
   { env: 'SMTP_MAX_CLIENTS', key: 'smtpMaxClients', group: 'limits', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  {
+    env: 'DISK_MIN_FREE',
+    key: 'diskMinFree',
+    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%' },
+    default: '64MiB',
+    description:
+      "Free-space guard: below this much free space on the database volume (or room left under SQLite's max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.",
+  },
+  {
+    env: 'SMTP_TLS_CERT_FILE',
+    key: 'smtpTlsCertFile',
+    kind: { type: 'string' },
+    default: '',
+    description:
+      'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.',
+  },
+  { env: 'SMTP_TLS_KEY_FILE', key: 'smtpTlsKeyFile', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
+  {
+    env: 'SMTP_REQUIRE_TLS',
+    key: 'smtpRequireTls',
+    kind: { type: 'enum', values: ['false', 'true'] },
+    default: 'false',
+    description: '`true`: MAIL FROM before STARTTLS answers 530 (an internet MX should keep plain SMTP: `false`).',
+  },
+  {
+    env: 'METRICS_TOKEN',
+    key: 'metricsToken',
+    kind: { type: 'string' },
+    default: '',
+    description: 'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.',
+  },
+  {
+    env: 'METRICS_PORT',
+    key: 'metricsPort',
+    kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' },
+    default: '',
+    description: "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
+  },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   {
     env: 'LITESTREAM_REPLICA',
@@ -161,6 +199,11 @@ function checkCombinations(config: Config): void {
       throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`)
     }
   }
+  if (!config.smtpTlsCertFile !== !config.smtpTlsKeyFile) {
+    throw new ConfigError(config.smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE', 'SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE go together')
+  }
+  // Checked here rather than by a pattern, whose message would repeat the secret.
+  if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }
 

@@ -56,10 +56,15 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null)
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
   const now = clock.now()
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
-    db.update(apiKeys)
-      .set({ lastUsedAt: isoTime(now) })
-      .where(eq(apiKeys.publicId, parsed.publicId))
-      .run()
+    try {
+      db.update(apiKeys)
+        .set({ lastUsedAt: isoTime(now) })
+        .where(eq(apiKeys.publicId, parsed.publicId))
+        .run()
+    } catch (error) {
+      // Best effort: on a full volume reads and deletes must still pass authentication.
+      if ((error as { code?: unknown }).code !== 'SQLITE_FULL') throw error
+    }
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId }
 }

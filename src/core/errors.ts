@@ -31,6 +31,7 @@ export type ErrorCode =
   | 'rate_limit_exceeded'
   | 'long_poll_limit_exceeded'
   | 'internal_error'
+  | 'insufficient_storage' // not a spec code: the free-space guard is tripped (none of the spec's 503 codes fits)
   | 'not_found' // unknown route; not a spec code, but every response keeps the envelope
 
 export interface ErrorFacts {

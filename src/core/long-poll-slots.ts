@@ -35,6 +35,13 @@ export class LongPollSlots {
     return { key: this.held.get(`key:${principal.keyPublicId}`) ?? 0, org: this.held.get(`org:${principal.organizationId}`) ?? 0 }
   }
 
+  /** Waits held across every key (each wait holds one key slot); for the metrics. */
+  total(): number {
+    let sum = 0
+    for (const [slot, held] of this.held) if (slot.startsWith('key:')) sum += held
+    return sum
+  }
+
   private bump(slot: string, by: number): void {
     const next = (this.held.get(slot) ?? 0) + by
     if (next <= 0) this.held.delete(slot)

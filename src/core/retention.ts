@@ -18,20 +18,22 @@ const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve)
 
 function deleteExpiredMessages(s: Services): number {
   const now = isoTime(s.clock.now())
-  return s.storage.write((tx) => {
-    const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
-    if (expired.length > 0)
-      tx.delete(messages)
-        .where(
-          inArray(
-            messages.id,
-            expired.map((row) => row.id),
-          ),
-        )
-        .run()
-    for (const row of expired) s.notifier.bump(row.inboxId)
-    return expired.length
-  })
+  return s.disk.freeing(() =>
+    s.storage.write((tx) => {
+      const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
+      if (expired.length > 0)
+        tx.delete(messages)
+          .where(
+            inArray(
+              messages.id,
+              expired.map((row) => row.id),
+            ),
+          )
+          .run()
+      for (const row of expired) s.notifier.bump(row.inboxId)
+      return expired.length
+    }),
+  )
 }
 
 /** One full sweep; returns counts (tests call it directly with a moved clock). */

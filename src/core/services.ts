@@ -1,11 +1,13 @@
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
+import type { DiskGuard } from './disk-guard.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -24,6 +26,10 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Counters and histograms for /metrics; plain numbers, no I/O. */
+  metrics: AppMetrics
+  /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
+  disk: DiskGuard
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }

@@ -19,10 +19,12 @@ import { checkRequestTarget, parseUrl, safePathOf } from './request-target.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
+import { metricsRoutes } from './routes/metrics.ts'
+import { type ReadinessProbes, readyRoutes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
@@ -73,6 +75,8 @@ export function buildHttpApp(s: Services) {
     .onError(({ error, code, set, request }) => {
       const requestId = requests.get(request)?.id ?? newRequestId()
       const response = toErrorResponse(error, code, s.logger, requestId)
+      const state = requests.get(request)
+      if (state) state.errorCode = response.code
       set.status = response.status
       set.headers['x-request-id'] = requestId
       set.headers['content-type'] = 'application/json'
@@ -90,9 +94,12 @@ export function buildHttpApp(s: Services) {
         duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
         organization_id: state.principal?.organizationId,
         key_public_id: state.principal?.keyPublicId,
+        error_code: state.errorCode,
       })
     })
     .use(healthRoutes(s))
+    .use(readyRoutes(s, probes))
+    .use(metricsRoutes(s))
     .use(inboxRoutes(s, requests))
     .use(messageRoutes(s, requests))
     .use(attachmentRoutes(s, requests))

@@ -41,6 +41,7 @@ const STATUS: Record<ErrorCode, number> = {
   rate_limit_exceeded: 429,
   long_poll_limit_exceeded: 429,
   internal_error: 500,
+  insufficient_storage: 503,
   not_found: 404,
 }
 

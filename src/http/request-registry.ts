@@ -7,6 +7,8 @@ interface RequestState {
   /** Set in onRequest, where the URL is parsed once anyway; the request log reads it. */
   path?: string
   principal?: Principal
+  /** The error envelope's code, for the request log (and the refusal metrics read from it). */
+  errorCode?: string
 }
 
 /** Per-request state, keyed by the Request object so no module-level state is shared between apps. */

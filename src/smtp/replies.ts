@@ -18,6 +18,8 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   body_too_large: { code: 552, text: 'Message body too large' },
   unparseable: { code: 554, text: 'Message could not be parsed' },
   storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
+  insufficient_storage: { code: 452, text: '4.3.1 Insufficient system storage' }, // RFC 3463's code, as Postfix words it
+  tls_required: { code: 530, text: 'Must issue a STARTTLS command first' }, // RFC 3207
 }
 
 type SmtpReplyError = Error & { responseCode: number }

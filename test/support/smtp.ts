@@ -3,6 +3,7 @@
  * a test can stop at any step (RSET, QUIT, drop the connection mid-DATA).
  */
 import { connect, type Socket } from 'node:net'
+import { type ConnectionOptions, connect as connectTls, type TLSSocket } from 'node:tls'
 
 export interface Reply {
   code: number
@@ -31,6 +32,16 @@ export class SmtpClient {
     const greeting = await client.next()
     if (greeting.code !== 220) throw new Error(`unexpected greeting ${greeting.code} ${greeting.text}`)
     return client
+  }
+
+  /** STARTTLS and a finished handshake; the client returned speaks SMTP over TLS on this connection. */
+  async startTls(options: ConnectionOptions = {}): Promise<SmtpClient & { socket: TLSSocket }> {
+    const go = await this.command('STARTTLS')
+    if (go.code !== 220) throw new Error(`STARTTLS answered ${go.code} ${go.text}`)
+    this.socket.removeAllListeners('data')
+    const secure = connectTls({ socket: this.socket, rejectUnauthorized: false, ...options })
+    await new Promise<void>((resolve, reject) => secure.once('secureConnect', resolve).once('error', reject))
+    return new SmtpClient(secure) as SmtpClient & { socket: TLSSocket }
   }
 
   private onData(chunk: string): void {

@@ -54,6 +54,7 @@ export function admitRecipient(s: Services, address: string, isLive: () => boole
   const localPart = localPartOf(address, s.config.receivingDomain)
   const inbox = localPart ? inboundStatements(db).activeInboxByLocalPart.get({ localPart }) : undefined
   if (!inbox) throw new InboundRefusal('unknown_recipient')
+  if (!s.disk.hasRoom()) throw new InboundRefusal('insufficient_storage')
   // The same inbox named twice in one transaction gets one copy and uses one unit.
   const again = admitted.find((r) => r.inboxId === inbox.id)
   if (again) return again

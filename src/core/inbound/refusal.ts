@@ -15,6 +15,10 @@ export type RefusalReason =
   | 'body_too_large'
   | 'unparseable'
   | 'storage_failed'
+  /** SMTP_REQUIRE_TLS is on and the sender did not STARTTLS first. */
+  | 'tls_required'
+  /** The free-space guard is tripped (DISK_MIN_FREE); the sender retries later. */
+  | 'insufficient_storage'
 
 export class InboundRefusal extends Error {
   constructor(

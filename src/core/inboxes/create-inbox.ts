@@ -72,6 +72,9 @@ export async function createInbox(s: Services, principal: Principal, input: Crea
 }
 
 async function provisionInbox(s: Services, principal: Principal, prefix: string | undefined, claim: IdempotencyClaim | undefined): Promise<{ data: Inbox }> {
+  if (!s.disk.hasRoom()) {
+    throw new DomainError('insufficient_storage', 'The server is low on disk space and creates no inboxes until space is freed; retry later.', { retryAfterSeconds: 60 })
+  }
   const row = reserveInboxRow(s, principal, prefix)
   let ruleId: string | null
   try {

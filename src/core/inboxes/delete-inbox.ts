@@ -18,7 +18,7 @@ export async function deleteInbox(s: Services, principal: Principal, inboxId: st
   } catch (error) {
     throw routingFailure(error, 'delete')
   }
-  s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run())
+  s.disk.freeing(() => s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run()))
   s.notifier.emit(inbox.id, 'inbox_deleted')
 }
 

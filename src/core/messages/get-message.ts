@@ -30,8 +30,10 @@ export function getMessage(s: Services, principal: Principal, messageId: string)
 /** Deletes the message with its source and attachments (cascade). Monthly usage is kept. */
 export function deleteMessage(s: Services, principal: Principal, messageId: string): void {
   const row = findMessage(s, principal, messageId)
-  s.storage.write((tx) => {
-    tx.delete(messages).where(eq(messages.id, row.id)).run()
-    s.notifier.bump(row.inboxId)
-  })
+  s.disk.freeing(() =>
+    s.storage.write((tx) => {
+      tx.delete(messages).where(eq(messages.id, row.id)).run()
+      s.notifier.bump(row.inboxId)
+    }),
+  )
 }

@@ -27,9 +27,11 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   const release = s.longPolls.acquire(principal)
   let changes = 0
   let deleted = false
+  let signalledAt = 0 // the notifier fires right after the commit
   let wake: (() => void) | null = null
   const unsubscribe = s.notifier.subscribe(inbox.id, (event) => {
     changes++
+    if (event === 'message_stored') signalledAt = performance.now()
     if (event === 'inbox_deleted') deleted = true
     wake?.()
   })
@@ -47,7 +49,10 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     for (;;) {
       const seen = changes
       const page = run()
-      if (page.data.length > 0) return page
+      if (page.data.length > 0) {
+        if (signalledAt) s.metrics.longPollWake.observe((performance.now() - signalledAt) / 1000)
+        return page
+      }
       if (deleted) throw new DomainError('inbox_not_found', 'The inbox was deleted while waiting.')
       if (finished) return null
       if (changes !== seen) continue

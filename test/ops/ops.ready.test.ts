@@ -1,0 +1,75 @@
+/** GET /ready: database writable, SMTP listening, Litestream running when a replica is configured. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { Database } from 'bun:sqlite'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parentCommand, readinessChecks } from '../../src/http/routes/ready.ts'
+import { startTestServer, type TestServer } from '../support/harness.ts'
+
+let server: TestServer
+beforeAll(async () => {
+  server = await startTestServer()
+})
+afterAll(() => server.stop())
+
+describe('GET /ready', () => {
+  test('ready: 200 with each check named; no key needed', async () => {
+    const response = await server.get('/ready')
+    expect(response.status).toBe(200)
+    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured' } })
+  })
+
+  test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
+    const { sqlite } = server.app.services.storage
+    sqlite.exec('PRAGMA query_only = 1')
+    try {
+      const response = await server.get('/ready')
+      expect(response.status).toBe(503)
+      expect(response.body.checks.database).toBe('failed')
+      expect((await server.get('/health')).status).toBe(200)
+    } finally {
+      sqlite.exec('PRAGMA query_only = 0')
+    }
+    expect((await server.get('/ready')).status).toBe(200)
+  })
+
+  test('another process holding the write lock is not a failure, and the probe does not wait for it', async () => {
+    const other = new Database(server.databasePath)
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      const started = performance.now()
+      const response = await server.get('/ready')
+      expect(response.body.checks.database).toBe('ok')
+      expect(performance.now() - started).toBeLessThan(2_000) // the busy timeout is 5 s
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+    }
+  })
+})
+
+test('a configured replica without Litestream as the parent process is not ready', async () => {
+  const replica = mkdtempSync(join(tmpdir(), 'pigeonhole-replica-'))
+  const unreplicated = await startTestServer({ env: { LITESTREAM_REPLICA: 'file', LITESTREAM_REPLICA_PATH: replica } })
+  try {
+    const response = await unreplicated.get('/ready')
+    expect(response.status).toBe(503)
+    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed' })
+    const services = unreplicated.app.services
+    expect(readinessChecks(services, { smtpListening: () => true }, () => 'litestream').litestream).toBe('ok')
+    expect(readinessChecks(services, { smtpListening: () => false }, () => 'litestream').smtp).toBe('failed')
+  } finally {
+    await unreplicated.stop()
+    rmSync(replica, { recursive: true, force: true })
+  }
+})
+
+test('the parent command is read from /proc/<ppid>/comm', () => {
+  const proc = mkdtempSync(join(tmpdir(), 'pigeonhole-proc-'))
+  mkdirSync(join(proc, '4242'))
+  writeFileSync(join(proc, '4242', 'comm'), 'litestream\n')
+  expect(parentCommand(proc, 4242)).toBe('litestream')
+  expect(parentCommand(proc, 4243)).toBeNull()
+  rmSync(proc, { recursive: true, force: true })
+})
