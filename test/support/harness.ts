@@ -11,6 +11,7 @@ import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
 import { scratchDir } from './scratch.ts'
+import { layDownSelfSigned } from './tls-seed.ts'
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -45,6 +46,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   })
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
+  await layDownSelfSigned(databasePath, config.receivingDomain)
   const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
   const clock = options.clock ?? systemClock
   const { db } = app.services.storage

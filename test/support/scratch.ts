@@ -5,11 +5,18 @@
  * (migrations) and every commit the bulk of the suite's time. Power loss, the one thing
  * fsync guards against, is not something a test in this process can observe anyway.
  */
-import { existsSync, mkdtempSync } from 'node:fs'
+import { existsSync, mkdtempSync, statfsSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
 const RAM_BACKED = '/dev/shm'
-const base = existsSync(RAM_BACKED) ? RAM_BACKED : tmpdir()
+// Room for many servers at once, each with the free-space guard's ballast file; a container's
+// small default /dev/shm would trip that guard, so it falls back to the ordinary temp folder.
+const ROOM_NEEDED = 2 * 1024 ** 3
+const roomIn = (path: string) => {
+  const volume = statfsSync(path)
+  return volume.bavail * volume.bsize
+}
+const base = existsSync(RAM_BACKED) && roomIn(RAM_BACKED) >= ROOM_NEEDED ? RAM_BACKED : tmpdir()
 
 export const scratchDir = (prefix: string): string => mkdtempSync(join(base, prefix))
