@@ -14,6 +14,8 @@ import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
 import { startRetentionSweeper } from './core/retention.ts'
 import type { Services } from './core/services.ts'
+import { buildConsole, isConsolePath } from './console/index.ts'
+import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
 import { createLogger, type Logger } from './log.ts'
 import { AppMetrics } from './metrics/app-metrics.ts'
@@ -44,6 +46,8 @@ export interface RunningApp {
   /** The METRICS_PORT listener's port, when one runs. */
   metricsPort: number | null
   httpUrl: string
+  /** The one-time /setup link while no console user exists (index.ts prints it plainly too). */
+  setupUrl: string | null
   /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
   publicUrls: PublicUrls
   /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
@@ -76,8 +80,8 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
-    requestLimiter: new RequestRateLimiter(clock, config.limits),
-    longPolls: new LongPollSlots(config.limits),
+    requestLimiter: new RequestRateLimiter(clock),
+    longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
     metrics,
     disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
@@ -88,18 +92,31 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const stopDiskWatch = services.disk.watch()
 
   let smtpListening = false
-  const http = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }).listen({
+  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening })
+  const consoleApp = buildConsole(services)
+  const addressHeader = config.clientAddressHeader.toLowerCase()
+  // One port: the console's paths go to its own router, everything else to the API (whose
+  // OpenAPI document therefore never lists them).
+  const server = Bun.serve({
     port: config.port,
     hostname: config.host,
     idleTimeout: IDLE_TIMEOUT_SECONDS,
-    reusePort: false, // Elysia's default true lets two servers share a port silently
+    reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
     // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
     // envelope, reading at most 64 KiB of any body (src/http/body.ts).
     maxRequestBodySize: 1024 * 1024 * 1024,
+    fetch(request, bun) {
+      if (!isConsolePath(request.url)) return api.fetch(request)
+      const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
+      return consoleApp.handle(request, address)
+    },
   })
-  const httpPort = http.server!.port!
+  const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
+  const pendingSetup = setupToken(storage.db)
+  const setupLink = pendingSetup ? setupUrl(publicUrls.baseUrl, pendingSetup) : null
+  if (setupLink) logger.info('console_setup_pending', { setup_url: setupLink })
 
   const smtp = createSmtpServer(services, tls)
   const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))
@@ -111,6 +128,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       resolve((smtp.server.address() as AddressInfo).port)
     })
   })
+  consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
   metrics.attach({
@@ -136,12 +154,11 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       // smtp-server stops accepting at once and lets a transaction in DATA finish; after
       // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
       const smtpClosed = new Promise<void>((resolve) => smtp.close(() => resolve()))
-      const server = http.server!
       await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
       await server.stop(true)
       storage.close()
       logger.info('stopped')
     })())
 
-  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, stop }
+  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }

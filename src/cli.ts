@@ -2,8 +2,11 @@
  * Admin CLI. Same environment as the server (DATABASE_PATH); safe to run while the server
  * runs (WAL). Results go to stdout, the requested value on the last line.
  *
- *   bun src/cli.ts orgs create <name>
+ *   bun src/cli.ts setup-link       (the one-time /setup link, while no console user exists)
+ *   bun src/cli.ts orgs create <name> [--local]
  *   bun src/cli.ts orgs list
+ *   bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] ...
+ *   bun src/cli.ts users reset-password <email>
  *   bun src/cli.ts keys create <org-id>
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
@@ -11,12 +14,17 @@
  */
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
-import { createApiKey, createOrganization, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
+import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
+import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
 
 const USAGE = `usage:
-  bun src/cli.ts orgs create <name>
+  bun src/cli.ts setup-link
+  bun src/cli.ts orgs create <name> [--local]
   bun src/cli.ts orgs list
+  bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] [--inbox-burst N] [--org-burst N]
+                 [--requests-per-key N] [--requests-per-org N] [--long-polls-per-key N] [--long-polls-per-org N]
+  bun src/cli.ts users reset-password <email>
   bun src/cli.ts keys create <org-id>
   bun src/cli.ts keys list <org-id>
   bun src/cli.ts keys revoke <key-or-public-id>
@@ -27,13 +35,14 @@ function fail(message: string, code = 1): never {
   process.exit(code)
 }
 
-const [group, action, arg] = process.argv.slice(2)
+const [group, action, arg, ...rest] = process.argv.slice(2)
 if (group === 'config') {
   console.log(configTable())
   process.exit(0)
 }
 
-const storage = openStorage(loadConfigOrExit().databasePath)
+const config = loadConfigOrExit()
+const storage = openStorage(config.databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {
   for (const row of rows)
@@ -44,15 +53,22 @@ const table = (rows: Record<string, unknown>[]) => {
     )
 }
 
+const cli = { config, storage, clock: systemClock, fail }
+
 try {
-  switch (`${group} ${action}`) {
-    case 'orgs create': {
-      if (!arg) fail(USAGE, 64)
-      const org = createOrganization(db, systemClock, arg)
-      console.log(`created organization "${org.name}"`)
-      console.log(org.id)
+  switch (group === 'setup-link' ? group : `${group} ${action}`) {
+    case 'setup-link':
+      printSetupLink(cli)
       break
-    }
+    case 'orgs create':
+      createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
+      break
+    case 'orgs limits':
+      orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
+      break
+    case 'users reset-password':
+      await resetPasswordCommand(cli, arg)
+      break
     case 'orgs list':
       console.log('id\tname\tcreated_at')
       table(listOrganizations(db))

@@ -5,6 +5,10 @@ import { errorFields } from './log.ts'
 
 const app = await startApp({ config: loadConfigOrExit() })
 const { logger } = app.services
+if (app.setupUrl) {
+  // Besides the JSON log line: a newcomer reading the terminal should not have to parse JSON.
+  process.stderr.write(`\n  Pigeonhole is running. Finish setting it up in your browser:\n\n    ${app.setupUrl}\n\n  (The link works once; \`bun src/cli.ts setup-link\` prints it again.)\n\n`)
+}
 // Last line of defence: every known failure is handled where it happens, but one client's
 // bad input must never take the listeners down for everyone else. Log it and keep serving.
 process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))

@@ -7,7 +7,9 @@ import { isoTime, type Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
 import type { Db } from '../storage/database.ts'
 import { apiKeys, organizations } from '../storage/schema.ts'
-import { generateApiKey, hashSecret, parseApiKey } from './api-keys.ts'
+import { hashSecret, parseApiKey } from './api-keys.ts'
+import { CLI_ACTOR, recordAudit } from './console/audit.ts'
+import { insertApiKey } from './console/keys.ts'
 
 export function createOrganization(db: Db, clock: Clock, name: string) {
   return db
@@ -23,11 +25,8 @@ export const listOrganizations = (db: Db) => db.select().from(organizations).ord
 export function createApiKey(db: Db, clock: Clock, organizationId: string): { key: string; publicId: string } | null {
   const org = db.select().from(organizations).where(eq(organizations.id, organizationId)).get()
   if (!org) return null
-  const { key, publicId, secretSha256 } = generateApiKey()
-  db.insert(apiKeys)
-    .values({ publicId, organizationId, secretSha256, createdAt: isoTime(clock.now()) })
-    .run()
-  return { key, publicId }
+  // The same insert as the console's, so the key is in the organisation's audit log too.
+  return db.transaction((tx) => insertApiKey({ clock }, tx, organizationId, '', CLI_ACTOR), { behavior: 'immediate' })
 }
 
 export const listApiKeys = (db: Db, organizationId: string) =>
@@ -48,10 +47,17 @@ export function revokeApiKey(db: Db, clock: Clock, keyOrPublicId: string): boole
   const row = db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).get()
   if (!row) return false
   if (parsed && hashSecret(parsed.secret) !== row.secretSha256) return false
-  if (!row.revokedAt)
-    db.update(apiKeys)
-      .set({ revokedAt: isoTime(clock.now()) })
-      .where(eq(apiKeys.publicId, publicId))
-      .run()
+  if (!row.revokedAt) {
+    db.transaction(
+      (tx) => {
+        tx.update(apiKeys)
+          .set({ revokedAt: isoTime(clock.now()) })
+          .where(eq(apiKeys.publicId, publicId))
+          .run()
+        recordAudit({ clock }, tx, CLI_ACTOR, { organizationId: row.organizationId, action: 'key.revoked', target: publicId, detail: row.name })
+      },
+      { behavior: 'immediate' },
+    )
+  }
   return true
 }

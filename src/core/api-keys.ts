@@ -9,8 +9,10 @@ import { isoTime, type Clock } from '../clock.ts'
 import { randomHex } from '../ids.ts'
 import type { Db } from '../storage/database.ts'
 import { preparedPerDatabase } from '../storage/prepared.ts'
-import { apiKeys } from '../storage/schema.ts'
+import type { Limits } from '../config.ts'
+import { apiKeys, organizations } from '../storage/schema.ts'
 import { DomainError } from './errors.ts'
+import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from './limits.ts'
 
 const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
@@ -18,6 +20,8 @@ const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
 export interface Principal {
   organizationId: string
   keyPublicId: string
+  /** The organisation's own limits, read with the key (one query per request). */
+  limits: OrgLimits
 }
 
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex')
@@ -37,14 +41,15 @@ const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed,
 
 const keyByPublicId = preparedPerDatabase((db) =>
   db
-    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt })
+    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, ...orgLimitColumns })
     .from(apiKeys)
+    .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
     .where(eq(apiKeys.publicId, sql.placeholder('publicId')))
     .prepare(),
 )
 
 /** Checks the Authorization header. The format is checked before the database is touched. */
-export function authenticate(db: Db, clock: Clock, authorization: string | null): Principal {
+export function authenticate(db: Db, clock: Clock, authorization: string | null, defaults: Limits): Principal {
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
@@ -66,5 +71,5 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null)
       if ((error as { code?: unknown }).code !== 'SQLITE_FULL') throw error
     }
   }
-  return { organizationId: row.organizationId, keyPublicId: parsed.publicId }
+  return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, defaults) }
 }

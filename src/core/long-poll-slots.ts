@@ -1,23 +1,22 @@
 /**
- * Concurrent long polls: LIMIT_LONG_POLLS_PER_KEY per key and LIMIT_LONG_POLLS_PER_ORG per
- * organisation. A slot is held from the start of a waiting request until it answers or
- * its client disconnects.
+ * Concurrent long polls per key and per organisation: the organisation's own limits
+ * (LIMIT_LONG_POLLS_PER_KEY and LIMIT_LONG_POLLS_PER_ORG unless the operator set its own).
+ * A slot is held from the start of a waiting request until it answers or its client
+ * disconnects.
  */
-import type { Limits } from '../config.ts'
 import type { Principal } from './api-keys.ts'
 import { DomainError } from './errors.ts'
 
 export class LongPollSlots {
   private held = new Map<string, number>()
 
-  constructor(private readonly limits: Pick<Limits, 'longPollsPerKey' | 'longPollsPerOrg'>) {}
-
   /** Takes a slot or throws 429; the returned function frees it (calling it twice is harmless). */
   acquire(principal: Principal): () => void {
+    const limits = principal.limits
     const keySlot = `key:${principal.keyPublicId}`
     const orgSlot = `org:${principal.organizationId}`
-    if ((this.held.get(keySlot) ?? 0) >= this.limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= this.limits.longPollsPerOrg) {
-      throw new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${this.limits.longPollsPerKey} per key and ${this.limits.longPollsPerOrg} per organization.`)
+    if ((this.held.get(keySlot) ?? 0) >= limits.longPollsPerKey || (this.held.get(orgSlot) ?? 0) >= limits.longPollsPerOrg) {
+      throw new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${limits.longPollsPerKey} per key and ${limits.longPollsPerOrg} per organization.`)
     }
     this.bump(keySlot, 1)
     this.bump(orgSlot, 1)
@@ -31,7 +30,7 @@ export class LongPollSlots {
   }
 
   /** Slots currently held; for tests and health detail. */
-  count(principal: Principal): { key: number; org: number } {
+  count(principal: Pick<Principal, 'organizationId' | 'keyPublicId'>): { key: number; org: number } {
     return { key: this.held.get(`key:${principal.keyPublicId}`) ?? 0, org: this.held.get(`org:${principal.organizationId}`) ?? 0 }
   }
 

@@ -1,10 +1,10 @@
 /**
- * HTTP rate limits by UTC minute: LIMIT_REQUESTS_PER_KEY per key and LIMIT_REQUESTS_PER_ORG
- * per organisation. Counts live in memory: one process serves the API, and a restart
- * forgiving the current minute is harmless.
+ * HTTP rate limits by UTC minute: the organisation's requests per key and per organisation
+ * (LIMIT_REQUESTS_PER_KEY and LIMIT_REQUESTS_PER_ORG unless the operator set its own).
+ * Counts live in memory: one process serves the API, and a restart forgiving the current
+ * minute is harmless.
  */
 import type { Clock } from '../clock.ts'
-import type { Limits } from '../config.ts'
 import type { Principal } from './api-keys.ts'
 import { DomainError } from './errors.ts'
 
@@ -14,13 +14,11 @@ export class RequestRateLimiter {
   private minute = -1
   private counts = new Map<string, number>()
 
-  constructor(
-    private readonly clock: Clock,
-    private readonly limits: Pick<Limits, 'requestsPerKey' | 'requestsPerOrg'>,
-  ) {}
+  constructor(private readonly clock: Clock) {}
 
   /** Counts one request, or throws 429 with Retry-After set to the start of the next UTC minute. */
   admit(principal: Principal): void {
+    const limits = principal.limits
     const now = this.clock.now()
     const minute = Math.floor(now / MINUTE)
     if (minute !== this.minute) {
@@ -31,10 +29,9 @@ export class RequestRateLimiter {
     const orgSlot = `org:${principal.organizationId}`
     const keyCount = this.counts.get(keySlot) ?? 0
     const orgCount = this.counts.get(orgSlot) ?? 0
-    if (keyCount >= this.limits.requestsPerKey || orgCount >= this.limits.requestsPerOrg) {
+    if (keyCount >= limits.requestsPerKey || orgCount >= limits.requestsPerOrg) {
       const retryAfter = Math.max(1, Math.ceil(((minute + 1) * MINUTE - now) / 1000))
-      const which =
-        keyCount >= this.limits.requestsPerKey ? `${this.limits.requestsPerKey} requests per minute for this key` : `${this.limits.requestsPerOrg} requests per minute for this organization`
+      const which = keyCount >= limits.requestsPerKey ? `${limits.requestsPerKey} requests per minute for this key` : `${limits.requestsPerOrg} requests per minute for this organization`
       throw new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, { retryAfterSeconds: retryAfter })
     }
     this.counts.set(keySlot, keyCount + 1)

@@ -1,12 +1,13 @@
 /**
  * Retention: deletes expired messages (with sources and attachments, by cascade), expired
- * idempotency records and burst buckets no limit reads any more. Work is done in small
+ * idempotency records, burst buckets no limit reads any more, and expired console sessions. Work is done in small
  * transactions with a yield between them, so ingest never waits long for the write lock.
  */
 import { inArray, lt, lte } from 'drizzle-orm'
 import { isoTime } from '../clock.ts'
 import { errorFields } from '../log.ts'
 import { inboundBursts, messages } from '../storage/schema.ts'
+import { deleteExpiredSessions } from './console/sessions.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
 
@@ -54,6 +55,7 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
   }
   const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
   s.storage.write((tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
+  s.storage.write((tx) => deleteExpiredSessions(tx, s.clock.now()))
   return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
 }
 

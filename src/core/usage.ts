@@ -35,7 +35,7 @@ export function emailsReceived(db: Db, organizationId: string, monthKey: string)
  * month, deleted or not.
  */
 export function getUsage(s: Services, principal: Principal): Usage {
-  const { limits } = s.config
+  const { limits } = principal
   const month = utcMonth(s.clock.now())
   const active = s.storage.db
     .select({ n: sql<number>`count(*)` })

@@ -10,9 +10,19 @@ export const organizations = sqliteTable('organizations', {
   id: text('id').primaryKey(), // org_ + 32 hex
   name: text('name').notNull(), // operator's label, shown by `cli orgs list`
   createdAt: text('created_at').notNull(),
+  // The organisation's own limits, set by the operator (console or `cli orgs limits`);
+  // null means "follow the LIMIT_* variable", so changing the environment still moves it.
+  limitActiveInboxes: integer('limit_active_inboxes'),
+  limitMonthlyEmails: integer('limit_monthly_emails'),
+  limitInboxBurst: integer('limit_inbox_burst'),
+  limitOrgBurst: integer('limit_org_burst'),
+  limitRequestsPerKey: integer('limit_requests_per_key'),
+  limitRequestsPerOrg: integer('limit_requests_per_org'),
+  limitLongPollsPerKey: integer('limit_long_polls_per_key'),
+  limitLongPollsPerOrg: integer('limit_long_polls_per_org'),
 })
 
-/** API keys, made by operators through the CLI. Only a hash of the secret is kept. */
+/** API keys, made in the console or by operators through the CLI. Only a hash of the secret is kept. */
 export const apiKeys = sqliteTable(
   'api_keys',
   {
@@ -21,6 +31,7 @@ export const apiKeys = sqliteTable(
       .notNull()
       .references(() => organizations.id, { onDelete: 'cascade' }),
     secretSha256: text('secret_sha256').notNull(), // hex SHA-256 of the 48-hex secret; the secret itself is never stored
+    name: text('name').notNull().default(''), // the owner's label in the console ("CI", "staging"); '' from the CLI
     createdAt: text('created_at').notNull(),
     lastUsedAt: text('last_used_at'), // refreshed at most once a minute to spare the writer
     revokedAt: text('revoked_at'), // set by `cli keys revoke`; a revoked key answers 401
@@ -177,3 +188,78 @@ export const attachmentContents = sqliteTable('attachment_contents', {
     .references(() => attachments.id, { onDelete: 'cascade' }),
   content: blob('content', { mode: 'buffer' }).notNull(),
 })
+
+/** Console accounts. Only people sign in here; API keys never reach the console. */
+export const users = sqliteTable('users', {
+  id: text('id').primaryKey(), // user_ + 32 hex
+  email: text('email').notNull().unique(), // lowercased; the sign-in name
+  passwordHash: text('password_hash').notNull(), // argon2id PHC string from Bun.password; never the password
+  // The instance operator (made by /setup): creates organisations, sets their limits, resets passwords.
+  isOperator: integer('is_operator', { mode: 'boolean' }).notNull().default(false),
+  createdAt: text('created_at').notNull(),
+})
+
+/** Signed-in browsers. The cookie holds a random token; only its SHA-256 is stored, so a copied database opens no session. */
+export const sessions = sqliteTable(
+  'sessions',
+  {
+    tokenSha256: text('token_sha256').primaryKey(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    createdAt: text('created_at').notNull(),
+    expiresAt: text('expires_at').notNull(), // slides forward on use (see core/console/sessions.ts)
+    clientAddress: text('client_address').notNull(), // where it was opened, shown to its user
+  },
+  (table) => [index('sessions_by_user').on(table.userId), index('sessions_by_expiry').on(table.expiresAt)],
+)
+
+/** Who belongs to which organisation. A user sees only organisations listed here for them. */
+export const memberships = sqliteTable(
+  'memberships',
+  {
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: ['owner', 'member'] }).notNull(), // owners manage members and keys and read the audit log
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [primaryKey({ columns: [table.organizationId, table.userId] }), index('memberships_by_user').on(table.userId)],
+)
+
+/** One-time invite links. Like sessions, only the SHA-256 of the link's token is kept. */
+export const invites = sqliteTable(
+  'invites',
+  {
+    tokenSha256: text('token_sha256').primaryKey(),
+    id: text('id').notNull().unique(), // invite_ + 32 hex: names the invite in pages and the audit log
+    organizationId: text('organization_id')
+      .notNull()
+      .references(() => organizations.id, { onDelete: 'cascade' }),
+    role: text('role', { enum: ['owner', 'member'] }).notNull(), // the role the new member gets
+    createdBy: text('created_by').notNull(), // user id of the owner who made it
+    createdAt: text('created_at').notNull(),
+    expiresAt: text('expires_at').notNull(), // a link older than this is refused
+    usedAt: text('used_at'), // set on acceptance or withdrawal; a used link is refused
+  },
+  (table) => [index('invites_by_organization').on(table.organizationId)],
+)
+
+/** Who changed what, for owners (organisation events) and the operator (instance events, organization_id null). */
+export const auditEvents = sqliteTable(
+  'audit_events',
+  {
+    id: integer('id').primaryKey({ autoIncrement: true }), // insertion order
+    organizationId: text('organization_id').references(() => organizations.id, { onDelete: 'cascade' }),
+    actor: text('actor').notNull(), // the user's email at the time, or 'cli' for the admin CLI
+    action: text('action').notNull(), // e.g. key.created, member.removed, limits.changed
+    target: text('target').notNull(), // what it acted on: a key's public id, a user's email, an org id
+    detail: text('detail').notNull().default(''), // short human text, never a secret
+    clientAddress: text('client_address').notNull(), // the browser's address, '' from the CLI
+    createdAt: text('created_at').notNull(),
+  },
+  (table) => [index('audit_events_by_organization').on(table.organizationId, table.id)],
+)

@@ -18,7 +18,7 @@ afterEach(async () => {
 })
 
 const post = (rawBody: string | Uint8Array, headers: Record<string, string> = {}) =>
-  fetch(`${server.url}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, ...headers }, body: rawBody })
+  fetch(`${server.url}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, ...headers }, body: rawBody as BodyInit })
 
 describe('bodies', () => {
   test('a large body on GET and DELETE is not read into a failure', async () => {

@@ -22,7 +22,7 @@ afterEach(() => started.stop())
 async function smtpSocket(port: number): Promise<RelaySocket> {
   const socket = connect(port, '127.0.0.1')
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject))
-  const { readable, writable } = Duplex.toWeb(socket) as { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> }
+  const { readable, writable } = Duplex.toWeb(socket) as unknown as { readable: ReadableStream<Uint8Array>; writable: WritableStream<Uint8Array> }
   return { readable, writable, close: () => socket.destroy() }
 }
 

@@ -32,7 +32,10 @@ export async function newInbox(server: TestServer, key: string, prefix?: string)
 }
 
 /** The principal the server sees for a key (for services.longPolls.count). */
-export const principalOf = (key: string, organizationId: string): Principal => ({ organizationId, keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16) })
+export const principalOf = (key: string, organizationId: string): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({
+  organizationId,
+  keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16),
+})
 
 /** Sends one message and expects 250; returns the stored message ids named in the reply. */
 export async function deliver(server: TestServer, to: string | string[], raw: string | Buffer, from = 'sender@example.com'): Promise<string[]> {

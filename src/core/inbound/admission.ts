@@ -5,6 +5,7 @@
  */
 import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
+import { orgLimits } from '../limits.ts'
 import type { Services } from '../services.ts'
 import { emailsReceived, utcMonth } from '../usage.ts'
 import { InboundRefusal } from './refusal.ts'
@@ -34,8 +35,8 @@ function localPartOf(address: string, receivingDomain: string): string | null {
  */
 export function limitRefusal(s: Services, inbox: { id: string; organizationId: string }, month: string, bucket: string): InboundRefusal | null {
   const { db } = s.storage
-  const { limits } = s.config
   const org = inbox.organizationId
+  const limits = orgLimits(db, s.config.limits, org)
   const monthUsed = emailsReceived(db, org, month) + s.reservations.count((r) => r.organizationId === org && r.month === month)
   if (monthUsed >= limits.monthlyEmails) return new InboundRefusal('monthly_quota_exceeded', `limit ${limits.monthlyEmails} per UTC month`)
   const inboxUsed = acceptedInBucket(db, inbox.id, bucket) + s.reservations.count((r) => r.inboxId === inbox.id && r.bucket === bucket)

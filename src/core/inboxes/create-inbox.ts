@@ -113,8 +113,8 @@ function reserveInboxRow(s: Services, principal: Principal, prefix: string | und
       .from(inboxes)
       .where(and(eq(inboxes.organizationId, principal.organizationId), inArray(inboxes.state, ['active', 'creating'])))
       .get()!.n
-    if (held >= s.config.limits.activeInboxes) {
-      throw new DomainError('inbox_quota_exceeded', `This organization already has ${s.config.limits.activeInboxes} active inboxes; delete one first.`)
+    if (held >= principal.limits.activeInboxes) {
+      throw new DomainError('inbox_quota_exceeded', `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`)
     }
     const candidates = prefix !== undefined ? [prefix] : Array.from({ length: GENERATION_ATTEMPTS }, generateLocalPart)
     for (const localPart of candidates) {

@@ -16,7 +16,8 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     '/v1/attachments/:attachment_id',
     ({ request, params }) => {
       const file = downloadAttachment(s, requests.principal(request), params.attachment_id)
-      return new Response(file.content, {
+      // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.
+      return new Response(file.content as Uint8Array<ArrayBuffer>, {
         headers: {
           'content-type': file.contentType,
           'content-disposition': contentDisposition(file.filename),

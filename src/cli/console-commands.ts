@@ -1,0 +1,82 @@
+/**
+ * Admin CLI commands for what the console also does: the setup link, organisations with
+ * their limits, and password resets. They write the same tables (and audit entries, with
+ * the actor `cli`) as the console.
+ */
+import type { Clock } from '../clock.ts'
+import type { Config } from '../config.ts'
+import { CLI_ACTOR, recordAudit } from '../core/console/audit.ts'
+import { ConsoleError } from '../core/console/errors.ts'
+import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/console/organizations.ts'
+import { setupToken, setupUrl } from '../core/console/setup.ts'
+import { normaliseEmail, resetPassword } from '../core/console/users.ts'
+import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName } from '../core/limits.ts'
+import type { Storage } from '../storage/database.ts'
+
+export interface CliContext {
+  config: Config
+  storage: Storage
+  clock: Clock
+  fail(message: string, code?: number): never
+}
+
+const FLAG_TO_LIMIT = new Map(ORG_LIMIT_NAMES.map((name) => [`--${ORG_LIMIT_INFO[name].flag}`, name]))
+
+export function printSetupLink(cli: CliContext): void {
+  const token = setupToken(cli.storage.db)
+  if (!token) cli.fail('setup is done: a console user exists (sign in at /console; `users reset-password <email>` if locked out)')
+  console.log('open this link once to create the first console user:')
+  console.log(setupUrl(cli.config.baseUrl, token))
+}
+
+/** `orgs create <name> [--local]`: prints the organisation id as the last line. */
+export function createOrg(cli: CliContext, args: string[]): void {
+  const local = args.includes('--local')
+  const name = args.filter((arg) => arg !== '--local')[0]
+  if (!name) cli.fail('usage: bun src/cli.ts orgs create <name> [--local]', 64)
+  try {
+    const org = cli.storage.write((tx) => createOrganization(cli, tx, { name, preset: local ? 'local' : 'hosted' }, CLI_ACTOR))
+    console.log(`created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`)
+    console.log(org.id)
+  } catch (error) {
+    if (error instanceof ConsoleError) cli.fail(error.message)
+    throw error
+  }
+}
+
+/** `orgs limits <org-id> [--flag N]...`: sets the given limits ('default' follows LIMIT_*), then prints all of them. */
+export function orgLimitsCommand(cli: CliContext, args: string[]): void {
+  const [orgId, ...flags] = args
+  if (!orgId) cli.fail(`usage: bun src/cli.ts orgs limits <org-id> ${[...FLAG_TO_LIMIT.keys()].map((f) => `[${f} N]`).join(' ')}`, 64)
+  const input: Partial<Record<OrgLimitName, string>> = {}
+  for (let i = 0; i < flags.length; i += 2) {
+    const name = FLAG_TO_LIMIT.get(flags[i]!)
+    if (!name || flags[i + 1] === undefined) cli.fail(`unknown option or missing value: ${flags[i]} (options: ${[...FLAG_TO_LIMIT.keys()].join(', ')})`, 64)
+    input[name] = flags[i + 1]!
+  }
+  try {
+    const overrides = parseLimitInput(input)
+    organizationWithLimits(cli.storage.db, cli.config.limits, orgId)
+    if (Object.keys(overrides).length > 0) changeLimits(cli, orgId, overrides, CLI_ACTOR)
+  } catch (error) {
+    if (error instanceof ConsoleError) cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
+    throw error
+  }
+  const org = organizationWithLimits(cli.storage.db, cli.config.limits, orgId)
+  console.log(`limits of "${org.name}" (${org.id}):`)
+  for (const name of ORG_LIMIT_NAMES) {
+    const source = org.overrides[name] === null ? 'LIMIT_* default' : 'set for this organization'
+    console.log(`${ORG_LIMIT_INFO[name].flag}\t${org.limits[name]}\t${source}`)
+  }
+}
+
+/** `users reset-password <email>`: prints a new password once, as the last line; the user's sessions end. */
+export async function resetPasswordCommand(cli: CliContext, emailArg: string | undefined): Promise<void> {
+  const email = normaliseEmail(emailArg)
+  if (!email) cli.fail('usage: bun src/cli.ts users reset-password <email>', 64)
+  const done = await resetPassword(cli, email)
+  if (!done) cli.fail(`no console user ${email}`)
+  cli.storage.write((tx) => recordAudit(cli, tx, CLI_ACTOR, { organizationId: null, action: 'user.password_reset', target: email }))
+  console.log(`new password for ${email} (shown once; every session of this user was ended):`)
+  console.log(done.password)
+}

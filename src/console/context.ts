@@ -1,0 +1,126 @@
+/**
+ * One console request: who is signed in, the parsed form, the CSRF token for pages, the
+ * cookies to send, and the guards every route calls (requireUser, requireMember,
+ * requireOperator). Guards throw ConsoleError; the router maps it to a page once.
+ */
+import type { Actor } from '../core/console/audit.ts'
+import { ConsoleError, notFound } from '../core/console/errors.ts'
+import { requireMembership, type Membership, type Role } from '../core/console/organizations.ts'
+import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/console/sessions.ts'
+import type { SignInThrottle } from '../core/console/sign-in-throttle.ts'
+import { newToken } from '../core/console/tokens.ts'
+import type { User } from '../core/console/users.ts'
+import type { Services } from '../core/services.ts'
+import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
+import { sessionCsrfToken } from './csrf.ts'
+
+export interface ConsoleDeps {
+  s: Services
+  throttle: SignInThrottle
+  lifetime: SessionLifetime
+  /** BASE_URL is https: cookies get `Secure`. */
+  secureCookies: boolean
+  /** `host:port` of the SMTP listener for the examples on pages (known once it listens). */
+  smtpAddress: string
+}
+
+export class ConsoleRequest {
+  readonly url: URL
+  params: Record<string, string> = {}
+  /** The urlencoded body of a POST (already CSRF-checked by the router); empty for GET. */
+  form = new URLSearchParams()
+  /** Set-Cookie values the router adds to the response. */
+  readonly setCookies: string[] = []
+  readonly session: ValidSession | null
+  private sessionToken: string | undefined
+  private anonCsrf: string | undefined
+
+  constructor(
+    readonly deps: ConsoleDeps,
+    readonly request: Request,
+    readonly clientAddress: string,
+  ) {
+    this.url = new URL(request.url)
+    const token = readCookie(request, SESSION_COOKIE)
+    this.session = validateSession(deps.s, token, deps.lifetime)
+    if (this.session) {
+      this.sessionToken = token
+      if (this.session.renewed) this.setCookies.push(cookie(SESSION_COOKIE, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
+    }
+    const anon = readCookie(request, ANON_CSRF_COOKIE)
+    this.anonCsrf = anon && /^[A-Za-z0-9_-]{43}$/.test(anon) ? anon : undefined
+  }
+
+  get s(): Services {
+    return this.deps.s
+  }
+
+  get user(): User | null {
+    return this.session?.user ?? null
+  }
+
+  /** The signed-in user; otherwise `unauthenticated` (GET pages redirect to sign-in). */
+  requireUser(): User {
+    if (!this.session) throw new ConsoleError('unauthenticated', 'Sign in to continue.')
+    return this.session.user
+  }
+
+  /** The instance operator only; to anyone else the page does not exist. */
+  requireOperator(): User {
+    const user = this.requireUser()
+    if (!user.isOperator) throw notFound()
+    return user
+  }
+
+  /** Membership of the organisation in the path; another organisation's id is a 404. */
+  requireMember(organizationId: string, role?: Role): Membership {
+    return requireMembership(this.s.storage.db, this.requireUser().id, organizationId, role)
+  }
+
+  actor(): Actor & { userId: string } {
+    const user = this.requireUser()
+    return { userId: user.id, label: user.email, clientAddress: this.clientAddress }
+  }
+
+  /** The token every form repeats in `_csrf`: tied to the session, or to a pre-sign-in cookie. */
+  csrfToken(): string {
+    if (this.sessionToken) return sessionCsrfToken(this.sessionToken)
+    if (!this.anonCsrf) {
+      this.anonCsrf = newToken()
+      this.setCookies.push(cookie(ANON_CSRF_COOKIE, this.anonCsrf, { secure: this.deps.secureCookies }))
+    }
+    return this.anonCsrf
+  }
+
+  /** The token a POST must carry, or undefined when the browser has none. */
+  expectedCsrf(): string | undefined {
+    return this.sessionToken ? sessionCsrfToken(this.sessionToken) : this.anonCsrf
+  }
+
+  /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
+  startSession(userId: string): void {
+    if (this.session) endSession(this.s.storage.db, this.session.tokenSha256)
+    const { token, expiresAt } = createSession(this.s, this.s.storage.db, userId, this.clientAddress, this.deps.lifetime)
+    this.sessionToken = token
+    this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
+  }
+
+  endSession(): void {
+    if (this.session) endSession(this.s.storage.db, this.session.tokenSha256)
+    this.sessionToken = undefined
+    this.setCookies.push(clearCookie(SESSION_COOKIE, this.deps.secureCookies))
+  }
+
+  /** A form field as a string ('' when absent). */
+  field(name: string): string {
+    return this.form.get(name) ?? ''
+  }
+}
+
+/** 303 to a path of ours (never to a URL taken from the request, so no open redirect). */
+export function redirect(path: string): Response {
+  return new Response(null, { status: 303, headers: { location: path } })
+}
+
+/** A `next` value is followed only when it is a path inside the console. */
+export const safeNext = (raw: string | null): string => (raw && /^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(raw) && !raw.includes('..') ? raw : '/console')

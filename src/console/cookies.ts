@@ -1,0 +1,23 @@
+/** Cookie reading and writing for the console: HttpOnly; SameSite=Lax; Path=/; Secure on https. */
+export const SESSION_COOKIE = 'ph_session'
+/** Double-submit token for forms shown before sign-in (sign-in, setup, invite). */
+export const ANON_CSRF_COOKIE = 'ph_csrf'
+
+export function readCookie(request: Request, name: string): string | undefined {
+  const header = request.headers.get('cookie')
+  if (!header) return undefined
+  for (const part of header.split(';')) {
+    const eq = part.indexOf('=')
+    if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim()
+  }
+  return undefined
+}
+
+export function cookie(name: string, value: string, options: { secure: boolean; maxAgeSeconds?: number }): string {
+  const parts = [`${name}=${value}`, 'HttpOnly', 'SameSite=Lax', 'Path=/']
+  if (options.maxAgeSeconds !== undefined) parts.push(`Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`)
+  if (options.secure) parts.push('Secure')
+  return parts.join('; ')
+}
+
+export const clearCookie = (name: string, secure: boolean) => cookie(name, '', { secure, maxAgeSeconds: 0 })

@@ -1,0 +1,37 @@
+/**
+ * The web console: a second transport beside src/http and src/smtp, answering /setup and
+ * /console/... on the same port. The composition root (src/app.ts) sends those paths
+ * here before the API sees them. Every route is listed in one place below.
+ */
+import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
+import type { Services } from '../core/services.ts'
+import type { ConsoleDeps } from './context.ts'
+import { consoleRouter, type Route } from './router.ts'
+import { accountRoutes } from './routes/account.tsx'
+import { adminRoutes } from './routes/admin.tsx'
+import { assetRoutes } from './routes/assets.ts'
+import { authRoutes } from './routes/auth.tsx'
+import { keyRoutes } from './routes/keys.tsx'
+import { memberRoutes } from './routes/members.tsx'
+import { organizationRoutes } from './routes/organization.tsx'
+import { setupRoutes } from './routes/setup.tsx'
+
+export { isConsolePath } from './router.ts'
+
+export const CONSOLE_ROUTES: Route[] = [...assetRoutes, ...setupRoutes, ...authRoutes, ...accountRoutes, ...organizationRoutes, ...memberRoutes, ...keyRoutes, ...adminRoutes]
+
+export interface Console {
+  handle(request: Request, clientAddress: string): Promise<Response>
+  deps: ConsoleDeps
+}
+
+export function buildConsole(s: Services): Console {
+  const deps: ConsoleDeps = {
+    s,
+    throttle: new SignInThrottle(s.clock),
+    lifetime: { days: s.config.consoleSessionDays },
+    secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
+    smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
+  }
+  return { handle: consoleRouter(deps, CONSOLE_ROUTES), deps }
+}

@@ -1,0 +1,66 @@
+/** The signed-in user's own page: password and sessions. */
+import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
+import { PostForm, Time } from './shell.tsx'
+
+interface SessionRow {
+  createdAt: string
+  expiresAt: string
+  clientAddress: string
+  current: boolean
+}
+
+export function AccountPage(props: { email: string; sessions: SessionRow[]; notice?: string; error?: string }) {
+  return (
+    <>
+      {props.notice && <p class="notice">{props.notice}</p>}
+      {props.error && <p class="error">{props.error}</p>}
+      <section class="card">
+        <h2>Your account</h2>
+        <p>{props.email}</p>
+        <PostForm action="/console/account/password">
+          <label for="current">Current password</label>
+          <input id="current" name="current" type="password" required autocomplete="current-password" />
+          <label for="next-password">New password</label>
+          <input id="next-password" name="password" type="password" required minLength={MIN_PASSWORD_LENGTH} autocomplete="new-password" />
+          <div class="form-actions">
+            <button type="submit">Change password</button>
+          </div>
+        </PostForm>
+      </section>
+      <section class="card">
+        <h2>Sessions</h2>
+        <table>
+          <thead>
+            <tr>
+              <th>Signed in</th>
+              <th>From</th>
+              <th>Expires unless used</th>
+              <th></th>
+            </tr>
+          </thead>
+          <tbody>
+            {props.sessions.map((session) => (
+              <tr>
+                <td>
+                  <Time at={session.createdAt} />
+                </td>
+                <td class="mono">{session.clientAddress || '-'}</td>
+                <td>
+                  <Time at={session.expiresAt} />
+                </td>
+                <td>{session.current && <span class="badge">this browser</span>}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        <PostForm action="/console/account/sessions/revoke" confirm="Sign out on every browser, this one included?">
+          <div class="form-actions">
+            <button type="submit" class="danger">
+              Sign out everywhere
+            </button>
+          </div>
+        </PostForm>
+      </section>
+    </>
+  )
+}

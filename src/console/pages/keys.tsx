@@ -1,0 +1,91 @@
+/** API keys of an organisation: list for every member, create and revoke for owners. */
+import type { Membership } from '../../core/console/organizations.ts'
+import { CopyField, orgPath, PostForm, Time } from './shell.tsx'
+
+interface KeyRow {
+  publicId: string
+  name: string
+  createdAt: string
+  lastUsedAt: string | null
+  revokedAt: string | null
+}
+
+export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { key: string; name: string } }) {
+  const { org } = props
+  const owner = org.role === 'owner'
+  return (
+    <>
+      {props.created && (
+        <section class="card">
+          <p class="notice">Key "{props.created.name || 'unnamed'}" created. Copy it now: only its hash is stored, and it is not shown again.</p>
+          <CopyField id="new-key" label="API key" value={props.created.key} />
+        </section>
+      )}
+      <section class="card">
+        <h2>API keys</h2>
+        <p class="muted">
+          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on.
+        </p>
+        <table>
+          <thead>
+            <tr>
+              <th>Public id</th>
+              <th>Name</th>
+              <th>Created</th>
+              <th>Last used</th>
+              <th>Status</th>
+              {owner && <th></th>}
+            </tr>
+          </thead>
+          <tbody>
+            {props.keys.map((key) => (
+              <tr data-key={key.publicId}>
+                <td class="mono">{key.publicId}</td>
+                <td>{key.name || <span class="muted">unnamed</span>}</td>
+                <td>
+                  <Time at={key.createdAt} />
+                </td>
+                <td>
+                  <Time at={key.lastUsedAt} />
+                </td>
+                <td>
+                  {key.revokedAt ? (
+                    <span class="badge revoked">
+                      revoked <Time at={key.revokedAt} />
+                    </span>
+                  ) : (
+                    <span class="badge">active</span>
+                  )}
+                </td>
+                {owner && (
+                  <td>
+                    {!key.revokedAt && (
+                      <PostForm action={orgPath(org.organizationId, `/keys/${key.publicId}/revoke`)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
+                        <button type="submit" class="danger">
+                          Revoke
+                        </button>
+                      </PostForm>
+                    )}
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+        {props.keys.length === 0 && <p class="muted">No keys yet.</p>}
+      </section>
+      {owner && (
+        <section class="card">
+          <h2>Create a key</h2>
+          <PostForm action={orgPath(org.organizationId, '/keys')}>
+            <label for="key-name">Name</label>
+            <input id="key-name" name="name" type="text" maxLength={100} placeholder="CI, staging, my laptop" />
+            <div class="form-actions">
+              <button type="submit">Create key</button>
+            </div>
+          </PostForm>
+        </section>
+      )}
+    </>
+  )
+}

@@ -1,0 +1,51 @@
+/** The organisation's front page: usage this month (the same numbers as getUsage) and its limits. */
+import type { Usage } from '../../core/models.ts'
+import type { OrgLimits } from '../../core/limits.ts'
+import { limitRows } from './setup.tsx'
+import { orgPath, Time } from './shell.tsx'
+
+export function Overview(props: { organizationId: string; usage: Usage; limits: OrgLimits; receivingDomain: string; isOwner: boolean }) {
+  const { usage } = props
+  return (
+    <>
+      <section class="grid">
+        <div class="card">
+          <div class="muted">Active inboxes</div>
+          <div class="stat" id="usage-inboxes">
+            {usage.inboxes.active} / {usage.inboxes.limit}
+          </div>
+        </div>
+        <div class="card">
+          <div class="muted">Emails received this month</div>
+          <div class="stat" id="usage-emails">
+            {usage.emails.received} / {usage.emails.limit}
+          </div>
+          <div class="muted">
+            Period <Time at={usage.period.starts_at} /> to <Time at={usage.period.ends_at} />
+          </div>
+        </div>
+      </section>
+      <section class="card">
+        <h2>Limits</h2>
+        <p class="muted">Set by the operator of this instance.</p>
+        <table>
+          <tbody>
+            {limitRows(props.limits).map((row) => (
+              <tr>
+                <th scope="row">{row.label}</th>
+                <td>{row.value.toLocaleString('en')}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+      <section class="card">
+        <h2>Getting started</h2>
+        <p>
+          Inbox addresses end in <code>@{props.receivingDomain}</code>. Tests use an API key from <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
+          {props.isOwner ? '' : ' (owners create them)'}.
+        </p>
+      </section>
+    </>
+  )
+}

@@ -1,0 +1,81 @@
+/** /setup: the first-run form, and the page that shows the first key once. */
+import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits } from '../../core/limits.ts'
+import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
+import { CopyField, orgPath, PostForm } from './shell.tsx'
+
+/** A server on this machine most likely serves one developer's tests: suggest "local testing" there. */
+export const suggestedPreset = (baseUrl: string): 'hosted' | 'local' => (/^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/.test(baseUrl) ? 'local' : 'hosted')
+
+export function LimitPresetChoice({ defaults, suggested }: { defaults: OrgLimits; suggested: 'hosted' | 'local' }) {
+  return (
+    <fieldset class="presets">
+      <legend>Limits for this organisation</legend>
+      <label class="choice">
+        <input type="radio" name="preset" value="hosted" checked={suggested === 'hosted'} />
+        <span>
+          <strong>Hosted free plan</strong>: the server's LIMIT_* values ({defaults.activeInboxes} inboxes, {defaults.monthlyEmails} emails a month, {defaults.inboxBurst} per inbox per 5 minutes).
+          Right for a shared or public instance.
+        </span>
+      </label>
+      <label class="choice">
+        <input type="radio" name="preset" value="local" checked={suggested === 'local'} />
+        <span>
+          <strong>Local testing</strong>: limits that never lock you out ({LOCAL_TESTING_LIMITS.monthlyEmails.toLocaleString('en')} emails a month,{' '}
+          {LOCAL_TESTING_LIMITS.inboxBurst.toLocaleString('en')} per 5 minutes, {LOCAL_TESTING_LIMITS.activeInboxes} inboxes). Right for your own machine or CI.
+        </span>
+      </label>
+    </fieldset>
+  )
+}
+
+export function SetupForm(props: { token: string; defaults: OrgLimits; suggested: 'hosted' | 'local'; error?: string; email?: string; organization?: string }) {
+  return (
+    <section class="card narrow">
+      <h2>Set up Pigeonhole</h2>
+      <p class="muted">Create the operator account, the first organisation and its first API key. This link works once.</p>
+      {props.error && <p class="error">{props.error}</p>}
+      <PostForm action="/setup">
+        <input type="hidden" name="token" value={props.token} />
+        <label for="email">Your email</label>
+        <input id="email" name="email" type="email" required autocomplete="username" value={props.email} />
+        <label for="password">Password</label>
+        <input id="password" name="password" type="password" required minLength={MIN_PASSWORD_LENGTH} autocomplete="new-password" />
+        <p class="muted">At least {MIN_PASSWORD_LENGTH} characters.</p>
+        <label for="organization">Organisation name</label>
+        <input id="organization" name="organization" type="text" required maxLength={100} value={props.organization ?? 'My team'} />
+        <LimitPresetChoice defaults={props.defaults} suggested={props.suggested} />
+        <div class="form-actions">
+          <button type="submit">Create account, organisation and key</button>
+        </div>
+      </PostForm>
+    </section>
+  )
+}
+
+/** What a newcomer needs next: the key (once), and the commands that use it. */
+export function FirstSteps(props: { organizationId: string; apiKey: string; baseUrl: string; smtpHint: string }) {
+  return (
+    <>
+      <section class="card">
+        <p class="notice">Copy this key now: only its hash is stored, and it is not shown again.</p>
+        <CopyField id="api-key" label="Your API key" value={props.apiKey} />
+      </section>
+      <section class="card">
+        <h2>Try it</h2>
+        <p>Create an inbox, send it mail over SMTP, and read it back:</p>
+        <pre>{`KEY=${props.apiKey}
+curl -s -X POST ${props.baseUrl}/v1/inboxes -H "Authorization: Bearer $KEY"
+# send to the "address" it returns, for example with swaks:
+swaks --server ${props.smtpHint} --to <address> --from app@example.com --body "Hello"
+curl -s "${props.baseUrl}/v1/inboxes/<id>/messages?wait_seconds=30" -H "Authorization: Bearer $KEY"`}</pre>
+        <p>
+          <a class="button" href={orgPath(props.organizationId)}>
+            Open the organisation
+          </a>
+        </p>
+      </section>
+    </>
+  )
+}
+
+export const limitRows = (limits: OrgLimits) => ORG_LIMIT_NAMES.map((name) => ({ name, label: ORG_LIMIT_INFO[name].label, value: limits[name] }))

@@ -1,0 +1,135 @@
+/**
+ * The page frame every console page uses: header with the organisation switcher and the
+ * account menu, the organisation's section navigation, and the CSRF-carrying form. Text
+ * is rendered by preact-render-to-string, which escapes every string and attribute.
+ */
+import { createContext, type ComponentChildren } from 'preact'
+import { useContext } from 'preact/hooks'
+import type { Membership } from '../../core/console/organizations.ts'
+import type { User } from '../../core/console/users.ts'
+import { CSRF_FIELD } from '../csrf.ts'
+
+export interface Shell {
+  user: User | null
+  /** The token forms on this page repeat (PostForm adds it). */
+  csrf: string
+  memberships: Membership[]
+  /** The organisation this page belongs to, when it belongs to one. */
+  org?: Membership
+  /** Which entry of ORG_SECTIONS is current. */
+  section?: string
+}
+
+export const ShellContext = createContext<Shell>({ user: null, csrf: '', memberships: [] })
+export const useShell = () => useContext(ShellContext)
+
+/**
+ * The organisation's sections, in navigation order. A new section is one entry here plus
+ * its route (see src/console/routes/index.ts).
+ */
+export const ORG_SECTIONS: { id: string; label: string; path: string; ownersOnly?: boolean }[] = [
+  { id: 'overview', label: 'Overview', path: '' },
+  { id: 'members', label: 'Members', path: '/members' },
+  { id: 'keys', label: 'API keys', path: '/keys' },
+  { id: 'audit', label: 'Audit log', path: '/audit', ownersOnly: true },
+]
+
+export const orgPath = (organizationId: string, rest = '') => `/console/orgs/${encodeURIComponent(organizationId)}${rest}`
+
+/** A POST form with the CSRF token; `confirm` asks before submitting (console.js). */
+export function PostForm(props: { action: string; children: ComponentChildren; confirm?: string; class?: string; id?: string }) {
+  const { csrf } = useShell()
+  return (
+    <form method="post" action={props.action} class={props.class} id={props.id} data-confirm={props.confirm}>
+      <input type="hidden" name={CSRF_FIELD} value={csrf} />
+      {props.children}
+    </form>
+  )
+}
+
+/** A value shown once (a key, a link, a password) with a copy button. */
+export function CopyField(props: { value: string; label: string; id: string }) {
+  return (
+    <div class="copy-field">
+      <label for={props.id}>{props.label}</label>
+      <div class="copy-row">
+        <input id={props.id} type="text" readonly value={props.value} class="mono" />
+        <button type="button" class="button" data-copy={props.id}>
+          Copy
+        </button>
+      </div>
+    </div>
+  )
+}
+
+export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{at.replace('T', ' ').slice(0, 16)} UTC</time> : <span class="muted">never</span>)
+
+function Header({ shell }: { shell: Shell }) {
+  return (
+    <header class="top">
+      <a class="brand" href="/console">
+        Pigeonhole
+      </a>
+      {shell.user && shell.memberships.length > 0 && (
+        <nav class="orgs" aria-label="Organisations">
+          {shell.memberships.map((m) => (
+            <a href={orgPath(m.organizationId)} aria-current={shell.org?.organizationId === m.organizationId ? 'page' : undefined}>
+              {m.name}
+            </a>
+          ))}
+        </nav>
+      )}
+      {shell.user && (
+        <div class="account">
+          {shell.user.isOperator && <a href="/console/admin">Operator</a>}
+          <a href="/console/account">{shell.user.email}</a>
+          <PostForm action="/console/sign-out" class="inline">
+            <button type="submit" class="link">
+              Sign out
+            </button>
+          </PostForm>
+        </div>
+      )}
+    </header>
+  )
+}
+
+function OrgNav({ org, section }: { org: Membership; section?: string }) {
+  return (
+    <nav class="sections" aria-label="Sections">
+      {ORG_SECTIONS.filter((s) => !s.ownersOnly || org.role === 'owner').map((s) => (
+        <a href={orgPath(org.organizationId, s.path)} aria-current={s.id === section ? 'page' : undefined}>
+          {s.label}
+        </a>
+      ))}
+    </nav>
+  )
+}
+
+export function Layout(props: { shell: Shell; title: string; children: ComponentChildren }) {
+  const { shell } = props
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        <title>{`${props.title} · Pigeonhole`}</title>
+        <link rel="icon" href="data:," />
+        <link rel="stylesheet" href="/console/assets/console.css" />
+        <script src="/console/assets/console.js" defer></script>
+      </head>
+      <body>
+        <ShellContext.Provider value={shell}>
+          <Header shell={shell} />
+          {shell.org && (
+            <div class="org-bar">
+              <h1 class="org-name">{shell.org.name}</h1>
+              <OrgNav org={shell.org} section={shell.section} />
+            </div>
+          )}
+          <main>{props.children}</main>
+        </ShellContext.Provider>
+      </body>
+    </html>
+  )
+}

@@ -1,0 +1,32 @@
+/** Turns a page component into an HTML response inside the shared Layout. */
+import type { ComponentChildren } from 'preact'
+import { render } from 'preact-render-to-string'
+import { membershipsOf, type Membership } from '../core/console/organizations.ts'
+import type { ConsoleRequest } from './context.ts'
+import { Layout, type Shell } from './pages/shell.tsx'
+
+export interface PageOptions {
+  status?: number
+  /** The organisation the page belongs to (from ctx.requireMember): shows its navigation. */
+  org?: Membership
+  section?: string
+}
+
+export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentChildren, options: PageOptions = {}): Response {
+  const user = ctx.user
+  const shell: Shell = {
+    user,
+    csrf: ctx.csrfToken(),
+    memberships: user ? membershipsOf(ctx.s.storage.db, user.id) : [],
+    org: options.org,
+    section: options.section,
+  }
+  const html =
+    '<!doctype html>' +
+    render(
+      <Layout shell={shell} title={title}>
+        {body}
+      </Layout>,
+    )
+  return new Response(html, { status: options.status ?? 200, headers: { 'content-type': 'text/html; charset=utf-8' } })
+}

@@ -1,0 +1,136 @@
+/**
+ * The console's own small router: paths under /console and /setup never reach the API's
+ * Elysia app (so none appear in the OpenAPI document or touch /v1). For every request it
+ * resolves the session; for every POST it bounds and parses the form and checks the
+ * Origin and the CSRF token before any handler runs; it maps ConsoleError to a page once
+ * and adds the security headers to every response.
+ */
+import { ConsoleError } from '../core/console/errors.ts'
+import { errorFields } from '../log.ts'
+import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
+import { CSRF_FIELD, tokensMatch } from './csrf.ts'
+import { renderError } from './pages/error.tsx'
+import { sameOrigin, securityHeaders } from './security.ts'
+
+export type Handler = (ctx: ConsoleRequest) => Response | Promise<Response>
+
+export interface Route {
+  method: 'GET' | 'POST'
+  /** `/console/orgs/:org/keys`: a `:name` segment matches one path segment. */
+  path: string
+  handler: Handler
+}
+
+/** Forms are small; anything larger is refused before it is read. */
+export const MAX_FORM_BYTES = 64 * 1024
+
+interface CompiledRoute extends Route {
+  pattern: RegExp
+  names: string[]
+}
+
+const compile = (route: Route): CompiledRoute => {
+  const names: string[] = []
+  const source = route.path.replace(/:([a-z]+)/g, (_, name: string) => {
+    names.push(name)
+    return '([^/]+)'
+  })
+  return { ...route, pattern: new RegExp(`^${source}/?$`), names }
+}
+
+/** True for the paths the console answers (the composition root routes them here). */
+export function isConsolePath(url: string): boolean {
+  const start = url.indexOf('/', url.indexOf('//') + 2)
+  if (start < 0) return false
+  for (const prefix of ['/console', '/setup']) {
+    if (url.startsWith(prefix, start)) {
+      const next = url[start + prefix.length]
+      if (next === undefined || next === '/' || next === '?') return true
+    }
+  }
+  return false
+}
+
+const STATUS = { not_found: 404, forbidden: 403, invalid: 400, conflict: 409, throttled: 429, unauthenticated: 401 } as const
+
+export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
+  const compiled = routes.map(compile)
+  const { logger } = deps.s
+
+  async function dispatch(ctx: ConsoleRequest): Promise<Response> {
+    const method = ctx.request.method === 'HEAD' ? 'GET' : ctx.request.method
+    const matching = compiled.filter((route) => route.pattern.test(ctx.url.pathname))
+    const route = matching.find((candidate) => candidate.method === method)
+    if (!route) {
+      if (matching.length > 0) return renderError(ctx, 405, 'This page does not accept that method.')
+      throw new ConsoleError('not_found', 'Not found.')
+    }
+    const values = route.pattern.exec(ctx.url.pathname)!.slice(1)
+    try {
+      ctx.params = Object.fromEntries(route.names.map((name, i) => [name, decodeURIComponent(values[i]!)]))
+    } catch {
+      throw new ConsoleError('not_found', 'Not found.')
+    }
+    if (method === 'POST') {
+      const refusal = await readForm(ctx)
+      if (refusal) return refusal
+    }
+    return route.handler(ctx)
+  }
+
+  async function readForm(ctx: ConsoleRequest): Promise<Response | null> {
+    const { request } = ctx
+    if (!sameOrigin(request, deps.s.publicUrls().baseUrl)) return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
+    const length = Number(request.headers.get('content-length') ?? NaN)
+    if (!Number.isFinite(length)) return renderError(ctx, 411, 'Forms must be sent with a Content-Length.')
+    if (length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
+    const type = request.headers.get('content-type') ?? ''
+    if (!type.startsWith('application/x-www-form-urlencoded')) return renderError(ctx, 415, 'Forms must be sent as application/x-www-form-urlencoded.')
+    const body = await request.text()
+    if (Buffer.byteLength(body) > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
+    ctx.form = new URLSearchParams(body)
+    if (!tokensMatch(ctx.form.get(CSRF_FIELD), ctx.expectedCsrf())) {
+      return renderError(ctx, 403, 'The form expired or was not sent from this console. Reload the page and try again.')
+    }
+    return null
+  }
+
+  return async function handle(request: Request, clientAddress: string): Promise<Response> {
+    const startedAt = performance.now()
+    let ctx: ConsoleRequest | undefined
+    let response: Response
+    try {
+      ctx = new ConsoleRequest(deps, request, clientAddress)
+      response = await dispatch(ctx)
+    } catch (error) {
+      if (ctx) response = errorResponse(ctx, error)
+      else {
+        logger.error('console_error', errorFields(error))
+        response = new Response('Something went wrong on our side; the server log has the details.', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+      }
+    }
+    for (const value of ctx?.setCookies ?? []) response.headers.append('set-cookie', value)
+    securityHeaders(response.headers)
+    logger.info('console_request', {
+      method: request.method,
+      path: ctx?.url.pathname,
+      status: response.status,
+      user_id: ctx?.user?.id,
+      duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,
+    })
+    return response
+  }
+
+  function errorResponse(ctx: ConsoleRequest, error: unknown): Response {
+    if (error instanceof ConsoleError) {
+      if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
+        return redirect(`/console/sign-in?next=${encodeURIComponent(ctx.url.pathname)}`)
+      }
+      const response = renderError(ctx, STATUS[error.kind], error.message)
+      if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
+      return response
+    }
+    logger.error('console_error', { path: ctx.url.pathname, ...errorFields(error) })
+    return renderError(ctx, 500, 'Something went wrong on our side; the server log has the details.')
+  }
+}

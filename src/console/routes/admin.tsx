@@ -1,0 +1,95 @@
+/** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
+import { listAudit, recordAudit } from '../../core/console/audit.ts'
+import { ConsoleError, notFound } from '../../core/console/errors.ts'
+import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
+import { joinAsOwner } from '../../core/console/members.ts'
+import { endAllSessions } from '../../core/console/sessions.ts'
+import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
+import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
+import { redirect, type ConsoleRequest } from '../context.ts'
+import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'
+import { orgPath } from '../pages/shell.tsx'
+import { renderPage } from '../render.tsx'
+import type { Route } from '../router.ts'
+
+function limitsPage(ctx: ConsoleRequest, message: { notice?: string; error?: string } = {}, status = 200) {
+  ctx.requireOperator()
+  const org = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, ctx.params.org!)
+  return renderPage(ctx, `Limits · ${org.name}`, <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />, { status })
+}
+
+export const adminRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/admin',
+    handler: (ctx) => {
+      const me = ctx.requireOperator()
+      const { db } = ctx.s.storage
+      const mine = new Set(membershipsOf(db, me.id).map((m) => m.organizationId))
+      const orgs = listAllOrganizations(db).map((org) => ({ ...org, member: mine.has(org.id) }))
+      const page = <AdminPage orgs={orgs} users={listUsers(db)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(db, null)} />
+      return renderPage(ctx, 'Operator', page)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/admin/orgs',
+    handler: (ctx) => {
+      const me = ctx.requireOperator()
+      const preset = ctx.field('preset') === 'local' ? 'local' : 'hosted'
+      const org = ctx.s.storage.write((tx) => createOrganization(ctx.s, tx, { name: ctx.field('name'), preset, owner: me.id }, ctx.actor()))
+      return redirect(orgPath(org.id))
+    },
+  },
+  { method: 'GET', path: '/console/admin/orgs/:org', handler: (ctx) => limitsPage(ctx) },
+  {
+    method: 'POST',
+    path: '/console/admin/orgs/:org/join',
+    handler: (ctx) => {
+      ctx.requireOperator()
+      joinAsOwner(ctx.s, ctx.params.org!, ctx.actor())
+      return redirect(orgPath(ctx.params.org!, '/members'))
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/admin/orgs/:org/limits',
+    handler: (ctx) => {
+      ctx.requireOperator()
+      // An empty field means "follow LIMIT_*" on this form.
+      const input = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]))
+      try {
+        changeLimits(ctx.s, ctx.params.org!, parseLimitInput(input), ctx.actor())
+      } catch (error) {
+        if (error instanceof ConsoleError && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
+        throw error
+      }
+      return limitsPage(ctx, { notice: 'Limits saved.' })
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/admin/users/:user/reset-password',
+    handler: async (ctx) => {
+      ctx.requireOperator()
+      const user = findUser(ctx.s.storage.db, ctx.params.user!)
+      if (!user) throw notFound()
+      const done = (await resetPassword(ctx.s, user.email))!
+      ctx.s.storage.write((tx) => recordAudit(ctx.s, tx, ctx.actor(), { organizationId: null, action: 'user.password_reset', target: user.email }))
+      if (user.id === ctx.user!.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
+      return renderPage(ctx, 'Password reset', <PasswordReset email={user.email} password={done.password} />)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/admin/users/:user/revoke-sessions',
+    handler: (ctx) => {
+      ctx.requireOperator()
+      const user = findUser(ctx.s.storage.db, ctx.params.user!)
+      if (!user) throw notFound()
+      const ended = endAllSessions(ctx.s.storage.db, user.id)
+      ctx.s.storage.write((tx) => recordAudit(ctx.s, tx, ctx.actor(), { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` }))
+      return redirect('/console/admin')
+    },
+  },
+]

@@ -1,0 +1,78 @@
+/** Sign-in, sign-out, and /console itself (which sends a user to their organisation). */
+import { ConsoleError } from '../../core/console/errors.ts'
+import { membershipsOf } from '../../core/console/organizations.ts'
+import { signIn } from '../../core/console/sign-in.ts'
+import { countUsers } from '../../core/console/users.ts'
+import { redirect, safeNext } from '../context.ts'
+import { SignInForm } from '../pages/sign-in.tsx'
+import { orgPath } from '../pages/shell.tsx'
+import { renderPage } from '../render.tsx'
+import type { Route } from '../router.ts'
+
+export const authRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console',
+    handler: (ctx) => {
+      const user = ctx.requireUser()
+      const memberships = membershipsOf(ctx.s.storage.db, user.id)
+      if (memberships.length === 1) return redirect(orgPath(memberships[0]!.organizationId))
+      return renderPage(
+        ctx,
+        'Organisations',
+        <section class="card">
+          <h2>Your organisations</h2>
+          {memberships.length === 0 ? (
+            <p>You do not belong to any organisation yet. Ask an owner for an invite link{user.isOperator ? ', or create one on the operator page' : ''}.</p>
+          ) : (
+            <ul>
+              {memberships.map((m) => (
+                <li>
+                  <a href={orgPath(m.organizationId)}>{m.name}</a> <span class="badge">{m.role}</span>
+                </li>
+              ))}
+            </ul>
+          )}
+        </section>,
+      )
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/sign-in',
+    handler: (ctx) => {
+      const next = safeNext(ctx.url.searchParams.get('next'))
+      if (ctx.user) return redirect(next)
+      const notSetUp = countUsers(ctx.s.storage.db) === 0
+      return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/sign-in',
+    handler: async (ctx) => {
+      const next = safeNext(ctx.field('next'))
+      try {
+        const user = await signIn(ctx.s, ctx.deps.throttle, { email: ctx.field('email'), password: ctx.field('password') }, ctx.clientAddress)
+        ctx.startSession(user.id)
+        ctx.s.logger.info('console_signed_in', { user_id: user.id })
+        return redirect(next)
+      } catch (error) {
+        if (!(error instanceof ConsoleError) || (error.kind !== 'unauthenticated' && error.kind !== 'throttled')) throw error
+        ctx.s.logger.info('console_sign_in_refused', { reason: error.kind })
+        const status = error.kind === 'throttled' ? 429 : 401
+        const response = renderPage(ctx, 'Sign in', <SignInForm next={next} error={error.message} email={ctx.field('email')} />, { status })
+        if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
+        return response
+      }
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/sign-out',
+    handler: (ctx) => {
+      ctx.endSession()
+      return redirect('/console/sign-in')
+    },
+  },
+]

@@ -1,0 +1,108 @@
+/** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
+import { ConsoleError } from '../../core/console/errors.ts'
+import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/console/invites.ts'
+import { changeRole, listMembers, removeMember } from '../../core/console/members.ts'
+import type { Role } from '../../core/console/organizations.ts'
+import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/console/users.ts'
+import { redirect } from '../context.ts'
+import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
+import { orgPath } from '../pages/shell.tsx'
+import { renderPage } from '../render.tsx'
+import type { Route } from '../router.ts'
+
+const parseRole = (raw: string): Role => {
+  if (raw !== 'owner' && raw !== 'member') throw new ConsoleError('invalid', 'The role must be owner or member.')
+  return raw
+}
+
+export const memberRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/members',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const { db } = ctx.s.storage
+      const invites = org.role === 'owner' ? listOpenInvites(db, org.organizationId, ctx.s.clock.now()) : []
+      const page = <MembersPage org={org} me={ctx.requireUser().id} members={listMembers(db, org.organizationId)} invites={invites} />
+      return renderPage(ctx, `Members · ${org.name}`, page, { org, section: 'members' })
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/members/:user/role',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!, 'owner')
+      changeRole(ctx.s, org.organizationId, ctx.params.user!, parseRole(ctx.field('role')), ctx.actor())
+      return redirect(orgPath(org.organizationId, '/members'))
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/members/:user/remove',
+    handler: (ctx) => {
+      const leaving = ctx.params.user === ctx.requireUser().id
+      const org = ctx.requireMember(ctx.params.org!, leaving ? undefined : 'owner')
+      removeMember(ctx.s, org.organizationId, ctx.params.user!, ctx.actor())
+      return redirect(leaving ? '/console' : orgPath(org.organizationId, '/members'))
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/invites',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!, 'owner')
+      const role = parseRole(ctx.field('role'))
+      const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
+      const link = `${ctx.s.publicUrls().baseUrl}/console/invites/${invite.token}`
+      return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={link} role={role} expiresAt={invite.expiresAt} />, { org, section: 'members' })
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/invites/:invite/withdraw',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!, 'owner')
+      withdrawInvite(ctx.s, org.organizationId, ctx.params.invite!, ctx.actor())
+      return redirect(orgPath(org.organizationId, '/members'))
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/invites/:token',
+    handler: (ctx) => {
+      const invite = openInvite(ctx.s.storage.db, ctx.params.token, ctx.s.clock.now())
+      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={ctx.user?.email ?? null} />
+      return renderPage(ctx, `Join ${invite.organizationName}`, page)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/invites/:token',
+    handler: async (ctx) => {
+      const token = ctx.params.token!
+      if (ctx.user) {
+        const user = ctx.user
+        const { organizationId } = ctx.s.storage.write((tx) => acceptInvite(ctx.s, tx, token, user, ctx.clientAddress))
+        return redirect(orgPath(organizationId))
+      }
+      const invite = openInvite(ctx.s.storage.db, token, ctx.s.clock.now())
+      const email = normaliseEmail(ctx.field('email'))
+      try {
+        if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
+        const passwordHash = await hashPassword(checkNewPassword(ctx.field('password')))
+        const user = ctx.s.storage.write((tx) => {
+          const created = insertUser(ctx.s, tx, { email, passwordHash })
+          acceptInvite(ctx.s, tx, token, created, ctx.clientAddress)
+          return created
+        })
+        ctx.startSession(user.id)
+        return redirect(orgPath(invite.organizationId))
+      } catch (error) {
+        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
+        const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
+        const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={null} error={message} email={ctx.field('email')} />
+        return renderPage(ctx, `Join ${invite.organizationName}`, page, { status: error.kind === 'conflict' ? 409 : 400 })
+      }
+    },
+  },
+]

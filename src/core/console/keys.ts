@@ -1,0 +1,58 @@
+/** API keys from the console: the same table and format as the CLI's, plus a name. */
+import { and, asc, eq } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import type { DbOrTx } from '../../storage/database.ts'
+import { apiKeys } from '../../storage/schema.ts'
+import { generateApiKey } from '../api-keys.ts'
+import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
+import { ConsoleError, notFound } from './errors.ts'
+
+const MAX_KEY_NAME = 100
+
+export function checkKeyName(raw: unknown): string {
+  const name = typeof raw === 'string' ? raw.trim() : ''
+  if (name.length > MAX_KEY_NAME || /\p{Cc}/u.test(name)) throw new ConsoleError('invalid', `A key name has at most ${MAX_KEY_NAME} printable characters.`)
+  return name
+}
+
+/** Inserts a key in the caller's transaction; returns the full key, which is never stored. */
+export function insertApiKey(s: Pick<Services, 'clock'>, tx: DbOrTx, organizationId: string, name: string, actor: Actor): { key: string; publicId: string } {
+  const { key, publicId, secretSha256 } = generateApiKey()
+  tx.insert(apiKeys)
+    .values({ publicId, organizationId, secretSha256, name, createdAt: isoTime(s.clock.now()) })
+    .run()
+  recordAudit(s, tx, actor, { organizationId, action: 'key.created', target: publicId, detail: name })
+  return { key, publicId }
+}
+
+export const createNamedApiKey = (s: Pick<Services, 'clock' | 'storage'>, organizationId: string, rawName: unknown, actor: Actor) => {
+  const name = checkKeyName(rawName)
+  return s.storage.write((tx) => insertApiKey(s, tx, organizationId, name, actor))
+}
+
+export const listOrganizationKeys = (db: DbOrTx, organizationId: string) =>
+  db
+    .select({ publicId: apiKeys.publicId, name: apiKeys.name, createdAt: apiKeys.createdAt, lastUsedAt: apiKeys.lastUsedAt, revokedAt: apiKeys.revokedAt })
+    .from(apiKeys)
+    .where(eq(apiKeys.organizationId, organizationId))
+    .orderBy(asc(apiKeys.createdAt))
+    .all()
+
+/** Revokes a key of this organisation; another organisation's key is not found. Revoking twice is harmless. */
+export function revokeOrganizationKey(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, publicId: string, actor: Actor): void {
+  s.storage.write((tx) => {
+    const row = tx
+      .select()
+      .from(apiKeys)
+      .where(and(eq(apiKeys.publicId, publicId), eq(apiKeys.organizationId, organizationId)))
+      .get()
+    if (!row) throw notFound()
+    if (row.revokedAt) return
+    tx.update(apiKeys)
+      .set({ revokedAt: isoTime(s.clock.now()) })
+      .where(eq(apiKeys.publicId, publicId))
+      .run()
+    recordAudit(s, tx, actor, { organizationId, action: 'key.revoked', target: publicId, detail: row.name })
+  })
+}

@@ -1,0 +1,90 @@
+/** Members of an organisation: list, change role, remove. An organisation always keeps an owner. */
+import { and, asc, eq, sql } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import type { DbOrTx } from '../../storage/database.ts'
+import { memberships, organizations, users } from '../../storage/schema.ts'
+import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
+import { ConsoleError, notFound } from './errors.ts'
+import type { Role } from './organizations.ts'
+
+export const listMembers = (db: DbOrTx, organizationId: string) =>
+  db
+    .select({ userId: users.id, email: users.email, role: memberships.role, joinedAt: memberships.createdAt })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.userId))
+    .where(eq(memberships.organizationId, organizationId))
+    .orderBy(asc(memberships.createdAt))
+    .all()
+
+const ownerCount = (tx: DbOrTx, organizationId: string): number =>
+  tx
+    .select({ n: sql<number>`count(*)` })
+    .from(memberships)
+    .where(and(eq(memberships.organizationId, organizationId), eq(memberships.role, 'owner')))
+    .get()!.n
+
+function memberRow(tx: DbOrTx, organizationId: string, userId: string) {
+  const row = tx
+    .select({ role: memberships.role, email: users.email })
+    .from(memberships)
+    .innerJoin(users, eq(users.id, memberships.userId))
+    .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+    .get()
+  if (!row) throw notFound()
+  return row
+}
+
+const lastOwner = () => new ConsoleError('conflict', 'An organisation needs at least one owner: make another member an owner first.')
+
+/** Owners change roles (the caller's permission is checked by the caller's guard). */
+export function changeRole(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, userId: string, role: Role, actor: Actor): void {
+  s.storage.write((tx) => {
+    const row = memberRow(tx, organizationId, userId)
+    if (row.role === role) return
+    if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
+    tx.update(memberships)
+      .set({ role })
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+      .run()
+    recordAudit(s, tx, actor, { organizationId, action: 'member.role_changed', target: row.email, detail: `${row.role} -> ${role}` })
+  })
+}
+
+/** Removes a member (an owner removing someone, or anyone leaving); never the last owner. */
+export function removeMember(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, userId: string, actor: Actor): void {
+  s.storage.write((tx) => {
+    const row = memberRow(tx, organizationId, userId)
+    if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
+    tx.delete(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
+      .run()
+    recordAudit(s, tx, actor, { organizationId, action: 'member.removed', target: row.email, detail: actor.userId === userId ? 'left' : '' })
+  })
+}
+
+/**
+ * The operator joins an organisation as owner: the way into one made by `cli orgs create`,
+ * which has no members yet. Joining twice changes nothing.
+ */
+export function joinAsOwner(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, actor: Actor & { userId: string }): void {
+  s.storage.write((tx) => {
+    if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) throw notFound()
+    const existing = tx
+      .select({ role: memberships.role })
+      .from(memberships)
+      .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, actor.userId)))
+      .get()
+    if (existing?.role === 'owner') return
+    if (existing)
+      tx.update(memberships)
+        .set({ role: 'owner' })
+        .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, actor.userId)))
+        .run()
+    else
+      tx.insert(memberships)
+        .values({ organizationId, userId: actor.userId, role: 'owner', createdAt: isoTime(s.clock.now()) })
+        .run()
+    recordAudit(s, tx, actor, { organizationId, action: 'member.joined', target: actor.label, detail: 'as owner, by the operator' })
+  })
+}

@@ -1,0 +1,111 @@
+/** Organisations as the console sees them: a user's own, created and limited by the operator. */
+import { and, asc, eq } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import { newId } from '../../ids.ts'
+import type { DbOrTx } from '../../storage/database.ts'
+import { memberships, organizations } from '../../storage/schema.ts'
+import type { Principal } from '../api-keys.ts'
+import { LOCAL_TESTING_LIMITS, MAX_LIMIT, ORG_LIMIT_NAMES, resolveOrgLimits, setOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
+import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
+import { ConsoleError, notFound } from './errors.ts'
+
+export type Role = 'owner' | 'member'
+/** 'hosted' follows the LIMIT_* variables (the spec's free plan by default); 'local' never locks a developer out. */
+export type LimitPreset = 'hosted' | 'local'
+
+export interface Membership {
+  organizationId: string
+  name: string
+  role: Role
+}
+
+const MAX_NAME_LENGTH = 100
+
+export function checkOrganizationName(raw: unknown): string {
+  const name = typeof raw === 'string' ? raw.trim() : ''
+  if (name === '' || name.length > MAX_NAME_LENGTH || /\p{Cc}/u.test(name)) {
+    throw new ConsoleError('invalid', `The organisation name must have 1 to ${MAX_NAME_LENGTH} printable characters.`)
+  }
+  return name
+}
+
+export const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (preset === 'local' ? { ...LOCAL_TESTING_LIMITS } : {})
+
+/** Creates the organisation with the preset's limits; with `owner`, that user becomes its owner. */
+export function createOrganization(s: Pick<Services, 'clock'>, tx: DbOrTx, input: { name: string; preset: LimitPreset; owner?: string }, actor: Actor) {
+  const now = isoTime(s.clock.now())
+  const org = tx
+    .insert(organizations)
+    .values({ id: newId('org'), name: checkOrganizationName(input.name), createdAt: now })
+    .returning()
+    .get()
+  setOrgLimits(tx, org.id, presetOverrides(input.preset))
+  if (input.owner) tx.insert(memberships).values({ organizationId: org.id, userId: input.owner, role: 'owner', createdAt: now }).run()
+  recordAudit(s, tx, actor, { organizationId: null, action: 'organization.created', target: org.id, detail: `${org.name} (${input.preset === 'local' ? 'local testing' : 'hosted free plan'} limits)` })
+  return org
+}
+
+export const membershipsOf = (db: DbOrTx, userId: string): Membership[] =>
+  db
+    .select({ organizationId: organizations.id, name: organizations.name, role: memberships.role })
+    .from(memberships)
+    .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
+    .where(eq(memberships.userId, userId))
+    .orderBy(asc(organizations.name))
+    .all()
+
+/** The user's membership of the organisation; another organisation's id is simply not found. */
+export function requireMembership(db: DbOrTx, userId: string, organizationId: string, role?: Role): Membership {
+  const row = db
+    .select({ organizationId: organizations.id, name: organizations.name, role: memberships.role })
+    .from(memberships)
+    .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
+    .where(and(eq(memberships.userId, userId), eq(memberships.organizationId, organizationId)))
+    .get()
+  if (!row) throw notFound()
+  if (role === 'owner' && row.role !== 'owner') throw new ConsoleError('forbidden', 'Only owners of this organisation can do that.')
+  return row
+}
+
+export function organizationWithLimits(db: DbOrTx, defaults: Services['config']['limits'], organizationId: string) {
+  const row = db.select().from(organizations).where(eq(organizations.id, organizationId)).get()
+  if (!row) throw notFound()
+  return { id: row.id, name: row.name, createdAt: row.createdAt, limits: resolveOrgLimits(row, defaults), overrides: storedOverrides(row) }
+}
+
+export const listAllOrganizations = (db: DbOrTx) =>
+  db.select({ id: organizations.id, name: organizations.name, createdAt: organizations.createdAt }).from(organizations).orderBy(asc(organizations.createdAt)).all()
+
+/** Parses limit fields (strings from a form or flags); '' or absent leaves a limit as it is, 'default' returns it to the environment's. */
+export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLimitOverrides {
+  const overrides: OrgLimitOverrides = {}
+  for (const name of ORG_LIMIT_NAMES) {
+    const raw = input[name]
+    if (raw === undefined || raw === '') continue
+    if (raw === 'default') {
+      overrides[name] = null
+      continue
+    }
+    const text = String(raw).replaceAll(/[,_\s]/g, '')
+    if (!/^[0-9]{1,10}$/.test(text) || Number(text) < 1 || Number(text) > MAX_LIMIT) {
+      throw new ConsoleError('invalid', `${name} must be a whole number from 1 to 1,000,000,000 (or "default").`)
+    }
+    overrides[name] = Number(text)
+  }
+  return overrides
+}
+
+/** The operator sets limits; the change is audited in the organisation's log and takes effect on the next request. */
+export function changeLimits(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, overrides: OrgLimitOverrides, actor: Actor): void {
+  s.storage.write((tx) => {
+    if (!setOrgLimits(tx, organizationId, overrides)) throw notFound()
+    const detail = Object.entries(overrides)
+      .map(([name, value]) => `${name}=${value ?? 'default'}`)
+      .join(', ')
+    recordAudit(s, tx, actor, { organizationId, action: 'limits.changed', target: organizationId, detail })
+  })
+}
+
+/** The caller identity the console uses for domain verbs shared with the API (createInbox, getUsage). */
+export const consolePrincipal = (organizationId: string, limits: OrgLimits): Principal => ({ organizationId, keyPublicId: 'console', limits })

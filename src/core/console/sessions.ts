@@ -1,0 +1,86 @@
+/**
+ * Console sessions, Lucia's shape: a random token in the cookie, its SHA-256 as the row's
+ * key, an expiry that slides forward while the session is used, and every session of a
+ * user revocable at once.
+ */
+import { eq, lt } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import type { DbOrTx } from '../../storage/database.ts'
+import { sessions, users } from '../../storage/schema.ts'
+import type { Services } from '../services.ts'
+import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
+import type { User } from './users.ts'
+
+const DAY = 86_400_000
+
+export interface SessionLifetime {
+  /** Idle lifetime: a session unused this long is over. */
+  days: number
+}
+
+export interface ValidSession {
+  user: User
+  tokenSha256: string
+  expiresAt: number
+  /** True when the expiry moved: the cookie must be sent again with the new Max-Age. */
+  renewed: boolean
+}
+
+export function createSession(s: Pick<Services, 'clock'>, db: DbOrTx, userId: string, clientAddress: string, lifetime: SessionLifetime): { token: string; expiresAt: number } {
+  const token = newToken()
+  const now = s.clock.now()
+  const expiresAt = now + lifetime.days * DAY
+  db.insert(sessions)
+    .values({ tokenSha256: sha256Hex(token), userId, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress })
+    .run()
+  return { token, expiresAt }
+}
+
+/**
+ * The session for a cookie token, or null. Past half its lifetime the expiry moves to a
+ * full lifetime from now: one write per half-lifetime, not one per request.
+ */
+export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: string | undefined, lifetime: SessionLifetime): ValidSession | null {
+  if (!looksLikeToken(token)) return null
+  const { db } = s.storage
+  const tokenSha256 = sha256Hex(token)
+  const row = db.select().from(sessions).innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenSha256, tokenSha256)).get()
+  if (!row) return null
+  const now = s.clock.now()
+  let expiresAt = Date.parse(row.sessions.expiresAt)
+  if (expiresAt <= now) {
+    db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
+    return null
+  }
+  let renewed = false
+  if (expiresAt - now < (lifetime.days * DAY) / 2) {
+    expiresAt = now + lifetime.days * DAY
+    db.update(sessions)
+      .set({ expiresAt: isoTime(expiresAt) })
+      .where(eq(sessions.tokenSha256, tokenSha256))
+      .run()
+    renewed = true
+  }
+  return { user: row.users, tokenSha256, expiresAt, renewed }
+}
+
+export const endSession = (db: DbOrTx, tokenSha256: string): void => {
+  db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
+}
+
+/** Ends every session of the user (sign out everywhere, operator's revoke); returns how many. */
+export const endAllSessions = (db: DbOrTx, userId: string): number => db.delete(sessions).where(eq(sessions.userId, userId)).returning().all().length
+
+export const listSessions = (db: DbOrTx, userId: string) =>
+  db
+    .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
+    .from(sessions)
+    .where(eq(sessions.userId, userId))
+    .all()
+
+/** Expired rows are harmless (refused on use) but would pile up; the retention sweeper calls this. */
+export const deleteExpiredSessions = (db: DbOrTx, now: number): void => {
+  db.delete(sessions)
+    .where(lt(sessions.expiresAt, isoTime(now)))
+    .run()
+}

@@ -1,0 +1,79 @@
+/** Console accounts: email + argon2id password (Bun.password). */
+import { asc, eq, sql } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import { newId, randomHex } from '../../ids.ts'
+import type { DbOrTx } from '../../storage/database.ts'
+import { sessions, users } from '../../storage/schema.ts'
+import type { Services } from '../services.ts'
+import { ConsoleError } from './errors.ts'
+
+export type User = typeof users.$inferSelect
+
+export const MIN_PASSWORD_LENGTH = 10
+/** argon2 reads the whole input; a bound keeps one sign-in request from costing more than it should. */
+export const MAX_PASSWORD_LENGTH = 256
+const MAX_EMAIL_LENGTH = 254
+
+export const hashPassword = (password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id' })
+
+/** Lowercased and checked for one '@' with something on both sides; null when it is not an address. */
+export function normaliseEmail(raw: unknown): string | null {
+  if (typeof raw !== 'string') return null
+  const email = raw.trim().toLowerCase()
+  if (email.length > MAX_EMAIL_LENGTH || !/^[^\s@]+@[^\s@]+$/.test(email)) return null
+  return email
+}
+
+export function checkNewPassword(password: unknown): string {
+  if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
+    throw new ConsoleError('invalid', `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`)
+  }
+  return password
+}
+
+export const countUsers = (db: DbOrTx): number => db.select({ n: sql<number>`count(*)` }).from(users).get()!.n
+
+export const findUserByEmail = (db: DbOrTx, email: string): User | undefined => db.select().from(users).where(eq(users.email, email)).get()
+
+export const findUser = (db: DbOrTx, id: string): User | undefined => db.select().from(users).where(eq(users.id, id)).get()
+
+export const listUsers = (db: DbOrTx) => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
+
+/** Inserts the account; the caller hashed the password (hashing is async, transactions are not). */
+export function insertUser(s: Pick<Services, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
+  if (findUserByEmail(tx, input.email)) throw new ConsoleError('conflict', 'An account with this email already exists.')
+  return tx
+    .insert(users)
+    .values({ id: newId('user'), email: input.email, passwordHash: input.passwordHash, isOperator: input.isOperator ?? false, createdAt: isoTime(s.clock.now()) })
+    .returning()
+    .get()
+}
+
+/** A password an operator hands over; 80 random bits, readable aloud in groups. */
+export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')
+
+/**
+ * The operator's reset (the service sends no mail, so there is no self-service link): a new
+ * generated password, shown once to the operator, and every session of the user ends.
+ */
+export async function resetPassword(s: Pick<Services, 'storage'>, email: string): Promise<{ user: User; password: string } | null> {
+  const user = findUserByEmail(s.storage.db, email)
+  if (!user) return null
+  const password = generatePassword()
+  const passwordHash = await hashPassword(password)
+  s.storage.write((tx) => {
+    tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
+    tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
+  })
+  return { user, password }
+}
+
+/** Changes one's own password after checking the current one; other sessions end. */
+export async function changePassword(s: Pick<Services, 'storage'>, user: User, current: string, next: unknown, keepSessionSha256: string): Promise<void> {
+  if (!(await Bun.password.verify(current, user.passwordHash))) throw new ConsoleError('invalid', 'The current password is wrong.')
+  const passwordHash = await hashPassword(checkNewPassword(next))
+  s.storage.write((tx) => {
+    tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
+    tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${keepSessionSha256}`).run()
+  })
+}

@@ -1,0 +1,104 @@
+/**
+ * A browser stand-in for console tests over real HTTP: keeps cookies, follows nothing by
+ * itself (redirects are asserted), sends the Origin a browser would, and repeats the last
+ * page's CSRF token in forms unless told otherwise.
+ */
+import type { TestServer } from './harness.ts'
+
+export interface Page {
+  status: number
+  headers: Headers
+  html: string
+  location: string | null
+}
+
+const CSRF = /name="_csrf" value="([^"]+)"/
+
+export class ConsoleClient {
+  readonly cookies = new Map<string, string>()
+  csrf: string | undefined
+
+  constructor(readonly baseUrl: string) {}
+
+  static for(server: TestServer): ConsoleClient {
+    return new ConsoleClient(server.url)
+  }
+
+  private cookieHeader(): string {
+    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+  }
+
+  private async send(path: string, init: RequestInit & { headers: Record<string, string> }): Promise<Page> {
+    if (this.cookies.size > 0) init.headers.cookie = this.cookieHeader()
+    const response = await fetch(this.baseUrl + path, { ...init, redirect: 'manual' })
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      const eq = pair!.indexOf('=')
+      const name = pair!.slice(0, eq)
+      const value = pair!.slice(eq + 1)
+      if (value === '' || /Max-Age=0\b/.test(line)) this.cookies.delete(name)
+      else this.cookies.set(name, value)
+    }
+    const html = await response.text()
+    const token = CSRF.exec(html)?.[1]
+    if (token) this.csrf = token
+    return { status: response.status, headers: response.headers, html, location: response.headers.get('location') }
+  }
+
+  get(path: string, headers: Record<string, string> = {}): Promise<Page> {
+    return this.send(path, { method: 'GET', headers })
+  }
+
+  /** A form post; `origin: null` omits the header, `csrf: null` omits the token. */
+  post(path: string, fields: Record<string, string> = {}, options: { origin?: string | null; csrf?: string | null; headers?: Record<string, string> } = {}): Promise<Page> {
+    const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...options.headers }
+    const origin = options.origin === undefined ? this.baseUrl : options.origin
+    if (origin !== null) headers.origin = origin
+    const csrf = options.csrf === undefined ? this.csrf : options.csrf
+    const body = new URLSearchParams(csrf === null || csrf === undefined ? fields : { _csrf: csrf, ...fields })
+    return this.send(path, { method: 'POST', headers, body: body.toString() })
+  }
+}
+
+export const PASSWORD = 'correct horse battery'
+
+/** The setup link the server logged at start-up. */
+export function setupPath(server: TestServer): string {
+  const line = server.logs.find((entry) => entry.event === 'console_setup_pending')
+  if (!line) throw new Error('no console_setup_pending log line')
+  const url = new URL(line.setup_url)
+  return url.pathname + url.search
+}
+
+/** Runs /setup as the operator; returns the signed-in client, the organisation id and the first key. */
+export async function setUp(server: TestServer, options: { email?: string; preset?: 'hosted' | 'local'; organization?: string } = {}) {
+  const client = ConsoleClient.for(server)
+  const path = setupPath(server)
+  const form = await client.get(path)
+  if (form.status !== 200) throw new Error(`setup page answered ${form.status}`)
+  const token = new URL(path, 'http://x').searchParams.get('token')!
+  const done = await client.post('/setup', {
+    token,
+    email: options.email ?? 'operator@example.com',
+    password: PASSWORD,
+    organization: options.organization ?? 'Acme',
+    preset: options.preset ?? 'hosted',
+  })
+  if (done.status !== 200) throw new Error(`setup answered ${done.status}: ${done.html}`)
+  const key = /value="(ph_live_[0-9a-f_]+)"/.exec(done.html)?.[1]
+  const organizationId = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(done.html)?.[1]
+  if (!key || !organizationId) throw new Error('setup page shows no key or organisation')
+  return { client, key, organizationId }
+}
+
+/** Signs a user in with a fresh client. */
+export async function signedIn(server: TestServer, email: string, password = PASSWORD): Promise<ConsoleClient> {
+  const client = ConsoleClient.for(server)
+  await client.get('/console/sign-in')
+  const page = await client.post('/console/sign-in', { email, password, next: '/console' })
+  if (page.status !== 303) throw new Error(`sign-in answered ${page.status}`)
+  // Load a signed-in page, as a browser would, so forms carry the session's CSRF token.
+  const landing = await client.get('/console')
+  if (landing.location) await client.get(landing.location)
+  return client
+}
