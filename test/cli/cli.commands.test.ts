@@ -1,7 +1,4 @@
-/**
- * The admin CLI run as a real process against a running server's file. Each test works on
- * its own organisation, so the tests (each a few process starts) run side by side.
- */
+/** The admin CLI run as a real process against a running server's file. */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
@@ -47,7 +44,7 @@ async function newKey(orgId: string): Promise<string> {
 }
 
 describe('orgs', () => {
-  test.concurrent('create prints the organisation id as the last line; list shows it', async () => {
+  test('create prints the organisation id as the last line; list shows it', async () => {
     const id = await newOrg('Acme QA')
     expect(id).toMatch(/^org_[0-9a-f]{32}$/)
     const list = await cli('orgs', 'list')
@@ -56,7 +53,7 @@ describe('orgs', () => {
     expect(row).toContain('Acme QA')
   })
 
-  test.concurrent('create without a name fails with usage and a non-zero code', async () => {
+  test('create without a name fails with usage and a non-zero code', async () => {
     const run = await cli('orgs', 'create')
     expect(run.code).not.toBe(0)
     expect(run.stderr).toContain('usage')
@@ -64,7 +61,7 @@ describe('orgs', () => {
 })
 
 describe('keys', () => {
-  test.concurrent('create prints a working key as the last line; only a hash is stored', async () => {
+  test('create prints a working key as the last line; only a hash is stored', async () => {
     const orgId = await newOrg('keys-org')
     const key = await newKey(orgId)
     expect(key).toMatch(KEY)
@@ -91,7 +88,7 @@ describe('keys', () => {
     }
   })
 
-  test.concurrent('each key is different, and all keys of an organisation see the same inboxes', async () => {
+  test('each key is different, and all keys of an organisation see the same inboxes', async () => {
     const orgId = await newOrg('two-keys')
     const [a, b] = [await newKey(orgId), await newKey(orgId)]
     expect(a).not.toBe(b)
@@ -99,13 +96,13 @@ describe('keys', () => {
     expect((await server.get(`/v1/inboxes/${created.body.data.id}`, b)).status).toBe(200)
   })
 
-  test.concurrent('create for an unknown organisation fails and prints no key', async () => {
+  test('create for an unknown organisation fails and prints no key', async () => {
     const run = await cli('keys', 'create', 'org_' + '0'.repeat(32))
     expect(run.code).not.toBe(0)
     expect(run.stdout).not.toMatch(/ph_live_/)
   })
 
-  test.concurrent('list shows public ids, created, last used and revoked, never the secret', async () => {
+  test('list shows public ids, created, last used and revoked, never the secret', async () => {
     const orgId = await newOrg('list-org')
     const key = await newKey(orgId)
     const publicId = key.slice(8, 24)
@@ -120,7 +117,7 @@ describe('keys', () => {
     expect(used.split('\t')[2]).toMatch(/^\d{4}-\d{2}-\d{2}T/)
   })
 
-  test.concurrent('revoke by full key: the running server answers 401 at once', async () => {
+  test('revoke by full key: the running server answers 401 at once', async () => {
     const orgId = await newOrg('revoke-full')
     const key = await newKey(orgId)
     expect((await server.get('/v1/usage', key)).status).toBe(200)
@@ -137,7 +134,7 @@ describe('keys', () => {
     expect(listed.split('\t')[3]).toMatch(/^\d{4}-\d{2}-\d{2}T/)
   })
 
-  test.concurrent('revoke by public id leaves the organisation’s other keys working', async () => {
+  test('revoke by public id leaves the organisation’s other keys working', async () => {
     const orgId = await newOrg('revoke-public')
     const [doomed, kept] = [await newKey(orgId), await newKey(orgId)]
     expect((await cli('keys', 'revoke', doomed.slice(8, 24))).code).toBe(0)
@@ -147,7 +144,7 @@ describe('keys', () => {
     expect((await cli('keys', 'revoke', doomed)).code).toBe(0)
   })
 
-  test.concurrent('a full key with a wrong secret revokes nothing', async () => {
+  test('a full key with a wrong secret revokes nothing', async () => {
     const orgId = await newOrg('revoke-typo')
     const key = await newKey(orgId)
     const typo = key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')
@@ -156,13 +153,13 @@ describe('keys', () => {
     expect((await server.get('/v1/usage', key)).status).toBe(200)
   })
 
-  test.concurrent('revoking an unknown key fails with a non-zero code', async () => {
+  test('revoking an unknown key fails with a non-zero code', async () => {
     const run = await cli('keys', 'revoke', 'f'.repeat(16))
     expect(run.code).not.toBe(0)
   })
 })
 
-test.concurrent('an unknown command prints usage and exits non-zero', async () => {
+test('an unknown command prints usage and exits non-zero', async () => {
   for (const args of [[], ['orgs'], ['keys', 'delete', 'x'], ['nope']]) {
     const run = await cli(...args)
     expect(run.code).not.toBe(0)
