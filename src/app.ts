@@ -4,9 +4,11 @@
  * order. Tests call startApp() directly to run several independent servers in one process.
  */
 import type { AddressInfo } from 'node:net'
+import { availableParallelism } from 'node:os'
 import { systemClock, type Clock } from './clock.ts'
 import type { Config } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
+import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
@@ -83,6 +85,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     requestLimiter: new RequestRateLimiter(clock),
     longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
+    parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     metrics,
     disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
     stopping: stopping.signal,
@@ -156,6 +159,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       const smtpClosed = new Promise<void>((resolve) => smtp.close(() => resolve()))
       await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
       await server.stop(true)
+      services.parser.close()
       storage.close()
       logger.info('stopped')
     })())

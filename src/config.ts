@@ -169,12 +169,28 @@ export const SETTINGS = [
     default: '300000',
     description: 'Lines per raw message (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
   },
+  {
+    env: 'LIMIT_MESSAGE_PARTS',
+    key: 'messageParts',
+    group: 'limits',
+    kind: positive(),
+    default: '5000',
+    description:
+      'Lines that can delimit a MIME part (they start with `--`) per raw message (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
+  },
   { env: 'LIMIT_ATTACHMENTS', key: 'attachments', group: 'limits', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
   { env: 'LIMIT_ATTACHMENT_BYTES', key: 'attachmentBytes', group: 'limits', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
   { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', key: 'attachmentsTotalBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },
   { env: 'LIMIT_BODY_BYTES', key: 'bodyBytes', group: 'limits', kind: positive(), default: String(1 * MiB), description: 'Text body and HTML body, each (UTF-8 bytes).' },
   { env: 'RETENTION_DAYS', key: 'retentionDays', group: 'limits', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
   { env: 'IDEMPOTENCY_HOURS', key: 'idempotencyHours', group: 'limits', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
+  {
+    env: 'PARSE_TIMEOUT_MS',
+    key: 'parseTimeoutMs',
+    kind: { type: 'int', min: 10, max: 600_000 },
+    default: '5000',
+    description: 'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
+  },
   { env: 'SMTP_MAX_CLIENTS', key: 'smtpMaxClients', group: 'limits', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
   {
     env: 'DISK_MIN_FREE',

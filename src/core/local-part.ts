@@ -5,10 +5,10 @@ import { randomBytes, randomInt } from 'node:crypto'
 import { DomainError } from './errors.ts'
 
 /** createInbox rule: 3 to 40 characters, lowercase alphanumerics, hyphens only in the middle. */
-const PREFIX_PATTERN = /^[a-z0-9](?:[a-z0-9-]{1,38})[a-z0-9]$/
+export const PREFIX_PATTERN = /^[a-z0-9](?:[a-z0-9-]{1,38})[a-z0-9]$/
 
 /** Role and system names a tester must never be handed, plus our own name. */
-const RESERVED_LOCAL_PARTS = new Set([
+export const RESERVED_LOCAL_PARTS = new Set([
   'admin',
   'administrator',
   'abuse',

@@ -7,6 +7,7 @@ import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
+import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
@@ -26,6 +27,8 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Parses inbound mail off the event loop. */
+  parser: ParsePool
   /** Counters and histograms for /metrics; plain numbers, no I/O. */
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */

@@ -12,11 +12,13 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   organization_burst_exceeded: { code: 450, text: 'Organization receive rate exceeded, try again later' },
   message_too_large: { code: 552, text: 'Message size exceeds fixed maximum message size' },
   too_many_lines: { code: 552, text: 'Message has too many lines' },
+  too_many_parts: { code: 552, text: 'Message has too many MIME parts' },
   too_many_attachments: { code: 552, text: 'Too many attachments' },
   attachment_too_large: { code: 552, text: 'Attachment too large' },
   attachments_too_large: { code: 552, text: 'Attachments too large in total' },
   body_too_large: { code: 552, text: 'Message body too large' },
   unparseable: { code: 554, text: 'Message could not be parsed' },
+  parse_timeout: { code: 554, text: 'Message could not be parsed in time' },
   storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
   insufficient_storage: { code: 452, text: '4.3.1 Insufficient system storage' }, // RFC 3463's code, as Postfix words it
   tls_required: { code: 530, text: 'Must issue a STARTTLS command first' }, // RFC 3207

@@ -111,14 +111,14 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
             s.logger.info('smtp_message_stored', {
               session_id: session.id,
               message_ids: stored.map((m) => m.messageId),
-              size_bytes: raw.byteLength,
+              size_bytes: size, // raw itself was handed to the parser
               duration_ms: Math.round((performance.now() - started) * 100) / 100,
             })
             callback(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
           },
           (error: unknown) => {
             letGo()
-            callback(refuse(session, error, { size_bytes: raw.byteLength }))
+            callback(refuse(session, error, { size_bytes: size }))
           },
         )
       })

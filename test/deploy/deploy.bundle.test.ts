@@ -4,7 +4,7 @@
  * mail, exactly like the source.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
@@ -24,6 +24,8 @@ afterAll(() => {
 test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh database', async () => {
   const build = Bun.spawnSync(['bun', 'run', 'build'], { cwd: ROOT, stdout: 'pipe', stderr: 'pipe' })
   expect(build.exitCode).toBe(0)
+  // Mail is parsed in workers the bundle starts from its own folder.
+  expect(existsSync(join(ROOT, 'dist', 'parse-worker.js'))).toBe(true)
   const env = { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite'), RECEIVING_DOMAIN: 'bundle.test' }
   server = Bun.spawn(['bun', join(ROOT, 'dist', 'server.js')], { cwd: dir, env, stdout: 'pipe', stderr: 'pipe' })
   const reader = (server.stdout as ReadableStream<Uint8Array>).getReader()
@@ -52,6 +54,8 @@ test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh 
   const inbox = ((await (await fetch(`http://127.0.0.1:${httpPort}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string; address: string } }).data
   const sent = await sendMail(smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'from the bundle' }))
   expect(sent.data?.code).toBe(250)
-  const listed = (await (await fetch(`http://127.0.0.1:${httpPort}/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, { headers: auth })).json()) as { data: Array<{ subject: string }> }
-  expect(listed.data[0]?.subject).toBe('from the bundle')
+  const listed = (await (await fetch(`http://127.0.0.1:${httpPort}/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, { headers: auth })).json()) as {
+    data: Array<{ subject: string; preview: string }>
+  }
+  expect(listed.data[0]).toMatchObject({ subject: 'from the bundle', preview: 'Hello there' })
 }, 30_000)

@@ -95,8 +95,8 @@ export async function asApi(response: Response): Promise<ApiResponse> {
 export const downloadAttachment = (server: TestServer, id: string, key: string) => fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
 
 /** A roomy server with one tenant and one inbox, shared by the tests of one file. */
-export async function startWithInbox(): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
-  const server = await startRoomyServer()
+export async function startWithInbox(env: Record<string, string> = {}): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
+  const server = await startRoomyServer({ env })
   const tenant = server.tenant()
   return { server, tenant, inbox: await newInbox(server, tenant.key) }
 }

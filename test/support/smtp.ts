@@ -81,9 +81,14 @@ export class SmtpClient {
   }
 
   writeBody(raw: string | Buffer): void {
+    this.socket.write(SmtpClient.dotStuffed(raw))
+  }
+
+  /** The message as DATA carries it: CRLF line ends, a leading dot doubled (no final dot). */
+  static dotStuffed(raw: string | Buffer): Buffer {
     const text = Buffer.isBuffer(raw) ? raw.toString('latin1') : raw
     const normalized = text.replace(/\r?\n/g, '\r\n').replace(/^\./gm, '..')
-    this.socket.write(Buffer.from(normalized, Buffer.isBuffer(raw) ? 'latin1' : 'utf8'))
+    return Buffer.from(normalized, Buffer.isBuffer(raw) ? 'latin1' : 'utf8')
   }
 
   /** MAIL, RCPT for each recipient, and DATA if any was accepted, on this connection. */

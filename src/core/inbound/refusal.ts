@@ -9,11 +9,13 @@ export type RefusalReason =
   | 'organization_burst_exceeded'
   | 'message_too_large'
   | 'too_many_lines'
+  | 'too_many_parts'
   | 'too_many_attachments'
   | 'attachment_too_large'
   | 'attachments_too_large'
   | 'body_too_large'
   | 'unparseable'
+  | 'parse_timeout'
   | 'storage_failed'
   /** SMTP_REQUIRE_TLS is on and the sender did not STARTTLS first. */
   | 'tls_required'

@@ -1,0 +1,70 @@
+/**
+ * Hostile message shapes at the limits, as raw RFC 5322 text. Those in ADVERSARIAL stay
+ * within every limit, so they reach the parser and the preview, which is where a non-linear
+ * step would hold the event loop; those in REFUSED pass a structural limit and are refused
+ * by the scan that runs before parsing.
+ */
+const MiB = 1024 * 1024
+const HEAD = ['From: attacker@example.net', 'To: {to}', 'Subject: hostile', 'MIME-Version: 1.0']
+
+/** `unit` repeated to `bytes`, cut into lines of at most 998 characters (RFC 5322's limit). */
+function lines(unit: string, bytes: number): string {
+  const flat = unit.repeat(Math.ceil(bytes / unit.length)).slice(0, bytes)
+  const out: string[] = []
+  for (let at = 0; at < flat.length; at += 998) out.push(flat.slice(at, at + 998))
+  return out.join('\r\n')
+}
+
+const html = (to: string, body: string) => [...HEAD, 'Content-Type: text/html; charset=utf-8', '', body, ''].join('\r\n').replace('{to}', to)
+
+/** Just under the 1 MiB body limit once line breaks are added. */
+const BODY = MiB - 32 * 1024
+
+export const ADVERSARIAL: Record<string, (to: string) => string> = {
+  'unclosed <script': (to) => html(to, lines('<script', BODY)),
+  'unclosed <style': (to) => html(to, lines('<style ', BODY)),
+  'unclosed <!--': (to) => html(to, lines('<!--', BODY)),
+  'unclosed <': (to) => html(to, lines('<', BODY)),
+  'a huge attribute': (to) => html(to, `<a title="${lines('x', BODY)}">t</a>`),
+  'an entity flood': (to) => html(to, lines('&amp;&#x1F600;&lt', BODY)),
+  '5,000 parts (the most LIMIT_MESSAGE_PARTS allows)': (to) => {
+    const parts = Array.from({ length: 4_999 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`)
+    return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...parts, '--b--', ''].join('\r\n').replace('{to}', to)
+  },
+  'a header folded 200,000 times': (to) => [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  '20,000 headers': (to) => [...HEAD, ...Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  '100,000 tiny headers': (to) => [...HEAD, ...Array.from({ length: 100_000 }, (_, i) => `X${i % 10}: y`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  'text and HTML bodies of 1 MiB each': (to) => {
+    const body = (type: string, char: string) => [`--b`, `Content-Type: text/${type}`, '', lines(char, BODY)].join('\r\n')
+    return [...HEAD, 'Content-Type: multipart/alternative; boundary="b"', '', body('plain', 't'), body('html', 'h'), '--b--', ''].join('\r\n').replace('{to}', to)
+  },
+}
+
+/** Shapes refused before parsing, with their reply code: tens of thousands of parts would cost the parser about 2 KiB each. */
+export const REFUSED: Record<string, { raw: (to: string) => string; code: number }> = {
+  '30,000 parts': {
+    raw: (to) =>
+      [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`), '--b--', '']
+        .join('\r\n')
+        .replace('{to}', to),
+    code: 552,
+  },
+  '299,000 empty parts': { raw: (to) => [...HEAD, 'Content-Type: multipart/mixed; boundary=b', '', '--b\r\n'.repeat(299_000)].join('\r\n').replace('{to}', to), code: 552 },
+  '301,000 lines': { raw: (to) => [...HEAD, '', 'x\r\n'.repeat(301_000)].join('\r\n').replace('{to}', to), code: 552 },
+}
+
+/** A legitimate message just under the 10 MiB raw limit: two attachments of 3.5 MiB in base64. */
+export function AT_SIZE_LIMIT(to: string): string {
+  const part = (i: number) =>
+    [
+      '--b',
+      'Content-Type: application/octet-stream',
+      `Content-Disposition: attachment; filename="f${i}.bin"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      Buffer.alloc(3.5 * MiB, i + 1)
+        .toString('base64')
+        .replace(/.{76}/g, '$&\r\n'),
+    ].join('\r\n')
+  return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', 'see attached', part(0), part(1), '--b--', ''].join('\r\n').replace('{to}', to)
+}
