@@ -11,8 +11,8 @@ import { join } from 'node:path'
 import { watchEventLoop, pollHealth, type LoopStall } from '../support/event-loop.ts'
 import type { TestServer, Tenant } from '../support/harness.ts'
 import { SmtpClient } from '../support/smtp.ts'
-import { startWithInbox } from '../messages/support.ts'
-import { ADVERSARIAL, AT_SIZE_LIMIT, REFUSED } from './adversarial.ts'
+import { startWithInbox } from '../support/messages.ts'
+import { ADVERSARIAL, AT_SIZE_LIMIT, REFUSED } from '../support/adversarial-mail.ts'
 
 let server: TestServer
 let tenant: Tenant
