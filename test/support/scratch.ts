@@ -12,7 +12,7 @@ import { join } from 'node:path'
 const RAM_BACKED = '/dev/shm'
 // Room for many servers at once, each with the free-space guard's ballast file; a container's
 // small default /dev/shm would trip that guard, so it falls back to the ordinary temp folder.
-const ROOM_NEEDED = 2 * 1024 ** 3
+const ROOM_NEEDED = 1024 ** 3
 const roomIn = (path: string) => {
   const volume = statfsSync(path)
   return volume.bavail * volume.bsize
