@@ -178,6 +178,15 @@ export const SETTINGS = [
     description:
       'Lines that can delimit a MIME part (they start with `--`) per raw message (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
   },
+  {
+    env: 'LIMIT_HEADER_BYTES',
+    key: 'headerBytes',
+    group: 'limits',
+    kind: positive(2 * MiB),
+    default: String(256 * 1024),
+    description:
+      'Header bytes per message, all MIME parts together (not a spec limit: the parser holds about 100 times the header bytes in memory, so 1.75 MB of `To:` cost 174 MiB; real mail has a few KiB). Over it: `554`.',
+  },
   { env: 'LIMIT_ATTACHMENTS', key: 'attachments', group: 'limits', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
   { env: 'LIMIT_ATTACHMENT_BYTES', key: 'attachmentBytes', group: 'limits', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
   { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', key: 'attachmentsTotalBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },

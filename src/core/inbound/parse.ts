@@ -39,7 +39,7 @@ const toBuffer = (content: ArrayBuffer | Uint8Array | string): Buffer =>
 export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limits): Promise<ParsedMail> {
   let email: Email
   try {
-    email = await new FaithfulPostalMime().parse(raw)
+    email = await new FaithfulPostalMime({ maxHeadersSize: limits.headerBytes }).parse(raw)
   } catch (error) {
     throw new InboundRefusal('unparseable', error instanceof Error ? error.message.slice(0, 120) : '')
   }
