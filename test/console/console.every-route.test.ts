@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
-import { multipartMessage, randomAttachment } from '../deploy/mime.ts'
+import { multipartMessage, randomAttachment } from '../support/deploy-mime.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
 
