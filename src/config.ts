@@ -261,6 +261,15 @@ export const SETTINGS = [
       "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection must then start with the header.",
   },
   {
+    env: 'SMTP_GREETING_DELAY_MS',
+    key: 'smtpGreetingDelayMs',
+    // Every connection holds a client slot while it waits, so the wait stays short of a minute.
+    kind: { type: 'int', min: 0, max: 30_000 },
+    default: '0',
+    description:
+      'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test open a connection per message). A public MX that takes mail from the internet may set a few seconds to turn away spam bots that do not wait (see docs/latency.md). Below `SMTP_GREETING_TIMEOUT_MS`.',
+  },
+  {
     env: 'DISK_MIN_FREE',
     key: 'diskMinFree',
     kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%' },
@@ -362,6 +371,10 @@ function checkCombinations(config: Config): void {
   // One address may hold half the DATA memory, and that half must hold a whole message.
   if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
     throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)
+  }
+  // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
+  if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
+    throw new ConfigError('SMTP_GREETING_DELAY_MS', `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`)
   }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }

@@ -28,6 +28,8 @@ describe('a bad value stops the process with one line naming the variable', () =
     ['LIMIT_REQUESTS_PER_KEY', { LIMIT_REQUESTS_PER_KEY: '1e3' }],
     ['IDEMPOTENCY_HOURS', { IDEMPOTENCY_HOURS: '1.5' }],
     ['EMAIL_ROUTING', { EMAIL_ROUTING: 'smtp' }],
+    ['SMTP_GREETING_DELAY_MS', { SMTP_GREETING_DELAY_MS: '30001' }],
+    ['SMTP_GREETING_DELAY_MS', { SMTP_GREETING_DELAY_MS: '5000', SMTP_GREETING_TIMEOUT_MS: '5000' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'verbose' }],
     ['BASE_URL', { BASE_URL: 'not a url' }],
     ['FILES_URL', { FILES_URL: 'ftp://files.example.com' }],

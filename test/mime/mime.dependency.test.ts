@@ -17,7 +17,7 @@ test('postal-mime is pinned to an exact version, installed at that version, with
   const pinned: string = manifest.dependencies['postal-mime']
   expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
   expect(installed.version).toBe(pinned)
-  expect(manifest.patchedDependencies).toEqual({ [`postal-mime@${pinned}`]: `patches/postal-mime@${pinned}.patch` })
+  expect(manifest.patchedDependencies).toMatchObject({ [`postal-mime@${pinned}`]: `patches/postal-mime@${pinned}.patch` })
 })
 
 test('the patch is applied: a nested message is parsed by the subclass that parses its parent', async () => {
