@@ -84,7 +84,7 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   await expect(page.getByText('No inboxes yet.')).toBeVisible()
   await page.getByLabel('Address (optional)').fill('build-bot')
   await page.getByRole('button', { name: 'Create inbox' }).click()
-  const address = 'build-bot@localhost'
+  const address = 'build-bot@pigeonhole.test' // the default RECEIVING_DOMAIN
   await expect(page.getByRole('heading', { name: address })).toBeVisible()
   // The empty state gives the exact command, with this server's SMTP port.
   await expect(page.locator('#no-messages pre')).toContainText(`swaks --server localhost:${server.smtpPort} --to ${address}`)

@@ -1,8 +1,8 @@
 /**
  * The operational contract: every environment variable the product reads, with its
  * default and meaning, declared once here. The Config and Limits types are derived from
- * this list, the values are parsed once at boot, and the README's configuration table is
- * printed from it (`bun src/cli.ts config`), so none of them can drift apart.
+ * this list, the values are parsed once at boot, and docs/configuration.md's table is
+ * printed from it (`bun run docs:config`), so none of them can drift apart.
  */
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
 
@@ -21,8 +21,9 @@ export const SETTINGS = [
     env: 'RECEIVING_DOMAIN',
     key: 'receivingDomain',
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },
-    default: 'localhost',
-    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`.',
+    default: 'pigeonhole.test',
+    // A reserved .test name (RFC 2606): never a real domain, yet email validators accept it (most refuse @localhost).
+    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
   },
   { env: 'BASE_URL', key: 'baseUrl', kind: { type: 'url' }, default: { from: (c) => `http://localhost:${c.port}`, shown: 'http://localhost:PORT' }, description: 'Public URL of the API.' },
   { env: 'FILES_URL', key: 'filesUrl', kind: { type: 'url' }, default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' }, description: 'Public URL used in attachment `download_url`s.' },

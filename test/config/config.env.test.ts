@@ -122,7 +122,7 @@ describe('loadConfig', () => {
       smtpPort: 2525,
       host: '0.0.0.0',
       databasePath: './data/pigeonhole.db',
-      receivingDomain: 'localhost',
+      receivingDomain: 'pigeonhole.test',
       baseUrl: 'http://localhost:3000',
       filesUrl: 'http://localhost:3000',
       emailRouting: 'none',

@@ -1,8 +1,8 @@
 import { Elysia, t } from 'elysia'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import type { Services } from '../../core/services.ts'
-import { ErrorModel } from '../openapi.ts'
 import { downloadResponse } from '../download-response.ts'
+import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
 // The header builder lives with the shared download response (the console serves downloads too).
@@ -17,11 +17,5 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     },
     {
       response: { 200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }), 401: ErrorModel, 404: ErrorModel, 429: ErrorModel },
-      detail: {
-        operationId: 'downloadAttachment',
-        summary: 'Raw attachment bytes (same route on BASE_URL and FILES_URL)',
-        tags: ['attachments'],
-        responses: { 200: { description: 'Raw bytes', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } } },
-      },
     },
   )

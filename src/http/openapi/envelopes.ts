@@ -1,9 +1,9 @@
 /**
- * The HTTP-only pieces of the OpenAPI document: the envelopes around the resource models
- * of src/core/models.ts, the error envelope, and the health and createInbox body schemas.
+ * The HTTP-only schemas: the envelopes around the resource models of src/core/models.ts,
+ * the error envelope, and the health and createInbox body schemas. Routes validate their
+ * answers with them, and the OpenAPI document (document.ts) names them as components.
  */
 import { Type as T, type TSchema } from '@sinclair/typebox'
-import { MessageModel, MessageSummaryModel } from '../core/models.ts'
 
 export const ErrorModel = T.Object({ error: T.Object({ code: T.String(), message: T.String(), request_id: T.String() }, { additionalProperties: false }) }, { additionalProperties: false })
 
@@ -18,15 +18,5 @@ export const CreateInboxBodyModel = T.Object(
 export const page = <S extends TSchema>(item: S) => T.Object({ data: T.Array(item), next_cursor: T.Union([T.String(), T.Null()]) }, { additionalProperties: false })
 export const single = <S extends TSchema>(item: S) => T.Object({ data: item }, { additionalProperties: false })
 
-/** A listOrWaitForMessages item: a summary, or a full message with include=content. */
-export const MessageListItemModel = T.Union([MessageSummaryModel, MessageModel])
-
 /** `response` entries for the error statuses a route documents, all with the error envelope. */
 export const errorResponses = (...statuses: number[]): Record<number, typeof ErrorModel> => Object.fromEntries(statuses.map((status) => [status, ErrorModel]))
-
-/** A TypeBox schema as the plain JSON Schema object the OpenAPI document embeds. */
-export const plainSchema = (schema: TSchema): Record<string, never> => JSON.parse(JSON.stringify(schema))
-
-/** `detail.responses` entries for the error statuses of a route that is documented rather than validated. */
-export const documentedErrorResponses = (...statuses: number[]) =>
-  Object.fromEntries(statuses.map((status) => [status, { description: 'Error', content: { 'application/json': { schema: plainSchema(ErrorModel) } } }]))
