@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
-const ROOT = join(import.meta.dir, '..')
+const ROOT = join(import.meta.dir, '..', '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-first-run-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
