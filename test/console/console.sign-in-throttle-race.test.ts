@@ -2,7 +2,7 @@
  * Parallel sign-ins over real HTTP: every attempt is counted before its argon2id check, so a
  * wave of guesses sent at once cannot all pass the throttle, and only a few checks run at a time.
  */
-import { afterEach, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { FAILURES_PER_ACCOUNT, FAILURES_PER_ADDRESS, MAX_CONCURRENT_VERIFICATIONS, SignInThrottle } from '../../src/core/console/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -10,8 +10,16 @@ import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 
 setDefaultTimeout(60_000)
 
-let server: TestServer | undefined
-afterEach(() => server?.stop())
+// One server; each test signs in from its own client address (CLIENT_ADDRESS_HEADER), so the
+// address counts one test leaves do not reach the next.
+let server: TestServer
+beforeAll(async () => {
+  server = await startTestServer({ env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client' } })
+  await setUp(server, { email: 'operator@example.com' })
+})
+afterAll(() => server.stop())
+
+const fromAddress = (address: string) => ({ headers: { 'x-test-client': address } })
 
 function counts(statuses: number[]): Record<number, number> {
   const all: Record<number, number> = {}
@@ -20,13 +28,13 @@ function counts(statuses: number[]): Record<number, number> {
 }
 
 test('a parallel wave of wrong passwords with the right one last does not sign in, and locks the account', async () => {
-  server = await startTestServer()
-  await setUp(server, { email: 'operator@example.com' })
   const client = ConsoleClient.for(server)
   await client.get('/console/sign-in')
   const wave = 40
   const pages = await Promise.all(
-    Array.from({ length: wave }, (_, i) => client.post('/console/sign-in', { email: 'operator@example.com', password: i === wave - 1 ? PASSWORD : `wrong guess ${i}`, next: '/console' })),
+    Array.from({ length: wave }, (_, i) =>
+      client.post('/console/sign-in', { email: 'operator@example.com', password: i === wave - 1 ? PASSWORD : `wrong guess ${i}`, next: '/console' }, fromAddress('10.1.0.1')),
+    ),
   )
   const statuses = counts(pages.map((page) => page.status))
   expect(statuses[303]).toBeUndefined()
@@ -35,18 +43,17 @@ test('a parallel wave of wrong passwords with the right one last does not sign i
   for (const page of pages.filter((candidate) => candidate.status === 429)) expect(Number(page.headers.get('retry-after'))).toBeGreaterThan(0)
   // Every refused guess was counted: the rest of the account's allowance, then even the right password is refused.
   for (let i = statuses[401] ?? 0; i < FAILURES_PER_ACCOUNT; i++) {
-    expect((await client.post('/console/sign-in', { email: 'operator@example.com', password: `late guess ${i}`, next: '/console' })).status).toBe(401)
+    expect((await client.post('/console/sign-in', { email: 'operator@example.com', password: `late guess ${i}`, next: '/console' }, fromAddress('10.1.0.1'))).status).toBe(401)
   }
-  expect((await client.post('/console/sign-in', { email: 'operator@example.com', password: PASSWORD, next: '/console' })).status).toBe(429)
+  expect((await client.post('/console/sign-in', { email: 'operator@example.com', password: PASSWORD, next: '/console' }, fromAddress('10.1.0.2'))).status).toBe(429)
 })
 
 test('at most MAX_CONCURRENT_VERIFICATIONS password checks run at once; the rest get 429 with Retry-After', async () => {
-  server = await startTestServer()
   const client = ConsoleClient.for(server)
   await client.get('/console/sign-in')
   // Distinct made-up accounts, fewer than the address allows: only the concurrency cap can refuse.
   const wave = Math.min(FAILURES_PER_ADDRESS - 1, MAX_CONCURRENT_VERIFICATIONS * 3)
-  const pages = await Promise.all(Array.from({ length: wave }, (_, i) => client.post('/console/sign-in', { email: `nobody${i}@example.com`, password: `guess ${i}` })))
+  const pages = await Promise.all(Array.from({ length: wave }, (_, i) => client.post('/console/sign-in', { email: `nobody${i}@example.com`, password: `guess ${i}` }, fromAddress('10.2.0.1'))))
   const refused = pages.filter((page) => page.status === 429)
   expect(pages.filter((page) => page.status === 401).length).toBeLessThanOrEqual(MAX_CONCURRENT_VERIFICATIONS)
   expect(refused.length).toBeGreaterThanOrEqual(wave - MAX_CONCURRENT_VERIFICATIONS)

@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+import { until } from '../support/messages.ts'
 import { rawHttp, type RawResponse } from '../support/raw-http.ts'
 
 let server: TestServer
@@ -51,14 +52,10 @@ test('Host: api gets the same CORS grant and the same log line as a long Host', 
   const long = await send('api.example.com', 'GET', '/v1/usage', { Origin: 'http://localhost:3000' })
   expect(short.headers['access-control-allow-origin']).toBe('http://localhost:3000')
   expect(short.headers['access-control-allow-origin']).toBe(long.headers['access-control-allow-origin']!)
-  const logged = (id: string | undefined) => server.logs.find((line) => line.event === 'http_request' && line.request_id === id)
-  const [shortLine, longLine] = await Promise.all(
-    [short, long].map(async (response) => {
-      const id = response.headers['x-request-id']
-      for (let i = 0; i < 100 && !logged(id); i++) await Bun.sleep(5) // the line is written after the response
-      return logged(id)
-    }),
-  )
+  const logged = (response: RawResponse) => server.logs.find((line) => line.event === 'http_request' && line.request_id === response.headers['x-request-id'])
+  // The line is written after the response has gone out.
+  await until(() => Boolean(logged(short) && logged(long)), 'both http_request lines')
+  const [shortLine, longLine] = [logged(short), logged(long)]
   expect(shortLine).toMatchObject({ method: 'GET', path: '/v1/usage', status: 200 })
   const { request_id: _a, duration_ms: _b, time: _c, ...shortRest } = shortLine!
   const { request_id: _d, duration_ms: _e, time: _f, ...longRest } = longLine!
