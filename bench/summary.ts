@@ -3,6 +3,7 @@
  */
 import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
 import { median, ratio } from './lib/stats.ts'
+import type { CapacityResult } from './phases/capacity.ts'
 import type { IngestRound } from './phases/ingest.ts'
 import { summarize as latencySummary } from './phases/latency.ts'
 import type { MemoryResult } from './phases/memory.ts'
@@ -18,6 +19,7 @@ interface Results {
   latency: { pigeonhole: number[]; maildev: number[] }
   reads: ReadRound[]
   memory: MemoryResult
+  capacity: CapacityResult
 }
 
 const pct = (value: number) => `${fmt(value * 100)}%`
@@ -80,6 +82,16 @@ export function summarize(results: Results) {
   rows.push([`${fmt(m.longPolls)} open long polls add (MiB, vs idle)`, fmt(m.longPollsAddMiB, 1), '', '', '', '<= 20', mark(pollsGoal)])
   rows.push([`Start-up to /health 200 (ms, ${fmt(m.messages)} msgs)`, fmt(m.startupMs, 0), '', '', '', '<= 250', mark(startGoal)])
 
+  const c = results.capacity
+  for (const step of c.steps) {
+    rows.push([`At ${fmt(step.messages)} stored msgs (${fmt(step.databaseMiB)} MiB db)`, '', '', '', '', '', ''])
+    rows.push(['  ingest 2 KB (msg/s, 8 connections)', fmt(step.ingestPerSecond), '', '', '', '', ''])
+    rows.push(['  wake p50 / p99 (ms)', `${fmt(step.wakeP50Ms, 2)} / ${fmt(step.wakeP99Ms, 2)}`, '', '', '', '', ''])
+    rows.push(['  RSS idle / after ingest (MiB)', `${fmt(step.idleRssMiB, 1)} / ${fmt(step.rssAfterMiB, 1)}`, '', '', '', '', ''])
+    rows.push(['  start-up to /health 200 (ms)', fmt(step.startupMs, 0), '', '', '', '', ''])
+  }
+  rows.push([`${fmt(c.smtpSessions)} idle SMTP sessions add (MiB)`, fmt(c.smtpSessionsAddMiB, 1), '', '', '', '', ''])
+
   const header: Row = ['Measure', 'Pigeonhole', `maildev ${results.machine.maildev}`, 'ceiling', 'ratio', 'goal', '']
   const mc = results.machine
   const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
@@ -93,6 +105,7 @@ export function summarize(results: Results) {
     reads: { list_per_second: list, get_inbox_per_second: get },
     memory_mib: { parts: m.parts, idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
     startup_ms: m.startupMs,
+    capacity: c,
     goals,
     markdown: [intro, '', markdown(header, rows)].join('\n'),
   }
