@@ -80,7 +80,7 @@ try {
       for (const target of targets) {
         const result = await ingestRound(target, shape, settings.ingestMs)
         ingest.push(result)
-        log(`ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${result.stored}/${result.accepted}`)
+        log(`ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (${result.mainThreadCpuMsPerMessage.toFixed(2)} main thread), stored ${result.stored}/${result.accepted}`)
       }
     }
   }
