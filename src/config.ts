@@ -192,6 +192,65 @@ export const SETTINGS = [
     description: 'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
   },
   { env: 'SMTP_MAX_CLIENTS', key: 'smtpMaxClients', group: 'limits', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  // The SMTP guards (docs/smtp-guards.md): one client address, one slow client or one flood of
+  // DATA must not hold the listener or the memory of the machine.
+  {
+    env: 'SMTP_MAX_CLIENTS_PER_ADDRESS',
+    key: 'smtpMaxClientsPerAddress',
+    group: 'limits',
+    kind: positive(100_000),
+    default: '20',
+    description: 'Concurrent SMTP connections from one client address (IPv6: one /64); more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.',
+  },
+  {
+    env: 'SMTP_DATA_MEMORY_BYTES',
+    key: 'smtpDataMemoryBytes',
+    group: 'limits',
+    kind: positive(),
+    default: String(32 * MiB),
+    description:
+      'DATA bytes held in memory across all SMTP connections (one client address may hold half). A message that does not fit gets `452` (the sender retries later). At least twice `LIMIT_MESSAGE_BYTES`. The default keeps the process under 384 MiB RSS on a 512 MB machine through 200 parallel 10 MiB messages (measured in docs/smtp-guards.md).',
+  },
+  {
+    env: 'SMTP_GREETING_TIMEOUT_MS',
+    key: 'smtpGreetingTimeoutMs',
+    group: 'limits',
+    kind: { type: 'int', min: 50, max: 3_600_000 },
+    default: '30000',
+    description: 'Time from connecting to `EHLO`/`HELO`; then `421` and the connection closes.',
+  },
+  {
+    env: 'SMTP_COMMAND_TIMEOUT_MS',
+    key: 'smtpCommandTimeoutMs',
+    group: 'limits',
+    kind: { type: 'int', min: 50, max: 3_600_000 },
+    default: '60000',
+    description: "Time for the client's next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.",
+  },
+  {
+    env: 'SMTP_DATA_TIMEOUT_MS',
+    key: 'smtpDataTimeoutMs',
+    group: 'limits',
+    kind: { type: 'int', min: 50, max: 3_600_000 },
+    default: '300000',
+    description: 'Time from `DATA` to the final dot (a 10 MiB message at 35 KB/s); then `421`, nothing is stored.',
+  },
+  {
+    env: 'SMTP_SESSION_TIMEOUT_MS',
+    key: 'smtpSessionTimeoutMs',
+    group: 'limits',
+    kind: { type: 'int', min: 50, max: 86_400_000 },
+    default: '600000',
+    description: 'Lifetime of one SMTP connection; a transaction in progress finishes first, then `421`.',
+  },
+  {
+    env: 'SMTP_PROXY_PROTOCOL',
+    key: 'smtpProxyProtocol',
+    kind: { type: 'enum', values: ['off', 'on'] },
+    default: 'off',
+    description:
+      "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection must then start with the header.",
+  },
   {
     env: 'DISK_MIN_FREE',
     key: 'diskMinFree',
@@ -291,6 +350,10 @@ function checkCombinations(config: Config): void {
   }
   // Checked here rather than by a pattern, whose message would repeat the secret.
   if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
+  // One address may hold half the DATA memory, and that half must hold a whole message.
+  if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
+    throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)
+  }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }
 

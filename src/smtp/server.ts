@@ -1,16 +1,22 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
- * material). It refuses recipients at RCPT time, collects DATA up to the size limit, and
- * hands the bytes to the domain. The 250 reply is sent only after the message is committed.
+ * material). It refuses recipients at RCPT time, collects DATA up to the size limit and
+ * within the memory budget, and hands the bytes to the domain. The 250 reply is sent only
+ * after the message is committed. The guards against floods and slow clients live in guards.ts.
  */
-import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from 'smtp-server'
+import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
 import { receiveMessage } from '../core/inbound/receive.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
 import { errorFields } from '../log.ts'
-import { smtpReply } from './replies.ts'
+import { clientKey } from './client-key.ts'
+import { GuardedSmtpServer } from './guarded-server.ts'
+import { SmtpGuards } from './guards.ts'
+import { MessageCollector } from './message-collector.ts'
+import { guardReply, smtpReply } from './replies.ts'
+import { assertSizeCheckHook } from './size-declaration.ts'
 import { isTlsFailure, type SmtpTls } from './tls.ts'
 
 interface ConnectionState {
@@ -20,9 +26,17 @@ interface ConnectionState {
   reservations: Reservation[]
 }
 
+/** Parameters of the extensions we advertise (SIZE, 8BITMIME, SMTPUTF8); RFC 5321 §4.1.1.11: others get 555. */
+const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
+const RCPT_PARAMETERS = new Set<string>()
+const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
+
 export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
+  assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
+  const tooLarge = new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`)
+  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) => s.metrics.adjustBufferedBytes(delta))
 
   const stateOf = (session: SMTPServerSession): ConnectionState => {
     let state = connections.get(session.id)
@@ -45,93 +59,109 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
     return smtpReply(error)
   }
 
-  const server = new SMTPServer({
-    name: s.config.receivingDomain,
-    banner: 'Pigeonhole receive-only test inbox',
-    authOptional: true,
-    disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
-    hideSTARTTLS: !tls,
-    ...tls?.options,
-    size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server
-    maxClients: limits.smtpMaxClients,
-    logger: false,
-    disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
-    closeTimeout: 5_000,
+  const unknownParameter = (session: SMTPServerSession) => {
+    s.logger.info('smtp_refused', { session_id: session.id, reason: 'unknown_parameter', remote: session.remoteAddress })
+    return guardReply('unknown_parameter')
+  }
 
-    onMailFrom(_address, session, callback) {
-      if (tls?.requireTls && !session.secure) return callback(refuse(session, new InboundRefusal('tls_required')))
-      callback()
-    },
+  const server = new GuardedSmtpServer(
+    {
+      name: s.config.receivingDomain,
+      banner: 'Pigeonhole receive-only test inbox',
+      authOptional: true,
+      disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
+      hideSTARTTLS: !tls,
+      ...tls?.options,
+      size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
+      maxClients: limits.smtpMaxClients,
+      socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
+      useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
+      logger: false,
+      disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
+      closeTimeout: 5_000,
 
-    onRcptTo(address, session, callback) {
-      try {
-        const state = stateOf(session)
-        const envelope = session.envelope
-        const isLive = () => !state.closed && session.envelope === envelope
-        const reservation = admitRecipient(s, address.address, isLive, state.reservations)
-        if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
-        callback()
-      } catch (error) {
-        callback(refuse(session, error, { recipient_domain: address.address.split('@').pop() }))
-      }
-    },
+      onMailFrom(address, session, callback) {
+        if (tls?.requireTls && !session.secure) callback(refuse(session, new InboundRefusal('tls_required')))
+        else callback(hasUnknownParameter(address, MAIL_PARAMETERS) ? unknownParameter(session) : null)
+        guards.of(session.id)?.progressed()
+      },
 
-    onData(stream: SMTPServerDataStream, session, callback) {
-      const state = stateOf(session)
-      const recipients = state.reservations
-      const chunks: Buffer[] = []
-      let size = 0
-      let held = 0 // bytes of `chunks`, reported to the metrics until the message is stored or dropped
-      const letGo = () => {
-        s.metrics.adjustBufferedBytes(-held)
-        held = 0
-      }
-      stream.once('close', () => {
-        if (!stream.readableEnded) letGo() // the client left mid-DATA
-      })
-      stream.on('data', (chunk: Buffer) => {
-        size += chunk.length
-        if (size > limits.messageBytes) return // keep reading past the limit, but do not keep the bytes
-        chunks.push(chunk)
-        held += chunk.length
-        s.metrics.adjustBufferedBytes(chunk.length)
-      })
-      stream.on('end', () => {
-        const started = performance.now()
-        if (stream.sizeExceeded || size > limits.messageBytes) {
-          for (const reservation of recipients) s.reservations.release(reservation)
-          letGo()
-          return callback(refuse(session, new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`), { size_bytes: size }))
+      onRcptTo(address, session, callback) {
+        guards.of(session.id)?.progressed()
+        if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(unknownParameter(session))
+        try {
+          const state = stateOf(session)
+          const envelope = session.envelope
+          const isLive = () => !state.closed && session.envelope === envelope
+          const reservation = admitRecipient(s, address.address, isLive, state.reservations)
+          if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
+          callback()
+        } catch (error) {
+          callback(refuse(session, error, { recipient_domain: address.address.split('@').pop() }))
         }
-        const raw = Buffer.concat(chunks, size)
-        const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-        receiveMessage(s, raw, envelopeFrom, recipients).then(
-          (stored) => {
-            letGo()
-            s.logger.info('smtp_message_stored', {
-              session_id: session.id,
-              message_ids: stored.map((m) => m.messageId),
-              size_bytes: size, // raw itself was handed to the parser
-              duration_ms: Math.round((performance.now() - started) * 100) / 100,
-            })
-            callback(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
-          },
-          (error: unknown) => {
-            letGo()
-            callback(refuse(session, error, { size_bytes: size }))
-          },
-        )
-      })
-    },
+      },
 
-    onClose(session) {
-      const state = connections.get(session.id)
-      if (!state) return
-      state.closed = true
-      for (const reservation of state.reservations) s.reservations.release(reservation)
-      connections.delete(session.id)
+      onData(stream: SMTPServerDataStream, session, callback) {
+        const state = stateOf(session)
+        const recipients = state.reservations
+        const deadlines = guards.of(session.id)
+        deadlines?.dataStarted()
+        const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes)
+        let ended = false
+        const reply: typeof callback = (error, message) => {
+          callback(error, message)
+          deadlines?.replied()
+        }
+        stream.on('data', (chunk: Buffer) => {
+          const dropped = collector.add(chunk)
+          if (dropped) s.logger.info('smtp_data_dropped', { session_id: session.id, reason: dropped, remote: session.remoteAddress, held_bytes: guards.budget.held })
+        })
+        // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
+        stream.on('close', () => ended || collector.release())
+        stream.on('end', () => {
+          ended = true
+          deadlines?.dataEnded()
+          const started = performance.now()
+          const collected = collector.finish()
+          if (collected.kind !== 'complete') {
+            for (const reservation of recipients) s.reservations.release(reservation)
+            if (collected.kind === 'too_large') return reply(refuse(session, tooLarge, { size_bytes: collected.size }))
+            s.logger.info('smtp_refused', { session_id: session.id, reason: 'memory_busy', remote: session.remoteAddress, size_bytes: collected.size, held_bytes: guards.budget.held })
+            return reply(guardReply('memory_busy'))
+          }
+          const { raw } = collected
+          const size = raw.byteLength // raw itself is handed over to the parser
+          const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
+          guards.parsing
+            .run(size, () => receiveMessage(s, raw, envelopeFrom, recipients))
+            .then(
+              (stored) => {
+                s.logger.info('smtp_message_stored', {
+                  session_id: session.id,
+                  message_ids: stored.map((m) => m.messageId),
+                  size_bytes: size,
+                  duration_ms: Math.round((performance.now() - started) * 100) / 100,
+                })
+                reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
+              },
+              (error: unknown) => reply(refuse(session, error, { size_bytes: size })),
+            )
+            .finally(() => collector.release())
+        })
+      },
+
+      onClose(session) {
+        guards.closed(session.id)
+        const state = connections.get(session.id)
+        if (!state) return
+        state.closed = true
+        for (const reservation of state.reservations) s.reservations.release(reservation)
+        connections.delete(session.id)
+      },
     },
-  })
+    guards,
+    SmtpGuards.refusalLine(),
+  )
   // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
   const reported = new WeakSet<object>()
   server.on('error', (error) => {

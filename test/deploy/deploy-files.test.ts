@@ -47,14 +47,20 @@ test('HTTPS on 443 (80 redirects) reaches PORT, with a /health check, never auto
   expect(http.concurrency.hard_limit).toBeGreaterThan(10 * Number(defaults.LIMIT_LONG_POLLS_PER_ORG))
 })
 
-test('public TCP port 25 reaches SMTP_PORT as plain TCP, never auto-stopped', () => {
+test('public TCP port 25 reaches SMTP_PORT as TCP with a PROXY line, never auto-stopped', () => {
   const smtp = fly.services.filter((s: any) => s.ports.some((p: any) => p.port === 25))
   expect(smtp).toHaveLength(1)
   expect(smtp[0].protocol).toBe('tcp')
   expect(smtp[0].internal_port).toBe(Number(effective.SMTP_PORT))
   // 25 for senders' MTAs, 2525 for the Cloudflare Email Worker relay (Workers cannot reach 25).
   expect(smtp[0].ports.map((p: any) => p.port)).toEqual([25, 2525])
-  for (const port of smtp[0].ports) expect(port.handlers ?? []).toEqual([]) // no TLS or HTTP handler in front of SMTP
+  // No TLS or HTTP handler in front of SMTP; only the PROXY line that carries the sender's
+  // address, which the server then reads (otherwise every sender is the proxy to the guards).
+  for (const port of smtp[0].ports) {
+    expect(port.handlers).toEqual(['proxy_proto'])
+    expect(port.proxy_proto_options).toEqual({ version: 'v1' })
+  }
+  expect(effective.SMTP_PROXY_PROTOCOL).toBe('on')
   expect(smtp[0].auto_stop_machines).toBe('off')
   // Above SMTP_MAX_CLIENTS, so the server itself answers the excess with 421.
   expect(smtp[0].concurrency.hard_limit).toBeGreaterThan(Number(effective.SMTP_MAX_CLIENTS))

@@ -22,16 +22,27 @@ export class SmtpClient {
     socket.on('error', () => {})
   }
 
-  static async connect(port: number, host = '127.0.0.1'): Promise<SmtpClient> {
-    const socket = connect(port, host)
+  static async connect(port: number, host = '127.0.0.1', localAddress?: string): Promise<SmtpClient> {
+    const { client, greeting } = await SmtpClient.open(port, localAddress, host)
+    if (greeting.code !== 220) throw new Error(`unexpected greeting ${greeting.code} ${greeting.text}`)
+    return client
+  }
+
+  /** Connects (from `localAddress`, any 127.x.y.z on Linux) and returns the first reply, whatever it is. */
+  static async open(port: number, localAddress?: string, host = '127.0.0.1'): Promise<{ client: SmtpClient; greeting: Reply }> {
+    const socket = connect({ port, host, localAddress })
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve)
       socket.once('error', reject)
     })
     const client = new SmtpClient(socket)
-    const greeting = await client.next()
-    if (greeting.code !== 220) throw new Error(`unexpected greeting ${greeting.code} ${greeting.text}`)
-    return client
+    return { client, greeting: await client.next() }
+  }
+
+  /** Resolves when the server has closed the connection. */
+  closed(): Promise<void> {
+    if (this.socket.readyState === 'closed' || this.socket.destroyed) return Promise.resolve()
+    return new Promise((resolve) => this.socket.once('close', () => resolve()))
   }
 
   /** STARTTLS and a finished handshake; the client returned speaks SMTP over TLS on this connection. */
@@ -118,8 +129,8 @@ export interface SendResult {
 }
 
 /** One whole transaction on a fresh connection. DATA is sent only if some RCPT was accepted. */
-export async function sendMail(port: number, envelope: { from?: string; to: string[] }, raw: string | Buffer): Promise<SendResult> {
-  const client = await SmtpClient.connect(port)
+export async function sendMail(port: number, envelope: { from?: string; to: string[] }, raw: string | Buffer, localAddress?: string): Promise<SendResult> {
+  const client = await SmtpClient.connect(port, '127.0.0.1', localAddress)
   try {
     await client.command('EHLO test.local')
     return await client.transaction(envelope, raw)
