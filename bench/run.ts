@@ -22,8 +22,34 @@ import { readsPhase } from './phases/reads.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
-  ? { ingestRounds: 1, ingestMs: 400, capacitySteps: [10_000], smtpSessions: 100, latencyRounds: 1, latencySamples: 30, readRounds: 1, readMs: 500, warmUpMs: 150, messages: 1000, longPolls: 100, startupRuns: 2 }
-  : { ingestRounds: 3, ingestMs: 2000, capacitySteps: [100_000, 1_000_000], smtpSessions: 190, latencyRounds: 2, latencySamples: 150, readRounds: 3, readMs: 2000, warmUpMs: 300, messages: 10_000, longPolls: 1000, startupRuns: 7 }
+  ? {
+      ingestRounds: 1,
+      ingestMs: 400,
+      capacitySteps: [10_000],
+      smtpSessions: 100,
+      latencyRounds: 1,
+      latencySamples: 30,
+      readRounds: 1,
+      readMs: 500,
+      warmUpMs: 150,
+      messages: 1000,
+      longPolls: 100,
+      startupRuns: 2,
+    }
+  : {
+      ingestRounds: 3,
+      ingestMs: 2000,
+      capacitySteps: [100_000, 1_000_000],
+      smtpSessions: 190,
+      latencyRounds: 2,
+      latencySamples: 150,
+      readRounds: 3,
+      readMs: 2000,
+      warmUpMs: 300,
+      messages: 10_000,
+      longPolls: 1000,
+      startupRuns: 7,
+    }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
 const t0 = performance.now()
@@ -80,7 +106,9 @@ try {
       for (const target of targets) {
         const result = await ingestRound(target, shape, settings.ingestMs)
         ingest.push(result)
-        log(`ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (${result.mainThreadCpuMsPerMessage.toFixed(2)} main thread), stored ${result.stored}/${result.accepted}`)
+        log(
+          `ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (${result.mainThreadCpuMsPerMessage.toFixed(2)} main thread), stored ${result.stored}/${result.accepted}`,
+        )
       }
     }
   }

@@ -26,7 +26,8 @@ const pct = (value: number) => `${fmt(value * 100)}%`
 const times = (value: number) => `${fmt(value, 1)}x`
 
 export function summarize(results: Results) {
-  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage' | 'mainThreadCpuMsPerMessage') => median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
+  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage' | 'mainThreadCpuMsPerMessage') =>
+    median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
   const readOf = (target: string, endpoint: string, field: 'perSecond' | 'p50Ms' | 'p99Ms') => median(results.reads.filter((r) => r.target === target && r.endpoint === endpoint).map((r) => r[field]))
 
   const rows: Row[] = []
@@ -38,7 +39,15 @@ export function summarize(results: Results) {
     const vsMaildev = ratio(ph, md)
     const [phMain, mdMain, sinkMain] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'mainThreadCpuMsPerMessage')) as [number, number, number]
     goals.push(goal(`ingest ${label}: x maildev`, vsMaildev, '>=', 3, 'x'))
-    ingest[shape] = { pigeonhole: ph, maildev: md, smtp_sink: sink, vs_maildev: vsMaildev, vs_sink: ratio(ph, sink), cpu_ms_per_message: { pigeonhole: phCpu, maildev: mdCpu, smtp_sink: sinkCpu }, main_thread_cpu_ms_per_message: { pigeonhole: phMain, maildev: mdMain, smtp_sink: sinkMain } }
+    ingest[shape] = {
+      pigeonhole: ph,
+      maildev: md,
+      smtp_sink: sink,
+      vs_maildev: vsMaildev,
+      vs_sink: ratio(ph, sink),
+      cpu_ms_per_message: { pigeonhole: phCpu, maildev: mdCpu, smtp_sink: sinkCpu },
+      main_thread_cpu_ms_per_message: { pigeonhole: phMain, maildev: mdMain, smtp_sink: sinkMain },
+    }
     rows.push([`Ingest ${label} (msg/s)`, fmt(ph), fmt(md), fmt(sink), `${times(vsMaildev)} / ${pct(ratio(ph, sink))}`, '>= 3x maildev', mark(goals.at(-1)!)])
     rows.push([`  server CPU per message (ms)`, fmt(phCpu, 2), fmt(mdCpu, 2), fmt(sinkCpu, 2), '', '', ''])
     rows.push([`    of it on the main thread (ms)`, fmt(phMain, 2), fmt(mdMain, 2), fmt(sinkMain, 2), '', '', ''])

@@ -62,7 +62,19 @@ function grow(path: string, shape: Shape, from: number, target: number): number 
         const receivedAt = now - ((n * 7919) % (30 * DAY))
         const subject = `Bench capacity ${n}`
         const raw = Buffer.from(headersFor(shape, inbox.address, n, subject) + shape.body)
-        message.run(id, inbox.id, inbox.org, inbox.address, subject, shape.body.slice(0, 200), raw.byteLength, new Date(receivedAt).toISOString(), new Date(receivedAt + 30 * DAY).toISOString(), subject.toLowerCase(), `<cap-${n}@bench.example>`)
+        message.run(
+          id,
+          inbox.id,
+          inbox.org,
+          inbox.address,
+          subject,
+          shape.body.slice(0, 200),
+          raw.byteLength,
+          new Date(receivedAt).toISOString(),
+          new Date(receivedAt + 30 * DAY).toISOString(),
+          subject.toLowerCase(),
+          `<cap-${n}@bench.example>`,
+        )
         content.run(id, shape.body)
         source.run(id, raw)
       }

@@ -48,5 +48,7 @@ if (process.argv.includes('--parse')) {
   }
   const result = await ingestRound(target, shape, seconds * 1000)
   await server.stop()
-  console.log(`${shape.label}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (all threads), ${result.mainThreadCpuMsPerMessage.toFixed(2)} on the main thread; profile in ${process.env.BENCH_CPU_PROF_DIR}`)
+  console.log(
+    `${shape.label}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (all threads), ${result.mainThreadCpuMsPerMessage.toFixed(2)} on the main thread; profile in ${process.env.BENCH_CPU_PROF_DIR}`,
+  )
 }

@@ -147,8 +147,12 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>): S
   }
   const settle = (jobs: GroupJob[], values: unknown[]) =>
     durable().then(
-      () => jobs.forEach((job, i) => job.resolve(values[i])),
-      (error) => jobs.forEach((job) => job.reject(error)),
+      () => {
+        for (const [i, job] of jobs.entries()) job.resolve(values[i])
+      },
+      (error) => {
+        for (const job of jobs) job.reject(error)
+      },
     )
   const runAlone = (job: GroupJob) => {
     try {
