@@ -182,6 +182,8 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>): S
 
 /** Page size given to a database file created by this process (SQLite's default is 4096). */
 export const NEW_DATABASE_PAGE_SIZE = 16384
+/** SQLite's default checkpoint point (1,000 pages of 4 KiB), in bytes. */
+const WAL_CHECKPOINT_BYTES = 1000 * 4096
 
 export function openStorage(path: string): Storage {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -191,6 +193,10 @@ export function openStorage(path: string): Storage {
   // docs/capacity.md). Larger pages cut the per-page work of writing message blobs.
   if (isNew) sqlite.exec(`PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}`)
   sqlite.exec('PRAGMA journal_mode = WAL')
+  // SQLite checkpoints after a number of WAL pages (1,000): keep it at the same ~4 MiB of
+  // WAL whatever the page size, or 16 KiB pages would let the WAL grow to 16 MiB first.
+  const { page_size: pageSize } = sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${Math.max(1, Math.round(WAL_CHECKPOINT_BYTES / pageSize))}`)
   // FULL: what is acknowledged must survive a power cut, not just a crash. The group commit
   // of inbound mail gets the same guarantee with its own WAL sync (groupCommitter).
   sqlite.exec('PRAGMA synchronous = FULL')

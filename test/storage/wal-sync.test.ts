@@ -56,9 +56,11 @@ test('a failed WAL sync fails the jobs waiting for it instead of acknowledging t
   storage.close()
 })
 
-test('a new database gets the larger page size; an existing one keeps its own', () => {
+test('a new database gets the larger page size and checkpoints at the same WAL size; an existing one keeps its own', () => {
   const fresh = openStorage(join(dir, 'new.sqlite'))
   expect(fresh.sqlite.query('PRAGMA page_size').get()).toEqual({ page_size: NEW_DATABASE_PAGE_SIZE })
+  // The WAL is still checkpointed at about 4 MiB, not after 1,000 of the larger pages.
+  expect(fresh.sqlite.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 250 })
   fresh.close()
   const oldPath = join(dir, 'old.sqlite')
   const old = new Database(oldPath, { create: true })
@@ -67,5 +69,6 @@ test('a new database gets the larger page size; an existing one keeps its own', 
   old.close()
   const reopened = openStorage(oldPath)
   expect(reopened.sqlite.query('PRAGMA page_size').get()).toEqual({ page_size: 4096 })
+  expect(reopened.sqlite.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 1000 })
   reopened.close()
 })
