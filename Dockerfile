@@ -7,6 +7,8 @@ ARG BUN_VERSION=1.4.5
 FROM oven/bun:${BUN_VERSION}-slim AS deps
 WORKDIR /app
 COPY package.json bun.lock ./
+# bun install applies the pinned postal-mime patch from here.
+COPY patches ./patches
 RUN bun install --frozen-lockfile --production
 
 FROM oven/bun:${BUN_VERSION}-slim

@@ -15,6 +15,7 @@ import { sleep } from './lib/stats.ts'
 import { startMaildev, startPigeonhole, startSink } from './lib/targets.ts'
 import { summarize as summarizeRun } from './summary.ts'
 import { ingestRound, type IngestRound, type IngestTarget } from './phases/ingest.ts'
+import { emptySamples, maildevEndToEnd, pigeonholeEndToEnd } from './phases/end-to-end.ts'
 import { maildevLatency, pigeonholeLatency } from './phases/latency.ts'
 import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
@@ -29,6 +30,8 @@ const settings = quick
       smtpSessions: 100,
       latencyRounds: 1,
       latencySamples: 30,
+      endToEndRounds: 1,
+      endToEndSamples: 20,
       readRounds: 1,
       readMs: 500,
       warmUpMs: 150,
@@ -43,6 +46,8 @@ const settings = quick
       smtpSessions: 190,
       latencyRounds: 2,
       latencySamples: 150,
+      endToEndRounds: 2,
+      endToEndSamples: 100,
       readRounds: 3,
       readMs: 2000,
       warmUpMs: 300,
@@ -121,6 +126,18 @@ try {
     log(`latency round ${round} done`)
   }
 
+  // A new connection per message, the two shapes a test usually sends, targets alternating.
+  const endToEndShapes = [shapes.text_2kb, shapes.html_30kb]
+  const endToEnd = Object.fromEntries(endToEndShapes.map((shape) => [shape.name, { pigeonhole: emptySamples(), maildev: emptySamples() }]))
+  await maildev.clear()
+  for (let round = 1; round <= settings.endToEndRounds; round++) {
+    for (const shape of endToEndShapes) {
+      await pigeonholeEndToEnd(api, pigeonhole.smtpPort, shape, settings.endToEndSamples, endToEnd[shape.name]!.pigeonhole)
+      await maildevEndToEnd(maildev.base, maildev.smtpPort, shape, settings.endToEndSamples, endToEnd[shape.name]!.maildev)
+    }
+    log(`end-to-end round ${round} done`)
+  }
+
   log('API reads')
   const reads = await readsPhase({ api, smtpPort: pigeonhole.smtpPort, pid: pigeonhole.child.pid }, maildev, shapes.text_2kb, {
     rounds: settings.readRounds,
@@ -146,6 +163,7 @@ try {
     idle_rss_mib: idle,
     ingest,
     latency,
+    end_to_end: endToEnd,
     reads,
     memory,
     capacity,

@@ -4,6 +4,7 @@
 import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
 import { median, ratio } from './lib/stats.ts'
 import type { CapacityResult } from './phases/capacity.ts'
+import type { EndToEndSamples } from './phases/end-to-end.ts'
 import type { IngestRound } from './phases/ingest.ts'
 import { summarize as latencySummary } from './phases/latency.ts'
 import type { MemoryResult } from './phases/memory.ts'
@@ -17,6 +18,7 @@ interface Results {
   idle_rss_mib: { pigeonhole: number; maildev: number }
   ingest: IngestRound[]
   latency: { pigeonhole: number[]; maildev: number[] }
+  end_to_end: Record<string, { pigeonhole: EndToEndSamples; maildev: EndToEndSamples }>
   reads: ReadRound[]
   memory: MemoryResult
   capacity: CapacityResult
@@ -60,6 +62,29 @@ export function summarize(results: Results) {
   rows.push([`Wake latency p50 (ms, n=${n})`, fmt(wake.pigeonhole.p50Ms, 2), fmt(wake.maildev.p50Ms, 2), '', times(ratio(wake.maildev.p50Ms, wake.pigeonhole.p50Ms)), '<= 1 ms', mark(goals.at(-2)!)])
   rows.push(['Wake latency p90 (ms)', fmt(wake.pigeonhole.p90Ms, 2), fmt(wake.maildev.p90Ms, 2), '', '', '', ''])
   rows.push(['Wake latency p99 (ms)', fmt(wake.pigeonhole.p99Ms, 2), fmt(wake.maildev.p99Ms, 2), '', '', '<= 5 ms', mark(goals.at(-1)!)])
+
+  // New connection per message; each span ends when the waiter holds the message's content.
+  const endToEnd: Record<string, unknown> = {}
+  const spread = (l: { p50Ms: number; p90Ms: number; p99Ms: number }) => `${fmt(l.p50Ms, 1)} / ${fmt(l.p90Ms, 1)} / ${fmt(l.p99Ms, 1)}`
+  for (const [shape, targets] of Object.entries(results.end_to_end)) {
+    const label = results.shapes[shape]!.label
+    const figures: Record<string, unknown> = {}
+    for (const [span, from] of [
+      ['connect', 'TCP connect'],
+      ['mail', 'MAIL FROM'],
+    ] as const) {
+      const ph = latencySummary('pigeonhole', targets.pigeonhole[span])
+      const md = latencySummary('maildev', targets.maildev[span])
+      figures[span] = { pigeonhole: ph, maildev: md }
+      const name = `${from} → content, ${label} (ms p50 / p90 / p99, n=${ph.samples})`
+      if (span === 'connect' && shape === 'text_2kb') {
+        goals.push(goal(`connect to content ${label} p50 (ms)`, ph.p50Ms, '<=', 10, ' ms'))
+        goals.push(goal(`connect to content ${label} p99 (ms)`, ph.p99Ms, '<=', 20, ' ms'))
+        rows.push([name, spread(ph), spread(md), '', times(ratio(md.p50Ms, ph.p50Ms)), '<= 10 / - / <= 20', mark(goals.at(-2)!, goals.at(-1)!)])
+      } else rows.push([name, spread(ph), spread(md), '', times(ratio(md.p50Ms, ph.p50Ms)), '', ''])
+    }
+    endToEnd[shape] = figures
+  }
 
   const list = { pigeonhole: readOf('pigeonhole', 'list', 'perSecond'), maildev: readOf('maildev', 'list', 'perSecond'), bare: readOf('bare_bun_serve', 'list', 'perSecond') }
   const get = { pigeonhole: readOf('pigeonhole', 'get_inbox', 'perSecond'), bare: readOf('bare_bun_serve', 'get_inbox', 'perSecond') }
@@ -108,11 +133,13 @@ export function summarize(results: Results) {
   const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
   const notes =
     'Ceilings: ingest = smtp-server on Bun that discards each message; reads = bare Bun.serve returning the same bytes.\n' +
-    'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole. Medians of alternating rounds.'
+    'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole (at p50). Medians of alternating rounds;\n' +
+    'latencies pool every sample. "→ content": a new SMTP connection per message, ending when the waiting long poll (include=content) or maildev\'s feed has the message.'
   const text = [intro, '', table(header, rows), '', notes].join('\n')
   const summary = {
     ingest,
     wake_latency_ms: wake,
+    end_to_end_ms: endToEnd,
     reads: { list_per_second: list, get_inbox_per_second: get },
     memory_mib: { parts: m.parts, idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
     startup_ms: m.startupMs,

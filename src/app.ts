@@ -63,6 +63,28 @@ const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, 
 /** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
 const IDLE_TIMEOUT_SECONDS = 255
 
+/** A listener could not bind: names the variable that picks its port, for a one-line message. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly variable: 'PORT' | 'SMTP_PORT',
+    readonly port: number,
+  ) {
+    super(`Port ${port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+    this.name = 'PortInUseError'
+  }
+}
+
+const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) => ((error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error)
+
+function listenOrExplain<T>(variable: 'PORT', port: number, listen: () => T, undo: () => void): T {
+  try {
+    return listen()
+  } catch (error) {
+    undo()
+    throw explainListenError(error, variable, port)
+  }
+}
+
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
   const metrics = new AppMetrics()
@@ -100,20 +122,29 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const addressHeader = config.clientAddressHeader.toLowerCase()
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
-  const server = Bun.serve({
-    port: config.port,
-    hostname: config.host,
-    idleTimeout: IDLE_TIMEOUT_SECONDS,
-    reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
-    // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
-    // envelope, reading at most 64 KiB of any body (src/http/body.ts).
-    maxRequestBodySize: 1024 * 1024 * 1024,
-    fetch(request, bun) {
-      if (!isConsolePath(request.url)) return api.fetch(request)
-      const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
-      return consoleApp.handle(request, address)
+  const server = listenOrExplain(
+    'PORT',
+    config.port,
+    () =>
+      Bun.serve({
+        port: config.port,
+        hostname: config.host,
+        idleTimeout: IDLE_TIMEOUT_SECONDS,
+        reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
+        // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
+        // envelope, reading at most 64 KiB of any body (src/http/body.ts).
+        maxRequestBodySize: 1024 * 1024 * 1024,
+        fetch(request, bun) {
+          if (!isConsolePath(request.url)) return api.fetch(request)
+          const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
+          return consoleApp.handle(request, address)
+        },
+      }),
+    () => {
+      stopDiskWatch()
+      storage.close()
     },
-  })
+  )
   const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
@@ -130,6 +161,12 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       smtpListening = true
       resolve((smtp.server.address() as AddressInfo).port)
     })
+  }).catch(async (error) => {
+    stopTlsWatch()
+    stopDiskWatch()
+    await server.stop(true)
+    storage.close()
+    throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
   consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })

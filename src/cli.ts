@@ -11,7 +11,11 @@
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
+ *
+ * The database file it opened is named on stderr; a missing one is created only with --create.
  */
+import { existsSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
 import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
@@ -28,20 +32,30 @@ const USAGE = `usage:
   bun src/cli.ts keys create <org-id>
   bun src/cli.ts keys list <org-id>
   bun src/cli.ts keys revoke <key-or-public-id>
-  bun src/cli.ts config`
+  bun src/cli.ts config
+add --create to make a new database when DATABASE_PATH names none yet`
 
 function fail(message: string, code = 1): never {
   console.error(message)
   process.exit(code)
 }
 
-const [group, action, arg, ...rest] = process.argv.slice(2)
+const argv = process.argv.slice(2)
+// --create: the only way the CLI makes a new database (a CLI run from the wrong folder
+// would otherwise create a second, empty one whose keys the server never sees).
+const allowCreate = argv.includes('--create')
+const [group, action, arg, ...rest] = argv.filter((word) => word !== '--create')
 if (group === 'config') {
   console.log(configTable())
   process.exit(0)
 }
 
 const config = loadConfigOrExit()
+const databaseFile = resolve(config.databasePath)
+if (!existsSync(databaseFile) && !allowCreate) {
+  fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
+}
+console.error(`database: ${databaseFile}`)
 const storage = openStorage(config.databasePath)
 const { db } = storage
 const table = (rows: Record<string, unknown>[]) => {

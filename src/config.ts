@@ -1,8 +1,8 @@
 /**
  * The operational contract: every environment variable the product reads, with its
  * default and meaning, declared once here. The Config and Limits types are derived from
- * this list, the values are parsed once at boot, and the README's configuration table is
- * printed from it (`bun src/cli.ts config`), so none of them can drift apart.
+ * this list, the values are parsed once at boot, and docs/configuration.md's table is
+ * printed from it (`bun run docs:config`), so none of them can drift apart.
  */
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
 
@@ -21,8 +21,9 @@ export const SETTINGS = [
     env: 'RECEIVING_DOMAIN',
     key: 'receivingDomain',
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },
-    default: 'localhost',
-    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`.',
+    default: 'pigeonhole.test',
+    // A reserved .test name (RFC 2606): never a real domain, yet email validators accept it (most refuse @localhost).
+    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
   },
   { env: 'BASE_URL', key: 'baseUrl', kind: { type: 'url' }, default: { from: (c) => `http://localhost:${c.port}`, shown: 'http://localhost:PORT' }, description: 'Public URL of the API.' },
   { env: 'FILES_URL', key: 'filesUrl', kind: { type: 'url' }, default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' }, description: 'Public URL used in attachment `download_url`s.' },
@@ -178,6 +179,15 @@ export const SETTINGS = [
     description:
       'Lines that can delimit a MIME part (they start with `--`) per raw message (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
   },
+  {
+    env: 'LIMIT_HEADER_BYTES',
+    key: 'headerBytes',
+    group: 'limits',
+    kind: positive(2 * MiB),
+    default: String(256 * 1024),
+    description:
+      'Header bytes per message, all MIME parts together (not a spec limit: the parser holds about 100 times the header bytes in memory, so 1.75 MB of `To:` cost 174 MiB; real mail has a few KiB). Over it: `554`.',
+  },
   { env: 'LIMIT_ATTACHMENTS', key: 'attachments', group: 'limits', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
   { env: 'LIMIT_ATTACHMENT_BYTES', key: 'attachmentBytes', group: 'limits', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
   { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', key: 'attachmentsTotalBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },
@@ -250,6 +260,15 @@ export const SETTINGS = [
     default: 'off',
     description:
       "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection must then start with the header.",
+  },
+  {
+    env: 'SMTP_GREETING_DELAY_MS',
+    key: 'smtpGreetingDelayMs',
+    // Every connection holds a client slot while it waits, so the wait stays short of a minute.
+    kind: { type: 'int', min: 0, max: 30_000 },
+    default: '0',
+    description:
+      'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test open a connection per message). A public MX that takes mail from the internet may set a few seconds to turn away spam bots that do not wait (see docs/latency.md). Below `SMTP_GREETING_TIMEOUT_MS`.',
   },
   {
     env: 'DISK_MIN_FREE',
@@ -353,6 +372,10 @@ function checkCombinations(config: Config): void {
   // One address may hold half the DATA memory, and that half must hold a whole message.
   if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
     throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)
+  }
+  // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
+  if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
+    throw new ConfigError('SMTP_GREETING_DELAY_MS', `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`)
   }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }

@@ -1,14 +1,20 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
-import { startApp } from './app.ts'
+import { PortInUseError, startApp } from './app.ts'
 import { loadConfigOrExit } from './config.ts'
 import { errorFields } from './log.ts'
+import { startupBanner } from './startup-banner.ts'
 
-const app = await startApp({ config: loadConfigOrExit() })
-const { logger } = app.services
-if (app.setupUrl) {
-  // Besides the JSON log line: a newcomer reading the terminal should not have to parse JSON.
-  process.stderr.write(`\n  Pigeonhole is running. Finish setting it up in your browser:\n\n    ${app.setupUrl}\n\n  (The link works once; \`bun src/cli.ts setup-link\` prints it again.)\n\n`)
+let app: Awaited<ReturnType<typeof startApp>>
+try {
+  app = await startApp({ config: loadConfigOrExit() })
+} catch (error) {
+  if (!(error instanceof PortInUseError)) throw error
+  console.error(error.message)
+  process.exit(1)
 }
+// Besides the JSON log lines: a newcomer reading the terminal should not have to parse JSON.
+console.error(startupBanner(app))
+const { logger } = app.services
 // Last line of defence: every known failure is handled where it happens, but one client's
 // bad input must never take the listeners down for everyone else. Log it and keep serving.
 process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))

@@ -17,6 +17,8 @@ export class SmtpClient {
   private waiters: Array<{ resolve: (reply: Reply) => void; reject: (error: Error) => void }> = []
   private lines: string[] = []
   private failure: Error | null = null
+  /** performance.now() when the last MAIL FROM was written. */
+  mailAt = 0
 
   private constructor(private readonly socket: Socket) {
     socket.setNoDelay(true)
@@ -38,6 +40,7 @@ export class SmtpClient {
 
   /** Sends one message; resolves with the reply to the end of DATA (250 when accepted). */
   async send(from: string, to: string, headers: string, body: string): Promise<Reply> {
+    this.mailAt = performance.now()
     const mail = await this.command(`MAIL FROM:<${from}>`)
     if (mail.code !== 250) return mail
     const rcpt = await this.command(`RCPT TO:<${to}>`)

@@ -97,7 +97,7 @@ export interface MaildevProcess {
 export async function startMaildev(): Promise<MaildevProcess> {
   const dir = tempDir('maildev')
   const [webPort, smtpPort] = [await freePort(), await freePort()]
-  const bin = join(ROOT, 'node_modules', 'maildev', 'bin', 'maildev')
+  const bin = join(ROOT, 'bench', 'node_modules', 'maildev', 'bin', 'maildev')
   // Under node, the runtime maildev is published for; --silent keeps per-mail logs off.
   const args = [bin, '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1', '--mail-directory', dir, '--silent']
   const child = spawnChild('maildev', ['node', ...args], {})

@@ -13,6 +13,7 @@ import type { User } from '../core/console/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
+import type { LiveStreams } from './live-streams.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -22,6 +23,8 @@ export interface ConsoleDeps {
   secureCookies: boolean
   /** `host:port` of the SMTP listener for the examples on pages (known once it listens). */
   smtpAddress: string
+  /** The inbox pages' open event streams. */
+  streams: LiveStreams
 }
 
 export class ConsoleRequest {

@@ -6,6 +6,7 @@
 import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
 import type { ConsoleDeps } from './context.ts'
+import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
 import { accountRoutes } from './routes/account.tsx'
 import { adminRoutes } from './routes/admin.tsx'
@@ -15,10 +16,23 @@ import { keyRoutes } from './routes/keys.tsx'
 import { memberRoutes } from './routes/members.tsx'
 import { organizationRoutes } from './routes/organization.tsx'
 import { setupRoutes } from './routes/setup.tsx'
+import { inboxRoutes } from './routes/inboxes.tsx'
+import { messageRoutes } from './routes/messages.tsx'
 
 export { isConsolePath } from './router.ts'
 
-export const CONSOLE_ROUTES: Route[] = [...assetRoutes, ...setupRoutes, ...authRoutes, ...accountRoutes, ...organizationRoutes, ...memberRoutes, ...keyRoutes, ...adminRoutes]
+export const CONSOLE_ROUTES: Route[] = [
+  ...assetRoutes,
+  ...setupRoutes,
+  ...authRoutes,
+  ...accountRoutes,
+  ...organizationRoutes,
+  ...memberRoutes,
+  ...keyRoutes,
+  ...inboxRoutes,
+  ...messageRoutes,
+  ...adminRoutes,
+]
 
 export interface Console {
   handle(request: Request, clientAddress: string): Promise<Response>
@@ -32,6 +46,7 @@ export function buildConsole(s: Services): Console {
     lifetime: { days: s.config.consoleSessionDays },
     secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
     smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
+    streams: new LiveStreams(),
   }
   return { handle: consoleRouter(deps, CONSOLE_ROUTES), deps }
 }

@@ -9,6 +9,7 @@ import { ConsoleError } from '../core/console/errors.ts'
 import { errorFields } from '../log.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
+import { asConsoleError } from './domain-errors.ts'
 import { renderError } from './pages/error.tsx'
 import { sameOrigin, securityHeaders } from './security.ts'
 
@@ -121,7 +122,8 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     return response
   }
 
-  function errorResponse(ctx: ConsoleRequest, error: unknown): Response {
+  function errorResponse(ctx: ConsoleRequest, thrown: unknown): Response {
+    const error = asConsoleError(thrown)
     if (error instanceof ConsoleError) {
       if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
         return redirect(`/console/sign-in?next=${encodeURIComponent(ctx.url.pathname)}`)

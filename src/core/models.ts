@@ -20,7 +20,7 @@ export const InboxModel = T.Object(
 )
 export type Inbox = Static<typeof InboxModel>
 
-const AttachmentModel = T.Object(
+export const AttachmentModel = T.Object(
   {
     id: T.String({ pattern: '^att_[0-9a-f]{32}$' }),
     filename: T.String(),

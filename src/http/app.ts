@@ -3,7 +3,6 @@
  * error envelope, request logs, the OpenAPI document, and the routes. Handlers only
  * translate between HTTP and domain verbs.
  */
-import { openapi } from '@elysiajs/openapi'
 import { Elysia } from 'elysia'
 import { authenticate } from '../core/api-keys.ts'
 import { DomainError } from '../core/errors.ts'
@@ -13,6 +12,7 @@ import { newRequestId } from '../ids.ts'
 import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy } from './cors.ts'
 import { errorBody, toErrorResponse } from './errors.ts'
 import { installFastFormats } from './formats.ts'
+import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
 import { RequestRegistry } from './request-registry.ts'
 import { checkRequestTarget, parseUrl, safePathOf } from './request-target.ts'
@@ -30,16 +30,6 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes) {
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
   return new Elysia({ normalize: false })
-    .use(
-      openapi({
-        path: '/openapi',
-        documentation: {
-          info: { title: 'Pigeonhole', version: '1.0.0', description: 'Receive-only test inboxes: create an inbox, send it mail over SMTP, wait for the message, assert, delete.' },
-          components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'ph_live_<16 hex>_<48 hex>' } } },
-          security: [{ bearer: [] }],
-        },
-      }),
-    )
     .onRequest(({ request, set }) => {
       const state = requests.begin(request)
       set.headers['x-request-id'] = state.id
@@ -97,6 +87,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes) {
         error_code: state.errorCode,
       })
     })
+    .use(openApiRoutes(s))
     .use(healthRoutes(s))
     .use(readyRoutes(s, probes))
     .use(metricsRoutes(s))

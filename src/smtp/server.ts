@@ -77,7 +77,10 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
       socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
       useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
       logger: false,
-      disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing (smtp-server still holds each greeting 100 ms to catch early talkers; not configurable)
+      disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing
+      // Upstream holds every greeting a fixed 100 ms to catch early talkers; our pinned patch
+      // (patches/) makes the hold ours to choose, none by default.
+      greetingDelay: s.config.smtpGreetingDelayMs,
       closeTimeout: 5_000,
 
       onMailFrom(address, session, callback) {

@@ -7,7 +7,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
+import { multipartMessage, randomAttachment } from '../deploy/mime.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+import { sendMail } from '../support/smtp.ts'
 
 // Setup and sign-ins run argon2id (about 0.4 s here under load).
 setDefaultTimeout(60_000)
@@ -39,11 +41,20 @@ beforeAll(async () => {
   const members = await owner.get(`/console/orgs/${orgA}/members`)
   await owner.post(`/console/orgs/${orgA}/invites`, { role: 'owner' })
   const open = await owner.get(`/console/orgs/${orgA}/members`)
+  const inbox = /inboxes\/(inbox_[0-9a-f]{32})$/.exec((await owner.post(`/console/orgs/${orgA}/inboxes`, { prefix: 'every-route' })).location!)![1]!
+  const to = 'every-route@inbox.test'
+  await sendMail(server.app.smtpPort, { to: [to] }, multipartMessage({ to, subject: 'Hi', text: 'Hi', attachments: [randomAttachment('a.bin', 10)] }))
+  const messagePage = await owner.get(`/console/orgs/${orgA}/inboxes/${inbox}`)
+  const message = /\/messages\/(msg_[0-9a-f]{32})/.exec(messagePage.html)![1]!
+  const attachment = /\/attachments\/(att_[0-9a-f]{32})/.exec((await owner.get(`/console/orgs/${orgA}/messages/${message}`)).html)![1]!
   Object.assign(params, {
     org: orgA,
     key: /data-key="([0-9a-f]{16})"/.exec(keys.html)![1]!,
     user: /\/members\/(user_[0-9a-f]{32})\//.exec(members.html)![1]!,
     invite: /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec(open.html)![1]!,
+    inbox,
+    message,
+    attachment,
   })
   // A second organisation whose owner is a stranger to A.
   const created = await owner.post('/console/admin/orgs', { name: 'Org B', preset: 'hosted' })

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'bun:test'
 import { FormatRegistry } from '@sinclair/typebox'
-import '@elysiajs/openapi'
+import 'elysia'
 import { installFastFormats } from '../../src/http/formats.ts'
 
 describe('email format used by response validation', () => {

@@ -28,7 +28,10 @@ const roomy = (path: string) => existsSync(path) && statfsSync(path).bavail * st
 const shm = roomy('/dev/shm') ? mkdtempSync('/dev/shm/pigeonhole-hostile-') : null
 
 beforeAll(async () => {
-  ;({ server, tenant, inbox } = await startWithInbox(shm ? { DATABASE_PATH: join(shm, 'pigeonhole.db') } : {}))
+  // Header shapes are measured at the parser's own 2 MiB ceiling, eight times the default
+  // LIMIT_HEADER_BYTES, so the bound holds for whatever an operator may configure.
+  const headerCeiling = { LIMIT_HEADER_BYTES: String(2 * 1024 * 1024) }
+  ;({ server, tenant, inbox } = await startWithInbox(shm ? { ...headerCeiling, DATABASE_PATH: join(shm, 'pigeonhole.db') } : headerCeiling))
 })
 afterAll(async () => {
   await server.stop()

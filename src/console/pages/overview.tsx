@@ -4,27 +4,34 @@ import type { OrgLimits } from '../../core/limits.ts'
 import { limitRows } from './setup.tsx'
 import { orgPath, Time } from './shell.tsx'
 
+/** The month's usage: the numbers getUsage returns (also on the inbox list). */
+export function UsageCards({ usage }: { usage: Usage }) {
+  return (
+    <section class="grid">
+      <div class="card">
+        <div class="muted">Active inboxes</div>
+        <div class="stat" id="usage-inboxes">
+          {usage.inboxes.active} / {usage.inboxes.limit}
+        </div>
+      </div>
+      <div class="card">
+        <div class="muted">Emails received this month</div>
+        <div class="stat" id="usage-emails">
+          {usage.emails.received} / {usage.emails.limit}
+        </div>
+        <div class="muted">
+          Period <Time at={usage.period.starts_at} /> to <Time at={usage.period.ends_at} />
+        </div>
+      </div>
+    </section>
+  )
+}
+
 export function Overview(props: { organizationId: string; usage: Usage; limits: OrgLimits; receivingDomain: string; isOwner: boolean }) {
   const { usage } = props
   return (
     <>
-      <section class="grid">
-        <div class="card">
-          <div class="muted">Active inboxes</div>
-          <div class="stat" id="usage-inboxes">
-            {usage.inboxes.active} / {usage.inboxes.limit}
-          </div>
-        </div>
-        <div class="card">
-          <div class="muted">Emails received this month</div>
-          <div class="stat" id="usage-emails">
-            {usage.emails.received} / {usage.emails.limit}
-          </div>
-          <div class="muted">
-            Period <Time at={usage.period.starts_at} /> to <Time at={usage.period.ends_at} />
-          </div>
-        </div>
-      </section>
+      <UsageCards usage={usage} />
       <section class="card">
         <h2>Limits</h2>
         <p class="muted">Set by the operator of this instance.</p>
@@ -42,7 +49,8 @@ export function Overview(props: { organizationId: string; usage: Usage; limits: 
       <section class="card">
         <h2>Getting started</h2>
         <p>
-          Inbox addresses end in <code>@{props.receivingDomain}</code>. Tests use an API key from <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
+          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={orgPath(props.organizationId, '/inboxes')}>Inboxes</a> shows their mail as it arrives. Tests use an API key from{' '}
+          <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
           {props.isOwner ? '' : ' (owners create them)'}.
         </p>
       </section>

@@ -69,7 +69,13 @@ curl -s -X POST ${props.baseUrl}/v1/inboxes -H "Authorization: Bearer $KEY"
 swaks --server ${props.smtpHint} --to <address> --from app@example.com --body "Hello"
 curl -s "${props.baseUrl}/v1/inboxes/<id>/messages?wait_seconds=30" -H "Authorization: Bearer $KEY"`}</pre>
         <p>
-          <a class="button" href={orgPath(props.organizationId)}>
+          Or without curl: open <strong>Inboxes</strong>, create one, and run the swaks command its page shows; the message appears there as it arrives.
+        </p>
+        <p class="actions">
+          <a class="button" href={orgPath(props.organizationId, '/inboxes')}>
+            Create an inbox and watch its mail
+          </a>{' '}
+          <a class="button secondary" href={orgPath(props.organizationId)}>
             Open the organisation
           </a>
         </p>

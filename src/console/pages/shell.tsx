@@ -29,6 +29,7 @@ export const useShell = () => useContext(ShellContext)
  */
 export const ORG_SECTIONS: { id: string; label: string; path: string; ownersOnly?: boolean }[] = [
   { id: 'overview', label: 'Overview', path: '' },
+  { id: 'inboxes', label: 'Inboxes', path: '/inboxes' },
   { id: 'members', label: 'Members', path: '/members' },
   { id: 'keys', label: 'API keys', path: '/keys' },
   { id: 'audit', label: 'Audit log', path: '/audit', ownersOnly: true },

@@ -161,9 +161,22 @@ export function htmlToText(html: string, enough = Infinity): string {
   return pieces.join('')
 }
 
+/**
+ * The words of `source` joined by single spaces (whitespace collapsed, ends trimmed), but
+ * only until the result is longer than `max`: the preview needs a head, and collapsing a
+ * whole large body held the event loop on the way to the 250 (bench/README.md). The result
+ * is always a prefix of the fully collapsed text, and is all of it when not longer than `max`.
+ */
+function collapsedHead(source: string, max: number): string {
+  const words = /\S+/g
+  let head = ''
+  for (let match = words.exec(source); match && head.length <= max; match = words.exec(source)) head += head === '' ? match[0] : ` ${match[0]}`
+  return head
+}
+
 export function makePreview(text: string | null, html: string | null): string {
   const source = text && text.trim() !== '' ? text : html ? htmlToText(html, 2 * PREVIEW_CHARACTERS) : ''
-  const collapsed = collapse(source)
+  const collapsed = collapsedHead(source, 2 * PREVIEW_CHARACTERS + 2)
   // By code point, so no surrogate pair is cut in half. A code point is at most two UTF-16
   // units, so the first 2N units hold the first N code points: splitting only that head
   // keeps a long body from becoming an array of every character.

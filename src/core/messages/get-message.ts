@@ -1,7 +1,7 @@
 import { and, eq, gt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { ID_PATTERNS } from '../../ids.ts'
-import { messages } from '../../storage/schema.ts'
+import { messageSources, messages } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import type { Message } from '../models.ts'
@@ -36,4 +36,11 @@ export function deleteMessage(s: Services, principal: Principal, messageId: stri
       s.notifier.bump(row.inboxId)
     }),
   )
+}
+
+/** The message exactly as received over SMTP (the bytes a `.eml` download serves). */
+export function getMessageSource(s: Services, principal: Principal, messageId: string): Buffer {
+  const row = findMessage(s, principal, messageId)
+  // Written in the same transaction as the message, so it is always there.
+  return s.storage.db.select({ raw: messageSources.raw }).from(messageSources).where(eq(messageSources.messageId, row.id)).get()!.raw
 }

@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
 import type { Services } from '../../core/services.ts'
-import { HealthModel } from '../openapi.ts'
+import { HealthModel } from '../openapi/envelopes.ts'
 
 export const healthRoutes = (s: Services) =>
   new Elysia().get(
@@ -10,5 +10,5 @@ export const healthRoutes = (s: Services) =>
       s.storage.sqlite.query('SELECT 1').get()
       return { status: 'ok' as const, service: 'pigeonhole' as const }
     },
-    { response: { 200: HealthModel }, detail: { operationId: 'getHealth', summary: 'Liveness', security: [], tags: ['health'] } },
+    { response: { 200: HealthModel } },
   )

@@ -7,7 +7,7 @@ import { InboxModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 import { readBodyText } from '../body.ts'
-import { CreateInboxBodyModel, errorResponses, page, single } from '../openapi.ts'
+import { errorResponses, page, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
@@ -30,22 +30,14 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
         parse: 'none',
         headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })) }),
         response: { 201: single(InboxModel), ...errorResponses(401, 409, 422, 429, 502, 503) },
-        detail: {
-          operationId: 'createInbox',
-          summary: 'Create an inbox (and its routing rule)',
-          tags: ['inboxes'],
-          requestBody: { required: false, content: { 'application/json': { schema: CreateInboxBodyModel } } },
-        },
       },
     )
     .get('/v1/inboxes', ({ request, query }) => listInboxes(s, requests.principal(request), { limit: pageSize(query.limit), cursor: query.cursor }), {
       query: queryObject({ limit: LimitQuery, cursor: CursorQuery }),
       response: { 200: page(InboxModel), ...errorResponses(401, 422, 429) },
-      detail: { operationId: 'listInboxes', summary: 'Active inboxes, newest first', tags: ['inboxes'] },
     })
     .get('/v1/inboxes/:inbox_id', ({ request, params }) => ({ data: getInbox(s, requests.principal(request), params.inbox_id) }), {
       response: { 200: single(InboxModel), ...errorResponses(401, 404, 429) },
-      detail: { operationId: 'getInbox', summary: 'One inbox', tags: ['inboxes'] },
     })
     .delete(
       '/v1/inboxes/:inbox_id',
@@ -55,6 +47,5 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       },
       {
         response: { 204: t.Void(), ...errorResponses(401, 404, 429, 502, 503) },
-        detail: { operationId: 'deleteInbox', summary: 'Delete an inbox, its routing rule and its messages', tags: ['inboxes'] },
       },
     )

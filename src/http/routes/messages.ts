@@ -7,7 +7,7 @@ import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
-import { documentedErrorResponses, errorResponses, MessageListItemModel, page, plainSchema, single } from '../openapi.ts'
+import { errorResponses, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 const MessagesQuery = queryObject({
@@ -58,23 +58,12 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
       },
       {
         query: MessagesQuery,
-        // Documented rather than validated at run time: this route answers with pre-serialized
-        // pages too. Its items come from the same presenters that getMessage validates.
-        detail: {
-          operationId: 'listOrWaitForMessages',
-          summary: 'List, or long-poll for, messages of an inbox (newest first)',
-          tags: ['messages'],
-          responses: {
-            200: { description: 'Matching messages, newest first', content: { 'application/json': { schema: plainSchema(page(MessageListItemModel)) } } },
-            204: { description: 'wait_seconds passed with no match (empty body)' },
-            ...documentedErrorResponses(401, 404, 422, 429),
-          },
-        },
+        // No response schema: this route also answers with pre-serialized pages. Its items come
+        // from the same presenters that getMessage validates.
       },
     )
     .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {
       response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
-      detail: { operationId: 'getMessage', summary: 'One message with all content fields', tags: ['messages'] },
     })
     .delete(
       '/v1/messages/:message_id',
@@ -84,6 +73,5 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
       },
       {
         response: { 204: t.Void(), ...errorResponses(401, 404, 429) },
-        detail: { operationId: 'deleteMessage', summary: 'Delete a message and its stored bytes', tags: ['messages'] },
       },
     )

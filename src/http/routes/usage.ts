@@ -2,11 +2,10 @@ import { Elysia } from 'elysia'
 import { UsageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import { getUsage } from '../../core/usage.ts'
-import { ErrorModel } from '../openapi.ts'
+import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
 export const usageRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get('/v1/usage', ({ request }) => getUsage(s, requests.principal(request)), {
     response: { 200: UsageModel, 401: ErrorModel, 429: ErrorModel },
-    detail: { operationId: 'getUsage', summary: 'Plan limits and what this organization has used this UTC month', tags: ['usage'] },
   })

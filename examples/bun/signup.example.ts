@@ -1,0 +1,43 @@
+/**
+ * A sign-up test with `bun test`, copyable into your suite as signup.test.ts. For Vitest,
+ * change the import line to 'vitest'; nothing else is Bun-specific.
+ *
+ *   PIGEONHOLE_URL=http://localhost:3000 PIGEONHOLE_KEY=ph_live_... APP_URL=http://127.0.0.1:4000 \
+ *     bun test ./examples/bun/signup.example.ts
+ */
+import { afterEach, beforeEach, expect, test } from 'bun:test'
+import { extractCode, extractLink, Pigeonhole, type Inbox } from '../pigeonhole.ts'
+
+const appUrl = process.env.APP_URL ?? 'http://127.0.0.1:4000'
+const pigeonhole = new Pigeonhole({ url: process.env.PIGEONHOLE_URL ?? 'http://localhost:3000', key: process.env.PIGEONHOLE_KEY ?? '' })
+
+let inbox: Inbox
+beforeEach(async () => {
+  inbox = await pigeonhole.createInbox({ prefix: `signup-${Date.now().toString(36)}` })
+})
+afterEach(async () => {
+  await pigeonhole.deleteInbox(inbox)
+})
+
+const signUp = (email: string) => fetch(`${appUrl}/signup`, { method: 'POST', body: new URLSearchParams({ email }) })
+
+test('sign-up sends a welcome mail whose link confirms the address', async () => {
+  expect((await signUp(inbox.address)).status).toBe(200)
+
+  // The wait (4 s) stays below this test's timeout (10 s, the last argument of test()).
+  const message = await pigeonhole.waitForMessage(inbox, { subject: 'Welcome', timeout: 4_000 })
+  expect(message.from.address).toBe('hello@demo-app.example')
+  expect(extractCode(message)).toMatch(/^[0-9]{6}$/)
+
+  const confirmed = await fetch(extractLink(message, /\/confirm\?/))
+  expect(await confirmed.text()).toContain(`${inbox.address} is confirmed`)
+}, 10_000)
+
+test('signing up twice: wait for the next message, not the first one again', async () => {
+  await signUp(inbox.address)
+  const first = await pigeonhole.waitForMessage(inbox, { subject: 'Welcome', timeout: 4_000 })
+  await signUp(inbox.address)
+  const second = await pigeonhole.waitForNextMessage(inbox, first, { subject: 'Welcome', timeout: 4_000 })
+  expect(second.id).not.toBe(first.id)
+  expect(extractCode(second)).not.toBe('')
+}, 10_000)

@@ -1,0 +1,93 @@
+/**
+ * Server-sent events for the inbox page: one stream per open page, fed by the in-process
+ * notifier right after a message is committed (the page then re-reads its list; nothing
+ * polls). A stream ends when the browser leaves, when the inbox is deleted, and when the
+ * server begins shutting down. Open streams are bounded per user and per organisation,
+ * since each one holds a connection and a listener for as long as a tab stays open.
+ */
+import { ConsoleError } from '../core/console/errors.ts'
+import type { Services } from '../core/services.ts'
+
+export const MAX_STREAMS_PER_USER = 10
+export const MAX_STREAMS_PER_ORGANIZATION = 50
+/** A comment line this often keeps proxies (and Bun's idle timeout) from closing a quiet stream. */
+const KEEP_ALIVE_MS = 25_000
+
+const encoder = new TextEncoder()
+
+export class LiveStreams {
+  private readonly perUser = new Map<string, number>()
+  private readonly perOrganization = new Map<string, number>()
+
+  /** Open streams in total (for tests and logs). */
+  get open(): number {
+    let total = 0
+    for (const n of this.perUser.values()) total += n
+    return total
+  }
+
+  /** Starts a stream of the inbox's events, or refuses with `throttled` when a bound is reached. */
+  stream(s: Services, signal: AbortSignal, owner: { userId: string; organizationId: string }, inboxId: string): Response {
+    if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) {
+      throw new ConsoleError('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
+    }
+    if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION) {
+      throw new ConsoleError('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
+    }
+    adjust(this.perUser, owner.userId, 1)
+    adjust(this.perOrganization, owner.organizationId, 1)
+    let close = () => {}
+    const body = new ReadableStream<Uint8Array>({
+      start: (controller) => {
+        let closed = false
+        const send = (text: string) => {
+          try {
+            controller.enqueue(encoder.encode(text))
+          } catch {
+            close()
+          }
+        }
+        const openedAt = performance.now()
+        let ending = 'client_left'
+        const unsubscribe = s.notifier.subscribe(inboxId, (event) => {
+          send(`event: ${event}\ndata: ${inboxId}\n\n`)
+          if (event === 'inbox_deleted') {
+            ending = 'inbox_deleted'
+            close()
+          }
+        })
+        const keepAlive = setInterval(() => send(': keep-alive\n\n'), KEEP_ALIVE_MS)
+        close = () => {
+          if (closed) return
+          closed = true
+          unsubscribe()
+          clearInterval(keepAlive)
+          signal.removeEventListener('abort', close)
+          s.stopping.removeEventListener('abort', close)
+          adjust(this.perUser, owner.userId, -1)
+          adjust(this.perOrganization, owner.organizationId, -1)
+          if (s.stopping.aborted) ending = 'shutdown'
+          s.logger.info('console_stream_ended', { inbox_id: inboxId, user_id: owner.userId, reason: ending, open_ms: Math.round(performance.now() - openedAt) })
+          try {
+            controller.close()
+          } catch {
+            // already closed by the client going away
+          }
+        }
+        signal.addEventListener('abort', close)
+        s.stopping.addEventListener('abort', close)
+        // Subscribed before this first event, so a page that re-reads on `ready` misses nothing.
+        send(`retry: 3000\nevent: ready\ndata: ${inboxId}\n\n`)
+        if (signal.aborted || s.stopping.aborted) close()
+      },
+      cancel: () => close(),
+    })
+    return new Response(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' } })
+  }
+}
+
+function adjust(counts: Map<string, number>, key: string, by: number): void {
+  const next = (counts.get(key) ?? 0) + by
+  if (next <= 0) counts.delete(key)
+  else counts.set(key, next)
+}

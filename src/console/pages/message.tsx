@@ -1,0 +1,120 @@
+/**
+ * One message: summary, actions, the HTML in a sandboxed frame (its own response, see
+ * routes/messages.tsx), the text part, attachments and every header. All of it is text
+ * to the renderer; the message's HTML never enters this page's markup.
+ */
+import type { Membership } from '../../core/console/organizations.ts'
+import type { Message } from '../../core/models.ts'
+import { formatBytes, inboxPath } from './inboxes.tsx'
+import { orgPath, PostForm, Time } from './shell.tsx'
+
+export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
+
+export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean }) {
+  const { org, message } = props
+  const here = messagePath(org.organizationId, message.id)
+  return (
+    <>
+      <p>
+        <a href={inboxPath(org.organizationId, message.inbox_id)}>← {message.to}</a>
+      </p>
+      <section class="card">
+        <h2 class="page-title" id="message-subject">
+          {message.subject || '(no subject)'}
+        </h2>
+        <table>
+          <tbody>
+            <tr>
+              <th scope="row">From</th>
+              <td id="message-from">{message.from.name ? `${message.from.name} <${message.from.address}>` : message.from.address}</td>
+            </tr>
+            <tr>
+              <th scope="row">To</th>
+              <td>{message.to}</td>
+            </tr>
+            <tr>
+              <th scope="row">Received</th>
+              <td>
+                <Time at={message.received_at} />
+              </td>
+            </tr>
+            <tr>
+              <th scope="row">Size</th>
+              <td>{formatBytes(message.size_bytes)}</td>
+            </tr>
+          </tbody>
+        </table>
+        <div class="actions">
+          <a class="button secondary" href={`${here}/raw`} download>
+            Download source (.eml)
+          </a>
+          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?">
+            <button type="submit" class="danger">
+              Delete
+            </button>
+          </PostForm>
+        </div>
+      </section>
+      {message.html !== null && (
+        <section class="card">
+          <h2>HTML</h2>
+          <p class="muted">
+            {props.remoteImages ? 'Remote images are loaded (the sender can see that the message was opened). ' : 'Scripts, forms and remote content are blocked. '}
+            <a href={props.remoteImages ? here : `${here}?images=remote`} id="remote-images-toggle">
+              {props.remoteImages ? 'Block remote images' : 'Load remote images'}
+            </a>
+          </p>
+          <iframe class="message-html" title="Message HTML" sandbox="" referrerpolicy="no-referrer" src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}></iframe>
+        </section>
+      )}
+      <section class="card">
+        <h2>Text</h2>
+        {message.text === null ? <p class="muted">This message has no text part.</p> : <pre id="message-text">{message.text}</pre>}
+      </section>
+      <section class="card">
+        <h2>Attachments</h2>
+        {message.attachments.length === 0 ? (
+          <p class="muted">None.</p>
+        ) : (
+          <table>
+            <thead>
+              <tr>
+                <th>File</th>
+                <th>Type</th>
+                <th>Size</th>
+              </tr>
+            </thead>
+            <tbody>
+              {message.attachments.map((a) => (
+                <tr>
+                  <td>
+                    <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
+                      {a.filename}
+                    </a>
+                  </td>
+                  <td class="mono">{a.content_type}</td>
+                  <td>{formatBytes(a.size_bytes)}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        )}
+      </section>
+      <section class="card">
+        <h2>Headers</h2>
+        <table class="headers">
+          <tbody>
+            {message.headers.map(([name, value]) => (
+              <tr>
+                <th scope="row" class="mono">
+                  {name}
+                </th>
+                <td class="mono">{value}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </section>
+    </>
+  )
+}

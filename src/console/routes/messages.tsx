@@ -1,0 +1,84 @@
+/**
+ * The mail viewer's message pages. The message's HTML is never part of a console page:
+ * the page frames `/html`, a separate response whose own Content-Security-Policy starts
+ * with `sandbox` (an opaque origin: no scripts, no forms, no cookies, no access to the
+ * console) and allows no remote load unless the reader asked for remote images.
+ * Attachments and the `.eml` source are downloads with the same headers as the API's.
+ */
+import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
+import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
+import { downloadResponse } from '../../http/download-response.ts'
+import { redirect } from '../context.ts'
+import { inlineCidImages } from '../inline-images.ts'
+import { inboxPath } from '../pages/inboxes.tsx'
+import { MessagePage } from '../pages/message.tsx'
+import { renderPage } from '../render.tsx'
+import type { Route } from '../router.ts'
+import { principalFor } from './inboxes.tsx'
+
+const HTML_POLICY = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
+/** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
+export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
+/** The same with remote images allowed (the toggle on the message page). */
+export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
+
+const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
+
+export const messageRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/messages/:message',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
+      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} />
+      return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/messages/:message/html',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const message = getMessage(ctx.s, principal, ctx.params.message!)
+      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content)
+      return new Response(html, {
+        headers: {
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy': wantsRemoteImages(ctx.url) ? MESSAGE_HTML_REMOTE_IMAGES_CSP : MESSAGE_HTML_CSP,
+          'cache-control': 'private, no-store',
+        },
+      })
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/messages/:message/raw',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const id = ctx.params.message!
+      return downloadResponse(getMessageSource(ctx.s, principalFor(ctx, org), id), 'message/rfc822', `${id}.eml`)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/messages/:message/delete',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const message = getMessage(ctx.s, principal, ctx.params.message!)
+      deleteMessage(ctx.s, principal, message.id)
+      return redirect(inboxPath(org.organizationId, message.inbox_id))
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/attachments/:attachment',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const file = downloadAttachment(ctx.s, principalFor(ctx, org), ctx.params.attachment!)
+      return downloadResponse(file.content, file.contentType, file.filename)
+    },
+  },
+]

@@ -1,0 +1,25 @@
+/**
+ * Untrusted stored bytes as a download: the API's attachment route and the console's
+ * attachment and `.eml` downloads answer with exactly these headers, so both serve the
+ * same bytes the same way (never sniffed, never rendered as a page of our origin).
+ */
+
+/** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266), safe for any name. */
+export function contentDisposition(filename: string): string {
+  const ascii = filename.replace(/[^\x20-\x7e]|["\\%;]/g, '_').trim() || 'attachment'
+  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
+}
+
+export function downloadResponse(content: Buffer, contentType: string, filename: string): Response {
+  // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.
+  return new Response(content as Uint8Array<ArrayBuffer>, {
+    headers: {
+      'content-type': contentType,
+      'content-disposition': contentDisposition(filename),
+      'cache-control': 'private, no-store',
+      'x-content-type-options': 'nosniff',
+      'content-security-policy': "default-src 'none'; sandbox",
+    },
+  })
+}

@@ -1,0 +1,142 @@
+/**
+ * The inbox page's event stream: an event arrives after a message is stored over SMTP,
+ * and when the inbox is deleted; open streams are bounded per user and per organisation
+ * and a closed one frees its slot; shutdown ends every stream.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { LiveStreams, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../src/console/live-streams.ts'
+import type { Services } from '../../src/core/services.ts'
+import { createLogger } from '../../src/log.ts'
+import { InboxNotifier } from '../../src/notifier.ts'
+import { setUp, type ConsoleClient } from '../support/console-client.ts'
+import { startTestServer, type TestServer } from '../support/harness.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
+
+setDefaultTimeout(30_000)
+
+let server: TestServer
+let owner: ConsoleClient
+let key: string
+let org: string
+
+beforeAll(async () => {
+  server = await startTestServer()
+  ;({ client: owner, organizationId: org, key } = await setUp(server, { email: 'owner@example.com' }))
+  await owner.get(`/console/orgs/${org}`)
+})
+afterAll(() => server.stop())
+
+async function newInbox(): Promise<{ id: string; address: string }> {
+  return (await server.post('/v1/inboxes', key)).body.data
+}
+
+const cookie = () => [...owner.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+
+/** An open event stream and a reader that returns whole events. */
+async function openStream(inboxId: string) {
+  const abort = new AbortController()
+  const response = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inboxId}/events`, { headers: { cookie: cookie() }, signal: abort.signal })
+  const reader = response.body!.getReader()
+  const decoder = new TextDecoder()
+  let buffered = ''
+  return {
+    response,
+    abort: () => abort.abort(),
+    /** The next event's name, skipping keep-alive comments; null when the stream ended. */
+    async next(): Promise<string | null> {
+      for (;;) {
+        const end = buffered.indexOf('\n\n')
+        if (end >= 0) {
+          const block = buffered.slice(0, end)
+          buffered = buffered.slice(end + 2)
+          const name = /^event: (.+)$/m.exec(block)?.[1]
+          if (name) return name
+          continue
+        }
+        const { done, value } = await reader.read()
+        if (done) return null
+        buffered += decoder.decode(value, { stream: true })
+      }
+    },
+  }
+}
+
+/** Waits for a condition the server reaches on its own (a disconnect it notices later). */
+async function until(condition: () => boolean): Promise<void> {
+  for (let i = 0; i < 500 && !condition(); i++) await Bun.sleep(10)
+  expect(condition()).toBe(true)
+}
+
+test('a message stored over SMTP is announced on the stream; a deleted inbox ends it', async () => {
+  const inbox = await newInbox()
+  const stream = await openStream(inbox.id)
+  expect(stream.response.status).toBe(200)
+  expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
+  expect(await stream.next()).toBe('ready')
+  const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'Live' }))
+  expect(sent.data?.code).toBe(250)
+  expect(await stream.next()).toBe('message_stored')
+  expect((await server.delete(`/v1/inboxes/${inbox.id}`, key)).status).toBe(204)
+  expect(await stream.next()).toBe('inbox_deleted')
+  expect(await stream.next()).toBeNull()
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('inbox_deleted')
+})
+
+test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees its slot and its listener`, async () => {
+  const inbox = await newInbox()
+  const streams = []
+  for (let i = 0; i < MAX_STREAMS_PER_USER; i++) {
+    const stream = await openStream(inbox.id)
+    expect(await stream.next()).toBe('ready')
+    streams.push(stream)
+  }
+  const refused = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { headers: { cookie: cookie() } })
+  expect(refused.status).toBe(429)
+  expect(refused.headers.get('retry-after')).toBe('5')
+  expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(MAX_STREAMS_PER_USER)
+
+  // A HEAD is answered without a stream, so it takes no slot even when all are taken.
+  const head = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { method: 'HEAD', headers: { cookie: cookie() } })
+  expect(head.status).toBe(200)
+  expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(MAX_STREAMS_PER_USER)
+
+  streams.pop()!.abort()
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === MAX_STREAMS_PER_USER - 1)
+  const again = await openStream(inbox.id)
+  expect(again.response.status).toBe(200)
+  for (const stream of [...streams, again]) stream.abort()
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  const ended = server.logs.filter((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)
+  expect(ended.map((line) => line.reason)).toEqual(Array(MAX_STREAMS_PER_USER + 1).fill('client_left'))
+})
+
+test(`at most ${MAX_STREAMS_PER_ORGANIZATION} streams per organisation, whoever opens them`, () => {
+  const stopping = new AbortController()
+  const logs: Record<string, unknown>[] = []
+  const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
+  const services = { notifier: new InboxNotifier(), stopping: stopping.signal, logger } as Pick<Services, 'notifier' | 'stopping' | 'logger'> as Services
+  const streams = new LiveStreams()
+  const leaving = new AbortController()
+  for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++) streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a' }, 'inbox_a')
+  expect(() => streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_a' }, 'inbox_a')).toThrow('per organisation')
+  // Another organisation is not affected.
+  streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_b' }, 'inbox_b')
+  expect(streams.open).toBe(MAX_STREAMS_PER_ORGANIZATION + 1)
+  stopping.abort()
+  expect(streams.open).toBe(0)
+  expect(services.notifier.listenerCount('inbox_a')).toBe(0)
+  const ended = logs.filter((line) => line.event === 'console_stream_ended')
+  expect(ended).toHaveLength(MAX_STREAMS_PER_ORGANIZATION + 1)
+  expect(ended.every((line) => line.reason === 'shutdown')).toBe(true)
+})
+
+test('shutdown ends every open stream', async () => {
+  const inbox = await newInbox()
+  const stream = await openStream(inbox.id)
+  expect(await stream.next()).toBe('ready')
+  const stopped = server.app.stop()
+  expect(await stream.next()).toBeNull()
+  await stopped
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('shutdown')
+})

@@ -1,0 +1,53 @@
+/**
+ * The MIME fixes hook internal methods of postal-mime and patch one line of it. These tests
+ * fail loudly when the dependency changes underneath: a version other than the pinned one,
+ * a lost patch, or hooks that no longer take effect.
+ */
+import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import PostalMime from 'postal-mime'
+import { FaithfulPostalMime } from '../../src/core/inbound/mime/parser.ts'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+const installed = JSON.parse(readFileSync(join(ROOT, 'node_modules', 'postal-mime', 'package.json'), 'utf8'))
+
+test('postal-mime is pinned to an exact version, installed at that version, with its patch declared', () => {
+  const pinned: string = manifest.dependencies['postal-mime']
+  expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
+  expect(installed.version).toBe(pinned)
+  expect(manifest.patchedDependencies).toMatchObject({ [`postal-mime@${pinned}`]: `patches/postal-mime@${pinned}.patch` })
+})
+
+test('the patch is applied: a nested message is parsed by the subclass that parses its parent', async () => {
+  const source = (PostalMime.prototype as unknown as Record<string, () => void>).collectSubMessage!.toString()
+  expect(source).toContain('new this.constructor(')
+  const built: string[] = []
+  class Probe extends FaithfulPostalMime {
+    constructor(options?: ConstructorParameters<typeof FaithfulPostalMime>[0]) {
+      super(options)
+      built.push(new.target.name)
+    }
+  }
+  await new Probe().parse('Content-Type: message/rfc822\r\n\r\nSubject: inner\r\n\r\nbody\r\n')
+  expect(built).toEqual(['Probe', 'Probe'])
+})
+
+test('the hooks replace postal-mime methods that still exist', () => {
+  const base = PostalMime.prototype as unknown as Record<string, unknown>
+  const hooked = FaithfulPostalMime.prototype as unknown as Record<string, unknown>
+  for (const name of ['collectNode', 'collectAttachment']) {
+    expect(typeof base[name]).toBe('function')
+    expect(Object.hasOwn(hooked, name)).toBe(true)
+    expect(hooked[name]).not.toBe(base[name])
+  }
+})
+
+test('through the hooks, a nested 7bit attachment keeps its CRLF line ends and no byte more', async () => {
+  const inner = ['Content-Type: multipart/mixed; boundary=in', '', '--in', 'Content-Type: text/plain', 'Content-Disposition: attachment; filename=a.txt', '', 'one', 'two', '', '--in--', '']
+  const raw = ['Content-Type: multipart/mixed; boundary=out', '', '--out', 'Content-Type: message/rfc822', '', ...inner, '--out--', ''].join('\r\n')
+  const email = await new FaithfulPostalMime().parse(raw)
+  expect(email.attachments).toHaveLength(1)
+  expect(Buffer.from(email.attachments[0]!.content as ArrayBuffer).toString('latin1')).toBe('one\r\ntwo\r\n')
+})

@@ -1,0 +1,42 @@
+/**
+ * A small client written against the types openapi-typescript generates from the served
+ * document (types.ts beside it, written by test/openapi/types.test.ts). It only has to
+ * type-check; the @ts-expect-error lines prove the types are specific, not `any`.
+ */
+import type { components, operations, paths } from './types.ts'
+
+type Inbox = components['schemas']['Inbox']
+type Message = components['schemas']['Message']
+type ErrorBody = components['schemas']['Error']
+type WaitQuery = NonNullable<operations['listOrWaitForMessages']['parameters']['query']>
+
+export async function createInbox(base: string, key: string, prefix?: string): Promise<Inbox> {
+  const body: paths['/v1/inboxes']['post']['requestBody'] = { content: { 'application/json': { prefix } } }
+  const response = await fetch(`${base}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify(body?.content['application/json']) })
+  if (response.status !== 201) throw new Error(((await response.json()) as ErrorBody).error.code)
+  const created = (await response.json()) as operations['createInbox']['responses'][201]['content']['application/json']
+  return created.data
+}
+
+export async function waitForMessage(base: string, key: string, inbox: Inbox, query: WaitQuery): Promise<Message | null> {
+  const params = new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))
+  const response = await fetch(`${base}/v1/inboxes/${inbox.id}/messages?${params}`, { headers: { authorization: `Bearer ${key}` } })
+  if (response.status === 204) return null
+  const page = (await response.json()) as components['schemas']['MessagePage']
+  const first = page.data[0]
+  return first && 'text' in first ? first : null
+}
+
+export const exampleQuery: WaitQuery = { wait_seconds: 30, limit: 1, include: 'content', subject: 'Welcome' }
+// @ts-expect-error wait_seconds is an integer in the document, not a string
+export const wrongWait: WaitQuery = { wait_seconds: '30' }
+// @ts-expect-error include has one value only
+export const wrongInclude: WaitQuery = { include: 'everything' }
+
+export function describe(message: Message, usage: components['schemas']['Usage']): string {
+  const names = message.headers.map(([name]) => name)
+  const sizes = message.attachments.map((attachment) => attachment.size_bytes + 0)
+  // @ts-expect-error status is the literal 'active'
+  const status: Inbox['status'] = 'deleted'
+  return `${message.from.address} ${names.length} ${sizes.length} ${usage.emails.remaining} ${status}`
+}
