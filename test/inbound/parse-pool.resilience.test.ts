@@ -10,7 +10,7 @@ import { InboundRefusal } from '../../src/core/inbound/refusal.ts'
 import { createLogger } from '../../src/log.ts'
 
 const { limits } = loadConfig({})
-const MISBEHAVING = new URL('./fixtures/misbehaving-parse-worker.ts', import.meta.url)
+const MISBEHAVING = new URL('../support/fakes/misbehaving-parse-worker.ts', import.meta.url)
 let pool: ParsePool | undefined
 afterEach(() => pool?.close())
 

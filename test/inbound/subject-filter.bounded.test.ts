@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { SEARCH_SUBJECT_CHARS } from '../../src/core/inbound/store.ts'
 import type { TestServer, Tenant } from '../support/harness.ts'
-import { deliver, startWithInbox } from '../messages/support.ts'
+import { deliver, startWithInbox } from '../support/messages.ts'
 
 let server: TestServer
 let tenant: Tenant

@@ -16,7 +16,7 @@ import { startTestServer, type Tenant, type TestServer } from '../support/harnes
 import { decodeUnstructured, mimeParts } from '../support/mime-parts.ts'
 import { SmtpClient } from '../support/smtp.ts'
 import { watchEventLoop } from '../support/event-loop.ts'
-import { largestLegalMessage, thousandAttachments } from './generated-messages.ts'
+import { largestLegalMessage, thousandAttachments } from '../support/generated-messages.ts'
 
 const CORPUS = join(import.meta.dir, '..', 'fixtures', 'corpus')
 const ENVELOPE = 'corpus-sender@envelope.example'

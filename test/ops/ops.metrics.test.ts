@@ -1,10 +1,10 @@
 /** /metrics: Prometheus text exposition behind METRICS_TOKEN; the counters follow real traffic. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { operationOf } from '../../src/metrics/log-observer.ts'
-import { newInbox } from '../messages/support.ts'
+import { newInbox } from '../support/messages.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
-import { startTls } from './starttls-client.ts'
+import { startTls } from '../support/starttls-client.ts'
 
 const TOKEN = 'metrics-token-0123456789abcdef'
 let server: TestServer

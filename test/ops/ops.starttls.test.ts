@@ -5,10 +5,10 @@ import { X509Certificate } from 'node:crypto'
 import { readFileSync, statSync } from 'node:fs'
 import nodemailer from 'nodemailer'
 import { selfSignedPaths } from '../../src/smtp/self-signed.ts'
-import { newInbox, startRoomyServer } from '../messages/support.ts'
+import { newInbox, startRoomyServer } from '../support/messages.ts'
 import type { Tenant, TestServer } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
-import { plainSession, startTls } from './starttls-client.ts'
+import { plainSession, startTls } from '../support/starttls-client.ts'
 
 let server: TestServer
 let tenant: Tenant

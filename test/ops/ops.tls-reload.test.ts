@@ -7,7 +7,7 @@ import { join } from 'node:path'
 import { generate } from 'selfsigned'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { startTls } from './starttls-client.ts'
+import { startTls } from '../support/starttls-client.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-tls-'))
 const certFile = join(dir, 'cert.pem')

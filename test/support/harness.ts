@@ -2,8 +2,7 @@
  * Starts the real server (HTTP and SMTP on ports the OS picks) on a fresh temp SQLite
  * file, and offers small helpers to speak real HTTP to it. Nothing of ours is mocked.
  */
-import { mkdtempSync, rmSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
 import { systemClock, type Clock } from '../../src/clock.ts'
@@ -11,6 +10,8 @@ import { loadConfig } from '../../src/config.ts'
 import { createApiKey, createOrganization } from '../../src/core/admin.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
+import { scratchDir } from './scratch.ts'
+import { layDownSelfSigned } from './tls-seed.ts'
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -33,7 +34,7 @@ export interface Tenant {
 export type TestServer = Awaited<ReturnType<typeof startTestServer>>
 
 export async function startTestServer(options: TestServerOptions = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-test-'))
+  const dir = scratchDir('pigeonhole-test-')
   const databasePath = join(dir, 'pigeonhole.db')
   const config = loadConfig({
     PORT: '0',
@@ -45,6 +46,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   })
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
+  await layDownSelfSigned(databasePath, config.receivingDomain)
   const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
   const clock = options.clock ?? systemClock
   const { db } = app.services.storage

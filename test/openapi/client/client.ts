@@ -1,6 +1,6 @@
 /**
  * A small client written against the types openapi-typescript generates from the served
- * document (types.ts beside it, written by test/openapi/types.test.ts). It only has to
+ * document (types.ts beside it, written by test/openapi/openapi.types.test.ts). It only has to
  * type-check; the @ts-expect-error lines prove the types are specific, not `any`.
  */
 import type { components, operations, paths } from './types.ts'

@@ -1,0 +1,32 @@
+/** The layers stay apart: the domain knows no transport, storage knows nothing above it. */
+import { expect, test } from 'bun:test'
+import { dirname, join, relative, resolve } from 'node:path'
+
+const SRC = join(import.meta.dir, '..', '..', 'src')
+
+/** Every import of every .ts file under `folder` (relative to src/), resolved to a src-relative path or left as a package name. */
+async function importsUnder(folder: string): Promise<Array<{ file: string; target: string }>> {
+  const found: Array<{ file: string; target: string }> = []
+  for await (const file of new Bun.Glob(`${folder}/**/*.ts`).scan({ cwd: SRC })) {
+    const text = await Bun.file(join(SRC, file)).text()
+    for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
+      const target = specifier!.startsWith('.') ? relative(SRC, resolve(SRC, dirname(file), specifier!)) : specifier!
+      found.push({ file, target })
+    }
+  }
+  return found
+}
+
+test('src/core imports neither a transport library nor the transports', async () => {
+  const imports = await importsUnder('core')
+  expect(imports.length).toBeGreaterThan(50)
+  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || /^(http|smtp)\//.test(target) || target === 'app.ts')
+  expect(crossing).toEqual([])
+})
+
+test('src/storage imports nothing above it', async () => {
+  const imports = await importsUnder('storage')
+  expect(imports.length).toBeGreaterThan(3)
+  const crossing = imports.filter(({ target }) => /^(core|http|smtp|routing)\//.test(target) || target === 'app.ts')
+  expect(crossing).toEqual([])
+})

@@ -1,0 +1,150 @@
+/** Configuration from the environment (the operational contract in src/config.ts): real `bun src/index.ts` processes. */
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadConfig, SETTINGS } from '../../src/config.ts'
+import { resolvePublicUrls } from '../../src/public-urls.ts'
+import { scratchDir } from '../support/scratch.ts'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const dir = scratchDir('pigeonhole-config-')
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+/** Only our variables are replaced; PATH and friends stay so `bun` runs. */
+function envWith(overrides: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {}
+  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !SETTINGS.some((s) => s.env === name)) env[name] = value
+  return { ...env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`), LOG_LEVEL: 'info', ...overrides }
+}
+
+describe('a bad value stops the process with one line naming the variable', () => {
+  const cases: Array<[string, Record<string, string>]> = [
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['SMTP_PORT', { SMTP_PORT: '25.5' }],
+    ['LIMIT_ACTIVE_INBOXES', { LIMIT_ACTIVE_INBOXES: '0' }],
+    ['LIMIT_MONTHLY_EMAILS', { LIMIT_MONTHLY_EMAILS: 'lots' }],
+    ['LIMIT_REQUESTS_PER_KEY', { LIMIT_REQUESTS_PER_KEY: '1e3' }],
+    ['IDEMPOTENCY_HOURS', { IDEMPOTENCY_HOURS: '1.5' }],
+    ['EMAIL_ROUTING', { EMAIL_ROUTING: 'smtp' }],
+    ['SMTP_GREETING_DELAY_MS', { SMTP_GREETING_DELAY_MS: '30001' }],
+    ['SMTP_GREETING_DELAY_MS', { SMTP_GREETING_DELAY_MS: '5000', SMTP_GREETING_TIMEOUT_MS: '5000' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'verbose' }],
+    ['BASE_URL', { BASE_URL: 'not a url' }],
+    ['FILES_URL', { FILES_URL: 'ftp://files.example.com' }],
+    ['RECEIVING_DOMAIN', { RECEIVING_DOMAIN: 'bad domain' }],
+    ['RECEIVING_DOMAIN', { RECEIVING_DOMAIN: 'user@example.com' }],
+    ['CORS_CONSOLE_ORIGIN', { CORS_CONSOLE_ORIGIN: '*' }],
+    ['CORS_CONSOLE_ORIGIN', { CORS_CONSOLE_ORIGIN: 'https://console.example.com/app' }],
+    ['CORS_WILDCARD_ORIGIN', { CORS_WILDCARD_ORIGIN: 'https://example.com' }],
+    ['CORS_WILDCARD_ORIGIN', { CORS_WILDCARD_ORIGIN: '*' }],
+    ['CLOUDFLARE_API_TOKEN', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_ZONE_ID: 'zone' }],
+    ['CLOUDFLARE_ZONE_ID', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token' }],
+  ]
+  /** Each case is its own short-lived process, independent of the others: a few run side by side, before the checks. */
+  const runs = new Map<Record<string, string>, { code: number; output: string }>()
+  beforeAll(async () => {
+    const queue = [...cases]
+    const worker = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) {
+        const child = Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env: envWith(next[1]), stdout: 'pipe', stderr: 'pipe' })
+        const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+        runs.set(next[1], { code, output: (stdout + stderr).trim() })
+      }
+    }
+    await Promise.all(Array.from({ length: 3 }, worker))
+  }, 60_000)
+
+  for (const [variable, overrides] of cases) {
+    test(`${JSON.stringify(overrides)} names ${variable}`, () => {
+      const { code, output } = runs.get(overrides)!
+      const lines = output.split('\n')
+      // One object, so a failure shows the whole output.
+      expect({ failed: code !== 0, lines: lines.length, namesVariable: lines[0]!.includes(variable), stackTrace: output.includes('    at '), output }).toEqual({
+        failed: true,
+        lines: 1,
+        namesVariable: true,
+        stackTrace: false,
+        output,
+      })
+    })
+  }
+})
+
+test('a good environment starts, serves /health and stops cleanly on SIGTERM', async () => {
+  const child = Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env: envWith({}), stdout: 'pipe', stderr: 'pipe' })
+  try {
+    const reader = child.stdout.getReader()
+    let buffered = ''
+    let port: number | undefined
+    while (port === undefined) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`server exited early: ${buffered}`)
+      buffered += new TextDecoder().decode(value)
+      for (const line of buffered.split('\n')) {
+        if (line.includes('"http_listening"')) port = JSON.parse(line).port
+      }
+    }
+    const response = await fetch(`http://127.0.0.1:${port}/health`)
+    expect(response.status).toBe(200)
+    expect(await response.json()).toEqual({ status: 'ok', service: 'pigeonhole' })
+    reader.releaseLock()
+    child.kill('SIGTERM')
+    expect(await child.exited).toBe(0)
+  } finally {
+    if (child.exitCode === null) child.kill('SIGKILL')
+  }
+})
+
+describe('loadConfig', () => {
+  test('defaults are the spec values', () => {
+    const config = loadConfig({})
+    expect(config.limits).toMatchObject({
+      activeInboxes: 11,
+      monthlyEmails: 33,
+      requestsPerKey: 120,
+      requestsPerOrg: 600,
+      longPollsPerKey: 10,
+      longPollsPerOrg: 30,
+      inboxBurst: 10,
+      orgBurst: 25,
+      messageBytes: 10 * 1024 * 1024,
+      attachments: 25,
+      attachmentBytes: 5 * 1024 * 1024,
+      attachmentsTotalBytes: 10 * 1024 * 1024,
+      bodyBytes: 1024 * 1024,
+      retentionDays: 30,
+      idempotencyHours: 24,
+    })
+    expect(config).toMatchObject({
+      port: 3000,
+      smtpPort: 2525,
+      host: '0.0.0.0',
+      databasePath: './data/pigeonhole.db',
+      receivingDomain: 'pigeonhole.test',
+      baseUrl: 'http://localhost:3000',
+      filesUrl: 'http://localhost:3000',
+      emailRouting: 'none',
+    })
+  })
+
+  test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
+    const config = loadConfig({ BASE_URL: 'https://api.example.com/' })
+    expect(config.baseUrl).toBe('https://api.example.com')
+    expect(config.filesUrl).toBe('https://api.example.com')
+  })
+
+  test('the config is frozen: nothing can change a setting after start', () => {
+    const config = loadConfig({})
+    expect(Object.isFrozen(config)).toBe(true)
+    expect(Object.isFrozen(config.limits)).toBe(true)
+    expect(Object.keys(config)).not.toContain('activeInboxes')
+  })
+
+  test('with PORT=0 the default public URLs name the port the OS picked; given ones are kept', () => {
+    expect(resolvePublicUrls(loadConfig({ PORT: '0' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'http://localhost:4321' })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', FILES_URL: 'https://files.example.com' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'https://files.example.com' })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', BASE_URL: 'https://api.example.com' }), 4321)).toEqual({ baseUrl: 'https://api.example.com', filesUrl: 'https://api.example.com' })
+  })
+})

@@ -1,0 +1,104 @@
+/**
+ * fly.toml, the Dockerfile and litestream.yml agree with the configuration the server
+ * reads: the ports Fly forwards to are the ones it listens on, the volume holds the
+ * database, and the image starts through the entry. (`docker build` cannot run here.)
+ */
+import { expect, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { validate } from 'dockerfile-utils'
+import { dirname, join } from 'node:path'
+import { loadConfig, SETTINGS } from '../../src/config.ts'
+import { ROOT } from '../support/entry-process.ts'
+
+const read = (name: string) => Bun.file(`${ROOT}/${name}`).text()
+const fly = Bun.TOML.parse(await read('fly.toml')) as any
+const dockerfile = (await read('Dockerfile')).replace(/\\\n/g, ' ')
+const instructions = dockerfile
+  .split('\n')
+  .map((line) => line.trim())
+  .filter((line) => line && !line.startsWith('#'))
+
+/** ENV KEY=VALUE pairs of the final stage (our values have no spaces or quotes). */
+const imageEnv: Record<string, string> = Object.fromEntries(
+  instructions
+    .filter((line) => line.startsWith('ENV '))
+    .flatMap((line) => line.slice(4).trim().split(/\s+/))
+    .map((pair) => pair.split('=') as [string, string]),
+)
+const defaults = Object.fromEntries(SETTINGS.map((s) => [s.env, typeof s.default === 'string' ? s.default : '']))
+/** What the server sees on Fly: fly.toml [env] over the image's ENV over the defaults. */
+const effective: Record<string, string> = { ...defaults, ...imageEnv, ...fly.env }
+const seconds = (duration: string) => Number(/^(\d+)s$/.exec(duration)?.[1] ?? NaN)
+
+test('the effective Fly environment is a valid configuration', () => {
+  expect(() => loadConfig({ ...imageEnv, ...fly.env })).not.toThrow()
+  expect(fly.env.LITESTREAM_REPLICA).toBe('s3')
+})
+
+test('HTTPS on 443 (80 redirects) reaches PORT, with a /health check, never auto-stopped', () => {
+  const http = fly.http_service
+  expect(http.internal_port).toBe(Number(effective.PORT))
+  expect(http.force_https).toBe(true)
+  expect(http.auto_stop_machines).toBe('off')
+  expect(http.min_machines_running).toBeGreaterThanOrEqual(1)
+  expect(http.checks.map((c: any) => [c.method, c.path])).toContainEqual(['GET', '/health'])
+  // Each waiting long poll holds a request; the limit leaves room for all an org may hold.
+  expect(http.concurrency.type).toBe('requests')
+  expect(http.concurrency.hard_limit).toBeGreaterThan(10 * Number(defaults.LIMIT_LONG_POLLS_PER_ORG))
+})
+
+test('public TCP port 25 reaches SMTP_PORT as TCP with a PROXY line, never auto-stopped', () => {
+  const smtp = fly.services.filter((s: any) => s.ports.some((p: any) => p.port === 25))
+  expect(smtp).toHaveLength(1)
+  expect(smtp[0].protocol).toBe('tcp')
+  expect(smtp[0].internal_port).toBe(Number(effective.SMTP_PORT))
+  // 25 for senders' MTAs, 2525 for the Cloudflare Email Worker relay (Workers cannot reach 25).
+  expect(smtp[0].ports.map((p: any) => p.port)).toEqual([25, 2525])
+  // No TLS or HTTP handler in front of SMTP; only the PROXY line that carries the sender's
+  // address, which the server then reads (otherwise every sender is the proxy to the guards).
+  for (const port of smtp[0].ports) {
+    expect(port.handlers).toEqual(['proxy_proto'])
+    expect(port.proxy_proto_options).toEqual({ version: 'v1' })
+  }
+  expect(effective.SMTP_PROXY_PROTOCOL).toBe('on')
+  expect(smtp[0].auto_stop_machines).toBe('off')
+  // Above SMTP_MAX_CLIENTS, so the server itself answers the excess with 421.
+  expect(smtp[0].concurrency.hard_limit).toBeGreaterThan(Number(effective.SMTP_MAX_CLIENTS))
+})
+
+test('the volume is mounted on the folder of DATABASE_PATH, and the stop leaves time for the last sync', () => {
+  expect(fly.mounts.map((m: any) => m.destination)).toEqual([dirname(effective.DATABASE_PATH!)])
+  expect(fly.kill_signal).toBe('SIGTERM')
+  expect(seconds(fly.kill_timeout)).toBeGreaterThanOrEqual(20)
+})
+
+test('the image: official Bun base, production deps, migrations, entry as command, health check, non-root', () => {
+  const froms = instructions.filter((line) => line.startsWith('FROM '))
+  expect(froms.length).toBeGreaterThan(0)
+  for (const from of froms) expect(from).toMatch(/^FROM oven\/bun:/)
+  expect(dockerfile).toContain('bun install --frozen-lockfile --production')
+  expect(instructions).toContain('COPY drizzle ./drizzle')
+  expect(instructions).toContainEqual(expect.stringMatching(/^COPY .*litestream\.yml/))
+  expect(instructions.at(-1)).toBe('CMD ["bun", "src/entry.ts"]')
+  expect(instructions.find((line) => line.startsWith('HEALTHCHECK'))).toContain('/health')
+  expect(imageEnv.RUN_AS).toMatch(/^[1-9][0-9]*:[1-9][0-9]*$/) // litestream and the server never run as root
+  expect(instructions.filter((line) => line.startsWith('USER '))).toEqual([]) // the entry drops privileges itself
+  // The server runs as the production bundle, built in the image exactly as `bun run build` does.
+  const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
+  expect(instructions).toContain(`RUN ${pkg.scripts.build}`)
+  expect(imageEnv.SERVER_SCRIPT).toBe(/--outfile=(\S+)/.exec(pkg.scripts.build)?.[1]) // the first output; the parse worker follows
+})
+
+test('the Dockerfile passes the linter (errors and warnings alike)', async () => {
+  const problems = validate(await read('Dockerfile')).map((d) => `line ${d.range.start.line + 1}: ${d.message}`)
+  expect(problems).toEqual([])
+})
+
+test('litestream.yml replicates DATABASE_PATH through a `replicas` list (0.3 ignores a singular `replica`)', async () => {
+  const config = Bun.YAML.parse(await read('litestream.yml')) as any
+  expect(config.dbs).toHaveLength(1)
+  expect(config.dbs[0].path).toBe('${DATABASE_PATH}')
+  expect(config.dbs[0].replica).toBeUndefined()
+  expect(config.dbs[0].replicas).toHaveLength(1)
+  expect(config.dbs[0].replicas[0]).toMatchObject({ type: '${LITESTREAM_REPLICA}', bucket: '${BUCKET_NAME}', endpoint: '${AWS_ENDPOINT_URL_S3}' })
+})

@@ -1,0 +1,85 @@
+/**
+ * What a person sees on first run: the start-up summary in plain words, one line naming
+ * the variable when a port is taken, and a CLI that says which database it opened and
+ * never creates a second one by accident.
+ */
+import { afterAll, expect, test } from 'bun:test'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
+import { createServer, type Server } from 'node:net'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-first-run-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+function run(cmd: string[], env: Record<string, string>, cwd = ROOT) {
+  return Bun.spawn(cmd, { cwd, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env }, stdout: 'pipe', stderr: 'pipe' })
+}
+const finished = async (child: ReturnType<typeof run>) => {
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  return { stdout, stderr, code }
+}
+
+async function occupiedPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  return { port: (server.address() as { port: number }).port, server }
+}
+
+test('start-up prints where the API, docs and SMTP are and the next step, beside the JSON log lines', async () => {
+  const child = run(['bun', 'src/index.ts'], { PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, 'banner.db') })
+  let stderr = ''
+  const reader = child.stderr.getReader()
+  while (!stderr.includes('Stop with Ctrl+C')) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`exited early: ${stderr}`)
+    stderr += new TextDecoder().decode(value)
+  }
+  child.kill('SIGTERM')
+  const [stdout] = await Promise.all([new Response(child.stdout).text(), child.exited])
+  expect(stderr).toMatch(/API +http:\/\/localhost:\d+/)
+  expect(stderr).toMatch(/API docs +http:\/\/localhost:\d+\/openapi/)
+  expect(stderr).toMatch(/SMTP +port \d+ on 127\.0\.0\.1; inbox addresses end in @pigeonhole\.test/)
+  expect(stderr).toContain(`Database   ${join(dir, 'banner.db')}`)
+  expect(stderr).toContain('bun src/cli.ts orgs create my-team --local')
+  const events = stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line).event)
+  expect(events).toEqual(expect.arrayContaining(['http_listening', 'smtp_listening']))
+}, 20_000)
+
+for (const variable of ['PORT', 'SMTP_PORT'] as const) {
+  test(`a busy ${variable} is one line naming it, and a non-zero exit`, async () => {
+    const busy = await occupiedPort()
+    try {
+      const other = variable === 'PORT' ? 'SMTP_PORT' : 'PORT'
+      const result = await finished(run(['bun', 'src/index.ts'], { [variable]: String(busy.port), [other]: '0', DATABASE_PATH: join(dir, `${variable}.db`) }))
+      expect(result.code).not.toBe(0)
+      expect(result.stderr.trim()).toBe(`Port ${busy.port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+    } finally {
+      busy.server.close()
+    }
+  }, 20_000)
+}
+
+test('the CLI refuses to create a database unless asked, naming the path and the way out', async () => {
+  const elsewhere = mkdtempSync(join(dir, 'elsewhere-'))
+  const refused = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  expect(refused.code).not.toBe(0)
+  expect(refused.stderr).toContain(`No database at ${join(elsewhere, 'data', 'pigeonhole.db')}.`)
+  expect(refused.stderr).toContain('DATABASE_PATH')
+  expect(refused.stderr).toContain('--create')
+  expect(existsSync(join(elsewhere, 'data'))).toBe(false)
+
+  const created = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'create', 'fresh', '--create'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  expect(created.code).toBe(0)
+  expect(created.stdout.trim().split('\n').at(-1)).toMatch(/^org_[0-9a-f]{32}$/)
+  expect(created.stderr).toContain(`database: ${join(elsewhere, 'data', 'pigeonhole.db')}`)
+
+  const listed = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  expect(listed.code).toBe(0)
+  expect(listed.stdout).toContain('fresh')
+  expect(listed.stderr).toContain(`database: ${join(elsewhere, 'data', 'pigeonhole.db')}`)
+}, 20_000)

@@ -1,0 +1,38 @@
+/**
+ * One self-signed STARTTLS certificate per test process. The server keeps its certificate
+ * beside the database and makes one (in a child process, about 150 ms) when none is there;
+ * laying the same pair into each fresh test folder spares every test server that cost, and
+ * the server still takes its own path of a restart that finds its certificate. Servers with
+ * another RECEIVING_DOMAIN make their own, as in production.
+ */
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.ts'
+import { createLogger } from '../../src/log.ts'
+import { selfSigned, selfSignedPaths } from '../../src/smtp/self-signed.ts'
+import { scratchDir } from './scratch.ts'
+
+export const SEED_DOMAIN = 'inbox.test'
+
+let seed: Promise<ReturnType<typeof selfSignedPaths>> | undefined
+
+function makeSeed(): Promise<ReturnType<typeof selfSignedPaths>> {
+  seed ??= (async () => {
+    const dir = scratchDir('pigeonhole-tls-seed-')
+    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+    const config = loadConfig({ DATABASE_PATH: join(dir, 'seed.db'), RECEIVING_DOMAIN: SEED_DOMAIN })
+    await selfSigned(config, createLogger('silent'), Date.now())
+    return selfSignedPaths(config.databasePath)
+  })()
+  return seed
+}
+
+/** Puts the process's certificate where a server on `databasePath` looks for its own. */
+export async function layDownSelfSigned(databasePath: string, receivingDomain: string): Promise<void> {
+  if (receivingDomain !== SEED_DOMAIN) return
+  const from = await makeSeed()
+  const to = selfSignedPaths(databasePath)
+  mkdirSync(to.folder, { recursive: true, mode: 0o700 })
+  copyFileSync(from.key, to.key)
+  copyFileSync(from.cert, to.cert)
+}
