@@ -17,6 +17,7 @@ import { summarize as summarizeRun } from './summary.ts'
 import { ingestRound, type IngestRound, type IngestTarget } from './phases/ingest.ts'
 import { emptySamples, maildevEndToEnd, pigeonholeEndToEnd } from './phases/end-to-end.ts'
 import { maildevLatency, pigeonholeLatency } from './phases/latency.ts'
+import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
 import { readsPhase } from './phases/reads.ts'
 
@@ -25,6 +26,8 @@ const settings = quick
   ? {
       ingestRounds: 1,
       ingestMs: 400,
+      capacitySteps: [10_000],
+      smtpSessions: 100,
       latencyRounds: 1,
       latencySamples: 30,
       endToEndRounds: 1,
@@ -39,6 +42,8 @@ const settings = quick
   : {
       ingestRounds: 3,
       ingestMs: 2000,
+      capacitySteps: [100_000, 1_000_000],
+      smtpSessions: 190,
       latencyRounds: 2,
       latencySamples: 150,
       endToEndRounds: 2,
@@ -99,11 +104,16 @@ try {
 
   const ingest: IngestRound[] = []
   for (const shape of Object.values(shapes)) {
+    // One discarded round per target and shape: JIT, parse workers (started on demand) and
+    // socket buffers warm up, as they would be in a server that has been running.
+    for (const target of targets) await ingestRound(target, shape, settings.warmUpMs)
     for (let round = 1; round <= settings.ingestRounds; round++) {
       for (const target of targets) {
         const result = await ingestRound(target, shape, settings.ingestMs)
         ingest.push(result)
-        log(`ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${result.stored}/${result.accepted}`)
+        log(
+          `ingest ${shape.name} round ${round} ${target.name}: ${Math.round(result.perSecond)} msg/s, ${result.cpuMsPerMessage.toFixed(2)} ms CPU/msg (${result.mainThreadCpuMsPerMessage.toFixed(2)} main thread), stored ${result.stored}/${result.accepted}`,
+        )
       }
     }
   }
@@ -139,6 +149,9 @@ try {
   log(`memory and start-up: ${settings.messages} messages of ${shapes.html_30kb.label}, ${settings.longPolls} long polls`)
   const memory = await memoryPhase(shapes.html_30kb, settings)
 
+  log(`capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`)
+  const capacity = await capacityPhase(shapes.text_2kb, { steps: settings.capacitySteps, ingestMs: settings.ingestMs, latencySamples: settings.latencySamples, sessions: settings.smtpSessions, log })
+
   const results = {
     mode: quick ? 'quick' : 'full',
     command: `${process.env.BENCH_SERVER_ENTRY ? `BENCH_SERVER_ENTRY=${process.env.BENCH_SERVER_ENTRY} ` : ''}bun run bench${quick ? ' --quick' : ''}`,
@@ -153,6 +166,7 @@ try {
     end_to_end: endToEnd,
     reads,
     memory,
+    capacity,
   }
   const { text, summary } = summarizeRun(results)
   const dir = join(import.meta.dir, 'results')

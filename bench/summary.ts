@@ -3,6 +3,7 @@
  */
 import { fmt, goal, markdown, table, type Goal, type Row } from './lib/report.ts'
 import { median, ratio } from './lib/stats.ts'
+import type { CapacityResult } from './phases/capacity.ts'
 import type { EndToEndSamples } from './phases/end-to-end.ts'
 import type { IngestRound } from './phases/ingest.ts'
 import { summarize as latencySummary } from './phases/latency.ts'
@@ -20,13 +21,15 @@ interface Results {
   end_to_end: Record<string, { pigeonhole: EndToEndSamples; maildev: EndToEndSamples }>
   reads: ReadRound[]
   memory: MemoryResult
+  capacity: CapacityResult
 }
 
 const pct = (value: number) => `${fmt(value * 100)}%`
 const times = (value: number) => `${fmt(value, 1)}x`
 
 export function summarize(results: Results) {
-  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage') => median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
+  const ingestOf = (target: string, shape: string, field: 'perSecond' | 'cpuMsPerMessage' | 'mainThreadCpuMsPerMessage') =>
+    median(results.ingest.filter((r) => r.target === target && r.shape === shape).map((r) => r[field]))
   const readOf = (target: string, endpoint: string, field: 'perSecond' | 'p50Ms' | 'p99Ms') => median(results.reads.filter((r) => r.target === target && r.endpoint === endpoint).map((r) => r[field]))
 
   const rows: Row[] = []
@@ -36,10 +39,20 @@ export function summarize(results: Results) {
     const [ph, md, sink] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'perSecond')) as [number, number, number]
     const [phCpu, mdCpu, sinkCpu] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'cpuMsPerMessage')) as [number, number, number]
     const vsMaildev = ratio(ph, md)
+    const [phMain, mdMain, sinkMain] = ['pigeonhole', 'maildev', 'smtp_sink'].map((t) => ingestOf(t, shape, 'mainThreadCpuMsPerMessage')) as [number, number, number]
     goals.push(goal(`ingest ${label}: x maildev`, vsMaildev, '>=', 3, 'x'))
-    ingest[shape] = { pigeonhole: ph, maildev: md, smtp_sink: sink, vs_maildev: vsMaildev, vs_sink: ratio(ph, sink), cpu_ms_per_message: { pigeonhole: phCpu, maildev: mdCpu, smtp_sink: sinkCpu } }
+    ingest[shape] = {
+      pigeonhole: ph,
+      maildev: md,
+      smtp_sink: sink,
+      vs_maildev: vsMaildev,
+      vs_sink: ratio(ph, sink),
+      cpu_ms_per_message: { pigeonhole: phCpu, maildev: mdCpu, smtp_sink: sinkCpu },
+      main_thread_cpu_ms_per_message: { pigeonhole: phMain, maildev: mdMain, smtp_sink: sinkMain },
+    }
     rows.push([`Ingest ${label} (msg/s)`, fmt(ph), fmt(md), fmt(sink), `${times(vsMaildev)} / ${pct(ratio(ph, sink))}`, '>= 3x maildev', mark(goals.at(-1)!)])
     rows.push([`  server CPU per message (ms)`, fmt(phCpu, 2), fmt(mdCpu, 2), fmt(sinkCpu, 2), '', '', ''])
+    rows.push([`    of it on the main thread (ms)`, fmt(phMain, 2), fmt(mdMain, 2), fmt(sinkMain, 2), '', '', ''])
   }
 
   const wake = { pigeonhole: latencySummary('pigeonhole', results.latency.pigeonhole), maildev: latencySummary('maildev', results.latency.maildev) }
@@ -105,6 +118,16 @@ export function summarize(results: Results) {
   rows.push([`${fmt(m.longPolls)} open long polls add (MiB, vs idle)`, fmt(m.longPollsAddMiB, 1), '', '', '', '<= 20', mark(pollsGoal)])
   rows.push([`Start-up to /health 200 (ms, ${fmt(m.messages)} msgs)`, fmt(m.startupMs, 0), '', '', '', '<= 250', mark(startGoal)])
 
+  const c = results.capacity
+  for (const step of c.steps) {
+    rows.push([`At ${fmt(step.messages)} stored msgs (${fmt(step.databaseMiB)} MiB db)`, '', '', '', '', '', ''])
+    rows.push(['  ingest 2 KB (msg/s, 8 connections)', fmt(step.ingestPerSecond), '', '', '', '', ''])
+    rows.push(['  wake p50 / p99 (ms)', `${fmt(step.wakeP50Ms, 2)} / ${fmt(step.wakeP99Ms, 2)}`, '', '', '', '', ''])
+    rows.push(['  RSS idle / after ingest (MiB)', `${fmt(step.idleRssMiB, 1)} / ${fmt(step.rssAfterMiB, 1)}`, '', '', '', '', ''])
+    rows.push(['  start-up to /health 200 (ms)', fmt(step.startupMs, 0), '', '', '', '', ''])
+  }
+  rows.push([`${fmt(c.smtpSessions)} idle SMTP sessions add (MiB)`, fmt(c.smtpSessionsAddMiB, 1), '', '', '', '', ''])
+
   const header: Row = ['Measure', 'Pigeonhole', `maildev ${results.machine.maildev}`, 'ceiling', 'ratio', 'goal', '']
   const mc = results.machine
   const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
@@ -120,6 +143,7 @@ export function summarize(results: Results) {
     reads: { list_per_second: list, get_inbox_per_second: get },
     memory_mib: { parts: m.parts, idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
     startup_ms: m.startupMs,
+    capacity: c,
     goals,
     markdown: [intro, '', markdown(header, rows)].join('\n'),
   }

@@ -21,9 +21,12 @@ export function freePort(): Promise<number> {
 
 const TICKS_PER_SECOND = 100 // getconf CLK_TCK on Linux x86_64
 
-/** User + system CPU time of the whole process (all threads), in milliseconds. */
-export function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+/**
+ * User + system CPU time of the whole process (all threads), in milliseconds; with
+ * `mainThreadOnly`, of its main thread alone (the event loop; parse workers excluded).
+ */
+export function cpuMs(pid: number, mainThreadOnly = false): number {
+  const stat = readFileSync(mainThreadOnly ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8')
   // Fields after the ")" that closes the command name; utime and stime are fields 14 and 15.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND

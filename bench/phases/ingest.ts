@@ -27,6 +27,8 @@ export interface IngestRound {
   seconds: number
   perSecond: number
   cpuMsPerMessage: number
+  /** The part of it spent on the main thread (the event loop). */
+  mainThreadCpuMsPerMessage: number
 }
 
 /** Sends for `durationMs` (or until `maxMessages`), over CONNECTIONS connections opened beforehand. */
@@ -39,6 +41,7 @@ export async function ingestRound(target: IngestTarget, shape: Shape, durationMs
   let lastReply = 0
   let firstError = ''
   const cpuBefore = cpuMs(target.pid)
+  const mainBefore = cpuMs(target.pid, true)
   started = performance.now()
   const deadline = started + durationMs
   await Promise.all(
@@ -57,6 +60,7 @@ export async function ingestRound(target: IngestTarget, shape: Shape, durationMs
   )
   await waitQuiet(target.pid)
   const cpuAfter = cpuMs(target.pid)
+  const mainAfter = cpuMs(target.pid, true)
   for (const client of clients) client.close()
   if (firstError) console.error(`  ${target.name}: ${rejected} rejected, first: ${firstError}`)
   const seconds = (lastReply - started) / 1000
@@ -71,6 +75,7 @@ export async function ingestRound(target: IngestTarget, shape: Shape, durationMs
     seconds,
     perSecond: accepted / seconds,
     cpuMsPerMessage: (cpuAfter - cpuBefore) / accepted,
+    mainThreadCpuMsPerMessage: (mainAfter - mainBefore) / accepted,
   }
 }
 

@@ -110,7 +110,7 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
 }
 
 /** From just before the process is spawned to the first 200 from /health. */
-async function timeStartup(env: Record<string, string>): Promise<number> {
+export async function timeStartup(env: Record<string, string>): Promise<number> {
   const url = `http://127.0.0.1:${env.PORT}/health`
   const started = performance.now()
   const child = spawnChild('pigeonhole-startup', [process.execPath, SERVER_ENTRY], env, ROOT)
