@@ -27,9 +27,10 @@ export interface Storage {
    * them commit in ONE transaction (one fsync); a job that throws is rolled back alone (the
    * others are re-run without it, so `work` must be safe to run twice). The promise settles
    * after the COMMIT, so a caller that acknowledges on resolve acknowledges only durable
-   * data. `work` must be synchronous.
+   * data. `work` must be synchronous. `bytes` is roughly what it writes; a batch holding a
+   * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter).
    */
-  writeInGroup<T>(work: (tx: Tx) => T): Promise<T>
+  writeInGroup<T>(work: (tx: Tx) => T, bytes?: number): Promise<T>
   close(): void
 }
 
@@ -68,6 +69,7 @@ function reuseStatements(sqlite: SQLite): void {
 }
 
 interface GroupJob {
+  bytes: number
   work: (tx: Tx) => unknown
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
@@ -135,14 +137,42 @@ function walSyncer(walPath: string): { durable: () => Promise<void>; close: () =
  * benefit here). If any job throws, the batch is rolled back and each job runs again in a
  * transaction of its own, so a failure stays alone.
  */
-function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>): Storage['writeInGroup'] {
+/**
+ * A batch writing this much checkpoints in the next event-loop turn instead of inside its
+ * COMMIT: SQLite's automatic checkpoint would otherwise copy the batch's WAL frames into the
+ * main file in the same turn as writing them, and a 10 MiB message with its attachments
+ * (about 17 MiB of blobs) then held the loop past the 50 ms bound.
+ */
+export const LARGE_WRITE_BYTES = 1024 * 1024
+
+function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
-  const withoutInlineSync = <T>(commit: () => T): T => {
+  let checkpointQueued = false
+  const checkpointSoon = () => {
+    if (checkpointQueued) return
+    checkpointQueued = true
+    setImmediate(() => {
+      checkpointQueued = false
+      try {
+        // PASSIVE, like the automatic one: it never waits for readers (Litestream holds one).
+        sqlite.exec('PRAGMA wal_checkpoint(PASSIVE)')
+      } catch {
+        // the next automatic checkpoint catches up
+      }
+    })
+  }
+  const withoutInlineSync = <T>(jobs: GroupJob[], commit: () => T): T => {
+    const large = jobs.some((job) => job.bytes >= LARGE_WRITE_BYTES)
     sqlite.exec('PRAGMA synchronous = NORMAL')
+    if (large) sqlite.exec('PRAGMA wal_autocheckpoint = 0')
     try {
       return commit()
     } finally {
       sqlite.exec('PRAGMA synchronous = FULL')
+      if (large) {
+        sqlite.exec(`PRAGMA wal_autocheckpoint = ${autocheckpointPages}`)
+        checkpointSoon()
+      }
     }
   }
   const settle = (jobs: GroupJob[], values: unknown[]) =>
@@ -156,7 +186,7 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>): S
     )
   const runAlone = (job: GroupJob) => {
     try {
-      void settle([job], [withoutInlineSync(() => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))])
+      void settle([job], [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))])
     } catch (error) {
       job.reject(error)
     }
@@ -166,17 +196,17 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>): S
     queue = []
     let values: unknown[]
     try {
-      values = withoutInlineSync(() => db.transaction((tx) => jobs.map((job) => job.work(tx)), { behavior: 'immediate' }))
+      values = withoutInlineSync(jobs, () => db.transaction((tx) => jobs.map((job) => job.work(tx)), { behavior: 'immediate' }))
     } catch {
       for (const job of jobs) runAlone(job)
       return
     }
     void settle(jobs, values)
   }
-  return <T>(work: (tx: Tx) => T) =>
+  return <T>(work: (tx: Tx) => T, bytes = 0) =>
     new Promise<T>((resolve, reject) => {
       if (queue.length === 0) setImmediate(flush)
-      queue.push({ work, resolve: resolve as (value: unknown) => void, reject })
+      queue.push({ work, bytes, resolve: resolve as (value: unknown) => void, reject })
     })
 }
 
@@ -196,7 +226,8 @@ export function openStorage(path: string): Storage {
   // SQLite checkpoints after a number of WAL pages (1,000): keep it at the same ~4 MiB of
   // WAL whatever the page size, or 16 KiB pages would let the WAL grow to 16 MiB first.
   const { page_size: pageSize } = sqlite.query('PRAGMA page_size').get() as { page_size: number }
-  sqlite.exec(`PRAGMA wal_autocheckpoint = ${Math.max(1, Math.round(WAL_CHECKPOINT_BYTES / pageSize))}`)
+  const autocheckpointPages = Math.max(1, Math.round(WAL_CHECKPOINT_BYTES / pageSize))
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${autocheckpointPages}`)
   // FULL: what is acknowledged must survive a power cut, not just a crash. The group commit
   // of inbound mail gets the same guarantee with its own WAL sync (groupCommitter).
   sqlite.exec('PRAGMA synchronous = FULL')
@@ -211,7 +242,7 @@ export function openStorage(path: string): Storage {
     db,
     sqlite,
     write: (work) => db.transaction(work, { behavior: 'immediate' }),
-    writeInGroup: groupCommitter(db, sqlite, wal.durable),
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages),
     close: () => {
       // Fold the WAL back into the main file so a copied .db is complete on its own. Without
       // waiting: Litestream always holds a read lock, and a checkpoint that waits out the

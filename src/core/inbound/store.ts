@@ -43,78 +43,81 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
 
   // Prepared on the same (only) connection, so they run inside this write transaction.
   const statements = inboundStatements(s.storage.db)
-  const stored = await s.storage.writeInGroup(() => {
-    // Timestamps are taken inside the transaction, so received_at follows commit order.
-    const now = s.clock.now()
-    const receivedAt = isoTime(now)
-    const expiresAt = isoTime(now + s.config.limits.retentionDays * DAY)
-    const month = utcMonth(now).key
-    const bucket = burstBucket(now)
-    const done: StoredMessage[] = []
-    const refusals: InboundRefusal[] = []
-    const seen = new Set<string>()
-    for (const recipient of recipients) {
-      if (seen.has(recipient.inboxId)) continue // one copy per inbox, however often it was named
-      seen.add(recipient.inboxId)
-      const inbox = statements.activeInboxAddress.get({ inboxId: recipient.inboxId })
-      if (!inbox) continue
-      if (recipient.month !== month || recipient.bucket !== bucket) {
-        // Its own unit is about to become a stored count or be refused: left in place, the
-        // re-check would count it against itself (one unit left, RCPT at 10:04:59, DATA
-        // ending at 10:05:00 gave a false "quota exceeded").
-        s.reservations.release(recipient)
-        const refusal = limitRefusal(s, { id: recipient.inboxId, organizationId: recipient.organizationId }, month, bucket)
-        if (refusal) {
-          refusals.push(refusal)
-          continue
+  const stored = await s.storage.writeInGroup(
+    () => {
+      // Timestamps are taken inside the transaction, so received_at follows commit order.
+      const now = s.clock.now()
+      const receivedAt = isoTime(now)
+      const expiresAt = isoTime(now + s.config.limits.retentionDays * DAY)
+      const month = utcMonth(now).key
+      const bucket = burstBucket(now)
+      const done: StoredMessage[] = []
+      const refusals: InboundRefusal[] = []
+      const seen = new Set<string>()
+      for (const recipient of recipients) {
+        if (seen.has(recipient.inboxId)) continue // one copy per inbox, however often it was named
+        seen.add(recipient.inboxId)
+        const inbox = statements.activeInboxAddress.get({ inboxId: recipient.inboxId })
+        if (!inbox) continue
+        if (recipient.month !== month || recipient.bucket !== bucket) {
+          // Its own unit is about to become a stored count or be refused: left in place, the
+          // re-check would count it against itself (one unit left, RCPT at 10:04:59, DATA
+          // ending at 10:05:00 gave a false "quota exceeded").
+          s.reservations.release(recipient)
+          const refusal = limitRefusal(s, { id: recipient.inboxId, organizationId: recipient.organizationId }, month, bucket)
+          if (refusal) {
+            refusals.push(refusal)
+            continue
+          }
         }
-      }
-      const messageId = newId('msg')
-      statements.insertMessage.run({
-        id: messageId,
-        inboxId: recipient.inboxId,
-        organizationId: recipient.organizationId,
-        fromName: mail.fromName,
-        fromAddress: mail.fromAddress,
-        toAddress: inbox.address,
-        subject: mail.subject,
-        preview: mail.preview,
-        sizeBytes: raw.byteLength,
-        receivedAt,
-        expiresAt,
-        searchSubject,
-        searchSender: senderAddress,
-        searchSenderDomain: senderDomain,
-        internetMessageId: mail.internetMessageId,
-      })
-      statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
-      statements.insertSource.run({ messageId, raw })
-      mail.attachments.forEach((attachment, position) => {
-        const attachmentId = newId('att')
-        statements.insertAttachment.run({
-          id: attachmentId,
-          messageId,
+        const messageId = newId('msg')
+        statements.insertMessage.run({
+          id: messageId,
+          inboxId: recipient.inboxId,
           organizationId: recipient.organizationId,
-          position,
-          filename: attachment.filename,
-          contentType: attachment.contentType,
-          sizeBytes: attachment.content.byteLength,
-          disposition: attachment.disposition,
-          contentId: attachment.contentId,
+          fromName: mail.fromName,
+          fromAddress: mail.fromAddress,
+          toAddress: inbox.address,
+          subject: mail.subject,
+          preview: mail.preview,
+          sizeBytes: raw.byteLength,
+          receivedAt,
+          expiresAt,
+          searchSubject,
+          searchSender: senderAddress,
+          searchSenderDomain: senderDomain,
+          internetMessageId: mail.internetMessageId,
         })
-        statements.insertAttachmentContent.run({ attachmentId, content: attachment.content })
-      })
-      statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
-      statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })
-      statements.bumpBurst.run({ subjectId: recipient.organizationId, bucket })
-      // Its unit is a stored count now; releasing here keeps later jobs of this same batch
-      // from counting it twice (once stored, once reserved).
-      s.reservations.release(recipient)
-      s.notifier.bump(recipient.inboxId)
-      done.push({ messageId, inboxId: recipient.inboxId })
-    }
-    return { done, refusals }
-  })
+        statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
+        statements.insertSource.run({ messageId, raw })
+        mail.attachments.forEach((attachment, position) => {
+          const attachmentId = newId('att')
+          statements.insertAttachment.run({
+            id: attachmentId,
+            messageId,
+            organizationId: recipient.organizationId,
+            position,
+            filename: attachment.filename,
+            contentType: attachment.contentType,
+            sizeBytes: attachment.content.byteLength,
+            disposition: attachment.disposition,
+            contentId: attachment.contentId,
+          })
+          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content })
+        })
+        statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
+        statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })
+        statements.bumpBurst.run({ subjectId: recipient.organizationId, bucket })
+        // Its unit is a stored count now; releasing here keeps later jobs of this same batch
+        // from counting it twice (once stored, once reserved).
+        s.reservations.release(recipient)
+        s.notifier.bump(recipient.inboxId)
+        done.push({ messageId, inboxId: recipient.inboxId })
+      }
+      return { done, refusals }
+    },
+    raw.byteLength + mail.attachments.reduce((sum, attachment) => sum + attachment.content.byteLength, 0),
+  )
   for (const message of stored.done) s.notifier.emit(message.inboxId, 'message_stored')
   if (stored.done.length === 0 && stored.refusals[0]) throw stored.refusals[0]
   return stored.done
