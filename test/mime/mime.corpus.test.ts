@@ -113,12 +113,18 @@ test('every message is accepted, or refused with the exact reply of a documented
   expect(deliveries.length).toBeGreaterThan(250)
 })
 
-test(`no message stalls the event loop for more than ${STALL_BOUND_MS} ms while the server receives it`, () => {
+// The largest legal message gets the same bound in a server process of its own
+// (mime.largest.event-loop.test.ts): here, the forced collections around a message of its
+// size also walk everything the earlier test files left alive in this process, which
+// measured anywhere from 42 to 81 ms in full-suite runs against 25 to 32 ms on its own.
+const MEASURED_IN_ITS_OWN_PROCESS = 'generated/largest-legal.eml'
+
+test(`no other message stalls the event loop for more than ${STALL_BOUND_MS} ms while the server receives it`, () => {
   const worst = deliveries.toSorted((a, b) => b.stalledMs - a.stalledMs).slice(0, 3)
   console.log(
     `worst event-loop stalls: ${worst.map((d) => `${d.stalledMs.toFixed(1)} ms (${d.name}, ${(d.raw.byteLength / 1048576).toFixed(2)} MiB, timer delay ${d.delayMs.toFixed(1)} ms)`).join('; ')}`,
   )
-  const over = deliveries.filter((d) => d.stalledMs > STALL_BOUND_MS).map((d) => `${d.name}: ${d.stalledMs.toFixed(0)} ms`)
+  const over = deliveries.filter((d) => d.name !== MEASURED_IN_ITS_OWN_PROCESS && d.stalledMs > STALL_BOUND_MS).map((d) => `${d.name}: ${d.stalledMs.toFixed(0)} ms`)
   expect(over).toEqual([])
 })
 
