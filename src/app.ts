@@ -138,10 +138,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         // envelope, reading at most 64 KiB of any body (src/http/body.ts).
         maxRequestBodySize: 1024 * 1024 * 1024,
         fetch(request, bun) {
-          // Host and target are checked before either transport sees the request (the console
-          // parses its URL with new URL()); the API answers a refusal in its own error envelope.
+          // The API checks Host and target itself, first thing, and answers a refusal in its
+          // error envelope; the console parses its URL with new URL(), so it is checked here.
+          if (!isConsolePath(request.url)) return api.fetch(routableByElysia(request))
           const refusal = targetRefusal(request)
-          if (!isConsolePath(request.url)) return api.fetch(refusal ? request : routableByElysia(request))
           if (refusal) return badTargetResponse(logger, request, refusal)
           const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
           return consoleApp.handle(request, address)

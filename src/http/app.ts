@@ -15,7 +15,7 @@ import { installFastFormats } from './formats.ts'
 import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
 import { RequestRegistry } from './request-registry.ts'
-import { checkRequestTarget, parseUrl, safePathOf } from './request-target.ts'
+import { checkRequestTarget, safePathOf } from './request-target.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
@@ -33,7 +33,8 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes) {
     .onRequest(({ request, set }) => {
       const state = requests.begin(request)
       set.headers['x-request-id'] = state.id
-      state.path = checkRequestTarget(request)
+      const target = checkRequestTarget(request)
+      state.path = target.path
       const origin = request.headers.get('origin')
       const granted = origin !== null && cors.allows(origin)
       if (granted) {
@@ -55,7 +56,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes) {
       if (state.path.startsWith('/v1/') || state.path === '/v1') {
         state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'), s.config.limits)
         s.requestLimiter.admit(state.principal)
-        if (request.method === 'GET') rejectRepeatedParameters(parseUrl(request.url)) // only the two listings take query parameters
+        if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
         if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
           throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)

@@ -42,12 +42,15 @@ function pathOf(url: string): string {
   return end < 0 ? url.slice(slash) : url.slice(slash, slash + end)
 }
 
-/** Validates the request line and Host; returns the path for routing decisions and logs. */
-export function checkRequestTarget(request: Request): string {
+/**
+ * Validates the request line and Host; returns the path (for routing decisions and logs)
+ * and the parsed URL, so the caller need not parse it again.
+ */
+export function checkRequestTarget(request: Request): { path: string; url: URL } {
   if (request.method === 'CONNECT') throw new HttpProtocolError(400, 'bad_request', 'CONNECT is not supported: this is not a proxy.')
   checkHost(request.headers.get('host'))
-  parseUrl(request.url) // a few hosts the pattern allows (`%zz`) are still not a valid URL
-  return pathOf(request.url)
+  const url = parseUrl(request.url) // a few hosts the pattern allows (`%zz`) are still not a valid URL
+  return { path: pathOf(request.url), url }
 }
 
 /** checkRequestTarget's refusal of a request, or null when the request is well-formed. */
@@ -64,8 +67,8 @@ export function targetRefusal(request: Request): HttpProtocolError | null {
 /** The path for logs of requests that failed before (or in) checkRequestTarget. */
 export const safePathOf = (request: Request): string => pathOf(request.url)
 
-/** `new URL()` for a request that passed checkRequestTarget; anything it still refuses is a 400. */
-export function parseUrl(url: string): URL {
+/** `new URL()`; anything it refuses is a 400. */
+function parseUrl(url: string): URL {
   try {
     return new URL(url)
   } catch {
