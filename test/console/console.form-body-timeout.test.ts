@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient } from '../support/console-client.ts'
+import { trickleRequest } from '../support/raw-http.ts'
 
 let server: TestServer
 let port: number
@@ -14,40 +15,14 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-/** Opens a sign-in POST whose declared body then trickles one byte every `everyMs`. */
-function trickledForm(body: string, everyMs: number, connection: 'keep-alive' | 'close') {
-  const received: string[] = []
-  let closed = false
-  let timer: ReturnType<typeof setInterval> | undefined
-  const done = new Promise<void>((resolve) => {
-    const finish = () => {
-      closed = true
-      clearInterval(timer)
-      resolve()
-    }
-    Bun.connect({
-      hostname: '127.0.0.1',
-      port,
-      socket: {
-        open(socket) {
-          socket.write(
-            `POST /console/sign-in HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: ${server.url}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: ${connection}\r\n\r\n`,
-          )
-          let sent = 0
-          timer = setInterval(() => {
-            if (sent < body.length && !closed) socket.write(body[sent++]!)
-          }, everyMs)
-        },
-        data(_socket, data) {
-          received.push(Buffer.from(data).toString('latin1'))
-        },
-        close: finish,
-        error: finish,
-      },
-    })
-  })
-  return { done, text: () => received.join('') }
-}
+/** A sign-in POST whose declared body then trickles one byte every `everyMs`. */
+const trickledForm = (body: string, everyMs: number, connection: 'keep-alive' | 'close') =>
+  trickleRequest(
+    port,
+    `POST /console/sign-in HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nOrigin: ${server.url}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: ${body.length}\r\nConnection: ${connection}\r\n\r\n`,
+    body,
+    everyMs,
+  )
 
 test('a form that does not arrive within HTTP_BODY_TIMEOUT_MS is 408 and the connection closes', async () => {
   const slow = trickledForm('email=a%40example.com&password=' + 'x'.repeat(40), 100, 'keep-alive') // about 7 s in all; the budget is 0.3 s

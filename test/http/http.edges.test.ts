@@ -6,7 +6,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { rawHttp } from '../support/raw-http.ts'
+import { rawHttp, trickleRequest } from '../support/raw-http.ts'
 
 let server: TestServer
 let key: string
@@ -100,43 +100,14 @@ describe('repeated query parameters', () => {
 })
 
 describe('slow bodies', () => {
-  /** Opens a createInbox request whose body then trickles one byte at a time. */
-  function trickle(bytes: string, everyMs: number) {
-    const received: string[] = []
-    let closed = false
-    let timer: ReturnType<typeof setInterval> | undefined
-    const done = new Promise<void>((resolve) => {
-      Bun.connect({
-        hostname: '127.0.0.1',
-        port,
-        socket: {
-          open(socket) {
-            socket.write(
-              `POST /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
-            )
-            let sent = 0
-            timer = setInterval(() => {
-              if (sent < bytes.length && !closed) socket.write(bytes[sent++]!)
-            }, everyMs)
-          },
-          data(_socket, data) {
-            received.push(Buffer.from(data).toString('latin1'))
-          },
-          close() {
-            closed = true
-            clearInterval(timer)
-            resolve()
-          },
-          error() {
-            closed = true
-            clearInterval(timer)
-            resolve()
-          },
-        },
-      })
-    })
-    return { done, text: () => received.join('') }
-  }
+  /** A createInbox request whose body then trickles one byte every `everyMs`. */
+  const trickle = (bytes: string, everyMs: number) =>
+    trickleRequest(
+      port,
+      `POST /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nContent-Type: application/json\r\nContent-Length: ${bytes.length}\r\nConnection: close\r\n\r\n`,
+      bytes,
+      everyMs,
+    )
 
   test('a body that does not arrive within HTTP_BODY_TIMEOUT_MS is 408 request_timeout and the connection closes', async () => {
     const slow = trickle('{"prefix":"slow-body-inbox"}', 100) // about 2.8 s in all; the budget is 0.3 s

@@ -53,3 +53,39 @@ export const rawRequest = (method: string, target: string, headers: Record<strin
     '',
     body,
   ].join('\r\n')
+
+/**
+ * Sends `head` (request line and headers, ending in the blank line), then `body` one byte
+ * every `everyMs`: a slow client. `done` resolves when the server closes the connection.
+ */
+export function trickleRequest(port: number, head: string, body: string, everyMs: number): { done: Promise<void>; text: () => string } {
+  const received: string[] = []
+  let closed = false
+  let timer: ReturnType<typeof setInterval> | undefined
+  const done = new Promise<void>((resolve) => {
+    const finish = () => {
+      closed = true
+      clearInterval(timer)
+      resolve()
+    }
+    Bun.connect({
+      hostname: '127.0.0.1',
+      port,
+      socket: {
+        open(socket) {
+          socket.write(head)
+          let sent = 0
+          timer = setInterval(() => {
+            if (sent < body.length && !closed) socket.write(body[sent++]!)
+          }, everyMs)
+        },
+        data(_socket, data) {
+          received.push(Buffer.from(data).toString('latin1'))
+        },
+        close: finish,
+        error: finish,
+      },
+    })
+  })
+  return { done, text: () => received.join('') }
+}
