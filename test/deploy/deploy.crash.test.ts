@@ -90,21 +90,21 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   await killed
   expect(acknowledged.size).toBeGreaterThanOrEqual(KILL_AFTER_ACKS)
 
-  const missing = (seen: Set<string>) => [...acknowledged].filter((subject) => !seen.has(subject))
+  /** Every acknowledged subject the running entry's API does not list. */
+  const missingFromEntry = async () => {
+    const seen = await visibleMessages(
+      entry,
+      key,
+      inboxes.map((i) => i.id),
+      sent,
+    )
+    return [...acknowledged].filter((subject) => !seen.has(subject))
+  }
 
   // Restart on the same file (the volume survived the crash).
   entry = await startEntry(deployment)
   try {
-    expect(
-      missing(
-        await visibleMessages(
-          entry,
-          key,
-          inboxes.map((i) => i.id),
-          sent,
-        ),
-      ),
-    ).toEqual([])
+    expect(await missingFromEntry()).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }
@@ -114,16 +114,7 @@ test('SIGKILL during ingest loses no acknowledged message and leaves none half-w
   entry = await startEntry(deployment)
   try {
     expect(entry.output()).toContain('restoring snapshot')
-    expect(
-      missing(
-        await visibleMessages(
-          entry,
-          key,
-          inboxes.map((i) => i.id),
-          sent,
-        ),
-      ),
-    ).toEqual([])
+    expect(await missingFromEntry()).toEqual([])
   } finally {
     expect(await entry.stop()).toBe(0)
   }
