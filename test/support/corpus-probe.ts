@@ -1,0 +1,78 @@
+/**
+ * Delivers the whole corpus to a server started in this fresh process, as
+ * test/mime/mime.corpus.test.ts needs it: one SMTP connection, one inbox per message, the
+ * event loop watched while the server handles each DATA. Prints one JSON line
+ * ({ url, key, deliveries }) and keeps serving until its stdin closes, so the test can read
+ * back what was stored.
+ *
+ * A fresh process is what a deployed server is. In the test runner's process, the forced
+ * collection before each message also walked every object the earlier test files left
+ * alive: seconds of the suite's time, and tens of milliseconds added to the stall measured
+ * for the largest messages.
+ */
+import { corpusMessages } from './corpus.ts'
+import { watchEventLoop } from './event-loop.ts'
+import { startTestServer } from './harness.ts'
+import { SmtpClient } from './smtp.ts'
+
+export interface CorpusDelivery {
+  name: string
+  inboxId: string
+  /** The reply to the final dot, or to the first command that was not accepted. */
+  reply: string
+  /** Most CPU time the event-loop thread spent between two timer ticks while the server handled DATA. */
+  stalledMs: number
+  /** Longest a timer fired late in that time (includes time the machine kept the process off a core). */
+  delayMs: number
+}
+
+const ENVELOPE = 'corpus-sender@envelope.example'
+
+const server = await startTestServer({
+  env: {
+    LOG_LEVEL: 'silent',
+    LIMIT_MONTHLY_EMAILS: '100000',
+    LIMIT_ACTIVE_INBOXES: '100000',
+    LIMIT_ORG_BURST: '100000',
+    LIMIT_REQUESTS_PER_KEY: '100000',
+    LIMIT_REQUESTS_PER_ORG: '100000',
+    LIMIT_ATTACHMENTS: '1000',
+  },
+})
+const tenant = server.tenant()
+const client = await SmtpClient.connect(server.app.smtpPort)
+await client.command('EHLO corpus.test')
+
+const deliveries: CorpusDelivery[] = []
+for (const { name, raw } of corpusMessages()) {
+  const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
+  const refused = (reply: { code: number; text: string }) => deliveries.push({ name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: 0, delayMs: 0 })
+  const mail = await client.command(`MAIL FROM:<${ENVELOPE}>`)
+  if (mail.code !== 250) refused(mail)
+  else {
+    const rcpt = await client.command(`RCPT TO:<${inbox.address}>`)
+    const data = rcpt.code === 250 ? await client.command('DATA') : rcpt
+    if (data.code !== 354) {
+      refused(data)
+      await client.command('RSET')
+    } else {
+      const wire = Buffer.concat([Buffer.from(raw.toString('latin1').replace(/^\./gm, '..'), 'latin1'), Buffer.from('.\r\n')])
+      // The previous message's garbage is not this message's cost: collect it first.
+      Bun.gc(true)
+      const watch = watchEventLoop(1)
+      client.socket.write(wire)
+      const reply = await client.next()
+      const { cpuMs, delayMs } = watch.stop()
+      deliveries.push({ name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: cpuMs, delayMs })
+    }
+  }
+}
+await client.quit()
+
+console.log(JSON.stringify({ url: server.url, key: tenant.key, deliveries }))
+// Serve until the test is done with us (it closes our stdin, or dies).
+for await (const _ of Bun.stdin.stream()) {
+  // nothing is sent on stdin; its end is the signal
+}
+await server.stop()
+process.exit(0)
