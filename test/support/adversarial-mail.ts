@@ -20,6 +20,31 @@ const html = (to: string, body: string) => [...HEAD, 'Content-Type: text/html; c
 /** Just under the 1 MiB body limit once line breaks are added. */
 const BODY = MiB - 32 * 1024
 
+/**
+ * The most expensive single-part shapes found for the parser, at the largest size that is
+ * parsed on the event loop instead of in a worker (PARSE_ON_EVENT_LOOP_MAX_BYTES): no line
+ * starts with `--`. `unit` repeats between `prefix` and `suffix` to exactly that size; each
+ * ends with CRLF, so it goes on the wire as it is, followed by `.` CRLF.
+ */
+export function singlePartAt(bytes: number, to: string, prefix: string, unit: string, suffix: string): string {
+  const start = prefix.replace('{to}', to)
+  const room = bytes - start.length - suffix.length
+  return start + ' '.repeat(room % unit.length) + unit.repeat(Math.floor(room / unit.length)) + suffix
+}
+
+const HEAD_TEXT = `${HEAD.join('\r\n')}\r\n`
+export const SINGLE_PART_SHAPES: Record<string, [prefix: string, unit: string, suffix: string]> = {
+  'one bare LF line after another': [`${HEAD_TEXT}\r\n`, '\n', '\r\n'],
+  'tiny headers': [HEAD_TEXT, 'X: y\r\n', '\r\nbody\r\n'],
+  'a header folded at every character': [`${HEAD_TEXT}X-F: a`, '\r\n x', '\r\n\r\nbody\r\n'],
+  'address groups in From': ['To: {to}\r\nSubject: s\r\nFrom: ', 'g:a@b.c;', '\r\n\r\nbody\r\n'],
+  'unclosed angle brackets in From': ['To: {to}\r\nSubject: s\r\nFrom: ', '<', '\r\n\r\nbody\r\n'],
+  'short base64 lines': [`${HEAD_TEXT}Content-Transfer-Encoding: base64\r\n\r\n`, 'QQ==\r\n', ''],
+  'quoted-printable soft breaks': [`${HEAD_TEXT}Content-Transfer-Encoding: quoted-printable\r\n\r\n`, '=\r\n', ''],
+  'message/rfc822 nested in itself': [HEAD_TEXT, 'Content-Type: message/rfc822\r\n\r\n', 'body\r\n'],
+  'RFC 2231 parameter continuations': [`${HEAD_TEXT}Content-Type: text/plain`, "; name*0*=utf-8''%C3%A9", '\r\n\r\nbody\r\n'],
+}
+
 export const ADVERSARIAL: Record<string, (to: string) => string> = {
   'unclosed <script': (to) => html(to, lines('<script', BODY)),
   'unclosed <style': (to) => html(to, lines('<style ', BODY)),
