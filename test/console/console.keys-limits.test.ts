@@ -5,15 +5,12 @@
  * polls) follow from the next request on.
  */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, setUp } from '../support/console-client.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 let server: TestServer
 let operator: ConsoleClient
