@@ -20,6 +20,7 @@ import { badTargetResponse } from './console/bad-target.ts'
 import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
+import { ConnectionTimeouts } from './http/connection-timeouts.ts'
 import { targetRefusal } from './http/request-target.ts'
 import { routableByElysia } from './http/routable-request.ts'
 import { createLogger, type Logger } from './log.ts'
@@ -62,9 +63,6 @@ export interface RunningApp {
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
 const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
-
-/** Bun's limit for idle connections is 255 s; long polls last at most 180 s plus slack. */
-const IDLE_TIMEOUT_SECONDS = 255
 
 /** A listener could not bind: names the variable that picks its port, for a one-line message. */
 export class PortInUseError extends Error {
@@ -120,8 +118,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const stopDiskWatch = services.disk.watch()
 
   let smtpListening = false
-  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening })
-  const consoleApp = buildConsole(services)
+  const connections = new ConnectionTimeouts()
+  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections)
+  const consoleApp = buildConsole(services, connections)
   const addressHeader = config.clientAddressHeader.toLowerCase()
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
@@ -132,7 +131,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       Bun.serve({
         port: config.port,
         hostname: config.host,
-        idleTimeout: IDLE_TIMEOUT_SECONDS,
+        idleTimeout: config.httpIdleTimeoutSeconds,
         reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
         // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
         // envelope, reading at most 64 KiB of any body (src/http/body.ts).
@@ -140,7 +139,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         fetch(request, bun) {
           // The API checks Host and target itself, first thing, and answers a refusal in its
           // error envelope; the console parses its URL with new URL(), so it is checked here.
-          if (!isConsolePath(request.url)) return api.fetch(routableByElysia(request))
+          if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
           const refusal = targetRefusal(request)
           if (refusal) return badTargetResponse(logger, request, refusal)
           const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
@@ -152,6 +151,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       storage.close()
     },
   )
+  connections.attach((request, seconds) => server.timeout(request, seconds))
   const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })

@@ -82,6 +82,14 @@ export const SETTINGS = [
     description: 'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.',
   },
   {
+    env: 'HTTP_IDLE_TIMEOUT_SECONDS',
+    key: 'httpIdleTimeoutSeconds',
+    kind: { type: 'int', min: 1, max: 255 },
+    default: '255',
+    description:
+      "Seconds an HTTP connection may stay silent before it is closed (255 is Bun's most; Bun checks about every 4 s). A long poll and a console live stream keep their connection open past it.",
+  },
+  {
     env: 'CONSOLE_SESSION_DAYS',
     key: 'consoleSessionDays',
     kind: positive(365),

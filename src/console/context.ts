@@ -13,6 +13,7 @@ import type { User } from '../core/console/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
+import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
 
 export interface ConsoleDeps {
@@ -25,6 +26,8 @@ export interface ConsoleDeps {
   smtpAddress: string
   /** The inbox pages' open event streams. */
   streams: LiveStreams
+  /** Lets a live stream's connection outlast HTTP_IDLE_TIMEOUT_SECONDS. */
+  connections: ConnectionTimeouts
 }
 
 export class ConsoleRequest {

@@ -5,6 +5,7 @@
  */
 import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
+import { ConnectionTimeouts } from '../http/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
@@ -39,7 +40,7 @@ export interface Console {
   deps: ConsoleDeps
 }
 
-export function buildConsole(s: Services): Console {
+export function buildConsole(s: Services, connections = new ConnectionTimeouts()): Console {
   const deps: ConsoleDeps = {
     s,
     throttle: new SignInThrottle(s.clock),
@@ -47,6 +48,7 @@ export function buildConsole(s: Services): Console {
     secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
     smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
     streams: new LiveStreams(),
+    connections,
   }
   return { handle: consoleRouter(deps, CONSOLE_ROUTES), deps }
 }

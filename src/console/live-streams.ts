@@ -12,6 +12,8 @@ export const MAX_STREAMS_PER_USER = 10
 export const MAX_STREAMS_PER_ORGANIZATION = 50
 /** A comment line this often keeps proxies (and Bun's idle timeout) from closing a quiet stream. */
 const KEEP_ALIVE_MS = 25_000
+/** The longest a stream's connection is silent, with slack for Bun's coarse idle timer. */
+export const STREAM_SILENCE_SECONDS = KEEP_ALIVE_MS / 1000 + 10
 
 const encoder = new TextEncoder()
 

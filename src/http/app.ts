@@ -22,9 +22,10 @@ import { inboxRoutes } from './routes/inboxes.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { type ReadinessProbes, readyRoutes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
+import { ConnectionTimeouts } from './connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes, connections = new ConnectionTimeouts()) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
@@ -93,7 +94,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes) {
     .use(readyRoutes(s, probes))
     .use(metricsRoutes(s))
     .use(inboxRoutes(s, requests))
-    .use(messageRoutes(s, requests))
+    .use(messageRoutes(s, requests, connections))
     .use(attachmentRoutes(s, requests))
     .use(usageRoutes(s, requests))
 }

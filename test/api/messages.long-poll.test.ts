@@ -1,34 +1,96 @@
 /**
  * Long polls (wait_seconds > 0): woken by a stored message, 204 with an empty body on
  * timeout, never missing a message committed while the poll is set up, filters honoured
- * while waiting, 404 when the inbox goes away, and not cut by Bun's idle timeout.
+ * while waiting, 404 when the inbox goes away, and not cut by HTTP_IDLE_TIMEOUT_SECONDS
+ * (nor is a console live stream, while a silent keep-alive connection is).
  * Concurrent long polls: 10 per key and 30 per organisation (429 long_poll_limit_exceeded
  * for the next one), and a disconnecting client frees its slot at once.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { connect } from 'node:net'
+import { setUp } from '../support/console-client.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 import { CONTENT_FIELDS, SUMMARY_FIELDS, deliver, newInbox, principalOf, sortedKeys, startRoomyServer, until } from '../support/messages.ts'
 
 let server: TestServer
 let tenant: Tenant
-/** Started first and checked last, so its 13 s overlap the other tests of this file (which is why the slot tests live here too). */
-let idlePoll: Promise<{ status: number; text: string; error?: string }>
+/**
+ * A second server whose connections may stay silent for 1 s only. Bun checks idle
+ * connections about every 4 s, so a connection it would cut is cut within 5 s; a wait of
+ * IDLE_PROOF_SECONDS is surely past that. Started first and checked last, so the wait
+ * overlaps the other tests of this file.
+ */
+let idleServer: TestServer
+const IDLE_PROOF_SECONDS = 6
+let idleProofs: Promise<{ keepAliveClosedAfterMs: number; poll: { status: number; text: string }; streamEvents: string[] }>
+
+/** A keep-alive connection that asks once and then says nothing: ms from the answer until the server closes it. */
+function silentKeepAlive(port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'))
+    let answeredAt = 0
+    socket.on('data', () => (answeredAt ||= performance.now()))
+    socket.on('close', () => (answeredAt ? resolve(performance.now() - answeredAt) : reject(new Error('closed before answering'))))
+    socket.on('error', reject)
+  })
+}
+
+/** A console live stream: the event names it delivers until `stop` resolves (keep-alive comments skipped). */
+async function liveStreamEvents(server: TestServer, afterOpen: () => Promise<void>): Promise<string[]> {
+  const { client, key, organizationId: organization } = await setUp(server)
+  const inbox = await newInbox(server, key)
+  const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+  const response = await fetch(`${server.url}/console/orgs/${organization}/inboxes/${inbox.id}/events`, { headers: { cookie } })
+  const reader = response.body!.getReader()
+  const events: string[] = []
+  void (async () => {
+    const decoder = new TextDecoder()
+    let text = ''
+    for (;;) {
+      const { done, value } = await reader.read().catch(() => ({ done: true, value: undefined }))
+      if (done) return events.push('(connection closed)')
+      text += decoder.decode(value, { stream: true })
+      for (const [, name] of text.matchAll(/^event: (.+)$/gm)) events.push(name!)
+      text = text.slice(text.lastIndexOf('\n') + 1)
+    }
+  })()
+  await afterOpen()
+  const sent = await SmtpClient.connect(server.app.smtpPort)
+  await sent.command('EHLO stream.test')
+  await sent.command('MAIL FROM:<sender@example.com>')
+  await sent.command(`RCPT TO:<${inbox.address}>`)
+  await sent.data(simpleMessage({ to: inbox.address, subject: 'after the silence' }))
+  await sent.quit()
+  await until(() => events.includes('message_stored') || events.includes('(connection closed)'), 'the stream to announce the message').catch(() => {})
+  const seen = [...events]
+  await reader.cancel().catch(() => {})
+  return seen
+}
 
 beforeAll(async () => {
   server = await startRoomyServer()
   tenant = server.tenant()
-  // Bun's default idle timeout is 10 s, enforced with a coarse timer: a silent connection
-  // was seen cut between 11 and 12 s, so 13 s is the shortest wait that surely exceeds it.
-  // (Elysia's own default of 30 s is not covered: that wait would not fit the suite.)
-  const idleTenant = server.tenant('idle')
-  const idleInbox = await newInbox(server, idleTenant.key)
-  idlePoll = fetch(`${server.url}/v1/inboxes/${idleInbox.id}/messages?wait_seconds=13`, { headers: { authorization: `Bearer ${idleTenant.key}` } }).then(
-    async (r) => ({ status: r.status, text: await r.text() }),
-    (error: unknown) => ({ status: 0, text: '', error: String(error) }),
-  )
+  idleServer = await startRoomyServer({ env: { HTTP_IDLE_TIMEOUT_SECONDS: '1' } })
+  const idleTenant = idleServer.tenant('idle')
+  const idleInbox = await newInbox(idleServer, idleTenant.key)
+  const silence = Bun.sleep(IDLE_PROOF_SECONDS * 1000)
+  idleProofs = (async () => {
+    const [keepAliveClosedAfterMs, poll, streamEvents] = await Promise.all([
+      silentKeepAlive(idleServer.app.httpPort),
+      fetch(`${idleServer.url}/v1/inboxes/${idleInbox.id}/messages?wait_seconds=${IDLE_PROOF_SECONDS}`, { headers: { authorization: `Bearer ${idleTenant.key}` } }).then(
+        async (r) => ({ status: r.status, text: await r.text() }),
+        (error: unknown) => ({ status: 0, text: String(error) }),
+      ),
+      liveStreamEvents(idleServer, () => silence),
+    ])
+    return { keepAliveClosedAfterMs, poll, streamEvents }
+  })()
 })
-afterAll(() => server.stop())
+afterAll(async () => {
+  await idleServer.stop()
+  await server.stop()
+})
 
 const poll = (inboxId: string, query: string, init: RequestInit = {}) => fetch(`${server.url}/v1/inboxes/${inboxId}/messages?${query}`, { ...init, headers: { authorization: `Bearer ${tenant.key}` } })
 
@@ -255,9 +317,13 @@ describe('disconnects', () => {
   })
 })
 
-describe('idle timeout', () => {
-  test('a silent 13 s wait is answered 204, not cut by the idle timeout', async () => {
-    const result = await idlePoll
-    expect(result).toEqual({ status: 204, text: '' })
+describe('connections silent past HTTP_IDLE_TIMEOUT_SECONDS (1 s here)', () => {
+  test(`a silent keep-alive connection is closed, a ${IDLE_PROOF_SECONDS} s wait is answered 204, a console live stream stays open`, async () => {
+    const { keepAliveClosedAfterMs, poll, streamEvents } = await idleProofs
+    // Bun's default of 10 s would close it after 10 to 12 s; ours is 1 s on a 4 s timer.
+    expect(keepAliveClosedAfterMs).toBeLessThan(6_000)
+    expect(poll).toEqual({ status: 204, text: '' })
+    // Still open after the silence: it announces a message stored then.
+    expect(streamEvents).toEqual(['ready', 'message_stored'])
   }, 20_000)
 })

@@ -3,13 +3,26 @@
  * be reached; afterwards no inbox, the address free, the active count unchanged, and no
  * idempotency record that replays the failure or blocks the retry.
  */
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { FAKE_TOKEN, type Trouble } from '../support/fakes/cloudflare-api.ts'
 import { errorCode, startTestServer, type Tenant } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { closedPort, cloudflareEnv, idempotencyRecordCount, inboxRows, startWithFakeCloudflare } from '../support/routing.ts'
 
-type Started = Awaited<ReturnType<typeof startWithFakeCloudflare>>
+type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: Tenant }
+
+/**
+ * A server and a fake Cloudflare of the test's own. The tests wait out real timeouts and
+ * retry pauses, so they run at the same time.
+ */
+async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>): Promise<void> {
+  const started = await startWithFakeCloudflare()
+  try {
+    await run({ ...started, tenant: started.server.tenant() })
+  } finally {
+    await started.stop()
+  }
+}
 
 const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; posts: number }> = [
   { name: 'a 400 answer (not retried)', troubles: [{ kind: 'error', status: 400 }], status: 502, posts: 1 },
@@ -38,84 +51,81 @@ const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; posts
   { name: 'a dropped connection, twice', troubles: [{ kind: 'drop' }, { kind: 'drop' }], status: 503, posts: 2 },
 ]
 
-describe('createInbox with a failing Cloudflare', () => {
-  let started: Started
-  let tenant: Tenant
-  beforeEach(async () => {
-    started = await startWithFakeCloudflare()
-    tenant = started.server.tenant()
-  })
-  afterEach(() => started.stop())
-
+describe.concurrent('createInbox with a failing Cloudflare', () => {
   for (const { name, troubles, status, posts } of cases) {
-    test(`${name}: ${status} email_routing_unavailable, nothing left behind, the retry succeeds`, async () => {
-      const { server, fake } = started
-      await server.post('/v1/inboxes', tenant.key, { prefix: 'kept-one' })
-      const before = (await server.get('/v1/usage', tenant.key)).body.inboxes.active
-      const requestsBefore = fake.count('POST')
-      fake.plan('POST', ...troubles)
+    test(`${name}: ${status} email_routing_unavailable, nothing left behind, the retry succeeds`, () =>
+      withFakeCloudflare(async ({ server, fake, tenant }) => {
+        await server.post('/v1/inboxes', tenant.key, { prefix: 'kept-one' })
+        const before = (await server.get('/v1/usage', tenant.key)).body.inboxes.active
+        const requestsBefore = fake.count('POST')
+        fake.plan('POST', ...troubles)
 
-      const body = { prefix: 'failing-box' }
-      const headers = { 'idempotency-key': 'create-failure-key' }
-      const failed = await server.post('/v1/inboxes', tenant.key, body, headers)
-      expect(failed.status).toBe(status)
-      expect(errorCode(failed)).toBe('email_routing_unavailable')
-      expect(fake.count('POST') - requestsBefore).toBe(posts)
+        const body = { prefix: 'failing-box' }
+        const headers = { 'idempotency-key': 'create-failure-key' }
+        const failed = await server.post('/v1/inboxes', tenant.key, body, headers)
+        expect(failed.status).toBe(status)
+        expect(errorCode(failed)).toBe('email_routing_unavailable')
+        expect(fake.count('POST') - requestsBefore).toBe(posts)
 
-      expect(inboxRows(server).map((row) => row.address)).toEqual(['kept-one@inbox.test'])
-      expect((await server.get('/v1/inboxes', tenant.key)).body.data.map((inbox: { address: string }) => inbox.address)).toEqual(['kept-one@inbox.test'])
-      expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before)
-      expect(idempotencyRecordCount(server)).toBe(0)
-      const refused = await sendMail(server.app.smtpPort, { to: ['failing-box@inbox.test'] }, simpleMessage({ to: 'failing-box@inbox.test' }))
-      expect(refused.rcpt[0]!.code).toBe(550)
+        expect(inboxRows(server).map((row) => row.address)).toEqual(['kept-one@inbox.test'])
+        expect((await server.get('/v1/inboxes', tenant.key)).body.data.map((inbox: { address: string }) => inbox.address)).toEqual(['kept-one@inbox.test'])
+        expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before)
+        expect(idempotencyRecordCount(server)).toBe(0)
+        const refused = await sendMail(server.app.smtpPort, { to: ['failing-box@inbox.test'] }, simpleMessage({ to: 'failing-box@inbox.test' }))
+        expect(refused.rcpt[0]!.code).toBe(550)
 
-      // Same key, same body, provider healthy again: a fresh attempt, not a replay or a 409.
-      const retried = await server.post('/v1/inboxes', tenant.key, body, headers)
-      expect(retried.status).toBe(201)
-      expect(retried.body.data.address).toBe('failing-box@inbox.test')
-      expect(fake.rulesFor('failing-box@inbox.test')).toHaveLength(1)
-      expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before + 1)
-    })
+        // Same key, same body, provider healthy again: a fresh attempt, not a replay or a 409.
+        const retried = await server.post('/v1/inboxes', tenant.key, body, headers)
+        expect(retried.status).toBe(201)
+        expect(retried.body.data.address).toBe('failing-box@inbox.test')
+        expect(fake.rulesFor('failing-box@inbox.test')).toHaveLength(1)
+        expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before + 1)
+      }))
   }
 
-  test('one transient failure is retried and the inbox is made with a single rule', async () => {
-    const { server, fake } = started
-    for (const trouble of [{ kind: 'error', status: 503 }, { kind: 'hang' }, { kind: 'drop' }, { kind: 'error', status: 429 }] as Trouble[]) {
-      const before = fake.count('POST')
-      fake.plan('POST', trouble)
+  const transient: Array<[string, Trouble]> = [
+    ['a 503 answer', { kind: 'error', status: 503 }],
+    ['no answer within the timeout', { kind: 'hang' }],
+    ['a dropped connection', { kind: 'drop' }],
+    ['a 429 answer', { kind: 'error', status: 429 }],
+  ]
+  for (const [name, trouble] of transient) {
+    test(`${name} once is retried and the inbox is made with a single rule`, () =>
+      withFakeCloudflare(async ({ server, fake, tenant }) => {
+        fake.plan('POST', trouble)
+        const created = await server.post('/v1/inboxes', tenant.key)
+        expect(created.status).toBe(201)
+        expect(fake.count('POST')).toBe(2)
+        const [rule] = fake.rulesFor(created.body.data.address)
+        expect(inboxRows(server).find((row) => row.id === created.body.data.id)?.routing_rule_id).toBe(rule!.id)
+      }))
+  }
+
+  test('a successful envelope without a rule id is refused with 502', () =>
+    withFakeCloudflare(async ({ server, fake, tenant }) => {
+      fake.plan('POST', { kind: 'no_id' })
+      expect(errorCode(await server.post('/v1/inboxes', tenant.key))).toBe('email_routing_unavailable')
+      expect(inboxRows(server)).toEqual([])
+    }))
+
+  test('an answer carrying the id only as the older `tag` still works', () =>
+    withFakeCloudflare(async ({ server, fake, tenant }) => {
+      fake.plan('POST', { kind: 'tag_only' })
       const created = await server.post('/v1/inboxes', tenant.key)
       expect(created.status).toBe(201)
-      expect(fake.count('POST') - before).toBe(2)
-      const [rule] = fake.rulesFor(created.body.data.address)
-      expect(inboxRows(server).find((row) => row.id === created.body.data.id)?.routing_rule_id).toBe(rule!.id)
-    }
-  })
+      expect(inboxRows(server)[0]!.routing_rule_id).toBe(fake.rulesFor(created.body.data.address)[0]!.tag)
+    }))
 
-  test('a successful envelope without a rule id is refused with 502', async () => {
-    const { server, fake } = started
-    fake.plan('POST', { kind: 'no_id' })
-    expect(errorCode(await server.post('/v1/inboxes', tenant.key))).toBe('email_routing_unavailable')
-    expect(inboxRows(server)).toEqual([])
-  })
-
-  test('an answer carrying the id only as the older `tag` still works', async () => {
-    const { server, fake } = started
-    fake.plan('POST', { kind: 'tag_only' })
-    const created = await server.post('/v1/inboxes', tenant.key)
-    expect(created.status).toBe(201)
-    expect(inboxRows(server)[0]!.routing_rule_id).toBe(fake.rulesFor(created.body.data.address)[0]!.tag)
-  })
-
-  test('the token is sent as a bearer header and never written to logs or answers', async () => {
-    const { server, fake } = started
-    fake.plan('POST', { kind: 'error', status: 500 }, { kind: 'hang' })
-    const failed = await server.post('/v1/inboxes', tenant.key)
-    await server.post('/v1/inboxes', tenant.key)
-    expect(fake.requests.every((request) => request.authorization === `Bearer ${FAKE_TOKEN}`)).toBe(true)
-    expect(server.logs.some((line) => line.event === 'routing_call_failed')).toBe(true)
-    expect(JSON.stringify(server.logs)).not.toContain(FAKE_TOKEN)
-    expect(failed.text).not.toContain(FAKE_TOKEN)
-  })
+  test('the token is sent as a bearer header and never written to logs or answers', () =>
+    withFakeCloudflare(async ({ server, fake, tenant }) => {
+      fake.plan('POST', { kind: 'error', status: 500 }, { kind: 'hang' })
+      const failed = await server.post('/v1/inboxes', tenant.key)
+      await server.post('/v1/inboxes', tenant.key)
+      expect(fake.requests.every((request) => request.authorization === `Bearer ${FAKE_TOKEN}`)).toBe(true)
+      expect(server.logs.some((line) => line.event === 'routing_call_failed')).toBe(true)
+      expect(JSON.stringify(server.logs)).not.toContain(FAKE_TOKEN)
+      expect(failed.text).not.toContain(FAKE_TOKEN)
+    }))
 })
 
 test('Cloudflare unreachable (nothing listening): 503 and no inbox', async () => {

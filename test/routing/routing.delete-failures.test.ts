@@ -2,21 +2,28 @@
  * deleteInbox with Cloudflare: the rule goes first; when that fails the inbox stays and
  * keeps working (502/503); a rule Cloudflare no longer has (404) counts as removed.
  */
-import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import type { Trouble } from '../support/fakes/cloudflare-api.ts'
 import { errorCode, type Tenant } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { inboxRows, startWithFakeCloudflare } from '../support/routing.ts'
 
-let started: Awaited<ReturnType<typeof startWithFakeCloudflare>>
-let tenant: Tenant
-let inbox: { id: string; address: string }
-beforeEach(async () => {
-  started = await startWithFakeCloudflare()
-  tenant = started.server.tenant()
-  inbox = (await started.server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' })).body.data
-})
-afterEach(() => started.stop())
+type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: Tenant; inbox: { id: string; address: string } }
+
+/**
+ * A server and a fake Cloudflare of the test's own, with one inbox and its rule. The tests
+ * wait out real timeouts and retry pauses, so they run at the same time.
+ */
+async function withDoomedInbox(run: (fixture: Fixture) => Promise<void>): Promise<void> {
+  const started = await startWithFakeCloudflare()
+  try {
+    const tenant = started.server.tenant()
+    const inbox = (await started.server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' })).body.data
+    await run({ ...started, tenant, inbox })
+  } finally {
+    await started.stop()
+  }
+}
 
 /**
  * `deletes`: requests Cloudflare sees, at least and at most. Bun's fetch itself re-sends an
@@ -40,68 +47,70 @@ const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; delet
   { name: 'every connection dropped', troubles: [{ kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }], status: 503, deletes: [2, 4] },
 ]
 
-describe('deleteInbox when Cloudflare fails', () => {
+describe.concurrent('deleteInbox when Cloudflare fails', () => {
   for (const { name, troubles, status, deletes } of cases) {
-    test(`${name}: ${status}, the inbox and its rule stay and still work`, async () => {
-      const { server, fake } = started
-      const rowBefore = inboxRows(server)
-      started.fake.plan('DELETE', ...troubles)
+    test(`${name}: ${status}, the inbox and its rule stay and still work`, () =>
+      withDoomedInbox(async ({ server, fake, tenant, inbox }) => {
+        const rowBefore = inboxRows(server)
+        fake.plan('DELETE', ...troubles)
 
-      const failed = await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)
-      expect(failed.status).toBe(status)
-      expect(errorCode(failed)).toBe('email_routing_unavailable')
-      expect(fake.count('DELETE')).toBeGreaterThanOrEqual(deletes[0])
-      expect(fake.count('DELETE')).toBeLessThanOrEqual(deletes[1])
-      fake.clearPlans()
+        const failed = await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)
+        expect(failed.status).toBe(status)
+        expect(errorCode(failed)).toBe('email_routing_unavailable')
+        expect(fake.count('DELETE')).toBeGreaterThanOrEqual(deletes[0])
+        expect(fake.count('DELETE')).toBeLessThanOrEqual(deletes[1])
+        fake.clearPlans()
 
-      expect(inboxRows(server)).toEqual(rowBefore)
-      expect(fake.rulesFor(inbox.address)).toHaveLength(1)
-      expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).body.data).toEqual(inbox)
-      expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([inbox])
-      expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(1)
-      // It still receives mail over SMTP, readable through the API.
-      const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'after a failed delete' }))
-      expect(sent.data?.code).toBe(250)
-      const messages = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
-      expect(messages.body.data.map((m: { subject: string }) => m.subject)).toEqual(['after a failed delete'])
-      // The address stays taken by the surviving inbox.
-      expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' }))).toBe('address_unavailable')
+        expect(inboxRows(server)).toEqual(rowBefore)
+        expect(fake.rulesFor(inbox.address)).toHaveLength(1)
+        expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).body.data).toEqual(inbox)
+        expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([inbox])
+        expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(1)
+        // It still receives mail over SMTP, readable through the API.
+        const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'after a failed delete' }))
+        expect(sent.data?.code).toBe(250)
+        const messages = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
+        expect(messages.body.data.map((m: { subject: string }) => m.subject)).toEqual(['after a failed delete'])
+        // The address stays taken by the surviving inbox.
+        expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' }))).toBe('address_unavailable')
 
-      // Once Cloudflare recovers, the same call succeeds.
-      expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
-      expect(fake.rulesFor(inbox.address)).toEqual([])
-      expect(inboxRows(server)).toEqual([])
-    })
+        // Once Cloudflare recovers, the same call succeeds.
+        expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
+        expect(fake.rulesFor(inbox.address)).toEqual([])
+        expect(inboxRows(server)).toEqual([])
+      }))
   }
 })
 
-test('deleteInbox removes the rule before the inbox', async () => {
-  const { server, fake } = started
-  const [row] = inboxRows(server)
-  const held = fake.hold('DELETE')
-  const pending = server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)
-  const request = await held.received
-  expect(request.path.endsWith(`/rules/${row!.routing_rule_id}`)).toBe(true)
-  // The rule removal is under way; the inbox is still there.
-  expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(200)
-  held.release()
-  expect((await pending).status).toBe(204)
-  expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
-})
+describe.concurrent('deleteInbox with Cloudflare', () => {
+  test('deleteInbox removes the rule before the inbox', () =>
+    withDoomedInbox(async ({ server, fake, tenant, inbox }) => {
+      const [row] = inboxRows(server)
+      const held = fake.hold('DELETE')
+      const pending = server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)
+      const request = await held.received
+      expect(request.path.endsWith(`/rules/${row!.routing_rule_id}`)).toBe(true)
+      // The rule removal is under way; the inbox is still there.
+      expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(200)
+      held.release()
+      expect((await pending).status).toBe(204)
+      expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
+    }))
 
-test('a rule already deleted at Cloudflare (404) counts as removed', async () => {
-  const { server, fake } = started
-  // Someone removed the rule in the Cloudflare dashboard.
-  fake.rules.clear()
-  expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
-  expect(inboxRows(server)).toEqual([])
-  expect(server.logs.some((line) => line.event === 'routing_rule_already_gone')).toBe(true)
-})
+  test('a rule already deleted at Cloudflare (404) counts as removed', () =>
+    withDoomedInbox(async ({ server, fake, tenant, inbox }) => {
+      // Someone removed the rule in the Cloudflare dashboard.
+      fake.rules.clear()
+      expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
+      expect(inboxRows(server)).toEqual([])
+      expect(server.logs.some((line) => line.event === 'routing_rule_already_gone')).toBe(true)
+    }))
 
-test('a 404 on the retry after a transient failure counts as removed', async () => {
-  const { server, fake } = started
-  fake.plan('DELETE', { kind: 'hang' }, { kind: 'not_found' })
-  expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
-  expect(fake.count('DELETE')).toBe(2)
-  expect(inboxRows(server)).toEqual([])
+  test('a 404 on the retry after a transient failure counts as removed', () =>
+    withDoomedInbox(async ({ server, fake, tenant, inbox }) => {
+      fake.plan('DELETE', { kind: 'hang' }, { kind: 'not_found' })
+      expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
+      expect(fake.count('DELETE')).toBe(2)
+      expect(inboxRows(server)).toEqual([])
+    }))
 })

@@ -3,27 +3,30 @@
  * NOOP, drip-feeds DATA or stays past the session lifetime gets 421 and is disconnected;
  * what it had in flight is not stored and costs no quota. Each client keeps bytes flowing
  * faster than smtp-server's idle timeout (the command time), so each test proves a deadline,
- * not the idle timer.
+ * not the idle timer. The tests wait out real deadlines, so they run at the same time, each
+ * with an organisation and inbox of its own.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 
 let server: TestServer
-let tenant: Tenant
-let inbox: { id: string; address: string }
 
 beforeAll(async () => {
   server = await startTestServer({
     env: { SMTP_GREETING_TIMEOUT_MS: '300', SMTP_COMMAND_TIMEOUT_MS: '1000', SMTP_DATA_TIMEOUT_MS: '1500', SMTP_SESSION_TIMEOUT_MS: '3000' },
   })
-  tenant = server.tenant()
-  inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())
 
 const port = () => server.app.smtpPort
-const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
+
+/** An organisation of the test's own, with one inbox, so tests running at once do not see each other's mail. */
+async function ownInbox(name: string): Promise<{ tenant: Tenant; inbox: { id: string; address: string } }> {
+  const tenant = server.tenant(name)
+  return { tenant, inbox: (await server.post('/v1/inboxes', tenant.key)).body.data }
+}
+const received = async (tenant: Tenant) => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
 
 /** Writes `text` one byte every `everyMs` until the connection closes. */
 function trickle(client: SmtpClient, text: string, everyMs = 25): () => void {
@@ -35,7 +38,7 @@ function trickle(client: SmtpClient, text: string, everyMs = 25): () => void {
   return () => clearInterval(timer)
 }
 
-describe('deadlines', () => {
+describe.concurrent('deadlines', () => {
   test('no EHLO/HELO within the greeting time: 421, even while bytes keep arriving', async () => {
     const client = await SmtpClient.connect(port())
     const stop = trickle(client, 'EHLO slowly.example.com')
@@ -60,7 +63,8 @@ describe('deadlines', () => {
   })
 
   test('DATA drip-fed past the DATA time: 421, nothing stored, quota untouched', async () => {
-    const before = await received()
+    const { tenant, inbox } = await ownInbox('drip-fed')
+    const before = await received(tenant)
     const client = await SmtpClient.connect(port())
     await client.command('EHLO test')
     await client.command('MAIL FROM:<a@example.com>')
@@ -71,11 +75,12 @@ describe('deadlines', () => {
     stop()
     expect(reply).toEqual({ code: 421, text: 'Message data took too long, closing connection' })
     await client.closed()
-    expect(await received()).toBe(before)
+    expect(await received(tenant)).toBe(before)
     expect((await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data).toEqual([])
   })
 
   test('the session lifetime lets a message in progress finish, then 421', async () => {
+    const { inbox } = await ownInbox('outlived')
     const client = await SmtpClient.connect(port())
     const opened = performance.now()
     await client.command('EHLO test')

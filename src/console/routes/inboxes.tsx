@@ -13,6 +13,7 @@ import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { getUsage } from '../../core/usage.ts'
+import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { asConsoleError } from '../domain-errors.ts'
 import { InboxesPage, InboxPage, inboxPath } from '../pages/inboxes.tsx'
@@ -96,7 +97,10 @@ export const inboxRoutes: Route[] = [
       const inbox = findActiveInbox(ctx.s.storage.db, principalFor(ctx, org), ctx.params.inbox!)
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
-      return ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: ctx.requireUser().id, organizationId: org.organizationId }, inbox.id)
+      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: ctx.requireUser().id, organizationId: org.organizationId }, inbox.id)
+      // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
+      ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
+      return stream
     },
   },
 ]

@@ -5,6 +5,7 @@ import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messag
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
+import type { ConnectionTimeouts } from '../connection-timeouts.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
 import { errorResponses, single } from '../openapi/envelopes.ts'
@@ -42,7 +43,10 @@ function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: Message
   }
 }
 
-export const messageRoutes = (s: Services, requests: RequestRegistry, pages = new MessagePageCache()) =>
+/** A waiting poll's connection stays open this long past its wait, for the answer to go out. */
+const LONG_POLL_SLACK_SECONDS = 10
+
+export const messageRoutes = (s: Services, requests: RequestRegistry, connections: ConnectionTimeouts, pages = new MessagePageCache()) =>
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
@@ -54,6 +58,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, pages = ne
           const body = listSummariesAsJson(s, pages, principal, params.inbox_id, messageQuery)
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
+        if (waitSeconds > 0) connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
         return listOrWaitForMessages(s, principal, params.inbox_id, messageQuery, { waitSeconds, signal: request.signal }).then((result) => result ?? status(204, undefined))
       },
       {
