@@ -97,6 +97,15 @@ export const SETTINGS = [
     description: 'Days a console sign-in lasts without use; each use past half of it extends it again.',
   },
   {
+    env: 'CONSOLE_PASSWORD_MEMORY_KIB',
+    key: 'consolePasswordMemoryKib',
+    // 8 is argon2's floor; past 1 GiB, four checks in flight would need 4 GiB.
+    kind: { type: 'int', min: 8, max: 1_048_576 },
+    default: '65536',
+    description:
+      "Memory cost (KiB) of the argon2id hash of console passwords set from now on (setup, invites, password changes and resets, also by the CLI). Existing hashes keep the cost they were made with and still verify. The default is Bun's (64 MiB, about 0.1 s per check); up to four checks run at once. A lower value suits a small machine (19456, OWASP's minimum, is about 0.03 s); values far below that are for test setups only.",
+  },
+  {
     env: 'CLIENT_ADDRESS_HEADER',
     key: 'clientAddressHeader',
     kind: { type: 'string', pattern: /^([A-Za-z0-9-]+)?$/, hint: 'a header name such as Fly-Client-IP' },

@@ -2,14 +2,11 @@
  * Templates escape by construction: hostile text in every field a page shows comes out as
  * text, in element content and in attributes, through the real components and over HTTP.
  */
-import { afterAll, beforeAll, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { render } from 'preact-render-to-string'
 import { CopyField, Layout, PostForm, ShellContext, type Shell } from '../../src/console/pages/shell.tsx'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { setUp } from '../support/console-client.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 const HOSTILE = [
   '<script>alert(1)</script>',

@@ -4,15 +4,12 @@
  * refused; a signed-in user who is not a member of the organisation in the path gets 404
  * from every route under it, as for an unknown id; only the operator reaches /console/admin.
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 import { multipartMessage, randomAttachment } from '../support/deploy-mime.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
-
-// Setup and sign-ins run argon2id (about 0.4 s here under load).
-setDefaultTimeout(60_000)
 
 /** Routes anyone may reach (signing out without a session just leads to sign-in); everything else needs a session. */
 const PUBLIC = new Set([

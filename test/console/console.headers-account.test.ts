@@ -4,15 +4,12 @@
  * out everywhere) and the operator's reset and revoke.
  */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 import { rawHttp, rawRequest } from '../support/raw-http.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 const clock = new ManualClock('2026-07-01T08:00:00.000Z')
 let server: TestServer

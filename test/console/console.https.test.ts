@@ -1,10 +1,7 @@
 /** With an https BASE_URL (behind a TLS-terminating proxy) the session cookie is Secure. */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ConsoleClient, PASSWORD, setupPath } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-
-// Setup runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 const BASE_URL = 'https://mail.example.test'
 let server: TestServer

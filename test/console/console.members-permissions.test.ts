@@ -3,14 +3,11 @@
  * members read, the operator alone reaches /console/admin, another organisation's ids are
  * 404, and an organisation always keeps an owner.
  */
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { INVITE_LIFETIME_MS } from '../../src/core/console/invites.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 const clock = new ManualClock('2026-05-04T09:00:00.000Z')
 let server: TestServer

@@ -1,13 +1,10 @@
 /** Sign-in, the session cookie, sign-out, throttling, and CSRF on every state change. */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { FAILURES_PER_ACCOUNT, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/console/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 const clock = new ManualClock('2026-03-10T10:00:00.000Z')
 let server: TestServer

@@ -1,10 +1,7 @@
 /** First run: the one-time /setup link, what it creates, and that it is gone afterwards. */
-import { afterAll, beforeAll, expect, test, setDefaultTimeout } from 'bun:test'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setupPath, setUp } from '../support/console-client.ts'
-
-// Each sign-in, setup and password change runs argon2id (about 0.4 s here under load).
-setDefaultTimeout(30_000)
 
 let server: TestServer
 beforeAll(async () => {

@@ -5,16 +5,17 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { FAILURES_PER_ACCOUNT, FAILURES_PER_ADDRESS, MAX_CONCURRENT_VERIFICATIONS, SignInThrottle } from '../../src/core/console/sign-in-throttle.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { REAL_PASSWORD_COST, startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 
 setDefaultTimeout(60_000)
 
 // One server; each test signs in from its own client address (CLIENT_ADDRESS_HEADER), so the
-// address counts one test leaves do not reach the next.
+// address counts one test leaves do not reach the next. Checks at the production cost: the
+// waves assert what happens while several checks are in flight, which cheap ones never are.
 let server: TestServer
 beforeAll(async () => {
-  server = await startTestServer({ env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client' } })
+  server = await startTestServer({ env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', ...REAL_PASSWORD_COST } })
   await setUp(server, { email: 'operator@example.com' })
 })
 afterAll(() => server.stop())

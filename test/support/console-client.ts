@@ -92,8 +92,8 @@ export async function setUp(server: TestServer, options: { email?: string; prese
 }
 
 /** Signs a user in with a fresh client. */
-export async function signedIn(server: TestServer, email: string, password = PASSWORD): Promise<ConsoleClient> {
-  const client = ConsoleClient.for(server)
+export async function signedIn(server: Pick<TestServer, 'url'>, email: string, password = PASSWORD): Promise<ConsoleClient> {
+  const client = new ConsoleClient(server.url)
   await client.get('/console/sign-in')
   const page = await client.post('/console/sign-in', { email, password, next: '/console' })
   if (page.status !== 303) throw new Error(`sign-in answered ${page.status}`)

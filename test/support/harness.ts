@@ -13,6 +13,16 @@ import type { RoutingProvider } from '../../src/core/routing.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned } from './tls-seed.ts'
 
+/**
+ * Test servers hash console passwords at argon2's floor (8 KiB, well under a millisecond per
+ * check) instead of the production default (64 MiB, about 0.1 s, more when the cores are
+ * busy): console tests sign in dozens of times and assert what a sign-in does, not what it
+ * costs. A test whose assertion needs checks to be slow, such as several in flight at once,
+ * starts its server with `REAL_PASSWORD_COST`.
+ */
+const TEST_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: '8' }
+export const REAL_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: String(loadConfig({}).consolePasswordMemoryKib) }
+
 export interface TestServerOptions {
   env?: Record<string, string>
   clock?: Clock
@@ -42,6 +52,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
     HOST: '127.0.0.1',
     DATABASE_PATH: databasePath,
     RECEIVING_DOMAIN: 'inbox.test',
+    ...TEST_PASSWORD_COST,
     ...options.env,
   })
   const logs: Record<string, any>[] = []

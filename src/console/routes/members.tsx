@@ -89,7 +89,7 @@ export const memberRoutes: Route[] = [
       const email = normaliseEmail(ctx.field('email'))
       try {
         if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
-        const passwordHash = await hashPassword(checkNewPassword(ctx.field('password')))
+        const passwordHash = await hashPassword(ctx.s, checkNewPassword(ctx.field('password')))
         const user = ctx.s.storage.write((tx) => {
           const created = insertUser(ctx.s, tx, { email, passwordHash })
           acceptInvite(ctx.s, tx, token, created, ctx.clientAddress)

@@ -45,11 +45,11 @@ export interface SetupInput {
   preset: unknown
 }
 
-export async function completeSetup(s: Pick<Services, 'clock' | 'storage'>, input: SetupInput, clientAddress: string) {
+export async function completeSetup(s: Pick<Services, 'clock' | 'config' | 'storage'>, input: SetupInput, clientAddress: string) {
   if (!isSetupToken(s.storage.db, input.token)) throw notFound()
   const email = normaliseEmail(input.email)
   if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
-  const passwordHash = await hashPassword(checkNewPassword(input.password))
+  const passwordHash = await hashPassword(s, checkNewPassword(input.password))
   const preset: LimitPreset = input.preset === 'local' ? 'local' : 'hosted'
   return s.storage.write((tx) => {
     // Checked again inside the write lock: two submissions racing create one operator.

@@ -5,11 +5,19 @@ import type { SignInThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, type User } from './users.ts'
 
 // Verified against when the account does not exist, so the answer takes as long either way.
-let decoyHash: Promise<string> | undefined
+// Made at the configured cost, like the passwords set under it: one per cost in the process.
+const decoyHashes = new Map<number, Promise<string>>()
+
+function decoyHash(s: Pick<Services, 'config'>): Promise<string> {
+  const cost = s.config.consolePasswordMemoryKib
+  const decoy = decoyHashes.get(cost) ?? hashPassword(s, 'decoy password, never matches')
+  decoyHashes.set(cost, decoy)
+  return decoy
+}
 
 const wrongCredentials = () => new ConsoleError('unauthenticated', 'Wrong email or password.')
 
-export async function signIn(s: Pick<Services, 'storage'>, throttle: SignInThrottle, input: { email: unknown; password: unknown }, clientAddress: string): Promise<User> {
+export async function signIn(s: Pick<Services, 'config' | 'storage'>, throttle: SignInThrottle, input: { email: unknown; password: unknown }, clientAddress: string): Promise<User> {
   const email = normaliseEmail(input.email)
   const password = typeof input.password === 'string' ? input.password : ''
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
@@ -19,8 +27,7 @@ export async function signIn(s: Pick<Services, 'storage'>, throttle: SignInThrot
   let user: User | undefined
   try {
     user = findUserByEmail(s.storage.db, email)
-    decoyHash ??= hashPassword('decoy password, never matches')
-    matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash))
+    matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash(s)))
   } finally {
     throttle.finish(email, clientAddress, Boolean(user) && matches)
   }

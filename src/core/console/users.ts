@@ -14,7 +14,12 @@ export const MIN_PASSWORD_LENGTH = 10
 export const MAX_PASSWORD_LENGTH = 256
 const MAX_EMAIL_LENGTH = 254
 
-export const hashPassword = (password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id' })
+/**
+ * Hashes at the configured memory cost (Bun's default time cost). The cost is written into
+ * the PHC string, so verification reads it from there: changing the setting only affects
+ * passwords set afterwards, and hashes made at the old cost keep working.
+ */
+export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib })
 
 /** Lowercased and checked for one '@' with something on both sides; null when it is not an address. */
 export function normaliseEmail(raw: unknown): string | null {
@@ -56,11 +61,11 @@ export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join
  * The operator's reset (the service sends no mail, so there is no self-service link): a new
  * generated password, shown once to the operator, and every session of the user ends.
  */
-export async function resetPassword(s: Pick<Services, 'storage'>, email: string): Promise<{ user: User; password: string } | null> {
+export async function resetPassword(s: Pick<Services, 'config' | 'storage'>, email: string): Promise<{ user: User; password: string } | null> {
   const user = findUserByEmail(s.storage.db, email)
   if (!user) return null
   const password = generatePassword()
-  const passwordHash = await hashPassword(password)
+  const passwordHash = await hashPassword(s, password)
   s.storage.write((tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
@@ -69,9 +74,9 @@ export async function resetPassword(s: Pick<Services, 'storage'>, email: string)
 }
 
 /** Changes one's own password after checking the current one; other sessions end. */
-export async function changePassword(s: Pick<Services, 'storage'>, user: User, current: string, next: unknown, keepSessionSha256: string): Promise<void> {
+export async function changePassword(s: Pick<Services, 'config' | 'storage'>, user: User, current: string, next: unknown, keepSessionSha256: string): Promise<void> {
   if (!(await Bun.password.verify(current, user.passwordHash))) throw new ConsoleError('invalid', 'The current password is wrong.')
-  const passwordHash = await hashPassword(checkNewPassword(next))
+  const passwordHash = await hashPassword(s, checkNewPassword(next))
   s.storage.write((tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${keepSessionSha256}`).run()
