@@ -185,7 +185,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '300000',
-    description: 'Lines per raw message (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
+    description:
+      'Lines per raw message, and again for all the messages nested in it once their bodies are decoded (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
   },
   {
     env: 'LIMIT_MESSAGE_PARTS',
@@ -194,7 +195,7 @@ export const SETTINGS = [
     kind: positive(),
     default: '5000',
     description:
-      'Lines that can delimit a MIME part (they start with `--`) per raw message (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
+      'Lines that can delimit a MIME part (they start with `--`) per raw message, and again for all the messages nested in it once their bodies are decoded (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
   },
   {
     env: 'LIMIT_HEADER_BYTES',

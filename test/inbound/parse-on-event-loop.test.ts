@@ -22,7 +22,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const workers = () => server.app.services.parser.workers
+const handedToWorkers = () => server.app.services.parser.messagesHandedOver
 
 /** Sends `raw` (ending in CRLF, no line starting with a dot) as it is; the reply and the loop's longest hold. */
 async function send(raw: string): Promise<{ code: number; text: string; cpuMs: number }> {
@@ -45,60 +45,66 @@ async function send(raw: string): Promise<{ code: number; text: string; cpuMs: n
 
 const plain = (bytes: number) => singlePartAt(bytes, inbox.address, `From: sender@example.net\r\nTo: ${inbox.address}\r\nSubject: plain\r\n\r\n`, 'plain text\r\n', '')
 
-// Checked first, while no worker has been started yet: the pool starts them on demand.
-test(`single-part messages up to ${PARSE_ON_EVENT_LOOP_MAX_BYTES} bytes start no worker; one byte more does`, async () => {
-  expect(workers()).toBe(0)
+test(`single-part messages up to ${PARSE_ON_EVENT_LOOP_MAX_BYTES} bytes are parsed on the event loop; one byte more goes to a worker`, async () => {
+  expect(handedToWorkers()).toBe(0)
   expect((await send(plain(2048))).code).toBe(250)
   expect((await send(plain(PARSE_ON_EVENT_LOOP_MAX_BYTES))).code).toBe(250)
-  expect(workers()).toBe(0)
+  expect(handedToWorkers()).toBe(0)
+  expect(server.app.services.parser.workers).toBe(0)
   expect((await send(plain(PARSE_ON_EVENT_LOOP_MAX_BYTES + 1))).code).toBe(250)
-  expect(workers()).toBe(1)
+  expect(handedToWorkers()).toBe(1)
   const sizes = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.map((m: { size_bytes: number }) => m.size_bytes)
   expect(sizes).toEqual([PARSE_ON_EVENT_LOOP_MAX_BYTES + 1, PARSE_ON_EVENT_LOOP_MAX_BYTES, 2048])
 })
 
 test('a small multipart message goes to a worker', async () => {
-  const { server: fresh, tenant: freshTenant, inbox: freshInbox } = await startWithInbox()
-  try {
-    const raw = [
-      'From: sender@example.net',
-      `To: ${freshInbox.address}`,
-      'Subject: parts',
-      'Content-Type: multipart/alternative; boundary=b',
-      '',
-      '--b',
-      'Content-Type: text/plain',
-      '',
-      'hi',
-      '--b',
-      'Content-Type: text/html',
-      '',
-      '<p>hi</p>',
-      '--b--',
-      '',
-    ].join('\r\n')
-    const client = await SmtpClient.connect(fresh.app.smtpPort)
-    await client.command('EHLO parts.test')
-    const sent = await client.transaction({ to: [freshInbox.address] }, raw)
-    await client.quit()
-    expect(sent.data?.code).toBe(250)
-    expect(fresh.app.services.parser.workers).toBe(1)
-    const [message] = (await fresh.get(`/v1/inboxes/${freshInbox.id}/messages?limit=1&include=content`, freshTenant.key)).body.data
-    expect(message.html).toContain('<p>hi</p>')
-  } finally {
-    await fresh.stop()
-  }
+  const before = handedToWorkers()
+  const raw = [
+    'From: sender@example.net',
+    `To: ${inbox.address}`,
+    'Subject: parts',
+    'Content-Type: multipart/alternative; boundary=b',
+    '',
+    '--b',
+    'Content-Type: text/plain',
+    '',
+    'hi',
+    '--b',
+    'Content-Type: text/html',
+    '',
+    '<p>hi</p>',
+    '--b--',
+    '',
+  ].join('\r\n')
+  expect((await send(raw)).code).toBe(250)
+  expect(handedToWorkers()).toBe(before + 1)
+  const [message] = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, tenant.key)).body.data
+  expect(message.html).toContain('<p>hi</p>')
+})
+
+// Its body is base64: the digest of 1,000 empty parts inside shows only once decoded.
+test('a small message nesting an encoded message goes to a worker when the nesting is found, without holding the loop', async () => {
+  const before = handedToWorkers()
+  const digest = ['Content-Type: multipart/digest; boundary=b', '', ...Array(1000).fill('--b'), '--b--', ''].join('\n')
+  const encoded = Buffer.from(digest).toString('base64').replace(/.{76}/g, '$&\r\n')
+  const raw = ['From: sender@example.net', `To: ${inbox.address}`, 'Subject: nested', 'Content-Type: message/rfc822', 'Content-Transfer-Encoding: base64', '', encoded, ''].join('\r\n')
+  expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(PARSE_ON_EVENT_LOOP_MAX_BYTES)
+  expect(raw).not.toContain('\n--')
+  const result = await send(raw)
+  expect(result.code).toBe(250)
+  expect(handedToWorkers()).toBe(before + 1)
+  expect(result.cpuMs).toBeLessThan(50)
 })
 
 for (const [name, [prefix, unit, suffix]] of Object.entries(SINGLE_PART_SHAPES)) {
   test(`${name}, ${PARSE_ON_EVENT_LOOP_MAX_BYTES} bytes: answered, without holding the event loop`, async () => {
-    const before = workers()
+    const before = handedToWorkers()
     const raw = singlePartAt(PARSE_ON_EVENT_LOOP_MAX_BYTES, inbox.address, prefix, unit, suffix)
     expect(Buffer.byteLength(raw)).toBe(PARSE_ON_EVENT_LOOP_MAX_BYTES)
     const result = await send(raw)
     console.log(`${name}: ${result.code}, ${result.cpuMs.toFixed(1)} ms of main-thread CPU`)
     expect(result.code).toBe(250)
     expect(result.cpuMs).toBeLessThan(50)
-    expect(workers()).toBe(before) // parsed on the event loop, not handed to a worker
+    expect(handedToWorkers()).toBe(before) // parsed on the event loop, not handed to a worker
   })
 }

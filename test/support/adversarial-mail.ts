@@ -28,8 +28,8 @@ const BODY = MiB - 32 * 1024
  */
 export function singlePartAt(bytes: number, to: string, prefix: string, unit: string, suffix: string): string {
   const start = prefix.replace('{to}', to)
-  const room = bytes - start.length - suffix.length
-  return start + ' '.repeat(room % unit.length) + unit.repeat(Math.floor(room / unit.length)) + suffix
+  const room = bytes - start.length - suffix.length - 'X-Pad: \r\n'.length
+  return `X-Pad: ${'x'.repeat(room % unit.length)}\r\n${start}${unit.repeat(Math.floor(room / unit.length))}${suffix}`
 }
 
 const HEAD_TEXT = `${HEAD.join('\r\n')}\r\n`
@@ -41,7 +41,7 @@ export const SINGLE_PART_SHAPES: Record<string, [prefix: string, unit: string, s
   'unclosed angle brackets in From': ['To: {to}\r\nSubject: s\r\nFrom: ', '<', '\r\n\r\nbody\r\n'],
   'short base64 lines': [`${HEAD_TEXT}Content-Transfer-Encoding: base64\r\n\r\n`, 'QQ==\r\n', ''],
   'quoted-printable soft breaks': [`${HEAD_TEXT}Content-Transfer-Encoding: quoted-printable\r\n\r\n`, '=\r\n', ''],
-  'message/rfc822 nested in itself': [HEAD_TEXT, 'Content-Type: message/rfc822\r\n\r\n', 'body\r\n'],
+  'many addresses in To': ['From: a@b.c\r\nSubject: s\r\nTo: {to}', ', a@b.c', '\r\n\r\nbody\r\n'],
   'RFC 2231 parameter continuations': [`${HEAD_TEXT}Content-Type: text/plain`, "; name*0*=utf-8''%C3%A9", '\r\n\r\nbody\r\n'],
 }
 

@@ -61,17 +61,24 @@ export class ParsePool {
   private readonly queue: Job[] = []
   private nextId = 1
   private closed = false
+  private handedOver = 0
 
   constructor(private readonly options: ParsePoolOptions) {}
 
   /** Parses `raw`, which is handed over: the caller must use the `raw` of the outcome instead. */
   parse(raw: Buffer, envelopeFrom: string, limits: Limits): Promise<ParseOutcome> {
     if (this.closed) return Promise.reject(new Error('parse pool is closed'))
+    this.handedOver++
     return new Promise((resolve, reject) => {
       const request: ParseRequest = { id: this.nextId++, raw: transferableBytes(raw), envelopeFrom, limits }
       this.queue.push({ request, size: raw.byteLength, resolve, reject })
       this.dispatch()
     })
+  }
+
+  /** Messages handed to the pool so far (for tests: which path a message took). */
+  get messagesHandedOver(): number {
+    return this.handedOver
   }
 
   /** Workers started and alive (for tests and the docs' memory figures). */

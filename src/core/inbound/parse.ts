@@ -9,6 +9,7 @@ import { deriveSender, deriveSubject } from './mime/fields.ts'
 import { FaithfulPostalMime } from './mime/parser.ts'
 import { makePreview } from './preview.ts'
 import { InboundRefusal } from './refusal.ts'
+import { NestedMessageFound } from './structure.ts'
 
 interface ParsedAttachment {
   filename: string
@@ -36,11 +37,13 @@ const SAFE_MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_
 const toBuffer = (content: ArrayBuffer | Uint8Array | string): Buffer =>
   typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? Buffer.from(content.buffer, content.byteOffset, content.byteLength) : Buffer.from(content)
 
-export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limits): Promise<ParsedMail> {
+/** `onEventLoop`: stop with NestedMessageFound at a nested message instead of parsing it (see receive.ts). */
+export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limits, options: { onEventLoop?: boolean } = {}): Promise<ParsedMail> {
   let email: Email
   try {
-    email = await new FaithfulPostalMime({ maxHeadersSize: limits.headerBytes }).parse(raw)
+    email = await new FaithfulPostalMime({ maxHeadersSize: limits.headerBytes, limits, onEventLoop: options.onEventLoop }).parse(raw)
   } catch (error) {
+    if (error instanceof InboundRefusal || error instanceof NestedMessageFound) throw error
     throw new InboundRefusal('unparseable', error instanceof Error ? error.message.slice(0, 120) : '')
   }
 

@@ -6,6 +6,9 @@
  * instead of silently storing rewritten bytes (test/mime/mime.dependency.test.ts).
  */
 import PostalMime, { type PostalMimeOptions } from 'postal-mime'
+import type { Limits } from '../../../config.ts'
+import { InboundRefusal } from '../refusal.ts'
+import { NestedMessageFound, scanStructure } from '../structure.ts'
 import { decodeHeaderText } from './encoded-words.ts'
 import { faithfulBytes, type PartNode } from './faithful-bytes.ts'
 import { correctPart, type PartTypeNode } from './part-type.ts'
@@ -15,10 +18,11 @@ interface MimeNode extends PartNode, PartTypeNode {
 }
 
 interface Internals {
+  nestedMessages: NestedMessageBudget
   attachments: Array<{ filename: string | null; content: unknown }>
   collectNode(node: MimeNode, alternative: unknown, related: boolean): Promise<void>
   collectAttachment(node: MimeNode, content: ArrayBuffer, ...rest: unknown[]): void
-  collectSubMessage(node: MimeNode): Promise<void>
+  collectSubMessage(node: MimeNode & { content?: ArrayBuffer }): Promise<void>
 }
 
 const original = PostalMime.prototype as unknown as Partial<Internals>
@@ -30,10 +34,54 @@ if (!/new this\.constructor\(/.test(collectSubMessage.toString())) {
   throw new Error('postal-mime is not patched: nested messages would bypass src/core/inbound/mime/parser.ts (run bun install)')
 }
 
+/**
+ * A message/rfc822 part's body may be base64 or quoted-printable, so the message inside,
+ * with all its parts and lines, shows only once decoded and the scan of the raw bytes
+ * (src/core/inbound/structure.ts) never sees it: 0.5 MiB of base64 held 98,304 empty parts,
+ * which took a worker 242 MiB. So each nested message's decoded bytes are scanned before it
+ * is parsed, against one budget for all the nested messages of a message, as large as the
+ * limits themselves.
+ */
+class NestedMessageBudget {
+  private lines = 0
+  private delimiters = 0
+
+  constructor(
+    private readonly limits: Pick<Limits, 'messageLines' | 'messageParts'>,
+    private readonly onEventLoop: boolean,
+  ) {}
+
+  admit(content: ArrayBuffer | undefined): void {
+    if (this.onEventLoop) throw new NestedMessageFound()
+    const { messageLines, messageParts } = this.limits
+    const found = scanStructure(new Uint8Array(content ?? new ArrayBuffer(0)), { messageLines: messageLines - this.lines, messageParts: messageParts - this.delimiters })
+    if (found.refusal?.reason === 'too_many_parts') throw new InboundRefusal('too_many_parts', `at most ${messageParts}`)
+    if (found.refusal) throw new InboundRefusal('too_many_lines', `at most ${messageLines}`)
+    this.lines += found.lines
+    this.delimiters += found.delimiters
+  }
+}
+
+export interface FaithfulOptions extends PostalMimeOptions {
+  /** The structural limits nested messages are held to. */
+  limits?: Pick<Limits, 'messageLines' | 'messageParts'>
+  /** Parsing on the event loop, where a nested message is not parsed at all (NestedMessageFound). */
+  onEventLoop?: boolean
+}
+
+const UNLIMITED = { messageLines: Number.POSITIVE_INFINITY, messageParts: Number.POSITIVE_INFINITY }
+
+/** Handed from a parser to the nested parser it constructs, synchronously (see collectSubMessage below). */
+let handedDown: NestedMessageBudget | undefined
+
 export class FaithfulPostalMime extends PostalMime {
+  readonly nestedMessages: NestedMessageBudget
+
   // Nested parsers are built with the options of their parent (see the patch).
-  constructor(options: PostalMimeOptions = {}) {
+  constructor({ limits, onEventLoop, ...options }: FaithfulOptions = {}) {
     super({ ...options, attachmentEncoding: 'arraybuffer' })
+    this.nestedMessages = handedDown ?? new NestedMessageBudget(limits ?? UNLIMITED, onEventLoop ?? false)
+    handedDown = undefined
   }
 }
 
@@ -52,4 +100,15 @@ hooked.collectAttachment = function (this: Internals, node, content, ...rest) {
   // postal-mime decodes the name's encoded words without UTF-7.
   const name = node.contentDisposition.parsed.params.filename || node.contentType.parsed.params.name
   if (name) attachment.filename = decodeHeaderText(name)
+}
+
+hooked.collectSubMessage = function (this: Internals, node) {
+  this.nestedMessages.admit(node.content)
+  // The patched original constructs the nested parser before its first await.
+  handedDown = this.nestedMessages
+  try {
+    return collectSubMessage.call(this, node)
+  } finally {
+    handedDown = undefined
+  }
 }
