@@ -151,7 +151,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       storage.close()
     },
   )
-  connections.attach((request, seconds) => server.timeout(request, seconds))
+  connections.attach((request, seconds) => server.timeout(request, seconds), config.httpIdleTimeoutSeconds)
   const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })

@@ -87,7 +87,7 @@ export const SETTINGS = [
     kind: { type: 'int', min: 1, max: 255 },
     default: '255',
     description:
-      "Seconds an HTTP connection may stay silent before it is closed (255 is Bun's most; Bun checks about every 4 s). A long poll and a console live stream keep their connection open past it.",
+      "Seconds an HTTP connection may stay silent before it is closed (255 is Bun's most; Bun checks about every 4 s). It applies while a request is handled too, so it must cover `HTTP_BODY_TIMEOUT_MS` and, with Cloudflare routing, two `CLOUDFLARE_TIMEOUT_MS` and a second. A long poll and a console live stream keep their connection open past it.",
   },
   {
     env: 'CONSOLE_SESSION_DAYS',
@@ -396,6 +396,17 @@ function checkCombinations(config: Config): void {
   // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
   if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
     throw new ConfigError('SMTP_GREETING_DELAY_MS', `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`)
+  }
+  // Bun cuts a silent connection even while its request is still being handled, so the
+  // slowest handling (a body arriving; two attempts at Cloudflare and the pause between)
+  // must fit in the idle timeout. Bun's coarse check only ever cuts later, never earlier.
+  const slowestMs = Math.max(config.httpBodyTimeoutMs, config.emailRouting === 'cloudflare' ? 2 * config.cloudflareTimeoutMs + 1000 : 0)
+  if (config.httpIdleTimeoutSeconds * 1000 < slowestMs) {
+    const floor = Math.ceil(slowestMs / 1000)
+    throw new ConfigError(
+      'HTTP_IDLE_TIMEOUT_SECONDS',
+      `must be at least ${floor} (HTTP_BODY_TIMEOUT_MS, and twice CLOUDFLARE_TIMEOUT_MS plus a second with Cloudflare routing), got ${config.httpIdleTimeoutSeconds}`,
+    )
   }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }

@@ -23,12 +23,13 @@ let tenant: Tenant
  */
 let idleServer: TestServer
 const IDLE_PROOF_SECONDS = 6
-let idleProofs: Promise<{ keepAliveClosedAfterMs: number; poll: { status: number; text: string }; streamEvents: string[] }>
+let idleProofs: Promise<{ keepAliveClosedAfterMs: number; afterPollClosedAfterMs: number; poll: { status: number; text: string }; streamEvents: string[] }>
 
-/** A keep-alive connection that asks once and then says nothing: ms from the answer until the server closes it. */
-function silentKeepAlive(port: number): Promise<number> {
+/** A keep-alive connection that asks once (`path`) and then says nothing: ms from the answer until the server closes it. */
+function silentKeepAlive(port: number, path = '/health', key?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const socket = connect(port, '127.0.0.1', () => socket.write('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n'))
+    const authorization = key ? `Authorization: Bearer ${key}\r\n` : ''
+    const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}\r\n`))
     let answeredAt = 0
     socket.on('data', () => (answeredAt ||= performance.now()))
     socket.on('close', () => (answeredAt ? resolve(performance.now() - answeredAt) : reject(new Error('closed before answering'))))
@@ -71,20 +72,22 @@ async function liveStreamEvents(server: TestServer, afterOpen: () => Promise<voi
 beforeAll(async () => {
   server = await startRoomyServer()
   tenant = server.tenant()
-  idleServer = await startRoomyServer({ env: { HTTP_IDLE_TIMEOUT_SECONDS: '1' } })
+  // The body timeout must fit in the idle timeout (a silent connection is cut mid-request too).
+  idleServer = await startRoomyServer({ env: { HTTP_IDLE_TIMEOUT_SECONDS: '1', HTTP_BODY_TIMEOUT_MS: '1000' } })
   const idleTenant = idleServer.tenant('idle')
   const idleInbox = await newInbox(idleServer, idleTenant.key)
   const silence = Bun.sleep(IDLE_PROOF_SECONDS * 1000)
   idleProofs = (async () => {
-    const [keepAliveClosedAfterMs, poll, streamEvents] = await Promise.all([
+    const [keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents] = await Promise.all([
       silentKeepAlive(idleServer.app.httpPort),
+      silentKeepAlive(idleServer.app.httpPort, `/v1/inboxes/${idleInbox.id}/messages?wait_seconds=1`, idleTenant.key),
       fetch(`${idleServer.url}/v1/inboxes/${idleInbox.id}/messages?wait_seconds=${IDLE_PROOF_SECONDS}`, { headers: { authorization: `Bearer ${idleTenant.key}` } }).then(
         async (r) => ({ status: r.status, text: await r.text() }),
         (error: unknown) => ({ status: 0, text: String(error) }),
       ),
       liveStreamEvents(idleServer, () => silence),
     ])
-    return { keepAliveClosedAfterMs, poll, streamEvents }
+    return { keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents }
   })()
 })
 afterAll(async () => {
@@ -318,10 +321,12 @@ describe('disconnects', () => {
 })
 
 describe('connections silent past HTTP_IDLE_TIMEOUT_SECONDS (1 s here)', () => {
-  test(`a silent keep-alive connection is closed, a ${IDLE_PROOF_SECONDS} s wait is answered 204, a console live stream stays open`, async () => {
-    const { keepAliveClosedAfterMs, poll, streamEvents } = await idleProofs
+  test(`a silent keep-alive connection is closed, after a long poll too; a ${IDLE_PROOF_SECONDS} s wait is answered 204, a console live stream stays open`, async () => {
+    const { keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents } = await idleProofs
     // Bun's default of 10 s would close it after 10 to 12 s; ours is 1 s on a 4 s timer.
     expect(keepAliveClosedAfterMs).toBeLessThan(6_000)
+    // Not after the poll's own time (its 1 s wait plus 10 s), which Bun would keep otherwise.
+    expect(afterPollClosedAfterMs).toBeLessThan(6_000)
     expect(poll).toEqual({ status: 204, text: '' })
     // Still open after the silence: it announces a message stored then.
     expect(streamEvents).toEqual(['ready', 'message_stored'])

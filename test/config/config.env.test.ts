@@ -41,6 +41,9 @@ describe('a bad value stops the process with one line naming the variable', () =
     ['CORS_WILDCARD_ORIGIN', { CORS_WILDCARD_ORIGIN: '*' }],
     ['CLOUDFLARE_API_TOKEN', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_ZONE_ID: 'zone' }],
     ['CLOUDFLARE_ZONE_ID', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token' }],
+    // A silent connection is cut mid-request too: the slowest request must fit in the idle timeout.
+    ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '9' }],
+    ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '10', EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token', CLOUDFLARE_ZONE_ID: 'zone' }],
   ]
   /** Each case is its own short-lived process, independent of the others: a few run side by side, before the checks. */
   const runs = new Map<Record<string, string>, { code: number; output: string }>()

@@ -50,7 +50,9 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
-      ({ request, params, query, status }) => {
+      // async: a domain error thrown before the first await still reaches Elysia's error handler
+      // (which of a sync handler's throws Elysia catches depends on how it reads the handler's code).
+      async ({ request, params, query, status }) => {
         const { messageQuery, waitSeconds } = readQuery(query)
         const principal = requests.principal(request)
         if (waitSeconds === 0 && !messageQuery.includeContent) {
@@ -59,7 +61,11 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
         if (waitSeconds > 0) connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
-        return listOrWaitForMessages(s, principal, params.inbox_id, messageQuery, { waitSeconds, signal: request.signal }).then((result) => result ?? status(204, undefined))
+        try {
+          return (await listOrWaitForMessages(s, principal, params.inbox_id, messageQuery, { waitSeconds, signal: request.signal })) ?? status(204, undefined)
+        } finally {
+          if (waitSeconds > 0) connections.release(request)
+        }
       },
       {
         query: MessagesQuery,
