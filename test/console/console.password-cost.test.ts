@@ -1,6 +1,7 @@
 /**
  * CONSOLE_PASSWORD_MEMORY_KIB: the argon2id memory cost of passwords set from now on. Each
- * hash carries its own parameters, so passwords set under an earlier value keep signing in.
+ * hash carries its own parameters, so passwords set under an earlier value keep signing in,
+ * and are remade at the configured cost when they do.
  */
 import { Database } from 'bun:sqlite'
 import { expect, test } from 'bun:test'
@@ -46,7 +47,7 @@ test('every password hash in src is made by hashPassword, which reads the settin
   expect(hashing).toEqual(['core/console/users.ts'])
 })
 
-test('after the cost changes, a password set under the old one still signs in, and a changed password takes the new one', async () => {
+test('after the cost changes, a password set under the old one still signs in and is rehashed at the new cost; a changed password takes the new one', async () => {
   const first = await startTestServer({ env: { CONSOLE_PASSWORD_MEMORY_KIB: '16' } })
   try {
     await setUp(first, { email: 'op@example.com' })
@@ -57,6 +58,9 @@ test('after the cost changes, a password set under the old one still signs in, a
     const again = await startApp({ config, logger: createLogger('silent') })
     try {
       const operator = await signedIn({ url: again.httpUrl }, 'op@example.com')
+      // Signing in remade the hash at the new cost, so its check takes as long as the decoy's.
+      expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
+      expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).cookies.has('ph_session')).toBe(true)
       await operator.get('/console/account')
       expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(200)
       expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })

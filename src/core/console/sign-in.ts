@@ -2,7 +2,7 @@
 import type { Services } from '../services.ts'
 import { ConsoleError } from './errors.ts'
 import type { SignInThrottle } from './sign-in-throttle.ts'
-import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, type User } from './users.ts'
+import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'
 
 // Verified against when the account does not exist, so the answer takes as long either way.
 // Made at the configured cost, like the passwords set under it: one per cost in the process.
@@ -10,8 +10,12 @@ const decoyHashes = new Map<number, Promise<string>>()
 
 function decoyHash(s: Pick<Services, 'config'>): Promise<string> {
   const cost = s.config.consolePasswordMemoryKib
-  const decoy = decoyHashes.get(cost) ?? hashPassword(s, 'decoy password, never matches')
-  decoyHashes.set(cost, decoy)
+  let decoy = decoyHashes.get(cost)
+  if (!decoy) {
+    decoy = hashPassword(s, 'decoy password, never matches')
+    decoy.catch(() => decoyHashes.delete(cost)) // a failed hash is made again next time
+    decoyHashes.set(cost, decoy)
+  }
   return decoy
 }
 
@@ -32,5 +36,5 @@ export async function signIn(s: Pick<Services, 'config' | 'storage'>, throttle: 
     throttle.finish(email, clientAddress, Boolean(user) && matches)
   }
   if (!user || !matches) throw wrongCredentials()
-  return user
+  return rehashAtConfiguredCost(s, user, password)
 }

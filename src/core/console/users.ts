@@ -21,6 +21,18 @@ const MAX_EMAIL_LENGTH = 254
  */
 export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib })
 
+/**
+ * A hash made before CONSOLE_PASSWORD_MEMORY_KIB changed, remade at the configured cost while
+ * the password is at hand (at sign-in). Until then its check takes longer or shorter than the
+ * decoy of an unknown account, which would tell an observer that the account exists.
+ */
+export async function rehashAtConfiguredCost(s: Pick<Services, 'config' | 'storage'>, user: User, password: string): Promise<User> {
+  if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
+  const passwordHash = await hashPassword(s, password)
+  s.storage.db.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
+  return { ...user, passwordHash }
+}
+
 /** Lowercased and checked for one '@' with something on both sides; null when it is not an address. */
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null
