@@ -12,11 +12,20 @@ import { closedPort, cloudflareEnv, idempotencyRecordCount, inboxRows, startWith
 type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: Tenant }
 
 /**
+ * CLOUDFLARE_TIMEOUT_MS of the test servers. Tests that make the fake hang wait it out, so
+ * it is short for them; for the others it is long, so that a healthy answer is never taken
+ * for a timeout while a dozen servers start in this process at once.
+ */
+const HANG_TIMEOUT_MS = 300
+const ANSWER_TIMEOUT_MS = 2_000
+const timeoutFor = (troubles: Trouble[]) => (troubles.some((trouble) => trouble.kind === 'hang') ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS)
+
+/**
  * A server and a fake Cloudflare of the test's own. The tests wait out real timeouts and
  * retry pauses, so they run at the same time.
  */
-async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>): Promise<void> {
-  const started = await startWithFakeCloudflare()
+async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>, timeoutMs = ANSWER_TIMEOUT_MS): Promise<void> {
+  const started = await startWithFakeCloudflare({ timeoutMs })
   try {
     await run({ ...started, tenant: started.server.tenant() })
   } finally {
@@ -80,7 +89,7 @@ describe.concurrent('createInbox with a failing Cloudflare', () => {
         expect(retried.body.data.address).toBe('failing-box@inbox.test')
         expect(fake.rulesFor('failing-box@inbox.test')).toHaveLength(1)
         expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before + 1)
-      }))
+      }, timeoutFor(troubles)))
   }
 
   const transient: Array<[string, Trouble]> = [
@@ -91,14 +100,17 @@ describe.concurrent('createInbox with a failing Cloudflare', () => {
   ]
   for (const [name, trouble] of transient) {
     test(`${name} once is retried and the inbox is made with a single rule`, () =>
-      withFakeCloudflare(async ({ server, fake, tenant }) => {
-        fake.plan('POST', trouble)
-        const created = await server.post('/v1/inboxes', tenant.key)
-        expect(created.status).toBe(201)
-        expect(fake.count('POST')).toBe(2)
-        const [rule] = fake.rulesFor(created.body.data.address)
-        expect(inboxRows(server).find((row) => row.id === created.body.data.id)?.routing_rule_id).toBe(rule!.id)
-      }))
+      withFakeCloudflare(
+        async ({ server, fake, tenant }) => {
+          fake.plan('POST', trouble)
+          const created = await server.post('/v1/inboxes', tenant.key)
+          expect(created.status).toBe(201)
+          expect(fake.count('POST')).toBe(2)
+          const [rule] = fake.rulesFor(created.body.data.address)
+          expect(inboxRows(server).find((row) => row.id === created.body.data.id)?.routing_rule_id).toBe(rule!.id)
+        },
+        timeoutFor([trouble]),
+      ))
   }
 
   test('a successful envelope without a rule id is refused with 502', () =>
@@ -125,7 +137,7 @@ describe.concurrent('createInbox with a failing Cloudflare', () => {
       expect(server.logs.some((line) => line.event === 'routing_call_failed')).toBe(true)
       expect(JSON.stringify(server.logs)).not.toContain(FAKE_TOKEN)
       expect(failed.text).not.toContain(FAKE_TOKEN)
-    }))
+    }, HANG_TIMEOUT_MS))
 })
 
 test('Cloudflare unreachable (nothing listening): 503 and no inbox', async () => {
