@@ -5,7 +5,7 @@
  */
 import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
-import { ConnectionTimeouts } from '../http/connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
@@ -40,7 +40,7 @@ export interface Console {
   deps: ConsoleDeps
 }
 
-export function buildConsole(s: Services, connections = new ConnectionTimeouts()): Console {
+export function buildConsole(s: Services, connections: ConnectionTimeouts): Console {
   const deps: ConsoleDeps = {
     s,
     throttle: new SignInThrottle(s.clock),

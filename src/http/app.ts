@@ -22,10 +22,10 @@ import { inboxRoutes } from './routes/inboxes.ts'
 import { metricsRoutes } from './routes/metrics.ts'
 import { type ReadinessProbes, readyRoutes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
-import { ConnectionTimeouts } from './connection-timeouts.ts'
+import type { ConnectionTimeouts } from './connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes, connections = new ConnectionTimeouts()) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)

@@ -49,7 +49,10 @@ async function firstJsonLine(stream: ReadableStream<Uint8Array>): Promise<string
 // process is no measure.
 beforeAll(async () => {
   probe = Bun.spawn(['bun', join(import.meta.dir, '..', 'support', 'corpus-probe.ts')], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
-  const result = JSON.parse(await firstJsonLine(probe.stdout))
+  const line = await firstJsonLine(probe.stdout).catch(async (error: Error) => {
+    throw new Error(`${error.message}\n${await new Response(probe.stderr).text()}`)
+  })
+  const result = JSON.parse(line)
   ;({ url, key, deliveries } = result)
 }, 60_000)
 afterAll(async () => {
