@@ -1,15 +1,12 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
-import type { startApp as StartApp } from './app.ts'
+import { PortInUseError, startApp } from './app.ts'
 import { exitOnConfigError, loadConfigOrExit } from './config.ts'
+import { errorFields } from './log.ts'
+import { startupBanner } from './startup-banner.ts'
 
-// The environment is checked before the server's modules load, so a bad value is reported
-// in a few milliseconds rather than after a tenth of a second of loading.
-const config = loadConfigOrExit()
-const [{ PortInUseError, startApp }, { errorFields }, { startupBanner }] = await Promise.all([import('./app.ts'), import('./log.ts'), import('./startup-banner.ts')])
-
-let app: Awaited<ReturnType<typeof StartApp>>
+let app: Awaited<ReturnType<typeof startApp>>
 try {
-  app = await exitOnConfigError(() => startApp({ config }))
+  app = await exitOnConfigError(() => startApp({ config: loadConfigOrExit() }))
 } catch (error) {
   if (!(error instanceof PortInUseError)) throw error
   console.error(error.message)
