@@ -51,7 +51,21 @@ self.onmessage = async ({ data }: MessageEvent<ParseRequest>) => {
     if (error instanceof InboundRefusal) reply({ id: data.id, ok: false, refusal: { reason: error.reason, detail: error.detail } })
     else reply({ id: data.id, ok: false, error: error instanceof Error ? error.message.slice(0, 200) : 'parse failed' })
   }
-  if (size >= COLLECT_AFTER_BYTES) Bun.gc(true) // after the reply, so the sender does not wait for it
+  if (size >= COLLECT_AFTER_BYTES)
+    Bun.gc(true) // after the reply, so the sender does not wait for it
+  else collectWhenIdle()
+}
+
+/**
+ * Small messages leave garbage too, a little each: a worker that goes quiet after a busy
+ * spell would hold it until its next allocation. One full collection once nothing has
+ * arrived for a second returns it, at no cost to a worker that stays busy.
+ */
+const IDLE_COLLECTION_AFTER_MS = 1000
+let idleCollection: ReturnType<typeof setTimeout> | undefined
+function collectWhenIdle(): void {
+  clearTimeout(idleCollection)
+  idleCollection = setTimeout(() => Bun.gc(true), IDLE_COLLECTION_AFTER_MS)
 }
 
 // Module loading takes tens of milliseconds; the pool starts a job's clock only after this.
