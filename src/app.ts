@@ -35,7 +35,7 @@ import type { RoutingProvider } from './core/routing.ts'
 import { type PublicUrls, resolvePublicUrls } from './public-urls.ts'
 import { createSmtpServer } from './smtp/server.ts'
 import { prepareSmtpTls } from './smtp/tls.ts'
-import { collectWhenQuiet } from './quiet-collection.ts'
+import { joinQuietCollection } from './quiet-collection.ts'
 import { openStorage } from './storage/database.ts'
 
 interface AppOptions {
@@ -187,7 +187,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
-  const quietCollection = collectWhenQuiet()
+  const leaveQuietCollection = joinQuietCollection()
   const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
 
   let stopping_: Promise<void> | undefined
@@ -197,7 +197,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       stopSweeper()
       stopTlsWatch()
       stopLoopSampler()
-      quietCollection.stop()
+      leaveQuietCollection()
       stopDiskWatch()
       privateMetrics?.stop(true)
       stopping.abort() // waiting long polls answer 204 now

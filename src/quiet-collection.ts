@@ -53,3 +53,22 @@ export function collectWhenQuiet(options: QuietCollectionOptions = DEFAULTS): Qu
     stop: () => clearInterval(timer),
   }
 }
+
+let shared: { servers: number; collection: QuietCollection } | undefined
+
+/**
+ * One collector per process however many servers it runs (the test suite runs many in
+ * one process, where each would otherwise collect the same heap). Returns the leave function.
+ */
+export function joinQuietCollection(): () => void {
+  shared ??= { servers: 0, collection: collectWhenQuiet() }
+  shared.servers++
+  let left = false
+  return () => {
+    if (left || !shared) return
+    left = true
+    if (--shared.servers > 0) return
+    shared.collection.stop()
+    shared = undefined
+  }
+}
