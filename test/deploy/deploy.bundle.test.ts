@@ -58,4 +58,10 @@ test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh 
     data: Array<{ subject: string; preview: string }>
   }
   expect(listed.data[0]).toMatchObject({ subject: 'from the bundle', preview: 'Hello there' })
+  // Elysia decides from a handler's minified source whether to await what it returns; a
+  // rejection it does not await escapes its error handler as a bare 500.
+  for (const query of ['limit=1&include=content', 'wait_seconds=1']) {
+    const missing = await fetch(`http://127.0.0.1:${httpPort}/v1/inboxes/inbox_00000000000000000000000000000000/messages?${query}`, { headers: auth })
+    expect({ query, status: missing.status, code: ((await missing.json()) as { error: { code: string } }).error.code }).toEqual({ query, status: 404, code: 'inbox_not_found' })
+  }
 }, 30_000)
