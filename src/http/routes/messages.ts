@@ -48,7 +48,7 @@ function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: Message
 const LONG_POLL_SLACK_SECONDS = 10
 
 /**
- * The page with content, or a long poll (null: nothing arrived in time), whose connection
+ * The page with content, or a long poll (`nothingArrived` when the wait ends empty), whose connection
  * may stay silent for the wait and is given back to the idle timeout once answered.
  * Elysia guesses from a handler's source text whether to await what it returns inside its
  * error handling; some shapes of this code let a rejection (an unknown inbox's 404) escape as
@@ -64,11 +64,12 @@ async function listWithContentOrWait(
   inboxId: string,
   messageQuery: MessageQuery,
   waitSeconds: number,
+  nothingArrived: () => unknown,
 ): Promise<unknown> {
   if (waitSeconds === 0) return listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })
   connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
   try {
-    return await listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })
+    return (await listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })) ?? nothingArrived()
   } finally {
     connections.release(request)
   }
@@ -86,7 +87,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
           const body = listSummariesAsJson(s, pages, principal, params.inbox_id, messageQuery)
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
-        return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds).then((result) => result ?? status(204, undefined))
+        return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds, () => status(204, undefined))
       },
       {
         query: MessagesQuery,
