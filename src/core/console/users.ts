@@ -16,8 +16,8 @@ const MAX_EMAIL_LENGTH = 254
 
 /**
  * Hashes at the configured memory cost (Bun's default time cost). The cost is written into
- * the PHC string, so verification reads it from there: changing the setting only affects
- * passwords set afterwards, and hashes made at the old cost keep working.
+ * the PHC string, so verification reads it from there: after the setting changes, hashes
+ * made at the old cost keep working until their owner's next sign-in remakes them.
  */
 export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib })
 
@@ -29,7 +29,7 @@ export const hashPassword = (s: Pick<Services, 'config'>, password: string): Pro
 export async function rehashAtConfiguredCost(s: Pick<Services, 'config' | 'storage'>, user: User, password: string): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
   const passwordHash = await hashPassword(s, password)
-  s.storage.db.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
+  s.storage.write((tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
   return { ...user, passwordHash }
 }
 
