@@ -7,13 +7,13 @@
  * every attachment byte-identical to a decoded MIME part; and no message stalls the event
  * loop for more than 50 ms while the server receives it (most main-thread CPU between two
  * ticks of a 1 ms timer, test/support/event-loop.ts), the largest legal message (9.86 MiB)
- * included. The server runs in a fresh process of its own (test/support/corpus-probe.ts).
+ * included, and `/health` answers within 250 ms while each message of 1 MiB or more is received. The server runs in a fresh process of its own (test/support/corpus-probe.ts).
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { CORPUS_DIR, corpusMessages } from '../support/corpus.ts'
+import { CORPUS_DIR, corpusMessages, HEALTH_CHECKED_FROM_BYTES } from '../support/corpus.ts'
 import type { CorpusDelivery } from '../support/corpus-probe.ts'
 import { decodeUnstructured, mimeParts } from '../support/mime-parts.ts'
 
@@ -82,6 +82,14 @@ test(`no message stalls the event loop for more than ${STALL_BOUND_MS} ms while 
   expect(over).toEqual([])
   // The largest legal message (9.86 MiB, about 17 MiB of blobs) was among them, and stored.
   expect(deliveries.find((d) => d.name === 'generated/largest-legal.eml')?.reply).toStartWith('250 ')
+})
+
+test('while a message of 1 MiB or more is received, /health keeps answering within 250 ms', () => {
+  const checked = deliveries.filter((d) => d.healthMs !== undefined)
+  expect(checked.map((d) => d.name)).toEqual(messages.filter((m) => m.raw.byteLength >= HEALTH_CHECKED_FROM_BYTES).map((m) => m.name))
+  expect(checked.map((d) => d.name)).toContain('generated/largest-legal.eml')
+  console.log(`slowest /health: ${Math.max(...checked.map((d) => d.healthMs!)).toFixed(1)} ms`)
+  expect(checked.filter((d) => d.healthMs! >= 250).map((d) => `${d.name}: ${d.healthMs!.toFixed(0)} ms`)).toEqual([])
 })
 
 const ENCODED_WORD = /=\?[^?\s]+\?[QqBb]\?[^?\s]*\?=/

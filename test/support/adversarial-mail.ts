@@ -77,19 +77,3 @@ export const REFUSED: Record<string, { raw: (to: string) => string; code: number
   '299,000 empty parts': { raw: (to) => [...HEAD, 'Content-Type: multipart/mixed; boundary=b', '', '--b\r\n'.repeat(299_000)].join('\r\n').replace('{to}', to), code: 552 },
   '301,000 lines': { raw: (to) => [...HEAD, '', 'x\r\n'.repeat(301_000)].join('\r\n').replace('{to}', to), code: 552 },
 }
-
-/** A legitimate message just under the 10 MiB raw limit: two attachments of 3.5 MiB in base64. */
-export function AT_SIZE_LIMIT(to: string): string {
-  const part = (i: number) =>
-    [
-      '--b',
-      'Content-Type: application/octet-stream',
-      `Content-Disposition: attachment; filename="f${i}.bin"`,
-      'Content-Transfer-Encoding: base64',
-      '',
-      Buffer.alloc(3.5 * MiB, i + 1)
-        .toString('base64')
-        .replace(/.{76}/g, '$&\r\n'),
-    ].join('\r\n')
-  return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', '--b', 'Content-Type: text/plain', '', 'see attached', part(0), part(1), '--b--', ''].join('\r\n').replace('{to}', to)
-}

@@ -1,7 +1,8 @@
 /**
  * Delivers the whole corpus to a server started in this fresh process, as
  * test/mime/mime.corpus.test.ts needs it: one SMTP connection, one inbox per message, the
- * event loop watched while the server handles each DATA. Prints one JSON line
+ * event loop watched while the server handles each DATA, and `/health` asked over and over
+ * while it receives each message of 1 MiB or more. Prints one JSON line
  * ({ url, key, deliveries }) and keeps serving until its stdin closes, so the test can read
  * back what was stored.
  *
@@ -10,8 +11,8 @@
  * alive: seconds of the suite's time, and tens of milliseconds added to the stall measured
  * for the largest messages.
  */
-import { corpusMessages } from './corpus.ts'
-import { watchEventLoop } from './event-loop.ts'
+import { corpusMessages, HEALTH_CHECKED_FROM_BYTES } from './corpus.ts'
+import { pollHealth, watchEventLoop } from './event-loop.ts'
 import { startTestServer } from './harness.ts'
 import { SmtpClient } from './smtp.ts'
 
@@ -24,6 +25,8 @@ export interface CorpusDelivery {
   stalledMs: number
   /** Longest a timer fired late in that time (includes time the machine kept the process off a core). */
   delayMs: number
+  /** For a message of HEALTH_CHECKED_FROM_BYTES or more: the slowest `/health` answer while it was received. */
+  healthMs?: number
 }
 
 const ENVELOPE = 'corpus-sender@envelope.example'
@@ -63,10 +66,12 @@ for (const { name, raw } of corpusMessages()) {
       // the measurement would matter; a young-generation one before the rest.
       Bun.gc(raw.byteLength >= FULL_COLLECTION_BEFORE_BYTES)
       const watch = watchEventLoop(1)
+      const health = raw.byteLength >= HEALTH_CHECKED_FROM_BYTES ? pollHealth(server.url) : null
       client.socket.write(wire)
       const reply = await client.next()
       const { cpuMs, delayMs } = watch.stop()
-      deliveries.push({ name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: cpuMs, delayMs })
+      const healthMs = await health?.stop()
+      deliveries.push({ name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: cpuMs, delayMs, healthMs })
     }
   }
 }

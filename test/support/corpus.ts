@@ -9,6 +9,9 @@ import { largestLegalMessage, thousandAttachments } from './generated-messages.t
 
 export const CORPUS_DIR = join(import.meta.dir, '..', 'fixtures', 'corpus')
 
+/** Messages this large are received while `/health` is asked over and over (test/support/corpus-probe.ts). */
+export const HEALTH_CHECKED_FROM_BYTES = 1024 * 1024
+
 const asSent = (raw: Buffer): Buffer =>
   Buffer.from(
     raw
