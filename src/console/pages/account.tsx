@@ -1,6 +1,6 @@
 /** The signed-in user's own page: password and sessions. */
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
-import { PostForm, Time } from './shell.tsx'
+import { PostForm, Table, Time } from './shell.tsx'
 
 interface SessionRow {
   createdAt: string
@@ -29,30 +29,20 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; noti
       </section>
       <section class="card">
         <h2>Sessions</h2>
-        <table>
-          <thead>
+        <Table columns={['Signed in', 'From', 'Expires unless used', '']}>
+          {props.sessions.map((session) => (
             <tr>
-              <th>Signed in</th>
-              <th>From</th>
-              <th>Expires unless used</th>
-              <th></th>
+              <td>
+                <Time at={session.createdAt} />
+              </td>
+              <td class="mono">{session.clientAddress || '-'}</td>
+              <td>
+                <Time at={session.expiresAt} />
+              </td>
+              <td>{session.current && <span class="badge">this browser</span>}</td>
             </tr>
-          </thead>
-          <tbody>
-            {props.sessions.map((session) => (
-              <tr>
-                <td>
-                  <Time at={session.createdAt} />
-                </td>
-                <td class="mono">{session.clientAddress || '-'}</td>
-                <td>
-                  <Time at={session.expiresAt} />
-                </td>
-                <td>{session.current && <span class="badge">this browser</span>}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
         <PostForm action="/console/account/sessions/revoke" confirm="Sign out on every browser, this one included?">
           <div class="form-actions">
             <button type="submit" class="danger">

@@ -2,7 +2,7 @@
 import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
 import { AuditTable } from './audit.tsx'
 import { LimitPresetChoice } from './setup.tsx'
-import { CopyField, PostForm, Time } from './shell.tsx'
+import { CopyField, PostForm, Table, Time } from './shell.tsx'
 
 interface OrgRow {
   id: string
@@ -25,37 +25,27 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
       <h1 class="page-title">Operator</h1>
       <section class="card">
         <h2>Organisations</h2>
-        <table>
-          <thead>
+        <Table columns={['Name', 'Id', 'Created', '']}>
+          {props.orgs.map((org) => (
             <tr>
-              <th>Name</th>
-              <th>Id</th>
-              <th>Created</th>
-              <th></th>
+              <td>{org.name}</td>
+              <td class="mono">{org.id}</td>
+              <td>
+                <Time at={org.createdAt} />
+              </td>
+              <td class="actions">
+                <a href={`/console/admin/orgs/${org.id}`}>Limits</a>
+                {org.member === false && (
+                  <PostForm action={`/console/admin/orgs/${org.id}/join`} class="inline">
+                    <button type="submit" class="secondary">
+                      Join as owner
+                    </button>
+                  </PostForm>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {props.orgs.map((org) => (
-              <tr>
-                <td>{org.name}</td>
-                <td class="mono">{org.id}</td>
-                <td>
-                  <Time at={org.createdAt} />
-                </td>
-                <td class="actions">
-                  <a href={`/console/admin/orgs/${org.id}`}>Limits</a>
-                  {org.member === false && (
-                    <PostForm action={`/console/admin/orgs/${org.id}/join`} class="inline">
-                      <button type="submit" class="secondary">
-                        Join as owner
-                      </button>
-                    </PostForm>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       </section>
       <section class="card">
         <h2>New organisation</h2>
@@ -71,41 +61,32 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
       </section>
       <section class="card">
         <h2>Accounts</h2>
-        <table>
-          <thead>
-            <tr>
-              <th>Email</th>
-              <th>Since</th>
-              <th></th>
-            </tr>
-          </thead>
-          <tbody>
-            {props.users.map((user) => (
-              <tr data-user={user.email}>
-                <td>
-                  {user.email} {user.isOperator && <span class="badge">operator</span>}
-                </td>
-                <td>
-                  <Time at={user.createdAt} />
-                </td>
-                <td class="actions">
-                  <PostForm action={`/console/admin/users/${user.id}/reset-password`} class="inline" confirm={`Give ${user.email} a new password and sign them out everywhere?`}>
-                    <button type="submit" class="secondary">
-                      Reset password
+        <Table columns={['Email', 'Since', '']}>
+          {props.users.map((user) => (
+            <tr data-user={user.email}>
+              <td>
+                {user.email} {user.isOperator && <span class="badge">operator</span>}
+              </td>
+              <td>
+                <Time at={user.createdAt} />
+              </td>
+              <td class="actions">
+                <PostForm action={`/console/admin/users/${user.id}/reset-password`} class="inline" confirm={`Give ${user.email} a new password and sign them out everywhere?`}>
+                  <button type="submit" class="secondary">
+                    Reset password
+                  </button>
+                </PostForm>
+                {user.id !== props.me && (
+                  <PostForm action={`/console/admin/users/${user.id}/revoke-sessions`} class="inline">
+                    <button type="submit" class="danger">
+                      Sign out everywhere
                     </button>
                   </PostForm>
-                  {user.id !== props.me && (
-                    <PostForm action={`/console/admin/users/${user.id}/revoke-sessions`} class="inline">
-                      <button type="submit" class="danger">
-                        Sign out everywhere
-                      </button>
-                    </PostForm>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+                )}
+              </td>
+            </tr>
+          ))}
+        </Table>
       </section>
       <section class="card">
         <h2>Instance events</h2>

@@ -6,7 +6,7 @@
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import { UsageCards } from './overview.tsx'
-import { CopyField, orgPath, PostForm, Time } from './shell.tsx'
+import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
 export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
@@ -38,36 +38,27 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
         {props.inboxes.length === 0 ? (
           <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
         ) : (
-          <table>
-            <thead>
+          <Table columns={['Address', 'Created', '']}>
+            {props.inboxes.map((inbox) => (
               <tr>
-                <th>Address</th>
-                <th>Created</th>
-                <th></th>
+                <td>
+                  <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
+                    {inbox.address}
+                  </a>
+                </td>
+                <td>
+                  <Time at={inbox.created_at} />
+                </td>
+                <td>
+                  <PostForm action={`${inboxPath(org.organizationId, inbox.id)}/delete`} class="inline" confirm={`Delete ${inbox.address} and all its mail?`}>
+                    <button type="submit" class="danger">
+                      Delete
+                    </button>
+                  </PostForm>
+                </td>
               </tr>
-            </thead>
-            <tbody>
-              {props.inboxes.map((inbox) => (
-                <tr>
-                  <td>
-                    <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
-                      {inbox.address}
-                    </a>
-                  </td>
-                  <td>
-                    <Time at={inbox.created_at} />
-                  </td>
-                  <td>
-                    <PostForm action={`${inboxPath(org.organizationId, inbox.id)}/delete`} class="inline" confirm={`Delete ${inbox.address} and all its mail?`}>
-                      <button type="submit" class="danger">
-                        Delete
-                      </button>
-                    </PostForm>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         )}
       </section>
     </>
@@ -96,31 +87,21 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
               <p class="muted">It shows up here as soon as the server has stored it.</p>
             </div>
           ) : (
-            <table>
-              <thead>
+            <Table columns={['From', 'Subject', 'Received', 'Size']}>
+              {props.messages.map((m) => (
                 <tr>
-                  <th>From</th>
-                  <th>Subject</th>
-                  <th>Received</th>
-                  <th>Size</th>
+                  <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
+                  <td>
+                    <a href={orgPath(org.organizationId, `/messages/${encodeURIComponent(m.id)}`)}>{m.subject || '(no subject)'}</a>
+                    <div class="muted">{m.preview}</div>
+                  </td>
+                  <td>
+                    <Time at={m.received_at} />
+                  </td>
+                  <td>{formatBytes(m.size_bytes)}</td>
                 </tr>
-              </thead>
-              <tbody>
-                {props.messages.map((m) => (
-                  <tr>
-                    <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
-                    <td>
-                      <a href={orgPath(org.organizationId, `/messages/${encodeURIComponent(m.id)}`)}>{m.subject || '(no subject)'}</a>
-                      <div class="muted">{m.preview}</div>
-                    </td>
-                    <td>
-                      <Time at={m.received_at} />
-                    </td>
-                    <td>{formatBytes(m.size_bytes)}</td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
+              ))}
+            </Table>
           )}
           {props.more && <p class="muted">Showing the newest {props.messages.length}; older messages are kept and reachable through the API.</p>}
         </div>

@@ -1,6 +1,6 @@
 /** API keys of an organisation: list for every member, create and revoke for owners. */
 import type { Membership } from '../../core/console/organizations.ts'
-import { CopyField, orgPath, PostForm, Time } from './shell.tsx'
+import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 interface KeyRow {
   publicId: string
@@ -26,52 +26,40 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
         <p class="muted">
           Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on.
         </p>
-        <table>
-          <thead>
-            <tr>
-              <th>Public id</th>
-              <th>Name</th>
-              <th>Created</th>
-              <th>Last used</th>
-              <th>Status</th>
-              {owner && <th></th>}
-            </tr>
-          </thead>
-          <tbody>
-            {props.keys.map((key) => (
-              <tr data-key={key.publicId}>
-                <td class="mono">{key.publicId}</td>
-                <td>{key.name || <span class="muted">unnamed</span>}</td>
+        <Table columns={['Public id', 'Name', 'Created', 'Last used', 'Status', owner && '']}>
+          {props.keys.map((key) => (
+            <tr data-key={key.publicId}>
+              <td class="mono">{key.publicId}</td>
+              <td>{key.name || <span class="muted">unnamed</span>}</td>
+              <td>
+                <Time at={key.createdAt} />
+              </td>
+              <td>
+                <Time at={key.lastUsedAt} />
+              </td>
+              <td>
+                {key.revokedAt ? (
+                  <span class="badge revoked">
+                    revoked <Time at={key.revokedAt} />
+                  </span>
+                ) : (
+                  <span class="badge">active</span>
+                )}
+              </td>
+              {owner && (
                 <td>
-                  <Time at={key.createdAt} />
-                </td>
-                <td>
-                  <Time at={key.lastUsedAt} />
-                </td>
-                <td>
-                  {key.revokedAt ? (
-                    <span class="badge revoked">
-                      revoked <Time at={key.revokedAt} />
-                    </span>
-                  ) : (
-                    <span class="badge">active</span>
+                  {!key.revokedAt && (
+                    <PostForm action={orgPath(org.organizationId, `/keys/${key.publicId}/revoke`)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
+                      <button type="submit" class="danger">
+                        Revoke
+                      </button>
+                    </PostForm>
                   )}
                 </td>
-                {owner && (
-                  <td>
-                    {!key.revokedAt && (
-                      <PostForm action={orgPath(org.organizationId, `/keys/${key.publicId}/revoke`)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
-                        <button type="submit" class="danger">
-                          Revoke
-                        </button>
-                      </PostForm>
-                    )}
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
+              )}
+            </tr>
+          ))}
+        </Table>
         {props.keys.length === 0 && <p class="muted">No keys yet.</p>}
       </section>
       {owner && (

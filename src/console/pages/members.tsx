@@ -1,6 +1,6 @@
 /** Members of an organisation, open invites, and the one-time invite link. */
 import type { Membership } from '../../core/console/organizations.ts'
-import { CopyField, orgPath, PostForm, Time } from './shell.tsx'
+import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 interface Member {
   userId: string
@@ -35,46 +35,36 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
     <>
       <section class="card">
         <h2>Members</h2>
-        <table>
-          <thead>
-            <tr>
-              <th>Email</th>
-              <th>Role</th>
-              <th>Joined</th>
-              <th></th>
+        <Table columns={['Email', 'Role', 'Joined', '']}>
+          {props.members.map((member) => (
+            <tr data-member={member.email}>
+              <td>
+                {member.email}
+                {member.userId === props.me && <span class="muted"> (you)</span>}
+              </td>
+              <td>
+                <span class="badge">{member.role}</span>
+              </td>
+              <td>
+                <Time at={member.joinedAt} />
+              </td>
+              <td class="actions">
+                {owner && <RoleForm org={org} member={member} />}
+                {(owner || member.userId === props.me) && (
+                  <PostForm
+                    action={orgPath(org.organizationId, `/members/${member.userId}/remove`)}
+                    class="inline"
+                    confirm={member.userId === props.me ? `Leave ${org.name}?` : `Remove ${member.email} from ${org.name}?`}
+                  >
+                    <button type="submit" class="danger">
+                      {member.userId === props.me ? 'Leave' : 'Remove'}
+                    </button>
+                  </PostForm>
+                )}
+              </td>
             </tr>
-          </thead>
-          <tbody>
-            {props.members.map((member) => (
-              <tr data-member={member.email}>
-                <td>
-                  {member.email}
-                  {member.userId === props.me && <span class="muted"> (you)</span>}
-                </td>
-                <td>
-                  <span class="badge">{member.role}</span>
-                </td>
-                <td>
-                  <Time at={member.joinedAt} />
-                </td>
-                <td class="actions">
-                  {owner && <RoleForm org={org} member={member} />}
-                  {(owner || member.userId === props.me) && (
-                    <PostForm
-                      action={orgPath(org.organizationId, `/members/${member.userId}/remove`)}
-                      class="inline"
-                      confirm={member.userId === props.me ? `Leave ${org.name}?` : `Remove ${member.email} from ${org.name}?`}
-                    >
-                      <button type="submit" class="danger">
-                        {member.userId === props.me ? 'Leave' : 'Remove'}
-                      </button>
-                    </PostForm>
-                  )}
-                </td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+          ))}
+        </Table>
       </section>
       {owner && (
         <section class="card">

@@ -6,7 +6,7 @@
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
 import { formatBytes, inboxPath } from './inboxes.tsx'
-import { orgPath, PostForm, Time } from './shell.tsx'
+import { orgPath, PostForm, Table, Time } from './shell.tsx'
 
 export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
@@ -76,28 +76,19 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
         {message.attachments.length === 0 ? (
           <p class="muted">None.</p>
         ) : (
-          <table>
-            <thead>
+          <Table columns={['File', 'Type', 'Size']}>
+            {message.attachments.map((a) => (
               <tr>
-                <th>File</th>
-                <th>Type</th>
-                <th>Size</th>
+                <td>
+                  <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
+                    {a.filename}
+                  </a>
+                </td>
+                <td class="mono">{a.content_type}</td>
+                <td>{formatBytes(a.size_bytes)}</td>
               </tr>
-            </thead>
-            <tbody>
-              {message.attachments.map((a) => (
-                <tr>
-                  <td>
-                    <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
-                      {a.filename}
-                    </a>
-                  </td>
-                  <td class="mono">{a.content_type}</td>
-                  <td>{formatBytes(a.size_bytes)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
+            ))}
+          </Table>
         )}
       </section>
       <section class="card">

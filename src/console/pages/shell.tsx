@@ -48,6 +48,18 @@ export function PostForm(props: { action: string; children: ComponentChildren; c
   )
 }
 
+/** A table with one header row; `false` leaves a column out, an empty heading tops a column of actions. */
+export function Table(props: { columns: Array<string | false>; class?: string; children: ComponentChildren }) {
+  return (
+    <table class={props.class}>
+      <thead>
+        <tr>{props.columns.map((column) => column !== false && <th>{column}</th>)}</tr>
+      </thead>
+      <tbody>{props.children}</tbody>
+    </table>
+  )
+}
+
 /** A value shown once (a key, a link, a password) with a copy button. */
 export function CopyField(props: { value: string; label: string; id: string }) {
   return (
