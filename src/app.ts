@@ -37,6 +37,7 @@ import { createSmtpServer } from './smtp/server.ts'
 import { prepareSmtpTls } from './smtp/tls.ts'
 import { joinQuietCollection } from './quiet-collection.ts'
 import { openStorage } from './storage/database.ts'
+import { Spool } from './storage/spool.ts'
 
 interface AppOptions {
   config: Config
@@ -94,6 +95,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
   const storage = openStorage(config.databasePath)
+  const spool = Spool.forDatabase(config.databasePath)
+  // Whatever is spooled now was left by a process that died mid-transfer: no 250 was sent for it.
+  const leftInSpool = spool.clear()
+  if (leftInSpool > 0) logger.warn('spool_cleared', { files: leftInSpool })
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
   let publicUrls = resolvePublicUrls(config, config.port)
@@ -110,8 +115,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
+    spool,
     metrics,
-    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger, () => spool.bytes),
     stopping: stopping.signal,
   }
   discardUnfinishedInboxes(services)
@@ -150,6 +156,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     () => {
       stopDiskWatch()
       storage.close()
+      spool.close()
     },
   )
   connections.attach((request, seconds) => server.timeout(request, seconds), config.httpIdleTimeoutSeconds)
@@ -174,6 +181,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     stopDiskWatch()
     await server.stop(true)
     storage.close()
+    spool.close()
     throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
   consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
@@ -208,6 +216,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       await server.stop(true)
       services.parser.close()
       storage.close()
+      spool.close()
       logger.info('stopped')
     })())
 

@@ -235,9 +235,9 @@ export const SETTINGS = [
     key: 'smtpDataMemoryBytes',
     group: 'limits',
     kind: positive(),
-    default: String(32 * MiB),
+    default: String(16 * MiB),
     description:
-      'DATA bytes held in memory across all SMTP connections (one client address may hold half). A message that does not fit gets `452` (the sender retries later). At least twice `LIMIT_MESSAGE_BYTES`. The default keeps the process under 384 MiB RSS on a 512 MB machine through 200 parallel 10 MiB messages (measured in docs/smtp-guards.md).',
+      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the message continues in a spool file on the data volume (`spool/` beside the database), so no message is refused for memory. What bounds memory under many large messages is the parse gate: one `LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/inbound-processing.md).',
   },
   {
     env: 'SMTP_GREETING_TIMEOUT_MS',
@@ -389,10 +389,6 @@ function checkCombinations(config: Config): void {
   if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   // The pattern allows five digits; past 65535 the listener would throw after the others opened.
   if (config.metricsPort !== '' && Number(config.metricsPort) > 65535) throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
-  // One address may hold half the DATA memory, and that half must hold a whole message.
-  if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
-    throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)
-  }
   // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
   if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
     throw new ConfigError('SMTP_GREETING_DELAY_MS', `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`)

@@ -5,7 +5,8 @@
  * mode by itself once there is room again.
  *
  * "Free" is the smaller of the volume's free space and what SQLite may still add to the file
- * (PRAGMA max_page_count, counting its free-list pages). A ballast file of half the threshold
+ * (PRAGMA max_page_count, counting its free-list pages), less the bytes waiting in the DATA
+ * spool for their commit. A ballast file of half the threshold
  * (at most 4 MiB) is kept beside the database. When something else fills the volume past
  * the guard (logs, Litestream's shadow WAL) the ballast is deleted, at the guard's next check
  * or when a delete meets SQLITE_FULL, so deletes still find room for their WAL pages (deleting rows rewrites a few b-tree and free-list pages, not the freed blobs, so
@@ -50,6 +51,12 @@ export class DiskGuard {
     private readonly databasePath: string,
     private readonly minFree: MinFree,
     private readonly logger: Logger,
+    /**
+     * Bytes already received but not yet in the database (the DATA spool). They are on the
+     * volume now and will be written again by the commit before their spool file goes, so
+     * they count against both the volume's room and SQLite's.
+     */
+    private readonly inTransit: () => number = () => 0,
   ) {
     this.ballastPath = join(dirname(databasePath), 'free-space-ballast')
   }
@@ -139,7 +146,8 @@ export class DiskGuard {
     const pageSize = pragma('page_size')
     const sqliteRoom = (pragma('max_page_count') - pragma('page_count') + pragma('freelist_count')) * pageSize
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
-    return { freeBytes: Math.min(volumeFree, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes }
+    const promised = this.inTransit()
+    return { freeBytes: Math.min(volumeFree, sqliteRoom) - promised, volumeFreeBytes: volumeFree, thresholdBytes }
   }
 
   private ballastBytes(thresholdBytes: number): number {

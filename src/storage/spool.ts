@@ -1,0 +1,106 @@
+/**
+ * The DATA spool: a folder on the data volume where a message in transfer goes once it is
+ * too big to keep in memory, the way Postfix streams DATA into a queue file. Memory then no
+ * longer grows with the number of senders mid-DATA; what bounds it is how much is parsed at
+ * once (src/smtp/parse-gate.ts).
+ *
+ * A spool file is only a transfer buffer, never a copy of record: the message is durable
+ * once the database commit that the 250 waits for has synced, and the file is deleted right
+ * after. So the files are not synced, and whatever is in the folder at start-up (a crash or
+ * a kill in the middle of a transfer) belongs to a message that never got its 250: clear()
+ * removes it.
+ */
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs'
+import { type FileHandle, open, unlink } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+
+export class Spool {
+  private bytes_ = 0
+  private next = 0
+
+  constructor(
+    readonly dir: string,
+    /** Made for this process alone: removed with it at close(). */
+    private readonly temporary = false,
+  ) {
+    mkdirSync(dir, { recursive: true, mode: 0o700 })
+  }
+
+  /** The spool for a database file: a folder beside it. An in-memory database spools to a private temp folder. */
+  static forDatabase(databasePath: string): Spool {
+    if (databasePath !== ':memory:') return new Spool(join(dirname(databasePath), 'spool'))
+    return new Spool(mkdtempSync(join(tmpdir(), 'pigeonhole-spool-')), true)
+  }
+
+  /** Removes every file left by an earlier process; returns how many there were. Call before SMTP listens. */
+  clear(): number {
+    const names = readdirSync(this.dir)
+    for (const name of names) rmSync(join(this.dir, name), { force: true, recursive: true })
+    return names.length
+  }
+
+  /** Bytes in spool files right now (the free-space guard counts them as already promised to the database). */
+  get bytes(): number {
+    return this.bytes_
+  }
+
+  /** A new, empty spool file, readable and writable by this process only. */
+  async create(): Promise<SpoolFile> {
+    const path = join(this.dir, `${process.pid}-${++this.next}.eml`)
+    const handle = await open(path, 'wx+', 0o600)
+    return new SpoolFile(path, handle, (delta) => (this.bytes_ += delta))
+  }
+
+  /** At shutdown: a temp folder of an in-memory database goes with the process. */
+  close(): void {
+    if (this.temporary) rmSync(this.dir, { recursive: true, force: true })
+  }
+}
+
+export class SpoolFile {
+  private size_ = 0
+  private removed = false
+
+  constructor(
+    readonly path: string,
+    private readonly handle: FileHandle,
+    private readonly counted: (delta: number) => void,
+  ) {}
+
+  get size(): number {
+    return this.size_
+  }
+
+  /** Appends `chunks` in one call; the caller waits for one append before the next. */
+  async append(chunks: Buffer[]): Promise<void> {
+    let position = this.size_
+    for (let written = 0, total = chunks.reduce((sum, c) => sum + c.length, 0); written < total; ) {
+      const { bytesWritten } = await this.handle.writev(written === 0 ? chunks : [Buffer.concat(chunks).subarray(written)], position)
+      written += bytesWritten
+      position += bytesWritten
+      this.size_ += bytesWritten
+      this.counted(bytesWritten)
+    }
+  }
+
+  /** The whole file as one Buffer of its own (so it can be transferred to a parse worker). */
+  async read(): Promise<Buffer> {
+    const bytes = Buffer.allocUnsafeSlow(this.size_)
+    for (let at = 0; at < bytes.length; ) {
+      const { bytesRead } = await this.handle.read(bytes, at, bytes.length - at, at)
+      if (bytesRead === 0) throw new Error(`spool file ${this.path} ended at ${at} of ${bytes.length} bytes`)
+      at += bytesRead
+    }
+    return bytes
+  }
+
+  /** Closes and deletes the file; safe to call more than once. */
+  async remove(): Promise<void> {
+    if (this.removed) return
+    this.removed = true
+    this.counted(-this.size_)
+    await this.handle.close().catch(() => {})
+    await unlink(this.path).catch(() => {})
+  }
+}
