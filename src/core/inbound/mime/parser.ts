@@ -10,7 +10,7 @@ import type { Limits } from '../../../config.ts'
 import { InboundRefusal } from '../refusal.ts'
 import { NestedMessageFound, scanStructure } from '../structure.ts'
 import { decodeHeaderText } from './encoded-words.ts'
-import { faithfulBytes, type PartNode } from './faithful-bytes.ts'
+import { faithfulBytes, lastBreakIsAdded, type PartNode } from './faithful-bytes.ts'
 import { correctPart, type PartTypeNode } from './part-type.ts'
 
 interface MimeNode extends PartNode, PartTypeNode {
@@ -19,6 +19,8 @@ interface MimeNode extends PartNode, PartTypeNode {
 
 interface Internals {
   nestedMessages: NestedMessageBudget
+  /** The bytes this parser was given: the whole message, or a nested message's body. */
+  av: Uint8Array
   attachments: Array<{ filename: string | null; content: unknown }>
   collectNode(node: MimeNode, alternative: unknown, related: boolean): Promise<void>
   collectAttachment(node: MimeNode, content: ArrayBuffer, ...rest: unknown[]): void
@@ -87,6 +89,12 @@ export class FaithfulPostalMime extends PostalMime {
 
 const hooked = FaithfulPostalMime.prototype as unknown as Internals
 
+/** The parser's input, which postal-mime keeps in an internal field; read loudly, never guessed. */
+function messageBytes(parser: Internals): Uint8Array {
+  if (!(parser.av instanceof Uint8Array)) throw new Error('postal-mime no longer keeps its input in av: update src/core/inbound/mime/parser.ts with the pinned version')
+  return parser.av
+}
+
 hooked.collectNode = function (this: Internals, node, alternative, related) {
   correctPart(node)
   return collectNode.call(this, node, alternative, related)
@@ -96,13 +104,16 @@ hooked.collectAttachment = function (this: Internals, node, content, ...rest) {
   collectAttachment.call(this, node, content, ...rest)
   const attachment = this.attachments.at(-1)
   if (!attachment) return
-  if (content instanceof ArrayBuffer) attachment.content = faithfulBytes(node, content)
+  if (content instanceof ArrayBuffer) attachment.content = faithfulBytes(node, content, lastBreakIsAdded(node, messageBytes(this)))
   // postal-mime decodes the name's encoded words without UTF-7.
   const name = node.contentDisposition.parsed.params.filename || node.contentType.parsed.params.name
   if (name) attachment.filename = decodeHeaderText(name)
 }
 
 hooked.collectSubMessage = function (this: Internals, node) {
+  // The nested message is the part's body as sent: without the line break that belongs to
+  // the boundary after it, so that its own last part ends where the sender's bytes end.
+  if (node.content && lastBreakIsAdded(node, messageBytes(this)) && new Uint8Array(node.content).at(-1) === 0x0a) node.content = node.content.slice(0, -1)
   this.nestedMessages.admit(node.content)
   // The patched original constructs the nested parser before its first await.
   handedDown = this.nestedMessages
