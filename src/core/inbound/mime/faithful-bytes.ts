@@ -21,15 +21,15 @@ const CR = Buffer.from([0x0d])
  * sender's. postal-mime ends every line of a body that is not base64 with an LF, the last one
  * included. Inside a multipart that last line break is the CRLF before the next boundary,
  * which belongs to the boundary (RFC 2046 §5.1.1). A part that is the whole body of its
- * message ends where the message's bytes end, so its last line break is the sender's only if
- * those bytes end with one: a top-level message does (SMTP ends DATA with CRLF), while a
- * forwarded message/rfc822 part cut out of its parent does not, since its parent's boundary
- * took that break. Without this rule an attachment of the 5 bytes `hello` that is the whole
- * body of a forwarded message downloaded as 7.
+ * message ends where the message's bytes end, so its last line break is the sender's only
+ * when `messageEndsWithSendersBreak`: a top-level message's is (SMTP ends DATA with CRLF),
+ * while a forwarded message/rfc822 part inside a multipart ends with its parent's boundary
+ * break. Without this rule an attachment of the 5 bytes `hello` that is the whole body of a
+ * forwarded message downloaded as 7.
  */
-export function lastBreakIsAdded(node: PartNode, messageBytes: Uint8Array): boolean {
+export function lastBreakIsAdded(node: PartNode, messageEndsWithSendersBreak: boolean): boolean {
   if (node.contentTransferEncoding?.encoding === 'base64') return false
-  return node.parentNode !== undefined || messageBytes.at(-1) !== 0x0a
+  return node.parentNode !== undefined || !messageEndsWithSendersBreak
 }
 
 /** The part's bytes as sent: `decoded` with CRLF line breaks, less the LF that lastBreakIsAdded says is not the sender's. */
