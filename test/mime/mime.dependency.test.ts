@@ -59,3 +59,8 @@ test("the parser's input is where the hooks read it, to tell the sender's last l
   expect(input).toBeInstanceOf(Uint8Array)
   expect(Buffer.from(input as Uint8Array).toString()).toBe('Subject: x\r\n\r\nbody\r\n')
 })
+
+test('through the hooks, format=flowed is unwrapped by quote depth (postal-mime still calls decodeFlowedText)', async () => {
+  const email = await new FaithfulPostalMime().parse('Content-Type: text/plain; format=flowed\r\n\r\n> one \r\n> two\r\nthree\r\n')
+  expect(email.text).toBe('> one two\nthree\n')
+})
