@@ -43,6 +43,10 @@ describe('a bad value stops the process with one line naming the variable', () =
     ['CLOUDFLARE_ZONE_ID', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token' }],
     // A silent connection is cut mid-request too: the slowest request must fit in the idle timeout.
     ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '9' }],
+    // A proxy list that cannot be read must not silently trust no one (or everyone).
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '172.16.0.0/12, fly-proxy' }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '10.0.0.0/40' }],
+    ['METRICS_HOST', { METRICS_HOST: '0.0.0.0 ::' }],
     ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '10', EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token', CLOUDFLARE_ZONE_ID: 'zone' }],
   ]
   /** Each case is its own short-lived process, independent of the others: a few run side by side, before the checks. */
@@ -129,6 +133,10 @@ describe('loadConfig', () => {
       baseUrl: 'http://localhost:3000',
       filesUrl: 'http://localhost:3000',
       emailRouting: 'none',
+      // Secure by default: the token-less metrics listener on loopback, Fly's proxy network trusted.
+      metricsHost: '127.0.0.1',
+      trustedProxies: '172.16.0.0/12',
+      hstsMaxAgeSeconds: 31_536_000,
     })
   })
 
