@@ -20,6 +20,7 @@ import { badTargetResponse } from './console/bad-target.ts'
 import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
+import { clientAddressReader } from './http/client-address.ts'
 import { ConnectionTimeouts } from './http/connection-timeouts.ts'
 import { targetRefusal } from './http/request-target.ts'
 import { routableByElysia } from './http/routable-request.ts'
@@ -122,7 +123,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const connections = new ConnectionTimeouts()
   const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections)
   const consoleApp = buildConsole(services, connections)
-  const addressHeader = config.clientAddressHeader.toLowerCase()
+  const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
   const server = listenOrExplain(
@@ -143,8 +144,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
           if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
           const refusal = targetRefusal(request)
           if (refusal) return badTargetResponse(logger, request, refusal)
-          const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
-          return consoleApp.handle(request, address)
+          return consoleApp.handle(request, clientAddress(request.headers, bun.requestIP(request)?.address ?? ''))
         },
       }),
     () => {
