@@ -23,6 +23,7 @@ import { buildHttpApp } from './http/app.ts'
 import { clientAddressReader } from './http/client-address.ts'
 import { ConnectionTimeouts } from './http/connection-timeouts.ts'
 import { targetRefusal } from './http/request-target.ts'
+import { strictTransportSecurity, withStrictTransportSecurity } from './http/transport-security.ts'
 import { routableByElysia } from './http/routable-request.ts'
 import { createLogger, type Logger } from './log.ts'
 import { AppMetrics } from './metrics/app-metrics.ts'
@@ -124,6 +125,15 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections)
   const consoleApp = buildConsole(services, connections)
   const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
+  const hsts = strictTransportSecurity(config)
+  const route = (request: Request, peer: string): Response | Promise<Response> => {
+    // The API checks Host and target itself, first thing, and answers a refusal in its
+    // error envelope; the console parses its URL with new URL(), so it is checked here.
+    if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
+    const refusal = targetRefusal(request)
+    if (refusal) return badTargetResponse(logger, request, refusal)
+    return consoleApp.handle(request, clientAddress(request.headers, peer))
+  }
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
   const server = listenOrExplain(
@@ -139,12 +149,8 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         // envelope, reading at most 64 KiB of any body (src/http/body.ts).
         maxRequestBodySize: 1024 * 1024 * 1024,
         fetch(request, bun) {
-          // The API checks Host and target itself, first thing, and answers a refusal in its
-          // error envelope; the console parses its URL with new URL(), so it is checked here.
-          if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
-          const refusal = targetRefusal(request)
-          if (refusal) return badTargetResponse(logger, request, refusal)
-          return consoleApp.handle(request, clientAddress(request.headers, bun.requestIP(request)?.address ?? ''))
+          const answer = route(request, bun.requestIP(request)?.address ?? '')
+          return hsts ? withStrictTransportSecurity(answer, hsts) : answer
         },
       }),
     () => {
@@ -188,7 +194,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const leaveQuietCollection = joinQuietCollection()
-  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
+  // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
+  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
+  if (privateMetrics) logger.info('metrics_listening', { port: privateMetrics.port, host: config.metricsHost })
 
   let stopping_: Promise<void> | undefined
   const stop = () =>

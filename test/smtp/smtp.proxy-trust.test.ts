@@ -50,8 +50,17 @@ async function sendThroughProxy(client: string, subject: string) {
 }
 
 test("a trusted proxy's PROXY line names the client that the guards count", async () => {
-  expect((await sendThroughProxy('203.0.113.7', 'through the proxy')).code).toBe(250)
-  expect(server.logs.some((line) => line.msg === 'smtp_refused' && line.remote === '203.0.113.7')).toBe(false)
+  const held = await Promise.all(Array.from({ length: 5 }, () => SmtpClient.open(port(), PROXY, '127.0.0.1', proxyLine('203.0.113.7'))))
+  try {
+    expect(held.map(({ greeting }) => greeting.code)).toEqual([220, 220, 220, 220, 220])
+    const sixth = await SmtpClient.open(port(), PROXY, '127.0.0.1', proxyLine('203.0.113.7'))
+    expect(sixth.greeting).toEqual(TOO_MANY)
+    expect(server.logs.some((line) => line.reason === 'too_many_connections' && line.remote === '203.0.113.7')).toBe(true)
+    // The proxy's own address holds nothing: another client through it is served.
+    expect((await sendThroughProxy('203.0.113.8', 'through the proxy')).code).toBe(250)
+  } finally {
+    for (const { client } of held) client.destroy()
+  }
 })
 
 test('a peer outside TRUSTED_PROXIES is held to its own per-address limit, whatever address its PROXY line claims', async () => {
