@@ -33,7 +33,7 @@ export const SETTINGS = [
     kind: { type: 'int', min: 0, max: 63_072_000 },
     default: '31536000',
     description:
-      'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and console response (one year by default; no `includeSubDomains`, no `preload`, see docs/http-edges.md). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
+      'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and console response (one year by default; no `includeSubDomains`, no `preload`; docs/operations.md says why). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
   },
   { env: 'FILES_URL', key: 'filesUrl', kind: { type: 'url' }, default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' }, description: 'Public URL used in attachment `download_url`s.' },
   {

@@ -8,7 +8,7 @@
  *
  * No includeSubDomains: BASE_URL's host may be one name among an operator's others, and
  * their subdomains are not ours to bind to https. No preload: that is a promise about the
- * whole domain, for its owner to make (docs/http-edges.md).
+ * whole domain, for its owner to make (docs/operations.md, "Trusted networks").
  */
 import type { Config } from '../config.ts'
 
