@@ -126,13 +126,13 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const consoleApp = buildConsole(services, connections)
   const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
   const hsts = strictTransportSecurity(config)
-  const route = (request: Request, peer: string): Response | Promise<Response> => {
+  const route = (request: Request, peer: () => string): Response | Promise<Response> => {
     // The API checks Host and target itself, first thing, and answers a refusal in its
     // error envelope; the console parses its URL with new URL(), so it is checked here.
     if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
     const refusal = targetRefusal(request)
     if (refusal) return badTargetResponse(logger, request, refusal)
-    return consoleApp.handle(request, clientAddress(request.headers, peer))
+    return consoleApp.handle(request, clientAddress(request.headers, peer()))
   }
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
@@ -149,7 +149,8 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         // envelope, reading at most 64 KiB of any body (src/http/body.ts).
         maxRequestBodySize: 1024 * 1024 * 1024,
         fetch(request, bun) {
-          const answer = route(request, bun.requestIP(request)?.address ?? '')
+          // The peer's address only where it is used (the console), off the API's path.
+          const answer = route(request, () => bun.requestIP(request)?.address ?? '')
           return hsts ? withStrictTransportSecurity(answer, hsts) : answer
         },
       }),
