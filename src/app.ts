@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { systemClock, type Clock } from './clock.ts'
-import type { Config } from './config.ts'
+import { type Config, ConfigError } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
@@ -195,9 +195,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const leaveQuietCollection = joinQuietCollection()
-  // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
-  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
-  if (privateMetrics) logger.info('metrics_listening', { port: privateMetrics.port, host: config.metricsHost })
+  let privateMetrics: ReturnType<typeof startPrivateMetricsListener> | null = null
 
   let stopping_: Promise<void> | undefined
   const stop = () =>
@@ -219,6 +217,19 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       storage.close()
       logger.info('stopped')
     })())
+
+  if (config.metricsPort !== '') {
+    // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
+    try {
+      privateMetrics = startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
+    } catch (error) {
+      // Last to open, so everything else is running: close it all, then say which setting is wrong in one line.
+      await stop()
+      const inUse = (error as { code?: string })?.code === 'EADDRINUSE'
+      throw new ConfigError(inUse ? 'METRICS_PORT' : 'METRICS_HOST', `cannot listen on ${config.metricsHost} port ${config.metricsPort} (${(error as Error).message})`)
+    }
+    logger.info('metrics_listening', { port: privateMetrics.port, host: config.metricsHost })
+  }
 
   return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }
