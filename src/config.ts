@@ -132,7 +132,7 @@ export const SETTINGS = [
     // out on purpose: every machine of the organisation can connect over it.
     default: '172.16.0.0/12',
     description:
-      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is the private network Fly's proxy connects from. Empty: trust no one.",
+      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is the private network Fly's proxy connects from. `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
   },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   {
@@ -421,6 +421,11 @@ function checkCombinations(config: Config): void {
   if (config.metricsPort !== '' && Number(config.metricsPort) > 65535) throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
   const untrusted = TrustedNetworks.problem(config.trustedProxies)
   if (untrusted) throw new ConfigError('TRUSTED_PROXIES', untrusted)
+  // With no one trusted, either switch would refuse every proxied sender or ignore the header for good: a mistake, not a choice.
+  if (TrustedNetworks.parse(config.trustedProxies).empty) {
+    if (config.smtpProxyProtocol === 'on') throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when SMTP_PROXY_PROTOCOL=on (no PROXY line would be believed)')
+    if (config.clientAddressHeader) throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when CLIENT_ADDRESS_HEADER is set (the header would never be believed)')
+  }
   // One address may hold half the DATA memory, and that half must hold a whole message.
   if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
     throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)

@@ -65,9 +65,11 @@ function parseNetwork(entry: string): Network | string {
 export class TrustedNetworks {
   private constructor(private readonly networks: readonly Network[]) {}
 
-  /** Parses a comma-separated list of networks (a bare address is a /32 or /128); throws with the first bad entry. */
+  /** Parses a comma-separated list of networks (a bare address is a /32 or /128), or `none`; throws with the first bad entry. */
   static parse(list: string): TrustedNetworks {
     const networks: Network[] = []
+    // An empty setting means the default, so trusting no one needs a word of its own.
+    if (list.trim().toLowerCase() === 'none') return new TrustedNetworks(networks)
     for (const entry of list.split(',').map((part) => part.trim())) {
       if (!entry) continue
       const network = parseNetwork(entry)

@@ -46,6 +46,8 @@ describe('a bad value stops the process with one line naming the variable', () =
     // A proxy list that cannot be read must not silently trust no one (or everyone).
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '172.16.0.0/12, fly-proxy' }],
     ['TRUSTED_PROXIES', { TRUSTED_PROXIES: '10.0.0.0/40' }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: 'none', SMTP_PROXY_PROTOCOL: 'on' }],
+    ['TRUSTED_PROXIES', { TRUSTED_PROXIES: 'none', CLIENT_ADDRESS_HEADER: 'Fly-Client-IP' }],
     ['METRICS_HOST', { METRICS_HOST: '0.0.0.0 ::' }],
     ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '10', EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token', CLOUDFLARE_ZONE_ID: 'zone' }],
   ]

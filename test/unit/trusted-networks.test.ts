@@ -18,7 +18,9 @@ test('a peer that is not a plain address is never trusted', () => {
   expect(everyone.trusts('8.8.8.8')).toBe(true)
 })
 
-test('an empty list trusts no one; a bad entry is named', () => {
+test('`none` (or an empty list) trusts no one; a bad entry is named', () => {
+  expect(TrustedNetworks.parse('none').trusts('127.0.0.1')).toBe(false)
+  expect(TrustedNetworks.parse(' NONE ').empty).toBe(true)
   expect(TrustedNetworks.parse('').trusts('127.0.0.1')).toBe(false)
   expect(TrustedNetworks.parse(' , ').empty).toBe(true)
   expect(TrustedNetworks.problem('10.0.0.0/8,10.0.0.0/33')).toBe('"10.0.0.0/33" has a prefix length outside 0..32')
