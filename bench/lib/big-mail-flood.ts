@@ -39,6 +39,9 @@ export function memoryCgroup(limitBytes: number): MemoryCgroup | { skip: string 
   const v2Root = '/sys/fs/cgroup'
   try {
     if (existsSync(join(v2Root, 'cgroup.controllers')) && readFileSync(join(v2Root, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('memory')) {
+      // A child gets memory.max only if the parent hands the controller down.
+      const subtree = join(v2Root, 'cgroup.subtree_control')
+      if (!readFileSync(subtree, 'utf8').split(/\s+/).includes('memory')) writeFileSync(subtree, '+memory')
       const dir = join(v2Root, name)
       mkdirSync(dir)
       writeFileSync(join(dir, 'memory.max'), String(limitBytes))
@@ -169,6 +172,9 @@ export interface FloodResult {
   seconds: number
   goodput_mib_s: number
   peak_rss_mib: number
+  /** Anonymous and file-backed parts of the highest sampled RSS. */
+  peak_rss_anon_mib: number
+  peak_rss_file_mib: number
   cgroup_peak_mib: number | null
   oom_kills: number
   small_message_ms: number
@@ -223,9 +229,12 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
     const spooledBytes = () => readdirSync(spoolDir).reduce((sum, name) => sum + (statSync(join(spoolDir, name), { throwIfNoEntry: false })?.size ?? 0), 0)
 
     let peakRss = 0
+    let peakParts = { anon: 0, file: 0 }
     const sampler = setInterval(() => {
       try {
-        peakRss = Math.max(peakRss, statusKiB(child.pid, 'VmRSS') / 1024)
+        const rss = statusKiB(child.pid, 'VmRSS') / 1024
+        if (rss > peakRss) peakParts = { anon: statusKiB(child.pid, 'RssAnon') / 1024, file: statusKiB(child.pid, 'RssFile') / 1024 }
+        peakRss = Math.max(peakRss, rss)
       } catch {
         // the process is gone; the OOM count says why
       }
@@ -287,6 +296,8 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
       seconds: +seconds.toFixed(1),
       goodput_mib_s: +((stored * body.length) / MiB / seconds).toFixed(1),
       peak_rss_mib: +peakRss.toFixed(1),
+      peak_rss_anon_mib: +peakParts.anon.toFixed(1),
+      peak_rss_file_mib: +peakParts.file.toFixed(1),
       cgroup_peak_mib: cgroup.peakBytes() === null ? null : +(cgroup.peakBytes()! / MiB).toFixed(0),
       oom_kills: cgroup.oomKills(),
       small_message_ms: Math.round(smallResult.ms),

@@ -125,7 +125,7 @@ describe('MessageCollector', () => {
     const controls = flow()
     const collector = new MessageCollector(new DataBudget(1024 * 1024), 'a', 4 * 1024 * 1024, newSpool(), controls, 1024)
     for (let i = 0; i < 8; i++) collector.add(Buffer.alloc(64 * 1024, i))
-    expect(controls.calls).toEqual(['pause']) // 128 KiB queued before the first write finished
+    expect(controls.calls).toEqual(['pause']) // 64 KiB queued before the first write finished
     const { raw } = await collect(collector)
     expect(controls.calls).toEqual(['pause', 'resume'])
     expect(raw.length).toBe(512 * 1024)
