@@ -11,6 +11,7 @@ import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
+import { StorageHealth } from './core/storage-health.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
@@ -112,8 +113,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     metrics,
     disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
+    storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
     stopping: stopping.signal,
   }
+  storage.observer = services.storageHealth
   discardUnfinishedInboxes(services)
   services.disk.start()
   const stopDiskWatch = services.disk.watch()

@@ -13,6 +13,18 @@ export type Db = BunSQLiteDatabase<typeof schema>
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 export type DbOrTx = Db | Tx
 
+/**
+ * Told about every commit and every failed write, so a failing volume is noticed by whatever
+ * write meets it first and its end by the first commit after it (src/core/storage-health.ts).
+ * The storage module itself stays free of logging and policy.
+ */
+export interface StorageObserver {
+  committed(): void
+  failed(error: unknown): unknown
+}
+
+const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
+
 export interface Storage {
   db: Db
   sqlite: SQLite
@@ -31,6 +43,8 @@ export interface Storage {
    * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter).
    */
   writeInGroup<T>(work: (tx: Tx) => T, bytes?: number): Promise<T>
+  /** Set once by the composition root; a quiet default until then (the CLI keeps it). */
+  observer: StorageObserver
   close(): void
 }
 
@@ -145,7 +159,7 @@ function walSyncer(walPath: string): { durable: () => Promise<void>; close: () =
  */
 export const LARGE_WRITE_BYTES = 1024 * 1024
 
-function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number): Storage['writeInGroup'] {
+function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number, observer: () => StorageObserver): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
   let checkpointQueued = false
   const checkpointSoon = () => {
@@ -178,9 +192,11 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, au
   const settle = (jobs: GroupJob[], values: unknown[]) =>
     durable().then(
       () => {
+        observer().committed()
         for (const [i, job] of jobs.entries()) job.resolve(values[i])
       },
       (error) => {
+        observer().failed(error)
         for (const job of jobs) job.reject(error)
       },
     )
@@ -188,6 +204,7 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, au
     try {
       void settle([job], [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))])
     } catch (error) {
+      observer().failed(error)
       job.reject(error)
     }
   }
@@ -238,11 +255,22 @@ export function openStorage(path: string): Storage {
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: migrationsFolder() })
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
-  return {
+  const storage: Storage = {
     db,
     sqlite,
-    write: (work) => db.transaction(work, { behavior: 'immediate' }),
-    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages),
+    observer: quietObserver,
+    write: (work) => {
+      let result: ReturnType<typeof work>
+      try {
+        result = db.transaction(work, { behavior: 'immediate' })
+      } catch (error) {
+        storage.observer.failed(error)
+        throw error
+      }
+      storage.observer.committed()
+      return result
+    },
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
     close: () => {
       // Fold the WAL back into the main file so a copied .db is complete on its own. Without
       // waiting: Litestream always holds a read lock, and a checkpoint that waits out the
@@ -257,4 +285,5 @@ export function openStorage(path: string): Storage {
       sqlite.close()
     },
   }
+  return storage
 }

@@ -22,8 +22,12 @@ describe('GET /ready', () => {
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
     const { sqlite } = server.app.services.storage
+    const { key } = server.tenant()
     sqlite.exec('PRAGMA query_only = 1')
     try {
+      // The heartbeat write is rate-limited (the first test's success is reused for 5 s), but
+      // a write that fails anywhere makes the next check write again.
+      expect((await server.post('/v1/inboxes', key)).status).toBe(503)
       const response = await server.get('/ready')
       expect(response.status).toBe(503)
       expect(response.body.checks.database).toBe('failed')
