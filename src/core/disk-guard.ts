@@ -4,12 +4,14 @@
  * retention sweeper go on, so space can be won back through the product. It leaves guard
  * mode by itself once there is room again.
  *
- * "Free" is the smaller of the volume's free space and what SQLite may still add to the file
- * (PRAGMA max_page_count, counting its free-list pages). A ballast file of half the threshold
+ * "Free" is the volume's free space plus the free pages inside the database (what deletes
+ * gave back, reused before the file grows), capped by what SQLite may still add to the file
+ * (PRAGMA max_page_count); the volume's own free space must also stay above half the threshold. A ballast file of half the threshold
  * (at most 4 MiB) is kept beside the database. When something else fills the volume past
- * the guard (logs, Litestream's shadow WAL) the ballast is deleted, at the guard's next check
- * or when a delete meets SQLITE_FULL, so deletes still find room for their WAL pages (deleting rows rewrites a few b-tree and free-list pages, not the freed blobs, so
- * a few MiB go a long way). It is made again when the guard clears.
+ * the guard (logs, Litestream's shadow WAL) and a delete meets SQLITE_FULL, the ballast is
+ * deleted so the delete finds room for its WAL pages (deleting rows rewrites a few b-tree and
+ * free-list pages, not the freed blobs, so a few MiB go a long way). It is made again when
+ * the guard clears.
  */
 import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -35,13 +37,16 @@ export function parseMinFree(text: string): MinFree | null {
 }
 
 export interface DiskStatus {
+  /** Free on the volume plus SQLite's free pages, capped by max_page_count. */
   freeBytes: number
   thresholdBytes: number
   tripped: boolean
+  /** Of freeBytes, what lies in free pages inside the database file. */
+  freePageBytes: number
 }
 
 export class DiskGuard {
-  private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false }
+  private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false, freePageBytes: 0 }
   private checkedAt = -Infinity
   readonly ballastPath: string
 
@@ -73,21 +78,27 @@ export class DiskGuard {
   /** Measures now; trips or clears the guard (one warning line each way). */
   refresh(): DiskStatus {
     this.checkedAt = performance.now()
-    const { freeBytes, volumeFreeBytes, thresholdBytes } = this.measure()
+    const { freeBytes, volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure()
     const ballast = this.ballastBytes(thresholdBytes)
+    const volumeFloor = Math.floor(thresholdBytes / 2)
+    const fields = { free_bytes: freeBytes, volume_free_bytes: volumeFreeBytes, free_page_bytes: freePageBytes, threshold_bytes: thresholdBytes }
     let tripped = this.status_.tripped
-    if (!tripped && freeBytes < thresholdBytes) {
+    if (!tripped && (freeBytes < thresholdBytes || volumeFreeBytes < volumeFloor)) {
       tripped = true
-      this.logger.warn('disk_guard_tripped', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
+      this.logger.warn('disk_guard_tripped', fields)
     }
-    if (tripped && volumeFreeBytes < ballast) this.releaseBallast('volume_nearly_full')
-    else if (tripped && freeBytes >= thresholdBytes + ballast) {
+    // The ballast is the deletes' reserve: only a delete that meets a full volume releases it
+    // (freeing). It used to be released here too, on the timer, when the volume was nearly
+    // full; its room then went to whatever wrote next (a message admitted before the guard
+    // tripped, Litestream's shadow WAL, another program) and a delete after that found neither
+    // room nor ballast and answered 503.
+    if (tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes >= volumeFloor + (existsSync(this.ballastPath) ? 0 : ballast)) {
       // The margin of one ballast keeps the guard from flapping once the ballast is back.
       tripped = false
-      this.logger.warn('disk_guard_cleared', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
+      this.logger.warn('disk_guard_cleared', fields)
       this.ensureBallast(thresholdBytes)
     }
-    this.status_ = { freeBytes, thresholdBytes, tripped }
+    this.status_ = { freeBytes, thresholdBytes, tripped, freePageBytes }
     return { ...this.status_ }
   }
 
@@ -132,14 +143,21 @@ export class DiskGuard {
     }
   }
 
-  private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number } {
+  /**
+   * Free pages inside the database count as free space: SQLite fills them before it grows the
+   * file, so a delete (an inbox, a message, the sweeper's expired mail) gives room back at once,
+   * without an operator vacuuming. The WAL and Litestream's shadow WAL still need bytes on the
+   * volume itself, so the volume's own free space has a floor of half the threshold.
+   */
+  private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number; freePageBytes: number } {
     const volume = statfsSync(dirname(this.databasePath))
     const volumeFree = volume.bavail * volume.bsize
     const pragma = (name: string) => Object.values(this.storage.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
     const pageSize = pragma('page_size')
-    const sqliteRoom = (pragma('max_page_count') - pragma('page_count') + pragma('freelist_count')) * pageSize
+    const freePageBytes = pragma('freelist_count') * pageSize
+    const sqliteRoom = (pragma('max_page_count') - pragma('page_count')) * pageSize + freePageBytes
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
-    return { freeBytes: Math.min(volumeFree, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes }
+    return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
   }
 
   private ballastBytes(thresholdBytes: number): number {
