@@ -88,12 +88,15 @@ export function shadowWalPosition(databasePath: string, pageSize: number): WalPo
 
 /** The replica's confirmed position from Litestream's Prometheus text (lowest over replicas). */
 export function replicaPosition(metricsText: string, databasePath: string): { index: number; offset: number } | null {
+  const lines = metricsText.split('\n')
+  // Litestream names the database as it resolved the path; when that differs from ours (a
+  // symlink) and it replicates one database only, that one is ours.
+  const ours = lines.some((line) => line.startsWith('litestream_replica_wal_index{') && line.includes(`db="${databasePath}"`))
   const read = (name: string) => {
     const values: number[] = []
-    for (const line of metricsText.split('\n')) {
+    for (const line of lines) {
       if (!line.startsWith(`${name}{`)) continue
-      const db = /db="([^"]*)"/.exec(line)?.[1]
-      if (db !== undefined && db !== databasePath) continue
+      if (ours && !line.includes(`db="${databasePath}"`)) continue
       values.push(Number(line.slice(line.lastIndexOf(' ') + 1)))
     }
     return values
@@ -127,6 +130,8 @@ export class ReplicationMonitor {
   private fetchFailing = false
   private timer: ReturnType<typeof setInterval> | undefined
   private sampling: Promise<void> | null = null
+  /** Last successful read of Litestream's metrics (start counts as one: it needs a moment). */
+  private lastReadAt = performance.now()
 
   constructor(private readonly options: Options) {}
 
@@ -136,9 +141,15 @@ export class ReplicationMonitor {
     return oldest ? Math.max(0, (now - oldest.at) / 1000) : 0
   }
 
-  /** True while the lag is within REPLICATION_MAX_LAG_SECONDS. */
-  current(): boolean {
-    return this.lagSeconds() <= this.options.maxLagSeconds
+  /**
+   * True while the lag is within REPLICATION_MAX_LAG_SECONDS and Litestream's listener has
+   * answered within that time (a Litestream that hangs or died confirms nothing, but would
+   * also stop moving the shadow WAL that the lag is measured against).
+   */
+  current(now = performance.now()): boolean {
+    const maxMs = this.options.maxLagSeconds * 1000
+    const heard = this.options.metricsUrl === null || now - this.lastReadAt <= maxMs
+    return heard && this.lagSeconds(now) <= this.options.maxLagSeconds
   }
 
   /** Bytes of Litestream's files beside the database, as of the last sample. */
@@ -186,6 +197,7 @@ export class ReplicationMonitor {
     try {
       const response = await fetch(this.options.metricsUrl, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) })
       const position = replicaPosition(await response.text(), this.options.databasePath)
+      this.lastReadAt = performance.now()
       if (this.fetchFailing) this.options.logger.info('litestream_metrics_readable', { url: this.options.metricsUrl })
       this.fetchFailing = false
       return position
@@ -199,7 +211,7 @@ export class ReplicationMonitor {
 
   private reportLag(): void {
     const lag = this.lagSeconds()
-    const over = lag > this.options.maxLagSeconds
+    const over = !this.current()
     if (over && !this.lagging) this.options.logger.warn('replication_lagging', { lag_seconds: Math.round(lag), max_lag_seconds: this.options.maxLagSeconds, litestream_local_bytes: this.localBytes_ })
     if (!over && this.lagging) this.options.logger.warn('replication_caught_up', { lag_seconds: Math.round(lag), litestream_local_bytes: this.localBytes_ })
     this.lagging = over

@@ -10,6 +10,7 @@ import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
 import type { StorageHealth } from './storage-health.ts'
+import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -36,6 +37,8 @@ export interface Services {
   disk: DiskGuard
   /** Whether writes currently succeed; logs the start and end of a failing volume once each. */
   storageHealth: StorageHealth
+  /** What the Litestream replica holds and what Litestream keeps locally; null without a replica. */
+  replication: ReplicationMonitor | null
   /** Aborted when the server begins shutting down: waiting long polls answer 204. */
   stopping: AbortSignal
 }

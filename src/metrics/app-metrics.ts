@@ -14,6 +14,8 @@ export interface MetricSources {
   databasePath: string
   /** Free bytes on the database's volume, when a disk guard watches it. */
   diskFree?(): { freeBytes: number; thresholdBytes: number; tripped: boolean }
+  /** With a Litestream replica: its lag and Litestream's local files. */
+  replication?: { lagSeconds(): number; localBytes(): number }
 }
 
 const fileSize = (path: string) => {
@@ -74,6 +76,19 @@ export class AppMetrics {
         const disk = source().diskFree?.()
         return disk ? (disk.tripped ? 1 : 0) : []
       }),
+    )
+    this.registry.add(
+      new Gauge('pigeonhole_replication_lag_seconds', 'Seconds the oldest write not yet in the Litestream replica has waited (0: the replica holds everything).', () => {
+        const replication = source().replication
+        return replication ? Math.round(replication.lagSeconds() * 1000) / 1000 : []
+      }),
+    )
+    this.registry.add(
+      new Gauge(
+        'pigeonhole_litestream_local_bytes',
+        "Bytes of Litestream's files beside the database (its shadow WAL; grows while the replica is unreachable).",
+        () => source().replication?.localBytes() ?? [],
+      ),
     )
     this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
   }

@@ -17,7 +17,7 @@ describe('GET /ready', () => {
   test('ready: 200 with each check named; no key needed', async () => {
     const response = await server.get('/ready')
     expect(response.status).toBe(200)
-    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured' } })
+    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured' } })
   })
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
@@ -59,7 +59,7 @@ test('a configured replica without Litestream as the parent process is not ready
   try {
     const response = await unreplicated.get('/ready')
     expect(response.status).toBe(503)
-    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed' })
+    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok' })
     const services = unreplicated.app.services
     expect(readinessChecks(services, { smtpListening: () => true }, () => 'litestream').litestream).toBe('ok')
     expect(readinessChecks(services, { smtpListening: () => false }, () => 'litestream').smtp).toBe('failed')

@@ -27,7 +27,12 @@ export function parentCommand(procRoot = '/proc', ppid = process.ppid): string |
 }
 
 export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe()): Record<string, Check> {
-  return { database: heartbeat.check(s), smtp: probes.smtpListening() ? 'ok' : 'failed', litestream: litestreamCheck(s, parent) }
+  return {
+    database: heartbeat.check(s),
+    smtp: probes.smtpListening() ? 'ok' : 'failed',
+    litestream: litestreamCheck(s, parent),
+    replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
+  }
 }
 
 /** How often /ready really writes while all is well; checks in between reuse the success (one fsync per 5 s at most). */
