@@ -119,6 +119,8 @@ interface Options {
   maxLagSeconds: number
   localWarn: MinFree
   logger: Logger
+  /** Milliseconds on a monotonic clock (tests pass their own). */
+  now?: () => number
 }
 
 export class ReplicationMonitor {
@@ -131,12 +133,16 @@ export class ReplicationMonitor {
   private timer: ReturnType<typeof setInterval> | undefined
   private sampling: Promise<void> | null = null
   /** Last successful read of Litestream's metrics (start counts as one: it needs a moment). */
-  private lastReadAt = performance.now()
+  private lastReadAt: number
+  private readonly now: () => number
 
-  constructor(private readonly options: Options) {}
+  constructor(private readonly options: Options) {
+    this.now = options.now ?? (() => performance.now())
+    this.lastReadAt = this.now()
+  }
 
   /** Seconds the oldest write not yet in the replica has waited; 0 when it holds everything. */
-  lagSeconds(now = performance.now()): number {
+  lagSeconds(now = this.now()): number {
     const oldest = this.pending[0]
     return oldest ? Math.max(0, (now - oldest.at) / 1000) : 0
   }
@@ -146,7 +152,7 @@ export class ReplicationMonitor {
    * answered within that time (a Litestream that hangs or died confirms nothing, but would
    * also stop moving the shadow WAL that the lag is measured against).
    */
-  current(now = performance.now()): boolean {
+  current(now = this.now()): boolean {
     const maxMs = this.options.maxLagSeconds * 1000
     const heard = this.options.metricsUrl === null || now - this.lastReadAt <= maxMs
     return heard && this.lagSeconds(now) <= this.options.maxLagSeconds
@@ -173,7 +179,7 @@ export class ReplicationMonitor {
   }
 
   private async measure(): Promise<void> {
-    const now = performance.now()
+    const now = this.now()
     const { databasePath, pageSize } = this.options
     this.checkLocalFiles()
     const local = shadowWalPosition(databasePath, pageSize)
@@ -196,8 +202,9 @@ export class ReplicationMonitor {
     if (!this.options.metricsUrl) return null
     try {
       const response = await fetch(this.options.metricsUrl, { signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) })
+      if (!response.ok) throw new Error(`status ${response.status}`)
       const position = replicaPosition(await response.text(), this.options.databasePath)
-      this.lastReadAt = performance.now()
+      this.lastReadAt = this.now()
       if (this.fetchFailing) this.options.logger.info('litestream_metrics_readable', { url: this.options.metricsUrl })
       this.fetchFailing = false
       return position
