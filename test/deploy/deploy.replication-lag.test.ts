@@ -15,7 +15,11 @@
 import { afterAll, expect, test } from 'bun:test'
 import { renameSync, rmSync, writeFileSync } from 'node:fs'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
-import { allMessages, api, createTenant, makeDeployment, startEntry, type RunningEntry } from '../support/entry-process.ts'
+import { Database } from 'bun:sqlite'
+import { join } from 'node:path'
+import { loadConfig } from '../../src/config.ts'
+import { replicationPlan } from '../../src/deploy/replica.ts'
+import { api, createTenant, makeDeployment, ROOT, startEntry, type RunningEntry } from '../support/entry-process.ts'
 
 const TOKEN = 'metrics-token-for-the-lag-test'
 const deployment = makeDeployment({ METRICS_TOKEN: TOKEN, REPLICATION_MAX_LAG_SECONDS: '2', LITESTREAM_LOCAL_WARN: '3MiB' })
@@ -71,15 +75,19 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     expect(await metric(entry, 'pigeonhole_replication_lag_seconds')).toBeLessThanOrEqual(2)
     expect(await entry.stop()).not.toBeNull()
 
-    // Everything acknowledged is in the replica: the next start restores it from there.
-    for (const suffix of ['', '-wal', '-shm']) rmSync(deployment.databasePath + suffix, { force: true })
-    entry = await startEntry(deployment)
-    const restored = (await allMessages(entry.httpUrl, key, inbox.id)).map((m: { subject: string }) => m.subject)
-    expect(restored.sort()).toEqual(subjects.sort())
+    // Everything acknowledged is in the replica: a restore from it has every message.
+    const plan = replicationPlan(loadConfig(deployment.env), deployment.env)!
+    const copy = join(deployment.dir, 'restored.db')
+    const restore = Bun.spawnSync([plan.binary, 'restore', '-config', join(ROOT, 'litestream.yml'), '-o', copy, plan.databasePath], { env: plan.env })
+    expect(restore.exitCode).toBe(0)
+    const restored = new Database(copy, { readonly: true })
+    const inReplica = restored.query('SELECT subject FROM messages ORDER BY subject').all() as Array<{ subject: string }>
+    restored.close()
+    expect(inReplica.map((row) => row.subject)).toEqual(subjects.sort())
   } catch (error) {
     console.log('OUTPUT', entry.output().slice(-6000))
     throw error
   } finally {
-    await entry.kill()
+    await entry.kill().catch(() => {}) // already stopped on the happy path
   }
 }, 120_000)
