@@ -9,8 +9,8 @@
 import type { Logger } from '../log.ts'
 import type { StorageObserver } from '../storage/database.ts'
 
-export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy'
-export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy']
+export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt'
+export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt']
 
 /** Seconds a client is told to wait: long enough for a remount or a lock holder, short for a test. */
 export const STORAGE_RETRY_AFTER_SECONDS = 5
@@ -27,6 +27,10 @@ export function storageFailureKind(error: unknown): StorageFailureKind | null {
   if (code.startsWith('SQLITE_IOERR') || code.startsWith('SQLITE_CANTOPEN')) return 'io_error'
   if (code === 'SQLITE_FULL') return 'full'
   if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) return 'busy'
+  // A volume that fails reads makes SQLite see malformed pages (measured: after an ext4
+  // shutdown, a read answers SQLITE_CORRUPT). Real damage also lands here; either way the
+  // operator is told once, and a file still corrupt on a healthy volume is restored.
+  if (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB') return 'corrupt'
   return null
 }
 

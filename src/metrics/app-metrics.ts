@@ -41,7 +41,7 @@ export class AppMetrics {
     new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
   )
   readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
-  readonly storageFailures = this.registry.add(new Counter<'kind'>('pigeonhole_storage_failures_total', 'Reads and writes the storage refused, by kind (read_only, io_error, full, busy).'))
+  readonly storageFailures = this.registry.add(new Counter<'kind'>('pigeonhole_storage_failures_total', 'Reads and writes the storage refused, by kind (read_only, io_error, full, busy, corrupt).'))
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 

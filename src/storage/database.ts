@@ -67,7 +67,7 @@ function migrationsFolder(): string {
  * Reusing one compiled statement per text is safe because bun:sqlite runs a statement to
  * completion synchronously and Drizzle binds fresh parameters on every call.
  */
-function reuseStatements(sqlite: SQLite): void {
+function reuseStatements(sqlite: SQLite): { finalizeAll(): void } {
   const compile = sqlite.prepare.bind(sqlite)
   const compiled = new Map<string, ReturnType<SQLite['prepare']>>()
   const MAX = 500 // far above the number of distinct query shapes; a guard, not a cache policy
@@ -80,6 +80,14 @@ function reuseStatements(sqlite: SQLite): void {
     }
     return statement
   }) as SQLite['prepare']
+  return {
+    // Without this the closed connection keeps its file handles until the GC collects the
+    // statements (SQLite's close waits for them), which keeps a volume from being unmounted.
+    finalizeAll: () => {
+      for (const statement of compiled.values()) statement.finalize()
+      compiled.clear()
+    },
+  }
 }
 
 interface GroupJob {
@@ -251,7 +259,7 @@ export function openStorage(path: string): Storage {
   sqlite.exec('PRAGMA foreign_keys = ON')
   // The CLI writes to the same file while the server runs; wait instead of failing.
   sqlite.exec('PRAGMA busy_timeout = 5000')
-  reuseStatements(sqlite)
+  const statements = reuseStatements(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: migrationsFolder() })
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
@@ -282,6 +290,7 @@ export function openStorage(path: string): Storage {
         // another connection may hold the WAL; closing is still safe
       }
       wal.close()
+      statements.finalizeAll()
       sqlite.close()
     },
   }
