@@ -53,6 +53,7 @@ export interface DiskStatus {
 export class DiskGuard {
   private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false, freePageBytes: 0, litestreamBytes: 0 }
   private checkedAt = -Infinity
+  private checkFailing = false
   readonly ballastPath: string
 
   constructor(
@@ -73,13 +74,29 @@ export class DiskGuard {
   /** True while there is room for new mail and new inboxes (cached for a second). */
   hasRoom(): boolean {
     if (!this.enabled) return true
-    if (performance.now() - this.checkedAt >= CACHE_MS) this.refresh()
+    if (performance.now() - this.checkedAt >= CACHE_MS) this.refreshOrKeep()
     return !this.status_.tripped
   }
 
   status(): DiskStatus {
-    if (this.enabled && performance.now() - this.checkedAt >= CACHE_MS) this.refresh()
+    if (this.enabled && performance.now() - this.checkedAt >= CACHE_MS) this.refreshOrKeep()
     return { ...this.status_ }
+  }
+
+  /**
+   * A volume that fails (statfs or SQLite's PRAGMAs answer an I/O error) keeps the last
+   * figures: the writes themselves then fail and are answered as storage failures; the
+   * guard adds one warning line when its checks begin to fail, not one per check.
+   */
+  private refreshOrKeep(): void {
+    try {
+      this.refresh()
+      this.checkFailing = false
+    } catch (error) {
+      this.checkedAt = performance.now()
+      if (!this.checkFailing) this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
+      this.checkFailing = true
+    }
   }
 
   /** Measures now; trips or clears the guard (one warning line each way). */
@@ -113,13 +130,7 @@ export class DiskGuard {
   /** Re-measures every `intervalMs`, so the ballast is released even while no mail arrives. */
   watch(intervalMs = 2_000): () => void {
     if (!this.enabled) return () => {}
-    const timer = setInterval(() => {
-      try {
-        this.refresh()
-      } catch (error) {
-        this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
-      }
-    }, intervalMs)
+    const timer = setInterval(() => this.refreshOrKeep(), intervalMs)
     timer.unref?.()
     return () => clearInterval(timer)
   }
