@@ -67,11 +67,17 @@ export class WriteProbe {
     try {
       sqlite.exec('PRAGMA busy_timeout = 0')
       const value = new Date(s.clock.now()).toISOString()
-      s.storage.write((tx) => tx.insert(settings).values({ name: 'readiness_heartbeat', value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run())
+      // Not through storage.write: a busy lock is writable here and must not begin a failing
+      // state, so the probe tells the storage observer itself.
+      s.storage.db.transaction((tx) => tx.insert(settings).values({ name: 'readiness_heartbeat', value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run(), {
+        behavior: 'immediate',
+      })
+      s.storage.observer.committed()
       return 'ok'
     } catch (error) {
       if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) return 'ok'
-      return 'failed' // the failing state is logged once by storage-health.ts, not per probe
+      s.storage.observer.failed(error) // logged once when the failing state begins, not per probe
+      return 'failed'
     } finally {
       sqlite.exec(`PRAGMA busy_timeout = ${Number(timeout)}`)
     }
