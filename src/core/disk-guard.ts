@@ -6,8 +6,8 @@
  *
  * "Free" is the volume's free space plus the free pages inside the database (what deletes
  * gave back, reused before the file grows), capped by what SQLite may still add to the file
- * (PRAGMA max_page_count); the volume's own free space must also stay above half the threshold. A ballast file of half the threshold
- * (at most 4 MiB) is kept beside the database. When something else fills the volume past
+ * (PRAGMA max_page_count); the volume's own free space must also stay above half the
+ * threshold. A ballast file of half the threshold (at most 4 MiB) is kept beside the database. When something else fills the volume past
  * the guard (logs, Litestream's shadow WAL) and a delete meets SQLITE_FULL, the ballast is
  * deleted so the delete finds room for its WAL pages (deleting rows rewrites a few b-tree and
  * free-list pages, not the freed blobs, so a few MiB go a long way). It is made again when
@@ -113,10 +113,9 @@ export class DiskGuard {
       this.logger.warn('disk_guard_tripped', fields)
     }
     // The ballast is the deletes' reserve: only a delete that meets a full volume releases it
-    // (freeing). It used to be released here too, on the timer, when the volume was nearly
-    // full; its room then went to whatever wrote next (a message admitted before the guard
-    // tripped, Litestream's shadow WAL, another program) and a delete after that found neither
-    // room nor ballast and answered 503.
+    // (freeing). Released here, on a timer, its room would go to whatever writes next (a
+    // message admitted before the guard tripped, Litestream's shadow WAL, another program),
+    // and a delete after that would find neither room nor ballast and answer 503.
     if (tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes >= volumeFloor + (existsSync(this.ballastPath) ? 0 : ballast)) {
       // The margin of one ballast keeps the guard from flapping once the ballast is back.
       tripped = false
@@ -127,7 +126,7 @@ export class DiskGuard {
     return { ...this.status_ }
   }
 
-  /** Re-measures every `intervalMs`, so the ballast is released even while no mail arrives. */
+  /** Re-measures every `intervalMs`, so the guard clears after deletes even while no mail arrives. */
   watch(intervalMs = 2_000): () => void {
     if (!this.enabled) return () => {}
     const timer = setInterval(() => this.refreshOrKeep(), intervalMs)
