@@ -37,6 +37,7 @@ import { createSmtpServer } from './smtp/server.ts'
 import { prepareSmtpTls } from './smtp/tls.ts'
 import { joinQuietCollection } from './quiet-collection.ts'
 import { openStorage } from './storage/database.ts'
+import { lockServerDatabase } from './storage/server-lock.ts'
 
 interface AppOptions {
   config: Config
@@ -93,7 +94,15 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
-  const storage = openStorage(config.databasePath)
+  // Before the file opens: a second server on the same file stops here, naming the first.
+  const lock = lockServerDatabase(config.databasePath)
+  let storage: ReturnType<typeof openStorage>
+  try {
+    storage = openStorage(config.databasePath)
+  } catch (error) {
+    lock.release()
+    throw error
+  }
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
   let publicUrls = resolvePublicUrls(config, config.port)
@@ -150,6 +159,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     () => {
       stopDiskWatch()
       storage.close()
+      lock.release()
     },
   )
   connections.attach((request, seconds) => server.timeout(request, seconds), config.httpIdleTimeoutSeconds)
@@ -174,8 +184,10 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     stopDiskWatch()
     await server.stop(true)
     storage.close()
+    lock.release()
     throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
+  lock.announce({ httpPort, smtpPort })
   consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
@@ -208,6 +220,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       await server.stop(true)
       services.parser.close()
       storage.close()
+      lock.release()
       logger.info('stopped')
     })())
 
