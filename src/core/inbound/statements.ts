@@ -75,12 +75,12 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .prepare(),
   insertSource: db
     .insert(messageSources)
-    .values({ messageId: p('messageId'), raw: p('raw') })
+    .values({ messageId: p('messageId'), raw: p('raw'), sha256: p('sha256') })
     .prepare(),
   insertAttachment: db.insert(attachments).values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS)).prepare(),
   insertAttachmentContent: db
     .insert(attachmentContents)
-    .values({ attachmentId: p('attachmentId'), content: p('content') })
+    .values({ attachmentId: p('attachmentId'), content: p('content'), sha256: p('sha256') })
     .prepare(),
   countMonthlyEmail: db
     .insert(monthlyEmailUsage)

@@ -93,7 +93,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
           internetMessageId: mail.internetMessageId,
         })
         statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
-        statements.insertSource.run({ messageId, raw })
+        statements.insertSource.run({ messageId, raw, sha256: mail.rawSha256 })
         mail.attachments.forEach((attachment, position) => {
           const attachmentId = newId('att')
           statements.insertAttachment.run({
@@ -107,7 +107,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
             disposition: attachment.disposition,
             contentId: attachment.contentId,
           })
-          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content })
+          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content, sha256: attachment.sha256 })
         })
         statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
         statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })
