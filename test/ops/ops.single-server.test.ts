@@ -90,4 +90,4 @@ test('from another process: one line naming the running server and a non-zero ex
   expect((await fetch(`http://127.0.0.1:${nextPorts.http}/health`)).status).toBe(200)
   next.kill('SIGTERM')
   expect(await next.exited).toBe(0)
-})
+}, 30_000) // three server processes start here, slowly when both cores are busy
