@@ -45,10 +45,21 @@ export interface ServerLock {
 
 const NO_LOCK: ServerLock = { announce: () => {}, release: () => {} }
 
+/** Signal 0 only asks whether the process exists; EPERM means it does, under another user. */
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (error) {
+    return (error as { code?: string }).code === 'EPERM'
+  }
+}
+
+/** The note of the lock's holder, unless it is missing, unreadable or left by a process that is gone. */
 function readHolder(infoPath: string): Holder | null {
   try {
     const holder = JSON.parse(readFileSync(infoPath, 'utf8')) as Holder
-    return Number.isInteger(holder.pid) ? holder : null
+    return Number.isInteger(holder.pid) && alive(holder.pid) ? holder : null
   } catch {
     return null
   }
@@ -71,9 +82,15 @@ export function lockServerDatabase(databasePath: string): ServerLock {
   }
   const holder: Holder = { pid: process.pid, http_port: null, smtp_port: null, started_at: new Date().toISOString() }
   const write = () => {
-    // Written aside and renamed, so a reader never sees half a file.
-    writeFileSync(`${infoPath}.tmp`, `${JSON.stringify(holder)}\n`)
-    renameSync(`${infoPath}.tmp`, infoPath)
+    // Written aside and renamed, so a reader never sees half a file. Best effort: the lock is
+    // what keeps a second server out; without the note its refusal just names no process
+    // (a read-only volume is for the storage layer to report, not for this note).
+    try {
+      writeFileSync(`${infoPath}.tmp`, `${JSON.stringify(holder)}\n`)
+      renameSync(`${infoPath}.tmp`, infoPath)
+    } catch {
+      // left as it was: readHolder ignores a note whose process is gone
+    }
   }
   write()
   let released = false
@@ -86,7 +103,11 @@ export function lockServerDatabase(databasePath: string): ServerLock {
     release() {
       if (released) return
       released = true
-      rmSync(infoPath, { force: true })
+      try {
+        rmSync(infoPath, { force: true })
+      } catch {
+        // a read-only volume: the note stays, and readHolder ignores it once this process is gone
+      }
       lock.close()
     },
   }

@@ -5,12 +5,12 @@
  * server killed with SIGKILL leaves nothing that blocks the next start.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { existsSync, rmSync } from 'node:fs'
+import { existsSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
-import { DatabaseInUseError } from '../../src/storage/server-lock.ts'
+import { DatabaseInUseError, lockServerDatabase } from '../../src/storage/server-lock.ts'
 import { startTestServer } from '../support/harness.ts'
 import { scratchDir } from '../support/scratch.ts'
 
@@ -91,3 +91,16 @@ test('from another process: one line naming the running server and a non-zero ex
   next.kill('SIGTERM')
   expect(await next.exited).toBe(0)
 }, 30_000) // three server processes start here, slowly when both cores are busy
+
+test('a note left by a process that is gone is not named (the holder could not rewrite it, e.g. on a read-only volume)', () => {
+  const databasePath = join(dir, 'stale-note.db')
+  const held = lockServerDatabase(databasePath)
+  try {
+    writeFileSync(`${databasePath}.server-lock.json`, JSON.stringify({ pid: 2 ** 30, http_port: 1, smtp_port: 2, started_at: '2026-01-01T00:00:00.000Z' }))
+    expect(() => lockServerDatabase(databasePath)).toThrow(`Another Pigeonhole server (process unknown) is using ${databasePath}`)
+  } finally {
+    held.release()
+  }
+  // Released: the file can be locked again.
+  lockServerDatabase(databasePath).release()
+})
