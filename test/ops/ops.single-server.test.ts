@@ -98,6 +98,8 @@ test('a note left by a process that is gone is not named (the holder could not r
   try {
     writeFileSync(`${databasePath}.server-lock.json`, JSON.stringify({ pid: 2 ** 30, http_port: 1, smtp_port: 2, started_at: '2026-01-01T00:00:00.000Z' }))
     expect(() => lockServerDatabase(databasePath)).toThrow(`Another Pigeonhole server (process unknown) is using ${databasePath}`)
+    // A refused attempt closes its own handle on the lock file; the holder's lock survives that.
+    expect(() => lockServerDatabase(databasePath)).toThrow(DatabaseInUseError)
   } finally {
     held.release()
   }
