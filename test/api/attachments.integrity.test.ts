@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { createHash } from 'node:crypto'
 import { setUp } from '../support/console-client.ts'
 import type { ApiResponse, TestServer } from '../support/harness.ts'
-import { BINARY, richMessage } from '../support/fixture-mail.ts'
+import { BINARY, PNG, richMessage } from '../support/fixture-mail.ts'
 import { deliver, downloadAttachment, newInbox, startRoomyServer } from '../support/messages.ts'
 import { expectError } from '../support/shapes.ts'
 import { simpleMessage } from '../support/smtp.ts'
@@ -110,6 +110,24 @@ test('one flipped bit in a raw source: the console .eml download answers 500 and
   expect(corruptLines().at(-1)).toMatchObject({ kind: 'message_source', id: messageId })
   expect(await corruptCount('message_source')).toBe(before.metric + 1)
   expect(server.logs.filter((line) => line.event === 'console_error')).toEqual([])
+})
+
+test("a corrupt inline image leaves the console's message view up, with that image broken instead of wrong", async () => {
+  const { messageId } = await storedRichMessage()
+  const view = () => fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/html`, { headers: { cookie } })
+  const intact = await (await view()).text()
+  expect(intact).toContain(`data:image/png;base64,${PNG.toString('base64')}`)
+  const image = sql().query("SELECT a.id FROM attachments a WHERE a.message_id = ? AND a.content_id = 'logo@zurich'").get(messageId) as { id: string }
+  const before = corruptLines().length
+
+  flipOneBit('attachment_contents', 'content', 'attachment_id', image.id)
+  const shown = await view()
+  expect(shown.status).toBe(200)
+  const html = await shown.text()
+  expect(html).toContain('cid:logo@zurich')
+  expect(html).not.toContain('data:image/png;base64,')
+  expect(corruptLines().length).toBe(before + 1)
+  expect(corruptLines().at(-1)).toMatchObject({ kind: 'attachment', id: image.id })
 })
 
 test('rows stored before the hashes existed (sha256 null) are served as they are', async () => {
