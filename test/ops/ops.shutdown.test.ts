@@ -93,12 +93,12 @@ test('a stop never answers a waiting poll with 204: it closes the connection, so
   expect(pollLines().map((line) => line.connection_closed)).toEqual([true, true, true])
 })
 
-test('while SMTP drains, a poll stays open; a transaction still open when it closes cuts the poll, never 204', async () => {
+test('while SMTP drains, a poll stays open; when SMTP has closed the poll is cut, never answered 204', async () => {
   const own = await startRoomyServer()
   const tenant = own.tenant()
   const inbox = await newInbox(own, tenant.key)
-  // An SMTP session that never finishes its transaction: the stop waits for it (up to
-  // smtp-server's closeTimeout, 5 s), and the poll must still be waiting all that time.
+  // An SMTP session left open: the stop waits for it (up to smtp-server's closeTimeout,
+  // 5 s), and the poll must still be waiting all that time.
   const idle = await SmtpClient.connect(own.app.smtpPort)
   await idle.command('EHLO slow.test')
   const poll = fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
