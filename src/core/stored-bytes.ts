@@ -6,9 +6,9 @@
  * line and a metric instead of the wrong bytes. Rows stored before the hashes existed have
  * none and are served unchecked: hashing them now would only bless whatever they hold.
  *
- * Cost: SHA-256 runs at roughly 400 to 700 MB/s on one core here, so the largest source
- * (10 MiB) costs about 15 to 30 ms of event-loop time when downloaded, an attachment of
- * 5 MiB half that, and a typical one well under a millisecond (bench/README.md).
+ * Cost: SHA-256 runs at roughly 0.7 to 1.2 GB/s on one core here, so the largest source
+ * (10 MiB) costs a median 8 to 15 ms of event-loop time when downloaded, a 3 MiB attachment
+ * 2 to 8 ms, and a typical one well under a millisecond (bench/README.md).
  */
 import { DomainError } from './errors.ts'
 import type { Services } from './services.ts'
