@@ -17,7 +17,8 @@
  * The admin CLI does not take this lock: it is meant to run beside the server (WAL).
  */
 import { Database } from 'bun:sqlite'
-import { readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { dirname } from 'node:path'
 
 interface Holder {
   pid: number
@@ -69,6 +70,7 @@ export function lockServerDatabase(databasePath: string): ServerLock {
   if (databasePath === ':memory:') return NO_LOCK
   const lockPath = `${databasePath}.server-lock`
   const infoPath = `${lockPath}.json`
+  mkdirSync(dirname(databasePath), { recursive: true }) // a first start makes the data folder (openStorage would too)
   const lock = new Database(lockPath, { create: true })
   try {
     lock.exec('PRAGMA busy_timeout = 0') // a held lock is an answer, not something to wait for

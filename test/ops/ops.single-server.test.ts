@@ -106,3 +106,10 @@ test('a note left by a process that is gone is not named (the holder could not r
   // Released: the file can be locked again.
   lockServerDatabase(databasePath).release()
 })
+
+test('a first start in a folder that does not exist yet takes the lock (and makes the folder)', () => {
+  const databasePath = join(dir, 'not', 'yet', 'pigeonhole.db')
+  const lock = lockServerDatabase(databasePath)
+  expect(existsSync(`${databasePath}.server-lock`)).toBe(true)
+  lock.release()
+})
