@@ -66,7 +66,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
     })
     .onError(({ error, code, set, request }) => {
       const requestId = requests.get(request)?.id ?? newRequestId()
-      const response = toErrorResponse(error, code, s.logger, requestId)
+      const response = toErrorResponse(error, code, s.logger, requestId, s.storageHealth)
       const state = requests.get(request)
       if (state) state.errorCode = response.code
       set.status = response.status

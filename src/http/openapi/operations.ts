@@ -14,12 +14,18 @@ const json = (name: string) => ({ 'application/json': { schema: schema(name) } }
 const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } }
 const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } }
 
-/** One response per error status, listing its codes in the description and as examples. */
+const RETRY_CODES = new Set<ErrorCode>(['rate_limit_exceeded', 'idempotency_in_progress', 'insufficient_storage', 'storage_unavailable'])
+
+/**
+ * One response per error status, listing its codes in the description and as examples. Like
+ * `500 internal_error`, any authenticated operation may meet a read-only or failing volume
+ * (`503 storage_unavailable`).
+ */
 function errorResponses(errors: Errors): Record<string, Json> {
-  const all: Errors = { 401: ['invalid_api_key'], ...errors, 500: ['internal_error'] }
+  const all: Errors = { 401: ['invalid_api_key'], ...errors, 503: [...(errors[503] ?? []), 'storage_unavailable'], 500: ['internal_error'] }
   const out: Record<string, Json> = {}
   for (const [status, codes] of Object.entries(all)) {
-    const retry = codes!.some((code) => code === 'rate_limit_exceeded' || code === 'idempotency_in_progress' || code === 'insufficient_storage')
+    const retry = codes!.some((code) => RETRY_CODES.has(code))
     out[status] = {
       description: codes!.map((code) => `\`${code}\`: ${ERROR_MEANINGS[code]}`).join('\n\n'),
       headers: retry ? { ...requestIdHeader, ...retryAfter } : requestIdHeader,
