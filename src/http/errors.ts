@@ -60,15 +60,22 @@ interface FrameworkError {
   all?: Array<{ path?: string }>
 }
 
+/**
+ * The two operations whose statuses in the interface include 503 (createInbox, deleteInbox).
+ * Elsewhere the interface allows no 503, so a storage failure there keeps the 500 every
+ * operation may answer, with the same retry hint.
+ */
+export const mayAnswerUnavailable = (method: string, path: string) => (method === 'POST' && path === '/v1/inboxes') || (method === 'DELETE' && /^\/v1\/inboxes\/[^/]+$/.test(path))
+
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
-export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string, storage?: StorageHealth): ErrorResponse {
+export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string, storage?: StorageHealth, unavailableAllowed = true): ErrorResponse {
   if (error instanceof DomainError) return fromDomainError(error)
-  // A read-only, failing or locked volume is a state of the machine that passes: 503 and a
-  // retry hint, logged once when it begins (storage-health.ts) rather than once per request.
+  // A read-only, failing or locked volume is a state of the machine that passes: a retry
+  // hint, logged once when it begins (storage-health.ts) rather than once per request.
   if (storage?.failed(error)) {
     return {
-      status: 503,
-      code: 'storage_unavailable',
+      status: unavailableAllowed ? 503 : 500,
+      code: unavailableAllowed ? 'storage_unavailable' : 'internal_error',
       message: 'The server cannot use its storage right now; retry later.',
       headers: { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) },
     }

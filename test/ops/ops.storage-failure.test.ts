@@ -1,6 +1,8 @@
 /**
  * Storage that refuses writes is a temporary state: the API answers 503 `storage_unavailable`
- * with the error envelope and Retry-After (never 500), SMTP answers 451, /ready fails, reads
+ * with the error envelope and Retry-After where the interface lists a 503 for the operation
+ * (createInbox, deleteInbox), elsewhere the 500 `internal_error` every operation may answer,
+ * with the same Retry-After; SMTP answers 451, /ready fails, reads
  * go on, the log has one line when it begins and one when it ends (with the count refused)
  * and no stack trace, and nothing acknowledged is lost.
  *
@@ -43,11 +45,17 @@ test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one l
     const ready = await server.get('/ready')
     expect(ready.status).toBe(503)
     expect(ready.body.checks.database).toBe('failed')
+    // deleteMessage lists no 503 in the interface: its 500, with the retry hint, and nothing deleted.
+    const message = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data[0]
+    const deleted = await server.delete(`/v1/messages/${message.id}`, tenant.key)
+    expect(deleted.status).toBe(500)
+    expect(deleted.headers.get('retry-after')).toBe('5')
+    expect(deleted.body.error).toEqual({ code: 'internal_error', message: expect.any(String), request_id: deleted.headers.get('x-request-id') })
     // Reads go on, and show what was acknowledged.
     const listed = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
     expect(listed.status).toBe(200)
     expect(listed.body.data.map((m: { subject: string }) => m.subject)).toEqual(['before'])
-    expect(failures('read_only')).toBe(5) // three messages, one createInbox, one readiness write
+    expect(failures('read_only')).toBe(6) // three messages, one createInbox, one deleteMessage, one readiness write
   } finally {
     sqlite.exec('PRAGMA query_only = 0')
   }
@@ -56,7 +64,7 @@ test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one l
   expect((await send(inbox.address, 'after')).data?.code).toBe(250)
   const lines = server.logs.slice(logsBefore)
   expect(lines.filter((line) => line.event === 'storage_failing')).toEqual([expect.objectContaining({ level: 'warn', kind: 'read_only', sqlite_code: 'SQLITE_READONLY' })])
-  expect(lines.filter((line) => line.event === 'storage_recovered')).toEqual([expect.objectContaining({ level: 'warn', kind: 'read_only', refused: 5 })])
+  expect(lines.filter((line) => line.event === 'storage_recovered')).toEqual([expect.objectContaining({ level: 'warn', kind: 'read_only', refused: 6 })])
   expect(lines.filter((line) => line.level === 'error')).toEqual([])
   expect(lines.filter((line) => 'stack' in line)).toEqual([])
   expect(lines.filter((line) => line.event === 'smtp_refused' && line.reason === 'storage_failed')).toHaveLength(3)

@@ -33,5 +33,6 @@ export const ERROR_MEANINGS: Partial<Record<ErrorCode, string>> = {
     "The server's storage refused the read or write (a read-only or failing volume, a lock held too long); nothing was changed, retry after `Retry-After` seconds (not in the interface's table).",
   rate_limit_exceeded: 'Too many requests this UTC minute for the key or the organisation; retry after `Retry-After` seconds.',
   long_poll_limit_exceeded: 'Too many waiting requests at once for the key or the organisation.',
-  internal_error: 'An unexpected failure on our side; the request id finds it in the logs.',
+  internal_error:
+    'An unexpected failure on our side; the request id finds it in the logs. On an operation whose statuses have no 503, a read-only or failing volume also answers this, with `Retry-After`: retry then.',
 }
