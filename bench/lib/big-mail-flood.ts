@@ -175,6 +175,9 @@ export interface FloodResult {
   /** Anonymous and file-backed parts of the highest sampled RSS. */
   peak_rss_anon_mib: number
   peak_rss_file_mib: number
+  /** When the sampled peak came, and how much was in the spool then (transfers still running, or only parsing left). */
+  peak_at_s: number
+  peak_spooled_mib: number
   cgroup_peak_mib: number | null
   oom_kills: number
   small_message_ms: number
@@ -230,10 +233,14 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
 
     let peakRss = 0
     let peakParts = { anon: 0, file: 0 }
+    let peakAt = { seconds: 0, spooledMiB: 0 }
     const sampler = setInterval(() => {
       try {
         const rss = statusKiB(child.pid, 'VmRSS') / 1024
-        if (rss > peakRss) peakParts = { anon: statusKiB(child.pid, 'RssAnon') / 1024, file: statusKiB(child.pid, 'RssFile') / 1024 }
+        if (rss > peakRss) {
+          peakParts = { anon: statusKiB(child.pid, 'RssAnon') / 1024, file: statusKiB(child.pid, 'RssFile') / 1024 }
+          peakAt = { seconds: (performance.now() - started) / 1000, spooledMiB: spooledBytes() / MiB }
+        }
         peakRss = Math.max(peakRss, rss)
       } catch {
         // the process is gone; the OOM count says why
@@ -298,6 +305,8 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
       peak_rss_mib: +peakRss.toFixed(1),
       peak_rss_anon_mib: +peakParts.anon.toFixed(1),
       peak_rss_file_mib: +peakParts.file.toFixed(1),
+      peak_at_s: +peakAt.seconds.toFixed(1),
+      peak_spooled_mib: Math.round(peakAt.spooledMiB),
       cgroup_peak_mib: cgroup.peakBytes() === null ? null : +(cgroup.peakBytes()! / MiB).toFixed(0),
       oom_kills: cgroup.oomKills(),
       small_message_ms: Math.round(smallResult.ms),
