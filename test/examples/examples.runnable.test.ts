@@ -24,7 +24,7 @@ afterAll(async () => {
 async function run(cmd: string[], env: Record<string, string>) {
   const child = Bun.spawn(cmd, {
     cwd: ROOT,
-    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP_PORT: String(server.app.smtpPort), PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
+    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })
