@@ -102,3 +102,13 @@ test('litestream.yml replicates DATABASE_PATH through a `replicas` list (0.3 ign
   expect(config.dbs[0].replicas).toHaveLength(1)
   expect(config.dbs[0].replicas[0]).toMatchObject({ type: '${LITESTREAM_REPLICA}', bucket: '${BUCKET_NAME}', endpoint: '${AWS_ENDPOINT_URL_S3}' })
 })
+
+test('fly.toml and litestream.yml point to a document and section that exist', async () => {
+  const pointers = [...(await read('fly.toml')).matchAll(/see "([^"]+)" in (docs\/[\w./-]+\.md)/g), ...(await read('litestream.yml')).matchAll(/see ()(docs\/[\w./-]+\.md)/g)]
+  expect(pointers.length).toBeGreaterThanOrEqual(2)
+  for (const [, heading, file] of pointers) {
+    const text = await read(file!)
+    if (heading) expect(text).toContain(`## ${heading}\n`)
+  }
+  expect(await read('fly.toml')).not.toContain("README's")
+})
