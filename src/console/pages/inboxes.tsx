@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's lists: an organisation's inboxes, and one inbox's messages (newest
  * first, refreshed by console.js when the page's event stream reports new mail). Empty

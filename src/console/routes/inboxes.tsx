@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's inbox pages: list, create (optional prefix), delete, one inbox's
  * messages, and its event stream. Every handler checks membership first, then calls the
