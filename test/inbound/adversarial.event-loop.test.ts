@@ -6,7 +6,7 @@
  * /health answer is awaited. Both are CPU time, not the wall clock: a loaded machine makes
  * timers late and answers slow by any amount without our work being the cause, while work
  * that holds the loop counts in full. Each message is then stored as usual. On a busy machine
- * a try over a bound is made again, up to five tries (`measureWithin` says why one try
+ * a try over a bound is made again, up to eight tries (`measureWithin` says why one try
  * within the bounds proves the work has no longer hold).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'

@@ -8,7 +8,7 @@
  * loop for more than 50 ms while the server receives it (most main-thread CPU between two
  * ticks of a 1 ms timer, test/support/event-loop.ts), the largest legal message (9.86 MiB)
  * included, and `/health` answers with under 250 ms of main-thread work awaited while each message of 1 MiB or more is received. The server runs in a fresh process of its own (test/support/corpus-probe.ts).
- * On a busy machine a delivery over a bound is made again, up to five tries: load only adds
+ * On a busy machine a delivery over a bound is made again, up to eight tries: load only adds
  * to these figures, so one try within the bound proves the work has no longer hold
  * (`measureWithin` in test/support/event-loop.ts).
  */
