@@ -6,7 +6,7 @@
  * makes room for their WAL pages); when the other file goes, mail is taken again without
  * an operator.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,6 +14,10 @@ import { ManualClock } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const mountPoint = mkdtempSync(join(tmpdir(), 'pigeonhole-volume-'))
 const filler = join(mountPoint, 'other-files')
