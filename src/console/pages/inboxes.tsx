@@ -33,7 +33,7 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
             <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" />
             <span class="muted mono">@{props.receivingDomain}</span>
           </div>
-          <p class="muted">Leave it empty for a random address.</p>
+          <p class="muted">Leave it empty for a random address. A chosen one is the whole address and unique on this server until its inbox is deleted.</p>
           <div class="form-actions">
             <button type="submit">Create inbox</button>
           </div>
