@@ -1,10 +1,11 @@
 /**
  * The inbox page lists the deliveries refused for its address at RCPT TO (time, sender,
  * reply), so a test whose mail never came can see a limit or an early send at work; an
- * empty inbox offers a curl line as well as swaks.
+ * empty inbox offers a curl line as well as swaks, and the first-run page's "Try it" is
+ * curl alone and runs as shown.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { setUp, type ConsoleClient } from '../support/console-client.ts'
+import { ConsoleClient, PASSWORD, setUp, setupPath } from '../support/console-client.ts'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
@@ -62,4 +63,29 @@ test('an empty inbox offers a curl line that sends it mail', async () => {
   expect(await run.exited).toBe(0)
   expect(await owner.get(page).then((p) => p.html)).toContain('Hello from curl')
   expect(html).toContain('swaks --server')
+})
+
+test('the first-run page\'s "Try it" runs as shown: it sends with curl and reads the message back with 200', async () => {
+  const fresh = await startTestServer()
+  try {
+    const client = ConsoleClient.for(fresh)
+    const path = setupPath(fresh)
+    expect((await client.get(path)).status).toBe(200)
+    const token = new URL(path, 'http://x').searchParams.get('token')!
+    const done = await client.post('/setup', { token, email: 'first@example.com', password: PASSWORD, organization: 'First', preset: 'local' })
+    expect(done.status).toBe(200)
+    const block = /<pre id="try-it">([^<]*)<\/pre>/.exec(done.html)![1]!.replaceAll('&#39;', "'").replaceAll('&quot;', '"').replaceAll('&amp;', '&').replaceAll('&lt;', '<').replaceAll('&gt;', '>')
+    expect(block).not.toContain('swaks')
+    const script = block.replace(`smtp://localhost:${fresh.app.smtpPort}`, `smtp://127.0.0.1:${fresh.app.smtpPort}`)
+    // The server runs in this process: the child is awaited, never run synchronously.
+    const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', script], { stdout: 'pipe', stderr: 'pipe' })
+    const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()])
+    expect(stderr).toBe('')
+    expect(code).toBe(0)
+    const lines = stdout.trim().split('\n')
+    expect(lines.at(-1)).toBe('200')
+    expect(lines.at(-2)).toContain('"subject":"Hello"')
+  } finally {
+    await fresh.stop()
+  }
 })
