@@ -4,7 +4,7 @@
  * restarts) while a test waits, and a teardown over the request rate limit.
  */
 import { afterAll, describe, expect, test } from 'bun:test'
-import { createServer } from 'node:net'
+import { connect, createServer, type Socket } from 'node:net'
 import { ManualClock } from '../../src/clock.ts'
 import { Pigeonhole, smtpFromEnv, uniquePrefix } from '../../examples/pigeonhole.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -87,6 +87,40 @@ test('a wait begun before the server listens retries the refused connection and 
     expect((await waited).subject).toBe('after restart')
   } finally {
     relay.stop(true)
+  }
+}, 20_000)
+
+test('a wait whose connection is closed under it (a server stopping) waits again with the time left', async () => {
+  const server = await start()
+  const key = server.tenant().key
+  const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
+  // A TCP relay to the server that cuts the first connection after 300 ms, as a stopping
+  // server closes a waiting long poll, and passes every later one through.
+  const target = Number(new URL(server.url).port)
+  const sockets: Socket[] = []
+  let connections = 0
+  const relay = createServer((client) => {
+    sockets.push(client)
+    if (++connections === 1) {
+      setTimeout(() => client.destroy(), 300)
+      return
+    }
+    const upstream = connect(target, '127.0.0.1')
+    sockets.push(upstream)
+    client.pipe(upstream).pipe(client)
+    client.on('error', () => upstream.destroy())
+    upstream.on('error', () => client.destroy())
+  })
+  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  try {
+    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'after the cut', timeout: 10_000 })
+    await Bun.sleep(800)
+    expect(connections).toBeGreaterThanOrEqual(2)
+    expect((await mail(server, inbox.address, 'after the cut')).data?.code).toBe(250)
+    expect((await waited).subject).toBe('after the cut')
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    relay.close()
   }
 }, 20_000)
 
