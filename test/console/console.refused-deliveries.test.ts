@@ -9,6 +9,7 @@ import { ConsoleClient, PASSWORD, setUp, setupPath } from '../support/console-cl
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
+import { testNeeding } from '../support/tools.ts'
 
 setDefaultTimeout(30_000)
 
@@ -53,7 +54,7 @@ test('mail sent before the inbox existed shows on its page as refused, unknown a
   expect(html).toContain('550 Recipient address rejected')
 })
 
-test('an empty inbox offers a curl line that sends it mail', async () => {
+testNeeding('curl')('an empty inbox offers a curl line that sends it mail', async () => {
   const page = await createInbox('curl-offer')
   const html = (await owner.get(page)).html
   const line = /<pre>(printf [^<]*curl[^<]*)<\/pre>/.exec(html)?.[1]?.replaceAll('&#39;', "'").replaceAll('&amp;', '&')
@@ -65,7 +66,7 @@ test('an empty inbox offers a curl line that sends it mail', async () => {
   expect(html).toContain('swaks --server')
 })
 
-test('the first-run page\'s "Try it" runs as shown: it sends with curl and reads the message back with 200', async () => {
+testNeeding('curl')('the first-run page\'s "Try it" runs as shown: it sends with curl and reads the message back with 200', async () => {
   const fresh = await startTestServer()
   try {
     const client = ConsoleClient.for(fresh)

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+import { testNeeding } from '../support/tools.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
@@ -38,7 +39,7 @@ async function runByHand(script: string, key: string) {
   return { code, lines: stdout.trim().split('\n'), stderr }
 }
 
-test('the by-hand curl steps create, send, receive with 200 and delete with 204', async () => {
+testNeeding('curl')('the by-hand curl steps create, send, receive with 200 and delete with 204', async () => {
   const tenant = server.tenant()
   const { code, lines, stderr } = await runByHand(byHand, tenant.key)
   expect(stderr).toBe('')
@@ -50,7 +51,7 @@ test('the by-hand curl steps create, send, receive with 200 and delete with 204'
   expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([])
 })
 
-test('without the send, the wait ends in a visible 204', async () => {
+testNeeding('curl')('without the send, the wait ends in a visible 204', async () => {
   const unsent = byHand
     .split('\n')
     .filter((line) => !line.includes('smtp://'))
