@@ -42,7 +42,8 @@ export const WRITE_PROBE_INTERVAL_MS = 5_000
  * A real write: upserts one heartbeat row and commits it through the same storage path as
  * every other write. Taking the write lock alone is not enough: on a volume remounted
  * read-only SQLite still takes its locks (they live in shared memory) and only the write of
- * a page fails. Another process's write (the CLI) is not waited for: busy means writable.
+ * a page fails. Another process's write (the CLI) is not waited for: busy means writable,
+ * unless a real write has already failed on the lock since the last commit.
  * The heartbeat also gives Litestream something to copy on an idle server, so a replica that
  * stopped taking writes shows as lag even when no mail arrives.
  */
@@ -75,7 +76,10 @@ export class WriteProbe {
       s.storage.observer.committed()
       return 'ok'
     } catch (error) {
-      if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) return 'ok'
+      // A lock held for a moment (the CLI) is writable. But once a real write has waited out
+      // the whole busy timeout and failed, and nothing has committed since, the holder is
+      // still there: the next commit would fail the same way, so this is not ready.
+      if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) return s.storageHealth.failing === null ? 'ok' : 'failed'
       s.storage.observer.failed(error) // logged once when the failing state begins, not per probe
       return 'failed'
     } finally {
