@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
 import type { Services } from '../../core/services.ts'
-import { settings } from '../../storage/schema.ts'
+import { writeHeartbeat } from '../../core/heartbeat.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean
@@ -67,12 +67,9 @@ export class WriteProbe {
     const { timeout } = sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }
     try {
       sqlite.exec('PRAGMA busy_timeout = 0')
-      const value = new Date(s.clock.now()).toISOString()
       // Not through storage.write: a busy lock is writable here and must not begin a failing
       // state, so the probe tells the storage observer itself.
-      s.storage.db.transaction((tx) => tx.insert(settings).values({ name: 'readiness_heartbeat', value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run(), {
-        behavior: 'immediate',
-      })
+      s.storage.db.transaction((tx) => writeHeartbeat(tx, s.clock.now()), { behavior: 'immediate' })
       s.storage.observer.committed()
       return 'ok'
     } catch (error) {
