@@ -5,7 +5,7 @@
  */
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
-import { CLI_ACTOR, recordAudit } from '../core/console/audit.ts'
+import { CLI_ACTOR } from '../core/console/audit.ts'
 import { ConsoleError } from '../core/console/errors.ts'
 import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/console/organizations.ts'
 import { setupToken, setupUrl } from '../core/console/setup.ts'
@@ -74,9 +74,8 @@ export function orgLimitsCommand(cli: CliContext, args: string[]): void {
 export async function resetPasswordCommand(cli: CliContext, emailArg: string | undefined): Promise<void> {
   const email = normaliseEmail(emailArg)
   if (!email) cli.fail('usage: bun src/cli.ts users reset-password <email>', 64)
-  const done = await resetPassword(cli, email)
+  const done = await resetPassword(cli, email, CLI_ACTOR)
   if (!done) cli.fail(`no console user ${email}`)
-  cli.storage.write((tx) => recordAudit(cli, tx, CLI_ACTOR, { organizationId: null, action: 'user.password_reset', target: email }))
   console.log(`new password for ${email} (shown once; every session of this user was ended):`)
   console.log(done.password)
 }

@@ -102,3 +102,16 @@ export async function signedIn(server: Pick<TestServer, 'url'>, email: string, p
   if (landing.location) await client.get(landing.location)
   return client
 }
+
+/** An owner invites `email`, who opens the link and creates an account; returns the new member, signed in. */
+export async function addMember(server: Pick<TestServer, 'url'>, owner: ConsoleClient, organizationId: string, email: string, password = PASSWORD): Promise<ConsoleClient> {
+  await owner.get(`/console/orgs/${organizationId}/members`)
+  const created = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+  const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec(created.html)?.[1]
+  if (!link) throw new Error(`no invite link on the page (${created.status})`)
+  const member = new ConsoleClient(server.url)
+  await member.get(link)
+  const joined = await member.post(link, { email, password })
+  if (joined.status !== 303) throw new Error(`joining answered ${joined.status}`)
+  return member
+}

@@ -1,6 +1,6 @@
 /** /console/account: change one's password, see and end one's sessions. */
 import { ConsoleError } from '../../core/console/errors.ts'
-import { endAllSessions, listSessions } from '../../core/console/sessions.ts'
+import { listSessions, signOutEverywhere } from '../../core/console/sessions.ts'
 import { changePassword } from '../../core/console/users.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AccountPage } from '../pages/account.tsx'
@@ -34,7 +34,7 @@ export const accountRoutes: Route[] = [
     method: 'POST',
     path: '/console/account/sessions/revoke',
     handler: (ctx) => {
-      endAllSessions(ctx.s.storage.db, ctx.requireUser().id)
+      signOutEverywhere(ctx.s, ctx.requireUser(), ctx.actor())
       ctx.endSession()
       return redirect('/console/sign-in')
     },

@@ -8,6 +8,7 @@ import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
 import type { User } from './users.ts'
 
@@ -68,8 +69,20 @@ export const endSession = (db: DbOrTx, tokenSha256: string): void => {
   db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
 }
 
-/** Ends every session of the user (sign out everywhere, operator's revoke); returns how many. */
+/** Ends every session of the user; returns how many. Callers outside a verb use signOutEverywhere. */
 export const endAllSessions = (db: DbOrTx, userId: string): number => db.delete(sessions).where(eq(sessions.userId, userId)).returning().all().length
+
+/**
+ * Sign out everywhere (the user's own button, or the operator's for a user): every session
+ * ends and the audit row goes in with it, in one transaction.
+ */
+export function signOutEverywhere(s: Pick<Services, 'clock' | 'storage'>, user: { id: string; email: string }, actor: Actor): number {
+  return s.storage.write((tx) => {
+    const ended = endAllSessions(tx, user.id)
+    recordAudit(s, tx, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
+    return ended
+  })
+}
 
 export const listSessions = (db: DbOrTx, userId: string) =>
   db

@@ -5,6 +5,7 @@ import { newId, randomHex } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
 import { ConsoleError } from './errors.ts'
 
 export type User = typeof users.$inferSelect
@@ -71,9 +72,11 @@ export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join
 
 /**
  * The operator's reset (the service sends no mail, so there is no self-service link): a new
- * generated password, shown once to the operator, and every session of the user ends.
+ * generated password, shown once to the operator, and every session of the user ends. The
+ * audit row is written in the same transaction, so a crash cannot keep the change and lose
+ * its record.
  */
-export async function resetPassword(s: Pick<Services, 'config' | 'storage'>, email: string): Promise<{ user: User; password: string } | null> {
+export async function resetPassword(s: Pick<Services, 'clock' | 'config' | 'storage'>, email: string, actor: Actor): Promise<{ user: User; password: string } | null> {
   const user = findUserByEmail(s.storage.db, email)
   if (!user) return null
   const password = generatePassword()
@@ -81,6 +84,7 @@ export async function resetPassword(s: Pick<Services, 'config' | 'storage'>, ema
   s.storage.write((tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
+    recordAudit(s, tx, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
   })
   return { user, password }
 }

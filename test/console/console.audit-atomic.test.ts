@@ -1,0 +1,103 @@
+/**
+ * An audited change and its audit row commit together. Each test makes the audit insert
+ * fail (a trigger on audit_events, as a crash between two writes would) and checks that the
+ * change itself did not happen: a record can never be lost while its change is kept.
+ */
+import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { join } from 'node:path'
+import { startTestServer, type TestServer } from '../support/harness.ts'
+import { addMember, type ConsoleClient, setUp, signedIn } from '../support/console-client.ts'
+
+const ROOT = join(import.meta.dir, '..', '..')
+const OPERATOR = 'operator@example.com'
+let server: TestServer
+let operator: ConsoleClient
+let memberId: string
+const MEMBER = 'member@example.com'
+
+function sql<T>(query: string): T[] {
+  const db = new Database(server.databasePath)
+  try {
+    return db.query(query).all() as T[]
+  } finally {
+    db.close()
+  }
+}
+
+const failAudits = () => sql(`create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`)
+const allowAudits = () => sql('drop trigger if exists refuse_audit')
+const passwordHashOf = (email: string) => sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`)[0]!.password_hash
+const sessionCount = (userId: string) => sql<{ n: number }>(`select count(*) as n from sessions where user_id = '${userId}'`)[0]!.n
+const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}'`)
+
+beforeAll(async () => {
+  server = await startTestServer()
+  const done = await setUp(server, { email: OPERATOR })
+  operator = done.client
+  await addMember(server, operator, done.organizationId, MEMBER, 'member password 1')
+  memberId = sql<{ id: string }>(`select id from users where email = '${MEMBER}'`)[0]!.id
+  await operator.get('/console/admin')
+})
+afterAll(() => server.stop())
+
+test("the operator's password reset: no audit row, no new password and no ended sessions", async () => {
+  await signedIn(server, MEMBER, 'member password 1')
+  const before = passwordHashOf(MEMBER)
+  const sessions = sessionCount(memberId)
+  failAudits()
+  try {
+    const page = await operator.post(`/console/admin/users/${memberId}/reset-password`)
+    expect(page.status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect(passwordHashOf(MEMBER)).toBe(before)
+  expect(sessionCount(memberId)).toBe(sessions)
+  expect(auditRows('user.password_reset')).toEqual([])
+})
+
+test("the operator's sign-out-everywhere for a user: no audit row, no ended session", async () => {
+  await signedIn(server, MEMBER, 'member password 1')
+  const sessions = sessionCount(memberId)
+  failAudits()
+  try {
+    expect((await operator.post(`/console/admin/users/${memberId}/revoke-sessions`)).status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect(sessionCount(memberId)).toBe(sessions)
+  expect(auditRows('user.sessions_revoked')).toEqual([])
+})
+
+test("a user's own sign-out-everywhere is audited with it, or does not happen", async () => {
+  const member = await signedIn(server, MEMBER, 'member password 1')
+  await member.get('/console/account')
+  failAudits()
+  try {
+    expect((await member.post('/console/account/sessions/revoke')).status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect((await member.get('/console/account')).status).toBe(200)
+  expect((await member.post('/console/account/sessions/revoke')).status).toBe(303)
+  expect(sessionCount(memberId)).toBe(0)
+  expect(auditRows('user.sessions_revoked')).toEqual([{ actor: MEMBER, target: MEMBER }])
+})
+
+test('the CLI password reset: the command fails and the password stays; without the fault it is audited as cli', async () => {
+  const before = passwordHashOf(MEMBER)
+  const run = () =>
+    Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', MEMBER], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: server.databasePath }, stdout: 'pipe', stderr: 'pipe' }).exited
+  failAudits()
+  try {
+    expect(await run()).not.toBe(0)
+  } finally {
+    allowAudits()
+  }
+  expect(passwordHashOf(MEMBER)).toBe(before)
+  expect(auditRows('user.password_reset')).toEqual([])
+  expect(await run()).toBe(0)
+  expect(passwordHashOf(MEMBER)).not.toBe(before)
+  expect(auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
+})
