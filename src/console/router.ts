@@ -10,6 +10,7 @@ import { DomainError } from '../core/errors.ts'
 import { readBodyText } from '../http/body.ts'
 import { HttpProtocolError } from '../http/request-target.ts'
 import { errorFields } from '../log.ts'
+import { loggablePath } from '../log-paths.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
 import { asConsoleError } from './domain-errors.ts'
@@ -126,7 +127,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     securityHeaders(response.headers)
     logger.info('console_request', {
       method: request.method,
-      path: ctx?.url.pathname,
+      path: ctx ? loggablePath(ctx.url.pathname) : undefined,
       status: response.status,
       user_id: ctx?.user?.id,
       duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,
@@ -144,7 +145,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
       return response
     }
-    logger.error('console_error', { path: ctx.url.pathname, ...errorFields(error) })
+    logger.error('console_error', { path: loggablePath(ctx.url.pathname), ...errorFields(error) })
     return renderError(ctx, 500, 'Something went wrong on our side; the server log has the details.')
   }
 }
