@@ -23,6 +23,7 @@ export const accountRoutes: Route[] = [
       const user = ctx.requireUser()
       try {
         await changePassword(ctx.s, user, ctx.field('current'), ctx.field('password'), ctx.session!.tokenSha256)
+        ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
         if (error instanceof ConsoleError && error.kind === 'invalid') return accountPage(ctx, { error: error.message }, 400)
         throw error

@@ -75,6 +75,7 @@ export const adminRoutes: Route[] = [
       const user = findUser(ctx.s.storage.db, ctx.params.user!)
       if (!user) throw notFound()
       const done = (await resetPassword(ctx.s, user.email, ctx.actor()))!
+      ctx.deps.streams.recheckUser(user.id)
       if (user.id === ctx.user!.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       return renderPage(ctx, 'Password reset', <PasswordReset email={user.email} password={done.password} />)
     },
@@ -87,6 +88,7 @@ export const adminRoutes: Route[] = [
       const user = findUser(ctx.s.storage.db, ctx.params.user!)
       if (!user) throw notFound()
       signOutEverywhere(ctx.s, user, ctx.actor())
+      ctx.deps.streams.recheckUser(user.id)
       return redirect('/console/admin')
     },
   },

@@ -3,10 +3,10 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { eq, lt } from 'drizzle-orm'
+import { and, eq, lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
-import { sessions, users } from '../../storage/schema.ts'
+import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
@@ -63,6 +63,21 @@ export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: s
     renewed = true
   }
   return { user: row.users, tokenSha256, expiresAt, renewed }
+}
+
+/**
+ * True while the session is unexpired and its user still belongs to the organisation: what
+ * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
+ * that checked them. Reads only; unlike validateSession it never extends the session.
+ */
+export function sessionStillReads(s: Pick<Services, 'clock' | 'storage'>, tokenSha256: string, organizationId: string): boolean {
+  const row = s.storage.db
+    .select({ expiresAt: sessions.expiresAt })
+    .from(sessions)
+    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, organizationId)))
+    .where(eq(sessions.tokenSha256, tokenSha256))
+    .get()
+  return row !== undefined && Date.parse(row.expiresAt) > s.clock.now()
 }
 
 export const endSession = (db: DbOrTx, tokenSha256: string): void => {
