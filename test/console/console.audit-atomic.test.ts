@@ -88,7 +88,12 @@ test("a user's own sign-out-everywhere is audited with it, or does not happen", 
 test('the CLI password reset: the command fails and the password stays; without the fault it is audited as cli', async () => {
   const before = passwordHashOf(MEMBER)
   const run = () =>
-    Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', MEMBER], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: server.databasePath }, stdout: 'pipe', stderr: 'pipe' }).exited
+    Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', MEMBER], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    }).exited
   failAudits()
   try {
     expect(await run()).not.toBe(0)

@@ -136,7 +136,12 @@ test('a member who leaves ends their own streams', async () => {
 test('a reset by the CLI, in another process, stops the stream before the next event', async () => {
   const member = await newMember()
   const stream = await openStream(member.client)
-  const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', member.email], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: server.databasePath }, stdout: 'pipe', stderr: 'pipe' })
+  const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', member.email], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   expect(await cli.exited).toBe(0)
   const db = new Database(server.databasePath, { readonly: true })
   expect(db.query('select count(*) as n from sessions where user_id = ?').get(member.id)).toEqual({ n: 0 })

@@ -22,11 +22,14 @@ export const accountRoutes: Route[] = [
     handler: async (ctx) => {
       const user = ctx.requireUser()
       try {
-        await changePassword(ctx.s, user, ctx.field('current'), ctx.field('password'), ctx.session!.tokenSha256)
+        const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: ctx.session!.tokenSha256, clientAddress: ctx.clientAddress }
+        await changePassword(ctx.s, ctx.deps.throttle, user, input)
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
-        if (error instanceof ConsoleError && error.kind === 'invalid') return accountPage(ctx, { error: error.message }, 400)
-        throw error
+        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
+        const page = accountPage(ctx, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
+        if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
+        return page
       }
       return accountPage(ctx, { notice: 'Password changed. Your other sessions were signed out.' })
     },
