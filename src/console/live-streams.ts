@@ -83,8 +83,8 @@ export class LiveStreams {
             close()
           }
         }
-        let mine = this.rechecks.get(owner.userId)
-        if (!mine) this.rechecks.set(owner.userId, (mine = new Set()))
+        const mine = this.rechecks.get(owner.userId) ?? new Set<() => void>()
+        this.rechecks.set(owner.userId, mine)
         mine.add(recheck)
         const unsubscribe = s.notifier.subscribe(inboxId, (event) => {
           send(`event: ${event}\ndata: ${inboxId}\n\n`)
