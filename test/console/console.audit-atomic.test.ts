@@ -14,6 +14,7 @@ const OPERATOR = 'operator@example.com'
 let server: TestServer
 let operator: ConsoleClient
 let memberId: string
+let organizationId: string
 const MEMBER = 'member@example.com'
 
 function sql<T>(query: string): T[] {
@@ -35,6 +36,7 @@ beforeAll(async () => {
   server = await startTestServer()
   const done = await setUp(server, { email: OPERATOR })
   operator = done.client
+  organizationId = done.organizationId
   await addMember(server, operator, done.organizationId, MEMBER, 'member password 1')
   memberId = sql<{ id: string }>(`select id from users where email = '${MEMBER}'`)[0]!.id
   await operator.get('/console/admin')
@@ -105,4 +107,41 @@ test('the CLI password reset: the command fails and the password stays; without 
   expect(await run()).toBe(0)
   expect(passwordHashOf(MEMBER)).not.toBe(before)
   expect(auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
+})
+
+test('every other audited console action: with the audit refused, nothing changes', async () => {
+  const org = `/console/orgs/${organizationId}`
+  const snapshot = () => ({
+    keys: sql('select public_id, revoked_at from api_keys order by public_id'),
+    invites: sql('select id, used_at from invites order by id'),
+    members: sql('select user_id, role from memberships order by user_id'),
+    organizations: sql('select * from organizations order by id'),
+    audit: sql('select id from audit_events'),
+  })
+  const keyId = sql<{ public_id: string }>(`select public_id from api_keys limit 1`)[0]!.public_id
+  await operator.get(`${org}/members`)
+  const invited = await operator.post(`${org}/invites`, { role: 'member' })
+  const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec((await operator.get(`${org}/members`)).html)![1]!
+  expect(invited.status).toBe(200)
+  const actions: Array<[string, string, Record<string, string>]> = [
+    ['key.created', `${org}/keys`, { name: 'refused' }],
+    ['key.revoked', `${org}/keys/${keyId}/revoke`, {}],
+    ['member.invited', `${org}/invites`, { role: 'member' }],
+    ['invite.withdrawn', `${org}/invites/${inviteId}/withdraw`, {}],
+    ['member.role_changed', `${org}/members/${memberId}/role`, { role: 'owner' }],
+    ['member.removed', `${org}/members/${memberId}/remove`, {}],
+    ['limits.changed', `/console/admin/orgs/${organizationId}/limits`, { activeInboxes: '7' }],
+    ['organization.created', '/console/admin/orgs', { name: 'Refused', preset: 'hosted' }],
+  ]
+  const before = snapshot()
+  failAudits()
+  try {
+    for (const [action, path, fields] of actions) {
+      await operator.get('/console/admin')
+      expect({ action, status: (await operator.post(path, fields)).status }).toEqual({ action, status: 500 })
+    }
+  } finally {
+    allowAudits()
+  }
+  expect(snapshot()).toEqual(before)
 })
