@@ -32,7 +32,14 @@ export const hashPassword = (s: Pick<Services, 'config'>, password: string): Pro
  */
 export async function rehashAtConfiguredCost(s: Pick<Services, 'config' | 'storage'>, user: User, password: string): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
-  const passwordHash = await hashPassword(s, password)
+  let passwordHash: string
+  try {
+    passwordHash = await hashPassword(s, password)
+  } catch (error) {
+    // The password gate is full: the sign-in already succeeded, so the remake waits for a later one.
+    if (error instanceof ConsoleError && error.kind === 'throttled') return user
+    throw error
+  }
   s.storage.write((tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
   return { ...user, passwordHash }
 }
