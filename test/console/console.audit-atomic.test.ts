@@ -16,6 +16,8 @@ let operator: ConsoleClient
 let memberId: string
 let organizationId: string
 const MEMBER = 'member@example.com'
+/** The member's password: the CLI reset test replaces it with the one the CLI prints. */
+let memberPassword = 'member password 1'
 
 function sql<T>(query: string): T[] {
   const db = new Database(server.databasePath)
@@ -32,6 +34,18 @@ const passwordHashOf = (email: string) => sql<{ password_hash: string }>(`select
 const sessionCount = (userId: string) => sql<{ n: number }>(`select count(*) as n from sessions where user_id = '${userId}'`)[0]!.n
 const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}'`)
 
+/** The admin CLI as a real process on the server's database file. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
+  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
+  return { code, stdout }
+}
+
 beforeAll(async () => {
   server = await startTestServer()
   const done = await setUp(server, { email: OPERATOR })
@@ -44,7 +58,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 test("the operator's password reset: no audit row, no new password and no ended sessions", async () => {
-  await signedIn(server, MEMBER, 'member password 1')
+  await signedIn(server, MEMBER, memberPassword)
   const before = passwordHashOf(MEMBER)
   const sessions = sessionCount(memberId)
   failAudits()
@@ -60,7 +74,7 @@ test("the operator's password reset: no audit row, no new password and no ended 
 })
 
 test("the operator's sign-out-everywhere for a user: no audit row, no ended session", async () => {
-  await signedIn(server, MEMBER, 'member password 1')
+  await signedIn(server, MEMBER, memberPassword)
   const sessions = sessionCount(memberId)
   failAudits()
   try {
@@ -73,7 +87,7 @@ test("the operator's sign-out-everywhere for a user: no audit row, no ended sess
 })
 
 test("a user's own sign-out-everywhere is audited with it, or does not happen", async () => {
-  const member = await signedIn(server, MEMBER, 'member password 1')
+  const member = await signedIn(server, MEMBER, memberPassword)
   await member.get('/console/account')
   failAudits()
   try {
@@ -89,24 +103,38 @@ test("a user's own sign-out-everywhere is audited with it, or does not happen", 
 
 test('the CLI password reset: the command fails and the password stays; without the fault it is audited as cli', async () => {
   const before = passwordHashOf(MEMBER)
-  const run = () =>
-    Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', MEMBER], {
-      cwd: ROOT,
-      env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
-      stdout: 'pipe',
-      stderr: 'pipe',
-    }).exited
   failAudits()
   try {
-    expect(await run()).not.toBe(0)
+    expect((await cli('users', 'reset-password', MEMBER)).code).not.toBe(0)
   } finally {
     allowAudits()
   }
   expect(passwordHashOf(MEMBER)).toBe(before)
   expect(auditRows('user.password_reset')).toEqual([])
-  expect(await run()).toBe(0)
+  const done = await cli('users', 'reset-password', MEMBER)
+  expect(done.code).toBe(0)
+  memberPassword = done.stdout.trimEnd().split('\n').at(-1)!
   expect(passwordHashOf(MEMBER)).not.toBe(before)
   expect(auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
+})
+
+test('the CLI sign-out: refused audit, sessions kept; otherwise they end and the row says cli', async () => {
+  await signedIn(server, MEMBER, memberPassword)
+  const sessions = sessionCount(memberId)
+  expect(sessions).toBeGreaterThan(0)
+  failAudits()
+  try {
+    expect((await cli('users', 'sign-out', MEMBER)).code).not.toBe(0)
+  } finally {
+    allowAudits()
+  }
+  expect(sessionCount(memberId)).toBe(sessions)
+  const before = auditRows('user.sessions_revoked').length
+  const done = await cli('users', 'sign-out', MEMBER)
+  expect(done.code).toBe(0)
+  expect(done.stdout).toContain(`ended ${sessions} session`)
+  expect(sessionCount(memberId)).toBe(0)
+  expect(auditRows('user.sessions_revoked').slice(before)).toEqual([{ actor: 'cli', target: MEMBER }])
 })
 
 test('every other audited console action: with the audit refused, nothing changes', async () => {
