@@ -3,9 +3,10 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { and, eq, lt } from 'drizzle-orm'
+import { and, eq, lt, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
+import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
@@ -65,18 +66,23 @@ export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: s
   return { user: row.users, tokenSha256, expiresAt, renewed }
 }
 
+// Prepared once per database: a live stream asks this before every event it sends.
+const sessionMembership = preparedPerDatabase((db) =>
+  db
+    .select({ expiresAt: sessions.expiresAt })
+    .from(sessions)
+    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, sql.placeholder('organizationId'))))
+    .where(eq(sessions.tokenSha256, sql.placeholder('tokenSha256')))
+    .prepare(),
+)
+
 /**
  * True while the session is unexpired and its user still belongs to the organisation: what
  * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
  * that checked them. Reads only; unlike validateSession it never extends the session.
  */
 export function sessionStillReads(s: Pick<Services, 'clock' | 'storage'>, tokenSha256: string, organizationId: string): boolean {
-  const row = s.storage.db
-    .select({ expiresAt: sessions.expiresAt })
-    .from(sessions)
-    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, organizationId)))
-    .where(eq(sessions.tokenSha256, tokenSha256))
-    .get()
+  const row = sessionMembership(s.storage.db).get({ tokenSha256, organizationId })
   return row !== undefined && Date.parse(row.expiresAt) > s.clock.now()
 }
 
