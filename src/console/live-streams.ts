@@ -2,8 +2,9 @@
  * Server-sent events for the inbox page: one stream per open page, fed by the in-process
  * notifier right after a message is committed (the page then re-reads its list; nothing
  * polls). A stream ends when the browser leaves, when the inbox is deleted, when the
- * server begins shutting down, and when its access ends (see StreamAccess). Open streams are bounded per user and per organisation,
- * since each one holds a connection and a listener for as long as a tab stays open.
+ * server begins shutting down, and when its access ends (see StreamAccess). Open streams
+ * are bounded per user and per organisation, since each one holds a connection and a
+ * listener for as long as a tab stays open.
  */
 import { ConsoleError } from '../core/console/errors.ts'
 import type { Services } from '../core/services.ts'
