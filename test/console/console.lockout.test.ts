@@ -20,7 +20,8 @@ let org: string
 let people = 0
 
 beforeAll(async () => {
-  server = await startTestServer({ clock, env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client' } })
+  // The test client is the trusted proxy here: only a peer in TRUSTED_PROXIES may set the header.
+  server = await startTestServer({ clock, env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', TRUSTED_PROXIES: '127.0.0.1, ::1' } })
   ;({ client: operator, organizationId: org } = await setUp(server, { email: 'operator@example.com' }))
 })
 afterAll(() => server.stop())

@@ -18,6 +18,7 @@
  * against, and a count against an older password is dropped when next read.
  */
 import type { Clock } from '../../clock.ts'
+import { BoundedKeyMap } from './bounded-key-map.ts'
 import { ConsoleError } from './errors.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
@@ -56,7 +57,8 @@ export function waitInWords(seconds: number): string {
 const refused = (reason: string, retryAfterSeconds: number) => new ConsoleError('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
 
 export class SignInThrottle {
-  private readonly failures = new Map<string, Entry>()
+  // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).
+  private readonly failures = new BoundedKeyMap<Entry>()
 
   constructor(private readonly clock: Clock) {}
 
