@@ -33,6 +33,11 @@ export interface Services {
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
   disk: DiskGuard
-  /** Aborted when the server begins shutting down: waiting long polls answer 204. */
+  /** Aborted when the server begins shutting down: console live streams end. */
   stopping: AbortSignal
+  /**
+   * Aborted once a stop has closed every HTTP connection. A long poll is not ended by the
+   * stop's start (mail still arriving may wake it); when this fires its client is gone.
+   */
+  stopped: AbortSignal
 }

@@ -88,6 +88,9 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
         organization_id: state.principal?.organizationId,
         key_public_id: state.principal?.keyPublicId,
         error_code: state.errorCode,
+        // The answer never reached the client: it left, or a stop closed its connection
+        // (a waiting long poll); the status is what would have been sent.
+        connection_closed: request.signal.aborted || undefined,
       })
     })
     .use(openApiRoutes(s))

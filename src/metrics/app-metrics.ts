@@ -4,6 +4,7 @@
  * their figure when scraped. One instance per running app: no global registry.
  */
 import { statSync } from 'node:fs'
+import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
 import { Counter, Gauge, Histogram, MetricRegistry } from './exposition.ts'
 
 /** Read at scrape time from parts the composition root owns. */
@@ -38,6 +39,9 @@ export class AppMetrics {
     new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
   )
   readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
+  readonly storedBytesCorrupt = this.registry.add(
+    new Counter<'kind'>('pigeonhole_stored_bytes_corrupt_total', 'Downloads refused because the stored bytes no longer match their SHA-256 (message_source, attachment).'),
+  )
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 
@@ -46,6 +50,7 @@ export class AppMetrics {
     this.messagesStored.inc({}, 0)
     for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
     for (const kind of ['messages', 'idempotency_records']) this.sweeperDeleted.inc({ kind }, 0)
+    for (const kind of STORED_BYTES_KINDS) this.storedBytesCorrupt.inc({ kind }, 0)
     const source = () => {
       if (!this.sources) throw new Error('metric sources not attached yet')
       return this.sources

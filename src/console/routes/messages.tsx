@@ -6,9 +6,10 @@
  * Attachments and the `.eml` source are downloads with the same headers as the API's.
  */
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
+import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { downloadResponse } from '../../http/download-response.ts'
-import { redirect } from '../context.ts'
+import { type ConsoleRequest, redirect } from '../context.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
 import { MessagePage } from '../pages/message.tsx'
@@ -23,6 +24,19 @@ export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; '
 export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
 
 const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
+
+/**
+ * An inline image's bytes, or null when they fail their SHA-256 check (already logged and
+ * counted): the message still shows, with that one image broken instead of wrong.
+ */
+function inlineBytes(ctx: ConsoleRequest, principal: ReturnType<typeof principalFor>, attachmentId: string): Buffer | null {
+  try {
+    return downloadAttachment(ctx.s, principal, attachmentId).content
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'internal_error') return null
+    throw error
+  }
+}
 
 export const messageRoutes: Route[] = [
   {
@@ -42,7 +56,7 @@ export const messageRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const message = getMessage(ctx.s, principal, ctx.params.message!)
-      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content)
+      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
