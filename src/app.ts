@@ -5,12 +5,16 @@
  */
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
+import { resolve as resolvePath } from 'node:path'
 import { systemClock, type Clock } from './clock.ts'
 import { type Config, ConfigError } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
+import { RefusedDeliveries } from './core/inbound/refused-deliveries.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
+import { StorageHealth } from './core/storage-health.ts'
+import { parseLocalWarn, ReplicationMonitor } from './core/replication.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
@@ -103,6 +107,20 @@ function listenOrExplain<T>(variable: 'PORT', port: number, listen: () => T, und
   }
 }
 
+/** With a replica: Litestream's metrics listener on the loopback port the entry chose. */
+function replicationMonitor(config: Config, storage: ReturnType<typeof openStorage>, logger: Logger): ReplicationMonitor | null {
+  if (config.litestreamReplica === 'none') return null
+  const { page_size: pageSize } = storage.sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  return new ReplicationMonitor({
+    databasePath: resolvePath(config.databasePath),
+    pageSize,
+    metricsUrl: config.litestreamMetricsPort > 0 ? `http://127.0.0.1:${config.litestreamMetricsPort}/metrics` : null,
+    maxLagSeconds: config.replicationMaxLagSeconds,
+    localWarn: parseLocalWarn(config.litestreamLocalWarn),
+    logger,
+  })
+}
+
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
   const metrics = new AppMetrics()
@@ -134,12 +152,17 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     requestLimiter: new RequestRateLimiter(clock),
     longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
+    refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     metrics,
-    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger, () => services.replication?.localBytes() ?? 0),
+    storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
+    replication: replicationMonitor(config, storage, logger),
     stopping: stopping.signal,
     stopped: stopped.signal,
   }
+  const stopReplicationMonitor = services.replication?.start() ?? (() => {})
+  storage.observer = services.storageHealth
   discardUnfinishedInboxes(services)
   services.disk.start()
   const stopDiskWatch = services.disk.watch()
@@ -180,6 +203,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       }),
     () => {
       stopDiskWatch()
+      stopReplicationMonitor()
       storage.close()
       lock.release()
     },
@@ -206,6 +230,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   }).catch(async (error) => {
     stopTlsWatch()
     stopDiskWatch()
+    stopReplicationMonitor()
     await server.stop(true)
     storage.close()
     lock.release()
@@ -221,6 +246,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     longPollsWaiting: () => services.longPolls.total(),
     databasePath: config.databasePath,
     diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
+    replication: services.replication ?? undefined,
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const leaveQuietCollection = joinQuietCollection()
@@ -235,6 +261,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       stopLoopSampler()
       leaveQuietCollection()
       stopDiskWatch()
+      stopReplicationMonitor()
       privateMetrics?.stop(true)
       stopping.abort() // console live streams end now; waiting long polls do not (below)
       // Stop accepting. smtp-server lets a transaction in DATA finish and cuts the rest after

@@ -9,7 +9,10 @@ import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
+import type { StorageHealth } from './storage-health.ts'
+import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
+import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
 
@@ -27,12 +30,18 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Recent refusals at RCPT TO per address, for the console's inbox page (memory only). */
+  refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */
   parser: ParsePool
   /** Counters and histograms for /metrics; plain numbers, no I/O. */
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
   disk: DiskGuard
+  /** Whether writes currently succeed; logs the start and end of a failing volume once each. */
+  storageHealth: StorageHealth
+  /** What the Litestream replica holds and what Litestream keeps locally; null without a replica. */
+  replication: ReplicationMonitor | null
   /** Aborted when the server begins shutting down: console live streams end. */
   stopping: AbortSignal
   /**

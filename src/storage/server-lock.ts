@@ -17,7 +17,7 @@
  * The admin CLI does not take this lock: it is meant to run beside the server (WAL).
  */
 import { Database } from 'bun:sqlite'
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 
 interface Holder {
@@ -68,7 +68,9 @@ function readHolder(infoPath: string): Holder | null {
 
 export function lockServerDatabase(databasePath: string): ServerLock {
   if (databasePath === ':memory:') return NO_LOCK
-  const lockPath = `${databasePath}.server-lock`
+  // Beside the file itself, not beside a symbolic link to it (SQLite follows links too):
+  // otherwise a server started through a link would take a lock of its own on the same file.
+  const lockPath = `${existsSync(databasePath) ? realpathSync(databasePath) : databasePath}.server-lock`
   const infoPath = `${lockPath}.json`
   mkdirSync(dirname(databasePath), { recursive: true }) // a first start makes the data folder (openStorage would too)
   const lock = new Database(lockPath, { create: true })

@@ -4,10 +4,14 @@
  * change itself did not happen: a record can never be lost while its change is kept.
  */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { addMember, type ConsoleClient, setUp, signedIn } from '../support/console-client.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's server and processes take
+// well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 const OPERATOR = 'operator@example.com'

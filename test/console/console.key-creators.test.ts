@@ -3,10 +3,14 @@
  * the keys page names each key's maker and marks the keys whose maker left, and the removal
  * is audited with the number of keys that stay active.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { findUserByEmail } from '../../src/core/console/users.ts'
 import { addMember, type ConsoleClient, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's server and processes take
+// well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 let server: TestServer
 let operator: ConsoleClient

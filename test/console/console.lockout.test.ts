@@ -4,13 +4,17 @@
  * operator (console or CLI) lifts the counts, a wrong current password on the account page
  * counts too, and every refusal says how long to wait.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { findUserByEmail } from '../../src/core/console/users.ts'
 import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS } from '../../src/core/console/sign-in-throttle.ts'
 import { addMember, ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's server and processes take
+// well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 const clock = new ManualClock('2026-05-04T08:00:00.000Z')

@@ -4,12 +4,16 @@
  * malformed request on an invite link, an API request with a key pasted into its path),
  * then the whole log is scanned for every secret the journey created or sent.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { findUserByEmail } from '../../src/core/console/users.ts'
 import { REDACTED } from '../../src/log-paths.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 import { rawHttp } from '../support/raw-http.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's server and processes take
+// well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 let server: TestServer
 beforeAll(async () => {

@@ -2,7 +2,7 @@
  * The sign-in throttle as a unit: the account+address count, the address count, the slowed
  * (never locked) account, a new password forgiving old counts, windows, and its memory bound.
  */
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import {
   ACCOUNT_CHECK_SPACING_MS,
@@ -15,6 +15,10 @@ import {
   SignInThrottle,
   waitInWords,
 } from '../../src/core/console/sign-in-throttle.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const failed = (throttle: SignInThrottle, email: string, address: string, credential = 'hash-1') => {
   const wait = throttle.begin(email, address, credential)

@@ -5,8 +5,8 @@
  * server killed with SIGKILL leaves nothing that blocks the next start.
  */
 import { afterAll, expect, test } from 'bun:test'
-import { existsSync, rmSync, writeFileSync } from 'node:fs'
-import { join } from 'node:path'
+import { existsSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import { dirname, join } from 'node:path'
 import { startApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
@@ -68,6 +68,26 @@ async function listening(child: ReturnType<typeof serve>): Promise<{ http: numbe
   const port = (event: string) => JSON.parse(out.split('\n').find((line) => line.includes(`"${event}"`))!).port as number
   return { http: port('http_listening'), smtp: port('smtp_listening') }
 }
+
+test('a second server that reaches the same file through a symbolic link is refused too', async () => {
+  const first = await startTestServer()
+  try {
+    const link = join(dir, 'linked.db')
+    symlinkSync(first.databasePath, link)
+    const error = await startApp({ config: configFor(link), logger: createLogger('silent') }).then(
+      async (second) => {
+        await second.stop()
+        return null
+      },
+      (reason: unknown) => reason,
+    )
+    expect(error).toBeInstanceOf(DatabaseInUseError)
+    expect((error as Error).message).toContain(`HTTP port ${first.app.httpPort}, SMTP port ${first.app.smtpPort}) is using ${link}:`)
+    expect(dirname(first.databasePath)).not.toBe(dir) // the link really is another path to the file
+  } finally {
+    await first.stop()
+  }
+})
 
 test('from another process: one line naming the running server and a non-zero exit; after SIGKILL the next start succeeds', async () => {
   const databasePath = join(dir, 'shared.db')

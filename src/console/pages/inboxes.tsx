@@ -1,15 +1,21 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's lists: an organisation's inboxes, and one inbox's messages (newest
  * first, refreshed by console.js when the page's event stream reports new mail). Empty
  * states say exactly what to do next, with the SMTP address of this server.
  */
 import type { Membership } from '../../core/console/organizations.ts'
+import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import { UsageCards } from './overview.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
 export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
+
+/** The same with curl, which most machines have (it speaks SMTP). */
+export const curlCommand = (smtpAddress: string, to: string) =>
+  `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
 
 export const inboxPath = (organizationId: string, inboxId: string) => orgPath(organizationId, `/inboxes/${encodeURIComponent(inboxId)}`)
 
@@ -27,7 +33,7 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
             <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" />
             <span class="muted mono">@{props.receivingDomain}</span>
           </div>
-          <p class="muted">Leave it empty for a random address.</p>
+          <p class="muted">Leave it empty for a random address. A chosen one is the whole address and unique on this server until its inbox is deleted.</p>
           <div class="form-actions">
             <button type="submit">Create inbox</button>
           </div>
@@ -65,7 +71,7 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
   )
 }
 
-export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; more: boolean; smtpAddress: string }) {
+export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; more: boolean; smtpAddress: string; refused: RefusedDelivery[] }) {
   const { org, inbox } = props
   const here = inboxPath(org.organizationId, inbox.id)
   return (
@@ -82,7 +88,9 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
         <div id="message-list" data-live-events={`${here}/events`}>
           {props.messages.length === 0 ? (
             <div id="no-messages">
-              <p>Waiting for mail. Send this inbox a message, for example with swaks:</p>
+              <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
+              <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
+              <p>or with swaks:</p>
               <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
               <p class="muted">It shows up here as soon as the server has stored it.</p>
             </div>
@@ -106,6 +114,23 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
           {props.more && <p class="muted">Showing the newest {props.messages.length}; older messages are kept and reachable through the API.</p>}
         </div>
       </section>
+      {props.refused.length > 0 && (
+        <section class="card" id="refused-deliveries">
+          <h2>Refused deliveries</h2>
+          <p class="muted">Mail for this address that the server refused at RCPT TO, newest first (the last 10 since the server started).</p>
+          <Table columns={['Time', 'Sender', 'Reply']}>
+            {props.refused.map((r) => (
+              <tr>
+                <td>
+                  <Time at={new Date(r.at).toISOString()} />
+                </td>
+                <td class="mono">{r.sender || '<> (a bounce)'}</td>
+                <td class="mono">{r.reply}</td>
+              </tr>
+            ))}
+          </Table>
+        </section>
+      )}
       <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
         <button type="submit" class="danger">
           Delete this inbox
