@@ -104,7 +104,9 @@ test('the message page shows subject, from, headers, text and filename as text, 
   expectInert(page.html)
   expect(page.html).toContain('X-Hostile')
   expect(page.html).toContain('&lt;img src=x onerror=alert(1)>.bin')
-  expect(page.html).toContain(`<iframe class="message-html" title="Message HTML" sandbox referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`)
+  expect(page.html).toContain(
+    `<iframe class="message-html" title="Message HTML" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
+  )
   expect(page.headers.get('content-security-policy')).toContain("frame-src 'self'")
   expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}?images=remote`)
@@ -117,14 +119,17 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(html.html).toContain('<script>document.title') // served as the sender wrote it, inert under the policy
   const csp = html.headers.get('content-security-policy')!
   expect(csp).toBe(MESSAGE_HTML_CSP)
-  expect(csp.split('; ')[0]).toBe('sandbox') // no allow-scripts, allow-forms or allow-same-origin
+  // Popups only (links open in a new tab): no allow-scripts, allow-forms or allow-same-origin.
+  expect(csp.split('; ')[0]).toBe('sandbox allow-popups allow-popups-to-escape-sandbox')
+  expect(csp).not.toMatch(/allow-(scripts|forms|same-origin|top-navigation|modals)/)
+  expect(html.headers.get('referrer-policy')).toBe('no-referrer')
   expect(csp).toContain("default-src 'none'")
   expect(csp).not.toMatch(/https?:/)
   expect(html.headers.get('x-frame-options')).toBe('SAMEORIGIN')
   expect(html.headers.get('x-content-type-options')).toBe('nosniff')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/html?images=remote`)
   expect(remote.headers.get('content-security-policy')).toBe(MESSAGE_HTML_REMOTE_IMAGES_CSP)
-  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox; default-src 'none'")
+  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'")
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toContain('img-src data: cid: https: http:')
 })
 

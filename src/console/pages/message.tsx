@@ -5,6 +5,7 @@
  */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
+import { MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { formatBytes, inboxPath } from './inboxes.tsx'
 import { orgPath, PostForm, Table, Time } from './shell.tsx'
 
@@ -64,12 +65,18 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
               {props.remoteImages ? 'Block remote images' : 'Load remote images'}
             </a>
           </p>
-          <iframe class="message-html" title="Message HTML" sandbox="" referrerpolicy="no-referrer" src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}></iframe>
+          <iframe class="message-html" title="Message HTML" sandbox={MESSAGE_HTML_SANDBOX} referrerpolicy="no-referrer" src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}></iframe>
         </section>
       )}
       <section class="card">
         <h2>Text</h2>
-        {message.text === null ? <p class="muted">This message has no text part.</p> : <pre id="message-text">{message.text}</pre>}
+        {message.text === null ? (
+          <p class="muted">This message has no text part.</p>
+        ) : (
+          <pre id="message-text">
+            <TextWithLinks text={message.text} />
+          </pre>
+        )}
       </section>
       <section class="card">
         <h2>Attachments</h2>
@@ -106,6 +113,23 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </tbody>
         </table>
       </section>
+    </>
+  )
+}
+
+/** A text part with its URLs as links that open in a new tab and send no referrer. */
+export function TextWithLinks({ text }: { text: string }) {
+  return (
+    <>
+      {splitLinks(text).map((run) =>
+        run.href ? (
+          <a href={run.href} target="_blank" rel="noopener noreferrer">
+            {run.text}
+          </a>
+        ) : (
+          run.text
+        ),
+      )}
     </>
   )
 }

@@ -10,13 +10,14 @@ import { deleteMessage, getMessage, getMessageSource } from '../../core/messages
 import { downloadResponse } from '../../http/download-response.ts'
 import { redirect } from '../context.ts'
 import { inlineCidImages } from '../inline-images.ts'
+import { linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
 import { MessagePage } from '../pages/message.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 import { principalFor } from './inboxes.tsx'
 
-const HTML_POLICY = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
+const HTML_POLICY = [`sandbox ${MESSAGE_HTML_SANDBOX}`, "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
 /** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
@@ -42,12 +43,14 @@ export const messageRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const message = getMessage(ctx.s, principal, ctx.params.message!)
-      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content)
+      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
           'content-security-policy': wantsRemoteImages(ctx.url) ? MESSAGE_HTML_REMOTE_IMAGES_CSP : MESSAGE_HTML_CSP,
           'cache-control': 'private, no-store',
+          // A link followed from the message tells its site nothing about the console.
+          'referrer-policy': 'no-referrer',
         },
       })
     },
