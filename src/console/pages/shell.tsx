@@ -75,6 +75,19 @@ export function CopyField(props: { value: string; label: string; id: string }) {
   )
 }
 
+/** Where a shown-once value was: after its time, or in another session, it is gone for good. */
+export function ShownValueGone(props: { what: string; back: string }) {
+  return (
+    <section class="card narrow">
+      <h2>No longer shown</h2>
+      <p class="notice">The {props.what} is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, make a new one.</p>
+      <p>
+        <a href={props.back}>Back</a>
+      </p>
+    </section>
+  )
+}
+
 export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{at.replace('T', ' ').slice(0, 16)} UTC</time> : <span class="muted">never</span>)
 
 function Header({ shell }: { shell: Shell }) {
