@@ -73,7 +73,7 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
       <section class="card">
         <h2 class="page-title">{inbox.address}</h2>
         <CopyField id="inbox-address" label="Address" value={inbox.address} />
-        <p class="muted" id="live-status">
+        <p class="muted" id="live-status" role="status">
           New mail appears here without reloading.
         </p>
       </section>

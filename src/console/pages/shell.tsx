@@ -48,15 +48,21 @@ export function PostForm(props: { action: string; children: ComponentChildren; c
   )
 }
 
-/** A table with one header row; `false` leaves a column out, an empty heading tops a column of actions. */
+/**
+ * A table with one header row; `false` leaves a column out, an empty heading tops a column
+ * of actions (named for screen readers only). The wrapper scrolls a table that cannot fit
+ * a phone's width, so the page itself never scrolls sideways.
+ */
 export function Table(props: { columns: Array<string | false>; class?: string; children: ComponentChildren }) {
   return (
-    <table class={props.class}>
-      <thead>
-        <tr>{props.columns.map((column) => column !== false && <th>{column}</th>)}</tr>
-      </thead>
-      <tbody>{props.children}</tbody>
-    </table>
+    <div class="table-wrap">
+      <table class={props.class}>
+        <thead>
+          <tr>{props.columns.map((column) => column !== false && <th scope="col">{column || <span class="visually-hidden">Actions</span>}</th>)}</tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
   )
 }
 
@@ -92,7 +98,7 @@ export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time d
 
 function Header({ shell }: { shell: Shell }) {
   return (
-    <header class="top">
+    <div class="top">
       <a class="brand" href="/console">
         Pigeonhole
       </a>
@@ -108,15 +114,17 @@ function Header({ shell }: { shell: Shell }) {
       {shell.user && (
         <div class="account">
           {shell.user.isOperator && <a href="/console/admin">Operator</a>}
-          <a href="/console/account">{shell.user.email}</a>
+          <a href="/console/account" class="account-email">
+            {shell.user.email}
+          </a>
           <PostForm action="/console/sign-out" class="inline">
-            <button type="submit" class="link">
+            <button type="submit" class="sign-out">
               Sign out
             </button>
           </PostForm>
         </div>
       )}
-    </header>
+    </div>
   )
 }
 
@@ -146,14 +154,24 @@ export function Layout(props: { shell: Shell; title: string; children: Component
       </head>
       <body>
         <ShellContext.Provider value={shell}>
-          <Header shell={shell} />
-          {shell.org && (
-            <div class="org-bar">
-              <h1 class="org-name">{shell.org.name}</h1>
-              <OrgNav org={shell.org} section={shell.section} />
-            </div>
-          )}
-          <main>{props.children}</main>
+          <a class="skip-link" href="#main">
+            Skip to content
+          </a>
+          <header>
+            <Header shell={shell} />
+            {shell.org ? (
+              <div class="org-bar">
+                <h1 class="org-name">{shell.org.name}</h1>
+                <OrgNav org={shell.org} section={shell.section} />
+              </div>
+            ) : (
+              // Pages outside an organisation head their content with an h2; the page's one h1 names it for assistive technology.
+              <h1 class="visually-hidden">{props.title}</h1>
+            )}
+          </header>
+          <main id="main" tabindex={-1}>
+            {props.children}
+          </main>
         </ShellContext.Provider>
       </body>
     </html>
