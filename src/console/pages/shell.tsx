@@ -97,11 +97,15 @@ export function ShownValueGone(props: { what: string; back: string }) {
 export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{at.replace('T', ' ').slice(0, 16)} UTC</time> : <span class="muted">never</span>)
 
 function Header({ shell }: { shell: Shell }) {
+  const brand = (
+    <a class="brand" href="/console">
+      Pigeonhole
+    </a>
+  )
   return (
     <div class="top">
-      <a class="brand" href="/console">
-        Pigeonhole
-      </a>
+      {/* A page outside an organisation has the product as its one h1 (an organisation's page, the organisation). */}
+      {shell.org ? brand : <h1 class="brand-heading">{brand}</h1>}
       {shell.user && shell.memberships.length > 0 && (
         <nav class="orgs" aria-label="Organisations">
           {shell.memberships.map((m) => (
@@ -159,14 +163,11 @@ export function Layout(props: { shell: Shell; title: string; children: Component
           </a>
           <header>
             <Header shell={shell} />
-            {shell.org ? (
+            {shell.org && (
               <div class="org-bar">
                 <h1 class="org-name">{shell.org.name}</h1>
                 <OrgNav org={shell.org} section={shell.section} />
               </div>
-            ) : (
-              // Pages outside an organisation head their content with an h2; the page's one h1 names it for assistive technology.
-              <h1 class="visually-hidden">{props.title}</h1>
             )}
           </header>
           <main id="main" tabindex={-1}>
