@@ -20,6 +20,7 @@ import { organizationRoutes } from './routes/organization.tsx'
 import { setupRoutes } from './routes/setup.tsx'
 import { inboxRoutes } from './routes/inboxes.tsx'
 import { messageRoutes } from './routes/messages.tsx'
+import { liveRoutes } from './routes/live.ts'
 
 export { isConsolePath } from './router.ts'
 
@@ -33,6 +34,7 @@ export const CONSOLE_ROUTES: Route[] = [
   ...keyRoutes,
   ...inboxRoutes,
   ...messageRoutes,
+  ...liveRoutes,
   ...adminRoutes,
 ]
 

@@ -33,6 +33,8 @@ document.addEventListener('submit', (event) => {
 
 // Inbox page: the server sends an event right after new mail is stored (server-sent
 // events, no polling); the list is then re-read from the page itself and swapped in.
+// All tabs of a browser share one stream through a SharedWorker (live-worker.js): a
+// browser opens at most six connections to a host, and a stream per tab used them up.
 const liveList = document.querySelector('[data-live-events]')
 if (liveList && window.EventSource) {
   const status = document.getElementById('live-status')
@@ -50,20 +52,50 @@ if (liveList && window.EventSource) {
       })
       .catch(() => say('Could not refresh the list; reload the page.'))
   }
-  const events = new EventSource(liveList.getAttribute('data-live-events'))
-  // `ready` also follows a reconnect: re-read once in case mail arrived in between.
-  events.addEventListener('ready', () => {
-    say('Live: new mail appears here without reloading.')
-    refresh()
-  })
-  events.addEventListener('message_stored', refresh)
-  events.addEventListener('inbox_deleted', () => {
-    events.close()
-    say('This inbox was deleted.')
-  })
-  events.addEventListener('error', () => {
-    // CLOSED: the server refused the stream (too many open pages, or signed out); no retry follows.
-    if (events.readyState === EventSource.CLOSED) say('Live updates are off (too many open inbox pages?); reload to see new mail.')
-    else say('Connection lost; reconnecting…')
-  })
+  const handlers = {
+    // `ready` also follows a reconnect: re-read once in case mail arrived in between.
+    ready: () => {
+      say('Live: new mail appears here without reloading.')
+      refresh()
+    },
+    message_stored: refresh,
+    inbox_deleted: () => say('This inbox was deleted.'),
+    // The server refused the stream (too many open pages, or signed out); no retry follows.
+    closed: () => say('Live updates are off (signed out, or too many open inbox pages?); reload to see new mail.'),
+    reconnecting: () => say('Connection lost; reconnecting…'),
+  }
+  const key = liveList.getAttribute('data-live-watch')
+  if (window.SharedWorker && key) {
+    const worker = new SharedWorker('/console/assets/live-worker.js', { name: 'pigeonhole-live' })
+    worker.port.addEventListener('message', (event) => handlers[event.data.type]?.())
+    worker.port.start()
+    worker.port.postMessage({ type: 'watch', key })
+    // Leaving (or entering the back/forward cache) lets the shared stream drop this inbox.
+    window.addEventListener('pagehide', () => worker.port.postMessage({ type: 'unwatch' }))
+    window.addEventListener('pageshow', (event) => {
+      if (event.persisted) worker.port.postMessage({ type: 'watch', key })
+    })
+  } else {
+    // No SharedWorker (Chrome on Android): this page's own stream, closed while the tab is
+    // hidden so background tabs hold no connection; `ready` on return re-reads the list.
+    let events = null
+    let deleted = false
+    const open = () => {
+      if (events || deleted) return
+      events = new EventSource(liveList.getAttribute('data-live-events'))
+      for (const type of ['ready', 'message_stored']) events.addEventListener(type, handlers[type])
+      events.addEventListener('inbox_deleted', () => {
+        deleted = true
+        close()
+        handlers.inbox_deleted()
+      })
+      events.addEventListener('error', () => (events.readyState === EventSource.CLOSED ? handlers.closed() : handlers.reconnecting()))
+    }
+    const close = () => {
+      events?.close()
+      events = null
+    }
+    document.addEventListener('visibilitychange', () => (document.visibilityState === 'hidden' ? close() : open()))
+    if (document.visibilityState !== 'hidden') open()
+  }
 }

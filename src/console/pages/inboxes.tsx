@@ -79,7 +79,7 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
       </section>
       <section class="card">
         <h2>Messages</h2>
-        <div id="message-list" data-live-events={`${here}/events`}>
+        <div id="message-list" data-live-events={`${here}/events`} data-live-watch={`${org.organizationId}:${inbox.id}`}>
           {props.messages.length === 0 ? (
             <div id="no-messages">
               <p>Waiting for mail. Send this inbox a message, for example with swaks:</p>
