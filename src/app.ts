@@ -6,7 +6,7 @@
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
 import { systemClock, type Clock } from './clock.ts'
-import type { Config } from './config.ts'
+import { type Config, ConfigError } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
@@ -20,8 +20,10 @@ import { badTargetResponse } from './console/bad-target.ts'
 import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
+import { clientAddressReader } from './http/client-address.ts'
 import { ConnectionTimeouts } from './http/connection-timeouts.ts'
 import { targetRefusal } from './http/request-target.ts'
+import { strictTransportSecurity, withStrictTransportSecurity } from './http/transport-security.ts'
 import { routableByElysia } from './http/routable-request.ts'
 import { createLogger, type Logger } from './log.ts'
 import { AppMetrics } from './metrics/app-metrics.ts'
@@ -122,7 +124,16 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const connections = new ConnectionTimeouts()
   const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections)
   const consoleApp = buildConsole(services, connections)
-  const addressHeader = config.clientAddressHeader.toLowerCase()
+  const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
+  const hsts = strictTransportSecurity(config)
+  const route = (request: Request, peer: () => string): Response | Promise<Response> => {
+    // The API checks Host and target itself, first thing, and answers a refusal in its
+    // error envelope; the console parses its URL with new URL(), so it is checked here.
+    if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
+    const refusal = targetRefusal(request)
+    if (refusal) return badTargetResponse(logger, request, refusal)
+    return consoleApp.handle(request, clientAddress(request.headers, peer()))
+  }
   // One port: the console's paths go to its own router, everything else to the API (whose
   // OpenAPI document therefore never lists them).
   const server = listenOrExplain(
@@ -138,13 +149,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         // envelope, reading at most 64 KiB of any body (src/http/body.ts).
         maxRequestBodySize: 1024 * 1024 * 1024,
         fetch(request, bun) {
-          // The API checks Host and target itself, first thing, and answers a refusal in its
-          // error envelope; the console parses its URL with new URL(), so it is checked here.
-          if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
-          const refusal = targetRefusal(request)
-          if (refusal) return badTargetResponse(logger, request, refusal)
-          const address = (addressHeader && request.headers.get(addressHeader)?.trim()) || bun.requestIP(request)?.address || ''
-          return consoleApp.handle(request, address)
+          // The peer's address only where it is used (the console), off the API's path.
+          const answer = route(request, () => bun.requestIP(request)?.address ?? '')
+          return hsts ? withStrictTransportSecurity(answer, hsts) : answer
         },
       }),
     () => {
@@ -188,7 +195,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const leaveQuietCollection = joinQuietCollection()
-  const privateMetrics = config.metricsPort === '' ? null : startPrivateMetricsListener(metrics, Number(config.metricsPort), config.host)
+  let privateMetrics: ReturnType<typeof startPrivateMetricsListener> | null = null
 
   let stopping_: Promise<void> | undefined
   const stop = () =>
@@ -210,6 +217,19 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       storage.close()
       logger.info('stopped')
     })())
+
+  if (config.metricsPort !== '') {
+    // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
+    try {
+      privateMetrics = startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
+    } catch (error) {
+      // Last to open, so everything else is running: close it all, then say which setting is wrong in one line.
+      await stop()
+      const inUse = (error as { code?: string })?.code === 'EADDRINUSE'
+      throw new ConfigError(inUse ? 'METRICS_PORT' : 'METRICS_HOST', `cannot listen on ${config.metricsHost} port ${config.metricsPort} (${(error as Error).message})`)
+    }
+    logger.info('metrics_listening', { port: privateMetrics.port, host: config.metricsHost })
+  }
 
   return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }

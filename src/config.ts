@@ -5,6 +5,7 @@
  * printed from it (`bun run docs:config`), so none of them can drift apart.
  */
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
+import { TrustedNetworks } from './core/trusted-networks.ts'
 
 export { ConfigError, exitOnConfigError } from './config-kinds.ts'
 
@@ -26,6 +27,14 @@ export const SETTINGS = [
     description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
   },
   { env: 'BASE_URL', key: 'baseUrl', kind: { type: 'url' }, default: { from: (c) => `http://localhost:${c.port}`, shown: 'http://localhost:PORT' }, description: 'Public URL of the API.' },
+  {
+    env: 'HSTS_MAX_AGE_SECONDS',
+    key: 'hstsMaxAgeSeconds',
+    kind: { type: 'int', min: 0, max: 63_072_000 },
+    default: '31536000',
+    description:
+      'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and console response (one year by default; no `includeSubDomains`, no `preload`; docs/operations.md says why). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
+  },
   { env: 'FILES_URL', key: 'filesUrl', kind: { type: 'url' }, default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' }, description: 'Public URL used in attachment `download_url`s.' },
   {
     env: 'EMAIL_ROUTING',
@@ -111,7 +120,19 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^([A-Za-z0-9-]+)?$/, hint: 'a header name such as Fly-Client-IP' },
     default: '',
     description:
-      "Header that carries the client address when a proxy stands in front (Fly: `Fly-Client-IP`); empty uses the connection's address. The console throttles sign-ins and writes audit entries by it. Set it only behind a proxy that overwrites it.",
+      "Header that carries the client address when a proxy stands in front (Fly: `Fly-Client-IP`); empty uses the connection's address. The console throttles sign-ins and writes audit entries by it. Believed only from a peer in `TRUSTED_PROXIES` and only when it holds one IPv4 or IPv6 address; otherwise the connection's address is used.",
+  },
+  {
+    env: 'TRUSTED_PROXIES',
+    key: 'trustedProxies',
+    // Checked whole in checkCombinations, which names the bad entry.
+    kind: { type: 'string' },
+    // Fly's proxy reaches a machine over the machine's private IPv4 network, which Fly takes
+    // from 172.16.0.0/12 (docs/operations.md, "Trusted networks"). Its 6PN (fdaa::/16) is left
+    // out on purpose: every machine of the organisation can connect over it.
+    default: '172.16.0.0/12',
+    description:
+      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is the private network Fly's proxy connects from. `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
   },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   {
@@ -277,7 +298,7 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['off', 'on'] },
     default: 'off',
     description:
-      "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection must then start with the header.",
+      "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection from `TRUSTED_PROXIES` must then start with the header, within `SMTP_GREETING_TIMEOUT_MS`; a peer outside them is an ordinary SMTP client, and a PROXY line from it is refused.",
   },
   {
     env: 'SMTP_GREETING_DELAY_MS',
@@ -325,6 +346,15 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' },
     default: '',
     description: "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
+  },
+  {
+    env: 'METRICS_HOST',
+    key: 'metricsHost',
+    kind: { type: 'string', pattern: /^[A-Za-z0-9.:_-]+$/, hint: 'an address or host name such as 127.0.0.1 or fly-local-6pn' },
+    // Not HOST: the API listens on every interface by default, and a listener without a token must not.
+    default: '127.0.0.1',
+    description:
+      "Bind address of the `METRICS_PORT` listener. The default, loopback, serves only scrapers on the same machine; on Fly, `fly-local-6pn` (the machine's private network address, which Fly's Prometheus scrapes) as `fly.toml` sets it. Never a public address: the listener asks for no token.",
   },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   {
@@ -389,6 +419,13 @@ function checkCombinations(config: Config): void {
   if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   // The pattern allows five digits; past 65535 the listener would throw after the others opened.
   if (config.metricsPort !== '' && Number(config.metricsPort) > 65535) throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
+  const untrusted = TrustedNetworks.problem(config.trustedProxies)
+  if (untrusted) throw new ConfigError('TRUSTED_PROXIES', untrusted)
+  // With no one trusted, either switch would refuse every proxied sender or ignore the header for good: a mistake, not a choice.
+  if (TrustedNetworks.parse(config.trustedProxies).empty) {
+    if (config.smtpProxyProtocol === 'on') throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when SMTP_PROXY_PROTOCOL=on (no PROXY line would be believed)')
+    if (config.clientAddressHeader) throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when CLIENT_ADDRESS_HEADER is set (the header would never be believed)')
+  }
   // One address may hold half the DATA memory, and that half must hold a whole message.
   if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
     throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)

@@ -1,7 +1,9 @@
 /**
  * METRICS_PORT: /metrics without a token on a port of its own, for scrapers that cannot
  * send one (Fly's managed Prometheus reads `[metrics]` from fly.toml and scrapes over the
- * private network). Only published ports are reachable from outside; this one never is.
+ * private network). It binds METRICS_HOST, loopback unless set (on Fly, `fly-local-6pn`,
+ * the machine's private address), so that even a machine whose ports are all reachable does
+ * not hand its figures to anyone who asks.
  */
 import type { AppMetrics } from './app-metrics.ts'
 

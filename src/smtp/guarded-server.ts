@@ -4,9 +4,14 @@
  * a reconnect loop from one address could keep every slot busy with connections that are
  * about to be refused. Deciding in connect() (the method smtp-server calls for every
  * accepted socket) refuses them before they take a slot.
+ *
+ * With SMTP_PROXY_PROTOCOL=on it also decides whose socket must open with a PROXY line
+ * (src/smtp/proxy-trust.ts), through two underscore methods of smtp-server (pinned in
+ * package.json; its typings declare them, so an upgrade that drops them fails typecheck).
  */
 import type { Socket } from 'node:net'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
+import type { ProxyTrust } from './proxy-trust.ts'
 
 export type SmtpConnection = SMTPServer['connections'] extends Set<infer C> ? C : never
 type SocketOptions = Parameters<SMTPServer['connect']>[1]
@@ -26,8 +31,32 @@ export class GuardedSmtpServer extends SMTPServer {
     options: SMTPServerOptions,
     private readonly guard: ConnectionGuard,
     private readonly refusal: string,
+    /** Present with SMTP_PROXY_PROTOCOL=on. */
+    private readonly proxy: ProxyTrust | null = null,
   ) {
-    super(options)
+    // Whose PROXY line is awaited is decided below, never by smtp-server's own list.
+    super({ ...options, useProxy: false })
+  }
+
+  override _expectsProxyHeader(socket: Socket): boolean {
+    return this.proxy?.expectsHeader(socket.remoteAddress) ?? false
+  }
+
+  /** smtp-server waits its idle timeout (reset by any byte) for the PROXY line; a trusted proxy gets the greeting deadline instead. */
+  override _acceptSocket(socket: Socket, handshake: boolean): false | (() => void) {
+    const release = super._acceptSocket(socket, handshake)
+    const proxy = this.proxy
+    if (!release || !proxy || !this._expectsProxyHeader(socket)) return release
+    const deadline = setTimeout(() => {
+      proxy.headerTimedOut(socket.remoteAddress)
+      socket.destroy()
+    }, proxy.headerDeadlineMs)
+    deadline.unref()
+    socket.once('close', () => clearTimeout(deadline))
+    return () => {
+      clearTimeout(deadline)
+      release()
+    }
   }
 
   override connect(socket: Parameters<SMTPServer['connect']>[0], socketOptions?: SocketOptions): void {
@@ -41,6 +70,7 @@ export class GuardedSmtpServer extends SMTPServer {
     for (const connection of this.connections) {
       if (connection.id !== id) continue
       this.guard.opened(connection)
+      this.proxy?.refuseLateHeaders(connection)
       return
     }
   }

@@ -43,6 +43,7 @@ export const GUARD_REPLIES = {
   session_timeout: { code: 421, text: 'Session time limit reached, closing connection' },
   memory_busy: { code: 452, text: 'Insufficient system storage, try again later' },
   unknown_parameter: { code: 555, text: 'MAIL FROM/RCPT TO parameter not recognized' },
+  proxy_header_refused: { code: 421, text: 'PROXY header not accepted from your address, closing connection' },
 } as const
 
 export function guardReply(reason: keyof typeof GUARD_REPLIES): SmtpReplyError {

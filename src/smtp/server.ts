@@ -15,6 +15,7 @@ import { clientKey } from './client-key.ts'
 import { GuardedSmtpServer } from './guarded-server.ts'
 import { SmtpGuards } from './guards.ts'
 import { MessageCollector } from './message-collector.ts'
+import { ProxyTrust } from './proxy-trust.ts'
 import { guardReply, smtpReply } from './replies.ts'
 import { assertSizeCheckHook } from './size-declaration.ts'
 import { isTlsFailure, type SmtpTls } from './tls.ts'
@@ -75,7 +76,6 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
       size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
       maxClients: limits.smtpMaxClients,
       socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
-      useProxy: s.config.smtpProxyProtocol === 'on', // the client address comes from the proxy's header
       logger: false,
       disableReverseLookup: true, // a PTR lookup per connection tells a test inbox nothing
       // Upstream holds every greeting a fixed 100 ms to catch early talkers; our pinned patch
@@ -164,6 +164,8 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
     },
     guards,
     SmtpGuards.refusalLine(),
+    // With it on, a PROXY line is awaited from TRUSTED_PROXIES only (src/smtp/proxy-trust.ts).
+    s.config.smtpProxyProtocol === 'on' ? new ProxyTrust(s.config.trustedProxies, limits.smtpGreetingTimeoutMs, s.logger) : null,
   )
   // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
   const reported = new WeakSet<object>()

@@ -129,7 +129,28 @@ describe('loadConfig', () => {
       baseUrl: 'http://localhost:3000',
       filesUrl: 'http://localhost:3000',
       emailRouting: 'none',
+      // Secure by default: the token-less metrics listener on loopback, Fly's proxy network trusted.
+      metricsHost: '127.0.0.1',
+      trustedProxies: '172.16.0.0/12',
+      hstsMaxAgeSeconds: 31_536_000,
     })
+  })
+
+  test('a proxy list that cannot be read, or trusts no one beside a switch that needs a proxy, is refused', () => {
+    const refusal = (env: Record<string, string>) => {
+      try {
+        loadConfig(env)
+        return null
+      } catch (error) {
+        return (error as Error).message
+      }
+    }
+    expect(refusal({ TRUSTED_PROXIES: '172.16.0.0/12, fly-proxy' })).toBe('TRUSTED_PROXIES: "fly-proxy" is not an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8')
+    expect(refusal({ TRUSTED_PROXIES: '10.0.0.0/40' })).toBe('TRUSTED_PROXIES: "10.0.0.0/40" has a prefix length outside 0..32')
+    expect(refusal({ TRUSTED_PROXIES: 'none', SMTP_PROXY_PROTOCOL: 'on' })).toStartWith('TRUSTED_PROXIES: must name the proxy when SMTP_PROXY_PROTOCOL=on')
+    expect(refusal({ TRUSTED_PROXIES: 'none', CLIENT_ADDRESS_HEADER: 'Fly-Client-IP' })).toStartWith('TRUSTED_PROXIES: must name the proxy when CLIENT_ADDRESS_HEADER is set')
+    expect(refusal({ TRUSTED_PROXIES: 'none' })).toBeNull()
+    expect(refusal({ METRICS_HOST: '0.0.0.0 ::' })).toStartWith('METRICS_HOST: expected an address or host name')
   })
 
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {

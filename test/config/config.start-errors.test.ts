@@ -1,7 +1,8 @@
 /**
  * Settings that are wrong in ways the value pattern cannot see still stop `bun src/index.ts`
  * with one line naming the variable and exit code 78 (EX_CONFIG), before anything listens:
- * a METRICS_PORT past 65535, and TLS files that cannot be read or do not belong together.
+ * a METRICS_PORT past 65535, a METRICS_HOST that cannot be bound, and TLS files that cannot be
+ * read or do not belong together.
  */
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -31,6 +32,14 @@ async function start(env: Record<string, string>) {
 test.each(['99999', '65536'])('METRICS_PORT=%s exits 78 with one line naming it', async (value) => {
   const { code, lines } = await start({ METRICS_PORT: value })
   expect(lines).toEqual([`Invalid configuration: METRICS_PORT: must be between 0 and 65535, got ${value}`])
+  expect(code).toBe(78)
+})
+
+test('a METRICS_HOST that cannot be bound exits 78 with one line naming it, the other listeners closed', async () => {
+  const { code, lines } = await start({ METRICS_PORT: '0', METRICS_HOST: 'no-such-host.invalid' })
+  expect(lines.filter((line) => !line.startsWith('{'))).toHaveLength(1)
+  expect(lines.at(-1)).toStartWith('Invalid configuration: METRICS_HOST: cannot listen on no-such-host.invalid port 0 (')
+  expect(lines.some((line) => line.includes('"event":"stopped"'))).toBe(true)
   expect(code).toBe(78)
 })
 

@@ -15,7 +15,8 @@ setDefaultTimeout(60_000)
 // waves assert what happens while several checks are in flight, which cheap ones never are.
 let server: TestServer
 beforeAll(async () => {
-  server = await startTestServer({ env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', ...REAL_PASSWORD_COST } })
+  // The test client is the trusted proxy here: only a peer in TRUSTED_PROXIES may set the header.
+  server = await startTestServer({ env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', TRUSTED_PROXIES: '127.0.0.1, ::1', ...REAL_PASSWORD_COST } })
   await setUp(server, { email: 'operator@example.com' })
 })
 afterAll(() => server.stop())

@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs'
 import { validate } from 'dockerfile-utils'
 import { dirname, join } from 'node:path'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
+import { TrustedNetworks } from '../../src/core/trusted-networks.ts'
 import { ROOT } from '../support/entry-process.ts'
 
 const read = (name: string) => Bun.file(`${ROOT}/${name}`).text()
@@ -61,6 +62,10 @@ test('public TCP port 25 reaches SMTP_PORT as TCP with a PROXY line, never auto-
     expect(port.proxy_proto_options).toEqual({ version: 'v1' })
   }
   expect(effective.SMTP_PROXY_PROTOCOL).toBe('on')
+  // The PROXY line (and Fly-Client-IP) only from Fly's proxy network, never from the 6PN.
+  const trusted = TrustedNetworks.parse(fly.env.TRUSTED_PROXIES)
+  expect(['172.16.0.1', '172.19.8.2'].every((peer) => trusted.trusts(peer))).toBe(true)
+  expect(['fdaa:0:18:a7b:7d:f066:b83b:2', '203.0.113.7', '10.0.0.1'].some((peer) => trusted.trusts(peer))).toBe(false)
   expect(smtp[0].auto_stop_machines).toBe('off')
   // Above SMTP_MAX_CLIENTS, so the server itself answers the excess with 421.
   expect(smtp[0].concurrency.hard_limit).toBeGreaterThan(Number(effective.SMTP_MAX_CLIENTS))
@@ -101,4 +106,13 @@ test('litestream.yml replicates DATABASE_PATH through a `replicas` list (0.3 ign
   expect(config.dbs[0].replica).toBeUndefined()
   expect(config.dbs[0].replicas).toHaveLength(1)
   expect(config.dbs[0].replicas[0]).toMatchObject({ type: '${LITESTREAM_REPLICA}', bucket: '${BUCKET_NAME}', endpoint: '${AWS_ENDPOINT_URL_S3}' })
+})
+
+test("the token-less metrics listener is Fly's [metrics] port, bound to the machine's private address", () => {
+  expect(fly.metrics.port).toBe(Number(effective.METRICS_PORT))
+  expect(fly.metrics.path).toBe('/metrics')
+  // Not every interface (the default HOST), so only the private network reaches it.
+  expect(effective.METRICS_HOST).toBe('fly-local-6pn')
+  const published = fly.services.flatMap((s: any) => [s.internal_port, ...s.ports.map((p: any) => p.port)])
+  expect(published).not.toContain(fly.metrics.port)
 })

@@ -153,6 +153,23 @@ test('METRICS_PORT serves /metrics without a token on its own listener only', as
   }
 })
 
+test('METRICS_PORT listens on loopback even when HOST is left at every interface', async () => {
+  const scraped = await startTestServer({ env: { HOST: '0.0.0.0', METRICS_PORT: '0' } })
+  try {
+    const port = scraped.app.metricsPort!
+    expect((await fetch(`http://127.0.0.1:${port}/metrics`)).status).toBe(200)
+    // Another address of this machine (any 127.x on Linux) reaches a listener on 0.0.0.0, not one on 127.0.0.1.
+    const elsewhere = await fetch(`http://127.0.0.2:${port}/metrics`).then(
+      (response) => response.status,
+      (error: Error) => error.name,
+    )
+    expect(elsewhere).not.toBe(200)
+    expect(scraped.logs.find((line) => line.event === 'metrics_listening')).toMatchObject({ port, host: '127.0.0.1' })
+  } finally {
+    await scraped.stop()
+  }
+})
+
 test('every metric the sample Grafana dashboard queries is exposed', async () => {
   const dashboard = await Bun.file(new URL('../../docs/grafana-dashboard.json', import.meta.url)).text()
   JSON.parse(dashboard)

@@ -106,7 +106,8 @@ describe('MAIL and RCPT parameters', () => {
 
 describe('behind a proxy (SMTP_PROXY_PROTOCOL=on)', () => {
   test('the address of the PROXY header is the one counted', async () => {
-    const proxied = await startTestServer({ env: { SMTP_PROXY_PROTOCOL: 'on', SMTP_MAX_CLIENTS_PER_ADDRESS: '1' } })
+    // The test's proxy is loopback (TRUSTED_PROXIES: the PROXY line is believed from it only; smtp.proxy-trust.test.ts).
+    const proxied = await startTestServer({ env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: '127.0.0.1', SMTP_MAX_CLIENTS_PER_ADDRESS: '1' } })
     try {
       const open = async (client: string) => {
         const socket = connect(proxied.app.smtpPort, '127.0.0.1')

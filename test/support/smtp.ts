@@ -28,14 +28,18 @@ export class SmtpClient {
     return client
   }
 
-  /** Connects (from `localAddress`, any 127.x.y.z on Linux) and returns the first reply, whatever it is. */
-  static async open(port: number, localAddress?: string, host = '127.0.0.1'): Promise<{ client: SmtpClient; greeting: Reply }> {
+  /**
+   * Connects (from `localAddress`, any 127.x.y.z on Linux) and returns the first reply, whatever
+   * it is. `preamble` is written first, as a proxy writes its PROXY line.
+   */
+  static async open(port: number, localAddress?: string, host = '127.0.0.1', preamble?: string): Promise<{ client: SmtpClient; greeting: Reply }> {
     const socket = connect({ port, host, localAddress })
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve)
       socket.once('error', reject)
     })
     const client = new SmtpClient(socket)
+    if (preamble) socket.write(preamble)
     return { client, greeting: await client.next() }
   }
 

@@ -4,6 +4,7 @@
  * and a restart forgiving a window is harmless next to argon2id's cost per guess.
  */
 import type { Clock } from '../../clock.ts'
+import { BoundedKeyMap } from './bounded-key-map.ts'
 import { ConsoleError } from './errors.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
@@ -14,7 +15,8 @@ export const MAX_ENTRIES = 100_000
 export const MAX_CONCURRENT_VERIFICATIONS = 4
 
 export class SignInThrottle {
-  private readonly failures = new Map<string, { count: number; windowEndsAt: number }>()
+  // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).
+  private readonly failures = new BoundedKeyMap<{ count: number; windowEndsAt: number }>()
   private verifying = 0
 
   constructor(private readonly clock: Clock) {}
