@@ -16,6 +16,7 @@ const PUBLIC = new Set([
   'POST /console/sign-out',
   'GET /console/assets/console.css',
   'GET /console/assets/console.js',
+  'GET /console/assets/live-worker.js',
   'GET /setup',
   'POST /setup',
   'GET /console/sign-in',

@@ -31,6 +31,23 @@ document.addEventListener('submit', (event) => {
   if (question && !window.confirm(question)) event.preventDefault()
 })
 
+// Times: the page has each to the second in UTC; one from the last 24 hours reads as
+// "12 s ago" (kept current), with the exact time on hover.
+const relative = (ms) => {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s} s ago`
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s ago`
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min ago`
+}
+const showRelativeTimes = () => {
+  for (const time of document.querySelectorAll('time[datetime]')) {
+    const age = Date.now() - Date.parse(time.getAttribute('datetime'))
+    if (age >= -5000 && age < 86_400_000) time.textContent = relative(age)
+  }
+}
+showRelativeTimes()
+setInterval(showRelativeTimes, 5000)
+
 // Inbox page: the server sends an event right after new mail is stored (server-sent
 // events, no polling); the list is then re-read from the page itself and swapped in.
 // All tabs of a browser share one stream through a SharedWorker (live-worker.js): a
@@ -41,16 +58,34 @@ if (liveList && window.EventSource) {
   const say = (text) => {
     if (status) status.textContent = text
   }
-  let reading = Promise.resolve()
-  const refresh = () => {
-    reading = reading
-      .then(async () => {
+  // One read at a time, and one more for whatever arrived while it was in flight: a burst
+  // of 80 mails costs a few reads of the list, not 80.
+  let reading = false
+  let stale = false
+  const messageIds = () => new Set([...liveList.querySelectorAll('a[href*="/messages/"]')].map((a) => a.getAttribute('href')))
+  const refresh = async () => {
+    stale = true
+    if (reading) return
+    reading = true
+    try {
+      while (stale) {
+        stale = false
         const response = await fetch(window.location.href, { credentials: 'same-origin' })
-        if (!response.ok) return
+        if (!response.ok) continue
         const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
-        if (fresh) liveList.replaceChildren(...fresh.childNodes)
-      })
-      .catch(() => say('Could not refresh the list; reload the page.'))
+        if (!fresh) continue
+        const before = messageIds()
+        liveList.replaceChildren(...fresh.childNodes)
+        showRelativeTimes()
+        // Announced through the status line (a live region): how many arrived, and the newest subject.
+        const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter((a) => !before.has(a.getAttribute('href')))
+        if (added.length > 0) say(`Live: ${added.length} new message${added.length === 1 ? '' : 's'}, newest "${added[0].textContent}".`)
+      }
+    } catch {
+      say('Could not refresh the list; reload the page.')
+    } finally {
+      reading = false
+    }
   }
   const handlers = {
     // `ready` also follows a reconnect: re-read once in case mail arrived in between.
