@@ -1,5 +1,5 @@
 /**
- * Links in a test mail can be followed: a link in the HTML (sandboxed frame) and a URL in
+ * Links in a test mail can be followed, and are listed under it with its one-time code: a link in the HTML (sandboxed frame) and a URL in
  * the text part each open in a new tab at exactly their URL, with no referrer and no
  * opener, while the message stays on screen; a javascript: link goes nowhere.
  */
@@ -40,7 +40,7 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
     address,
     simpleMessage(address, 'Confirm your account', {
       html: `<p><a href="${confirm.replace('&', '&amp;')}">Confirm</a> <a href="${appUrl}/plain" target="_self">Same frame</a> <a href="javascript:document.title='ran'">Script</a></p>`,
-      text: `Reset your password: ${reset}. Thanks.`,
+      text: `Reset your password: ${reset}. Thanks.\nYour verification code is 482913.`,
     }),
   )
   await page.reload()
@@ -66,6 +66,11 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   await third.waitForLoadState()
   expect(third.url()).toBe(reset)
   expect(await third.evaluate(() => window.opener)).toBeNull()
+
+  // Listed under the message: the code a test would extract, and every link (HTML first).
+  await expect(page.getByLabel('Code 482913')).toHaveValue('482913')
+  await expect(page.locator('#message-extracts ol.links a')).toHaveText([confirm, `${appUrl}/plain`, reset])
+  await expect(page.locator('#message-extracts ol.links li').first()).toContainText('“Confirm”')
 
   // None of them told the application where it was linked from.
   expect(seen.map((s) => s.url)).toEqual(expect.arrayContaining(['/confirm?token=abc123&user=42', '/plain', '/reset?token=xyz']))

@@ -71,3 +71,89 @@ export function splitLinks(text: string, max = 500): TextRun[] {
   if (last < text.length) runs.push({ text: text.slice(last) })
   return runs
 }
+
+/** A link found in a message: where it goes, and the text it was shown as. */
+export interface FoundLink {
+  url: string
+  text: string
+}
+
+/** At most this many links are listed under a message (a newsletter can carry hundreds). */
+export const MAX_LISTED_LINKS = 100
+
+const ENTITY: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>' }
+const decodeEntities = (raw: string) =>
+  raw.replace(/&(#x[0-9a-f]+|#\d+|[a-z]+);/gi, (whole, name: string) => {
+    if (name[0] === '#') {
+      const code = name[1] === 'x' || name[1] === 'X' ? Number.parseInt(name.slice(2), 16) : Number(name.slice(1))
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole
+    }
+    return ENTITY[name.toLowerCase()] ?? whole
+  })
+
+/**
+ * The followable links of a message, as a test would extract them: every http(s) link of
+ * the HTML part (with its text), then the URLs of the text part, each URL once, in order.
+ */
+export function findLinks(html: string | null, text: string | null): FoundLink[] {
+  const found = new Map<string, FoundLink>()
+  const add = (url: string, shown: string) => {
+    if (found.size >= MAX_LISTED_LINKS || !/^https?:\/\/[^/?#\s]+/i.test(url)) return
+    const existing = found.get(url)
+    if (!existing) found.set(url, { url, text: shown })
+    else if (!existing.text && shown) existing.text = shown
+  }
+  if (html) {
+    let current: FoundLink | null = null
+    new HTMLRewriter()
+      .on('a[href]', {
+        element(element) {
+          const url = decodeEntities(element.getAttribute('href') ?? '').trim()
+          current = { url, text: '' }
+          element.onEndTag(() => {
+            if (current) add(current.url, current.text.replace(/\s+/g, ' ').trim().slice(0, 200))
+            current = null
+          })
+        },
+        text(chunk) {
+          if (current) current.text += decodeEntities(chunk.text)
+        },
+      })
+      .transform(html)
+  }
+  if (text) for (const run of splitLinks(text)) if (run.href) add(run.href, '')
+  return [...found.values()]
+}
+
+/** A one-time code found in a message, with the words around it. */
+export interface FoundCode {
+  code: string
+  context: string
+}
+
+/** Words that announce a code, then (within a short stretch) the code: 4 to 10 letters and digits with at least one digit, or 123-456. */
+const ANNOUNCED_CODE = /\b(?:code|otp|pin|passcode|password|verification|verify|token|one[- ]time)\b[^\n]{0,40}?\b((?=[A-Z0-9-]*\d)[A-Z0-9]{4,10}|\d{3}[- ]\d{3})\b/gi
+/** A number of six digits on its own (the commonest OTP form). */
+const SIX_DIGITS = /(?<![\d.,:/-])\b\d{6}\b(?![\d.,:/-]\d)/g
+
+/**
+ * The one-time codes a test would extract from a message (subject and text, else the
+ * HTML's text): codes announced by "code", "OTP", "PIN", "verification"... and six-digit
+ * numbers standing alone. At most 10, each once, with 40 characters of context.
+ */
+export function findCodes(subject: string | null, text: string | null, html: string | null): FoundCode[] {
+  const body = text ?? (html ? decodeEntities(html.replace(/<(style|script)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ')) : '')
+  const haystack = `${subject ?? ''}\n${body}`.slice(0, 200_000)
+  const found = new Map<string, FoundCode>()
+  const add = (code: string, at: number) => {
+    if (found.size >= 10 || found.has(code)) return
+    const context = haystack
+      .slice(Math.max(0, at - 40), at + code.length + 40)
+      .replace(/\s+/g, ' ')
+      .trim()
+    found.set(code, { code, context })
+  }
+  for (const match of haystack.matchAll(ANNOUNCED_CODE)) add(match[1]!, match.index! + match[0].length - match[1]!.length)
+  for (const match of haystack.matchAll(SIX_DIGITS)) add(match[0], match.index!)
+  return [...found.values()]
+}

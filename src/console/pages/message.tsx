@@ -5,13 +5,13 @@
  */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
-import { MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
+import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { formatBytes, inboxPath } from './inboxes.tsx'
 import { orgPath, PostForm, Table, Time } from './shell.tsx'
 
 export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
-export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean }) {
+export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean; links: FoundLink[]; codes: FoundCode[] }) {
   const { org, message } = props
   const here = messagePath(org.organizationId, message.id)
   return (
@@ -56,6 +56,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </PostForm>
         </div>
       </section>
+      <LinksAndCodes links={props.links} codes={props.codes} />
       {message.html !== null && (
         <section class="card">
           <h2>HTML</h2>
@@ -131,5 +132,44 @@ export function TextWithLinks({ text }: { text: string }) {
         ),
       )}
     </>
+  )
+}
+
+/** What a test would extract from the message, shown to the person debugging it. */
+function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[] }) {
+  return (
+    <section class="card" id="message-extracts">
+      <h2>One-time codes</h2>
+      {props.codes.length === 0 ? (
+        <p class="muted">No code found (a code follows a word such as "code", "PIN" or "verification", or is a number of six digits on its own).</p>
+      ) : (
+        <ul class="codes">
+          {props.codes.map((c, i) => (
+            <li>
+              <input id={`code-${i}`} type="text" readonly value={c.code} class="mono code" aria-label={`Code ${c.code}`} size={Math.max(6, c.code.length + 1)} />{' '}
+              <button type="button" class="button secondary" data-copy={`code-${i}`}>
+                Copy
+              </button>{' '}
+              <span class="muted">…{c.context}…</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Links</h2>
+      {props.links.length === 0 ? (
+        <p class="muted">No links.</p>
+      ) : (
+        <ol class="links">
+          {props.links.map((link) => (
+            <li>
+              <a href={link.url} target="_blank" rel="noopener noreferrer" class="mono">
+                {link.url}
+              </a>
+              {link.text && <span class="muted"> · “{link.text}”</span>}
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
   )
 }

@@ -10,7 +10,7 @@ import { deleteMessage, getMessage, getMessageSource } from '../../core/messages
 import { downloadResponse } from '../../http/download-response.ts'
 import { redirect } from '../context.ts'
 import { inlineCidImages } from '../inline-images.ts'
-import { linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
+import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
 import { MessagePage } from '../pages/message.tsx'
 import { renderPage } from '../render.tsx'
@@ -32,7 +32,9 @@ export const messageRoutes: Route[] = [
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
       const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
-      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} />
+      const links = findLinks(message.html, message.text)
+      const codes = findCodes(message.subject, message.text, message.html)
+      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} links={links} codes={codes} />
       return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
     },
   },
