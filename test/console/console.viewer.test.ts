@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP } from '../../src/console/routes/messages.tsx'
+import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP, SOURCE_CSP } from '../../src/console/routes/messages.tsx'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
@@ -131,6 +131,19 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(remote.headers.get('content-security-policy')).toBe(MESSAGE_HTML_REMOTE_IMAGES_CSP)
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'")
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toContain('img-src data: cid: https: http:')
+})
+
+test('the highlighted HTML and raw source views are escaped text in their own sandboxed document', async () => {
+  for (const part of ['html', 'raw']) {
+    const view = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/source?part=${part}`)
+    expect(view.status).toBe(200)
+    expect(view.headers.get('content-security-policy')).toBe(SOURCE_CSP)
+    expect(view.headers.get('content-security-policy')).not.toContain('allow-')
+    expect(view.html).not.toContain('<script>')
+    expect(view.html).toContain('&lt;script>')
+  }
+  const other = await owner.get(`/console/orgs/${orgA}/messages/msg_${'0'.repeat(32)}/source?part=raw`)
+  expect(other.status).toBe(404)
 })
 
 test('the .eml source and the attachment download are the stored bytes, with the API download headers', async () => {

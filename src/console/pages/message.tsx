@@ -9,6 +9,9 @@ import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from
 import { formatBytes, inboxPath } from './inboxes.tsx'
 import { orgPath, PostForm, Table, Time } from './shell.tsx'
 
+/** Raster images only get a thumbnail (an SVG would be drawn by the console page's own renderer). */
+const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
+
 export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
 export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean; links: FoundLink[]; codes: FoundCode[] }) {
@@ -79,6 +82,20 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </pre>
         )}
       </section>
+      {message.html !== null && (
+        <details class="card" id="html-source">
+          <summary>
+            <h2>HTML source</h2>
+          </summary>
+          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={`${here}/source?part=html`}></iframe>
+        </details>
+      )}
+      <details class="card" id="raw-source">
+        <summary>
+          <h2>Raw source</h2>
+        </summary>
+        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={`${here}/source?part=raw`}></iframe>
+      </details>
       <section class="card">
         <h2>Attachments</h2>
         {message.attachments.length === 0 ? (
@@ -88,6 +105,9 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
             {message.attachments.map((a) => (
               <tr>
                 <td>
+                  {THUMBNAIL_TYPES.test(a.content_type) && (
+                    <img class="thumbnail" src={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} alt={`Preview of ${a.filename}`} loading="lazy" />
+                  )}
                   <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
                     {a.filename}
                   </a>

@@ -13,6 +13,7 @@ import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
 import { MessagePage } from '../pages/message.tsx'
+import { sourceDocument } from '../pages/source.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 import { principalFor } from './inboxes.tsx'
@@ -22,6 +23,9 @@ const HTML_POLICY = [`sandbox ${MESSAGE_HTML_SANDBOX}`, "default-src 'none'", "s
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
 export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
+
+/** The highlighted source views: our own escaped markup and inline style, nothing else, in a sandbox. */
+export const SOURCE_CSP = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"].join('; ')
 
 const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
 
@@ -54,6 +58,19 @@ export const messageRoutes: Route[] = [
           // A link followed from the message tells its site nothing about the console.
           'referrer-policy': 'no-referrer',
         },
+      })
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/messages/:message/source',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const part = ctx.url.searchParams.get('part') === 'html' ? 'html' : 'raw'
+      const source = part === 'html' ? (getMessage(ctx.s, principal, ctx.params.message!).html ?? '') : new TextDecoder().decode(getMessageSource(ctx.s, principal, ctx.params.message!))
+      return new Response(sourceDocument(source, part), {
+        headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
       })
     },
   },
