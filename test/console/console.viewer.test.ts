@@ -105,7 +105,7 @@ test('the message page shows subject, from, headers, text and filename as text, 
   expect(page.html).toContain('X-Hostile')
   expect(page.html).toContain('&lt;img src=x onerror=alert(1)>.bin')
   expect(page.html).toContain(
-    `<iframe class="message-html" title="Message HTML" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
+    `<iframe class="message-html width-desktop" title="Message HTML" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
   )
   expect(page.headers.get('content-security-policy')).toContain("frame-src 'self'")
   expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline')

@@ -75,7 +75,10 @@ if (liveList && window.EventSource) {
         const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
         if (!fresh) continue
         const before = messageIds()
+        // Keep the keyboard's place: the link that had focus has it again in the new list.
+        const focused = liveList.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null
         liveList.replaceChildren(...fresh.childNodes)
+        if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.
         const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter((a) => !before.has(a.getAttribute('href')))
@@ -134,3 +137,39 @@ if (liveList && window.EventSource) {
     if (document.visibilityState !== 'hidden') open()
   }
 }
+
+// Keyboard shortcuts (listed on the message page): j/k older/newer message, u the inbox,
+// # or Delete deletes (after the usual prompt), 1-6 jump to a view, c copies the first
+// code. On an inbox page j/k move through the messages and Enter opens one. Keys typed
+// into a field, or with a modifier, are left alone.
+const VIEWS = { 1: 'view-html', 2: 'view-text', 3: 'html-source', 4: 'raw-source', 5: 'view-attachments', 6: 'view-headers' }
+document.addEventListener('keydown', (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return
+  if (event.target instanceof Element && event.target.closest('input, textarea, select, [contenteditable]')) return
+  const follow = (id) => {
+    const link = document.getElementById(id)
+    if (link) window.location.assign(link.href)
+  }
+  const key = event.key
+  if (document.getElementById('delete-message')) {
+    if (key === 'j') follow('older-message')
+    else if (key === 'k') follow('newer-message')
+    else if (key === 'u') follow('back-to-inbox')
+    else if (key === '#' || key === 'Delete') document.getElementById('delete-message').requestSubmit()
+    else if (key === 'c') document.querySelector('#message-extracts [data-copy]')?.click()
+    else if (VIEWS[key]) {
+      const view = document.getElementById(VIEWS[key])
+      if (!view) return
+      if (view.tagName === 'DETAILS') view.open = true
+      view.scrollIntoView({ block: 'start' })
+    } else return
+    event.preventDefault()
+  } else if (liveList && (key === 'j' || key === 'k')) {
+    const links = [...liveList.querySelectorAll('a[href*="/messages/"]')]
+    if (links.length === 0) return
+    const at = links.indexOf(document.activeElement)
+    const next = at < 0 ? 0 : Math.min(links.length - 1, Math.max(0, at + (key === 'j' ? 1 : -1)))
+    links[next].focus()
+    event.preventDefault()
+  }
+})

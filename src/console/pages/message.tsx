@@ -14,14 +14,41 @@ const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
 
 export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
-export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean; links: FoundLink[]; codes: FoundCode[] }) {
+export type PreviewWidth = 'phone' | 'tablet' | 'desktop'
+export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string }[] = [
+  { id: 'phone', label: 'Phone (375 px)' },
+  { id: 'tablet', label: 'Tablet (768 px)' },
+  { id: 'desktop', label: 'Desktop (full width)' },
+]
+
+export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean; width: PreviewWidth; links: FoundLink[]; codes: FoundCode[]; newer?: string; older?: string }) {
   const { org, message } = props
   const here = messagePath(org.organizationId, message.id)
+  // The page's own URL with its view choices (remote images, preview width); each link changes one.
+  const view = (images: boolean, width: PreviewWidth) => {
+    const query = new URLSearchParams()
+    if (images) query.set('images', 'remote')
+    if (width !== 'desktop') query.set('width', width)
+    const text = query.toString()
+    return text ? `${here}?${text}` : here
+  }
   return (
     <>
-      <p>
-        <a href={inboxPath(org.organizationId, message.inbox_id)}>← {message.to}</a>
-      </p>
+      <nav class="message-nav" aria-label="Messages">
+        <a href={inboxPath(org.organizationId, message.inbox_id)} id="back-to-inbox">
+          ← {message.to}
+        </a>
+        {props.newer && (
+          <a href={messagePath(org.organizationId, props.newer)} id="newer-message" rel="prev">
+            Newer
+          </a>
+        )}
+        {props.older && (
+          <a href={messagePath(org.organizationId, props.older)} id="older-message" rel="next">
+            Older
+          </a>
+        )}
+      </nav>
       <section class="card">
         <h2 class="page-title" id="message-subject">
           {message.subject || '(no subject)'}
@@ -52,7 +79,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           <a class="button secondary" href={`${here}/raw`} download>
             Download source (.eml)
           </a>
-          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?">
+          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?" id="delete-message">
             <button type="submit" class="danger">
               Delete
             </button>
@@ -61,18 +88,31 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
       </section>
       <LinksAndCodes links={props.links} codes={props.codes} />
       {message.html !== null && (
-        <section class="card">
+        <section class="card" id="view-html">
           <h2>HTML</h2>
           <p class="muted">
             {props.remoteImages ? 'Remote images are loaded (the sender can see that the message was opened). ' : 'Scripts, forms and remote content are blocked. '}
-            <a href={props.remoteImages ? here : `${here}?images=remote`} id="remote-images-toggle">
+            <a href={view(!props.remoteImages, props.width)} id="remote-images-toggle">
               {props.remoteImages ? 'Block remote images' : 'Load remote images'}
             </a>
           </p>
-          <iframe class="message-html" title="Message HTML" sandbox={MESSAGE_HTML_SANDBOX} referrerpolicy="no-referrer" src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}></iframe>
+          <nav class="preview-widths" aria-label="Preview width">
+            {PREVIEW_WIDTHS.map((w) => (
+              <a href={view(props.remoteImages, w.id)} aria-current={w.id === props.width ? 'true' : undefined} data-width={w.id}>
+                {w.label}
+              </a>
+            ))}
+          </nav>
+          <iframe
+            class={`message-html width-${props.width}`}
+            title="Message HTML"
+            sandbox={MESSAGE_HTML_SANDBOX}
+            referrerpolicy="no-referrer"
+            src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}
+          ></iframe>
         </section>
       )}
-      <section class="card">
+      <section class="card" id="view-text">
         <h2>Text</h2>
         {message.text === null ? (
           <p class="muted">This message has no text part.</p>
@@ -96,7 +136,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
         </summary>
         <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={`${here}/source?part=raw`}></iframe>
       </details>
-      <section class="card">
+      <section class="card" id="view-attachments">
         <h2>Attachments</h2>
         {message.attachments.length === 0 ? (
           <p class="muted">None.</p>
@@ -119,7 +159,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </Table>
         )}
       </section>
-      <section class="card">
+      <section class="card" id="view-headers">
         <h2>Headers</h2>
         <table class="headers">
           <tbody>
@@ -134,6 +174,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </tbody>
         </table>
       </section>
+      <Shortcuts />
     </>
   )
 }
@@ -191,5 +232,40 @@ function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[] }) {
         </ol>
       )}
     </section>
+  )
+}
+
+/** The keys console.js answers on a message page, listed where a reader finds them. */
+export const MESSAGE_SHORTCUTS: [key: string, action: string][] = [
+  ['j', 'older message'],
+  ['k', 'newer message'],
+  ['u', 'back to the inbox'],
+  ['#  or  Delete', 'delete this message'],
+  ['1', 'HTML'],
+  ['2', 'text'],
+  ['3', 'HTML source'],
+  ['4', 'raw source'],
+  ['5', 'attachments'],
+  ['6', 'headers'],
+  ['c', 'copy the first one-time code'],
+]
+
+export function Shortcuts() {
+  return (
+    <details class="card shortcuts" id="shortcuts">
+      <summary>
+        <h2>Keyboard shortcuts</h2>
+      </summary>
+      <dl>
+        {MESSAGE_SHORTCUTS.map(([key, action]) => (
+          <div>
+            <dt>
+              <kbd>{key}</kbd>
+            </dt>
+            <dd>{action}</dd>
+          </div>
+        ))}
+      </dl>
+    </details>
   )
 }

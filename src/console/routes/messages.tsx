@@ -7,12 +7,13 @@
  */
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
+import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../http/download-response.ts'
 import { redirect } from '../context.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
-import { MessagePage } from '../pages/message.tsx'
+import { MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
@@ -33,12 +34,19 @@ export const messageRoutes: Route[] = [
   {
     method: 'GET',
     path: '/console/orgs/:org/messages/:message',
-    handler: (ctx) => {
+    handler: async (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
+      const principal = principalFor(ctx, org)
+      const message = getMessage(ctx.s, principal, ctx.params.message!)
+      // Newer and older neighbours in the inbox's list (the page shows the newest 100), for the j/k keys and links.
+      const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
+      const at = listed.findIndex((m) => m.id === message.id)
+      const newer = at > 0 ? listed[at - 1]!.id : undefined
+      const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined
       const links = findLinks(message.html, message.text)
       const codes = findCodes(message.subject, message.text, message.html)
-      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} links={links} codes={codes} />
+      const width = PREVIEW_WIDTHS.find((w) => w.id === ctx.url.searchParams.get('width'))?.id ?? 'desktop'
+      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} width={width} links={links} codes={codes} newer={newer} older={older} />
       return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
     },
   },
