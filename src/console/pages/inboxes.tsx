@@ -5,6 +5,8 @@
  */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
+import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
+import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { UsageCards } from './overview.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
@@ -13,8 +15,9 @@ export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server
 
 export const inboxPath = (organizationId: string, inboxId: string) => orgPath(organizationId, `/inboxes/${encodeURIComponent(inboxId)}`)
 
-export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: Usage; receivingDomain: string; error?: string }) {
+export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; next_cursor: string | null }; stats: Map<string, InboxStats>; usage: Usage; receivingDomain: string; error?: string }) {
   const { org } = props
+  const inboxes = props.listing.data
   return (
     <>
       <UsageCards usage={props.usage} />
@@ -35,16 +38,20 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
       </section>
       <section class="card">
         <h2>Inboxes</h2>
-        {props.inboxes.length === 0 ? (
+        {inboxes.length === 0 ? (
           <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
         ) : (
-          <Table columns={['Address', 'Created', '']}>
-            {props.inboxes.map((inbox) => (
-              <tr>
+          <Table columns={['Address', 'Messages', 'Last received', 'Created', '']}>
+            {inboxes.map((inbox) => (
+              <tr data-inbox={inbox.address}>
                 <td>
                   <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
                     {inbox.address}
                   </a>
+                </td>
+                <td class="count">{(props.stats.get(inbox.id)?.messages ?? 0).toLocaleString('en')}</td>
+                <td>
+                  <Time at={props.stats.get(inbox.id)?.lastReceivedAt} />
                 </td>
                 <td>
                   <Time at={inbox.created_at} />
@@ -60,14 +67,22 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
             ))}
           </Table>
         )}
+        {props.listing.next_cursor && (
+          <p>
+            <a href={orgPath(org.organizationId, `/inboxes?cursor=${encodeURIComponent(props.listing.next_cursor)}`)} id="older-inboxes">
+              Older inboxes
+            </a>
+          </p>
+        )}
       </section>
     </>
   )
 }
 
-export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; more: boolean; smtpAddress: string }) {
-  const { org, inbox } = props
+export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; nextCursor: string | null; filter: InboxFilter; error?: string; smtpAddress: string }) {
+  const { org, inbox, filter } = props
   const here = inboxPath(org.organizationId, inbox.id)
+  const filtered = isFiltered(filter) || filter.cursor !== ''
   return (
     <>
       <section class="card">
@@ -79,15 +94,40 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
       </section>
       <section class="card">
         <h2>Messages</h2>
+        <form method="get" action={here} class="filters" aria-label="Filter messages">
+          <div>
+            <label for="filter-subject">Subject contains</label>
+            <input id="filter-subject" name="subject" type="text" value={filter.subject} maxLength={200} />
+          </div>
+          <div>
+            <label for="filter-from">From</label>
+            <input id="filter-from" name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
+          </div>
+          <div>
+            <label for="filter-since">Received since (UTC)</label>
+            <input id="filter-since" name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
+          </div>
+          <div class="filter-actions">
+            <button type="submit" class="secondary">
+              Filter
+            </button>
+            {isFiltered(filter) && <a href={here}>Clear</a>}
+          </div>
+        </form>
+        {props.error && <p class="error">{props.error}</p>}
         <div id="message-list" data-live-events={`${here}/events`} data-live-watch={`${org.organizationId}:${inbox.id}`}>
           {props.messages.length === 0 ? (
-            <div id="no-messages">
-              <p>Waiting for mail. Send this inbox a message, for example with swaks:</p>
-              <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
-              <p class="muted">It shows up here as soon as the server has stored it.</p>
-            </div>
+            filtered ? (
+              <p id="no-matches">No messages match these filters.</p>
+            ) : (
+              <div id="no-messages">
+                <p>Waiting for mail. Send this inbox a message, for example with swaks:</p>
+                <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
+                <p class="muted">It shows up here as soon as the server has stored it.</p>
+              </div>
+            )
           ) : (
-            <Table columns={['From', 'Subject', 'Received', 'Size']}>
+            <Table columns={['From', 'Subject', 'Received', 'Size', '']}>
               {props.messages.map((m) => (
                 <tr>
                   <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
@@ -99,18 +139,43 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
                     <Time at={m.received_at} />
                   </td>
                   <td>{formatBytes(m.size_bytes)}</td>
+                  <td>
+                    <PostForm action={orgPath(org.organizationId, `/messages/${encodeURIComponent(m.id)}/delete`)} class="inline" confirm="Delete this message?">
+                      <button type="submit" class="danger" aria-label={`Delete ${m.subject || '(no subject)'}`}>
+                        Delete
+                      </button>
+                    </PostForm>
+                  </td>
                 </tr>
               ))}
             </Table>
           )}
-          {props.more && <p class="muted">Showing the newest {props.messages.length}; older messages are kept and reachable through the API.</p>}
+          {props.nextCursor && (
+            <p>
+              <a href={filterHref(here, filter, props.nextCursor)} id="older-messages">
+                Older messages
+              </a>
+            </p>
+          )}
+          {filter.cursor && (
+            <p>
+              <a href={filterHref(here, filter)}>Newest messages</a>
+            </p>
+          )}
         </div>
       </section>
-      <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
-        <button type="submit" class="danger">
-          Delete this inbox
-        </button>
-      </PostForm>
+      <div class="actions">
+        <PostForm action={`${here}/empty`} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
+          <button type="submit" class="danger">
+            Empty this inbox
+          </button>
+        </PostForm>
+        <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
+          <button type="submit" class="danger">
+            Delete this inbox
+          </button>
+        </PostForm>
+      </div>
     </>
   )
 }

@@ -12,6 +12,9 @@ import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
+import { deleteMessage } from '../../core/messages/get-message.ts'
+import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
+import { readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
 import { getUsage } from '../../core/usage.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
@@ -24,6 +27,8 @@ import type { Route } from '../router.ts'
 /** The inbox list shows this many (the API's page limit); the rest stay reachable over /v1. */
 const INBOXES_SHOWN = 100
 const MESSAGES_SHOWN = 100
+/** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
+const EMPTY_ROUNDS = 50
 
 /** The organisation as a Principal for the domain verbs, with its own limits. */
 export function principalFor(ctx: ConsoleRequest, org: Membership) {
@@ -32,10 +37,16 @@ export function principalFor(ctx: ConsoleRequest, org: Membership) {
 
 function inboxesPage(ctx: ConsoleRequest, org: Membership, error?: { status: number; message: string }): Response {
   const principal = principalFor(ctx, org)
+  const cursor = ctx.url.searchParams.get('cursor') || undefined
+  const listing = listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
   const page = (
     <InboxesPage
       org={org}
-      inboxes={listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN }).data}
+      listing={listing}
+      stats={inboxStats(
+        ctx.s,
+        listing.data.map((inbox) => inbox.id),
+      )}
       usage={getUsage(ctx.s, principal)}
       receivingDomain={ctx.s.config.receivingDomain}
       error={error?.message}
@@ -74,10 +85,28 @@ export const inboxRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
-      const query = { limit: MESSAGES_SHOWN, includeContent: false }
-      const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
-      const page = <InboxPage org={org} inbox={inbox} messages={listed.data} more={listed.next_cursor !== null} smtpAddress={ctx.deps.smtpAddress} />
-      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes' })
+      const filter = readInboxFilter(ctx.url)
+      const query = toMessageQuery(filter, MESSAGES_SHOWN)
+      const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
+      const error = 'error' in query ? query.error : undefined
+      const page = <InboxPage org={org} inbox={inbox} messages={listed.data} nextCursor={listed.next_cursor} filter={filter} error={error} smtpAddress={ctx.deps.smtpAddress} />
+      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/inboxes/:inbox/empty',
+    handler: async (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
+      // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
+      for (let round = 0; round < EMPTY_ROUNDS; round++) {
+        const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, { limit: MESSAGES_SHOWN, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!
+        for (const message of listed.data) deleteMessage(ctx.s, principal, message.id)
+        if (listed.next_cursor === null) break
+      }
+      return redirect(inboxPath(org.organizationId, inbox.id))
     },
   },
   {

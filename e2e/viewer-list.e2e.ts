@@ -1,0 +1,90 @@
+/**
+ * The inbox lists as a developer uses them: filter an inbox's messages (subject, sender,
+ * date), page past the newest 100, delete one message from the list, empty the inbox;
+ * the inbox list shows each inbox's message count and last arrival.
+ */
+import { expect, test } from '@playwright/test'
+import { SmtpClient } from '../test/support/smtp.ts'
+import { createInbox, send, setUp, simpleMessage } from './helpers.ts'
+import { startServer, type E2eServer } from './server.ts'
+
+let server: E2eServer
+
+test.beforeAll(async () => {
+  server = await startServer()
+})
+test.afterAll(async () => {
+  await server?.stop()
+})
+
+test('filter, page past 100, delete from the list, empty the inbox; counts on the inbox list', async ({ browser }) => {
+  test.setTimeout(180_000)
+  const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
+  const page = await context.newPage()
+  const { orgPath } = await setUp(page, server)
+  const { address, path } = await createInbox(page, orgPath, 'lists')
+
+  // 102 messages over one SMTP connection: two from another sender, one about a password.
+  const client = await SmtpClient.connect(server.smtpPort, '127.0.0.1')
+  await client.command('EHLO test.local')
+  for (let i = 1; i <= 102; i++) {
+    const from = i <= 2 ? 'Billing <billing@shop.example>' : 'App <app@example.com>'
+    const subject = i === 50 ? 'Reset your password' : `Message ${i}`
+    const sent = await client.transaction({ from: 'app@example.com', to: [address] }, simpleMessage(address, subject, { from }))
+    expect(sent.data?.code).toBe(250)
+  }
+  await client.command('QUIT').catch(() => {})
+
+  // Paging: the newest 100, then the rest.
+  await page.goto(path)
+  const rows = page.locator('#message-list tbody tr')
+  await expect(rows).toHaveCount(100)
+  await expect(rows.first()).toContainText('Message 102')
+  await page.getByRole('link', { name: 'Older messages' }).click()
+  await expect(rows).toHaveCount(2)
+  await expect(rows.nth(1)).toContainText('Message 1')
+  await page.getByRole('link', { name: 'Newest messages' }).click()
+  await expect(rows).toHaveCount(100)
+
+  // Filters: subject, sender domain, exact sender, date; a bad date is explained.
+  await page.getByLabel('Subject contains').fill('PASSWORD')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await expect(rows).toHaveCount(1)
+  await expect(rows.first()).toContainText('Reset your password')
+  await page.getByLabel('Subject contains').fill('')
+  await page.getByLabel('From').fill('@shop.example')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await expect(rows).toHaveCount(2)
+  await page.getByLabel('From').fill('billing@shop.example')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await expect(rows).toHaveCount(2)
+  await page.getByLabel('Received since (UTC)').fill('2999-01-01')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await expect(page.locator('#no-matches')).toBeVisible()
+  await page.getByLabel('Received since (UTC)').fill('yesterday')
+  await page.getByRole('button', { name: 'Filter' }).click()
+  await expect(page.locator('p.error')).toContainText('Received since')
+  await page.getByRole('link', { name: 'Clear' }).click()
+  await expect(rows).toHaveCount(100)
+
+  // Delete one message from the list.
+  page.once('dialog', (dialog) => dialog.accept())
+  await page.getByRole('button', { name: 'Delete Reset your password' }).click()
+  await expect(page.getByRole('link', { name: 'Reset your password' })).toHaveCount(0)
+
+  // The inbox list: count and last arrival; another inbox with none.
+  await createInbox(page, orgPath, 'quiet')
+  await page.goto(`${orgPath}/inboxes`)
+  await expect(page.locator(`tr[data-inbox="${address}"] td.count`)).toHaveText('101')
+  await expect(page.locator(`tr[data-inbox="${address}"] time`).first()).toHaveAttribute('title', /UTC$/)
+  await expect(page.locator('tr[data-inbox="quiet@pigeonhole.test"] td.count')).toHaveText('0')
+
+  // Empty the inbox: every message goes, the inbox stays.
+  await page.goto(path)
+  page.once('dialog', (dialog) => dialog.accept())
+  await page.getByRole('button', { name: 'Empty this inbox' }).click()
+  await expect(page.locator('#no-messages')).toBeVisible()
+  await page.goto(`${orgPath}/inboxes`)
+  await expect(page.locator(`tr[data-inbox="${address}"] td.count`)).toHaveText('0')
+  await context.close()
+})
