@@ -5,7 +5,7 @@
  */
 import { expect, test } from '@playwright/test'
 import { SmtpClient } from '../test/support/smtp.ts'
-import { createInbox, send, setUp, simpleMessage } from './helpers.ts'
+import { createInbox, setUp, simpleMessage } from './helpers.ts'
 import { startServer, type E2eServer } from './server.ts'
 
 let server: E2eServer
