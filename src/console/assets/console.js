@@ -41,7 +41,9 @@ const relative = (ms) => {
 }
 const showRelativeTimes = () => {
   for (const time of document.querySelectorAll('time[datetime]')) {
-    const age = Date.now() - Date.parse(time.getAttribute('datetime'))
+    const at = time.getAttribute('datetime')
+    if (!time.title) time.title = `${at.replace('T', ' ').slice(0, 19)} UTC`
+    const age = Date.now() - Date.parse(at)
     if (age >= -5000 && age < 86_400_000) time.textContent = relative(age)
   }
 }

@@ -99,16 +99,9 @@ export const exactTime = (at: string) => `${at.replace('T', ' ').slice(0, 19)} U
 
 /**
  * A time to the second; console.js shows one from the last 24 hours as "12 s ago" and
- * keeps the exact time on hover (title). Without the script the exact time stays.
+ * puts the exact time in its title (hover). Without the script the exact time stays.
  */
-export const Time = ({ at }: { at: string | null | undefined }) =>
-  at ? (
-    <time datetime={at} title={exactTime(at)}>
-      {exactTime(at)}
-    </time>
-  ) : (
-    <span class="muted">never</span>
-  )
+export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{exactTime(at)}</time> : <span class="muted">never</span>)
 
 function Header({ shell }: { shell: Shell }) {
   const brand = (

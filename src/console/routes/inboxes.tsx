@@ -3,7 +3,6 @@
  * messages, and its event stream. Every handler checks membership first, then calls the
  * same domain verbs as /v1 as the organisation, so ids of another organisation are 404.
  */
-import type { ConsoleError } from '../../core/console/errors.ts'
 import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/console/organizations.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
@@ -12,7 +11,8 @@ import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { deleteMessage } from '../../core/messages/get-message.ts'
+import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
+import { ConsoleError } from '../../core/console/errors.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
 import { getUsage } from '../../core/usage.ts'
@@ -26,7 +26,8 @@ import type { Route } from '../router.ts'
 
 /** The inbox list shows this many (the API's page limit); the rest stay reachable over /v1. */
 const INBOXES_SHOWN = 100
-const MESSAGES_SHOWN = 100
+/** Messages a page of the inbox shows: 50 rows keep the page under its 50 KB budget with full previews. */
+export const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
 const EMPTY_ROUNDS = 50
 
@@ -95,6 +96,20 @@ export const inboxRoutes: Route[] = [
   },
   {
     method: 'POST',
+    path: '/console/orgs/:org/inboxes/:inbox/delete-message',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
+      const message = getMessage(ctx.s, principal, ctx.field('message'))
+      // The message must be of this inbox: the button's value is the client's to change.
+      if (message.inbox_id !== inbox.id) throw new ConsoleError('not_found', 'Not found.')
+      deleteMessage(ctx.s, principal, message.id)
+      return redirect(`${inboxPath(org.organizationId, inbox.id)}${ctx.url.search}`)
+    },
+  },
+  {
+    method: 'POST',
     path: '/console/orgs/:org/inboxes/:inbox/empty',
     handler: async (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
@@ -102,7 +117,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
       // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
       for (let round = 0; round < EMPTY_ROUNDS; round++) {
-        const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, { limit: MESSAGES_SHOWN, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!
+        const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!
         for (const message of listed.data) deleteMessage(ctx.s, principal, message.id)
         if (listed.next_cursor === null) break
       }
