@@ -72,6 +72,14 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   await expect(page.locator('#message-extracts ol.links a')).toHaveText([confirm, `${appUrl}/plain`, reset])
   await expect(page.locator('#message-extracts ol.links li').first()).toContainText('“Confirm”')
 
+  // Check links (on for a localhost console): the app here is on a loopback address and an
+  // unusual port, so each is refused without a request, and the reason is shown beside it.
+  const before = seen.length
+  await page.getByRole('button', { name: 'Check links' }).click()
+  await expect(page.locator('#message-extracts .link-status')).toHaveText(Array(3).fill(/^\s*· not checked: only ports 80, 443, 8080 and 8443$/))
+  expect(seen.length).toBe(before)
+  await page.goto(messageUrl)
+
   // None of them told the application where it was linked from.
   expect(seen.map((s) => s.url)).toEqual(expect.arrayContaining(['/confirm?token=abc123&user=42', '/plain', '/reset?token=xyz']))
   // (The new tab's own favicon request names that tab, as any page's does.)

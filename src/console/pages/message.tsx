@@ -5,6 +5,7 @@
  */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
+import { type LinkStatus, MAX_CHECKED } from '../../core/console/link-check.ts'
 import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { formatBytes, inboxPath } from './inboxes.tsx'
 import { orgPath, PostForm, Table, Time } from './shell.tsx'
@@ -21,7 +22,18 @@ export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string }[] = [
   { id: 'desktop', label: 'Desktop (full width)' },
 ]
 
-export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean; width: PreviewWidth; links: FoundLink[]; codes: FoundCode[]; newer?: string; older?: string }) {
+export function MessagePage(props: {
+  org: Membership
+  message: Message
+  remoteImages: boolean
+  width: PreviewWidth
+  links: FoundLink[]
+  codes: FoundCode[]
+  newer?: string
+  older?: string
+  linkCheck: boolean
+  statuses?: Map<string, LinkStatus>
+}) {
   const { org, message } = props
   const here = messagePath(org.organizationId, message.id)
   // The page's own URL with its view choices (remote images, preview width); each link changes one.
@@ -86,7 +98,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </PostForm>
         </div>
       </section>
-      <LinksAndCodes links={props.links} codes={props.codes} />
+      <LinksAndCodes links={props.links} codes={props.codes} checkAction={props.linkCheck ? `${here}/check-links` : undefined} statuses={props.statuses} />
       {message.html !== null && (
         <section class="card" id="view-html">
           <h2>HTML</h2>
@@ -197,7 +209,7 @@ export function TextWithLinks({ text }: { text: string }) {
 }
 
 /** What a test would extract from the message, shown to the person debugging it. */
-function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[] }) {
+function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[]; checkAction?: string; statuses?: Map<string, LinkStatus> }) {
   return (
     <section class="card" id="message-extracts">
       <h2>One-time codes</h2>
@@ -227,9 +239,23 @@ function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[] }) {
                 {link.url}
               </a>
               {link.text && <span class="muted"> · “{link.text}”</span>}
+              {props.statuses?.has(link.url) && (
+                <span class={`link-status ${(props.statuses.get(link.url)!.status ?? 0) >= 200 && (props.statuses.get(link.url)!.status ?? 0) < 400 ? 'ok' : 'bad'}`}>
+                  {' '}
+                  · {props.statuses.get(link.url)!.note}
+                </span>
+              )}
             </li>
           ))}
         </ol>
+      )}
+      {props.checkAction && props.links.length > 0 && (
+        <PostForm action={props.checkAction}>
+          <button type="submit" class="secondary">
+            Check links
+          </button>{' '}
+          <span class="muted">A HEAD request from the server to each of the first {MAX_CHECKED} (public addresses only, redirects not followed).</span>
+        </PostForm>
       )}
     </section>
   )

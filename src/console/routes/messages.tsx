@@ -9,7 +9,9 @@ import { downloadAttachment } from '../../core/attachments/download-attachment.t
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../http/download-response.ts'
-import { redirect } from '../context.ts'
+import { type ConsoleRequest, redirect } from '../context.ts'
+import { ConsoleError } from '../../core/console/errors.ts'
+import { checkLinks, type LinkStatus } from '../../core/console/link-check.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
@@ -30,24 +32,69 @@ export const SOURCE_CSP = ['sandbox', "default-src 'none'", "style-src 'unsafe-i
 
 const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
 
+/** People with a link check running (see the check-links route). */
+const checking = new Set<string>()
+
+/** CONSOLE_LINK_CHECK: `on`, `off`, or `auto` (on only when BASE_URL is this machine). */
+export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
+  const setting = ctx.s.config.consoleLinkCheck
+  if (setting !== 'auto') return setting === 'on'
+  return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)
+}
+
+async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatus>): Promise<Response> {
+  const org = ctx.requireMember(ctx.params.org!)
+  const principal = principalFor(ctx, org)
+  const message = getMessage(ctx.s, principal, ctx.params.message!)
+  // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
+  const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
+  const at = listed.findIndex((m) => m.id === message.id)
+  const newer = at > 0 ? listed[at - 1]!.id : undefined
+  const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined
+  const links = findLinks(message.html, message.text)
+  const codes = findCodes(message.subject, message.text, message.html)
+  const width = PREVIEW_WIDTHS.find((w) => w.id === ctx.url.searchParams.get('width'))?.id ?? 'desktop'
+  const page = (
+    <MessagePage
+      org={org}
+      message={message}
+      remoteImages={wantsRemoteImages(ctx.url)}
+      width={width}
+      links={links}
+      codes={codes}
+      newer={newer}
+      older={older}
+      linkCheck={linkCheckEnabled(ctx)}
+      statuses={statuses}
+    />
+  )
+  return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+}
+
 export const messageRoutes: Route[] = [
   {
     method: 'GET',
     path: '/console/orgs/:org/messages/:message',
+    handler: (ctx) => messagePage(ctx),
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/messages/:message/check-links',
     handler: async (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const principal = principalFor(ctx, org)
-      const message = getMessage(ctx.s, principal, ctx.params.message!)
-      // Newer and older neighbours in the inbox's list (the page shows the newest 100), for the j/k keys and links.
-      const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
-      const at = listed.findIndex((m) => m.id === message.id)
-      const newer = at > 0 ? listed[at - 1]!.id : undefined
-      const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined
-      const links = findLinks(message.html, message.text)
-      const codes = findCodes(message.subject, message.text, message.html)
-      const width = PREVIEW_WIDTHS.find((w) => w.id === ctx.url.searchParams.get('width'))?.id ?? 'desktop'
-      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} width={width} links={links} codes={codes} newer={newer} older={older} />
-      return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+      if (!linkCheckEnabled(ctx)) throw new ConsoleError('not_found', 'Not found.')
+      const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
+      const user = ctx.requireUser().id
+      // One check at a time per person: each is up to 20 outbound requests.
+      if (checking.has(user)) throw new ConsoleError('throttled', 'A link check is already running; wait for it to finish.', 5)
+      checking.add(user)
+      try {
+        const statuses = await checkLinks(findLinks(message.html, message.text).map((link) => link.url))
+        ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: statuses.length })
+        return messagePage(ctx, new Map(statuses.map((status) => [status.url, status])))
+      } finally {
+        checking.delete(user)
+      }
     },
   },
   {
