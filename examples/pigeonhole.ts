@@ -65,6 +65,9 @@ export class PigeonholeError extends Error {
   }
 }
 
+/** Pause before a wait asks again after a failed connection (a server restarting). */
+const RETRY_PAUSE_MS = 500
+
 export class Pigeonhole {
   constructor(private readonly options: { url: string; key: string }) {}
 
@@ -81,19 +84,36 @@ export class Pigeonhole {
     await this.call('DELETE', `/v1/inboxes/${typeof inbox === 'string' ? inbox : inbox.id}`)
   }
 
-  /** Waits for the newest matching message; throws a readable error when none arrives in time. */
+  /**
+   * Waits for the newest matching message; throws a readable error when none arrives in time.
+   * A server that stops (every deploy) closes a waiting request without an answer, so a
+   * failed connection is asked again, here or at the next server, until the deadline.
+   */
   async waitForMessage(inbox: Inbox, options: WaitOptions = {}): Promise<Message> {
     const timeout = options.timeout ?? 30_000
-    const query = new URLSearchParams({ wait_seconds: String(Math.min(180, Math.max(1, Math.ceil(timeout / 1000)))), limit: '1', include: 'content' })
+    const deadline = Date.now() + timeout
+    const seconds = (ms: number) => String(Math.min(180, Math.max(1, Math.ceil(ms / 1000))))
+    const query = new URLSearchParams({ limit: '1', include: 'content' })
     if (options.subject) query.set('subject', options.subject)
     if (options.sender) query.set('sender', options.sender)
     if (options.receivedAfter) query.set('received_after', new Date(options.receivedAfter).toISOString())
-    const page = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?${query}`)
-    if (page === null) {
-      const what = [options.subject && `subject containing "${options.subject}"`, options.sender && `from ${options.sender}`].filter(Boolean).join(' and ') || 'any message'
-      throw new Error(`No mail with ${what} arrived at ${inbox.address} within ${query.get('wait_seconds')} s. Did the application send it to this address, over SMTP to this Pigeonhole?`)
+    for (;;) {
+      query.set('wait_seconds', seconds(deadline - Date.now()))
+      let page: { data: Message[] } | null
+      try {
+        page = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?${query}`)
+      } catch (error) {
+        // An answer (PigeonholeError) is final; a connection that failed is not, while time is left.
+        if (error instanceof PigeonholeError || Date.now() + RETRY_PAUSE_MS >= deadline) throw error
+        await new Promise((resolve) => setTimeout(resolve, RETRY_PAUSE_MS))
+        continue
+      }
+      if (page === null) {
+        const what = [options.subject && `subject containing "${options.subject}"`, options.sender && `from ${options.sender}`].filter(Boolean).join(' and ') || 'any message'
+        throw new Error(`No mail with ${what} arrived at ${inbox.address} within ${seconds(timeout)} s. Did the application send it to this address, over SMTP to this Pigeonhole?`)
+      }
+      return page.data[0]!
     }
-    return page.data[0]!
   }
 
   /** Waits for the first message received after `previous` (received_after is inclusive, hence the extra millisecond). */

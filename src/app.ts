@@ -5,12 +5,15 @@
  */
 import type { AddressInfo } from 'node:net'
 import { availableParallelism } from 'node:os'
+import { resolve as resolvePath } from 'node:path'
 import { systemClock, type Clock } from './clock.ts'
 import { type Config, ConfigError } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
+import { StorageHealth } from './core/storage-health.ts'
+import { parseLocalWarn, ReplicationMonitor } from './core/replication.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
@@ -39,6 +42,7 @@ import { createSmtpServer } from './smtp/server.ts'
 import { prepareSmtpTls } from './smtp/tls.ts'
 import { joinQuietCollection } from './quiet-collection.ts'
 import { openStorage } from './storage/database.ts'
+import { lockServerDatabase } from './storage/server-lock.ts'
 
 interface AppOptions {
   config: Config
@@ -59,11 +63,24 @@ export interface RunningApp {
   setupUrl: string | null
   /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
   publicUrls: PublicUrls
-  /** Graceful stop: long polls answer 204, listeners close, in-flight work finishes, the database closes. */
+  /**
+   * Graceful stop: listeners stop accepting, SMTP transactions and HTTP requests in flight
+   * finish, waiting long polls keep waiting meanwhile and are then cut without an answer,
+   * the database closes.
+   */
   stop(): Promise<void>
 }
 
+/** How long a stop waits for SMTP transactions and HTTP requests in flight (fly.toml's kill_timeout is 30 s). */
 const SHUTDOWN_TIMEOUT_MS = 10_000
+
+/** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
+function onlyWaitsLeft(server: { pendingRequests: number }, waits: () => number, giveUp: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => (giveUp.aborted || server.pendingRequests <= waits() ? resolve() : setTimeout(check, 20))
+    check()
+  })
+}
 
 const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
@@ -89,15 +106,38 @@ function listenOrExplain<T>(variable: 'PORT', port: number, listen: () => T, und
   }
 }
 
+/** With a replica: Litestream's metrics listener on the loopback port the entry chose. */
+function replicationMonitor(config: Config, storage: ReturnType<typeof openStorage>, logger: Logger): ReplicationMonitor | null {
+  if (config.litestreamReplica === 'none') return null
+  const { page_size: pageSize } = storage.sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  return new ReplicationMonitor({
+    databasePath: resolvePath(config.databasePath),
+    pageSize,
+    metricsUrl: config.litestreamMetricsPort > 0 ? `http://127.0.0.1:${config.litestreamMetricsPort}/metrics` : null,
+    maxLagSeconds: config.replicationMaxLagSeconds,
+    localWarn: parseLocalWarn(config.litestreamLocalWarn),
+    logger,
+  })
+}
+
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
   const metrics = new AppMetrics()
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
-  const storage = openStorage(config.databasePath)
+  // Before the file opens: a second server on the same file stops here, naming the first.
+  const lock = lockServerDatabase(config.databasePath)
+  let storage: ReturnType<typeof openStorage>
+  try {
+    storage = openStorage(config.databasePath)
+  } catch (error) {
+    lock.release()
+    throw error
+  }
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
+  const stopped = new AbortController()
   let publicUrls = resolvePublicUrls(config, config.port)
   const services: Services = {
     config,
@@ -113,9 +153,14 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     reservations: new InboundReservations(),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     metrics,
-    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger),
+    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger, () => services.replication?.localBytes() ?? 0),
+    storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
+    replication: replicationMonitor(config, storage, logger),
     stopping: stopping.signal,
+    stopped: stopped.signal,
   }
+  const stopReplicationMonitor = services.replication?.start() ?? (() => {})
+  storage.observer = services.storageHealth
   discardUnfinishedInboxes(services)
   services.disk.start()
   const stopDiskWatch = services.disk.watch()
@@ -156,7 +201,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       }),
     () => {
       stopDiskWatch()
+      stopReplicationMonitor()
       storage.close()
+      lock.release()
     },
   )
   connections.attach((request, seconds) => server.timeout(request, seconds), config.httpIdleTimeoutSeconds)
@@ -179,10 +226,13 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   }).catch(async (error) => {
     stopTlsWatch()
     stopDiskWatch()
+    stopReplicationMonitor()
     await server.stop(true)
     storage.close()
+    lock.release()
     throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
+  lock.announce({ httpPort, smtpPort })
   consoleApp.deps.smtpAddress = `${new URL(publicUrls.baseUrl).hostname}:${smtpPort}`
   logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
   const stopSweeper = startRetentionSweeper(services)
@@ -192,6 +242,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     longPollsWaiting: () => services.longPolls.total(),
     databasePath: config.databasePath,
     diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
+    replication: services.replication ?? undefined,
   })
   const stopLoopSampler = sampleEventLoopDelay(metrics.eventLoopDelay)
   const leaveQuietCollection = joinQuietCollection()
@@ -206,15 +257,29 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       stopLoopSampler()
       leaveQuietCollection()
       stopDiskWatch()
+      stopReplicationMonitor()
       privateMetrics?.stop(true)
-      stopping.abort() // waiting long polls answer 204 now
-      // smtp-server stops accepting at once and lets a transaction in DATA finish; after
-      // its closeTimeout the rest are cut (an unacknowledged message is the sender's to retry).
+      stopping.abort() // console live streams end now; waiting long polls do not (below)
+      // Stop accepting. smtp-server lets a transaction in DATA finish and cuts the rest after
+      // its closeTimeout (an unacknowledged message is the sender's to retry); HTTP requests
+      // in flight finish. A waiting long poll is NOT answered: mail from those last SMTP
+      // transactions may still wake it, and an empty 204 would tell a test "nothing arrived"
+      // when the server only went away.
+      const httpIdle = server.stop(false)
       const smtpClosed = new Promise<void>((resolve) => smtp.close(() => resolve()))
-      await withTimeout(Promise.all([server.stop(false), smtpClosed]), SHUTDOWN_TIMEOUT_MS)
+      const giveUp = new AbortController()
+      const waitsOnly = onlyWaitsLeft(server, () => services.longPolls.total(), giveUp.signal)
+      await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, waitsOnly])]), SHUTDOWN_TIMEOUT_MS)
+      giveUp.abort()
+      // Then every connection still open, waiting long polls included, is closed without an
+      // answer: the client sees a transport error and asks again (the next server, after a deploy).
+      const cut = services.longPolls.total()
       await server.stop(true)
+      stopped.abort()
+      if (cut > 0) logger.info('long_polls_cut', { count: cut })
       services.parser.close()
       storage.close()
+      lock.release()
       logger.info('stopped')
     })())
 

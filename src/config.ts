@@ -388,6 +388,29 @@ export const SETTINGS = [
     description: 'Litestream 0.3 binary (empty: the one bundled by `@flydotio/litestream-linux-x64`, else `litestream` on PATH).',
   },
   {
+    env: 'LITESTREAM_METRICS_PORT',
+    key: 'litestreamMetricsPort',
+    kind: { type: 'int', min: 0, max: 65_535 },
+    default: '0',
+    description:
+      "Loopback port of Litestream's own metrics listener (`addr` in litestream.yml), which the server reads to know what the replica holds. `0`: the entry picks a free port at start and passes it to the server. Only used when `LITESTREAM_REPLICA` is not `none`.",
+  },
+  {
+    env: 'REPLICATION_MAX_LAG_SECONDS',
+    key: 'replicationMaxLagSeconds',
+    kind: { type: 'int', min: 1, max: 86_400 },
+    default: '60',
+    description: '`/ready` fails (check `replication`) and a `replication_lagging` warning is logged while the oldest write not yet in the replica is older than this. Only with a replica.',
+  },
+  {
+    env: 'LITESTREAM_LOCAL_WARN',
+    key: 'litestreamLocalWarn',
+    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 256MiB, or a percentage of the volume such as 10%' },
+    default: '10%',
+    description:
+      "A `litestream_local_files_large` warning is logged when Litestream's files beside the database (its shadow WAL, which grows while the replica cannot be reached) pass this size; one `litestream_local_files_normal` line when they shrink below it again. `0` turns the warning off.",
+  },
+  {
     env: 'SERVER_SCRIPT',
     key: 'serverScript',
     kind: { type: 'string' },

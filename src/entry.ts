@@ -9,7 +9,7 @@
 import { existsSync, rmSync } from 'node:fs'
 import { exitOnConfigError, loadConfigOrExit } from './config.ts'
 import { prepareFolders } from './deploy/privileges.ts'
-import { replicationPlan, serverScript } from './deploy/replica.ts'
+import { freeLoopbackPort, replicationPlan, serverScript } from './deploy/replica.ts'
 import { runChild } from './deploy/supervise.ts'
 
 function fail(message: string, code: number): never {
@@ -18,7 +18,9 @@ function fail(message: string, code: number): never {
 }
 
 const config = loadConfigOrExit()
-const plan = exitOnConfigError(() => replicationPlan(config, process.env))
+// Litestream's metrics listener needs a port the server can be told before either starts.
+const metricsPort = config.litestreamReplica === 'none' || config.litestreamMetricsPort > 0 ? config.litestreamMetricsPort : await freeLoopbackPort()
+const plan = exitOnConfigError(() => replicationPlan(config, process.env, metricsPort))
 
 const user = prepareFolders(config)
 // A stop asked for while the restore runs must not go on to start the server.

@@ -9,6 +9,7 @@ import { DomainError } from '../core/errors.ts'
 
 export function asConsoleError(error: unknown): unknown {
   if (!(error instanceof DomainError)) return error
+  if (error.code === 'internal_error') return error // a 500; the verb has logged why (stored bytes that fail their check)
   if (error.code.endsWith('not_found')) return new ConsoleError('not_found', 'Not found.')
   if (error.code.startsWith('invalid_')) return new ConsoleError('invalid', error.message)
   return new ConsoleError('conflict', error.message, error.facts.retryAfterSeconds)

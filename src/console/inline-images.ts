@@ -12,7 +12,8 @@ export const MAX_INLINED_BYTES = 5 * 1024 * 1024
 /** One left-to-right pass: a literal `cid:` then a run of one character class. */
 const CID_REFERENCE = /cid:([^\s"'()<>]+)/gi
 
-export function inlineCidImages(html: string, attachments: Attachment[], bytesOf: (attachmentId: string) => Buffer): string {
+/** `bytesOf` answers null for bytes it will not serve (they failed their check): that image stays broken. */
+export function inlineCidImages(html: string, attachments: Attachment[], bytesOf: (attachmentId: string) => Buffer | null): string {
   const byContentId = new Map<string, Attachment>()
   for (const a of attachments) {
     if (a.content_id && a.content_type.toLowerCase().startsWith('image/')) byContentId.set(a.content_id.toLowerCase(), a)
@@ -31,8 +32,10 @@ export function inlineCidImages(html: string, attachments: Attachment[], bytesOf
     if (known) return known
     const attachment = byContentId.get(id)
     if (!attachment || attachment.size_bytes > budget) return reference
+    const bytes = bytesOf(attachment.id)
+    if (!bytes) return reference
     budget -= attachment.size_bytes
-    const url = `data:${attachment.content_type};base64,${bytesOf(attachment.id).toString('base64')}`
+    const url = `data:${attachment.content_type};base64,${bytes.toString('base64')}`
     dataUrls.set(id, url)
     return url
   })

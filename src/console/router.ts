@@ -144,7 +144,8 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
       return response
     }
-    logger.error('console_error', { path: ctx.url.pathname, ...errorFields(error) })
+    // A DomainError left here is internal_error, already logged once by the verb that threw it.
+    if (!(error instanceof DomainError)) logger.error('console_error', { path: ctx.url.pathname, ...errorFields(error) })
     return renderError(ctx, 500, 'Something went wrong on our side; the server log has the details.')
   }
 }

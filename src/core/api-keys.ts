@@ -11,6 +11,7 @@ import type { Db } from '../storage/database.ts'
 import { preparedPerDatabase } from '../storage/prepared.ts'
 import type { Limits } from '../config.ts'
 import { apiKeys, organizations } from '../storage/schema.ts'
+import { storageFailureKind } from './storage-health.ts'
 import { DomainError } from './errors.ts'
 import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from './limits.ts'
 
@@ -67,8 +68,9 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null,
         .where(eq(apiKeys.publicId, parsed.publicId))
         .run()
     } catch (error) {
-      // Best effort: on a full volume reads and deletes must still pass authentication.
-      if ((error as { code?: unknown }).code !== 'SQLITE_FULL') throw error
+      // Best effort: on a full, read-only or failing volume reads and deletes must still pass
+      // authentication (the stamp is a convenience for the console, not a rule).
+      if (!storageFailureKind(error)) throw error
     }
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, defaults) }

@@ -4,12 +4,14 @@
  * retention sweeper go on, so space can be won back through the product. It leaves guard
  * mode by itself once there is room again.
  *
- * "Free" is the smaller of the volume's free space and what SQLite may still add to the file
- * (PRAGMA max_page_count, counting its free-list pages). A ballast file of half the threshold
- * (at most 4 MiB) is kept beside the database. When something else fills the volume past
- * the guard (logs, Litestream's shadow WAL) the ballast is deleted, at the guard's next check
- * or when a delete meets SQLITE_FULL, so deletes still find room for their WAL pages (deleting rows rewrites a few b-tree and free-list pages, not the freed blobs, so
- * a few MiB go a long way). It is made again when the guard clears.
+ * "Free" is the volume's free space plus the free pages inside the database (what deletes
+ * gave back, reused before the file grows), capped by what SQLite may still add to the file
+ * (PRAGMA max_page_count); the volume's own free space must also stay above half the
+ * threshold. A ballast file of half the threshold (at most 4 MiB) is kept beside the database. When something else fills the volume past
+ * the guard (logs, Litestream's shadow WAL) and a delete meets SQLITE_FULL, the ballast is
+ * deleted so the delete finds room for its WAL pages (deleting rows rewrites a few b-tree and
+ * free-list pages, not the freed blobs, so a few MiB go a long way). It is made again when
+ * the guard clears.
  */
 import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
@@ -35,14 +37,23 @@ export function parseMinFree(text: string): MinFree | null {
 }
 
 export interface DiskStatus {
+  /** Free on the volume plus SQLite's free pages, capped by max_page_count. */
   freeBytes: number
   thresholdBytes: number
   tripped: boolean
+  /** Of freeBytes, what lies in free pages inside the database file. */
+  freePageBytes: number
+  /**
+   * Litestream's shadow WAL and other local files. Already counted as used by the volume's
+   * figure; shown apart because an unreachable replica makes it grow with every write.
+   */
+  litestreamBytes: number
 }
 
 export class DiskGuard {
-  private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false }
+  private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false, freePageBytes: 0, litestreamBytes: 0 }
   private checkedAt = -Infinity
+  private checkFailing = false
   readonly ballastPath: string
 
   constructor(
@@ -50,6 +61,8 @@ export class DiskGuard {
     private readonly databasePath: string,
     private readonly minFree: MinFree,
     private readonly logger: Logger,
+    /** Litestream's files beside the database (shadow WAL): named in the guard's lines and status. */
+    private readonly litestreamBytes: () => number = () => 0,
   ) {
     this.ballastPath = join(dirname(databasePath), 'free-space-ballast')
   }
@@ -61,46 +74,62 @@ export class DiskGuard {
   /** True while there is room for new mail and new inboxes (cached for a second). */
   hasRoom(): boolean {
     if (!this.enabled) return true
-    if (performance.now() - this.checkedAt >= CACHE_MS) this.refresh()
+    if (performance.now() - this.checkedAt >= CACHE_MS) this.refreshOrKeep()
     return !this.status_.tripped
   }
 
   status(): DiskStatus {
-    if (this.enabled && performance.now() - this.checkedAt >= CACHE_MS) this.refresh()
+    if (this.enabled && performance.now() - this.checkedAt >= CACHE_MS) this.refreshOrKeep()
     return { ...this.status_ }
+  }
+
+  /**
+   * A volume that fails (statfs or SQLite's PRAGMAs answer an I/O error) keeps the last
+   * figures: the writes themselves then fail and are answered as storage failures; the
+   * guard adds one warning line when its checks begin to fail, not one per check.
+   */
+  private refreshOrKeep(): void {
+    try {
+      this.refresh()
+      this.checkFailing = false
+    } catch (error) {
+      this.checkedAt = performance.now()
+      if (!this.checkFailing) this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
+      this.checkFailing = true
+    }
   }
 
   /** Measures now; trips or clears the guard (one warning line each way). */
   refresh(): DiskStatus {
     this.checkedAt = performance.now()
-    const { freeBytes, volumeFreeBytes, thresholdBytes } = this.measure()
+    const { freeBytes, volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure()
     const ballast = this.ballastBytes(thresholdBytes)
+    const volumeFloor = Math.floor(thresholdBytes / 2)
+    const litestreamBytes = this.litestreamBytes()
+    const fields = { free_bytes: freeBytes, volume_free_bytes: volumeFreeBytes, free_page_bytes: freePageBytes, litestream_local_bytes: litestreamBytes, threshold_bytes: thresholdBytes }
     let tripped = this.status_.tripped
-    if (!tripped && freeBytes < thresholdBytes) {
+    if (!tripped && (freeBytes < thresholdBytes || volumeFreeBytes < volumeFloor)) {
       tripped = true
-      this.logger.warn('disk_guard_tripped', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
+      this.logger.warn('disk_guard_tripped', fields)
     }
-    if (tripped && volumeFreeBytes < ballast) this.releaseBallast('volume_nearly_full')
-    else if (tripped && freeBytes >= thresholdBytes + ballast) {
+    // The ballast is the deletes' reserve: only a delete that meets a full volume releases it
+    // (freeing). Released here, on a timer, its room would go to whatever writes next (a
+    // message admitted before the guard tripped, Litestream's shadow WAL, another program),
+    // and a delete after that would find neither room nor ballast and answer 503.
+    if (tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes >= volumeFloor + (existsSync(this.ballastPath) ? 0 : ballast)) {
       // The margin of one ballast keeps the guard from flapping once the ballast is back.
       tripped = false
-      this.logger.warn('disk_guard_cleared', { free_bytes: freeBytes, threshold_bytes: thresholdBytes })
+      this.logger.warn('disk_guard_cleared', fields)
       this.ensureBallast(thresholdBytes)
     }
-    this.status_ = { freeBytes, thresholdBytes, tripped }
+    this.status_ = { freeBytes, thresholdBytes, tripped, freePageBytes, litestreamBytes }
     return { ...this.status_ }
   }
 
-  /** Re-measures every `intervalMs`, so the ballast is released even while no mail arrives. */
+  /** Re-measures every `intervalMs`, so the guard clears after deletes even while no mail arrives. */
   watch(intervalMs = 2_000): () => void {
     if (!this.enabled) return () => {}
-    const timer = setInterval(() => {
-      try {
-        this.refresh()
-      } catch (error) {
-        this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
-      }
-    }, intervalMs)
+    const timer = setInterval(() => this.refreshOrKeep(), intervalMs)
     timer.unref?.()
     return () => clearInterval(timer)
   }
@@ -132,14 +161,21 @@ export class DiskGuard {
     }
   }
 
-  private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number } {
+  /**
+   * Free pages inside the database count as free space: SQLite fills them before it grows the
+   * file, so a delete (an inbox, a message, the sweeper's expired mail) gives room back at once,
+   * without an operator vacuuming. The WAL and Litestream's shadow WAL still need bytes on the
+   * volume itself, so the volume's own free space has a floor of half the threshold.
+   */
+  private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number; freePageBytes: number } {
     const volume = statfsSync(dirname(this.databasePath))
     const volumeFree = volume.bavail * volume.bsize
     const pragma = (name: string) => Object.values(this.storage.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
     const pageSize = pragma('page_size')
-    const sqliteRoom = (pragma('max_page_count') - pragma('page_count') + pragma('freelist_count')) * pageSize
+    const freePageBytes = pragma('freelist_count') * pageSize
+    const sqliteRoom = (pragma('max_page_count') - pragma('page_count')) * pageSize + freePageBytes
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
-    return { freeBytes: Math.min(volumeFree, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes }
+    return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
   }
 
   private ballastBytes(thresholdBytes: number): number {

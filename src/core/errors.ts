@@ -32,6 +32,7 @@ export type ErrorCode =
   | 'long_poll_limit_exceeded'
   | 'internal_error'
   | 'insufficient_storage' // not a spec code: the free-space guard is tripped (none of the spec's 503 codes fits)
+  | 'storage_unavailable' // not a spec code: the storage refused a read or write (read-only or failing volume); retry
   | 'not_found' // unknown route; not a spec code, but every response keeps the envelope
 
 export interface ErrorFacts {

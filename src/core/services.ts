@@ -9,6 +9,8 @@ import type { Storage } from '../storage/database.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
+import type { StorageHealth } from './storage-health.ts'
+import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
@@ -33,6 +35,15 @@ export interface Services {
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
   disk: DiskGuard
-  /** Aborted when the server begins shutting down: waiting long polls answer 204. */
+  /** Whether writes currently succeed; logs the start and end of a failing volume once each. */
+  storageHealth: StorageHealth
+  /** What the Litestream replica holds and what Litestream keeps locally; null without a replica. */
+  replication: ReplicationMonitor | null
+  /** Aborted when the server begins shutting down: console live streams end. */
   stopping: AbortSignal
+  /**
+   * Aborted once a stop has closed every HTTP connection. A long poll is not ended by the
+   * stop's start (mail still arriving may wake it); when this fires its client is gone.
+   */
+  stopped: AbortSignal
 }

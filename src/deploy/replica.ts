@@ -3,6 +3,7 @@
  * choice of litestream binary, its environment and its arguments can be read in one place.
  */
 import { existsSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { dirname, join, resolve } from 'node:path'
 import { ConfigError, type Config } from '../config.ts'
 
@@ -40,8 +41,12 @@ function litestreamBinary(config: Config): string {
   return Bun.which('litestream') ?? 'litestream'
 }
 
-/** null when LITESTREAM_REPLICA=none: the server then runs without litestream. */
-export function replicationPlan(config: Config, env: Record<string, string | undefined>): ReplicationPlan | null {
+/**
+ * null when LITESTREAM_REPLICA=none: the server then runs without litestream. `metricsPort`
+ * is where litestream serves its metrics on the loopback address (the server reads the
+ * replica's position there); the entry picks a free one when LITESTREAM_METRICS_PORT is 0.
+ */
+export function replicationPlan(config: Config, env: Record<string, string | undefined>, metricsPort = config.litestreamMetricsPort): ReplicationPlan | null {
   if (config.litestreamReplica === 'none') return null
   const databasePath = resolve(config.databasePath)
   let replicaPath = config.litestreamReplicaPath
@@ -57,10 +62,30 @@ export function replicationPlan(config: Config, env: Record<string, string | und
   return {
     binary: litestreamBinary(config),
     databasePath,
-    env: { ...env, DATABASE_PATH: databasePath, LITESTREAM_REPLICA: config.litestreamReplica, LITESTREAM_REPLICA_PATH: replicaPath },
+    env: {
+      ...env,
+      DATABASE_PATH: databasePath,
+      LITESTREAM_REPLICA: config.litestreamReplica,
+      LITESTREAM_REPLICA_PATH: replicaPath,
+      // Empty turns litestream's listener off (port 0 cannot be told to the server).
+      LITESTREAM_METRICS_ADDR: metricsPort > 0 ? `127.0.0.1:${metricsPort}` : '',
+      LITESTREAM_METRICS_PORT: String(metricsPort),
+    },
     // Both flags make restore a no-op (exit 0) for an existing database or an empty replica.
     restoreArgs: ['restore', '-config', LITESTREAM_CONFIG, '-if-db-not-exists', '-if-replica-exists', '-o', databasePath, databasePath],
     // With -exec, litestream forwards SIGTERM/SIGINT to the server and syncs once more after it exits.
     replicateArgs: ['replicate', '-config', LITESTREAM_CONFIG, '-exec', server],
   }
+}
+
+/** A loopback port free right now: asked of the OS (port 0), then released for litestream. */
+export async function freeLoopbackPort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(0, '127.0.0.1', resolve)
+  })
+  const { port } = server.address() as { port: number }
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }

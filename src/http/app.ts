@@ -10,7 +10,7 @@ import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
 import type { Services } from '../core/services.ts'
 import { newRequestId } from '../ids.ts'
 import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy } from './cors.ts'
-import { errorBody, toErrorResponse } from './errors.ts'
+import { errorBody, mayAnswerUnavailable, toErrorResponse } from './errors.ts'
 import { installFastFormats } from './formats.ts'
 import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
@@ -66,8 +66,8 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
     })
     .onError(({ error, code, set, request }) => {
       const requestId = requests.get(request)?.id ?? newRequestId()
-      const response = toErrorResponse(error, code, s.logger, requestId)
       const state = requests.get(request)
+      const response = toErrorResponse(error, code, s.logger, requestId, s.storageHealth, mayAnswerUnavailable(request.method, state?.path ?? ''))
       if (state) state.errorCode = response.code
       set.status = response.status
       set.headers['x-request-id'] = requestId
@@ -87,6 +87,9 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
         organization_id: state.principal?.organizationId,
         key_public_id: state.principal?.keyPublicId,
         error_code: state.errorCode,
+        // The answer never reached the client: it left, or a stop closed its connection
+        // (a waiting long poll); the status is what would have been sent.
+        connection_closed: request.signal.aborted || undefined,
       })
     })
     .use(openApiRoutes(s))

@@ -3,6 +3,7 @@
  * error envelope `{ error: { code, message, request_id } }`.
  */
 import { DomainError, type ErrorCode } from '../core/errors.ts'
+import { STORAGE_RETRY_AFTER_SECONDS, type StorageHealth } from '../core/storage-health.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
 import { HttpProtocolError } from './request-target.ts'
@@ -42,6 +43,7 @@ const STATUS: Record<ErrorCode, number> = {
   long_poll_limit_exceeded: 429,
   internal_error: 500,
   insufficient_storage: 503,
+  storage_unavailable: 503,
   not_found: 404,
 }
 
@@ -58,9 +60,26 @@ interface FrameworkError {
   all?: Array<{ path?: string }>
 }
 
+/**
+ * The two operations whose statuses in the interface include 503 (createInbox, deleteInbox).
+ * Elsewhere the interface allows no 503, so a storage failure there keeps the 500 every
+ * operation may answer, with the same retry hint.
+ */
+export const mayAnswerUnavailable = (method: string, path: string) => (method === 'POST' && path === '/v1/inboxes') || (method === 'DELETE' && /^\/v1\/inboxes\/[^/]+$/.test(path))
+
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
-export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string): ErrorResponse {
+export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string, storage?: StorageHealth, unavailableAllowed = true): ErrorResponse {
   if (error instanceof DomainError) return fromDomainError(error)
+  // A read-only, failing or locked volume is a state of the machine that passes: a retry
+  // hint, logged once when it begins (storage-health.ts) rather than once per request.
+  if (storage?.failed(error)) {
+    return {
+      status: unavailableAllowed ? 503 : 500,
+      code: unavailableAllowed ? 'storage_unavailable' : 'internal_error',
+      message: 'The server cannot use its storage right now; retry later.',
+      headers: { 'Retry-After': String(STORAGE_RETRY_AFTER_SECONDS) },
+    }
+  }
   if (error instanceof HttpProtocolError) {
     // The framing of what follows on this connection cannot be trusted (a body may still be
     // arriving, a CONNECT expects a tunnel): answer, then close.

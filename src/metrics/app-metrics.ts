@@ -4,6 +4,8 @@
  * their figure when scraped. One instance per running app: no global registry.
  */
 import { statSync } from 'node:fs'
+import { STORAGE_FAILURE_KINDS } from '../core/storage-health.ts'
+import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
 import { Counter, Gauge, Histogram, MetricRegistry } from './exposition.ts'
 
 /** Read at scrape time from parts the composition root owns. */
@@ -13,6 +15,8 @@ export interface MetricSources {
   databasePath: string
   /** Free bytes on the database's volume, when a disk guard watches it. */
   diskFree?(): { freeBytes: number; thresholdBytes: number; tripped: boolean }
+  /** With a Litestream replica: its lag and Litestream's local files. */
+  replication?: { lagSeconds(): number; localBytes(): number }
 }
 
 const fileSize = (path: string) => {
@@ -38,6 +42,10 @@ export class AppMetrics {
     new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
   )
   readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
+  readonly storageFailures = this.registry.add(new Counter<'kind'>('pigeonhole_storage_failures_total', 'Reads and writes the storage refused, by kind (read_only, io_error, full, busy, corrupt).'))
+  readonly storedBytesCorrupt = this.registry.add(
+    new Counter<'kind'>('pigeonhole_stored_bytes_corrupt_total', 'Downloads refused because the stored bytes no longer match their SHA-256 (message_source, attachment).'),
+  )
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 
@@ -46,6 +54,8 @@ export class AppMetrics {
     this.messagesStored.inc({}, 0)
     for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
     for (const kind of ['messages', 'idempotency_records']) this.sweeperDeleted.inc({ kind }, 0)
+    for (const kind of STORAGE_FAILURE_KINDS) this.storageFailures.inc({ kind }, 0)
+    for (const kind of STORED_BYTES_KINDS) this.storedBytesCorrupt.inc({ kind }, 0)
     const source = () => {
       if (!this.sources) throw new Error('metric sources not attached yet')
       return this.sources
@@ -71,6 +81,19 @@ export class AppMetrics {
         const disk = source().diskFree?.()
         return disk ? (disk.tripped ? 1 : 0) : []
       }),
+    )
+    this.registry.add(
+      new Gauge('pigeonhole_replication_lag_seconds', 'Seconds the oldest write not yet in the Litestream replica has waited (0: the replica holds everything).', () => {
+        const replication = source().replication
+        return replication ? Math.round(replication.lagSeconds() * 1000) / 1000 : []
+      }),
+    )
+    this.registry.add(
+      new Gauge(
+        'pigeonhole_litestream_local_bytes',
+        "Bytes of Litestream's files beside the database (its shadow WAL; grows while the replica is unreachable).",
+        () => source().replication?.localBytes() ?? [],
+      ),
     )
     this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
   }

@@ -47,6 +47,9 @@ function observe(metrics: AppMetrics, event: string, fields: LogFields): void {
       metrics.httpRequests.inc({ operation: operationOf(String(fields.method), String(fields.path)), status: String(fields.status) })
       if (REFUSAL_CODES.has(String(fields.error_code))) metrics.httpRefusals.inc({ code: String(fields.error_code) })
       return
+    case 'stored_bytes_corrupt':
+      metrics.storedBytesCorrupt.inc({ kind: String(fields.kind) })
+      return
     case 'retention_sweep':
       metrics.sweeperDeleted.inc({ kind: 'messages' }, Number(fields.deleted_messages) || 0)
       metrics.sweeperDeleted.inc({ kind: 'idempotency_records' }, Number(fields.deleted_idempotency_records) || 0)

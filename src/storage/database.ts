@@ -13,6 +13,18 @@ export type Db = BunSQLiteDatabase<typeof schema>
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 export type DbOrTx = Db | Tx
 
+/**
+ * Told about every commit and every failed write, so a failing volume is noticed by whatever
+ * write meets it first and its end by the first commit after it (src/core/storage-health.ts).
+ * The storage module itself stays free of logging and policy.
+ */
+export interface StorageObserver {
+  committed(): void
+  failed(error: unknown): unknown
+}
+
+const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
+
 export interface Storage {
   db: Db
   sqlite: SQLite
@@ -31,6 +43,8 @@ export interface Storage {
    * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter).
    */
   writeInGroup<T>(work: (tx: Tx) => T, bytes?: number): Promise<T>
+  /** Set once by the composition root; a quiet default until then (the CLI keeps it). */
+  observer: StorageObserver
   close(): void
 }
 
@@ -53,7 +67,7 @@ function migrationsFolder(): string {
  * Reusing one compiled statement per text is safe because bun:sqlite runs a statement to
  * completion synchronously and Drizzle binds fresh parameters on every call.
  */
-function reuseStatements(sqlite: SQLite): void {
+function reuseStatements(sqlite: SQLite): { finalizeAll(): void } {
   const compile = sqlite.prepare.bind(sqlite)
   const compiled = new Map<string, ReturnType<SQLite['prepare']>>()
   const MAX = 500 // far above the number of distinct query shapes; a guard, not a cache policy
@@ -66,6 +80,14 @@ function reuseStatements(sqlite: SQLite): void {
     }
     return statement
   }) as SQLite['prepare']
+  return {
+    // Without this the closed connection keeps its file handles until the GC collects the
+    // statements (SQLite's close waits for them), which keeps a volume from being unmounted.
+    finalizeAll: () => {
+      for (const statement of compiled.values()) statement.finalize()
+      compiled.clear()
+    },
+  }
 }
 
 interface GroupJob {
@@ -145,7 +167,7 @@ function walSyncer(walPath: string): { durable: () => Promise<void>; close: () =
  */
 export const LARGE_WRITE_BYTES = 1024 * 1024
 
-function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number): Storage['writeInGroup'] {
+function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number, observer: () => StorageObserver): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
   let checkpointQueued = false
   const checkpointSoon = () => {
@@ -178,9 +200,11 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, au
   const settle = (jobs: GroupJob[], values: unknown[]) =>
     durable().then(
       () => {
+        observer().committed()
         for (const [i, job] of jobs.entries()) job.resolve(values[i])
       },
       (error) => {
+        observer().failed(error)
         for (const job of jobs) job.reject(error)
       },
     )
@@ -188,6 +212,7 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, au
     try {
       void settle([job], [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))])
     } catch (error) {
+      observer().failed(error)
       job.reject(error)
     }
   }
@@ -234,15 +259,26 @@ export function openStorage(path: string): Storage {
   sqlite.exec('PRAGMA foreign_keys = ON')
   // The CLI writes to the same file while the server runs; wait instead of failing.
   sqlite.exec('PRAGMA busy_timeout = 5000')
-  reuseStatements(sqlite)
+  const statements = reuseStatements(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: migrationsFolder() })
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
-  return {
+  const storage: Storage = {
     db,
     sqlite,
-    write: (work) => db.transaction(work, { behavior: 'immediate' }),
-    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages),
+    observer: quietObserver,
+    write: (work) => {
+      let result: ReturnType<typeof work>
+      try {
+        result = db.transaction(work, { behavior: 'immediate' })
+      } catch (error) {
+        storage.observer.failed(error)
+        throw error
+      }
+      storage.observer.committed()
+      return result
+    },
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
     close: () => {
       // Fold the WAL back into the main file so a copied .db is complete on its own. Without
       // waiting: Litestream always holds a read lock, and a checkpoint that waits out the
@@ -254,7 +290,9 @@ export function openStorage(path: string): Storage {
         // another connection may hold the WAL; closing is still safe
       }
       wal.close()
+      statements.finalizeAll()
       sqlite.close()
     },
   }
+  return storage
 }

@@ -353,10 +353,11 @@ describe('routing rule lifecycle', () => {
 })
 
 describe('restart on the same SQLite file', () => {
-  /** A second process on the same file, as after a crash and a restart. */
-  async function restart() {
+  /** The process on `first`'s file after it died, as after a crash and a restart (one server per file: `first` is stopped). */
+  async function restart(first: TestServer) {
+    await first.app.stop()
     const app = await startApp({
-      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, RECEIVING_DOMAIN: 'inbox.test' }),
+      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: first.databasePath, RECEIVING_DOMAIN: 'inbox.test' }),
       logger: createLogger('silent'),
     })
     const post = (key: string, idempotencyKey: string, body: unknown) =>
@@ -365,19 +366,20 @@ describe('restart on the same SQLite file', () => {
   }
 
   test('a createInbox cut off by a crash neither blocks its key nor holds its address after restart', async () => {
-    const { key, organizationId } = server.tenant()
+    const first = await startTestServer()
+    const { key, organizationId } = first.tenant()
     const now = new Date().toISOString()
     // The state a process leaves when it dies between claiming the key and activating the inbox.
-    const sqlite = server.app.services.storage.sqlite
+    const sqlite = first.app.services.storage.sqlite
     sqlite
       .query("INSERT INTO idempotency_records (organization_id, idempotency_key, request_fingerprint, state, created_at, expires_at) VALUES (?, 'crashed-key-1', 'x', 'in_progress', ?, ?)")
       .run(organizationId, now, new Date(Date.now() + 86_400_000).toISOString())
     sqlite
       .query("INSERT INTO inboxes (id, organization_id, local_part, address, state, created_at) VALUES (?, ?, 'crashed-box', 'crashed-box@inbox.test', 'creating', ?)")
       .run(`inbox_${'c'.repeat(32)}`, organizationId, now)
-    expectError(await server.post('/v1/inboxes', key, { prefix: 'crashed-box' }), 409, 'address_unavailable')
+    expectError(await first.post('/v1/inboxes', key, { prefix: 'crashed-box' }), 409, 'address_unavailable')
 
-    const { app, post } = await restart()
+    const { app, post } = await restart(first)
     try {
       // Nothing runs at boot, so the claim is abandoned: the client's one retry must succeed.
       const retry = await post(key, 'crashed-key-1', { prefix: 'crashed-box' })
@@ -385,6 +387,7 @@ describe('restart on the same SQLite file', () => {
       expect(((await retry.json()) as any).data.local_part).toBe('crashed-box')
     } finally {
       await app.stop()
+      await first.stop()
     }
   })
 })

@@ -13,11 +13,11 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** Creates `n` inboxes, `stepMs` apart on the manual clock; returns their ids oldest first. */
-async function createMany(key: string, n: number, stepMs = 1): Promise<string[]> {
+async function createMany(key: string, n: number, stepMs = 1, on: TestServer = server): Promise<string[]> {
   const ids: string[] = []
   for (let i = 0; i < n; i++) {
     clock.advance(stepMs)
-    const response = await server.post('/v1/inboxes', key)
+    const response = await on.post('/v1/inboxes', key)
     expect(response.status).toBe(201)
     ids.push(response.body.data.id)
   }
@@ -132,14 +132,17 @@ describe('paging', () => {
   })
 
   test('a cursor keeps working after the server restarts on the same file', async () => {
-    const { key } = server.tenant()
-    await createMany(key, 3)
-    const first = await server.get('/v1/inboxes?limit=1', key)
+    // A server of its own, stopped before the restart (one server per database file).
+    const own = await startTestServer({ clock })
+    const { key } = own.tenant()
+    await createMany(key, 3, 1, own)
+    const first = await own.get('/v1/inboxes?limit=1', key)
+    await own.app.stop()
     const { startApp } = await import('../../src/app.ts')
     const { loadConfig } = await import('../../src/config.ts')
     const { createLogger } = await import('../../src/log.ts')
     const again = await startApp({
-      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: server.databasePath, LOG_LEVEL: 'silent' }),
+      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: own.databasePath, LOG_LEVEL: 'silent' }),
       clock,
       logger: createLogger('silent'),
     })
@@ -149,6 +152,7 @@ describe('paging', () => {
       expect(((await response.json()) as any).data.length).toBe(2)
     } finally {
       await again.stop()
+      await own.stop()
     }
   })
 })

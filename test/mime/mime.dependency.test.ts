@@ -51,3 +51,16 @@ test('through the hooks, a nested 7bit attachment keeps its CRLF line ends and n
   expect(email.attachments).toHaveLength(1)
   expect(Buffer.from(email.attachments[0]!.content as ArrayBuffer).toString('latin1')).toBe('one\r\ntwo\r\n')
 })
+
+test("the parser's input is where the hooks read it, to tell the sender's last line break from the boundary's", async () => {
+  const parser = new FaithfulPostalMime()
+  await parser.parse('Subject: x\r\n\r\nbody\r\n')
+  const input = (parser as unknown as { av: unknown }).av
+  expect(input).toBeInstanceOf(Uint8Array)
+  expect(Buffer.from(input as Uint8Array).toString()).toBe('Subject: x\r\n\r\nbody\r\n')
+})
+
+test('through the hooks, format=flowed is unwrapped by quote depth (postal-mime still calls decodeFlowedText)', async () => {
+  const email = await new FaithfulPostalMime().parse('Content-Type: text/plain; format=flowed\r\n\r\n> one \r\n> two\r\nthree\r\n')
+  expect(email.text).toBe('> one two\nthree\n')
+})

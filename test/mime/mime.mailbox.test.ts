@@ -3,6 +3,7 @@
  * Every address that comes out is an addr-spec or the envelope sender.
  */
 import { describe, expect, test } from 'bun:test'
+import fc from 'fast-check'
 import { deriveSender, deriveSubject } from '../../src/core/inbound/mime/fields.ts'
 import { firstMailbox, isAddress } from '../../src/core/inbound/mime/mailbox.ts'
 
@@ -26,6 +27,25 @@ describe('firstMailbox', () => {
     [', , first@example.org, second@example.org', '', 'first@example.org'],
     ['"=?UTF-8?Q?Zo=C3=AB?=" <zoe@example.org>', '=?UTF-8?Q?Zo=C3=AB?=', 'zoe@example.org'],
     ['moderator', '', 'moderator'],
+    // Words beside a bare addr-spec are not part of it: no RFC 5322 form puts them there.
+    ['Big Bug bb@bug.com', 'Big Bug', 'bb@bug.com'],
+    ['"Big Bug" bb@bug.com', 'Big Bug', 'bb@bug.com'],
+    ['Joe Q. Public john.q.public@example.com', 'Joe Q. Public', 'john.q.public@example.com'],
+    ['Big Bug john . q@example.com', 'Big Bug', 'john.q@example.com'],
+    ['Big Bug "bb"@bug.com', 'Big Bug', 'bb@bug.com'],
+    ['Big Bug bb@bug.com (the bug)', 'Big Bug', 'bb@bug.com'],
+    ['Big (a comment) Bug bb(x)@bug.com', 'Big Bug', 'bb@bug.com'],
+    ['=?ks_c_5601-1987?B?wMy787/s?= ss.lee@example.com', '=?ks_c_5601-1987?B?wMy787/s?=', 'ss.lee@example.com'],
+    ['=?ks_c_5601-1987?B?wMy787/s?=ss.lee@example.com', '=?ks_c_5601-1987?B?wMy787/s?=', 'ss.lee@example.com'],
+    ['=?utf-8?Q?Mr.?= =?utf-8?Q?Bug?= bb@bug.com', '=?utf-8?Q?Mr.?= =?utf-8?Q?Bug?=', 'bb@bug.com'],
+    ['bb@bug.com Big Bug', 'Big Bug', 'bb@bug.com'],
+    ['bb@bug.com Big Bug (Bug Team)', 'Bug Team', 'bb@bug.com'],
+    ['A Group: Ed Jones c@a.test, joe@where.test;', 'Ed Jones', 'c@a.test'],
+    // Not of that shape: nothing is split, and what comes out is not an addr-spec.
+    ['Big Bug', '', 'BigBug'],
+    ['Big Bug a@b c@d', '', 'BigBuga@bc@d'],
+    ['Big: Bug bb@bug.com', 'Bug', 'bb@bug.com'],
+    ['Big Bug bb@bug.com>', 'Big Bug', 'bb@bug.com'],
   ])('%s', (value, name, address) => {
     expect(firstMailbox(value)).toEqual({ name, address })
   })
@@ -35,6 +55,20 @@ describe('firstMailbox', () => {
     expect(firstMailbox('ann@example.org (Ann')).toEqual({ name: 'Ann', address: 'ann@example.org' })
     expect(firstMailbox('"Ann <ann@example.org>').address).toBe('"Ann <ann@example.org>"')
   })
+})
+
+test('words beside a bare addr-spec never become part of the address', () => {
+  // atext without "?", so that no word is taken for an RFC 2047 encoded word.
+  const word = fc.stringMatching(/^[A-Za-z0-9!#$%&'*+/=^_`{|}~-]{1,8}$/)
+  const dotAtom = fc.array(word, { minLength: 1, maxLength: 3 }).map((words) => words.join('.'))
+  fc.assert(
+    fc.property(fc.array(word, { maxLength: 4 }), dotAtom, dotAtom, fc.array(word, { maxLength: 3 }), (before, local, domain, after) => {
+      const address = `${local}@${domain}`
+      const mailbox = firstMailbox([...before, address, ...after].join(' '))
+      expect(mailbox.address).toBe(address)
+      expect(mailbox.name).toBe((before.length ? before : after).join(' '))
+    }),
+  )
 })
 
 describe('isAddress', () => {
@@ -62,6 +96,19 @@ describe('deriveSender', () => {
     expect(deriveSender(Buffer.from('Subject: no From\r\n\r\nFrom: in the body <body@example.org>\r\n'), ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
   })
 
+  test('words before a bare address: the address spelled, the words as the name', () => {
+    expect(from('Big Bug bb@bug.com')).toEqual({ name: 'Big Bug', address: 'bb@bug.com' })
+    expect(from('=?ks_c_5601-1987?B?wMy787/s?= ss.lee@example.com')).toEqual({ name: '이상우', address: 'ss.lee@example.com' })
+    expect(from('=?UTF-8?Q?Zo=C3=AB_Example?=zoe@example.org')).toEqual({ name: 'Zoë Example', address: 'zoe@example.org' })
+  })
+
+  test('words and no addr-spec: the envelope sender, by the same rule as a bare word', () => {
+    expect(from('Big Bug')).toEqual({ name: '', address: ENVELOPE })
+    expect(from('Big Bug bb@')).toEqual({ name: 'Big Bug', address: ENVELOPE })
+    // The obsolete syntax allows whitespace before the @ (RFC 5322 §4.4), so this one is spelled.
+    expect(from('Big Bug @bug.com')).toEqual({ name: 'Big', address: 'Bug@bug.com' })
+  })
+
   test('with no usable envelope sender either (a bounce), the address is empty', () => {
     expect(from('moderator', '')).toEqual({ name: '', address: '' })
     expect(from('moderator', 'not-an-address')).toEqual({ name: '', address: '' })
@@ -73,6 +120,15 @@ describe('deriveSender', () => {
       expect(sender.address === ENVELOPE || isAddress(sender.address)).toBe(true)
     }
   })
+})
+
+test('hostile headers: long runs of words beside an address', () => {
+  const words = 'word '.repeat(20_000)
+  expect(firstMailbox(`${words}bb@bug.com`)).toEqual({ name: words.trim(), address: 'bb@bug.com' })
+  expect(firstMailbox(`bb@bug.com ${words}`)).toEqual({ name: words.trim(), address: 'bb@bug.com' })
+  expect(firstMailbox(`${'=?utf-8?Q?x?='.repeat(20_000)}bb@bug.com`).address).toBe('bb@bug.com')
+  // The obsolete syntax joins words around dots: one long local part, too long for an address.
+  expect(from(`${'a . '.repeat(20_000)}b@c.test`)).toEqual({ name: '', address: ENVELOPE })
 })
 
 describe('headers read from the raw bytes', () => {

@@ -80,11 +80,11 @@ describe('each operation lists its error codes', () => {
       409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
       422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
       502: ['email_routing_unavailable'],
-      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage'],
+      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage', 'storage_unavailable'],
     },
     listInboxes: { 422: ['invalid_limit', 'invalid_cursor'] },
     getInbox: { 404: ['inbox_not_found'] },
-    deleteInbox: { 404: ['inbox_not_found'], 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable'] },
+    deleteInbox: { 404: ['inbox_not_found'], 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable', 'storage_unavailable'] },
     listOrWaitForMessages: {
       404: ['inbox_not_found'],
       422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'],
@@ -102,6 +102,10 @@ describe('each operation lists its error codes', () => {
       for (const [status, list] of Object.entries(statuses)) expect(codes(status)).toEqual(list)
       expect(codes('401')).toEqual(['invalid_api_key'])
       expect(codes('500')).toEqual(['internal_error'])
+      // A failing volume answers 503 where the interface lists a 503, else a 500 with a retry hint.
+      if ('503' in statuses) expect(codes('503')).toContain('storage_unavailable')
+      else expect(responses['503']).toBeUndefined()
+      expect(Object.keys(responses['500'].headers)).toContain('Retry-After')
       if (id !== 'listOrWaitForMessages') expect(codes('429')).toEqual(['rate_limit_exceeded'])
       for (const status of Object.keys(statuses)) expect(responses[status].description).toContain(`\`${statuses[status]![0]}\``)
     })

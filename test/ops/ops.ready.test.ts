@@ -4,7 +4,7 @@ import { Database } from 'bun:sqlite'
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { parentCommand, readinessChecks } from '../../src/http/routes/ready.ts'
+import { parentCommand, readinessChecks, WriteProbe } from '../../src/http/routes/ready.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
 let server: TestServer
@@ -17,13 +17,17 @@ describe('GET /ready', () => {
   test('ready: 200 with each check named; no key needed', async () => {
     const response = await server.get('/ready')
     expect(response.status).toBe(200)
-    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured' } })
+    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured' } })
   })
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
     const { sqlite } = server.app.services.storage
+    const { key } = server.tenant()
     sqlite.exec('PRAGMA query_only = 1')
     try {
+      // The heartbeat write is rate-limited (the first test's success is reused for 5 s), but
+      // a write that fails anywhere makes the next check write again.
+      expect((await server.post('/v1/inboxes', key)).status).toBe(503)
       const response = await server.get('/ready')
       expect(response.status).toBe(503)
       expect(response.body.checks.database).toBe('failed')
@@ -42,6 +46,9 @@ describe('GET /ready', () => {
       const response = await server.get('/ready')
       expect(response.body.checks.database).toBe('ok')
       expect(performance.now() - started).toBeLessThan(2_000) // the busy timeout is 5 s
+      // A probe that writes now (the route's may reuse a success of the last 5 s) meets the lock too.
+      expect(readinessChecks(server.app.services, { smtpListening: () => true }, () => null, new WriteProbe()).database).toBe('ok')
+      expect(server.logs.filter((line) => line.event === 'storage_failing' && line.kind === 'busy')).toEqual([]) // busy is writable
     } finally {
       other.exec('ROLLBACK')
       other.close()
@@ -55,7 +62,7 @@ test('a configured replica without Litestream as the parent process is not ready
   try {
     const response = await unreplicated.get('/ready')
     expect(response.status).toBe(503)
-    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed' })
+    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok' })
     const services = unreplicated.app.services
     expect(readinessChecks(services, { smtpListening: () => true }, () => 'litestream').litestream).toBe('ok')
     expect(readinessChecks(services, { smtpListening: () => false }, () => 'litestream').smtp).toBe('failed')

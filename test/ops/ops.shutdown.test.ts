@@ -1,10 +1,16 @@
 /**
- * Graceful stop: waiting long polls answer 204, a message in DATA still completes with
- * 250 and is on disk afterwards, new connections are refused, the database closes cleanly.
+ * Graceful stop: a message in DATA still completes with 250, is on disk afterwards and
+ * wakes a poll that waits for it; a waiting long poll is never told "nothing arrived"
+ * (204) by a stop: it keeps waiting while mail can still arrive, then its connection is
+ * closed without an answer so the client retries. New connections are refused, the
+ * database closes cleanly.
  */
 import { expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
+import { systemClock } from '../../src/clock.ts'
+import { createApiKey, createOrganization } from '../../src/core/admin.ts'
+import { openStorage } from '../../src/storage/database.ts'
 import { startTestServer } from '../support/harness.ts'
 import { newInbox, principalOf, startRoomyServer, until } from '../support/messages.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
@@ -26,13 +32,17 @@ test('stop drains in-flight work and refuses new work', async () => {
   await until(() => server.app.services.notifier.listenerCount(inbox.id) === 1, 'the poll to wait')
 
   const stopping = server.app.stop()
-  const polled = await poll
-  expect(polled.status).toBe(204)
-  expect(polled.text).toBe('')
+  // The stop does not answer the waiting poll: the transaction in DATA may still deliver.
+  const early = await Promise.race([poll.then(() => 'answered'), Bun.sleep(200).then(() => 'still waiting')])
+  expect(early).toBe('still waiting')
 
   client.socket.write('\r\n.\r\n')
   const reply = await client.next()
   expect(reply.code).toBe(250)
+  // The message acknowledged during the stop wakes the poll with it.
+  const polled = await poll
+  expect(polled.status).toBe(200)
+  expect(polled.body.data.map((message: { subject: string }) => message.subject)).toEqual(['in flight during shutdown'])
   client.destroy()
   await stopping
 
@@ -60,22 +70,52 @@ test('stop drains in-flight work and refuses new work', async () => {
   await server.stop()
 })
 
-test('stopping the server answers every waiting poll with 204', async () => {
+test('a stop never answers a waiting poll with 204: it closes the connection, so the client retries', async () => {
   const own = await startRoomyServer()
   const tenant = own.tenant()
   const inbox = await newInbox(own, tenant.key)
-  const polls = Array.from({ length: 3 }, () => fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }))
+  const polls = Array.from({ length: 3 }, () =>
+    fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
+      (response) => `answered ${response.status}`,
+      // Reset, or refused when the client's fetch retried on a fresh connection: a transport error either way.
+      (error: { code?: string }) => (['ECONNRESET', 'ECONNREFUSED'].includes(error.code ?? '') ? 'transport error' : `other error ${error.code}`),
+    ),
+  )
   await until(() => own.app.services.longPolls.count(principalOf(tenant.key, tenant.organizationId)).key === 3, 'the polls to wait')
   const stopped = own.stop()
-  for (const poll of polls) {
-    const response = await poll
-    expect(response.status).toBe(204)
-    expect(await response.text()).toBe('')
-  }
+  expect(await Promise.all(polls)).toEqual(Array(3).fill('transport error'))
   await stopped
+  expect(own.app.services.longPolls.total()).toBe(0)
+  expect(own.logs.find((line) => line.event === 'long_polls_cut')).toMatchObject({ count: 3 })
+  // Each poll's request line says the answer never went out.
+  const pollLines = () => own.logs.filter((line) => line.event === 'http_request' && line.path.endsWith('/messages'))
+  await until(() => pollLines().length === 3, 'the polls to be logged')
+  expect(pollLines().map((line) => line.connection_closed)).toEqual([true, true, true])
 })
 
-test('bun run start stops cleanly on SIGTERM', async () => {
+test('while SMTP drains, a poll stays open; when SMTP has closed the poll is cut, never answered 204', async () => {
+  const own = await startRoomyServer()
+  const tenant = own.tenant()
+  const inbox = await newInbox(own, tenant.key)
+  // An SMTP session left open: the stop waits for it (up to smtp-server's closeTimeout,
+  // 5 s), and the poll must still be waiting all that time.
+  const idle = await SmtpClient.connect(own.app.smtpPort)
+  await idle.command('EHLO slow.test')
+  const poll = fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
+    (response) => `answered ${response.status}`,
+    () => 'connection closed',
+  )
+  await until(() => own.app.services.notifier.listenerCount(inbox.id) === 1, 'the poll to wait')
+  const startedAt = performance.now()
+  const stopped = own.stop()
+  expect(await poll).toBe('connection closed')
+  // Held until smtp-server gave up on the idle session (its closeTimeout), not cut at once.
+  expect(performance.now() - startedAt).toBeGreaterThan(4_000)
+  idle.destroy()
+  await stopped
+}, 15_000)
+
+test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an answer', async () => {
   const { rmSync } = await import('node:fs')
   const { join } = await import('node:path')
   const dir = scratchDir('pigeonhole-sigterm-')
@@ -93,13 +133,26 @@ test('bun run start stops cleanly on SIGTERM', async () => {
   }
   const port = JSON.parse(out.split('\n').find((line) => line.includes('"http_listening"'))!).port
   expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200)
+  // A key made beside the running server, as the CLI would, and a poll waiting on an inbox.
+  const storage = openStorage(join(dir, 'db.sqlite'))
+  const key = createApiKey(storage.db, systemClock, createOrganization(storage.db, systemClock, 'sigterm').id)!.key
+  storage.close()
+  const auth = { authorization: `Bearer ${key}` }
+  const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data
+  const poll = fetch(`http://127.0.0.1:${port}/v1/inboxes/${inbox.id}/messages?wait_seconds=60`, { headers: auth }).then(
+    (response) => `answered ${response.status}`,
+    () => 'transport error',
+  )
+  await Bun.sleep(300) // the poll is parked in its wait (nothing to match)
   child.kill('SIGTERM')
+  expect(await poll).toBe('transport error')
   expect(await child.exited).toBe(0)
   for (;;) {
     const { value, done } = await reader.read()
     if (done) break
     out += new TextDecoder().decode(value)
   }
+  expect(out).toContain('"event":"long_polls_cut"')
   expect(out).toContain('"event":"stopped"')
   rmSync(dir, { recursive: true, force: true })
-})
+}, 20_000) // a child process's start is slow when both cores are busy

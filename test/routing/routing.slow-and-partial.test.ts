@@ -86,7 +86,10 @@ test('the rule is removed when the database stays locked past the busy timeout',
 
   const failed = await pending
   expect(first).toBe('rule_deleted')
-  expect(failed.status).toBe(500)
+  // A lock held past the busy timeout is a temporary storage state: 503 with a retry hint.
+  expect(failed.status).toBe(503)
+  expect(failed.body.error.code).toBe('storage_unavailable')
+  expect(failed.headers.get('retry-after')).toBe('5')
   expect(fake.rules.size).toBe(0)
   expect(inboxRows(server)).toEqual([])
   expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(0)

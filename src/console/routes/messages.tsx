@@ -6,6 +6,7 @@
  * Attachments and the `.eml` source are downloads with the same headers as the API's.
  */
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
+import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../http/download-response.ts'
@@ -71,6 +72,19 @@ async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatu
   return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
 }
 
+/**
+ * An inline image's bytes, or null when they fail their SHA-256 check (already logged and
+ * counted): the message still shows, with that one image broken instead of wrong.
+ */
+function inlineBytes(ctx: ConsoleRequest, principal: ReturnType<typeof principalFor>, attachmentId: string): Buffer | null {
+  try {
+    return downloadAttachment(ctx.s, principal, attachmentId).content
+  } catch (error) {
+    if (error instanceof DomainError && error.code === 'internal_error') return null
+    throw error
+  }
+}
+
 export const messageRoutes: Route[] = [
   {
     method: 'GET',
@@ -104,7 +118,7 @@ export const messageRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const message = getMessage(ctx.s, principal, ctx.params.message!)
-      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => downloadAttachment(ctx.s, principal, id).content))
+      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id)))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',

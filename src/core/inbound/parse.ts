@@ -8,6 +8,7 @@ import type { Limits } from '../../config.ts'
 import { deriveSender, deriveSubject } from './mime/fields.ts'
 import { FaithfulPostalMime } from './mime/parser.ts'
 import { makePreview } from './preview.ts'
+import { sha256Hex } from '../stored-bytes.ts'
 import { InboundRefusal } from './refusal.ts'
 import { NestedMessageFound } from './structure.ts'
 
@@ -17,6 +18,8 @@ interface ParsedAttachment {
   disposition: 'attachment' | 'inline'
   contentId: string | null
   content: Buffer
+  /** Hex SHA-256 of `content`, stored with it and checked when served (core/stored-bytes.ts). */
+  sha256: string
 }
 
 export interface ParsedMail {
@@ -29,6 +32,8 @@ export interface ParsedMail {
   html: string | null
   headers: Array<[string, string]>
   attachments: ParsedAttachment[]
+  /** Hex SHA-256 of the raw message; computed here so a large one is hashed off the event loop. */
+  rawSha256: string
 }
 
 // A MIME type we can safely echo as Content-Type; anything else is served as octet-stream.
@@ -66,6 +71,7 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
       disposition: attachment.disposition === 'inline' ? 'inline' : 'attachment',
       contentId: attachment.contentId ? attachment.contentId.replace(/^<|>$/g, '') : null,
       content,
+      sha256: sha256Hex(content),
     }
   })
   if (total > limits.attachmentsTotalBytes) throw new InboundRefusal('attachments_too_large', `at most ${limits.attachmentsTotalBytes} bytes in all`)
@@ -83,5 +89,6 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
     html,
     headers: email.headers.map((header) => [header.originalKey || header.key, header.value]),
     attachments,
+    rawSha256: sha256Hex(raw),
   }
 }

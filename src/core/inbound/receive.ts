@@ -48,7 +48,9 @@ export async function receiveMessage(s: Services, raw: Buffer, envelopeFrom: str
       stored = await storeInboundMessage(s, source, mail, recipients)
     } catch (error) {
       if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
-      s.logger.error('message_store_failed', { size_bytes: source.byteLength, ...errorFields(error) })
+      // A failing volume was logged once when it began (storage-health.ts); each message it
+      // refuses is an ordinary smtp_refused line. Anything else is a bug worth a stack trace.
+      if (!s.storageHealth.failed(error)) s.logger.error('message_store_failed', { size_bytes: source.byteLength, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')
     }
     if (stored.length === 0) throw new InboundRefusal('unknown_recipient')

@@ -5,7 +5,7 @@
  * (bench/README.md). bun:sqlite has one connection per database, so
  * these run inside the store's write transaction like any `tx` query would.
  */
-import { and, eq, sql } from 'drizzle-orm'
+import { and, desc, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
 
@@ -60,6 +60,14 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .from(inboundBursts)
     .where(and(eq(inboundBursts.subjectId, p('subjectId')), eq(inboundBursts.bucketStartsAt, p('bucket'))))
     .prepare(),
+  // The newest received_at in an inbox (index messages_by_inbox_newest): see received-at.ts.
+  newestReceivedAt: db
+    .select({ at: messages.receivedAt })
+    .from(messages)
+    .where(eq(messages.inboxId, p('inboxId')))
+    .orderBy(desc(messages.receivedAt))
+    .limit(1)
+    .prepare(),
   insertMessage: db.insert(messages).values(columnsOf<typeof messages.$inferInsert>(MESSAGE_COLUMNS)).prepare(),
   insertContent: db
     .insert(messageContents)
@@ -67,12 +75,12 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .prepare(),
   insertSource: db
     .insert(messageSources)
-    .values({ messageId: p('messageId'), raw: p('raw') })
+    .values({ messageId: p('messageId'), raw: p('raw'), sha256: p('sha256') })
     .prepare(),
   insertAttachment: db.insert(attachments).values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS)).prepare(),
   insertAttachmentContent: db
     .insert(attachmentContents)
-    .values({ attachmentId: p('attachmentId'), content: p('content') })
+    .values({ attachmentId: p('attachmentId'), content: p('content'), sha256: p('sha256') })
     .prepare(),
   countMonthlyEmail: db
     .insert(monthlyEmailUsage)

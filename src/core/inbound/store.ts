@@ -11,6 +11,7 @@ import type { Services } from '../services.ts'
 import { utcMonth } from '../usage.ts'
 import { burstBucket, limitRefusal } from './admission.ts'
 import type { ParsedMail } from './parse.ts'
+import { monotonicReceivedAt } from './received-at.ts'
 import type { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'
 import { inboundStatements } from './statements.ts'
@@ -46,9 +47,8 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
   const stored = await s.storage.writeInGroup(
     () => {
       // Timestamps are taken inside the transaction, so received_at follows commit order.
+      // Quotas count by the clock's month and bucket; received_at is per inbox (below).
       const now = s.clock.now()
-      const receivedAt = isoTime(now)
-      const expiresAt = isoTime(now + s.config.limits.retentionDays * DAY)
       const month = utcMonth(now).key
       const bucket = burstBucket(now)
       const done: StoredMessage[] = []
@@ -70,6 +70,10 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
             continue
           }
         }
+        // Never earlier than the inbox's newest message, even after a wall-clock step back.
+        const at = monotonicReceivedAt(now, statements.newestReceivedAt.get({ inboxId: recipient.inboxId })?.at)
+        const receivedAt = isoTime(at)
+        const expiresAt = isoTime(at + s.config.limits.retentionDays * DAY)
         const messageId = newId('msg')
         statements.insertMessage.run({
           id: messageId,
@@ -89,7 +93,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
           internetMessageId: mail.internetMessageId,
         })
         statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
-        statements.insertSource.run({ messageId, raw })
+        statements.insertSource.run({ messageId, raw, sha256: mail.rawSha256 })
         mail.attachments.forEach((attachment, position) => {
           const attachmentId = newId('att')
           statements.insertAttachment.run({
@@ -103,7 +107,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
             disposition: attachment.disposition,
             contentId: attachment.contentId,
           })
-          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content })
+          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content, sha256: attachment.sha256 })
         })
         statements.countMonthlyEmail.run({ organizationId: recipient.organizationId, month })
         statements.bumpBurst.run({ subjectId: recipient.inboxId, bucket })

@@ -6,6 +6,7 @@ import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import type { Message } from '../models.ts'
 import type { Services } from '../services.ts'
+import { verifiedBytes } from '../stored-bytes.ts'
 import { presentFull } from './present.ts'
 
 const notFound = () => new DomainError('message_not_found', 'No message with this id.')
@@ -38,9 +39,10 @@ export function deleteMessage(s: Services, principal: Principal, messageId: stri
   )
 }
 
-/** The message exactly as received over SMTP (the bytes a `.eml` download serves). */
+/** The message exactly as received over SMTP (the bytes a `.eml` download serves), checked against its SHA-256. */
 export function getMessageSource(s: Services, principal: Principal, messageId: string): Buffer {
   const row = findMessage(s, principal, messageId)
   // Written in the same transaction as the message, so it is always there.
-  return s.storage.db.select({ raw: messageSources.raw }).from(messageSources).where(eq(messageSources.messageId, row.id)).get()!.raw
+  const source = s.storage.db.select({ raw: messageSources.raw, sha256: messageSources.sha256 }).from(messageSources).where(eq(messageSources.messageId, row.id)).get()!
+  return verifiedBytes(s, 'message_source', row.id, source.raw, source.sha256)
 }

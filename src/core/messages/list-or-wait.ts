@@ -1,7 +1,8 @@
 /**
  * listOrWaitForMessages. With wait_seconds > 0 and nothing matching, the request holds a
  * long-poll slot and re-runs the query each time the inbox signals a stored message,
- * until a match, the deadline (null → HTTP 204), the client leaving, or shutdown.
+ * until a match, the deadline (null → HTTP 204), or the client leaving (which is also how
+ * a stopping server ends it: by closing the connection).
  * The subscription is made before the first query, so a message committed while the
  * poll is being set up is never missed.
  */
@@ -35,14 +36,16 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     if (event === 'inbox_deleted') deleted = true
     wake?.()
   })
-  // The wait ends at the deadline, when the client leaves, or when the server stops.
+  // The wait ends at the deadline or when the client leaves. A stopping server does not end
+  // it: mail may still arrive while SMTP drains; then the server closes its connection
+  // without an answer, so the client retries instead of reading "nothing arrived".
   let finished = false
   const finish = () => {
     finished = true
     wake?.()
   }
   const timer = setTimeout(finish, wait.waitSeconds * 1000)
-  const signals = [wait.signal, s.stopping]
+  const signals = [wait.signal, s.stopped]
   for (const signal of signals) signal.addEventListener('abort', finish)
   if (signals.some((signal) => signal.aborted)) finished = true
   try {

@@ -29,7 +29,10 @@ export const ERROR_MEANINGS: Partial<Record<ErrorCode, string>> = {
   invalid_received_after: '`received_after` is not an RFC 3339 timestamp.',
   invalid_subject: "`subject` was given more than once (not in the interface's table; a well-formed request never sees it).",
   insufficient_storage: "The server is low on disk space and creates no inboxes until space is freed; retry after `Retry-After` seconds (not in the interface's table).",
+  storage_unavailable:
+    "The server's storage refused the read or write (a read-only or failing volume, a lock held too long); nothing was changed, retry after `Retry-After` seconds (not in the interface's table).",
   rate_limit_exceeded: 'Too many requests this UTC minute for the key or the organisation; retry after `Retry-After` seconds.',
   long_poll_limit_exceeded: 'Too many waiting requests at once for the key or the organisation.',
-  internal_error: 'An unexpected failure on our side; the request id finds it in the logs.',
+  internal_error:
+    'An unexpected failure on our side; the request id finds it in the logs. On an operation whose statuses have no 503, a read-only or failing volume also answers this, with `Retry-After`: retry then.',
 }

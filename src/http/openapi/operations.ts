@@ -14,12 +14,16 @@ const json = (name: string) => ({ 'application/json': { schema: schema(name) } }
 const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } }
 const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } }
 
+// internal_error is here because a read-only or failing volume answers it with a retry hint
+// on the operations whose statuses in the interface have no 503.
+const RETRY_CODES = new Set<ErrorCode>(['rate_limit_exceeded', 'idempotency_in_progress', 'insufficient_storage', 'storage_unavailable', 'internal_error'])
+
 /** One response per error status, listing its codes in the description and as examples. */
 function errorResponses(errors: Errors): Record<string, Json> {
   const all: Errors = { 401: ['invalid_api_key'], ...errors, 500: ['internal_error'] }
   const out: Record<string, Json> = {}
   for (const [status, codes] of Object.entries(all)) {
-    const retry = codes!.some((code) => code === 'rate_limit_exceeded' || code === 'idempotency_in_progress' || code === 'insufficient_storage')
+    const retry = codes!.some((code) => RETRY_CODES.has(code))
     out[status] = {
       description: codes!.map((code) => `\`${code}\`: ${ERROR_MEANINGS[code]}`).join('\n\n'),
       headers: retry ? { ...requestIdHeader, ...retryAfter } : requestIdHeader,
@@ -79,7 +83,7 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
           422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
           429: limited,
           502: ['email_routing_unavailable'],
-          503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage'],
+          503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage', 'storage_unavailable'],
         }),
       },
     },
@@ -115,7 +119,10 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       summary: 'Delete an inbox, its routing rule and its messages',
       description: 'Frees an active-inbox slot. The monthly email count is not given back.',
       parameters: [idParameter('inbox_id', 'inbox')],
-      responses: { 204: ok('Deleted (empty body).'), ...errorResponses({ 404: ['inbox_not_found'], 429: limited, 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable'] }) },
+      responses: {
+        204: ok('Deleted (empty body).'),
+        ...errorResponses({ 404: ['inbox_not_found'], 429: limited, 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable', 'storage_unavailable'] }),
+      },
     },
   },
   {

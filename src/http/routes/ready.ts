@@ -1,13 +1,15 @@
 /**
  * GET /ready: private readiness for fly.toml's checks and load balancers (never in the
- * OpenAPI document; /health stays the spec's liveness answer). Ready means: the database
- * takes a write lock, the SMTP listener is listening, and, when a replica is configured,
- * Litestream is running (the server is its `-exec` child, so it is the parent process).
+ * OpenAPI document; /health stays the spec's liveness answer). Ready means "a commit can
+ * succeed now and backups are current": a real write commits (a heartbeat row, at most every
+ * few seconds) and no write has failed since the last commit, the SMTP listener is listening,
+ * and, when a replica is configured, Litestream is running (the server is its `-exec` child,
+ * so it is the parent process) and the replica holds every write older than the lag bound.
  */
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
 import type { Services } from '../../core/services.ts'
-import { errorFields } from '../../log.ts'
+import { settings } from '../../storage/schema.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean
@@ -24,29 +26,61 @@ export function parentCommand(procRoot = '/proc', ppid = process.ppid): string |
   }
 }
 
-export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand): Record<string, Check> {
-  return { database: databaseWritable(s), smtp: probes.smtpListening() ? 'ok' : 'failed', litestream: litestreamCheck(s, parent) }
+export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe()): Record<string, Check> {
+  return {
+    database: heartbeat.check(s),
+    smtp: probes.smtpListening() ? 'ok' : 'failed',
+    litestream: litestreamCheck(s, parent),
+    replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
+  }
 }
 
+/** How often /ready really writes while all is well; checks in between reuse the success (one fsync per 5 s at most). */
+export const WRITE_PROBE_INTERVAL_MS = 5_000
+
 /**
- * Takes and drops the write lock: fails on a read-only file or a broken disk. Our own
- * transactions are synchronous, so none is open here; another process's write (the CLI) is
- * not waited for (busy means writable).
+ * A real write: upserts one heartbeat row and commits it through the same storage path as
+ * every other write. Taking the write lock alone is not enough: on a volume remounted
+ * read-only SQLite still takes its locks (they live in shared memory) and only the write of
+ * a page fails. Another process's write (the CLI) is not waited for: busy means writable.
+ * The heartbeat also gives Litestream something to copy on an idle server, so a replica that
+ * stopped taking writes shows as lag even when no mail arrives.
  */
-function databaseWritable(s: Services): Check {
-  const { sqlite } = s.storage
-  const { timeout } = sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }
-  try {
-    sqlite.exec('PRAGMA busy_timeout = 0')
-    sqlite.exec('BEGIN IMMEDIATE')
-    sqlite.exec('ROLLBACK')
-    return 'ok'
-  } catch (error) {
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') return 'ok'
-    s.logger.warn('readiness_database_failed', { error: errorFields(error).error })
-    return 'failed'
-  } finally {
-    sqlite.exec(`PRAGMA busy_timeout = ${Number(timeout)}`)
+export class WriteProbe {
+  private lastAt = -Infinity
+  private last: Check = 'ok'
+
+  check(s: Services): Check {
+    // Only a success is reused: while failing, every check writes again (a refused write costs
+    // no fsync), and a write that failed elsewhere since the last commit (mail, an API call)
+    // is checked at once instead of trusting a success from a few seconds ago.
+    const fresh = performance.now() - this.lastAt < WRITE_PROBE_INTERVAL_MS
+    if (fresh && this.last === 'ok' && s.storageHealth.failing === null) return 'ok'
+    this.lastAt = performance.now()
+    this.last = this.write(s)
+    return this.last
+  }
+
+  private write(s: Services): Check {
+    const { sqlite } = s.storage
+    const { timeout } = sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }
+    try {
+      sqlite.exec('PRAGMA busy_timeout = 0')
+      const value = new Date(s.clock.now()).toISOString()
+      // Not through storage.write: a busy lock is writable here and must not begin a failing
+      // state, so the probe tells the storage observer itself.
+      s.storage.db.transaction((tx) => tx.insert(settings).values({ name: 'readiness_heartbeat', value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run(), {
+        behavior: 'immediate',
+      })
+      s.storage.observer.committed()
+      return 'ok'
+    } catch (error) {
+      if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) return 'ok'
+      s.storage.observer.failed(error) // logged once when the failing state begins, not per probe
+      return 'failed'
+    } finally {
+      sqlite.exec(`PRAGMA busy_timeout = ${Number(timeout)}`)
+    }
   }
 }
 
@@ -55,11 +89,11 @@ function litestreamCheck(s: Services, parent: () => string | null): Check {
   return parent() === 'litestream' ? 'ok' : 'failed'
 }
 
-export const readyRoutes = (s: Services, probes: ReadinessProbes) =>
+export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = new WriteProbe()) =>
   new Elysia().get(
     '/ready',
     ({ set }) => {
-      const checks = readinessChecks(s, probes)
+      const checks = readinessChecks(s, probes, parentCommand, heartbeat)
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'

@@ -100,11 +100,82 @@ function phraseOf(tokens: Token[]): string {
     .trim()
 }
 
+const isGap = (token: Token): boolean => token.kind === 'space' || token.kind === 'comment'
+const isWord = (token: Token): boolean => token.kind === 'atom' || token.kind === 'quoted'
+/** What a display name may hold: words, obsolete dots (`Joe Q. Public`), comments, space. */
+const isPhrase = (tokens: Token[]): boolean => tokens.every((token) => isWord(token) || isGap(token) || isSpecial(token, '.'))
+
+/**
+ * From `at` (an `@`) outwards, the tokens of one side of an addr-spec: words joined by dots,
+ * with the obsolete syntax's whitespace and comments around the dots (RFC 5322 §4.4). A word
+ * that follows the last word across whitespace alone, with no dot between, is not part of
+ * it. `step` -1 reads the local part (words are atoms or quoted strings), +1 the domain
+ * (atoms or a domain literal). Returns the index of the outermost token taken.
+ */
+function addrSpecSide(tokens: Token[], at: number, step: -1 | 1): number {
+  let edge = at
+  let needWord = true
+  let gap = false
+  for (let i = at + step; i >= 0 && i < tokens.length; i += step) {
+    const token = tokens[i]!
+    if (isGap(token)) gap = true
+    else if (isSpecial(token, '.')) {
+      edge = i
+      needWord = true
+      gap = false
+    } else if (token.kind === 'atom' || (step === -1 ? token.kind === 'quoted' : token.kind === 'literal')) {
+      if (!needWord && gap) break
+      edge = i
+      needWord = false
+      gap = false
+    } else break
+  }
+  return edge
+}
+
+// RFC 2047 encoded words at the start of a local part, glued to it: `=?ks_c_5601-1987?B?...?=ss.lee@`.
+const LEADING_ENCODED_WORDS = /^((?:=\?[^?\s]+\?[QqBb]\?[^?\s]*\?=)+)(?=[^@])/
+
+/**
+ * A mailbox without angle brackets whose addr-spec has words before or after it:
+ * `Big Bug bb@bug.com`, `=?ks_c_5601-1987?B?...?= ss.lee@example.com`. No form of RFC 5322
+ * puts words beside a bare addr-spec, and joining them all invented `BigBugbb@bug.com`, an
+ * address that appears nowhere. So the address is the addr-spec that is spelled, and the
+ * words before it are the name (those after it when there are none before, unless a comment
+ * gives the name). Undefined when the element is not of that shape: then nothing is split.
+ */
+function wordsBesideAddress(element: Token[]): { name: string; address: string } | undefined {
+  const ats = element.flatMap((token, index) => (isSpecial(token, '@') ? [index] : []))
+  if (ats.length !== 1) return undefined
+  const at = ats[0]!
+  const start = addrSpecSide(element, at, -1)
+  const end = addrSpecSide(element, at, 1) + 1
+  const before = element.slice(0, start)
+  const after = element.slice(end)
+  if (!isPhrase(before) || !isPhrase(after)) return undefined
+  let address = addressOf(element.slice(start, end))
+  let name = phraseOf(before)
+  const glued = LEADING_ENCODED_WORDS.exec(address)
+  if (glued) {
+    name = `${name} ${glued[1]}`.trim()
+    address = address.slice(glued[1]!.length)
+  }
+  if (!before.some(isWord) && !glued) {
+    if (!after.some(isWord)) return undefined
+    const comment = after.findLast((token) => token.kind === 'comment')
+    name = comment ? comment.text.replace(/\s+/g, ' ').trim() : phraseOf(after)
+  }
+  return { name, address }
+}
+
 /** name is still RFC 2047-encoded here; address may be anything the sender wrote (see isAddress). */
 export function firstMailbox(value: string): { name: string; address: string } {
   const element = firstElement(tokenize(value))
   const open = element.findIndex((token) => isSpecial(token, '<'))
   if (open >= 0) return { name: phraseOf(element.slice(0, open)), address: addressOf(element.slice(open + 1)) }
+  // A stray `>` is noise here, as addressOf treats it.
+  const split = wordsBesideAddress(element.filter((token) => !isSpecial(token, '>')))
+  if (split) return split
   // A bare addr-spec; by old convention a trailing comment carries the name: `jane@x.test (Jane)`.
   const comment = element.findLast((token) => token.kind === 'comment')
   return { name: comment ? comment.text.replace(/\s+/g, ' ').trim() : '', address: addressOf(element) }

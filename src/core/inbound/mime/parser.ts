@@ -10,7 +10,7 @@ import type { Limits } from '../../../config.ts'
 import { InboundRefusal } from '../refusal.ts'
 import { NestedMessageFound, scanStructure } from '../structure.ts'
 import { decodeHeaderText } from './encoded-words.ts'
-import { faithfulBytes, type PartNode } from './faithful-bytes.ts'
+import { faithfulBytes, lastBreakIsAdded, type PartNode } from './faithful-bytes.ts'
 import { correctPart, type PartTypeNode } from './part-type.ts'
 
 interface MimeNode extends PartNode, PartTypeNode {
@@ -19,6 +19,9 @@ interface MimeNode extends PartNode, PartTypeNode {
 
 interface Internals {
   nestedMessages: NestedMessageBudget
+  /** The bytes this parser was given: the whole message, or a nested message's body. */
+  av: Uint8Array
+  lastBreakBelongsToBoundary: boolean
   attachments: Array<{ filename: string | null; content: unknown }>
   collectNode(node: MimeNode, alternative: unknown, related: boolean): Promise<void>
   collectAttachment(node: MimeNode, content: ArrayBuffer, ...rest: unknown[]): void
@@ -72,20 +75,34 @@ export interface FaithfulOptions extends PostalMimeOptions {
 const UNLIMITED = { messageLines: Number.POSITIVE_INFINITY, messageParts: Number.POSITIVE_INFINITY }
 
 /** Handed from a parser to the nested parser it constructs, synchronously (see collectSubMessage below). */
-let handedDown: NestedMessageBudget | undefined
+let handedDown: { budget: NestedMessageBudget; lastBreakBelongsToBoundary: boolean } | undefined
 
 export class FaithfulPostalMime extends PostalMime {
   readonly nestedMessages: NestedMessageBudget
+  /**
+   * Whether the last line break of this parser's input belongs to a boundary of the message
+   * around it: true for a forwarded message taken from a multipart, whose part body postal-
+   * mime hands over with the CRLF before the next boundary (see lastBreakIsAdded).
+   */
+  readonly lastBreakBelongsToBoundary: boolean
 
   // Nested parsers are built with the options of their parent (see the patch).
   constructor({ limits, onEventLoop, ...options }: FaithfulOptions = {}) {
     super({ ...options, attachmentEncoding: 'arraybuffer' })
-    this.nestedMessages = handedDown ?? new NestedMessageBudget(limits ?? UNLIMITED, onEventLoop ?? false)
+    this.nestedMessages = handedDown?.budget ?? new NestedMessageBudget(limits ?? UNLIMITED, onEventLoop ?? false)
+    this.lastBreakBelongsToBoundary = handedDown?.lastBreakBelongsToBoundary ?? false
     handedDown = undefined
   }
 }
 
 const hooked = FaithfulPostalMime.prototype as unknown as Internals
+
+/** Whether the parser's input ends with a line break of its sender's (not a boundary's). */
+function endsWithSendersBreak(parser: Internals): boolean {
+  // postal-mime keeps its input in an internal field: read loudly, never guessed.
+  if (!(parser.av instanceof Uint8Array)) throw new Error('postal-mime no longer keeps its input in av: update src/core/inbound/mime/parser.ts with the pinned version')
+  return !parser.lastBreakBelongsToBoundary && parser.av.at(-1) === 0x0a
+}
 
 hooked.collectNode = function (this: Internals, node, alternative, related) {
   correctPart(node)
@@ -96,7 +113,7 @@ hooked.collectAttachment = function (this: Internals, node, content, ...rest) {
   collectAttachment.call(this, node, content, ...rest)
   const attachment = this.attachments.at(-1)
   if (!attachment) return
-  if (content instanceof ArrayBuffer) attachment.content = faithfulBytes(node, content)
+  if (content instanceof ArrayBuffer) attachment.content = faithfulBytes(node, content, lastBreakIsAdded(node, endsWithSendersBreak(this)))
   // postal-mime decodes the name's encoded words without UTF-7.
   const name = node.contentDisposition.parsed.params.filename || node.contentType.parsed.params.name
   if (name) attachment.filename = decodeHeaderText(name)
@@ -104,8 +121,10 @@ hooked.collectAttachment = function (this: Internals, node, content, ...rest) {
 
 hooked.collectSubMessage = function (this: Internals, node) {
   this.nestedMessages.admit(node.content)
-  // The patched original constructs the nested parser before its first await.
-  handedDown = this.nestedMessages
+  // The patched original constructs the nested parser before its first await. It is told
+  // whether the last line break of its input is the boundary's, so that the nested message's
+  // own last part ends where its sender ended it (the part body is not cut, to save a copy).
+  handedDown = { budget: this.nestedMessages, lastBreakBelongsToBoundary: lastBreakIsAdded(node, endsWithSendersBreak(this)) }
   try {
     return collectSubMessage.call(this, node)
   } finally {
