@@ -1,7 +1,7 @@
 /**
  * The inbox lists as a developer uses them: filter an inbox's messages (subject, sender,
  * date), page past the newest 100, delete one message from the list, empty the inbox;
- * the inbox list shows each inbox's message count and last arrival.
+ * the inbox list shows each inbox's message count and last arrival, and searches all inboxes.
  */
 import { expect, test } from '@playwright/test'
 import { SmtpClient } from '../test/support/smtp.ts'
@@ -90,6 +90,15 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   await expect(page.locator(`tr[data-inbox="${address}"] td.count`)).toHaveText('101')
   await expect(page.locator(`tr[data-inbox="${address}"] time`).first()).toHaveAttribute('title', /UTC$/)
   await expect(page.locator('tr[data-inbox="quiet@pigeonhole.test"] td.count')).toHaveText('0')
+
+  // Search all inboxes of the organisation from the inbox list.
+  await page.locator('#search-from').fill('@shop.example')
+  await page.getByRole('button', { name: 'Search all inboxes' }).click()
+  const found = page.locator('table tbody tr')
+  await expect(found).toHaveCount(2)
+  await expect(found.first()).toContainText(address)
+  await found.first().getByRole('link').click()
+  await expect(page.getByRole('heading', { name: 'Message 2', exact: true })).toBeVisible()
 
   // Empty the inbox: every message goes, the inbox stays.
   await page.goto(path)

@@ -7,6 +7,8 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { inboxStatsQuery } from '../../src/core/inboxes/inbox-stats.ts'
 import { toMessageQuery } from '../../src/console/inbox-filter.ts'
+import { SEARCH_WINDOW, searchQuery } from '../../src/core/messages/search-organization.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
@@ -49,4 +51,35 @@ test('a bad filter value is a 400 on the page; a forged cursor is refused, not a
   expect(bad.html).toContain('Received since')
   expect((await owner.get(`/console/orgs/${org}/inboxes/${inbox.id}?cursor=forged`)).status).toBe(400)
   expect((await owner.get(`/console/orgs/${org}/inboxes?cursor=forged`)).status).toBe(400)
+})
+
+test('search across inboxes walks the organisation index, bounded, never a scan of messages', () => {
+  const { sql, params } = searchQuery(server.app.services.storage.db, org, { subject: 'reset', senderDomain: 'shop.example' }, Date.now(), 50).toSQL()
+  const db = new Database(server.databasePath, { readonly: true })
+  const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as (string | number)[])) as { detail: string }[]).map((row) => row.detail).join('\n')
+  db.close()
+  expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
+  expect(plan).not.toMatch(/SCAN messages(?! USING)/)
+  expect(sql).toContain(`limit ?`)
+  expect(params).toContain(SEARCH_WINDOW)
+})
+
+test('search finds matches in every active inbox of the organisation, and only there', async () => {
+  const [a, b, gone] = [(await server.post('/v1/inboxes', key)).body.data, (await server.post('/v1/inboxes', key)).body.data, (await server.post('/v1/inboxes', key)).body.data]
+  for (const [inbox, subject] of [
+    [a, 'Reset your password'],
+    [b, 'Password reset requested'],
+    [b, 'Welcome'],
+    [gone, 'Reset in a deleted inbox'],
+  ] as const) {
+    expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))).data?.code).toBe(250)
+  }
+  await server.delete(`/v1/inboxes/${gone.id}`, key)
+  const found = await owner.get(`/console/orgs/${org}/search?subject=RESET`)
+  expect(found.status).toBe(200)
+  expect(found.html).toContain('Reset your password')
+  expect(found.html).toContain('Password reset requested')
+  expect(found.html).not.toContain('Welcome')
+  expect(found.html).not.toContain('deleted inbox')
+  expect((await owner.get(`/console/orgs/${org}/search?since=soon`)).status).toBe(400)
 })

@@ -8,6 +8,7 @@ import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { UsageCards } from './overview.tsx'
+import { SearchForm } from './search.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
@@ -21,6 +22,10 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
   return (
     <>
       <UsageCards usage={props.usage} />
+      <section class="card">
+        <h2>Search all inboxes</h2>
+        <SearchForm org={org} filter={{ subject: '', from: '', since: '', cursor: '' }} />
+      </section>
       <section class="card">
         <h2>New inbox</h2>
         {props.error && <p class="error">{props.error}</p>}

@@ -14,7 +14,10 @@ import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { ConsoleError } from '../../core/console/errors.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
-import { readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
+import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
+import { searchOrganization } from '../../core/messages/search-organization.ts'
+import type { MessageQuery } from '../../core/messages/list-messages.ts'
+import { SearchPage } from '../pages/search.tsx'
 import { getUsage } from '../../core/usage.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
@@ -56,7 +59,23 @@ function inboxesPage(ctx: ConsoleRequest, org: Membership, error?: { status: num
   return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status })
 }
 
+/** Matches a search shows. */
+const SEARCH_RESULTS = 50
+
 export const inboxRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/search',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const filter = { ...readInboxFilter(ctx.url), cursor: '' }
+      const query = toMessageQuery(filter, SEARCH_RESULTS)
+      const error = 'error' in query ? query.error : undefined
+      const results = error || !isFiltered(filter) ? null : searchOrganization(ctx.s, principalFor(ctx, org), query as MessageQuery, SEARCH_RESULTS)
+      const page = <SearchPage org={org} filter={filter} results={results} limit={SEARCH_RESULTS} error={error} />
+      return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+    },
+  },
   {
     method: 'GET',
     path: '/console/orgs/:org/inboxes',
