@@ -87,7 +87,7 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   const address = 'build-bot@pigeonhole.test' // the default RECEIVING_DOMAIN
   await expect(page.getByRole('heading', { name: address })).toBeVisible()
   // The empty state gives the exact command, with this server's SMTP port.
-  await expect(page.locator('#no-messages pre')).toContainText(`swaks --server localhost:${server.smtpPort} --to ${address}`)
+  await expect(page.locator('#no-messages pre').filter({ hasText: 'swaks' })).toContainText(`swaks --server localhost:${server.smtpPort} --to ${address}`)
   await expect(page.locator('#live-status')).toHaveText(/^Live:/)
 
   // Mail arrives; the list shows it without a reload.

@@ -20,11 +20,16 @@ cleanup() {
 trap cleanup EXIT
 
 # call METHOD PATH EXPECTED_STATUS: prints the body; on any other status, prints the error and exits.
+# A refused or dropped connection (a server restarting) and a 429 are tried again (curl
+# waits out Retry-After); the POST carries an Idempotency-Key, so a retry never makes two.
 call() {
-  local status
-  status="$(curl -sS -o "$body" -w '%{http_code}' -X "$1" "$URL$2" -H "Authorization: Bearer $PIGEONHOLE_KEY")"
+  local status once=()
+  [ "$1" = POST ] && once=(-H "Idempotency-Key: curl-flow-$$-$RANDOM$RANDOM")
+  status="$(curl -sS --retry 3 --retry-connrefused --retry-max-time 60 -o "$body" -w '%{http_code}' -X "$1" "$URL$2" \
+    -H "Authorization: Bearer $PIGEONHOLE_KEY" ${once[@]+"${once[@]}"})"
   if [ "$status" = 204 ] && [ "$3" = 200 ]; then
     echo "$1 $2: no matching mail arrived before wait_seconds ran out (204)" >&2
+    echo "the console's inbox page ($URL/console/) lists mail refused for this address" >&2
     exit 1
   fi
   if [ "$status" != "$3" ]; then

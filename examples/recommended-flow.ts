@@ -4,19 +4,17 @@
  * with the API's error code and message (PigeonholeError), never a TypeError.
  *
  *   PIGEONHOLE_URL=http://localhost:3000 PIGEONHOLE_KEY=ph_live_... \
- *   PIGEONHOLE_SMTP_PORT=2525 bun examples/recommended-flow.ts
+ *   PIGEONHOLE_SMTP=127.0.0.1:2525 bun examples/recommended-flow.ts
  *
  * Sending uses nodemailer, as the application under test would.
  */
 import nodemailer from 'nodemailer'
-import { extractCode, Pigeonhole } from './pigeonhole.ts'
-
-const key = process.env.PIGEONHOLE_KEY
-if (!key) throw new Error('set PIGEONHOLE_KEY (make one with: bun src/cli.ts keys create <org-id>)')
-const pigeonhole = new Pigeonhole({ url: process.env.PIGEONHOLE_URL ?? 'http://localhost:3000', key })
-const transport = nodemailer.createTransport({ host: process.env.PIGEONHOLE_SMTP_HOST ?? '127.0.0.1', port: Number(process.env.PIGEONHOLE_SMTP_PORT ?? 2525), secure: false, ignoreTLS: true })
+import { extractCode, Pigeonhole, smtpFromEnv } from './pigeonhole.ts'
 
 try {
+  const pigeonhole = Pigeonhole.fromEnv()
+  const transport = nodemailer.createTransport({ ...smtpFromEnv(), secure: false, ignoreTLS: true })
+
   // 1. Is there room this month?
   const usage = await pigeonhole.getUsage()
   if (usage.emails.remaining < 1) throw new Error('The monthly email quota is used up (see the README, Troubleshooting).')

@@ -46,7 +46,6 @@ const exampleEnv = {
   PIGEONHOLE_URL: `http://127.0.0.1:${ports.http_listening}`,
   PIGEONHOLE_KEY: key,
   PIGEONHOLE_SMTP: `127.0.0.1:${ports.smtp_listening}`,
-  PIGEONHOLE_SMTP_PORT: String(ports.smtp_listening),
   APP_URL: demo.url,
 }
 

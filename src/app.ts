@@ -10,6 +10,7 @@ import { systemClock, type Clock } from './clock.ts'
 import { type Config, ConfigError } from './config.ts'
 import { CursorCodec } from './core/cursor.ts'
 import { ParsePool } from './core/inbound/parse-pool.ts'
+import { RefusedDeliveries } from './core/inbound/refused-deliveries.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { StorageHealth } from './core/storage-health.ts'
@@ -151,6 +152,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     requestLimiter: new RequestRateLimiter(clock),
     longPolls: new LongPollSlots(),
     reservations: new InboundReservations(),
+    refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
     metrics,
     disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger, () => services.replication?.localBytes() ?? 0),

@@ -21,6 +21,8 @@ import { configTable, loadConfigOrExit } from './config.ts'
 import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
 import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
+import { organizations } from './storage/schema.ts'
+import { getTableColumns } from 'drizzle-orm'
 
 const USAGE = `usage:
   bun src/cli.ts setup-link
@@ -58,13 +60,10 @@ if (!existsSync(databaseFile) && !allowCreate) {
 console.error(`database: ${databaseFile}`)
 const storage = openStorage(config.databasePath)
 const { db } = storage
-const table = (rows: Record<string, unknown>[]) => {
-  for (const row of rows)
-    console.log(
-      Object.values(row)
-        .map((v) => v ?? '-')
-        .join('\t'),
-    )
+/** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
+const table = (rows: Record<string, unknown>[], columns: string[]) => {
+  console.log(columns.map((c) => c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)).join('\t'))
+  for (const row of rows) console.log(columns.map((c) => row[c] ?? '-').join('\t'))
 }
 
 const cli = { config, storage, clock: systemClock, fail }
@@ -84,8 +83,7 @@ try {
       await resetPasswordCommand(cli, arg)
       break
     case 'orgs list':
-      console.log('id\tname\tcreated_at')
-      table(listOrganizations(db))
+      table(listOrganizations(db), Object.keys(getTableColumns(organizations)))
       break
     case 'keys create': {
       if (!arg) fail(USAGE, 64)
@@ -97,8 +95,7 @@ try {
     }
     case 'keys list':
       if (!arg) fail(USAGE, 64)
-      console.log('public_id\tcreated_at\tlast_used_at\trevoked_at')
-      table(listApiKeys(db, arg))
+      table(listApiKeys(db, arg), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
       break
     case 'keys revoke':
       if (!arg) fail(USAGE, 64)

@@ -6,14 +6,15 @@
  *     bun test ./examples/bun/signup.example.ts
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { extractCode, extractLink, Pigeonhole, type Inbox } from '../pigeonhole.ts'
+import { extractCode, extractLink, Pigeonhole, type Inbox, uniquePrefix } from '../pigeonhole.ts'
 
-const appUrl = process.env.APP_URL ?? 'http://127.0.0.1:4000'
-const pigeonhole = new Pigeonhole({ url: process.env.PIGEONHOLE_URL ?? 'http://localhost:3000', key: process.env.PIGEONHOLE_KEY ?? '' })
+const appUrl = process.env.APP_URL || 'http://127.0.0.1:4000'
+const pigeonhole = Pigeonhole.fromEnv() // PIGEONHOLE_URL, PIGEONHOLE_KEY
 
 let inbox: Inbox
 beforeEach(async () => {
-  inbox = await pigeonhole.createInbox({ prefix: `signup-${Date.now().toString(36)}` })
+  // A prefix is the whole address and unique on the server: a fixed one fails the second test.
+  inbox = await pigeonhole.createInbox({ prefix: uniquePrefix('signup') })
 })
 afterEach(async () => {
   await pigeonhole.deleteInbox(inbox)

@@ -3,12 +3,17 @@
  * confirmation link and a one-time code (sent over SMTP with nodemailer, as a real app
  * would), and a confirmation page. Replace it with your own application.
  *
- *   SMTP_HOST=127.0.0.1 SMTP_PORT=2525 PORT=4000 bun examples/demo-app/server.ts
+ * It reads the examples' variables: it listens where APP_URL says (default
+ * http://127.0.0.1:4000; port 0 picks a free one) and sends to PIGEONHOLE_SMTP (host:port,
+ * default 127.0.0.1:2525).
+ *
+ *   PIGEONHOLE_SMTP=127.0.0.1:2525 APP_URL=http://127.0.0.1:4000 bun examples/demo-app/server.ts
  */
 import nodemailer from 'nodemailer'
+import { smtpFromEnv } from '../pigeonhole.ts'
 
-const port = Number(process.env.PORT ?? 4000)
-const transport = nodemailer.createTransport({ host: process.env.SMTP_HOST ?? '127.0.0.1', port: Number(process.env.SMTP_PORT ?? 2525), secure: false, ignoreTLS: true })
+const port = Number(new URL(process.env.APP_URL || 'http://127.0.0.1:4000').port || 80)
+const transport = nodemailer.createTransport({ ...smtpFromEnv(), secure: false, ignoreTLS: true })
 const pending = new Map<string, string>() // token → address
 // The check a typical sign-up form makes (zod's default email pattern): @localhost fails it.
 const EMAIL = /^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/

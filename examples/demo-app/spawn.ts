@@ -7,7 +7,11 @@ export interface DemoApp {
 }
 
 export async function spawnDemoApp(smtpPort: number): Promise<DemoApp> {
-  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'server.ts')], { env: { ...process.env, PORT: '0', SMTP_PORT: String(smtpPort) }, stdout: 'pipe', stderr: 'inherit' })
+  const child = Bun.spawn([process.execPath, join(import.meta.dir, 'server.ts')], {
+    env: { ...process.env, APP_URL: 'http://127.0.0.1:0', PIGEONHOLE_SMTP: `127.0.0.1:${smtpPort}` },
+    stdout: 'pipe',
+    stderr: 'inherit',
+  })
   const reader = child.stdout.getReader()
   let out = ''
   while (!/on (http:\/\/\S+)/.test(out)) {

@@ -3,15 +3,17 @@
  * deleted after the test whatever its outcome. Copy with ../pigeonhole.ts.
  */
 import { test as base } from '@playwright/test'
-import { Pigeonhole, type Inbox } from '../pigeonhole.ts'
+import { Pigeonhole, type Inbox, uniquePrefix } from '../pigeonhole.ts'
 
 export const test = base.extend<{ pigeonhole: Pigeonhole; inbox: Inbox }>({
   // biome-ignore lint/correctness/noEmptyPattern: Playwright reads a fixture's dependencies from this pattern; this one has none
   pigeonhole: async ({}, use) => {
-    await use(new Pigeonhole({ url: process.env.PIGEONHOLE_URL ?? 'http://localhost:3000', key: process.env.PIGEONHOLE_KEY ?? '' }))
+    // PIGEONHOLE_URL and PIGEONHOLE_KEY; an empty key stops here with a message saying so.
+    await use(Pigeonhole.fromEnv())
   },
   inbox: async ({ pigeonhole }, use) => {
-    const inbox = await pigeonhole.createInbox({ prefix: `pw-${Date.now().toString(36)}` })
+    // A prefix is the whole address and unique on the server: a fixed one fails the second test.
+    const inbox = await pigeonhole.createInbox({ prefix: uniquePrefix('pw') })
     await use(inbox)
     await pigeonhole.deleteInbox(inbox)
   },

@@ -1,4 +1,4 @@
-/** A browser sign-up test with Playwright (copy as signup.spec.ts, with fixtures.ts and ../pigeonhole.ts). */
+/** A Playwright sign-up test: copy it as signup.spec.ts with fixtures.ts and ../pigeonhole.ts. */
 import { extractCode, extractLink } from '../pigeonhole.ts'
 import { expect, test } from './fixtures.ts'
 

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Turns a page component into an HTML response inside the shared Layout. */
 import type { ComponentChildren } from 'preact'
 import { render } from 'preact-render-to-string'

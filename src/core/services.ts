@@ -12,6 +12,7 @@ import type { DiskGuard } from './disk-guard.ts'
 import type { StorageHealth } from './storage-health.ts'
 import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
+import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
 
@@ -29,6 +30,8 @@ export interface Services {
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
   reservations: InboundReservations
+  /** Recent refusals at RCPT TO per address, for the console's inbox page (memory only). */
+  refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */
   parser: ParsePool
   /** Counters and histograms for /metrics; plain numbers, no I/O. */

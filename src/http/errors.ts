@@ -98,7 +98,7 @@ export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: 
     return { status: 422, code, message: QUERY_ERROR_MESSAGES[code] ?? 'Invalid request.', headers: {} }
   }
   if (frameworkCode === 'PARSE') return { status: 422, code: 'invalid_json', message: 'Request body must be a JSON object.', headers: {} }
-  if (frameworkCode === 'NOT_FOUND') return { status: 404, code: 'not_found', message: 'No such route.', headers: {} }
+  if (frameworkCode === 'NOT_FOUND') return { status: 404, code: 'not_found', message: 'No such route. The API is under /v1, described at /openapi; the web console is at /console/.', headers: {} }
   logger.error('unhandled_error', { request_id: requestId, ...errorFields(error) })
   return { status: 500, code: 'internal_error', message: 'Unexpected failure; the request id identifies it in the logs.', headers: {} }
 }

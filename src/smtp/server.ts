@@ -103,7 +103,12 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
           if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
           callback()
         } catch (error) {
-          callback(refuse(session, error, { recipient_domain: address.address.split('@').pop() }))
+          const reply = refuse(session, error, { recipient_domain: address.address.split('@').pop() })
+          if (error instanceof InboundRefusal) {
+            const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
+            s.refusedDeliveries.record(address.address, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
+          }
+          callback(reply)
         }
       },
 

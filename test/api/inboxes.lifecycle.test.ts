@@ -1,7 +1,11 @@
 /** createInbox, getInbox, deleteInbox: success shapes, quota, address uniqueness, 404s. */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { expectError, expectInbox } from '../support/shapes.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 let server: TestServer
 beforeAll(async () => {

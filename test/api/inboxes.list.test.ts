@@ -1,8 +1,12 @@
 /** listInboxes: order, paging, limit and cursor validation, cursor tampering. */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
 import { expectError, expectInbox } from '../support/shapes.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 let server: TestServer
 const clock = new ManualClock(Date.parse('2026-05-01T00:00:00.000Z'))

@@ -324,9 +324,9 @@ describe('connections silent past HTTP_IDLE_TIMEOUT_SECONDS (1 s here)', () => {
   test(`a silent keep-alive connection is closed, after a long poll too; a ${IDLE_PROOF_SECONDS} s wait is answered 204, a console live stream stays open`, async () => {
     const { keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents } = await idleProofs
     // Bun's default of 10 s would close it after 10 to 12 s; ours is 1 s on a 4 s timer.
-    expect(keepAliveClosedAfterMs).toBeLessThan(6_000)
+    expect(keepAliveClosedAfterMs).toBeLessThan(8_000)
     // Not after the poll's own time (its 1 s wait plus 10 s), which Bun would keep otherwise.
-    expect(afterPollClosedAfterMs).toBeLessThan(6_000)
+    expect(afterPollClosedAfterMs).toBeLessThan(8_000)
     expect(poll).toEqual({ status: 204, text: '' })
     // Still open after the silence: it announces a message stored then.
     expect(streamEvents).toEqual(['ready', 'message_stored'])

@@ -1,9 +1,12 @@
 /** The admin CLI run as a real process against a running server's file. */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { expectError } from '../support/shapes.ts'
+
+// Each test runs the CLI as a process or two (a second or more each on a busy machine): a deadline, not a speed.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 const KEY = /^ph_live_[0-9a-f]{16}_[0-9a-f]{48}$/
@@ -51,6 +54,10 @@ describe('orgs', () => {
     expect(list.code).toBe(0)
     const row = list.stdout.split('\n').find((line) => line.startsWith(id))
     expect(row).toContain('Acme QA')
+    // Every column has a label, the limits' included.
+    const header = list.stdout.split('\n')[0]!.split('\t')
+    expect(header.slice(0, 4)).toEqual(['id', 'name', 'created_at', 'limit_active_inboxes'])
+    expect(header.length).toBe(row!.split('\t').length)
   })
 
   test('create without a name fails with usage and a non-zero code', async () => {

@@ -1,10 +1,14 @@
 /** Configuration from the environment (the operational contract in src/config.ts): real `bun src/index.ts` processes. */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
 import { resolvePublicUrls } from '../../src/public-urls.ts'
 import { scratchDir } from '../support/scratch.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 const dir = scratchDir('pigeonhole-config-')

@@ -25,13 +25,15 @@ const trickledForm = (body: string, everyMs: number, connection: 'keep-alive' | 
   )
 
 test('a form that does not arrive within HTTP_BODY_TIMEOUT_MS is 408 and the connection closes', async () => {
-  const slow = trickledForm('email=a%40example.com&password=' + 'x'.repeat(40), 100, 'keep-alive') // about 7 s in all; the budget is 0.3 s
+  // About 14 s in all; the budget is 0.3 s. The bound below sits between the two with room
+  // for a busy machine.
+  const slow = trickledForm('email=a%40example.com&password=' + 'x'.repeat(40), 200, 'keep-alive')
   const startedAt = performance.now()
   // Someone else is served while the slow form holds its request open.
   expect((await ConsoleClient.for(server).get('/console/sign-in')).status).toBe(200)
   // The server closes the connection itself: the request did not ask for Connection: close.
   await slow.done
-  expect(performance.now() - startedAt).toBeLessThan(3_000)
+  expect(performance.now() - startedAt).toBeLessThan(8_000)
   const [head = '', page = ''] = slow.text().split('\r\n\r\n')
   expect(head).toStartWith('HTTP/1.1 408')
   expect(head.toLowerCase()).toContain('connection: close')

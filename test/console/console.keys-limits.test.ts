@@ -5,12 +5,16 @@
  * polls) follow from the next request on.
  */
 import { Database } from 'bun:sqlite'
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, setUp } from '../support/console-client.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 let server: TestServer
 let operator: ConsoleClient

@@ -1,7 +1,11 @@
 /** The sign-in throttle as a unit: windows, the per-account and per-address counts, and its memory bound. */
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { FAILURES_PER_ACCOUNT, MAX_ENTRIES, SIGN_IN_WINDOW_MS, SignInThrottle } from '../../src/core/console/sign-in-throttle.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 test('an account is refused after its failures until the window ends; a success forgives the account only', () => {
   const clock = new ManualClock()

@@ -116,3 +116,13 @@ test("the token-less metrics listener is Fly's [metrics] port, bound to the mach
   const published = fly.services.flatMap((s: any) => [s.internal_port, ...s.ports.map((p: any) => p.port)])
   expect(published).not.toContain(fly.metrics.port)
 })
+
+test('fly.toml and litestream.yml point to a document and section that exist', async () => {
+  const pointers = [...(await read('fly.toml')).matchAll(/see "([^"]+)" in (docs\/[\w./-]+\.md)/g), ...(await read('litestream.yml')).matchAll(/see ()(docs\/[\w./-]+\.md)/g)]
+  expect(pointers.length).toBeGreaterThanOrEqual(2)
+  for (const [, heading, file] of pointers) {
+    const text = await read(file!)
+    if (heading) expect(text).toContain(`## ${heading}\n`)
+  }
+  expect(await read('fly.toml')).not.toContain("README's")
+})

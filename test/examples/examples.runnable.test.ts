@@ -8,6 +8,7 @@ import { join } from 'node:path'
 import { spawnDemoApp, type DemoApp } from '../../examples/demo-app/spawn.ts'
 import { Pigeonhole } from '../../examples/pigeonhole.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+import { testNeeding } from '../support/tools.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 let server: TestServer
@@ -24,7 +25,7 @@ afterAll(async () => {
 async function run(cmd: string[], env: Record<string, string>) {
   const child = Bun.spawn(cmd, {
     cwd: ROOT,
-    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP_PORT: String(server.app.smtpPort), PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
+    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -58,7 +59,7 @@ describe('examples/recommended-flow.ts', () => {
 })
 
 describe('examples/curl-flow.sh', () => {
-  test('succeeds and deletes its inbox', async () => {
+  testNeeding('curl')('succeeds and deletes its inbox', async () => {
     const tenant = server.tenant()
     const result = await run(['bash', 'examples/curl-flow.sh'], { PIGEONHOLE_KEY: tenant.key })
     expect(result.stderr).toBe('')
@@ -67,7 +68,7 @@ describe('examples/curl-flow.sh', () => {
     expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([])
   })
 
-  test('a 409 stops it with the error body', async () => {
+  testNeeding('curl')('a 409 stops it with the error body', async () => {
     const result = await run(['bash', 'examples/curl-flow.sh'], { PIGEONHOLE_KEY: (await fullTenant()).key })
     expect(result.code).toBe(1)
     expect(result.stderr).toContain('POST /v1/inboxes answered 409, expected 201: {"error":{"code":"inbox_quota_exceeded"')

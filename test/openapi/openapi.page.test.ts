@@ -40,3 +40,12 @@ test('an unknown asset answers 404 with the error envelope', async () => {
   expect(response.status).toBe(404)
   expect(response.body.error.code).toBe('not_found')
 })
+
+test('GET / and other unknown routes point a newcomer to /openapi and /console/', async () => {
+  for (const path of ['/', '/v2/inboxes']) {
+    const response = await server.get(path)
+    expect(response.status).toBe(404)
+    expect(response.body.error.code).toBe('not_found')
+    expect(response.body.error.message).toBe('No such route. The API is under /v1, described at /openapi; the web console is at /console/.')
+  }
+})

@@ -50,6 +50,34 @@ test('start-up prints where the API, docs and SMTP are and the next step, beside
   expect(events).toEqual(expect.arrayContaining(['http_listening', 'smtp_listening']))
 }, 20_000)
 
+test('it starts from any folder: the console pages compile without the project tsconfig', async () => {
+  const child = run(['bun', join(ROOT, 'src', 'index.ts')], { PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, 'elsewhere.db') }, dir)
+  let stderr = ''
+  const reader = child.stderr.getReader()
+  while (!stderr.includes('Stop with Ctrl+C')) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`exited early: ${stderr}`)
+    stderr += new TextDecoder().decode(value)
+  }
+  try {
+    const api = /API +(http:\/\/localhost:\d+)/.exec(stderr)![1]!
+    const page = await fetch(`${api}/console/sign-in`)
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain('<form')
+  } finally {
+    child.kill('SIGTERM')
+    await child.exited
+  }
+}, 20_000)
+
+test('every .tsx file under src/ names its JSX runtime, so no tsconfig is needed to run it', async () => {
+  const files = await Array.fromAsync(new Bun.Glob('src/**/*.tsx').scan({ cwd: ROOT }))
+  expect(files.length).toBeGreaterThan(10)
+  const missing = []
+  for (const file of files) if (!(await Bun.file(join(ROOT, file)).text()).startsWith('/** @jsxImportSource preact */\n')) missing.push(file)
+  expect(missing).toEqual([])
+})
+
 for (const variable of ['PORT', 'SMTP_PORT'] as const) {
   test(`a busy ${variable} is one line naming it, and a non-zero exit`, async () => {
     const busy = await occupiedPort()

@@ -3,12 +3,16 @@
  * nodemailer with requireTLS delivers (self-signed certificate made on the spot), and a
  * scrape of /metrics with the token shows the stored and the refused message.
  */
-import { afterAll, expect, test } from 'bun:test'
+import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import nodemailer from 'nodemailer'
 import { SETTINGS } from '../../src/config.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-fresh-'))

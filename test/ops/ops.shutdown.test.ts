@@ -5,7 +5,7 @@
  * closed without an answer so the client retries. New connections are refused, the
  * database closes cleanly.
  */
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
 import { systemClock } from '../../src/clock.ts'
@@ -15,6 +15,10 @@ import { startTestServer } from '../support/harness.ts'
 import { newInbox, principalOf, startRoomyServer, until } from '../support/messages.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 import { scratchDir } from '../support/scratch.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 test('stop drains in-flight work and refuses new work', async () => {
   const server = await startTestServer()

@@ -3,9 +3,13 @@
  * end-of-data forms. Each case proves the documented refusal, no crash, and that a
  * legitimate client sending at the same time from another address has its message stored.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const HOSTILE = '127.0.0.30'
 const LEGIT = '127.0.0.31'

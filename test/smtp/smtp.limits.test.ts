@@ -2,10 +2,14 @@
  * Every inbound limit of the spec, each refused with its reply code and text, storing
  * nothing and leaving usage as it was. Bucket and month rules run on a ManualClock.
  */
-import { afterEach, describe, expect, test } from 'bun:test'
+import { afterEach, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const MiB = 1024 * 1024
 let server: TestServer

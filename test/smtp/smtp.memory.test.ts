@@ -5,9 +5,13 @@
  * finds no room gets 452, and 200 parallel over-size streams leave a legitimate sender on
  * another address untouched. The full-size measurement is bench/smtp-memory.ts.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const KiB = 1024
 const LEGIT = '127.0.0.3'

@@ -3,10 +3,14 @@
  * refused (invalid_cursor, never another error) for another listing, under another secret,
  * after any change to it, and for any string we did not issue.
  */
-import { describe, expect, test } from 'bun:test'
+import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import fc from 'fast-check'
 import { CursorCodec } from '../../src/core/cursor.ts'
 import { DomainError } from '../../src/core/errors.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 const codec = new CursorCodec('a'.repeat(64))
 const position = fc.record({ at: fc.string({ unit: 'grapheme', maxLength: 40 }), id: fc.string({ unit: 'grapheme', maxLength: 40 }) })

@@ -2,8 +2,12 @@
  * The preview collapses only the head of a body it needs; it must give exactly what
  * collapsing the whole body would (reference below), on any mix of words and whitespace.
  */
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { makePreview } from '../../src/core/inbound/preview.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's servers, processes or
+// generated cases take well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
 
 /** The preview as defined: the whole text collapsed, then cut at 200 code points. */
 function reference(text: string): string {

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** The signed-in user's own page: password and sessions. */
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
 import { PostForm, Table, Time } from './shell.tsx'

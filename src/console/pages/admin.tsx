@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** The operator's pages: organisations and their limits, accounts, and instance events. */
 import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
 import { AuditTable } from './audit.tsx'

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** The audit log table, shared by an organisation's owners page and the operator's page. */
 import { Table, Time } from './shell.tsx'
 

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 import type { ConsoleRequest } from '../context.ts'
 import { renderPage } from '../render.tsx'
 

@@ -1,9 +1,11 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's lists: an organisation's inboxes, and one inbox's messages (newest
  * first, refreshed by console.js when the page's event stream reports new mail). Empty
  * states say exactly what to do next, with the SMTP address of this server.
  */
 import type { Membership } from '../../core/console/organizations.ts'
+import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
@@ -13,6 +15,10 @@ import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
 export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
+
+/** The same with curl, which most machines have (it speaks SMTP). */
+export const curlCommand = (smtpAddress: string, to: string) =>
+  `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
 
 export const inboxPath = (organizationId: string, inboxId: string) => orgPath(organizationId, `/inboxes/${encodeURIComponent(inboxId)}`)
 
@@ -35,7 +41,7 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
             <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" />
             <span class="muted mono">@{props.receivingDomain}</span>
           </div>
-          <p class="muted">Leave it empty for a random address.</p>
+          <p class="muted">Leave it empty for a random address. A chosen one is the whole address and unique on this server until its inbox is deleted.</p>
           <div class="form-actions">
             <button type="submit">Create inbox</button>
           </div>
@@ -84,7 +90,16 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
   )
 }
 
-export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; nextCursor: string | null; filter: InboxFilter; error?: string; smtpAddress: string }) {
+export function InboxPage(props: {
+  org: Membership
+  inbox: Inbox
+  messages: MessageSummary[]
+  nextCursor: string | null
+  filter: InboxFilter
+  error?: string
+  smtpAddress: string
+  refused: RefusedDelivery[]
+}) {
   const { org, inbox, filter } = props
   const here = inboxPath(org.organizationId, inbox.id)
   const filtered = isFiltered(filter) || filter.cursor !== ''
@@ -126,7 +141,9 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
               <p id="no-matches">No messages match these filters.</p>
             ) : (
               <div id="no-messages">
-                <p>Waiting for mail. Send this inbox a message, for example with swaks:</p>
+                <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
+                <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
+                <p>or with swaks:</p>
                 <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
                 <p class="muted">It shows up here as soon as the server has stored it.</p>
               </div>
@@ -171,6 +188,23 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
           )}
         </div>
       </section>
+      {props.refused.length > 0 && (
+        <section class="card" id="refused-deliveries">
+          <h2>Refused deliveries</h2>
+          <p class="muted">Mail for this address that the server refused at RCPT TO, newest first (the last 10 since the server started).</p>
+          <Table columns={['Time', 'Sender', 'Reply']}>
+            {props.refused.map((r) => (
+              <tr>
+                <td>
+                  <Time at={new Date(r.at).toISOString()} />
+                </td>
+                <td class="mono">{r.sender || '<> (a bounce)'}</td>
+                <td class="mono">{r.reply}</td>
+              </tr>
+            ))}
+          </Table>
+        </section>
+      )}
       <div class="actions">
         <PostForm action={`${here}/empty`} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
           <button type="submit" class="danger">

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Members of an organisation, open invites, and the one-time invite link. */
 import type { Membership } from '../../core/console/organizations.ts'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * One message: summary, actions, the HTML in a sandboxed frame (its own response, see
  * routes/messages.tsx), the text part, attachments and every header. All of it is text

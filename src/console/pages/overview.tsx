@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** The organisation's front page: usage this month (the same numbers as getUsage) and its limits. */
 import type { Usage } from '../../core/models.ts'
 import type { OrgLimits } from '../../core/limits.ts'

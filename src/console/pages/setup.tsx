@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** /setup: the first-run form, and the page that shows the first key once. */
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits } from '../../core/limits.ts'
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
@@ -62,14 +63,16 @@ export function FirstSteps(props: { organizationId: string; apiKey: string; base
       </section>
       <section class="card">
         <h2>Try it</h2>
-        <p>Create an inbox, send it mail over SMTP, and read it back:</p>
-        <pre>{`KEY=${props.apiKey}
-curl -s -X POST ${props.baseUrl}/v1/inboxes -H "Authorization: Bearer $KEY"
-# send to the "address" it returns, for example with swaks:
-swaks --server ${props.smtpHint} --to <address> --from app@example.com --body "Hello"
-curl -s "${props.baseUrl}/v1/inboxes/<id>/messages?wait_seconds=30" -H "Authorization: Bearer $KEY"`}</pre>
+        <p>Create an inbox, send it mail over SMTP with curl, and read it back (the last line is the status: 200, or 204 if no mail came):</p>
+        <pre id="try-it">{`KEY=${props.apiKey}
+H="Authorization: Bearer $KEY"
+INBOX=$(curl -s -X POST ${props.baseUrl}/v1/inboxes -H "$H")
+ID=$(echo "$INBOX" | sed -n 's/.*"id":"\\([^"]*\\)".*/\\1/p')
+ADDRESS=$(echo "$INBOX" | sed -n 's/.*"address":"\\([^"]*\\)".*/\\1/p')
+printf 'Subject: Hello\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${props.smtpHint} --mail-from app@example.com --mail-rcpt "$ADDRESS" -T -
+curl -s -w '\\n%{http_code}\\n' "${props.baseUrl}/v1/inboxes/$ID/messages?wait_seconds=30&limit=1&include=content" -H "$H"`}</pre>
         <p>
-          Or without curl: open <strong>Inboxes</strong>, create one, and run the swaks command its page shows; the message appears there as it arrives.
+          Or open <strong>Inboxes</strong>, create one, and run the curl or swaks line its page shows; the message appears there as it arrives.
         </p>
         <p class="actions">
           <a class="button" href={orgPath(props.organizationId, '/inboxes')}>

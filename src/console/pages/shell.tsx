@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * The page frame every console page uses: header with the organisation switcher and the
  * account menu, the organisation's section navigation, and the CSRF-carrying form. Text

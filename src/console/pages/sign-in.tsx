@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 import { PostForm } from './shell.tsx'
 
 export function SignInForm(props: { next: string; error?: string; email?: string; notSetUp?: boolean }) {

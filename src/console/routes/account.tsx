@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
 import { ConsoleError } from '../../core/console/errors.ts'
 import { endAllSessions, listSessions } from '../../core/console/sessions.ts'

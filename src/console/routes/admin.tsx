@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
 import { listAudit, recordAudit } from '../../core/console/audit.ts'
 import { ConsoleError, notFound } from '../../core/console/errors.ts'

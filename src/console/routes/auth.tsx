@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Sign-in, sign-out, and /console itself (which sends a user to their organisation). */
 import { ConsoleError } from '../../core/console/errors.ts'
 import { membershipsOf } from '../../core/console/organizations.ts'

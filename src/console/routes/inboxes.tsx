@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's inbox pages: list, create (optional prefix), delete, one inbox's
  * messages, and its event stream. Every handler checks membership first, then calls the
@@ -109,7 +110,18 @@ export const inboxRoutes: Route[] = [
       const query = toMessageQuery(filter, MESSAGES_SHOWN)
       const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
       const error = 'error' in query ? query.error : undefined
-      const page = <InboxPage org={org} inbox={inbox} messages={listed.data} nextCursor={listed.next_cursor} filter={filter} error={error} smtpAddress={ctx.deps.smtpAddress} />
+      const page = (
+        <InboxPage
+          org={org}
+          inbox={inbox}
+          messages={listed.data}
+          nextCursor={listed.next_cursor}
+          filter={filter}
+          error={error}
+          smtpAddress={ctx.deps.smtpAddress}
+          refused={ctx.s.refusedDeliveries.recent(inbox.address)}
+        />
+      )
       return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
     },
   },

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** API keys (owners create and revoke; members see the list) and the audit log (owners). */
 import { AUDIT_PAGE_SIZE, listAudit } from '../../core/console/audit.ts'
 import { createNamedApiKey, listOrganizationKeys, revokeOrganizationKey } from '../../core/console/keys.ts'

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
 import { ConsoleError } from '../../core/console/errors.ts'
 import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/console/invites.ts'

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * The mail viewer's message pages. The message's HTML is never part of a console page:
  * the page frames `/html`, a separate response whose own Content-Security-Policy starts

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** GET /console/orgs/:org: the organisation's overview. */
 import { consolePrincipal, organizationWithLimits } from '../../core/console/organizations.ts'
 import { getUsage } from '../../core/usage.ts'

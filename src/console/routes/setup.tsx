@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** GET/POST /setup: a 404 unless the one-time setup token is given and no user exists yet. */
 import { ConsoleError, notFound } from '../../core/console/errors.ts'
 import { completeSetup, isSetupToken } from '../../core/console/setup.ts'

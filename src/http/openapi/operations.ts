@@ -145,7 +145,7 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
         query('include', 'Adds the content fields to each item; needs `limit=1`.', { type: 'string', enum: ['content'] }),
       ],
       responses: {
-        200: ok('Matching messages.', json('MessagePage')),
+        200: ok('Matching messages: a `MessageSummaryPage`, or with `include=content` a `MessageContentPage` (its one item has every content field).', json('MessagePage')),
         204: ok('The wait ended with no match (empty body).'),
         ...errorResponses({
           404: ['inbox_not_found'],

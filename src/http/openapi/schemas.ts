@@ -64,9 +64,18 @@ const descriptions: Record<string, string> = {
   Health: 'Liveness answer.',
   CreateInboxRequest: 'Optional body of createInbox. `prefix` is lowercased, then checked.',
   InboxPage: 'One page of inboxes, newest first. Pass `next_cursor` back as `cursor`; null on the last page.',
-  MessagePage: 'One page of messages, newest first. Items carry the content fields only with `include=content`.',
+  MessageSummaryPage: 'The page listOrWaitForMessages answers without `include`: message summaries, newest first.',
+  MessageContentPage: 'The page listOrWaitForMessages answers with `include=content` (and `limit=1`): at most one message, with all content fields.',
+  MessagePage:
+    'One page of messages, newest first: a `MessageSummaryPage` without `include`, a `MessageContentPage` with `include=content`. A generated client narrows by the request it made, e.g. `components["schemas"]["MessageContentPage"]` after asking with `include=content`.',
   InboxResponse: 'A single inbox.',
   MessageResponse: 'A single message with all content fields.',
+}
+
+/** A page whose items are full messages: with `include=content`, `limit` must be 1. */
+function messageContentPage(): Json {
+  const summaries = toJsonSchema(page(MessageSummaryModel))
+  return { ...summaries, properties: { ...(summaries.properties as Json), data: { type: 'array', maxItems: 1, items: ref('Message') } } }
 }
 
 /** All component schemas: the named models plus the page and single-resource wrappers. */
@@ -74,13 +83,11 @@ export function componentSchemas(): Record<string, Json> {
   const plain = new Map(NAMED.map(([name, schema]) => [name, toJsonSchema(schema)]))
   const wrappers: Array<[string, Json]> = [
     ['InboxPage', toJsonSchema(page(InboxModel))],
-    [
-      'MessagePage',
-      {
-        ...toJsonSchema(page(MessageSummaryModel)),
-        properties: { data: { type: 'array', items: { anyOf: [ref('MessageSummary'), ref('Message')] } }, next_cursor: { anyOf: [{ type: 'string' }, { type: 'null' }] } },
-      },
-    ],
+    // One body shape per `include`, named, so a generated client can pick the type matching
+    // the request it made and read `text` without an `in` check; MessagePage is either.
+    ['MessageSummaryPage', toJsonSchema(page(MessageSummaryModel))],
+    ['MessageContentPage', messageContentPage()],
+    ['MessagePage', { anyOf: [ref('MessageSummaryPage'), ref('MessageContentPage')] }],
     ['InboxResponse', toJsonSchema(single(InboxModel))],
     ['MessageResponse', toJsonSchema(single(MessageModel))],
   ]
