@@ -19,6 +19,7 @@ import { emptySamples, maildevEndToEnd, pigeonholeEndToEnd } from './phases/end-
 import { maildevLatency, pigeonholeLatency } from './phases/latency.ts'
 import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
+import { type BigMailFloodResult, bigMailFloodPhase } from './phases/big-mail-flood.ts'
 import { readsPhase } from './phases/reads.ts'
 
 const quick = process.argv.includes('--quick')
@@ -152,6 +153,14 @@ try {
   log(`capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`)
   const capacity = await capacityPhase(shapes.text_2kb, { steps: settings.capacitySteps, ingestMs: settings.ingestMs, latencySamples: settings.latencySamples, sessions: settings.smtpSessions, log })
 
+  // Full mode only: it moves about 1.8 GB and needs a memory cgroup (root).
+  let bigMailFlood: BigMailFloodResult = { skipped: 'quick mode' }
+  if (!quick) {
+    log('big-mail flood: 200 senders of 9 MiB into a 512 MiB memory cgroup')
+    bigMailFlood = await bigMailFloodPhase({ senders: 200, messageMiB: 9, cgroupMiB: 512, log })
+    log(`big-mail flood: ${JSON.stringify(bigMailFlood)}`)
+  }
+
   const results = {
     mode: quick ? 'quick' : 'full',
     command: `${process.env.BENCH_SERVER_ENTRY ? `BENCH_SERVER_ENTRY=${process.env.BENCH_SERVER_ENTRY} ` : ''}bun run bench${quick ? ' --quick' : ''}`,
@@ -167,6 +176,7 @@ try {
     reads,
     memory,
     capacity,
+    big_mail_flood: bigMailFlood,
   }
   const { text, summary } = summarizeRun(results)
   const dir = join(import.meta.dir, 'results')

@@ -43,6 +43,7 @@ import { createSmtpServer } from './smtp/server.ts'
 import { prepareSmtpTls } from './smtp/tls.ts'
 import { joinQuietCollection } from './quiet-collection.ts'
 import { openStorage } from './storage/database.ts'
+import { Spool } from './storage/spool.ts'
 import { lockServerDatabase } from './storage/server-lock.ts'
 
 interface AppOptions {
@@ -136,6 +137,11 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     lock.release()
     throw error
   }
+  // After the lock, so a second server never clears the first one's transfers. Whatever is
+  // spooled now was left by a process that died mid-transfer: no 250 was sent for it.
+  const spool = Spool.forDatabase(config.databasePath)
+  const leftInSpool = spool.clear()
+  if (leftInSpool > 0) logger.warn('spool_cleared', { files: leftInSpool })
   const clock = options.clock ?? systemClock
   const stopping = new AbortController()
   const stopped = new AbortController()
@@ -154,8 +160,16 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     reservations: new InboundReservations(),
     refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
+    spool,
     metrics,
-    disk: new DiskGuard(storage, config.databasePath, parseMinFree(config.diskMinFree)!, logger, () => services.replication?.localBytes() ?? 0),
+    disk: new DiskGuard(
+      storage,
+      config.databasePath,
+      parseMinFree(config.diskMinFree)!,
+      logger,
+      () => services.replication?.localBytes() ?? 0,
+      () => spool.bytes,
+    ),
     storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
     replication: replicationMonitor(config, storage, logger),
     stopping: stopping.signal,
@@ -205,6 +219,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       stopDiskWatch()
       stopReplicationMonitor()
       storage.close()
+      spool.close()
       lock.release()
     },
   )
@@ -231,6 +246,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     stopReplicationMonitor()
     await server.stop(true)
     storage.close()
+    spool.close()
     lock.release()
     throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
   })
@@ -281,6 +297,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
       if (cut > 0) logger.info('long_polls_cut', { count: cut })
       services.parser.close()
       storage.close()
+      spool.close()
       lock.release()
       logger.info('stopped')
     })())

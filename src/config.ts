@@ -264,9 +264,9 @@ export const SETTINGS = [
     key: 'smtpDataMemoryBytes',
     group: 'limits',
     kind: positive(),
-    default: String(32 * MiB),
+    default: String(16 * MiB),
     description:
-      'DATA bytes held in memory across all SMTP connections (one client address may hold half). A message that does not fit gets `452` (the sender retries later). At least twice `LIMIT_MESSAGE_BYTES`. The default keeps the process under 384 MiB RSS on a 512 MB machine through 200 parallel 10 MiB messages (measured in docs/smtp-guards.md).',
+      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the message continues in a spool file on the data volume (`spool/` beside the database), so no message is refused for memory. What bounds memory under many large messages is the parse gate: one `LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/inbound-processing.md).',
   },
   {
     env: 'SMTP_GREETING_TIMEOUT_MS',
@@ -456,10 +456,6 @@ function checkCombinations(config: Config): void {
   if (TrustedNetworks.parse(config.trustedProxies).empty) {
     if (config.smtpProxyProtocol === 'on') throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when SMTP_PROXY_PROTOCOL=on (no PROXY line would be believed)')
     if (config.clientAddressHeader) throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when CLIENT_ADDRESS_HEADER is set (the header would never be believed)')
-  }
-  // One address may hold half the DATA memory, and that half must hold a whole message.
-  if (config.limits.smtpDataMemoryBytes < 2 * config.limits.messageBytes) {
-    throw new ConfigError('SMTP_DATA_MEMORY_BYTES', `must be at least twice LIMIT_MESSAGE_BYTES (${2 * config.limits.messageBytes}), got ${config.limits.smtpDataMemoryBytes}`)
   }
   // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
   if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {

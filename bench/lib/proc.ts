@@ -87,8 +87,10 @@ process.on('exit', () => {
   for (const proc of running) proc.kill('SIGKILL')
 })
 
-export function spawnChild(name: string, cmd: string[], env: Record<string, string>, cwd?: string): Child {
-  const proc = Bun.spawn({ cmd, env: { ...process.env, ...env }, cwd, stdout: 'ignore', stderr: 'inherit', stdin: 'ignore' })
+/** `stdoutFile` keeps the child's stdout (a server's JSON log lines); by default it is dropped. */
+export function spawnChild(name: string, cmd: string[], env: Record<string, string>, cwd?: string, stdoutFile?: string): Child {
+  const stdout = stdoutFile ? Bun.file(stdoutFile) : 'ignore'
+  const proc = Bun.spawn({ cmd, env: { ...process.env, ...env }, cwd, stdout, stderr: 'inherit', stdin: 'ignore' })
   running.add(proc)
   void proc.exited.then(() => running.delete(proc))
   return {

@@ -6,8 +6,9 @@
  *
  * "Free" is the volume's free space plus the free pages inside the database (what deletes
  * gave back, reused before the file grows), capped by what SQLite may still add to the file
- * (PRAGMA max_page_count); the volume's own free space must also stay above half the
- * threshold. A ballast file of half the threshold (at most 4 MiB) is kept beside the database. When something else fills the volume past
+ * (PRAGMA max_page_count), less the bytes waiting in the DATA spool for their commit; the
+ * volume's own free space must also stay above half the threshold. A ballast file of half
+ * the threshold (at most 4 MiB) is kept beside the database. When something else fills the volume past
  * the guard (logs, Litestream's shadow WAL) and a delete meets SQLITE_FULL, the ballast is
  * deleted so the delete finds room for its WAL pages (deleting rows rewrites a few b-tree and
  * free-list pages, not the freed blobs, so a few MiB go a long way). It is made again when
@@ -63,6 +64,12 @@ export class DiskGuard {
     private readonly logger: Logger,
     /** Litestream's files beside the database (shadow WAL): named in the guard's lines and status. */
     private readonly litestreamBytes: () => number = () => 0,
+    /**
+     * Bytes already received but not yet in the database (the DATA spool). They are on the
+     * volume now and will be written again by the commit before their spool file goes, so
+     * they count against both the volume's room and SQLite's.
+     */
+    private readonly inTransit: () => number = () => 0,
   ) {
     this.ballastPath = join(dirname(databasePath), 'free-space-ballast')
   }
@@ -175,7 +182,8 @@ export class DiskGuard {
     const freePageBytes = pragma('freelist_count') * pageSize
     const sqliteRoom = (pragma('max_page_count') - pragma('page_count')) * pageSize + freePageBytes
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
-    return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom), volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
+    const promised = this.inTransit()
+    return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom) - promised, volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
   }
 
   private ballastBytes(thresholdBytes: number): number {

@@ -6,6 +6,7 @@ import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
+import type { Spool } from '../storage/spool.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
@@ -34,6 +35,8 @@ export interface Services {
   refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */
   parser: ParsePool
+  /** Where DATA too big for memory waits for its parse (src/storage/spool.ts). */
+  spool: Spool
   /** Counters and histograms for /metrics; plain numbers, no I/O. */
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */

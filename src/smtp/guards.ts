@@ -1,7 +1,7 @@
 /**
  * Everything that keeps one client, one slow client or one flood from holding the SMTP
  * listener or the machine's memory: the per-address connection gate, the session
- * deadlines and the DATA memory budget, with their log lines. The listener
+ * deadlines, the DATA memory budget and the parse gates, with their log lines. The listener
  * (src/smtp/server.ts) calls in at each step of a session.
  */
 import type { Limits } from '../config.ts'
@@ -40,10 +40,20 @@ function deferredCollector(): () => void {
 /** Floors for small configured limits (tests), where a collection per few KiB would cost more than it saves. */
 const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
 const MIN_LARGE_MESSAGE = 1024 * 1024
+/**
+ * Messages up to this size are parsed in a lane of their own, at most `SMALL_LANE_BYTES` of
+ * them at once: behind a queue of 200 big messages (one parsed at a time, about 0.2 s each),
+ * a sign-up code would otherwise wait most of a minute for its turn.
+ */
+const SMALL_MESSAGE_BYTES = 256 * 1024
+const SMALL_LANE_BYTES = 1024 * 1024
 
 export class SmtpGuards implements ConnectionGuard {
   readonly budget: DataBudget
+  /** Large messages: at most LIMIT_MESSAGE_BYTES raw bytes parsed and stored at once. */
   readonly parsing: ParseGate
+  /** Small messages, beside the large ones (see SMALL_MESSAGE_BYTES). */
+  readonly parsingSmall: ParseGate
   private readonly gate: AddressGate
   private readonly deadlines = new Map<string, SessionDeadlines>()
   private readonly timeouts: SessionTimeouts
@@ -59,6 +69,7 @@ export class SmtpGuards implements ConnectionGuard {
     const collectGarbage = deferredCollector()
     this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS), onHeld)
     this.parsing = new ParseGate(limits.messageBytes, collectGarbage, Math.max(limits.messageBytes / 4, MIN_LARGE_MESSAGE))
+    this.parsingSmall = new ParseGate(SMALL_LANE_BYTES)
     this.gate = new AddressGate(limits.smtpMaxClientsPerAddress)
     this.timeouts = {
       greetingMs: limits.smtpGreetingTimeoutMs,
@@ -66,6 +77,11 @@ export class SmtpGuards implements ConnectionGuard {
       dataMs: limits.smtpDataTimeoutMs,
       sessionMs: limits.smtpSessionTimeoutMs,
     }
+  }
+
+  /** The parse gate for a message of `size` bytes. */
+  parseGateFor(size: number): ParseGate {
+    return size <= SMALL_MESSAGE_BYTES ? this.parsingSmall : this.parsing
   }
 
   admit(sessionId: string, remoteAddress: string): boolean {

@@ -34,14 +34,13 @@ export function smtpReply(error: unknown): SmtpReplyError {
   return reject
 }
 
-/** Replies of the transport's own guards (admission, timing, memory, protocol), not of the domain. */
+/** Replies of the transport's own guards (admission, timing, protocol), not of the domain. */
 export const GUARD_REPLIES = {
   too_many_connections: { code: 421, text: 'Too many connections from your address, try again later' },
   greeting_timeout: { code: 421, text: 'Timeout waiting for EHLO/HELO, closing connection' },
   command_timeout: { code: 421, text: 'Timeout waiting for the next command, closing connection' },
   data_timeout: { code: 421, text: 'Message data took too long, closing connection' },
   session_timeout: { code: 421, text: 'Session time limit reached, closing connection' },
-  memory_busy: { code: 452, text: 'Insufficient system storage, try again later' },
   unknown_parameter: { code: 555, text: 'MAIL FROM/RCPT TO parameter not recognized' },
   proxy_header_refused: { code: 421, text: 'PROXY header not accepted from your address, closing connection' },
 } as const

@@ -1,7 +1,7 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
- * material). It refuses recipients at RCPT time, collects DATA up to the size limit and
- * within the memory budget, and hands the bytes to the domain. The 250 reply is sent only
+ * material). It refuses recipients at RCPT time, collects DATA up to the size limit (in
+ * memory, or in the spool once it is big), and hands the bytes to the domain. The 250 reply is sent only
  * after the message is committed. The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
@@ -30,6 +30,8 @@ interface ConnectionState {
 /** Parameters of the extensions we advertise (SIZE, 8BITMIME, SMTPUTF8); RFC 5321 §4.1.1.11: others get 555. */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
+/** ENOSPC or EDQUOT: the volume (or the process's share of it) is full, a temporary condition. */
+const isDiskFull = (error: unknown) => ['ENOSPC', 'EDQUOT'].includes((error as { code?: string }).code ?? '')
 const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
 export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
@@ -117,15 +119,18 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
         const recipients = state.reservations
         const deadlines = guards.of(session.id)
         deadlines?.dataStarted()
-        const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes)
+        const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes, s.spool, stream)
         let ended = false
         const reply: typeof callback = (error, message) => {
           callback(error, message)
           deadlines?.replied()
         }
+        const releaseRecipients = () => {
+          for (const reservation of recipients) s.reservations.release(reservation)
+        }
         stream.on('data', (chunk: Buffer) => {
-          const dropped = collector.add(chunk)
-          if (dropped) s.logger.info('smtp_data_dropped', { session_id: session.id, reason: dropped, remote: session.remoteAddress, held_bytes: guards.budget.held })
+          const change = collector.add(chunk)
+          if (change === 'too_large') s.logger.info('smtp_data_dropped', { session_id: session.id, reason: change, remote: session.remoteAddress, held_bytes: guards.budget.held })
         })
         // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
         stream.on('close', () => ended || collector.release())
@@ -133,18 +138,30 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
           ended = true
           deadlines?.dataEnded()
           const started = performance.now()
-          const collected = collector.finish()
-          if (collected.kind !== 'complete') {
-            for (const reservation of recipients) s.reservations.release(reservation)
-            if (collected.kind === 'too_large') return reply(refuse(session, tooLarge, { size_bytes: collected.size }))
-            s.logger.info('smtp_refused', { session_id: session.id, reason: 'memory_busy', remote: session.remoteAddress, size_bytes: collected.size, held_bytes: guards.budget.held })
-            return reply(guardReply('memory_busy'))
-          }
-          const { raw } = collected
-          const size = raw.byteLength // raw itself is handed over to the parser
           const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-          guards.parsing
-            .run(size, () => receiveMessage(s, raw, envelopeFrom, recipients))
+          let size = 0
+          const receive = async () => {
+            const collected = await collector.finish()
+            size = collected.size
+            if (collected.kind === 'too_large') throw tooLarge
+            if (collected.kind === 'spool_failed') {
+              s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(collected.error) })
+              throw new InboundRefusal(isDiskFull(collected.error) ? 'insufficient_storage' : 'storage_failed')
+            }
+            // Read back from the spool inside the gate: what bounds memory is how much is parsed at once.
+            const stored = await guards.parseGateFor(size).run(size, async () => {
+              let raw: Buffer
+              try {
+                raw = await collected.load()
+              } catch (error) {
+                s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
+                throw new InboundRefusal('storage_failed')
+              }
+              return receiveMessage(s, raw, envelopeFrom, recipients) // takes over raw
+            })
+            return stored
+          }
+          receive()
             .then(
               (stored) => {
                 s.logger.info('smtp_message_stored', {
@@ -155,7 +172,10 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
                 })
                 reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
               },
-              (error: unknown) => reply(refuse(session, error, { size_bytes: size })),
+              (error: unknown) => {
+                releaseRecipients() // receiveMessage releases them too; these paths may not reach it
+                reply(refuse(session, error, { size_bytes: size }))
+              },
             )
             .finally(() => collector.release())
         })

@@ -2,12 +2,12 @@
  * The free-space guard against SQLite's own ceiling (PRAGMA max_page_count on the server's
  * connection): mail is refused with 452 before the file is full, nothing acknowledged is
  * lost, createInbox answers 503, reads and deletes work, and deleting brings the service
- * back by itself.
+ * back by itself. Bytes waiting in the DATA spool count as used while they wait.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parseMinFree } from '../../src/core/disk-guard.ts'
 import { errorCode, startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
-import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 
 const THRESHOLD = 512 * 1024
 let server: TestServer
@@ -85,4 +85,39 @@ test('DISK_MIN_FREE accepts bytes, units and percentages', () => {
   expect(parseMinFree('2.5%')).toEqual({ percent: 2.5 })
   expect(parseMinFree('64MB')).toBeNull()
   expect(parseMinFree('100%')).toBeNull()
+})
+
+describe('DISK_MIN_FREE and the DATA spool', () => {
+  test('bytes waiting in the spool count as used: the guard trips while they wait and clears once they are gone', async () => {
+    const own = await startTestServer({ env: { DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
+    try {
+      const ownTenant = own.tenant()
+      const inbox = (await own.post('/v1/inboxes', ownTenant.key)).body.data
+      const sqlite = own.app.services.storage.sqlite
+      const ownPragma = (name: string) => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+      // 2 MiB of room above the threshold, as SQLite sees it.
+      sqlite.exec(`PRAGMA max_page_count = ${ownPragma('page_count') + Math.ceil((THRESHOLD + 2 * 1024 * 1024) / ownPragma('page_size'))}`)
+      const disk = own.app.services.disk
+      expect(disk.refresh().tripped).toBe(false)
+
+      // 2.5 MiB mid-DATA, so in the spool: more than the room left.
+      const big = await SmtpClient.connect(own.app.smtpPort)
+      await big.command('EHLO spool.test')
+      await big.command('MAIL FROM:<big@example.com>')
+      expect((await big.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
+      expect((await big.command('DATA')).code).toBe(354)
+      big.writeBody(simpleMessage({ to: inbox.address, subject: 'big', text: `${'x'.repeat(998)}\r\n`.repeat(2600) }))
+      for (let i = 0; i < 500 && own.app.services.spool.bytes < 2.4 * 1024 * 1024; i++) await Bun.sleep(10)
+      expect(disk.refresh().tripped).toBe(true)
+      const refused = await sendMail(own.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'while spooled', text: 'small' }))
+      expect(refused.rcpt[0]).toEqual({ code: 452, text: '4.3.1 Insufficient system storage' })
+
+      // The sender gives up: its spool file goes, and so does the guard.
+      big.destroy()
+      for (let i = 0; i < 500 && own.app.services.spool.bytes > 0; i++) await Bun.sleep(10)
+      expect(disk.refresh().tripped).toBe(false)
+    } finally {
+      await own.stop()
+    }
+  })
 })
