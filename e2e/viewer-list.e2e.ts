@@ -21,7 +21,7 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   test.setTimeout(180_000)
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
   const page = await context.newPage()
-  const { orgPath } = await setUp(page, server)
+  const { orgPath, apiKey } = await setUp(page, server)
   const { address, path } = await createInbox(page, orgPath, 'lists')
 
   // 102 messages over one SMTP connection: two from another sender, one about a password.
@@ -100,12 +100,32 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   await found.first().getByRole('link').click()
   await expect(page.getByRole('heading', { name: 'Message 2', exact: true })).toBeVisible()
 
+  // 100 more inboxes: the list pages on, a full page stays under 50 KB, and a row's Delete removes that inbox.
+  for (let i = 0; i < 100; i++) {
+    const made = await fetch(`${server.baseUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } })
+    expect(made.status).toBe(201)
+  }
+  const inboxesPage = await (await page.request.get(`${orgPath}/inboxes`)).body()
+  console.log(`inbox list, a full page of 50 inboxes: ${inboxesPage.length} bytes`)
+  expect(inboxesPage.length).toBeLessThan(50 * 1024)
+  await page.goto(`${orgPath}/inboxes`)
+  await expect(page.locator('tr[data-inbox]')).toHaveCount(50)
+  await page.getByRole('link', { name: 'Older inboxes' }).click()
+  await expect(page.locator('tr[data-inbox]')).toHaveCount(50)
+  await page.getByRole('link', { name: 'Older inboxes' }).click()
+  await expect(page.locator('tr[data-inbox]')).toHaveCount(2)
+  page.once('dialog', (dialog) => dialog.accept())
+  await page.getByRole('button', { name: 'Delete quiet@pigeonhole.test' }).click()
+  await expect(page.locator('tr[data-inbox="quiet@pigeonhole.test"]')).toHaveCount(0)
+
   // Empty the inbox: every message goes, the inbox stays.
   await page.goto(path)
   page.once('dialog', (dialog) => dialog.accept())
   await page.getByRole('button', { name: 'Empty this inbox' }).click()
   await expect(page.locator('#no-messages')).toBeVisible()
   await page.goto(`${orgPath}/inboxes`)
+  await page.getByRole('link', { name: 'Older inboxes' }).click()
+  await page.getByRole('link', { name: 'Older inboxes' }).click() // the oldest inbox is on the third page now
   await expect(page.locator(`tr[data-inbox="${address}"] td.count`)).toHaveText('0')
   await context.close()
 })

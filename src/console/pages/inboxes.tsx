@@ -52,31 +52,32 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
         {inboxes.length === 0 ? (
           <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
         ) : (
-          <Table columns={['Address', 'Messages', 'Last received', 'Created', '']}>
-            {inboxes.map((inbox) => (
-              <tr data-inbox={inbox.address}>
-                <td>
-                  <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
-                    {inbox.address}
-                  </a>
-                </td>
-                <td class="count">{(props.stats.get(inbox.id)?.messages ?? 0).toLocaleString('en')}</td>
-                <td>
-                  <Time at={props.stats.get(inbox.id)?.lastReceivedAt} />
-                </td>
-                <td>
-                  <Time at={inbox.created_at} />
-                </td>
-                <td>
-                  <PostForm action={`${inboxPath(org.organizationId, inbox.id)}/delete`} class="inline" confirm={`Delete ${inbox.address} and all its mail?`}>
-                    <button type="submit" class="danger">
+          // One form for the list (one CSRF token, not one per row), to keep 100 rows under the page budget.
+          <PostForm action={orgPath(org.organizationId, '/inboxes/delete-inbox')} confirm="Delete this inbox and all its mail?">
+            <Table columns={['Address', 'Messages', 'Last received', 'Created', '']}>
+              {inboxes.map((inbox) => (
+                <tr data-inbox={inbox.address}>
+                  <td>
+                    <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
+                      {inbox.address}
+                    </a>
+                  </td>
+                  <td class="count">{(props.stats.get(inbox.id)?.messages ?? 0).toLocaleString('en')}</td>
+                  <td>
+                    <Time at={props.stats.get(inbox.id)?.lastReceivedAt} />
+                  </td>
+                  <td>
+                    <Time at={inbox.created_at} />
+                  </td>
+                  <td>
+                    <button type="submit" name="inbox" value={inbox.id} class="danger" aria-label={`Delete ${inbox.address}`}>
                       Delete
                     </button>
-                  </PostForm>
-                </td>
-              </tr>
-            ))}
-          </Table>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          </PostForm>
         )}
         {props.listing.next_cursor && (
           <p>

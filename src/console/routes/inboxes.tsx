@@ -28,8 +28,8 @@ import { orgPath } from '../pages/shell.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 
-/** The inbox list shows this many (the API's page limit); the rest stay reachable over /v1. */
-const INBOXES_SHOWN = 100
+/** Inboxes a page of the list shows: 50 rows keep the page under its 50 KB budget. */
+const INBOXES_SHOWN = 50
 /** Messages a page of the inbox shows: 50 rows keep the page under its 50 KB budget with full previews. */
 export const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
@@ -153,6 +153,15 @@ export const inboxRoutes: Route[] = [
         if (listed.next_cursor === null) break
       }
       return redirect(inboxPath(org.organizationId, inbox.id))
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/inboxes/delete-inbox',
+    handler: async (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      await deleteInbox(ctx.s, principalFor(ctx, org), ctx.field('inbox'))
+      return redirect(orgPath(org.organizationId, '/inboxes'))
     },
   },
   {
