@@ -14,6 +14,7 @@ import { RefusedDeliveries } from './core/inbound/refused-deliveries.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
 import { StorageHealth } from './core/storage-health.ts'
+import { writeHeartbeat } from './core/heartbeat.ts'
 import { parseLocalWarn, ReplicationMonitor } from './core/replication.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
@@ -177,6 +178,11 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   }
   const stopReplicationMonitor = services.replication?.start() ?? (() => {})
   storage.observer = services.storageHealth
+  // Litestream publishes the replica's position only after it has uploaded something in this
+  // run, so on an idle server that has just restarted the lag would grow with nothing to
+  // replicate (until the first write). One heartbeat now gives it that upload. A failing
+  // volume is logged once by the storage observer; the server starts anyway.
+  if (services.replication) storage.writeInGroup((tx) => writeHeartbeat(tx, clock.now())).catch(() => {})
   discardUnfinishedInboxes(services)
   services.disk.start()
   const stopDiskWatch = services.disk.watch()

@@ -7,6 +7,7 @@
  */
 import { ConsoleError } from '../core/console/errors.ts'
 import { DomainError } from '../core/errors.ts'
+import { STORAGE_RETRY_AFTER_SECONDS } from '../core/storage-health.ts'
 import { readBodyText } from '../http/body.ts'
 import { HttpProtocolError } from '../http/request-target.ts'
 import { errorFields } from '../log.ts'
@@ -142,6 +143,13 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       }
       const response = renderError(ctx, STATUS[error.kind], error.message)
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
+      return response
+    }
+    // A read-only, failing or locked volume passes: a page that says so and a retry hint,
+    // logged once when the state begins (storage-health.ts), not a stack per request.
+    if (deps.s.storageHealth.failed(thrown)) {
+      const response = renderError(ctx, 503, 'The server cannot use its storage right now. Try again in a few seconds.')
+      response.headers.set('retry-after', String(STORAGE_RETRY_AFTER_SECONDS))
       return response
     }
     // A DomainError left here is internal_error, already logged once by the verb that threw it.

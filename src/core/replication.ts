@@ -132,6 +132,15 @@ export class ReplicationMonitor {
   private fetchFailing = false
   private timer: ReturnType<typeof setInterval> | undefined
   private sampling: Promise<void> | null = null
+  /** The generation of the last local position seen, and the replica's last answer. */
+  private generation: string | null = null
+  private lastReplica: { index: number; offset: number } | null = null
+  /**
+   * Litestream's gauges carry no generation and are set only after an upload, so right after
+   * a new generation begins they still hold the old one's position, which would "confirm" the
+   * new generation's lower positions. That answer confirms nothing until the gauges move.
+   */
+  private staleReplica: { index: number; offset: number } | null = null
   /** Last successful read of Litestream's metrics (start counts as one: it needs a moment). */
   private lastReadAt: number
   private readonly now: () => number
@@ -184,6 +193,8 @@ export class ReplicationMonitor {
     this.checkLocalFiles()
     const local = shadowWalPosition(databasePath, pageSize)
     if (local) {
+      if (this.generation !== null && this.generation !== local.generation) this.staleReplica = this.lastReplica
+      this.generation = local.generation
       const last = this.pending.at(-1)?.position
       // A new generation (Litestream restarted, or lost its place) starts the count afresh.
       if (this.pending.length > 0 && this.pending[0]!.position.generation !== local.generation) this.pending = []
@@ -193,7 +204,12 @@ export class ReplicationMonitor {
       if (moved && this.pending.length >= MAX_PENDING) this.pending.at(-1)!.position = local
       else if (moved) this.pending.push({ at: now, position: local })
     }
-    const replica = await this.fetchReplicaPosition()
+    let replica = await this.fetchReplicaPosition()
+    if (replica) this.lastReplica = replica
+    if (replica && this.staleReplica) {
+      if (replica.index === this.staleReplica.index && replica.offset === this.staleReplica.offset) replica = null
+      else this.staleReplica = null
+    }
     if (replica) this.pending = this.pending.filter((sample) => !atOrBefore(sample.position, replica))
     this.reportLag()
   }

@@ -8,6 +8,7 @@ import { isoTime } from '../clock.ts'
 import { errorFields } from '../log.ts'
 import { inboundBursts, messages } from '../storage/schema.ts'
 import { deleteExpiredSessions } from './console/sessions.ts'
+import { DomainError } from './errors.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
 
@@ -69,7 +70,12 @@ export function startRetentionSweeper(s: Services, intervalMs = 60_000): () => v
       .then((counts) => {
         if (counts.messages || counts.idempotencyRecords) s.logger.info('retention_sweep', { deleted_messages: counts.messages, deleted_idempotency_records: counts.idempotencyRecords })
       })
-      .catch((error: unknown) => s.logger.error('retention_sweep_failed', errorFields(error)))
+      .catch((error: unknown) => {
+        // A failing or full volume was logged once when it began (storage-health.ts, the
+        // guard); the sweep simply tries again next time, without a stack every minute.
+        const full = error instanceof DomainError && error.code === 'insufficient_storage'
+        if (!full && !s.storageHealth.failed(error)) s.logger.error('retention_sweep_failed', errorFields(error))
+      })
       .finally(() => {
         running = false
       })

@@ -62,14 +62,20 @@ interface FrameworkError {
 
 /**
  * The two operations whose statuses in the interface include 503 (createInbox, deleteInbox).
- * Elsewhere the interface allows no 503, so a storage failure there keeps the 500 every
- * operation may answer, with the same retry hint.
+ * Elsewhere the interface allows no 503, so a storage failure or a full volume there keeps
+ * the 500 every operation may answer, with the same retry hint.
  */
 export const mayAnswerUnavailable = (method: string, path: string) => (method === 'POST' && path === '/v1/inboxes') || (method === 'DELETE' && /^\/v1\/inboxes\/[^/]+$/.test(path))
 
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
 export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string, storage?: StorageHealth, unavailableAllowed = true): ErrorResponse {
-  if (error instanceof DomainError) return fromDomainError(error)
+  if (error instanceof DomainError) {
+    const response = fromDomainError(error)
+    // A full volume meets a delete of a message too (insufficient_storage from the guard's
+    // freeing); that operation lists no 503, so it answers its 500 with the same retry hint.
+    if (response.status === 503 && !unavailableAllowed) return { ...response, status: 500, code: 'internal_error' }
+    return response
+  }
   // A read-only, failing or locked volume is a state of the machine that passes: a retry
   // hint, logged once when it begins (storage-health.ts) rather than once per request.
   if (storage?.failed(error)) {

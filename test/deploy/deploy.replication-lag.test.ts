@@ -91,3 +91,27 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     await entry.kill().catch(() => {}) // already stopped on the happy path
   }
 }, 120_000)
+
+test('an idle server that restarts shows no lag: the replica already holds everything', async () => {
+  const idle = makeDeployment({ METRICS_TOKEN: TOKEN, REPLICATION_MAX_LAG_SECONDS: '3' })
+  let entry = await startEntry(idle)
+  try {
+    const key = createTenant(idle)
+    expect((await api(entry.httpUrl, key, 'POST', '/v1/inboxes')).status).toBe(201)
+    await until('the first run caught up', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0)
+    await entry.stop()
+    entry = await startEntry(idle)
+    // Nothing is written after the restart and nobody asks /ready (whose heartbeat writes):
+    // Litestream has nothing to upload, and the lag must still not grow past its bound.
+    await Bun.sleep(5_000)
+    await until('no lag after the restart', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0, 5)
+    expect((await ready(entry)).checks.replication).toBe('ok')
+    expect(entry.output()).not.toContain('"replication_lagging"')
+  } catch (error) {
+    console.log('OUTPUT', entry.output().slice(-6000))
+    throw error
+  } finally {
+    await entry.kill().catch(() => {})
+    idle.cleanup()
+  }
+}, 60_000)

@@ -141,3 +141,34 @@ test('a volume filled to the last byte: the ballast waits for the delete, even a
   }
   rmSync(filler)
 }, 60_000)
+
+test('a delete on a full volume with the ballast already spent: deleteMessage keeps the 500 its interface allows, with Retry-After', async () => {
+  // The last test left its inbox full: deleting it lifts the guard (and lays the ballast again).
+  for (const { id } of (await server.get('/v1/inboxes', tenant.key)).body.data) expect((await server.delete(`/v1/inboxes/${id}`, tenant.key)).status).toBe(204)
+  expect(server.app.services.disk.refresh().tripped).toBe(false)
+  expect(existsSync(server.app.services.disk.ballastPath)).toBe(true)
+  const inbox = await newInbox()
+  await fill(inbox, 'e')
+  const [first, second] = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=2`, tenant.key)).body.data
+  server.app.services.storage.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+  const reader = new Database(join(mountPoint, 'pigeonhole.db'))
+  reader.exec('BEGIN')
+  reader.query('SELECT count(*) FROM messages').get()
+  try {
+    fillVolume()
+    expect((await server.delete(`/v1/messages/${first.id}`, tenant.key)).status).toBe(204) // the ballast's room
+    // Something else takes the ballast's room too: the next delete finds neither room nor ballast.
+    fillVolume()
+    const refused = await server.delete(`/v1/messages/${second.id}`, tenant.key)
+    // deleteMessage lists no 503 in the interface: its 500, with the retry hint, and nothing deleted.
+    expect(refused.status).toBe(500)
+    expect(refused.body.error).toEqual({ code: 'internal_error', message: expect.any(String), request_id: refused.headers.get('x-request-id') })
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
+    expect((await server.get(`/v1/messages/${second.id}`, tenant.key)).status).toBe(200)
+  } finally {
+    reader.exec('COMMIT')
+    reader.close()
+  }
+  rmSync(filler)
+  expect(server.logs.filter((line) => 'stack' in line)).toEqual([])
+}, 60_000)

@@ -54,6 +54,31 @@ describe('GET /ready', () => {
       other.close()
     }
   })
+
+  test('a lock held past the busy timeout, so that writes fail, makes it 503 until a write commits again', async () => {
+    const { sqlite } = server.app.services.storage
+    const { key } = server.tenant()
+    const other = new Database(server.databasePath)
+    // The server waits 5 s for a lock; a shorter wait keeps the test fast and changes nothing else.
+    sqlite.exec('PRAGMA busy_timeout = 200')
+    other.exec('BEGIN IMMEDIATE')
+    try {
+      const created = await server.post('/v1/inboxes', key)
+      expect(created.status).toBe(503)
+      expect(created.body.error.code).toBe('storage_unavailable')
+      // The lock is still held: the next commit would fail the same way, so this is not "ready".
+      const response = await server.get('/ready')
+      expect(response.status).toBe(503)
+      expect(response.body.checks.database).toBe('failed')
+    } finally {
+      other.exec('ROLLBACK')
+      other.close()
+      sqlite.exec('PRAGMA busy_timeout = 5000')
+    }
+    const recovered = await server.get('/ready')
+    expect(recovered.status).toBe(200)
+    expect(recovered.body.checks.database).toBe('ok')
+  })
 })
 
 test('a configured replica without Litestream as the parent process is not ready', async () => {

@@ -12,6 +12,7 @@
  * holds a file on it open for writing, which the server always does.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { startRetentionSweeper } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -77,4 +78,22 @@ test('a constraint error is not a storage failure: it stays an internal error an
   const bug = Object.assign(new Error('constraint'), { code: 'SQLITE_CONSTRAINT_UNIQUE' })
   expect(storageHealth.failed(bug)).toBeNull()
   expect(storageHealth.failing).toBeNull()
+})
+
+test('the retention sweeper on a read-only database logs no error with a stack per sweep', async () => {
+  const { sqlite } = server.app.services.storage
+  const logsBefore = server.logs.length
+  const stop = startRetentionSweeper(server.app.services, 20)
+  sqlite.exec('PRAGMA query_only = 1')
+  try {
+    await Bun.sleep(150) // several sweeps, each meeting the read-only database
+  } finally {
+    sqlite.exec('PRAGMA query_only = 0')
+    stop()
+  }
+  const lines = server.logs.slice(logsBefore)
+  expect(lines.filter((line) => line.event === 'storage_failing')).toHaveLength(1)
+  expect(lines.filter((line) => line.level === 'error')).toEqual([])
+  expect(lines.filter((line) => 'stack' in line)).toEqual([])
+  expect((await server.post('/v1/inboxes', tenant.key)).status).toBe(201) // and it ends with the next commit
 })

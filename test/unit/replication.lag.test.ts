@@ -116,3 +116,38 @@ test('lag is the age of the oldest write the replica has not confirmed; 0 when i
   await monitor.sample()
   expect(monitor.current()).toBe(true)
 })
+
+test('a new generation is not confirmed by the position of the old one, which Litestream still reports until its first upload', async () => {
+  let now = 0
+  const monitor = new ReplicationMonitor({
+    databasePath,
+    pageSize: PAGE,
+    metricsUrl: `http://127.0.0.1:${listener.port}/metrics`,
+    maxLagSeconds: 10,
+    localWarn: { bytes: 0 },
+    logger: createLogger('error', () => {}),
+    now: () => now,
+  })
+  replica = { index: 3, offset: 32 + 40 * FRAME }
+  await monitor.sample()
+  expect(monitor.lagSeconds()).toBe(0)
+  // Litestream begins a new generation; its gauges still hold the old generation's position.
+  const newWal = join(litestreamDir(databasePath), 'generations', 'def456', 'wal')
+  mkdirSync(newWal, { recursive: true })
+  writeFileSync(join(newWal, '00000000.wal'), Buffer.alloc(32 + 2 * FRAME))
+  writeFileSync(join(litestreamDir(databasePath), 'generation'), 'def456\n')
+  try {
+    now = 1_000
+    await monitor.sample()
+    now = 12_000
+    await monitor.sample()
+    expect(monitor.lagSeconds()).toBe(11)
+    expect(monitor.current()).toBe(false)
+    // Its first upload moves the gauges: now they confirm.
+    replica = { index: 0, offset: 32 + 2 * FRAME }
+    await monitor.sample()
+    expect(monitor.lagSeconds()).toBe(0)
+  } finally {
+    writeFileSync(join(litestreamDir(databasePath), 'generation'), 'abc123\n')
+  }
+})

@@ -1,0 +1,41 @@
+/**
+ * A volume that refuses writes is a passing state for the console too: a form that must
+ * write answers 503 with Retry-After and a page that says so, the log has the one
+ * `storage_failing` line of the failing state and no error line with a stack per request.
+ */
+import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { type ConsoleClient, setUp } from '../support/console-client.ts'
+import { startTestServer, type TestServer } from '../support/harness.ts'
+
+let server: TestServer
+let operator: ConsoleClient
+let organizationId: string
+
+beforeAll(async () => {
+  server = await startTestServer()
+  ;({ client: operator, organizationId } = await setUp(server, { email: 'op@example.com' }))
+})
+afterAll(() => server.stop())
+
+test('a read-only database: a console form answers 503 with Retry-After, logged once, no stack', async () => {
+  const { sqlite } = server.app.services.storage
+  await operator.get(`/console/orgs/${organizationId}/keys`)
+  const logsBefore = server.logs.length
+  sqlite.exec('PRAGMA query_only = 1')
+  try {
+    for (const name of ['first', 'second']) {
+      const page = await operator.post(`/console/orgs/${organizationId}/keys`, { name })
+      expect(page.status).toBe(503)
+      expect(page.headers.get('retry-after')).toBe('5')
+      expect(page.html).toContain('storage')
+    }
+  } finally {
+    sqlite.exec('PRAGMA query_only = 0')
+  }
+  const lines = server.logs.slice(logsBefore)
+  expect(lines.filter((line) => line.event === 'storage_failing')).toHaveLength(1)
+  expect(lines.filter((line) => line.level === 'error')).toEqual([])
+  expect(lines.filter((line) => 'stack' in line)).toEqual([])
+  // Writable again: the same form works.
+  expect((await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })).status).toBe(200)
+})
