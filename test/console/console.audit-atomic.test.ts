@@ -154,7 +154,7 @@ test('every other audited console action: with the audit refused, nothing change
   await operator.get(`${org}/members`)
   const invited = await operator.post(`${org}/invites`, { role: 'member' })
   const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec((await operator.get(`${org}/members`)).html)![1]!
-  expect(invited.status).toBe(200)
+  expect(invited.status).toBe(303)
   const actions: Array<[string, string, Record<string, string>]> = [
     ['key.created', `${org}/keys`, { name: 'refused' }],
     ['key.revoked', `${org}/keys/${keyId}/revoke`, {}],

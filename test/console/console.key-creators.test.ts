@@ -41,7 +41,7 @@ test("each key's maker is shown: the console user who made it, or the CLI", asyn
   expect(cliRow).toContain('the CLI')
   expect(cliRow).not.toContain('left the organisation')
   const page = await operator.get(`/console/orgs/${org}/keys`)
-  expect(page.html).toContain('<th>Created by</th>')
+  expect(page.html).toContain('<th scope="col">Created by</th>')
 })
 
 test("a departed member's keys keep working, are marked on the keys page, and the removal says how many stay", async () => {
@@ -52,7 +52,7 @@ test("a departed member's keys keep working, are marked on the keys page, and th
   const made: string[] = []
   for (const name of ['maker CI', 'maker staging']) {
     await member.get(`/console/orgs/${org}/keys`)
-    const page = await member.post(`/console/orgs/${org}/keys`, { name })
+    const page = await member.get((await member.post(`/console/orgs/${org}/keys`, { name })).location!)
     made.push(/value="(ph_live_[0-9a-f]{16}_[0-9a-f]{48})"/.exec(page.html)![1]!)
   }
   const [kept, revoked] = made as [string, string]

@@ -79,7 +79,7 @@ test("the operator's reset, from the console or the CLI, lifts the lockout of th
   }
   await lockOut('10.7.4.1')
   await operator.get('/console/admin')
-  const reset = await operator.post(`/console/admin/users/${id}/reset-password`)
+  const reset = await operator.get((await operator.post(`/console/admin/users/${id}/reset-password`)).location!)
   const password = /id="new-password"[^>]*value="([^"]+)"/.exec(reset.html)![1]!
   expect((await signIn(email, password, '10.7.4.1')).status).toBe(303)
 

@@ -47,11 +47,11 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   secrets.add(firstKey)
 
   await operator.get(`/console/orgs/${organizationId}/keys`)
-  const named = await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'CI' })
+  const named = await operator.get((await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'CI' })).location!)
   secrets.add(shown(named.html, /value="(ph_live_[0-9a-f_]+)"/))
 
   await operator.get(`/console/orgs/${organizationId}/members`)
-  const invited = await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+  const invited = await operator.get((await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!)
   const inviteToken = shown(invited.html, /\/console\/invites\/([A-Za-z0-9_-]{43})"/)
   secrets.add(inviteToken)
   const invitePath = `/console/invites/${inviteToken}`
@@ -80,7 +80,7 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   // The operator resets the member's password; the member signs in with it, then signs out everywhere.
   await operator.get('/console/admin')
   const memberId = findUserByEmail(server.app.services.storage.db, MEMBER)!.id
-  const reset = await operator.post(`/console/admin/users/${memberId}/reset-password`)
+  const reset = await operator.get((await operator.post(`/console/admin/users/${memberId}/reset-password`)).location!)
   const resetPassword = shown(reset.html, /id="new-password"[^>]*value="([^"]+)"/)
   secrets.add(resetPassword)
   const afterReset = remember(await signedIn(server, MEMBER, resetPassword))

@@ -39,9 +39,11 @@ async function newMember(): Promise<{ client: ConsoleClient; email: string; id: 
   return { client, email, id: findUserByEmail(server.app.services.storage.db, email)!.id }
 }
 
-async function openStream(client: ConsoleClient) {
+/** The inbox page's own stream, or (shared) the one stream a browser's pages share. */
+async function openStream(client: ConsoleClient, shared = false) {
   const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  const response = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { headers: { cookie } })
+  const path = shared ? `/console/live?watch=${org}:${inbox.id}` : `/console/orgs/${org}/inboxes/${inbox.id}/events`
+  const response = await fetch(`${server.url}${path}`, { headers: { cookie } })
   expect(response.status).toBe(200)
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
@@ -78,6 +80,18 @@ test('sign-out ends the stream of that session', async () => {
   expect((await member.client.post('/console/sign-out')).status).toBe(303)
   expect(await stream.next()).toBeNull()
   expect(endings(member.id)).toEqual(['access_ended'])
+})
+
+test("the browser's shared stream ends with its session too, and with a membership it watches", async () => {
+  const member = await newMember()
+  const stream = await openStream(member.client, true)
+  expect((await member.client.post('/console/sign-out')).status).toBe(303)
+  expect(await stream.next()).toBeNull()
+  const removed = await newMember()
+  const watching = await openStream(removed.client, true)
+  await operator.get(`/console/orgs/${org}/members`)
+  expect((await operator.post(`/console/orgs/${org}/members/${removed.id}/remove`)).status).toBe(303)
+  expect(await watching.next()).toBeNull()
 })
 
 test("sign-out everywhere, from another browser, ends every one of the user's streams", async () => {

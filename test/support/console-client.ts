@@ -105,7 +105,9 @@ export async function signedIn(server: Pick<TestServer, 'url'>, email: string, p
 /** An owner invites `email`, who opens the link and creates an account; returns the new member, signed in. */
 export async function addMember(server: Pick<TestServer, 'url'>, owner: ConsoleClient, organizationId: string, email: string, password = PASSWORD): Promise<ConsoleClient> {
   await owner.get(`/console/orgs/${organizationId}/members`)
-  const created = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+  const made = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+  // post/redirect/get: the link is shown on the page the form redirects to.
+  const created = made.location ? await owner.get(made.location) : made
   const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec(created.html)?.[1]
   if (!link) throw new Error(`no invite link on the page (${created.status})`)
   const member = new ConsoleClient(server.url)
