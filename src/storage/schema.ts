@@ -35,6 +35,9 @@ export const apiKeys = sqliteTable(
     createdAt: text('created_at').notNull(),
     lastUsedAt: text('last_used_at'), // refreshed at most once a minute to spare the writer
     revokedAt: text('revoked_at'), // set by `cli keys revoke`; a revoked key answers 401
+    // The console user who made it, shown on the keys page (with a warning once they leave the
+    // organisation; users are never deleted); null when the CLI made it, or it predates this column.
+    createdBy: text('created_by').references(() => users.id),
   },
   (table) => [index('api_keys_by_organization').on(table.organizationId)],
 )
@@ -141,6 +144,8 @@ export const messages = sqliteTable(
     // listOrWaitForMessages: newest first within one inbox, keyset on (received_at, id)
     index('messages_by_inbox_newest').on(table.inboxId, table.receivedAt, table.id),
     index('messages_by_expiry').on(table.expiresAt),
+    // The console's search across an organisation's inboxes: its newest messages first, bounded.
+    index('messages_by_organization_newest').on(table.organizationId, table.receivedAt, table.id),
   ],
 )
 
