@@ -77,9 +77,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
       const query = { limit: MESSAGES_SHOWN, includeContent: false }
       const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
-      const page = (
-        <InboxPage org={org} inbox={inbox} messages={listed.data} more={listed.next_cursor !== null} smtpAddress={ctx.deps.smtpAddress} refused={ctx.s.refusedDeliveries.recent(inbox.address)} />
-      )
+      const page = <InboxPage org={org} inbox={inbox} messages={listed.data} more={listed.next_cursor !== null} smtpAddress={ctx.deps.smtpAddress} refused={ctx.s.refusedDeliveries.recent(inbox.id)} />
       return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes' })
     },
   },
