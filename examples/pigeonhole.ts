@@ -127,15 +127,22 @@ export class Pigeonhole {
     return (await this.call<{ data: Inbox }>('POST', '/v1/inboxes', body, { idempotencyKey }))!.data
   }
 
-  /** Deletes the inbox; over the request rate limit it waits `Retry-After` and tries again (up to 65 s), so teardown leaves nothing behind. */
+  /**
+   * Deletes the inbox; over the request rate limit it waits `Retry-After` and tries again (up
+   * to 65 s), so teardown leaves nothing behind. A delete sent again after a lost connection
+   * may find the inbox already gone (the first one was done, its answer lost): that 404
+   * counts as deleted.
+   */
   async deleteInbox(inbox: Inbox | string): Promise<void> {
     const path = `/v1/inboxes/${typeof inbox === 'string' ? inbox : inbox.id}`
     const giveUpAt = Date.now() + TEARDOWN_RATE_LIMIT_WAIT_MS
+    let sentAgain = false
     for (;;) {
       try {
-        await this.call('DELETE', path)
+        await this.call('DELETE', path, undefined, { onSendAgain: () => (sentAgain = true) })
         return
       } catch (error) {
+        if (sentAgain && error instanceof PigeonholeError && error.code === 'inbox_not_found') return
         if (!(error instanceof PigeonholeError) || error.code !== 'rate_limit_exceeded' || Date.now() >= giveUpAt) throw error
         await sleep(Math.min(Math.max(error.retryAfterSeconds ?? 1, 1) * 1000, Math.max(giveUpAt - Date.now(), 0)))
       }
@@ -192,7 +199,7 @@ export class Pigeonhole {
    * The parsed answer, or null for a 204; any other non-2xx throws a PigeonholeError. A
    * refused or reset connection is tried again until `reconnectUntil` (15 s from now by default).
    */
-  private async call<T>(method: string, path: string, body?: unknown, options: { idempotencyKey?: string; reconnectUntil?: number } = {}): Promise<T | null> {
+  private async call<T>(method: string, path: string, body?: unknown, options: { idempotencyKey?: string; reconnectUntil?: number; onSendAgain?: () => void } = {}): Promise<T | null> {
     const reconnectUntil = options.reconnectUntil ?? Date.now() + RECONNECT_WINDOW_MS
     let response: Response
     for (let attempt = 0; ; attempt++) {
@@ -212,6 +219,7 @@ export class Pigeonhole {
         if (Date.now() + 250 >= reconnectUntil)
           throw new Error(`${method} ${path}: no answer from ${this.options.url} (${error instanceof Error ? error.message : error}). Is Pigeonhole running there?`)
         await sleep(Math.min(250 * 2 ** attempt, 2_000, reconnectUntil - Date.now()))
+        options.onSendAgain?.()
       }
     }
     if (response.status === 204) return null
