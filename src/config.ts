@@ -106,6 +106,14 @@ export const SETTINGS = [
     description: 'Days a console sign-in lasts without use; each use past half of it extends it again.',
   },
   {
+    env: 'CONSOLE_LINK_CHECK',
+    key: 'consoleLinkCheck',
+    kind: { type: 'enum', values: ['auto', 'on', 'off'] },
+    default: 'auto',
+    description:
+      "Whether the mail viewer may check a message's links (a HEAD request from this server, public addresses only, at most 20 links, 3 s each). `auto`: on when `BASE_URL` is localhost, off on a public deployment.",
+  },
+  {
     env: 'CONSOLE_PASSWORD_MEMORY_KIB',
     key: 'consolePasswordMemoryKib',
     // 8 is argon2's floor; past 1 GiB, four checks in flight would need 4 GiB.

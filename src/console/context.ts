@@ -8,13 +8,14 @@ import { ConsoleError, notFound } from '../core/console/errors.ts'
 import { requireMembership, type Membership, type Role } from '../core/console/organizations.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/console/sessions.ts'
 import type { SignInThrottle } from '../core/console/sign-in-throttle.ts'
-import { newToken } from '../core/console/tokens.ts'
+import { newToken, sha256Hex } from '../core/console/tokens.ts'
 import type { User } from '../core/console/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
+import type { ShownOnce } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -28,6 +29,8 @@ export interface ConsoleDeps {
   streams: LiveStreams
   /** Lets a live stream's connection outlast HTTP_IDLE_TIMEOUT_SECONDS. */
   connections: ConnectionTimeouts
+  /** Values shown once, held for the GET a create redirects to. */
+  shownOnce: ShownOnce
 }
 
 export class ConsoleRequest {
@@ -101,6 +104,11 @@ export class ConsoleRequest {
   /** The token a POST must carry, or undefined when the browser has none. */
   expectedCsrf(): string | undefined {
     return this.sessionToken ? sessionCsrfToken(this.sessionToken) : this.anonCsrf
+  }
+
+  /** Names this browser's current session (a new one after startSession), never the token itself. */
+  sessionKey(): string | undefined {
+    return this.sessionToken ? sha256Hex(this.sessionToken) : undefined
   }
 
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */

@@ -9,6 +9,7 @@ import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
+import { ShownOnce } from './shown-once.ts'
 import { accountRoutes } from './routes/account.tsx'
 import { adminRoutes } from './routes/admin.tsx'
 import { assetRoutes } from './routes/assets.ts'
@@ -19,6 +20,7 @@ import { organizationRoutes } from './routes/organization.tsx'
 import { setupRoutes } from './routes/setup.tsx'
 import { inboxRoutes } from './routes/inboxes.tsx'
 import { messageRoutes } from './routes/messages.tsx'
+import { liveRoutes } from './routes/live.ts'
 
 export { isConsolePath } from './router.ts'
 
@@ -32,6 +34,7 @@ export const CONSOLE_ROUTES: Route[] = [
   ...keyRoutes,
   ...inboxRoutes,
   ...messageRoutes,
+  ...liveRoutes,
   ...adminRoutes,
 ]
 
@@ -49,6 +52,7 @@ export function buildConsole(s: Services, connections: ConnectionTimeouts): Cons
     smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
     streams: new LiveStreams(),
     connections,
+    shownOnce: new ShownOnce(s.clock),
   }
   return { handle: consoleRouter(deps, CONSOLE_ROUTES), deps }
 }

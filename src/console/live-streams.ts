@@ -28,8 +28,14 @@ export class LiveStreams {
     return total
   }
 
-  /** Starts a stream of the inbox's events, or refuses with `throttled` when a bound is reached. */
-  stream(s: Services, signal: AbortSignal, owner: { userId: string; organizationId: string }, inboxId: string): Response {
+  /**
+   * Starts a stream of the inbox's events, or refuses with `throttled` when a bound is reached.
+   * Given several inboxes (one browser's shared stream, see routes/live.ts), it carries the
+   * events of all of them, each naming its inbox, and stays open when one is deleted.
+   */
+  stream(s: Services, signal: AbortSignal, owner: { userId: string; organizationId: string }, inboxIds: string | string[]): Response {
+    const watched = typeof inboxIds === 'string' ? [inboxIds] : inboxIds
+    const inboxId = watched.join(',')
     if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) {
       throw new ConsoleError('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
     }
@@ -51,13 +57,18 @@ export class LiveStreams {
         }
         const openedAt = performance.now()
         let ending = 'client_left'
-        const unsubscribe = s.notifier.subscribe(inboxId, (event) => {
-          send(`event: ${event}\ndata: ${inboxId}\n\n`)
-          if (event === 'inbox_deleted') {
-            ending = 'inbox_deleted'
-            close()
-          }
-        })
+        const unsubscribes = watched.map((id) =>
+          s.notifier.subscribe(id, (event) => {
+            send(`event: ${event}\ndata: ${id}\n\n`)
+            if (event === 'inbox_deleted' && typeof inboxIds === 'string') {
+              ending = 'inbox_deleted'
+              close()
+            }
+          }),
+        )
+        const unsubscribe = () => {
+          for (const stop of unsubscribes) stop()
+        }
         const keepAlive = setInterval(() => send(': keep-alive\n\n'), KEEP_ALIVE_MS)
         close = () => {
           if (closed) return

@@ -25,7 +25,8 @@ const SANDBOXED = /(^|;)\s*sandbox(\s|;|$)/i
  */
 export function securityHeaders(headers: Headers): void {
   const own = headers.get('content-security-policy')
-  if (own && SANDBOXED.test(own)) {
+  const sandboxed = own !== null && SANDBOXED.test(own)
+  if (sandboxed) {
     if (!headers.has('x-frame-options')) headers.set('x-frame-options', 'SAMEORIGIN')
   } else {
     headers.set('content-security-policy', CONSOLE_CSP)
@@ -33,7 +34,8 @@ export function securityHeaders(headers: Headers): void {
   }
   headers.set('x-content-type-options', 'nosniff')
   // same-origin, not no-referrer: a no-referrer policy makes browsers send `Origin: null` on form posts.
-  headers.set('referrer-policy', 'same-origin')
+  // A sandboxed response (no forms) may be stricter: message HTML sends no referrer at all.
+  if (!(sandboxed && headers.get('referrer-policy') === 'no-referrer')) headers.set('referrer-policy', 'same-origin')
   headers.set('cross-origin-opener-policy', 'same-origin')
   if (!headers.has('cache-control')) headers.set('cache-control', 'no-store')
 }

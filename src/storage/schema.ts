@@ -141,6 +141,8 @@ export const messages = sqliteTable(
     // listOrWaitForMessages: newest first within one inbox, keyset on (received_at, id)
     index('messages_by_inbox_newest').on(table.inboxId, table.receivedAt, table.id),
     index('messages_by_expiry').on(table.expiresAt),
+    // The console's search across an organisation's inboxes: its newest messages first, bounded.
+    index('messages_by_organization_newest').on(table.organizationId, table.receivedAt, table.id),
   ],
 )
 

@@ -16,6 +16,7 @@ const PUBLIC = new Set([
   'POST /console/sign-out',
   'GET /console/assets/console.css',
   'GET /console/assets/console.js',
+  'GET /console/assets/live-worker.js',
   'GET /setup',
   'POST /setup',
   'GET /console/sign-in',
@@ -57,7 +58,7 @@ beforeAll(async () => {
   const created = await owner.post('/console/admin/orgs', { name: 'Org B', preset: 'hosted' })
   const orgB = /orgs\/(org_[0-9a-f]{32})/.exec(created.location!)![1]!
   await owner.get(`/console/orgs/${orgB}/members`)
-  const invited = await owner.post(`/console/orgs/${orgB}/invites`, { role: 'owner' })
+  const invited = await owner.get((await owner.post(`/console/orgs/${orgB}/invites`, { role: 'owner' })).location!)
   const link = new URL(/value="(http[^"]+)"/.exec(invited.html)![1]!).pathname
   stranger = new ConsoleClient(server.url)
   await stranger.get(link)

@@ -122,7 +122,7 @@ describe('account', () => {
 
   test("the operator resets a user's password (shown once) and ends a user's sessions; both are audited", async () => {
     await operator.get(`/console/orgs/${organizationId}/members`)
-    const invited = await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+    const invited = await operator.get((await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!)
     const path = new URL(/value="(http[^"]+)"/.exec(invited.html)![1]!).pathname
     const member = new ConsoleClient(server.url)
     await member.get(path)
@@ -131,7 +131,7 @@ describe('account', () => {
     const userId = /users\/(user_[0-9a-f]{32})\/revoke-sessions/.exec(admin.html)![1]
     expect((await operator.post(`/console/admin/users/${userId}/revoke-sessions`)).status).toBe(303)
     expect((await member.get(`/console/orgs/${organizationId}`)).status).toBe(303)
-    const reset = await operator.post(`/console/admin/users/${userId}/reset-password`)
+    const reset = await operator.get((await operator.post(`/console/admin/users/${userId}/reset-password`)).location!)
     const password = /value="([0-9a-f]{5}(-[0-9a-f]{5})+)"/.exec(reset.html)![1]!
     expect((await signedIn(server, 'm@example.com', password)).cookies.has('ph_session')).toBe(true)
     const events = await operator.get('/console/admin')

@@ -30,7 +30,9 @@ afterAll(() => server.stop())
 
 async function createKey(name: string): Promise<string> {
   await operator.get(`/console/orgs/${organizationId}/keys`)
-  const page = await operator.post(`/console/orgs/${organizationId}/keys`, { name })
+  const made = await operator.post(`/console/orgs/${organizationId}/keys`, { name })
+  expect(made.status).toBe(303) // post/redirect/get: the key is shown on the page it redirects to
+  const page = await operator.get(made.location!)
   expect(page.status).toBe(200)
   return /value="(ph_live_[0-9a-f]{16}_[0-9a-f]{48})"/.exec(page.html)![1]!
 }

@@ -23,7 +23,9 @@ afterAll(() => server.stop())
 /** Creates an invite as `by` and returns the link's path. */
 async function invite(by: ConsoleClient, organizationId: string, role: 'owner' | 'member' = 'member'): Promise<string> {
   await by.get(`/console/orgs/${organizationId}/members`)
-  const page = await by.post(`/console/orgs/${organizationId}/invites`, { role })
+  const made = await by.post(`/console/orgs/${organizationId}/invites`, { role })
+  expect(made.status).toBe(303) // post/redirect/get: the link is shown on the page it redirects to
+  const page = await by.get(made.location!)
   expect(page.status).toBe(200)
   const link = /value="(http[^"]+\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec(page.html)?.[1]
   if (!link) throw new Error('no invite link on the page')
@@ -159,7 +161,7 @@ describe('another organisation', () => {
   test("a key of another organisation cannot be revoked through one's own (404), and stays valid", async () => {
     const orgD = await newOrg('Org D')
     await owner.get(`/console/orgs/${orgA}/keys`)
-    const created = await owner.post(`/console/orgs/${orgA}/keys`, { name: 'A key' })
+    const created = await owner.get((await owner.post(`/console/orgs/${orgA}/keys`, { name: 'A key' })).location!)
     const key = /value="(ph_live_[0-9a-f_]+)"/.exec(created.html)![1]!
     const publicId = key.slice(8, 24)
     expect((await owner.post(`/console/orgs/${orgD}/keys/${publicId}/revoke`)).status).toBe(404)

@@ -37,5 +37,7 @@ test('a read-only database: a console form answers 503 with Retry-After, logged 
   expect(lines.filter((line) => line.level === 'error')).toEqual([])
   expect(lines.filter((line) => 'stack' in line)).toEqual([])
   // Writable again: the same form works.
-  expect((await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })).status).toBe(200)
+  const made = await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })
+  expect(made.status).toBe(303) // post/redirect/get: the new key is shown on the page it redirects to
+  expect((await operator.get(made.location!)).html).toMatch(/value="ph_live_[0-9a-f_]+"/)
 })

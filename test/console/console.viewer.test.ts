@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
-import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP } from '../../src/console/routes/messages.tsx'
+import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP, SOURCE_CSP } from '../../src/console/routes/messages.tsx'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
@@ -92,7 +92,9 @@ test('the inbox list and the inbox page show the message, escaped', async () => 
   expect(list.html).toContain(inbox.address)
   const page = await owner.get(`/console/orgs/${orgA}/inboxes/${inbox.id}`)
   expect(page.status).toBe(200)
-  expect(page.html).toContain(`/console/orgs/${orgA}/messages/${messageId}`)
+  // The row links relative to the inbox page; it resolves to the message page.
+  const href = new RegExp(`href="([^"]*messages/${messageId})"`).exec(page.html)![1]!
+  expect(new URL(href, `${server.url}/console/orgs/${orgA}/inboxes/${inbox.id}`).pathname).toBe(`/console/orgs/${orgA}/messages/${messageId}`)
   expect(page.html).toContain(`data-live-events="/console/orgs/${orgA}/inboxes/${inbox.id}/events"`)
   expect(page.html).toContain('&lt;script>alert(1)&lt;/script>')
   expectInert(page.html)
@@ -104,7 +106,9 @@ test('the message page shows subject, from, headers, text and filename as text, 
   expectInert(page.html)
   expect(page.html).toContain('X-Hostile')
   expect(page.html).toContain('&lt;img src=x onerror=alert(1)>.bin')
-  expect(page.html).toContain(`<iframe class="message-html" title="Message HTML" sandbox referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`)
+  expect(page.html).toContain(
+    `<iframe class="message-html width-desktop" title="Message HTML" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
+  )
   expect(page.headers.get('content-security-policy')).toContain("frame-src 'self'")
   expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}?images=remote`)
@@ -117,15 +121,31 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(html.html).toContain('<script>document.title') // served as the sender wrote it, inert under the policy
   const csp = html.headers.get('content-security-policy')!
   expect(csp).toBe(MESSAGE_HTML_CSP)
-  expect(csp.split('; ')[0]).toBe('sandbox') // no allow-scripts, allow-forms or allow-same-origin
+  // Popups only (links open in a new tab): no allow-scripts, allow-forms or allow-same-origin.
+  expect(csp.split('; ')[0]).toBe('sandbox allow-popups allow-popups-to-escape-sandbox')
+  expect(csp).not.toMatch(/allow-(scripts|forms|same-origin|top-navigation|modals)/)
+  expect(html.headers.get('referrer-policy')).toBe('no-referrer')
   expect(csp).toContain("default-src 'none'")
   expect(csp).not.toMatch(/https?:/)
   expect(html.headers.get('x-frame-options')).toBe('SAMEORIGIN')
   expect(html.headers.get('x-content-type-options')).toBe('nosniff')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/html?images=remote`)
   expect(remote.headers.get('content-security-policy')).toBe(MESSAGE_HTML_REMOTE_IMAGES_CSP)
-  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox; default-src 'none'")
+  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'")
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toContain('img-src data: cid: https: http:')
+})
+
+test('the highlighted HTML and raw source views are escaped text in their own sandboxed document', async () => {
+  for (const part of ['html', 'raw']) {
+    const view = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/source?part=${part}`)
+    expect(view.status).toBe(200)
+    expect(view.headers.get('content-security-policy')).toBe(SOURCE_CSP)
+    expect(view.headers.get('content-security-policy')).not.toContain('allow-')
+    expect(view.html).not.toContain('<script>')
+    expect(view.html).toContain('&lt;script>')
+  }
+  const other = await owner.get(`/console/orgs/${orgA}/messages/msg_${'0'.repeat(32)}/source?part=raw`)
+  expect(other.status).toBe(404)
 })
 
 test('the .eml source and the attachment download are the stored bytes, with the API download headers', async () => {

@@ -31,39 +31,147 @@ document.addEventListener('submit', (event) => {
   if (question && !window.confirm(question)) event.preventDefault()
 })
 
+// Times: the page has each to the second in UTC; one from the last 24 hours reads as
+// "12 s ago" (kept current), with the exact time on hover.
+const relative = (ms) => {
+  const s = Math.max(0, Math.round(ms / 1000))
+  if (s < 60) return `${s} s ago`
+  if (s < 3600) return `${Math.floor(s / 60)} min ${s % 60} s ago`
+  return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min ago`
+}
+const showRelativeTimes = () => {
+  for (const time of document.querySelectorAll('time[datetime]')) {
+    const at = time.getAttribute('datetime')
+    if (!time.title) time.title = `${at.replace('T', ' ').slice(0, 19)} UTC`
+    const age = Date.now() - Date.parse(at)
+    if (age >= -5000 && age < 86_400_000) time.textContent = relative(age)
+  }
+}
+showRelativeTimes()
+setInterval(showRelativeTimes, 5000)
+
 // Inbox page: the server sends an event right after new mail is stored (server-sent
 // events, no polling); the list is then re-read from the page itself and swapped in.
+// All tabs of a browser share one stream through a SharedWorker (live-worker.js): a
+// browser opens at most six connections to a host, and a stream per tab used them up.
 const liveList = document.querySelector('[data-live-events]')
 if (liveList && window.EventSource) {
   const status = document.getElementById('live-status')
   const say = (text) => {
     if (status) status.textContent = text
   }
-  let reading = Promise.resolve()
-  const refresh = () => {
-    reading = reading
-      .then(async () => {
+  // One read at a time, and one more for whatever arrived while it was in flight: a burst
+  // of 80 mails costs a few reads of the list, not 80.
+  let reading = false
+  let stale = false
+  const messageIds = () => new Set([...liveList.querySelectorAll('a[href*="/messages/"]')].map((a) => a.getAttribute('href')))
+  const refresh = async () => {
+    stale = true
+    if (reading) return
+    reading = true
+    try {
+      while (stale) {
+        stale = false
         const response = await fetch(window.location.href, { credentials: 'same-origin' })
-        if (!response.ok) return
+        if (!response.ok) continue
         const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
-        if (fresh) liveList.replaceChildren(...fresh.childNodes)
-      })
-      .catch(() => say('Could not refresh the list; reload the page.'))
+        if (!fresh) continue
+        const before = messageIds()
+        // Keep the keyboard's place: the link that had focus has it again in the new list.
+        const focused = liveList.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null
+        liveList.replaceChildren(...fresh.childNodes)
+        if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
+        showRelativeTimes()
+        // Announced through the status line (a live region): how many arrived, and the newest subject.
+        const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter((a) => !before.has(a.getAttribute('href')))
+        if (added.length > 0) say(`Live: ${added.length} new message${added.length === 1 ? '' : 's'}, newest "${added[0].textContent}".`)
+      }
+    } catch {
+      say('Could not refresh the list; reload the page.')
+    } finally {
+      reading = false
+    }
   }
-  const events = new EventSource(liveList.getAttribute('data-live-events'))
-  // `ready` also follows a reconnect: re-read once in case mail arrived in between.
-  events.addEventListener('ready', () => {
-    say('Live: new mail appears here without reloading.')
-    refresh()
-  })
-  events.addEventListener('message_stored', refresh)
-  events.addEventListener('inbox_deleted', () => {
-    events.close()
-    say('This inbox was deleted.')
-  })
-  events.addEventListener('error', () => {
-    // CLOSED: the server refused the stream (too many open pages, or signed out); no retry follows.
-    if (events.readyState === EventSource.CLOSED) say('Live updates are off (too many open inbox pages?); reload to see new mail.')
-    else say('Connection lost; reconnecting…')
-  })
+  const handlers = {
+    // `ready` also follows a reconnect: re-read once in case mail arrived in between.
+    ready: () => {
+      say('Live: new mail appears here without reloading.')
+      refresh()
+    },
+    message_stored: refresh,
+    inbox_deleted: () => say('This inbox was deleted.'),
+    // The server refused the stream (too many open pages, or signed out); no retry follows.
+    closed: () => say('Live updates are off (signed out, or too many open inbox pages?); reload to see new mail.'),
+    reconnecting: () => say('Connection lost; reconnecting…'),
+  }
+  const key = liveList.getAttribute('data-live-watch')
+  if (window.SharedWorker && key) {
+    const worker = new SharedWorker('/console/assets/live-worker.js', { name: 'pigeonhole-live' })
+    worker.port.addEventListener('message', (event) => handlers[event.data.type]?.())
+    worker.port.start()
+    worker.port.postMessage({ type: 'watch', key })
+    // Leaving (or entering the back/forward cache) lets the shared stream drop this inbox.
+    window.addEventListener('pagehide', () => worker.port.postMessage({ type: 'unwatch' }))
+    window.addEventListener('pageshow', (event) => {
+      if (event.persisted) worker.port.postMessage({ type: 'watch', key })
+    })
+  } else {
+    // No SharedWorker (Chrome on Android): this page's own stream, closed while the tab is
+    // hidden so background tabs hold no connection; `ready` on return re-reads the list.
+    let events = null
+    let deleted = false
+    const open = () => {
+      if (events || deleted) return
+      events = new EventSource(liveList.getAttribute('data-live-events'))
+      for (const type of ['ready', 'message_stored']) events.addEventListener(type, handlers[type])
+      events.addEventListener('inbox_deleted', () => {
+        deleted = true
+        close()
+        handlers.inbox_deleted()
+      })
+      events.addEventListener('error', () => (events.readyState === EventSource.CLOSED ? handlers.closed() : handlers.reconnecting()))
+    }
+    const close = () => {
+      events?.close()
+      events = null
+    }
+    document.addEventListener('visibilitychange', () => (document.visibilityState === 'hidden' ? close() : open()))
+    if (document.visibilityState !== 'hidden') open()
+  }
 }
+
+// Keyboard shortcuts (listed on the message page): j/k older/newer message, u the inbox,
+// # or Delete deletes (after the usual prompt), 1-6 jump to a view, c copies the first
+// code. On an inbox page j/k move through the messages and Enter opens one. Keys typed
+// into a field, or with a modifier, are left alone.
+const VIEWS = { 1: 'view-html', 2: 'view-text', 3: 'html-source', 4: 'raw-source', 5: 'view-attachments', 6: 'view-headers' }
+document.addEventListener('keydown', (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return
+  if (event.target instanceof Element && event.target.closest('input, textarea, select, [contenteditable]')) return
+  const follow = (id) => {
+    const link = document.getElementById(id)
+    if (link) window.location.assign(link.href)
+  }
+  const key = event.key
+  if (document.getElementById('delete-message')) {
+    if (key === 'j') follow('older-message')
+    else if (key === 'k') follow('newer-message')
+    else if (key === 'u') follow('back-to-inbox')
+    else if (key === '#' || key === 'Delete') document.getElementById('delete-message').requestSubmit()
+    else if (key === 'c') document.querySelector('#message-extracts [data-copy]')?.click()
+    else if (VIEWS[key]) {
+      const view = document.getElementById(VIEWS[key])
+      if (!view) return
+      if (view.tagName === 'DETAILS') view.open = true
+      view.scrollIntoView({ block: 'start' })
+    } else return
+    event.preventDefault()
+  } else if (liveList && (key === 'j' || key === 'k')) {
+    const links = [...liveList.querySelectorAll('a[href*="/messages/"]')]
+    if (links.length === 0) return
+    const at = links.indexOf(document.activeElement)
+    const next = at < 0 ? 0 : Math.min(links.length - 1, Math.max(0, at + (key === 'j' ? 1 : -1)))
+    links[next].focus()
+    event.preventDefault()
+  }
+})

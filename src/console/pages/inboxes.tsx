@@ -7,7 +7,10 @@
 import type { Membership } from '../../core/console/organizations.ts'
 import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
+import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
+import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { UsageCards } from './overview.tsx'
+import { SearchForm } from './search.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
@@ -19,11 +22,16 @@ export const curlCommand = (smtpAddress: string, to: string) =>
 
 export const inboxPath = (organizationId: string, inboxId: string) => orgPath(organizationId, `/inboxes/${encodeURIComponent(inboxId)}`)
 
-export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: Usage; receivingDomain: string; error?: string }) {
+export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; next_cursor: string | null }; stats: Map<string, InboxStats>; usage: Usage; receivingDomain: string; error?: string }) {
   const { org } = props
+  const inboxes = props.listing.data
   return (
     <>
       <UsageCards usage={props.usage} />
+      <section class="card">
+        <h2>Search all inboxes</h2>
+        <SearchForm org={org} filter={{ subject: '', from: '', since: '', cursor: '' }} />
+      </section>
       <section class="card">
         <h2>New inbox</h2>
         {props.error && <p class="error">{props.error}</p>}
@@ -41,77 +49,144 @@ export function InboxesPage(props: { org: Membership; inboxes: Inbox[]; usage: U
       </section>
       <section class="card">
         <h2>Inboxes</h2>
-        {props.inboxes.length === 0 ? (
+        {inboxes.length === 0 ? (
           <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
         ) : (
-          <Table columns={['Address', 'Created', '']}>
-            {props.inboxes.map((inbox) => (
-              <tr>
-                <td>
-                  <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
-                    {inbox.address}
-                  </a>
-                </td>
-                <td>
-                  <Time at={inbox.created_at} />
-                </td>
-                <td>
-                  <PostForm action={`${inboxPath(org.organizationId, inbox.id)}/delete`} class="inline" confirm={`Delete ${inbox.address} and all its mail?`}>
-                    <button type="submit" class="danger">
+          // One form for the list (one CSRF token, not one per row), to keep 100 rows under the page budget.
+          <PostForm action={orgPath(org.organizationId, '/inboxes/delete-inbox')} confirm="Delete this inbox and all its mail?">
+            <Table columns={['Address', 'Messages', 'Last received', 'Created', '']}>
+              {inboxes.map((inbox) => (
+                <tr data-inbox={inbox.address}>
+                  <td>
+                    <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
+                      {inbox.address}
+                    </a>
+                  </td>
+                  <td class="count">{(props.stats.get(inbox.id)?.messages ?? 0).toLocaleString('en')}</td>
+                  <td>
+                    <Time at={props.stats.get(inbox.id)?.lastReceivedAt} />
+                  </td>
+                  <td>
+                    <Time at={inbox.created_at} />
+                  </td>
+                  <td>
+                    <button type="submit" name="inbox" value={inbox.id} class="danger" aria-label={`Delete ${inbox.address}`}>
                       Delete
                     </button>
-                  </PostForm>
-                </td>
-              </tr>
-            ))}
-          </Table>
+                  </td>
+                </tr>
+              ))}
+            </Table>
+          </PostForm>
+        )}
+        {props.listing.next_cursor && (
+          <p>
+            <a href={orgPath(org.organizationId, `/inboxes?cursor=${encodeURIComponent(props.listing.next_cursor)}`)} id="older-inboxes">
+              Older inboxes
+            </a>
+          </p>
         )}
       </section>
     </>
   )
 }
 
-export function InboxPage(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; more: boolean; smtpAddress: string; refused: RefusedDelivery[] }) {
-  const { org, inbox } = props
+export function InboxPage(props: {
+  org: Membership
+  inbox: Inbox
+  messages: MessageSummary[]
+  nextCursor: string | null
+  filter: InboxFilter
+  error?: string
+  smtpAddress: string
+  refused: RefusedDelivery[]
+}) {
+  const { org, inbox, filter } = props
   const here = inboxPath(org.organizationId, inbox.id)
+  const filtered = isFiltered(filter) || filter.cursor !== ''
   return (
     <>
       <section class="card">
         <h2 class="page-title">{inbox.address}</h2>
         <CopyField id="inbox-address" label="Address" value={inbox.address} />
-        <p class="muted" id="live-status">
+        <p class="muted" id="live-status" role="status">
           New mail appears here without reloading.
         </p>
       </section>
       <section class="card">
         <h2>Messages</h2>
-        <div id="message-list" data-live-events={`${here}/events`}>
+        <form method="get" action={here} class="filters" aria-label="Filter messages">
+          <div>
+            <label for="filter-subject">Subject contains</label>
+            <input id="filter-subject" name="subject" type="text" value={filter.subject} maxLength={200} />
+          </div>
+          <div>
+            <label for="filter-from">From</label>
+            <input id="filter-from" name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
+          </div>
+          <div>
+            <label for="filter-since">Received since (UTC)</label>
+            <input id="filter-since" name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
+          </div>
+          <div class="filter-actions">
+            <button type="submit" class="secondary">
+              Filter
+            </button>
+            {isFiltered(filter) && <a href={here}>Clear</a>}
+          </div>
+        </form>
+        {props.error && <p class="error">{props.error}</p>}
+        <div id="message-list" data-live-events={`${here}/events`} data-live-watch={`${org.organizationId}:${inbox.id}`}>
           {props.messages.length === 0 ? (
-            <div id="no-messages">
-              <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
-              <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
-              <p>or with swaks:</p>
-              <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
-              <p class="muted">It shows up here as soon as the server has stored it.</p>
-            </div>
+            filtered ? (
+              <p id="no-matches">No messages match these filters.</p>
+            ) : (
+              <div id="no-messages">
+                <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
+                <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
+                <p>or with swaks:</p>
+                <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
+                <p class="muted">It shows up here as soon as the server has stored it.</p>
+              </div>
+            )
           ) : (
-            <Table columns={['From', 'Subject', 'Received', 'Size']}>
-              {props.messages.map((m) => (
-                <tr>
-                  <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
-                  <td>
-                    <a href={orgPath(org.organizationId, `/messages/${encodeURIComponent(m.id)}`)}>{m.subject || '(no subject)'}</a>
-                    <div class="muted">{m.preview}</div>
-                  </td>
-                  <td>
-                    <Time at={m.received_at} />
-                  </td>
-                  <td>{formatBytes(m.size_bytes)}</td>
-                </tr>
-              ))}
-            </Table>
+            // One form for the whole list (one CSRF token, not one per row): each row's button names its message.
+            <PostForm action={filterHref(`${here}/delete-message`, filter, filter.cursor || undefined)} confirm="Delete this message?">
+              <Table columns={['From', 'Subject', 'Received', 'Size', '']}>
+                {props.messages.map((m) => (
+                  <tr>
+                    <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
+                    <td>
+                      {/* Relative (../messages/id from .../inboxes/id): the same page, 45 bytes a row lighter. */}
+                      <a href={`../messages/${encodeURIComponent(m.id)}`}>{m.subject || '(no subject)'}</a>
+                      <div class="muted">{m.preview}</div>
+                    </td>
+                    <td>
+                      <Time at={m.received_at} />
+                    </td>
+                    <td>{formatBytes(m.size_bytes)}</td>
+                    <td>
+                      <button type="submit" name="message" value={m.id} class="danger" aria-label={`Delete ${m.subject || '(no subject)'}`}>
+                        Delete
+                      </button>
+                    </td>
+                  </tr>
+                ))}
+              </Table>
+            </PostForm>
           )}
-          {props.more && <p class="muted">Showing the newest {props.messages.length}; older messages are kept and reachable through the API.</p>}
+          {props.nextCursor && (
+            <p>
+              <a href={filterHref(here, filter, props.nextCursor)} id="older-messages">
+                Older messages
+              </a>
+            </p>
+          )}
+          {filter.cursor && (
+            <p>
+              <a href={filterHref(here, filter)}>Newest messages</a>
+            </p>
+          )}
         </div>
       </section>
       {props.refused.length > 0 && (
@@ -131,11 +206,18 @@ export function InboxPage(props: { org: Membership; inbox: Inbox; messages: Mess
           </Table>
         </section>
       )}
-      <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
-        <button type="submit" class="danger">
-          Delete this inbox
-        </button>
-      </PostForm>
+      <div class="actions">
+        <PostForm action={`${here}/empty`} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
+          <button type="submit" class="danger">
+            Empty this inbox
+          </button>
+        </PostForm>
+        <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
+          <button type="submit" class="danger">
+            Delete this inbox
+          </button>
+        </PostForm>
+      </div>
     </>
   )
 }

@@ -11,7 +11,7 @@ interface KeyRow {
   revokedAt: string | null
 }
 
-export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { key: string; name: string } }) {
+export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { key: string; name: string }; createdGone?: boolean }) {
   const { org } = props
   const owner = org.role === 'owner'
   return (
@@ -20,6 +20,11 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
         <section class="card">
           <p class="notice">Key "{props.created.name || 'unnamed'}" created. Copy it now: only its hash is stored, and it is not shown again.</p>
           <CopyField id="new-key" label="API key" value={props.created.key} />
+        </section>
+      )}
+      {props.createdGone && (
+        <section class="card">
+          <p class="notice">The new key is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, revoke it and create another.</p>
         </section>
       )}
       <section class="card">

@@ -6,19 +6,62 @@
  */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
+import { type LinkStatus, MAX_CHECKED } from '../../core/console/link-check.ts'
+import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { formatBytes, inboxPath } from './inboxes.tsx'
 import { orgPath, PostForm, Table, Time } from './shell.tsx'
 
+/** Raster images only get a thumbnail (an SVG would be drawn by the console page's own renderer). */
+const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
+
 export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
-export function MessagePage(props: { org: Membership; message: Message; remoteImages: boolean }) {
+export type PreviewWidth = 'phone' | 'tablet' | 'desktop'
+export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string }[] = [
+  { id: 'phone', label: 'Phone (375 px)' },
+  { id: 'tablet', label: 'Tablet (768 px)' },
+  { id: 'desktop', label: 'Desktop (full width)' },
+]
+
+export function MessagePage(props: {
+  org: Membership
+  message: Message
+  remoteImages: boolean
+  width: PreviewWidth
+  links: FoundLink[]
+  codes: FoundCode[]
+  newer?: string
+  older?: string
+  linkCheck: boolean
+  statuses?: Map<string, LinkStatus>
+}) {
   const { org, message } = props
   const here = messagePath(org.organizationId, message.id)
+  // The page's own URL with its view choices (remote images, preview width); each link changes one.
+  const view = (images: boolean, width: PreviewWidth) => {
+    const query = new URLSearchParams()
+    if (images) query.set('images', 'remote')
+    if (width !== 'desktop') query.set('width', width)
+    const text = query.toString()
+    return text ? `${here}?${text}` : here
+  }
   return (
     <>
-      <p>
-        <a href={inboxPath(org.organizationId, message.inbox_id)}>← {message.to}</a>
-      </p>
+      <nav class="message-nav" aria-label="Messages">
+        <a href={inboxPath(org.organizationId, message.inbox_id)} id="back-to-inbox">
+          ← {message.to}
+        </a>
+        {props.newer && (
+          <a href={messagePath(org.organizationId, props.newer)} id="newer-message" rel="prev">
+            Newer
+          </a>
+        )}
+        {props.older && (
+          <a href={messagePath(org.organizationId, props.older)} id="older-message" rel="next">
+            Older
+          </a>
+        )}
+      </nav>
       <section class="card">
         <h2 class="page-title" id="message-subject">
           {message.subject || '(no subject)'}
@@ -49,30 +92,64 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           <a class="button secondary" href={`${here}/raw`} download>
             Download source (.eml)
           </a>
-          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?">
+          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?" id="delete-message">
             <button type="submit" class="danger">
               Delete
             </button>
           </PostForm>
         </div>
       </section>
+      <LinksAndCodes links={props.links} codes={props.codes} checkAction={props.linkCheck ? `${here}/check-links` : undefined} statuses={props.statuses} />
       {message.html !== null && (
-        <section class="card">
+        <section class="card" id="view-html">
           <h2>HTML</h2>
           <p class="muted">
             {props.remoteImages ? 'Remote images are loaded (the sender can see that the message was opened). ' : 'Scripts, forms and remote content are blocked. '}
-            <a href={props.remoteImages ? here : `${here}?images=remote`} id="remote-images-toggle">
+            <a href={view(!props.remoteImages, props.width)} id="remote-images-toggle">
               {props.remoteImages ? 'Block remote images' : 'Load remote images'}
             </a>
           </p>
-          <iframe class="message-html" title="Message HTML" sandbox="" referrerpolicy="no-referrer" src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}></iframe>
+          <nav class="preview-widths" aria-label="Preview width">
+            {PREVIEW_WIDTHS.map((w) => (
+              <a href={view(props.remoteImages, w.id)} aria-current={w.id === props.width ? 'true' : undefined} data-width={w.id}>
+                {w.label}
+              </a>
+            ))}
+          </nav>
+          <iframe
+            class={`message-html width-${props.width}`}
+            title="Message HTML"
+            sandbox={MESSAGE_HTML_SANDBOX}
+            referrerpolicy="no-referrer"
+            src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}
+          ></iframe>
         </section>
       )}
-      <section class="card">
+      <section class="card" id="view-text">
         <h2>Text</h2>
-        {message.text === null ? <p class="muted">This message has no text part.</p> : <pre id="message-text">{message.text}</pre>}
+        {message.text === null ? (
+          <p class="muted">This message has no text part.</p>
+        ) : (
+          <pre id="message-text">
+            <TextWithLinks text={message.text} />
+          </pre>
+        )}
       </section>
-      <section class="card">
+      {message.html !== null && (
+        <details class="card" id="html-source">
+          <summary>
+            <h2>HTML source</h2>
+          </summary>
+          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={`${here}/source?part=html`}></iframe>
+        </details>
+      )}
+      <details class="card" id="raw-source">
+        <summary>
+          <h2>Raw source</h2>
+        </summary>
+        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={`${here}/source?part=raw`}></iframe>
+      </details>
+      <section class="card" id="view-attachments">
         <h2>Attachments</h2>
         {message.attachments.length === 0 ? (
           <p class="muted">None.</p>
@@ -81,6 +158,9 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
             {message.attachments.map((a) => (
               <tr>
                 <td>
+                  {THUMBNAIL_TYPES.test(a.content_type) && (
+                    <img class="thumbnail" src={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} alt={`Preview of ${a.filename}`} loading="lazy" />
+                  )}
                   <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
                     {a.filename}
                   </a>
@@ -92,7 +172,7 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </Table>
         )}
       </section>
-      <section class="card">
+      <section class="card" id="view-headers">
         <h2>Headers</h2>
         <table class="headers">
           <tbody>
@@ -107,6 +187,112 @@ export function MessagePage(props: { org: Membership; message: Message; remoteIm
           </tbody>
         </table>
       </section>
+      <Shortcuts />
     </>
+  )
+}
+
+/** A text part with its URLs as links that open in a new tab and send no referrer. */
+export function TextWithLinks({ text }: { text: string }) {
+  return (
+    <>
+      {splitLinks(text).map((run) =>
+        run.href ? (
+          <a href={run.href} target="_blank" rel="noopener noreferrer">
+            {run.text}
+          </a>
+        ) : (
+          run.text
+        ),
+      )}
+    </>
+  )
+}
+
+/** What a test would extract from the message, shown to the person debugging it. */
+function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[]; checkAction?: string; statuses?: Map<string, LinkStatus> }) {
+  return (
+    <section class="card" id="message-extracts">
+      <h2>One-time codes</h2>
+      {props.codes.length === 0 ? (
+        <p class="muted">No code found (a code follows a word such as "code", "PIN" or "verification", or is a number of six digits on its own).</p>
+      ) : (
+        <ul class="codes">
+          {props.codes.map((c, i) => (
+            <li>
+              <input id={`code-${i}`} type="text" readonly value={c.code} class="mono code" aria-label={`Code ${c.code}`} size={Math.max(6, c.code.length + 1)} />{' '}
+              <button type="button" class="button secondary" data-copy={`code-${i}`}>
+                Copy
+              </button>{' '}
+              <span class="muted">…{c.context}…</span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <h2>Links</h2>
+      {props.links.length === 0 ? (
+        <p class="muted">No links.</p>
+      ) : (
+        <ol class="links">
+          {props.links.map((link) => (
+            <li>
+              <a href={link.url} target="_blank" rel="noopener noreferrer" class="mono">
+                {link.url}
+              </a>
+              {link.text && <span class="muted"> · “{link.text}”</span>}
+              {props.statuses?.has(link.url) && (
+                <span class={`link-status ${(props.statuses.get(link.url)!.status ?? 0) >= 200 && (props.statuses.get(link.url)!.status ?? 0) < 400 ? 'ok' : 'bad'}`}>
+                  {' '}
+                  · {props.statuses.get(link.url)!.note}
+                </span>
+              )}
+            </li>
+          ))}
+        </ol>
+      )}
+      {props.checkAction && props.links.length > 0 && (
+        <PostForm action={props.checkAction}>
+          <button type="submit" class="secondary">
+            Check links
+          </button>{' '}
+          <span class="muted">A HEAD request from the server to each of the first {MAX_CHECKED} (public addresses only, redirects not followed).</span>
+        </PostForm>
+      )}
+    </section>
+  )
+}
+
+/** The keys console.js answers on a message page, listed where a reader finds them. */
+export const MESSAGE_SHORTCUTS: [key: string, action: string][] = [
+  ['j', 'older message'],
+  ['k', 'newer message'],
+  ['u', 'back to the inbox'],
+  ['#  or  Delete', 'delete this message'],
+  ['1', 'HTML'],
+  ['2', 'text'],
+  ['3', 'HTML source'],
+  ['4', 'raw source'],
+  ['5', 'attachments'],
+  ['6', 'headers'],
+  ['c', 'copy the first one-time code'],
+]
+
+export function Shortcuts() {
+  return (
+    <details class="card shortcuts" id="shortcuts">
+      <summary>
+        <h2>Keyboard shortcuts</h2>
+      </summary>
+      <dl>
+        {MESSAGE_SHORTCUTS.map(([key, action]) => (
+          <div>
+            <dt>
+              <kbd>{key}</kbd>
+            </dt>
+            <dd>{action}</dd>
+          </div>
+        ))}
+      </dl>
+    </details>
   )
 }

@@ -12,13 +12,13 @@ export function UsageCards({ usage }: { usage: Usage }) {
       <div class="card">
         <div class="muted">Active inboxes</div>
         <div class="stat" id="usage-inboxes">
-          {usage.inboxes.active} / {usage.inboxes.limit}
+          {usage.inboxes.active.toLocaleString('en')} / {usage.inboxes.limit.toLocaleString('en')}
         </div>
       </div>
       <div class="card">
         <div class="muted">Emails received this month</div>
         <div class="stat" id="usage-emails">
-          {usage.emails.received} / {usage.emails.limit}
+          {usage.emails.received.toLocaleString('en')} / {usage.emails.limit.toLocaleString('en')}
         </div>
         <div class="muted">
           Period <Time at={usage.period.starts_at} /> to <Time at={usage.period.ends_at} />

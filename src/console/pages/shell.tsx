@@ -49,15 +49,21 @@ export function PostForm(props: { action: string; children: ComponentChildren; c
   )
 }
 
-/** A table with one header row; `false` leaves a column out, an empty heading tops a column of actions. */
+/**
+ * A table with one header row; `false` leaves a column out, an empty heading tops a column
+ * of actions (named for screen readers only). The wrapper scrolls a table that cannot fit
+ * a phone's width, so the page itself never scrolls sideways.
+ */
 export function Table(props: { columns: Array<string | false>; class?: string; children: ComponentChildren }) {
   return (
-    <table class={props.class}>
-      <thead>
-        <tr>{props.columns.map((column) => column !== false && <th>{column}</th>)}</tr>
-      </thead>
-      <tbody>{props.children}</tbody>
-    </table>
+    <div class="table-wrap">
+      <table class={props.class}>
+        <thead>
+          <tr>{props.columns.map((column) => column !== false && <th scope="col">{column || <span class="visually-hidden">Actions</span>}</th>)}</tr>
+        </thead>
+        <tbody>{props.children}</tbody>
+      </table>
+    </div>
   )
 }
 
@@ -76,14 +82,38 @@ export function CopyField(props: { value: string; label: string; id: string }) {
   )
 }
 
-export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{at.replace('T', ' ').slice(0, 16)} UTC</time> : <span class="muted">never</span>)
+/** Where a shown-once value was: after its time, or in another session, it is gone for good. */
+export function ShownValueGone(props: { what: string; back: string }) {
+  return (
+    <section class="card narrow">
+      <h2>No longer shown</h2>
+      <p class="notice">The {props.what} is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, make a new one.</p>
+      <p>
+        <a href={props.back}>Back</a>
+      </p>
+    </section>
+  )
+}
+
+/** A time to the second (25 test mails in one minute must not look alike), in UTC. */
+export const exactTime = (at: string) => `${at.replace('T', ' ').slice(0, 19)} UTC`
+
+/**
+ * A time to the second; console.js shows one from the last 24 hours as "12 s ago" and
+ * puts the exact time in its title (hover). Without the script the exact time stays.
+ */
+export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{exactTime(at)}</time> : <span class="muted">never</span>)
 
 function Header({ shell }: { shell: Shell }) {
+  const brand = (
+    <a class="brand" href="/console">
+      Pigeonhole
+    </a>
+  )
   return (
-    <header class="top">
-      <a class="brand" href="/console">
-        Pigeonhole
-      </a>
+    <div class="top">
+      {/* A page outside an organisation has the product as its one h1 (an organisation's page, the organisation). */}
+      {shell.org ? brand : <h1 class="brand-heading">{brand}</h1>}
       {shell.user && shell.memberships.length > 0 && (
         <nav class="orgs" aria-label="Organisations">
           {shell.memberships.map((m) => (
@@ -96,15 +126,17 @@ function Header({ shell }: { shell: Shell }) {
       {shell.user && (
         <div class="account">
           {shell.user.isOperator && <a href="/console/admin">Operator</a>}
-          <a href="/console/account">{shell.user.email}</a>
+          <a href="/console/account" class="account-email">
+            {shell.user.email}
+          </a>
           <PostForm action="/console/sign-out" class="inline">
-            <button type="submit" class="link">
+            <button type="submit" class="sign-out">
               Sign out
             </button>
           </PostForm>
         </div>
       )}
-    </header>
+    </div>
   )
 }
 
@@ -134,14 +166,21 @@ export function Layout(props: { shell: Shell; title: string; children: Component
       </head>
       <body>
         <ShellContext.Provider value={shell}>
-          <Header shell={shell} />
-          {shell.org && (
-            <div class="org-bar">
-              <h1 class="org-name">{shell.org.name}</h1>
-              <OrgNav org={shell.org} section={shell.section} />
-            </div>
-          )}
-          <main>{props.children}</main>
+          <a class="skip-link" href="#main">
+            Skip to content
+          </a>
+          <header>
+            <Header shell={shell} />
+            {shell.org && (
+              <div class="org-bar">
+                <h1 class="org-name">{shell.org.name}</h1>
+                <OrgNav org={shell.org} section={shell.section} />
+              </div>
+            )}
+          </header>
+          <main id="main" tabindex={-1}>
+            {props.children}
+          </main>
         </ShellContext.Provider>
       </body>
     </html>

@@ -9,7 +9,7 @@ import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'
-import { orgPath } from '../pages/shell.tsx'
+import { orgPath, ShownValueGone } from '../pages/shell.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 
@@ -78,7 +78,19 @@ export const adminRoutes: Route[] = [
       const done = (await resetPassword(ctx.s, user.email))!
       ctx.s.storage.write((tx) => recordAudit(ctx.s, tx, ctx.actor(), { organizationId: null, action: 'user.password_reset', target: user.email }))
       if (user.id === ctx.user!.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
-      return renderPage(ctx, 'Password reset', <PasswordReset email={user.email} password={done.password} />)
+      // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
+      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'password', email: user.email, password: done.password })
+      return redirect(`/console/admin/password-reset?shown=${id}`)
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/admin/password-reset',
+    handler: (ctx) => {
+      ctx.requireOperator()
+      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'password')
+      if (!held) return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back="/console/admin" />, { status: 404 })
+      return renderPage(ctx, 'Password reset', <PasswordReset email={held.email} password={held.password} />)
     },
   },
   {

@@ -4,7 +4,6 @@
  * messages, and its event stream. Every handler checks membership first, then calls the
  * same domain verbs as /v1 as the organisation, so ids of another organisation are 404.
  */
-import type { ConsoleError } from '../../core/console/errors.ts'
 import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/console/organizations.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
@@ -13,6 +12,13 @@ import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
+import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
+import { ConsoleError } from '../../core/console/errors.ts'
+import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
+import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
+import { searchOrganization } from '../../core/messages/search-organization.ts'
+import type { MessageQuery } from '../../core/messages/list-messages.ts'
+import { SearchPage } from '../pages/search.tsx'
 import { getUsage } from '../../core/usage.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
@@ -22,9 +28,12 @@ import { orgPath } from '../pages/shell.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 
-/** The inbox list shows this many (the API's page limit); the rest stay reachable over /v1. */
-const INBOXES_SHOWN = 100
-const MESSAGES_SHOWN = 100
+/** Inboxes a page of the list shows: 50 rows keep the page under its 50 KB budget. */
+const INBOXES_SHOWN = 50
+/** Messages a page of the inbox shows: 50 rows keep the page under its 50 KB budget with full previews. */
+export const MESSAGES_SHOWN = 50
+/** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
+const EMPTY_ROUNDS = 50
 
 /** The organisation as a Principal for the domain verbs, with its own limits. */
 export function principalFor(ctx: ConsoleRequest, org: Membership) {
@@ -33,10 +42,16 @@ export function principalFor(ctx: ConsoleRequest, org: Membership) {
 
 function inboxesPage(ctx: ConsoleRequest, org: Membership, error?: { status: number; message: string }): Response {
   const principal = principalFor(ctx, org)
+  const cursor = ctx.url.searchParams.get('cursor') || undefined
+  const listing = listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
   const page = (
     <InboxesPage
       org={org}
-      inboxes={listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN }).data}
+      listing={listing}
+      stats={inboxStats(
+        ctx.s,
+        listing.data.map((inbox) => inbox.id),
+      )}
       usage={getUsage(ctx.s, principal)}
       receivingDomain={ctx.s.config.receivingDomain}
       error={error?.message}
@@ -45,7 +60,23 @@ function inboxesPage(ctx: ConsoleRequest, org: Membership, error?: { status: num
   return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status })
 }
 
+/** Matches a search shows. */
+const SEARCH_RESULTS = 50
+
 export const inboxRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/search',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const filter = { ...readInboxFilter(ctx.url), cursor: '' }
+      const query = toMessageQuery(filter, SEARCH_RESULTS)
+      const error = 'error' in query ? query.error : undefined
+      const results = error || !isFiltered(filter) ? null : searchOrganization(ctx.s, principalFor(ctx, org), query as MessageQuery, SEARCH_RESULTS)
+      const page = <SearchPage org={org} filter={filter} results={results} limit={SEARCH_RESULTS} error={error} />
+      return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+    },
+  },
   {
     method: 'GET',
     path: '/console/orgs/:org/inboxes',
@@ -75,10 +106,62 @@ export const inboxRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
-      const query = { limit: MESSAGES_SHOWN, includeContent: false }
-      const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
-      const page = <InboxPage org={org} inbox={inbox} messages={listed.data} more={listed.next_cursor !== null} smtpAddress={ctx.deps.smtpAddress} refused={ctx.s.refusedDeliveries.recent(inbox.id)} />
-      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes' })
+      const filter = readInboxFilter(ctx.url)
+      const query = toMessageQuery(filter, MESSAGES_SHOWN)
+      const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
+      const error = 'error' in query ? query.error : undefined
+      const page = (
+        <InboxPage
+          org={org}
+          inbox={inbox}
+          messages={listed.data}
+          nextCursor={listed.next_cursor}
+          filter={filter}
+          error={error}
+          smtpAddress={ctx.deps.smtpAddress}
+          refused={ctx.s.refusedDeliveries.recent(inbox.id)}
+        />
+      )
+      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/inboxes/:inbox/delete-message',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
+      const message = getMessage(ctx.s, principal, ctx.field('message'))
+      // The message must be of this inbox: the button's value is the client's to change.
+      if (message.inbox_id !== inbox.id) throw new ConsoleError('not_found', 'Not found.')
+      deleteMessage(ctx.s, principal, message.id)
+      return redirect(`${inboxPath(org.organizationId, inbox.id)}${ctx.url.search}`)
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/inboxes/:inbox/empty',
+    handler: async (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
+      // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
+      for (let round = 0; round < EMPTY_ROUNDS; round++) {
+        const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!
+        for (const message of listed.data) deleteMessage(ctx.s, principal, message.id)
+        if (listed.next_cursor === null) break
+      }
+      return redirect(inboxPath(org.organizationId, inbox.id))
+    },
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/inboxes/delete-inbox',
+    handler: async (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      await deleteInbox(ctx.s, principalFor(ctx, org), ctx.field('inbox'))
+      return redirect(orgPath(org.organizationId, '/inboxes'))
     },
   },
   {

@@ -15,7 +15,11 @@ export const keyRoutes: Route[] = [
     path: '/console/orgs/:org/keys',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      return renderPage(ctx, `API keys · ${org.name}`, <KeysPage org={org} keys={listOrganizationKeys(ctx.s.storage.db, org.organizationId)} />, { org, section: 'keys' })
+      const shownId = ctx.url.searchParams.get('created')
+      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), shownId, 'api_key')
+      const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
+      const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s.storage.db, org.organizationId)} created={created} createdGone={shownId !== null && !created} />
+      return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
     },
   },
   {
@@ -25,8 +29,9 @@ export const keyRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!, 'owner')
       const name = ctx.field('name')
       const created = createNamedApiKey(ctx.s, org.organizationId, name, ctx.actor())
-      const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s.storage.db, org.organizationId)} created={{ key: created.key, name: name.trim() }} />
-      return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
+      // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
+      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
+      return redirect(orgPath(org.organizationId, `/keys?created=${id}`))
     },
   },
   {

@@ -7,6 +7,7 @@ import type { Role } from '../../core/console/organizations.ts'
 import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/console/users.ts'
 import { redirect } from '../context.ts'
 import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
+import { ShownValueGone } from '../pages/shell.tsx'
 import { orgPath } from '../pages/shell.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
@@ -55,7 +56,21 @@ export const memberRoutes: Route[] = [
       const role = parseRole(ctx.field('role'))
       const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
       const link = `${ctx.s.publicUrls().baseUrl}/console/invites/${invite.token}`
-      return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={link} role={role} expiresAt={invite.expiresAt} />, { org, section: 'members' })
+      // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
+      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
+      return redirect(orgPath(org.organizationId, `/invites/created?shown=${id}`))
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/invites/created',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!, 'owner')
+      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'invite')
+      if (held?.organizationId !== org.organizationId) {
+        return renderPage(ctx, `Invite · ${org.name}`, <ShownValueGone what="invite link" back={orgPath(org.organizationId, '/members')} />, { org, section: 'members', status: 404 })
+      }
+      return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={held.link} role={held.role} expiresAt={held.expiresAt} />, { org, section: 'members' })
     },
   },
   {

@@ -9,22 +9,69 @@
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
+import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../http/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
+import { ConsoleError } from '../../core/console/errors.ts'
+import { checkLinks, type LinkStatus } from '../../core/console/link-check.ts'
 import { inlineCidImages } from '../inline-images.ts'
+import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import { inboxPath } from '../pages/inboxes.tsx'
-import { MessagePage } from '../pages/message.tsx'
+import { MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
+import { sourceDocument } from '../pages/source.tsx'
 import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 import { principalFor } from './inboxes.tsx'
 
-const HTML_POLICY = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
+const HTML_POLICY = [`sandbox ${MESSAGE_HTML_SANDBOX}`, "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
 /** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
 export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
 
+/** The highlighted source views: our own escaped markup and inline style, nothing else, in a sandbox. */
+export const SOURCE_CSP = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"].join('; ')
+
 const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
+
+/** People with a link check running (see the check-links route). */
+const checking = new Set<string>()
+
+/** CONSOLE_LINK_CHECK: `on`, `off`, or `auto` (on only when BASE_URL is this machine). */
+export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
+  const setting = ctx.s.config.consoleLinkCheck
+  if (setting !== 'auto') return setting === 'on'
+  return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)
+}
+
+async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatus>): Promise<Response> {
+  const org = ctx.requireMember(ctx.params.org!)
+  const principal = principalFor(ctx, org)
+  const message = getMessage(ctx.s, principal, ctx.params.message!)
+  // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
+  const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
+  const at = listed.findIndex((m) => m.id === message.id)
+  const newer = at > 0 ? listed[at - 1]!.id : undefined
+  const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined
+  const links = findLinks(message.html, message.text)
+  const codes = findCodes(message.subject, message.text, message.html)
+  const width = PREVIEW_WIDTHS.find((w) => w.id === ctx.url.searchParams.get('width'))?.id ?? 'desktop'
+  const page = (
+    <MessagePage
+      org={org}
+      message={message}
+      remoteImages={wantsRemoteImages(ctx.url)}
+      width={width}
+      links={links}
+      codes={codes}
+      newer={newer}
+      older={older}
+      linkCheck={linkCheckEnabled(ctx)}
+      statuses={statuses}
+    />
+  )
+  return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+}
 
 /**
  * An inline image's bytes, or null when they fail their SHA-256 check (already logged and
@@ -43,11 +90,26 @@ export const messageRoutes: Route[] = [
   {
     method: 'GET',
     path: '/console/orgs/:org/messages/:message',
-    handler: (ctx) => {
+    handler: (ctx) => messagePage(ctx),
+  },
+  {
+    method: 'POST',
+    path: '/console/orgs/:org/messages/:message/check-links',
+    handler: async (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
+      if (!linkCheckEnabled(ctx)) throw new ConsoleError('not_found', 'Not found.')
       const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
-      const page = <MessagePage org={org} message={message} remoteImages={wantsRemoteImages(ctx.url)} />
-      return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+      const user = ctx.requireUser().id
+      // One check at a time per person: each is up to 20 outbound requests.
+      if (checking.has(user)) throw new ConsoleError('throttled', 'A link check is already running; wait for it to finish.', 5)
+      checking.add(user)
+      try {
+        const statuses = await checkLinks(findLinks(message.html, message.text).map((link) => link.url))
+        ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: statuses.length })
+        return messagePage(ctx, new Map(statuses.map((status) => [status.url, status])))
+      } finally {
+        checking.delete(user)
+      }
     },
   },
   {
@@ -57,13 +119,28 @@ export const messageRoutes: Route[] = [
       const org = ctx.requireMember(ctx.params.org!)
       const principal = principalFor(ctx, org)
       const message = getMessage(ctx.s, principal, ctx.params.message!)
-      const html = inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id))
+      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id)))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
           'content-security-policy': wantsRemoteImages(ctx.url) ? MESSAGE_HTML_REMOTE_IMAGES_CSP : MESSAGE_HTML_CSP,
           'cache-control': 'private, no-store',
+          // A link followed from the message tells its site nothing about the console.
+          'referrer-policy': 'no-referrer',
         },
+      })
+    },
+  },
+  {
+    method: 'GET',
+    path: '/console/orgs/:org/messages/:message/source',
+    handler: (ctx) => {
+      const org = ctx.requireMember(ctx.params.org!)
+      const principal = principalFor(ctx, org)
+      const part = ctx.url.searchParams.get('part') === 'html' ? 'html' : 'raw'
+      const source = part === 'html' ? (getMessage(ctx.s, principal, ctx.params.message!).html ?? '') : new TextDecoder().decode(getMessageSource(ctx.s, principal, ctx.params.message!))
+      return new Response(sourceDocument(source, part), {
+        headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
       })
     },
   },

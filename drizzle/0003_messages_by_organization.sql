@@ -1,0 +1,2 @@
+-- The console searches an organisation's newest messages across its inboxes (see src/core/messages/search-organization.ts).
+CREATE INDEX `messages_by_organization_newest` ON `messages` (`organization_id`,`received_at`,`id`);

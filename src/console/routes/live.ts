@@ -1,0 +1,70 @@
+/**
+ * One live stream per browser. Each inbox page used to hold its own event stream, and a
+ * browser opens at most six HTTP/1.1 connections to a host, so a seventh open inbox tab
+ * (and every other console page) stopped loading. Now the pages of one browser share a
+ * SharedWorker (assets/live-worker.js) that holds a single stream for all the inboxes its
+ * tabs show, `GET /console/live?watch=<org>:<inbox>&watch=...`, and hands each tab the
+ * events of its inbox. (Where SharedWorker is missing, a page streams its own inbox and
+ * closes that stream while the tab is hidden.)
+ *
+ * Each watched inbox is checked like any other route: membership of its organisation,
+ * then an active inbox of that organisation. One that fails (deleted meanwhile, or never
+ * visible to this user) is answered with an `inbox_deleted` event for that key, the same
+ * for an unknown id and another organisation's, so nothing is revealed.
+ */
+import { ConsoleError } from '../../core/console/errors.ts'
+import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
+import { DomainError } from '../../core/errors.ts'
+import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
+import type { Route } from '../router.ts'
+import { principalFor } from './inboxes.tsx'
+
+/** More inbox tabs than this in one browser share no stream beyond these (the rest reload to see mail). */
+export const MAX_WATCHED_INBOXES = 50
+
+const encoder = new TextEncoder()
+
+export const liveRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/console/live',
+    handler: (ctx) => {
+      const user = ctx.requireUser()
+      const keys = [...new Set(ctx.url.searchParams.getAll('watch'))]
+      if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new ConsoleError('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
+      const watched: string[] = []
+      const gone: string[] = []
+      let organizationId: string | undefined
+      for (const key of keys) {
+        const [org = '', inbox = ''] = key.split(':')
+        try {
+          const membership = ctx.requireMember(org)
+          watched.push(findActiveInbox(ctx.s.storage.db, principalFor(ctx, membership), inbox).id)
+          organizationId ??= membership.organizationId
+        } catch (error) {
+          if (!(error instanceof ConsoleError || error instanceof DomainError)) throw error
+          gone.push(inbox)
+        }
+      }
+      const headers = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store' }
+      // A HEAD has no body to stream; it must not hold a slot.
+      if (ctx.request.method === 'HEAD') return new Response(null, { headers })
+      if (watched.length === 0) {
+        // Nothing left to watch: say so once and end (retry in 10 minutes, in case it is left open).
+        const body = gone.map((id) => `event: inbox_deleted\ndata: ${id}\n\n`).join('')
+        return new Response(`retry: 600000\n${body}`, { headers })
+      }
+      // The stream counts against the person's and the (first) organisation's bounds.
+      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId! }, watched)
+      ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
+      if (gone.length === 0) return stream
+      // Tell the pages of inboxes that are gone, ahead of the live events.
+      const prefix = encoder.encode(gone.map((id) => `event: inbox_deleted\ndata: ${id}\n\n`).join(''))
+      const { readable, writable } = new TransformStream<Uint8Array, Uint8Array>({
+        start: (controller) => controller.enqueue(prefix),
+      })
+      void stream.body!.pipeTo(writable).catch(() => {})
+      return new Response(readable, { headers: stream.headers })
+    },
+  },
+]

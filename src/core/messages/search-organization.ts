@@ -1,0 +1,54 @@
+/**
+ * Search across all of an organisation's active inboxes (the console's "Search all
+ * inboxes"), with the API's list filters: subject substring, sender, sender domain,
+ * received since. It walks `messages_by_organization_newest` and looks at the newest
+ * SEARCH_WINDOW messages only, so a search costs the same however much mail is kept, and
+ * it reads the lowercased filter columns, never a message body.
+ */
+import { and, desc, eq, gt, gte, inArray, sql } from 'drizzle-orm'
+import { isoTime } from '../../clock.ts'
+import type { Db } from '../../storage/database.ts'
+import { inboxes, messages } from '../../storage/schema.ts'
+import type { Principal } from '../api-keys.ts'
+import type { MessageSummary } from '../models.ts'
+import type { Services } from '../services.ts'
+import type { MessageQuery } from './list-messages.ts'
+import { presentSummary, summaryColumns } from './present.ts'
+
+/** How many of the organisation's newest messages a search looks through. */
+export const SEARCH_WINDOW = 5000
+
+export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomain' | 'receivedAfter'>
+
+/** The query (exported so a test can check its plan). */
+export function searchQuery(db: Db, organizationId: string, query: SearchQuery, now: number, limit: number) {
+  const newest = db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.organizationId, organizationId), gt(messages.expiresAt, isoTime(now))))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(SEARCH_WINDOW)
+  const active = db
+    .select({ id: inboxes.id })
+    .from(inboxes)
+    .where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.state, 'active')))
+  return db
+    .select(summaryColumns)
+    .from(messages)
+    .where(
+      and(
+        inArray(messages.id, newest),
+        inArray(messages.inboxId, active),
+        query.subject ? sql`instr(${messages.searchSubject}, ${query.subject.toLowerCase()}) > 0` : undefined,
+        query.sender ? eq(messages.searchSender, query.sender.toLowerCase()) : undefined,
+        query.senderDomain ? eq(messages.searchSenderDomain, query.senderDomain.toLowerCase()) : undefined,
+        query.receivedAfter !== undefined ? gte(messages.receivedAt, isoTime(query.receivedAfter)) : undefined,
+      ),
+    )
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(limit)
+}
+
+export function searchOrganization(s: Services, principal: Principal, query: SearchQuery, limit: number): MessageSummary[] {
+  return searchQuery(s.storage.db, principal.organizationId, query, s.clock.now(), limit).all().map(presentSummary)
+}
