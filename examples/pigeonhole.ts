@@ -157,11 +157,14 @@ export class Pigeonhole {
     if (options.subject) query.set('subject', options.subject)
     if (options.sender) query.set('sender', options.sender)
     if (options.receivedAfter) query.set('received_after', new Date(options.receivedAfter).toISOString())
-    // A connection closed under the wait (the server restarting) is waited again with the time left.
+    // A connection closed under the wait (the server restarting) is waited again with the
+    // time left: the path is made afresh for each request, the one after a cut included.
+    const path = () => {
+      query.set('wait_seconds', String(Math.min(180, Math.max(0, Math.ceil((deadline - Date.now() - 100) / 1000)))))
+      return `/v1/inboxes/${inbox.id}/messages?${query}`
+    }
     for (;;) {
-      const seconds = Math.min(180, Math.max(0, Math.ceil((deadline - Date.now() - 100) / 1000)))
-      query.set('wait_seconds', String(seconds))
-      const page = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?${query}`, undefined, { reconnectUntil: deadline })
+      const page = await this.call<{ data: Message[] }>('GET', path, undefined, { reconnectUntil: deadline })
       if (page) return page.data[0]!
       if (Date.now() >= deadline - 1000) break
     }
@@ -197,12 +200,20 @@ export class Pigeonhole {
 
   /**
    * The parsed answer, or null for a 204; any other non-2xx throws a PigeonholeError. A
-   * refused or reset connection is tried again until `reconnectUntil` (15 s from now by default).
+   * refused or reset connection is tried again until `reconnectUntil` (15 s from now by
+   * default); a path given as a function is made again for each try.
    */
-  private async call<T>(method: string, path: string, body?: unknown, options: { idempotencyKey?: string; reconnectUntil?: number; onSendAgain?: () => void } = {}): Promise<T | null> {
+  private async call<T>(
+    method: string,
+    pathOrMake: string | (() => string),
+    body?: unknown,
+    options: { idempotencyKey?: string; reconnectUntil?: number; onSendAgain?: () => void } = {},
+  ): Promise<T | null> {
     const reconnectUntil = options.reconnectUntil ?? Date.now() + RECONNECT_WINDOW_MS
     let response: Response
+    let path = ''
     for (let attempt = 0; ; attempt++) {
+      path = typeof pathOrMake === 'string' ? pathOrMake : pathOrMake()
       try {
         response = await fetch(`${this.options.url}${path}`, {
           method,

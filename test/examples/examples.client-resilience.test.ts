@@ -173,3 +173,39 @@ test('a teardown whose answer is lost (the delete done, the connection cut) coun
     relay.close()
   }
 }, 20_000)
+
+test('a wait asked again after its connection was cut asks for the time left, not its whole timeout', async () => {
+  const server = await start()
+  const key = server.tenant().key
+  const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
+  // A TCP relay that notes each request's wait_seconds, cuts the first connection after a
+  // second (a stopping server) and passes later ones through.
+  const target = Number(new URL(server.url).port)
+  const sockets: Socket[] = []
+  const asked: number[] = []
+  const relay = createServer((client) => {
+    sockets.push(client)
+    const first = sockets.length === 1
+    client.once('data', (head) => {
+      asked.push(Number(/wait_seconds=(\d+)/.exec(head.toString('latin1'))?.[1]))
+      if (first) return void setTimeout(() => client.destroy(), 1_000)
+      const upstream = connect(target, '127.0.0.1', () => upstream.write(head))
+      sockets.push(upstream)
+      client.pipe(upstream).pipe(client)
+      client.on('error', () => upstream.destroy())
+      upstream.on('error', () => client.destroy())
+    })
+  })
+  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  try {
+    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'late', timeout: 10_000 })
+    while (asked.length < 2) await Bun.sleep(20)
+    expect((await mail(server, inbox.address, 'late')).data?.code).toBe(250)
+    expect((await waited).subject).toBe('late')
+    expect(asked[0]).toBe(10)
+    expect(asked[1]).toBeLessThanOrEqual(9) // a second of the ten was spent before the cut
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    relay.close()
+  }
+}, 20_000)
