@@ -29,3 +29,13 @@ test('an address claimed once: the next inbox with that address starts empty; 10
   list.claim('early@inbox.test', 'inbox_b')
   expect(list.recent('inbox_b')).toEqual([])
 })
+
+test('an address no inbox could take (not a valid prefix, or another domain) is not kept', () => {
+  const list = new RefusedDeliveries('inbox.test')
+  const tooLong = `${'a'.repeat(400)}@inbox.test`
+  for (const address of [tooLong, 'under_score@inbox.test', 'fine@inbox.test.evil.example', 'fine@elsewhere.example']) list.record(address, null, refusal('x@shop.example'))
+  for (const [i, address] of [tooLong, 'under_score@inbox.test', 'fine@inbox.test.evil.example', 'fine@elsewhere.example'].entries()) {
+    list.claim(address, `inbox_${i}`)
+    expect(list.recent(`inbox_${i}`)).toEqual([])
+  }
+})

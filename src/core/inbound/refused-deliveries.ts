@@ -13,9 +13,12 @@
  *
  * Kept in memory and bounded (10 per inbox or address, 2,000 of each, the least recently
  * refused dropped first): a debugging aid, not a record. A restart empties it. Unknown
- * addresses are kept apart from inboxes, and only those of the receiving domain, so mail
- * sprayed at made-up addresses cannot push out an inbox's entries.
+ * addresses are kept apart from inboxes, and only those an inbox could take (a valid
+ * prefix at the receiving domain, so a few dozen bytes each), so mail sprayed at made-up
+ * addresses cannot push out an inbox's entries.
  */
+import { PREFIX_PATTERN } from '../local-part.ts'
+
 export interface RefusedDelivery {
   /** Epoch milliseconds (the injected clock). */
   at: number
@@ -65,9 +68,14 @@ export class RefusedDeliveries {
   /** A refusal for `recipient`, which named the inbox `inboxId`, or no inbox (null). */
   record(recipient: string, inboxId: string | null, refusal: RefusedDelivery): void {
     const entry = { ...refusal, sender: refusal.sender.slice(0, SENDER_CHARS) }
+    if (inboxId !== null) {
+      this.byInbox.add(inboxId, [entry])
+      return
+    }
+    // Kept only where an inbox could take the address later: a prefix a test may choose.
     const address = recipient.toLowerCase()
-    if (inboxId !== null) this.byInbox.add(inboxId, [entry])
-    else if (address.endsWith(`@${this.receivingDomain}`)) this.unclaimed.add(address, [entry])
+    const at = address.lastIndexOf('@')
+    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at))) this.unclaimed.add(address, [entry])
   }
 
   /** An inbox took `address`: the refusals that came while no inbox had it are its own from now on. */
