@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Search across all of an organisation's inboxes: the filter form and the matching messages. */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { MessageSummary } from '../../core/models.ts'
