@@ -34,13 +34,21 @@ test('preview widths, dark mode from the system setting, and keyboard shortcuts'
   await page.keyboard.press('Enter')
   await expect(page.getByRole('heading', { name: 'Second' })).toBeVisible()
 
+  // A heading can show before the page's deferred script has bound the keys: each key below
+  // waits for the page it lands on to have run its scripts (DOMContentLoaded).
+  const shows = async (subject: string) => {
+    await expect(page.getByRole('heading', { name: subject })).toBeVisible()
+    await page.waitForLoadState('domcontentloaded')
+  }
+  await page.waitForLoadState('domcontentloaded')
+
   // Message: j older, k newer, u back to the inbox.
   await page.keyboard.press('j')
-  await expect(page.getByRole('heading', { name: 'First' })).toBeVisible()
+  await shows('First')
   await page.keyboard.press('k')
-  await expect(page.getByRole('heading', { name: 'Second' })).toBeVisible()
+  await shows('Second')
   await page.keyboard.press('k')
-  await expect(page.getByRole('heading', { name: 'Third' })).toBeVisible()
+  await shows('Third')
   // Views: 4 opens the raw source, 3 the HTML source.
   await page.keyboard.press('4')
   await expect(page.locator('#raw-source')).toHaveJSProperty('open', true)
@@ -50,7 +58,7 @@ test('preview widths, dark mode from the system setting, and keyboard shortcuts'
   // Keys typed into a field are text, not shortcuts.
   await page.getByLabel('Code 551234').focus()
   await page.keyboard.press('j')
-  await expect(page.getByRole('heading', { name: 'Third' })).toBeVisible()
+  await shows('Third')
   await page.getByLabel('Code 551234').blur()
 
   // Preview widths.

@@ -235,7 +235,9 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   logger.info('http_listening', { port: httpPort, host: config.host })
   const pendingSetup = setupToken(storage.db)
   const setupLink = pendingSetup ? setupUrl(publicUrls.baseUrl, pendingSetup) : null
-  if (setupLink) logger.info('console_setup_pending', { setup_url: setupLink })
+  // The link itself is a secret (it creates the operator): the log says where to get it, the
+  // start-up summary on stderr and `cli setup-link` show it.
+  if (setupLink) logger.info('console_setup_pending', { setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
 
   const smtp = createSmtpServer(services, tls)
   const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))

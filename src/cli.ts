@@ -7,6 +7,7 @@
  *   bun src/cli.ts orgs list
  *   bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] ...
  *   bun src/cli.ts users reset-password <email>
+ *   bun src/cli.ts users sign-out <email>   (ends every session of the user)
  *   bun src/cli.ts keys create <org-id>
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
@@ -18,7 +19,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
-import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand } from './cli/console-commands.ts'
+import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, signOutCommand } from './cli/console-commands.ts'
 import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
 import { openStorage } from './storage/database.ts'
 import { organizations } from './storage/schema.ts'
@@ -31,6 +32,7 @@ const USAGE = `usage:
   bun src/cli.ts orgs limits <org-id> [--active-inboxes N] [--emails-per-month N] [--inbox-burst N] [--org-burst N]
                  [--requests-per-key N] [--requests-per-org N] [--long-polls-per-key N] [--long-polls-per-org N]
   bun src/cli.ts users reset-password <email>
+  bun src/cli.ts users sign-out <email>
   bun src/cli.ts keys create <org-id>
   bun src/cli.ts keys list <org-id>
   bun src/cli.ts keys revoke <key-or-public-id>
@@ -81,6 +83,9 @@ try {
       break
     case 'users reset-password':
       await resetPasswordCommand(cli, arg)
+      break
+    case 'users sign-out':
+      signOutCommand(cli, arg)
       break
     case 'orgs list':
       table(listOrganizations(db), Object.keys(getTableColumns(organizations)))

@@ -5,11 +5,12 @@
  */
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
-import { CLI_ACTOR, recordAudit } from '../core/console/audit.ts'
+import { CLI_ACTOR } from '../core/console/audit.ts'
 import { ConsoleError } from '../core/console/errors.ts'
 import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/console/organizations.ts'
 import { setupToken, setupUrl } from '../core/console/setup.ts'
-import { normaliseEmail, resetPassword } from '../core/console/users.ts'
+import { signOutEverywhere } from '../core/console/sessions.ts'
+import { findUserByEmail, normaliseEmail, resetPassword } from '../core/console/users.ts'
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName } from '../core/limits.ts'
 import type { Storage } from '../storage/database.ts'
 
@@ -74,9 +75,22 @@ export function orgLimitsCommand(cli: CliContext, args: string[]): void {
 export async function resetPasswordCommand(cli: CliContext, emailArg: string | undefined): Promise<void> {
   const email = normaliseEmail(emailArg)
   if (!email) cli.fail('usage: bun src/cli.ts users reset-password <email>', 64)
-  const done = await resetPassword(cli, email)
+  const done = await resetPassword(cli, email, CLI_ACTOR)
   if (!done) cli.fail(`no console user ${email}`)
-  cli.storage.write((tx) => recordAudit(cli, tx, CLI_ACTOR, { organizationId: null, action: 'user.password_reset', target: email }))
   console.log(`new password for ${email} (shown once; every session of this user was ended):`)
   console.log(done.password)
+}
+
+/**
+ * `users sign-out <email>`: ends every session of the user (a lost laptop, a session that
+ * should not exist), audited as `cli`; prints how many ended. Their open live pages stop
+ * before their next event.
+ */
+export function signOutCommand(cli: CliContext, emailArg: string | undefined): void {
+  const email = normaliseEmail(emailArg)
+  if (!email) cli.fail('usage: bun src/cli.ts users sign-out <email>', 64)
+  const user = findUserByEmail(cli.storage.db, email)
+  if (!user) cli.fail(`no console user ${email}`)
+  const ended = signOutEverywhere(cli, user, CLI_ACTOR)
+  console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${email}`)
 }

@@ -113,14 +113,20 @@ export class ConsoleRequest {
 
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
   startSession(userId: string): void {
-    if (this.session) endSession(this.s.storage.db, this.session.tokenSha256)
+    if (this.session) {
+      endSession(this.s.storage.db, this.session.tokenSha256)
+      this.deps.streams.recheckUser(this.session.user.id)
+    }
     const { token, expiresAt } = createSession(this.s, this.s.storage.db, userId, this.clientAddress, this.deps.lifetime)
     this.sessionToken = token
     this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
   }
 
   endSession(): void {
-    if (this.session) endSession(this.s.storage.db, this.session.tokenSha256)
+    if (this.session) {
+      endSession(this.s.storage.db, this.session.tokenSha256)
+      this.deps.streams.recheckUser(this.session.user.id)
+    }
     this.sessionToken = undefined
     this.setCookies.push(clearCookie(SESSION_COOKIE, this.deps.secureCookies))
   }

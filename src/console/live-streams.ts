@@ -1,9 +1,10 @@
 /**
  * Server-sent events for the inbox page: one stream per open page, fed by the in-process
  * notifier right after a message is committed (the page then re-reads its list; nothing
- * polls). A stream ends when the browser leaves, when the inbox is deleted, and when the
- * server begins shutting down. Open streams are bounded per user and per organisation,
- * since each one holds a connection and a listener for as long as a tab stays open.
+ * polls). A stream ends when the browser leaves, when the inbox is deleted, when the
+ * server begins shutting down, and when its access ends (see StreamAccess). Open streams
+ * are bounded per user and per organisation, since each one holds a connection and a
+ * listener for as long as a tab stays open.
  */
 import { ConsoleError } from '../core/console/errors.ts'
 import type { Services } from '../core/services.ts'
@@ -17,9 +18,24 @@ export const STREAM_SILENCE_SECONDS = KEEP_ALIVE_MS / 1000 + 10
 
 const encoder = new TextEncoder()
 
+/**
+ * Who a stream is for, and how to tell that they may still read it. A stream outlives the
+ * request that checked the session and the membership, so `stillAllowed` is asked again
+ * before every event and keep-alive (which catches an expiry, or a reset made by the CLI in
+ * another process, within one keep-alive), and at once when this process ends a session or
+ * a membership of the user (recheckUser). A stream that is no longer allowed ends unsent.
+ */
+export interface StreamAccess {
+  userId: string
+  organizationId: string
+  stillAllowed: () => boolean
+}
+
 export class LiveStreams {
   private readonly perUser = new Map<string, number>()
   private readonly perOrganization = new Map<string, number>()
+  /** Each open stream's recheck, by user, so ending a user's access reaches only their streams. */
+  private readonly rechecks = new Map<string, Set<() => void>>()
 
   /** Open streams in total (for tests and logs). */
   get open(): number {
@@ -29,11 +45,20 @@ export class LiveStreams {
   }
 
   /**
+   * Call after a session or membership of the user ended (sign-out, sign-out everywhere, a
+   * password change or reset, removal from an organisation): each of their open streams asks
+   * its `stillAllowed` and ends if the answer is no.
+   */
+  recheckUser(userId: string): void {
+    for (const recheck of [...(this.rechecks.get(userId) ?? [])]) recheck()
+  }
+
+  /**
    * Starts a stream of the inbox's events, or refuses with `throttled` when a bound is reached.
    * Given several inboxes (one browser's shared stream, see routes/live.ts), it carries the
    * events of all of them, each naming its inbox, and stays open when one is deleted.
    */
-  stream(s: Services, signal: AbortSignal, owner: { userId: string; organizationId: string }, inboxIds: string | string[]): Response {
+  stream(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[]): Response {
     const watched = typeof inboxIds === 'string' ? [inboxIds] : inboxIds
     const inboxId = watched.join(',')
     if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) {
@@ -48,15 +73,26 @@ export class LiveStreams {
     const body = new ReadableStream<Uint8Array>({
       start: (controller) => {
         let closed = false
+        const openedAt = performance.now()
+        let ending = 'client_left'
+        const recheck = () => {
+          if (!closed && !owner.stillAllowed()) {
+            ending = 'access_ended'
+            close()
+          }
+        }
         const send = (text: string) => {
+          recheck()
+          if (closed) return
           try {
             controller.enqueue(encoder.encode(text))
           } catch {
             close()
           }
         }
-        const openedAt = performance.now()
-        let ending = 'client_left'
+        const mine = this.rechecks.get(owner.userId) ?? new Set<() => void>()
+        this.rechecks.set(owner.userId, mine)
+        mine.add(recheck)
         const unsubscribes = watched.map((id) =>
           s.notifier.subscribe(id, (event) => {
             send(`event: ${event}\ndata: ${id}\n\n`)
@@ -73,6 +109,8 @@ export class LiveStreams {
         close = () => {
           if (closed) return
           closed = true
+          mine.delete(recheck)
+          if (mine.size === 0 && this.rechecks.get(owner.userId) === mine) this.rechecks.delete(owner.userId)
           unsubscribe()
           clearInterval(keepAlive)
           signal.removeEventListener('abort', close)

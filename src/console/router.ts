@@ -11,6 +11,7 @@ import { STORAGE_RETRY_AFTER_SECONDS } from '../core/storage-health.ts'
 import { readBodyText } from '../http/body.ts'
 import { HttpProtocolError } from '../http/request-target.ts'
 import { errorFields } from '../log.ts'
+import { loggablePath } from '../log-paths.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
 import { asConsoleError } from './domain-errors.ts'
@@ -127,7 +128,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     securityHeaders(response.headers)
     logger.info('console_request', {
       method: request.method,
-      path: ctx?.url.pathname,
+      path: ctx ? loggablePath(ctx.url.pathname) : undefined,
       status: response.status,
       user_id: ctx?.user?.id,
       duration_ms: Math.round((performance.now() - startedAt) * 100) / 100,
@@ -153,7 +154,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       return response
     }
     // A DomainError left here is internal_error, already logged once by the verb that threw it.
-    if (!(error instanceof DomainError)) logger.error('console_error', { path: ctx.url.pathname, ...errorFields(error) })
+    if (!(error instanceof DomainError)) logger.error('console_error', { path: loggablePath(ctx.url.pathname), ...errorFields(error) })
     return renderError(ctx, 500, 'Something went wrong on our side; the server log has the details.')
   }
 }

@@ -16,6 +16,7 @@ import { openApiRoutes } from './openapi/routes.ts'
 import { rejectRepeatedParameters } from './query.ts'
 import { RequestRegistry } from './request-registry.ts'
 import { checkRequestTarget, safePathOf } from './request-target.ts'
+import { loggablePath } from '../log-paths.ts'
 import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
@@ -81,7 +82,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
       s.logger.info('http_request', {
         request_id: state.id,
         method: request.method,
-        path: state.path ?? safePathOf(request),
+        path: loggablePath(state.path ?? safePathOf(request)),
         status: set.status,
         duration_ms: Math.round((performance.now() - state.startedAt) * 100) / 100,
         organization_id: state.principal?.organizationId,

@@ -35,6 +35,9 @@ export const apiKeys = sqliteTable(
     createdAt: text('created_at').notNull(),
     lastUsedAt: text('last_used_at'), // refreshed at most once a minute to spare the writer
     revokedAt: text('revoked_at'), // set by `cli keys revoke`; a revoked key answers 401
+    // The console user who made it, shown on the keys page (with a warning once they leave the
+    // organisation; users are never deleted); null when the CLI made it, or it predates this column.
+    createdBy: text('created_by').references(() => users.id),
   },
   (table) => [index('api_keys_by_organization').on(table.organizationId)],
 )

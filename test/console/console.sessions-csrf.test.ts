@@ -2,7 +2,7 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { FAILURES_PER_ACCOUNT, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/console/sign-in-throttle.ts'
+import { FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/console/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 
@@ -92,11 +92,11 @@ describe('sessions', () => {
 })
 
 describe('throttling', () => {
-  test(`after ${FAILURES_PER_ACCOUNT} failures an account is refused (429) even with the right password, until the window ends`, async () => {
+  test(`after ${FAILURES_PER_ACCOUNT_AND_ADDRESS} failures an account is refused (429) from that address, until the window ends`, async () => {
     const client = ConsoleClient.for(server)
     await client.get('/console/sign-in')
     const email = 'throttled@example.com'
-    for (let i = 0; i < FAILURES_PER_ACCOUNT; i++) await client.post('/console/sign-in', { email, password: 'guess number ' + i })
+    for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++) await client.post('/console/sign-in', { email, password: 'guess number ' + i })
     const refused = await client.post('/console/sign-in', { email: OPERATOR, password: 'still a guess' })
     expect(refused.status).toBe(401) // another account is unaffected
     const locked = await client.post('/console/sign-in', { email, password: 'another guess' })

@@ -9,11 +9,13 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-test('start-up logs one JSON line with the setup link on BASE_URL; the app reports the same link', () => {
+test('start-up logs one JSON line saying setup is pending, without the token; the app reports the link on BASE_URL', () => {
   const lines = server.logs.filter((entry) => entry.event === 'console_setup_pending')
   expect(lines).toHaveLength(1)
-  expect(lines[0]!.setup_url).toStartWith(`${server.app.publicUrls.baseUrl}/setup?token=`)
-  expect(server.app.setupUrl).toBe(lines[0]!.setup_url)
+  expect(lines[0]).toMatchObject({ setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
+  expect(server.app.setupUrl).toStartWith(`${server.app.publicUrls.baseUrl}/setup?token=`)
+  const token = new URL(server.app.setupUrl!).searchParams.get('token')!
+  expect(JSON.stringify(server.logs)).not.toContain(token)
 })
 
 test('before setup, the sign-in page points to the setup link', async () => {

@@ -117,11 +117,12 @@ test(`at most ${MAX_STREAMS_PER_ORGANIZATION} streams per organisation, whoever 
   const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
   const services = { notifier: new InboxNotifier(), stopping: stopping.signal, logger } as Pick<Services, 'notifier' | 'stopping' | 'logger'> as Services
   const streams = new LiveStreams()
+  const stillAllowed = () => true
   const leaving = new AbortController()
-  for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++) streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a' }, 'inbox_a')
-  expect(() => streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_a' }, 'inbox_a')).toThrow('per organisation')
+  for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++) streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a', stillAllowed }, 'inbox_a')
+  expect(() => streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_a', stillAllowed }, 'inbox_a')).toThrow('per organisation')
   // Another organisation is not affected.
-  streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_b' }, 'inbox_b')
+  streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_b', stillAllowed }, 'inbox_b')
   expect(streams.open).toBe(MAX_STREAMS_PER_ORGANIZATION + 1)
   stopping.abort()
   expect(streams.open).toBe(0)

@@ -62,11 +62,10 @@ export class ConsoleClient {
 
 export const PASSWORD = 'correct horse battery'
 
-/** The setup link the server logged at start-up. */
+/** The setup link the server printed at start-up (the log names only `/setup`: the token is a secret). */
 export function setupPath(server: TestServer): string {
-  const line = server.logs.find((entry) => entry.event === 'console_setup_pending')
-  if (!line) throw new Error('no console_setup_pending log line')
-  const url = new URL(line.setup_url)
+  if (!server.app.setupUrl) throw new Error('no setup link: a console user exists')
+  const url = new URL(server.app.setupUrl)
   return url.pathname + url.search
 }
 
@@ -101,4 +100,19 @@ export async function signedIn(server: Pick<TestServer, 'url'>, email: string, p
   const landing = await client.get('/console')
   if (landing.location) await client.get(landing.location)
   return client
+}
+
+/** An owner invites `email`, who opens the link and creates an account; returns the new member, signed in. */
+export async function addMember(server: Pick<TestServer, 'url'>, owner: ConsoleClient, organizationId: string, email: string, password = PASSWORD): Promise<ConsoleClient> {
+  await owner.get(`/console/orgs/${organizationId}/members`)
+  const made = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
+  // post/redirect/get: the link is shown on the page the form redirects to.
+  const created = made.location ? await owner.get(made.location) : made
+  const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec(created.html)?.[1]
+  if (!link) throw new Error(`no invite link on the page (${created.status})`)
+  const member = new ConsoleClient(server.url)
+  await member.get(link)
+  const joined = await member.post(link, { email, password })
+  if (joined.status !== 303) throw new Error(`joining answered ${joined.status}`)
+  return member
 }

@@ -9,6 +9,10 @@ interface KeyRow {
   createdAt: string
   lastUsedAt: string | null
   revokedAt: string | null
+  /** The maker's email; null when the CLI made the key. */
+  createdBy: string | null
+  /** The maker is no longer a member of the organisation. */
+  creatorLeft: boolean
 }
 
 export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { key: string; name: string }; createdGone?: boolean }) {
@@ -30,13 +34,22 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
       <section class="card">
         <h2>API keys</h2>
         <p class="muted">
-          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on.
+          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on. Keys belong to the organisation: a key keeps working when the member who
+          made it leaves, so revoke and replace one marked "left" if they should no longer have it.
         </p>
-        <Table columns={['Public id', 'Name', 'Created', 'Last used', 'Status', owner && '']}>
+        <Table columns={['Public id', 'Name', 'Created by', 'Created', 'Last used', 'Status', owner && '']}>
           {props.keys.map((key) => (
             <tr data-key={key.publicId}>
               <td class="mono">{key.publicId}</td>
               <td>{key.name || <span class="muted">unnamed</span>}</td>
+              <td>
+                {key.createdBy ?? <span class="muted">the CLI</span>}
+                {key.creatorLeft && !key.revokedAt && (
+                  <span class="badge warning" title="The member who made this key left the organisation; the key still works.">
+                    left the organisation
+                  </span>
+                )}
+              </td>
               <td>
                 <Time at={key.createdAt} />
               </td>

@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
 import { ConsoleError } from '../../core/console/errors.ts'
-import { endAllSessions, listSessions } from '../../core/console/sessions.ts'
+import { listSessions, signOutEverywhere } from '../../core/console/sessions.ts'
 import { changePassword } from '../../core/console/users.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AccountPage } from '../pages/account.tsx'
@@ -23,10 +23,14 @@ export const accountRoutes: Route[] = [
     handler: async (ctx) => {
       const user = ctx.requireUser()
       try {
-        await changePassword(ctx.s, user, ctx.field('current'), ctx.field('password'), ctx.session!.tokenSha256)
+        const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: ctx.session!.tokenSha256, clientAddress: ctx.clientAddress }
+        await changePassword(ctx.s, ctx.deps.throttle, user, input)
+        ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
-        if (error instanceof ConsoleError && error.kind === 'invalid') return accountPage(ctx, { error: error.message }, 400)
-        throw error
+        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
+        const page = accountPage(ctx, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
+        if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
+        return page
       }
       return accountPage(ctx, { notice: 'Password changed. Your other sessions were signed out.' })
     },
@@ -35,7 +39,7 @@ export const accountRoutes: Route[] = [
     method: 'POST',
     path: '/console/account/sessions/revoke',
     handler: (ctx) => {
-      endAllSessions(ctx.s.storage.db, ctx.requireUser().id)
+      signOutEverywhere(ctx.s, ctx.requireUser(), ctx.actor())
       ctx.endSession()
       return redirect('/console/sign-in')
     },

@@ -1,10 +1,10 @@
 /** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
-import { listAudit, recordAudit } from '../../core/console/audit.ts'
+import { listAudit } from '../../core/console/audit.ts'
 import { ConsoleError, notFound } from '../../core/console/errors.ts'
 import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
 import { joinAsOwner } from '../../core/console/members.ts'
-import { endAllSessions } from '../../core/console/sessions.ts'
+import { signOutEverywhere } from '../../core/console/sessions.ts'
 import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
@@ -75,8 +75,8 @@ export const adminRoutes: Route[] = [
       ctx.requireOperator()
       const user = findUser(ctx.s.storage.db, ctx.params.user!)
       if (!user) throw notFound()
-      const done = (await resetPassword(ctx.s, user.email))!
-      ctx.s.storage.write((tx) => recordAudit(ctx.s, tx, ctx.actor(), { organizationId: null, action: 'user.password_reset', target: user.email }))
+      const done = (await resetPassword(ctx.s, user.email, ctx.actor()))!
+      ctx.deps.streams.recheckUser(user.id)
       if (user.id === ctx.user!.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'password', email: user.email, password: done.password })
@@ -100,8 +100,8 @@ export const adminRoutes: Route[] = [
       ctx.requireOperator()
       const user = findUser(ctx.s.storage.db, ctx.params.user!)
       if (!user) throw notFound()
-      const ended = endAllSessions(ctx.s.storage.db, user.id)
-      ctx.s.storage.write((tx) => recordAudit(ctx.s, tx, ctx.actor(), { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` }))
+      signOutEverywhere(ctx.s, user, ctx.actor())
+      ctx.deps.streams.recheckUser(user.id)
       return redirect('/console/admin')
     },
   },

@@ -5,6 +5,7 @@
  * same domain verbs as /v1 as the organisation, so ids of another organisation are 404.
  */
 import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/console/organizations.ts'
+import { sessionStillReads } from '../../core/console/sessions.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
@@ -181,7 +182,9 @@ export const inboxRoutes: Route[] = [
       const inbox = findActiveInbox(ctx.s.storage.db, principalFor(ctx, org), ctx.params.inbox!)
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
-      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: ctx.requireUser().id, organizationId: org.organizationId }, inbox.id)
+      const session = ctx.session!.tokenSha256
+      const access = { userId: ctx.requireUser().id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, session, org.organizationId) }
+      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
       // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       return stream

@@ -13,6 +13,7 @@
  * for an unknown id and another organisation's, so nothing is revealed.
  */
 import { ConsoleError } from '../../core/console/errors.ts'
+import { sessionStillReads } from '../../core/console/sessions.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { DomainError } from '../../core/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
@@ -35,12 +36,14 @@ export const liveRoutes: Route[] = [
       const watched: string[] = []
       const gone: string[] = []
       let organizationId: string | undefined
+      const organizations = new Set<string>()
       for (const key of keys) {
         const [org = '', inbox = ''] = key.split(':')
         try {
           const membership = ctx.requireMember(org)
           watched.push(findActiveInbox(ctx.s.storage.db, principalFor(ctx, membership), inbox).id)
           organizationId ??= membership.organizationId
+          organizations.add(membership.organizationId)
         } catch (error) {
           if (!(error instanceof ConsoleError || error instanceof DomainError)) throw error
           gone.push(inbox)
@@ -55,7 +58,11 @@ export const liveRoutes: Route[] = [
         return new Response(`retry: 600000\n${body}`, { headers })
       }
       // The stream counts against the person's and the (first) organisation's bounds.
-      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId! }, watched)
+      // It ends when the session ends or any of its memberships does; the worker reconnects,
+      // and the new stream reports the inboxes no longer visible as gone.
+      const session = ctx.session!.tokenSha256
+      const stillAllowed = () => [...organizations].every((id) => sessionStillReads(ctx.s, session, id))
+      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       if (gone.length === 0) return stream
       // Tell the pages of inboxes that are gone, ahead of the live events.

@@ -45,6 +45,7 @@ export const memberRoutes: Route[] = [
       const leaving = ctx.params.user === ctx.requireUser().id
       const org = ctx.requireMember(ctx.params.org!, leaving ? undefined : 'owner')
       removeMember(ctx.s, org.organizationId, ctx.params.user!, ctx.actor())
+      ctx.deps.streams.recheckUser(ctx.params.user!) // their open inbox pages of this organisation end
       return redirect(leaving ? '/console' : orgPath(org.organizationId, '/members'))
     },
   },

@@ -1,8 +1,13 @@
-/** API keys from the console: the same table and format as the CLI's, plus a name. */
-import { and, asc, eq } from 'drizzle-orm'
+/**
+ * API keys from the console: the same table and format as the CLI's, plus a name and who
+ * made it. Keys belong to the organisation, not to the member who made them: a CI job's key
+ * keeps working when its maker leaves. The keys page names each key's maker and marks a key
+ * whose maker is no longer a member, so an owner can rotate it.
+ */
+import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
-import { apiKeys } from '../../storage/schema.ts'
+import { apiKeys, memberships, users } from '../../storage/schema.ts'
 import { generateApiKey } from '../api-keys.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
@@ -20,7 +25,7 @@ export function checkKeyName(raw: unknown): string {
 export function insertApiKey(s: Pick<Services, 'clock'>, tx: DbOrTx, organizationId: string, name: string, actor: Actor): { key: string; publicId: string } {
   const { key, publicId, secretSha256 } = generateApiKey()
   tx.insert(apiKeys)
-    .values({ publicId, organizationId, secretSha256, name, createdAt: isoTime(s.clock.now()) })
+    .values({ publicId, organizationId, secretSha256, name, createdAt: isoTime(s.clock.now()), createdBy: actor.userId })
     .run()
   recordAudit(s, tx, actor, { organizationId, action: 'key.created', target: publicId, detail: name })
   return { key, publicId }
@@ -31,13 +36,35 @@ export const createNamedApiKey = (s: Pick<Services, 'clock' | 'storage'>, organi
   return s.storage.write((tx) => insertApiKey(s, tx, organizationId, name, actor))
 }
 
+/**
+ * The organisation's keys with their makers: `createdBy` is the maker's email, or null when
+ * the CLI made the key; `creatorLeft` is true when that user is no longer a member.
+ */
 export const listOrganizationKeys = (db: DbOrTx, organizationId: string) =>
   db
-    .select({ publicId: apiKeys.publicId, name: apiKeys.name, createdAt: apiKeys.createdAt, lastUsedAt: apiKeys.lastUsedAt, revokedAt: apiKeys.revokedAt })
+    .select({
+      publicId: apiKeys.publicId,
+      name: apiKeys.name,
+      createdAt: apiKeys.createdAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      revokedAt: apiKeys.revokedAt,
+      createdBy: users.email,
+      creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(Boolean),
+    })
     .from(apiKeys)
+    .leftJoin(users, eq(users.id, apiKeys.createdBy))
+    .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
     .where(eq(apiKeys.organizationId, organizationId))
     .orderBy(asc(apiKeys.createdAt))
     .all()
+
+/** Active keys of the organisation made by this user (what stays working when they leave). */
+export const countActiveKeysMadeBy = (db: DbOrTx, organizationId: string, userId: string): number =>
+  db
+    .select({ n: sql<number>`count(*)` })
+    .from(apiKeys)
+    .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
+    .get()!.n
 
 /** Revokes a key of this organisation; another organisation's key is not found. Revoking twice is harmless. */
 export function revokeOrganizationKey(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, publicId: string, actor: Actor): void {

@@ -6,6 +6,7 @@ import { memberships, organizations, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import { recordAudit, type Actor } from './audit.ts'
 import { ConsoleError, notFound } from './errors.ts'
+import { countActiveKeysMadeBy } from './keys.ts'
 import type { Role } from './organizations.ts'
 
 export const listMembers = (db: DbOrTx, organizationId: string) =>
@@ -51,7 +52,11 @@ export function changeRole(s: Pick<Services, 'clock' | 'storage'>, organizationI
   })
 }
 
-/** Removes a member (an owner removing someone, or anyone leaving); never the last owner. */
+/**
+ * Removes a member (an owner removing someone, or anyone leaving); never the last owner. The
+ * keys they made stay active (they are the organisation's); the audit row says how many, and
+ * the keys page marks them.
+ */
 export function removeMember(s: Pick<Services, 'clock' | 'storage'>, organizationId: string, userId: string, actor: Actor): void {
   s.storage.write((tx) => {
     const row = memberRow(tx, organizationId, userId)
@@ -59,7 +64,9 @@ export function removeMember(s: Pick<Services, 'clock' | 'storage'>, organizatio
     tx.delete(memberships)
       .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
       .run()
-    recordAudit(s, tx, actor, { organizationId, action: 'member.removed', target: row.email, detail: actor.userId === userId ? 'left' : '' })
+    const keys = countActiveKeysMadeBy(tx, organizationId, userId)
+    const detail = [actor.userId === userId ? 'left' : '', keys > 0 ? `${keys} active key${keys === 1 ? '' : 's'} they made stay active` : ''].filter(Boolean).join('; ')
+    recordAudit(s, tx, actor, { organizationId, action: 'member.removed', target: row.email, detail })
   })
 }
 

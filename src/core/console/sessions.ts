@@ -3,11 +3,13 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { eq, lt } from 'drizzle-orm'
+import { and, eq, lt, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
-import { sessions, users } from '../../storage/schema.ts'
+import { preparedPerDatabase } from '../../storage/prepared.ts'
+import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
 import type { User } from './users.ts'
 
@@ -64,12 +66,44 @@ export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: s
   return { user: row.users, tokenSha256, expiresAt, renewed }
 }
 
+// Prepared once per database: a live stream asks this before every event it sends.
+const sessionMembership = preparedPerDatabase((db) =>
+  db
+    .select({ expiresAt: sessions.expiresAt })
+    .from(sessions)
+    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, sql.placeholder('organizationId'))))
+    .where(eq(sessions.tokenSha256, sql.placeholder('tokenSha256')))
+    .prepare(),
+)
+
+/**
+ * True while the session is unexpired and its user still belongs to the organisation: what
+ * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
+ * that checked them. Reads only; unlike validateSession it never extends the session.
+ */
+export function sessionStillReads(s: Pick<Services, 'clock' | 'storage'>, tokenSha256: string, organizationId: string): boolean {
+  const row = sessionMembership(s.storage.db).get({ tokenSha256, organizationId })
+  return row !== undefined && Date.parse(row.expiresAt) > s.clock.now()
+}
+
 export const endSession = (db: DbOrTx, tokenSha256: string): void => {
   db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
 }
 
-/** Ends every session of the user (sign out everywhere, operator's revoke); returns how many. */
+/** Ends every session of the user; returns how many. Callers outside a verb use signOutEverywhere. */
 export const endAllSessions = (db: DbOrTx, userId: string): number => db.delete(sessions).where(eq(sessions.userId, userId)).returning().all().length
+
+/**
+ * Sign out everywhere (the user's own button, or the operator's for a user): every session
+ * ends and the audit row goes in with it, in one transaction.
+ */
+export function signOutEverywhere(s: Pick<Services, 'clock' | 'storage'>, user: { id: string; email: string }, actor: Actor): number {
+  return s.storage.write((tx) => {
+    const ended = endAllSessions(tx, user.id)
+    recordAudit(s, tx, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
+    return ended
+  })
+}
 
 export const listSessions = (db: DbOrTx, userId: string) =>
   db

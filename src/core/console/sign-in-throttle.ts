@@ -1,68 +1,135 @@
 /**
- * Sign-in throttling: failed attempts counted per account and per client address in a
- * fixed window. In memory, like the HTTP rate limiter: one process serves the console,
- * and a restart forgiving a window is harmless next to argon2id's cost per guess.
+ * Password-guess throttling, for sign-in and for the current password of a password change.
+ * In memory, like the HTTP rate limiter: one process serves the console, and a restart
+ * forgiving a window is harmless next to argon2id's cost per guess.
+ *
+ * The rules are chosen so that an attacker cannot aim a lockout at somebody else:
+ * - **account + address**: FAILURES_PER_ACCOUNT_AND_ADDRESS failures in a window refuse that
+ *   account from that address only (429 until the window ends). Guessing someone's password
+ *   from your machine locks out your machine, not them.
+ * - **address**: FAILURES_PER_ADDRESS failures refuse every account from it (a spray).
+ * - **account, from anywhere**: past ACCOUNT_SLOW_AFTER failures the account is slowed, not
+ *   locked: its password checks are spaced ACCOUNT_CHECK_SPACING_MS apart, and an attempt
+ *   waits for its turn (up to MAX_ACCOUNT_WAIT_MS, else 429 with the seconds to wait). Many
+ *   addresses guessing together get one guess per spacing; the owner, with the right
+ *   password, waits a few seconds and is in.
+ * A new password (the operator's reset, from the console or the CLI, or the user's own
+ * change) forgives the account's counts: each count remembers the credential it was made
+ * against, and a count against an older password is dropped when next read.
  */
 import type { Clock } from '../../clock.ts'
 import { BoundedKeyMap } from './bounded-key-map.ts'
 import { ConsoleError } from './errors.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
-export const FAILURES_PER_ACCOUNT = 5
+export const FAILURES_PER_ACCOUNT_AND_ADDRESS = 5
 export const FAILURES_PER_ADDRESS = 20
+export const ACCOUNT_SLOW_AFTER = 10
+export const ACCOUNT_CHECK_SPACING_MS = 2_000
+export const MAX_ACCOUNT_WAIT_MS = 10_000
 export const MAX_ENTRIES = 100_000
-/** argon2id checks in flight at once; more would only queue CPU work an attacker chose. */
-export const MAX_CONCURRENT_VERIFICATIONS = 4
+
+interface Entry {
+  count: number
+  windowEndsAt: number
+  /** Which password the failures were made against ('' for the address's own count). */
+  credential: string
+  /** The account's next free check, while it is slowed. */
+  nextCheckAt?: number
+}
+
+/** How an attempt `begin` admitted ended: a password check that matched or not, or none at all. */
+export type AttemptOutcome = 'succeeded' | 'failed' | 'not_checked'
+
+/**
+ * A short, stable mark of the user's current password hash (its last characters are the
+ * salted digest), or '' for an unknown account. Counts made under another mark are stale.
+ */
+export const credentialOf = (passwordHash: string | undefined): string => passwordHash?.slice(-16) ?? ''
+
+/** "12 minutes" / "40 seconds": the wait, said the way the page says it. */
+export function waitInWords(seconds: number): string {
+  if (seconds < 90) return `${Math.max(1, seconds)} second${seconds === 1 ? '' : 's'}`
+  const minutes = Math.ceil(seconds / 60)
+  return `${minutes} minutes`
+}
+
+const refused = (reason: string, retryAfterSeconds: number) => new ConsoleError('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
 
 export class SignInThrottle {
   // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).
-  private readonly failures = new BoundedKeyMap<{ count: number; windowEndsAt: number }>()
-  private verifying = 0
+  private readonly failures = new BoundedKeyMap<Entry>()
 
   constructor(private readonly clock: Clock) {}
 
-  /** Throws `throttled` when the account or the address used up its failures in this window. */
-  check(email: string, clientAddress: string): void {
+  /** The live entry of a slot, or undefined when it has none, its window ended, or its password changed. */
+  private live(slot: string, credential: string, now: number): Entry | undefined {
+    const entry = this.failures.get(slot)
+    if (!entry) return undefined
+    if (entry.windowEndsAt <= now || entry.credential !== credential) {
+      this.failures.delete(slot)
+      return undefined
+    }
+    return entry
+  }
+
+  /** Throws `throttled`, with the wait in its message, when this account or address may not try now. */
+  check(email: string, clientAddress: string, credential = ''): void {
     const now = this.clock.now()
-    for (const [slot, limit] of [
-      [`account:${email}`, FAILURES_PER_ACCOUNT],
-      [`address:${clientAddress}`, FAILURES_PER_ADDRESS],
-    ] as const) {
-      const entry = this.failures.get(slot)
-      if (entry && entry.windowEndsAt <= now) this.failures.delete(slot)
-      else if (entry && entry.count >= limit) {
-        throw new ConsoleError('throttled', 'Too many failed sign-ins. Try again later.', Math.ceil((entry.windowEndsAt - now) / 1000))
-      }
+    const pair = this.live(pairSlot(email, clientAddress), credential, now)
+    if (pair && pair.count >= FAILURES_PER_ACCOUNT_AND_ADDRESS) {
+      throw refused('Too many wrong passwords for this account from your address.', Math.ceil((pair.windowEndsAt - now) / 1000))
+    }
+    const address = this.live(addressSlot(clientAddress), '', now)
+    if (address && address.count >= FAILURES_PER_ADDRESS) {
+      throw refused('Too many wrong passwords from your address.', Math.ceil((address.windowEndsAt - now) / 1000))
     }
   }
 
   /**
-   * Admits one attempt before its password check: refuses when a count is used up or too
-   * many checks are in flight, otherwise counts it as a failure at once, so parallel guesses
-   * cannot all pass `check` before any of them is recorded. Call `finish` when the check ends.
+   * Admits one password check: refuses when a count is used up, otherwise counts it as a
+   * failure at once (so parallel guesses cannot all pass before any is recorded) and returns
+   * how many milliseconds it must wait for its turn on a slowed account (0 when not slowed).
+   * Call `finish` when the check ends.
    */
-  begin(email: string, clientAddress: string): void {
-    this.check(email, clientAddress)
-    if (this.verifying >= MAX_CONCURRENT_VERIFICATIONS) throw new ConsoleError('throttled', 'Too many sign-ins at once. Try again in a moment.', 1)
-    this.verifying++
-    this.recordFailure(email, clientAddress)
-  }
-
-  /** Ends an attempt `begin` admitted; a success takes back its count (see recordSuccess). */
-  finish(email: string, clientAddress: string, succeeded: boolean): void {
-    this.verifying--
-    if (!succeeded) return
-    this.recordSuccess(email)
-    const entry = this.failures.get(`address:${clientAddress}`)
-    if (entry && entry.count > 0) entry.count--
-  }
-
-  recordFailure(email: string, clientAddress: string): void {
+  begin(email: string, clientAddress: string, credential = ''): number {
+    this.check(email, clientAddress, credential)
     const now = this.clock.now()
-    for (const slot of [`account:${email}`, `address:${clientAddress}`]) {
+    let waitMs = 0
+    const account = this.live(accountSlot(email), credential, now)
+    if (account && account.count >= ACCOUNT_SLOW_AFTER) {
+      const turn = Math.max(now, account.nextCheckAt ?? now)
+      waitMs = turn - now
+      if (waitMs > MAX_ACCOUNT_WAIT_MS) {
+        throw refused('This account has had many wrong passwords, so its sign-ins are spaced out.', Math.ceil((waitMs - MAX_ACCOUNT_WAIT_MS) / 1000))
+      }
+      account.nextCheckAt = turn + ACCOUNT_CHECK_SPACING_MS
+    }
+    this.recordFailure(email, clientAddress, credential)
+    return waitMs
+  }
+
+  /** Ends an attempt `begin` admitted: a success or an attempt never checked takes its counts back. */
+  finish(email: string, clientAddress: string, outcome: AttemptOutcome): void {
+    if (outcome === 'failed') return
+    for (const slot of outcome === 'succeeded' ? [pairSlot(email, clientAddress), addressSlot(clientAddress)] : [accountSlot(email), pairSlot(email, clientAddress), addressSlot(clientAddress)]) {
       const entry = this.failures.get(slot)
-      if (!entry || entry.windowEndsAt <= now) this.failures.set(slot, { count: 1, windowEndsAt: now + SIGN_IN_WINDOW_MS })
-      else entry.count++
+      if (entry && entry.count > 0) entry.count--
+    }
+    // A success forgives the account's failures (not the address's: one address may guess many accounts).
+    if (outcome === 'succeeded') this.failures.delete(accountSlot(email))
+  }
+
+  recordFailure(email: string, clientAddress: string, credential = ''): void {
+    const now = this.clock.now()
+    for (const [slot, mark] of [
+      [accountSlot(email), credential],
+      [pairSlot(email, clientAddress), credential],
+      [addressSlot(clientAddress), ''],
+    ] as const) {
+      const entry = this.live(slot, mark, now)
+      if (entry) entry.count++
+      else this.failures.set(slot, { count: 1, windowEndsAt: now + SIGN_IN_WINDOW_MS, credential: mark })
     }
     // Bound memory under a spray of made-up accounts from many addresses: past the cap, drop
     // finished windows, then the oldest entries down to 90% of it (so the scan is rare);
@@ -75,9 +142,8 @@ export class SignInThrottle {
       }
     }
   }
-
-  /** A success forgives the account's failures (not the address's: one address may guess many accounts). */
-  recordSuccess(email: string): void {
-    this.failures.delete(`account:${email}`)
-  }
 }
+
+const accountSlot = (email: string) => `account:${email}`
+const addressSlot = (clientAddress: string) => `address:${clientAddress}`
+const pairSlot = (email: string, clientAddress: string) => `pair:${clientAddress}|${email}`

@@ -1,7 +1,8 @@
-/** Sign-in: throttled, constant work whether or not the account exists. */
+/** Sign-in: throttled, through the password gate, constant work whether or not the account exists. */
 import type { Services } from '../services.ts'
 import { ConsoleError } from './errors.ts'
-import type { SignInThrottle } from './sign-in-throttle.ts'
+import { verifyPassword } from './password-gate.ts'
+import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'
 
 // Verified against when the account does not exist, so the answer takes as long either way.
@@ -25,16 +26,17 @@ export async function signIn(s: Pick<Services, 'config' | 'storage'>, throttle: 
   const email = normaliseEmail(input.email)
   const password = typeof input.password === 'string' ? input.password : ''
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
+  const user = findUserByEmail(s.storage.db, email)
   // Counted before the await: a check recorded only afterwards let a parallel wave through.
-  throttle.begin(email, clientAddress)
-  let matches = false
-  let user: User | undefined
+  const waitMs = throttle.begin(email, clientAddress, credentialOf(user?.passwordHash))
+  let outcome: AttemptOutcome = 'not_checked'
   try {
-    user = findUserByEmail(s.storage.db, email)
-    matches = await Bun.password.verify(password, user?.passwordHash ?? (await decoyHash(s)))
+    if (waitMs > 0) await Bun.sleep(waitMs)
+    const hash = user?.passwordHash ?? (await decoyHash(s))
+    outcome = (await verifyPassword(password, hash)) && user ? 'succeeded' : 'failed'
   } finally {
-    throttle.finish(email, clientAddress, Boolean(user) && matches)
+    throttle.finish(email, clientAddress, outcome)
   }
-  if (!user || !matches) throw wrongCredentials()
+  if (!user || outcome !== 'succeeded') throw wrongCredentials()
   return rehashAtConfiguredCost(s, user, password)
 }

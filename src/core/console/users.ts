@@ -5,7 +5,10 @@ import { newId, randomHex } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
+import { recordAudit, type Actor } from './audit.ts'
 import { ConsoleError } from './errors.ts'
+import { passwordGate, verifyPassword } from './password-gate.ts'
+import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 
 export type User = typeof users.$inferSelect
 
@@ -19,7 +22,8 @@ const MAX_EMAIL_LENGTH = 254
  * the PHC string, so verification reads it from there: after the setting changes, hashes
  * made at the old cost keep working until their owner's next sign-in remakes them.
  */
-export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib })
+export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> =>
+  passwordGate.run(() => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib }))
 
 /**
  * A hash made before CONSOLE_PASSWORD_MEMORY_KIB changed, remade at the configured cost while
@@ -28,7 +32,14 @@ export const hashPassword = (s: Pick<Services, 'config'>, password: string): Pro
  */
 export async function rehashAtConfiguredCost(s: Pick<Services, 'config' | 'storage'>, user: User, password: string): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
-  const passwordHash = await hashPassword(s, password)
+  let passwordHash: string
+  try {
+    passwordHash = await hashPassword(s, password)
+  } catch (error) {
+    // The password gate is full: the sign-in already succeeded, so the remake waits for a later one.
+    if (error instanceof ConsoleError && error.kind === 'throttled') return user
+    throw error
+  }
   s.storage.write((tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
   return { ...user, passwordHash }
 }
@@ -71,9 +82,11 @@ export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join
 
 /**
  * The operator's reset (the service sends no mail, so there is no self-service link): a new
- * generated password, shown once to the operator, and every session of the user ends.
+ * generated password, shown once to the operator, and every session of the user ends. The
+ * audit row is written in the same transaction, so a crash cannot keep the change and lose
+ * its record.
  */
-export async function resetPassword(s: Pick<Services, 'config' | 'storage'>, email: string): Promise<{ user: User; password: string } | null> {
+export async function resetPassword(s: Pick<Services, 'clock' | 'config' | 'storage'>, email: string, actor: Actor): Promise<{ user: User; password: string } | null> {
   const user = findUserByEmail(s.storage.db, email)
   if (!user) return null
   const password = generatePassword()
@@ -81,16 +94,34 @@ export async function resetPassword(s: Pick<Services, 'config' | 'storage'>, ema
   s.storage.write((tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
+    recordAudit(s, tx, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
   })
   return { user, password }
 }
 
-/** Changes one's own password after checking the current one; other sessions end. */
-export async function changePassword(s: Pick<Services, 'config' | 'storage'>, user: User, current: string, next: unknown, keepSessionSha256: string): Promise<void> {
-  if (!(await Bun.password.verify(current, user.passwordHash))) throw new ConsoleError('invalid', 'The current password is wrong.')
-  const passwordHash = await hashPassword(s, checkNewPassword(next))
+/**
+ * Changes one's own password after checking the current one; other sessions end. The check
+ * is a password guess like a sign-in: it goes through the sign-in throttle (a wrong current
+ * password counts for the account and the address) and the password gate.
+ */
+export async function changePassword(
+  s: Pick<Services, 'config' | 'storage'>,
+  throttle: SignInThrottle,
+  user: User,
+  input: { current: string; next: unknown; keepSessionSha256: string; clientAddress: string },
+): Promise<void> {
+  const waitMs = throttle.begin(user.email, input.clientAddress, credentialOf(user.passwordHash))
+  let outcome: AttemptOutcome = 'not_checked'
+  try {
+    if (waitMs > 0) await Bun.sleep(waitMs)
+    outcome = input.current.length <= MAX_PASSWORD_LENGTH && (await verifyPassword(input.current, user.passwordHash)) ? 'succeeded' : 'failed'
+  } finally {
+    throttle.finish(user.email, input.clientAddress, outcome)
+  }
+  if (outcome !== 'succeeded') throw new ConsoleError('invalid', 'The current password is wrong.')
+  const passwordHash = await hashPassword(s, checkNewPassword(input.next))
   s.storage.write((tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
-    tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${keepSessionSha256}`).run()
+    tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${input.keepSessionSha256}`).run()
   })
 }

@@ -1,0 +1,179 @@
+/**
+ * An audited change and its audit row commit together. Each test makes the audit insert
+ * fail (a trigger on audit_events, as a crash between two writes would) and checks that the
+ * change itself did not happen: a record can never be lost while its change is kept.
+ */
+import { Database } from 'bun:sqlite'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { join } from 'node:path'
+import { startTestServer, type TestServer } from '../support/harness.ts'
+import { addMember, type ConsoleClient, setUp, signedIn } from '../support/console-client.ts'
+
+// A hang's deadline, not a speed: on a busy machine this file's server and processes take
+// well over Bun's default of 5 s.
+setDefaultTimeout(30_000)
+
+const ROOT = join(import.meta.dir, '..', '..')
+const OPERATOR = 'operator@example.com'
+let server: TestServer
+let operator: ConsoleClient
+let memberId: string
+let organizationId: string
+const MEMBER = 'member@example.com'
+/** The member's password: the CLI reset test replaces it with the one the CLI prints. */
+let memberPassword = 'member password 1'
+
+function sql<T>(query: string): T[] {
+  const db = new Database(server.databasePath)
+  try {
+    return db.query(query).all() as T[]
+  } finally {
+    db.close()
+  }
+}
+
+const failAudits = () => sql(`create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`)
+const allowAudits = () => sql('drop trigger if exists refuse_audit')
+const passwordHashOf = (email: string) => sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`)[0]!.password_hash
+const sessionCount = (userId: string) => sql<{ n: number }>(`select count(*) as n from sessions where user_id = '${userId}'`)[0]!.n
+const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}'`)
+
+/** The admin CLI as a real process on the server's database file. */
+async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
+  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited])
+  return { code, stdout }
+}
+
+beforeAll(async () => {
+  server = await startTestServer()
+  const done = await setUp(server, { email: OPERATOR })
+  operator = done.client
+  organizationId = done.organizationId
+  await addMember(server, operator, done.organizationId, MEMBER, 'member password 1')
+  memberId = sql<{ id: string }>(`select id from users where email = '${MEMBER}'`)[0]!.id
+  await operator.get('/console/admin')
+})
+afterAll(() => server.stop())
+
+test("the operator's password reset: no audit row, no new password and no ended sessions", async () => {
+  await signedIn(server, MEMBER, memberPassword)
+  const before = passwordHashOf(MEMBER)
+  const sessions = sessionCount(memberId)
+  failAudits()
+  try {
+    const page = await operator.post(`/console/admin/users/${memberId}/reset-password`)
+    expect(page.status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect(passwordHashOf(MEMBER)).toBe(before)
+  expect(sessionCount(memberId)).toBe(sessions)
+  expect(auditRows('user.password_reset')).toEqual([])
+})
+
+test("the operator's sign-out-everywhere for a user: no audit row, no ended session", async () => {
+  await signedIn(server, MEMBER, memberPassword)
+  const sessions = sessionCount(memberId)
+  failAudits()
+  try {
+    expect((await operator.post(`/console/admin/users/${memberId}/revoke-sessions`)).status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect(sessionCount(memberId)).toBe(sessions)
+  expect(auditRows('user.sessions_revoked')).toEqual([])
+})
+
+test("a user's own sign-out-everywhere is audited with it, or does not happen", async () => {
+  const member = await signedIn(server, MEMBER, memberPassword)
+  await member.get('/console/account')
+  failAudits()
+  try {
+    expect((await member.post('/console/account/sessions/revoke')).status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect((await member.get('/console/account')).status).toBe(200)
+  expect((await member.post('/console/account/sessions/revoke')).status).toBe(303)
+  expect(sessionCount(memberId)).toBe(0)
+  expect(auditRows('user.sessions_revoked')).toEqual([{ actor: MEMBER, target: MEMBER }])
+})
+
+test('the CLI password reset: the command fails and the password stays; without the fault it is audited as cli', async () => {
+  const before = passwordHashOf(MEMBER)
+  failAudits()
+  try {
+    expect((await cli('users', 'reset-password', MEMBER)).code).not.toBe(0)
+  } finally {
+    allowAudits()
+  }
+  expect(passwordHashOf(MEMBER)).toBe(before)
+  expect(auditRows('user.password_reset')).toEqual([])
+  const done = await cli('users', 'reset-password', MEMBER)
+  expect(done.code).toBe(0)
+  memberPassword = done.stdout.trimEnd().split('\n').at(-1)!
+  expect(passwordHashOf(MEMBER)).not.toBe(before)
+  expect(auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
+})
+
+test('the CLI sign-out: refused audit, sessions kept; otherwise they end and the row says cli', async () => {
+  await signedIn(server, MEMBER, memberPassword)
+  const sessions = sessionCount(memberId)
+  expect(sessions).toBeGreaterThan(0)
+  failAudits()
+  try {
+    expect((await cli('users', 'sign-out', MEMBER)).code).not.toBe(0)
+  } finally {
+    allowAudits()
+  }
+  expect(sessionCount(memberId)).toBe(sessions)
+  const before = auditRows('user.sessions_revoked').length
+  const done = await cli('users', 'sign-out', MEMBER)
+  expect(done.code).toBe(0)
+  expect(done.stdout).toContain(`ended ${sessions} session`)
+  expect(sessionCount(memberId)).toBe(0)
+  expect(auditRows('user.sessions_revoked').slice(before)).toEqual([{ actor: 'cli', target: MEMBER }])
+})
+
+test('every other audited console action: with the audit refused, nothing changes', async () => {
+  const org = `/console/orgs/${organizationId}`
+  const snapshot = () => ({
+    keys: sql('select public_id, revoked_at from api_keys order by public_id'),
+    invites: sql('select id, used_at from invites order by id'),
+    members: sql('select user_id, role from memberships order by user_id'),
+    organizations: sql('select * from organizations order by id'),
+    audit: sql('select id from audit_events'),
+  })
+  const keyId = sql<{ public_id: string }>(`select public_id from api_keys limit 1`)[0]!.public_id
+  await operator.get(`${org}/members`)
+  const invited = await operator.post(`${org}/invites`, { role: 'member' })
+  const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec((await operator.get(`${org}/members`)).html)![1]!
+  expect(invited.status).toBe(303)
+  const actions: Array<[string, string, Record<string, string>]> = [
+    ['key.created', `${org}/keys`, { name: 'refused' }],
+    ['key.revoked', `${org}/keys/${keyId}/revoke`, {}],
+    ['member.invited', `${org}/invites`, { role: 'member' }],
+    ['invite.withdrawn', `${org}/invites/${inviteId}/withdraw`, {}],
+    ['member.role_changed', `${org}/members/${memberId}/role`, { role: 'owner' }],
+    ['member.removed', `${org}/members/${memberId}/remove`, {}],
+    ['limits.changed', `/console/admin/orgs/${organizationId}/limits`, { activeInboxes: '7' }],
+    ['organization.created', '/console/admin/orgs', { name: 'Refused', preset: 'hosted' }],
+  ]
+  const before = snapshot()
+  failAudits()
+  try {
+    for (const [action, path, fields] of actions) {
+      await operator.get('/console/admin')
+      expect({ action, status: (await operator.post(path, fields)).status }).toEqual({ action, status: 500 })
+    }
+  } finally {
+    allowAudits()
+  }
+  expect(snapshot()).toEqual(before)
+})
