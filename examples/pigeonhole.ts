@@ -127,15 +127,22 @@ export class Pigeonhole {
     return (await this.call<{ data: Inbox }>('POST', '/v1/inboxes', body, { idempotencyKey }))!.data
   }
 
-  /** Deletes the inbox; over the request rate limit it waits `Retry-After` and tries again (up to 65 s), so teardown leaves nothing behind. */
+  /**
+   * Deletes the inbox; over the request rate limit it waits `Retry-After` and tries again (up
+   * to 65 s), so teardown leaves nothing behind. A delete sent again after a lost connection
+   * may find the inbox already gone (the first one was done, its answer lost): that 404
+   * counts as deleted.
+   */
   async deleteInbox(inbox: Inbox | string): Promise<void> {
     const path = `/v1/inboxes/${typeof inbox === 'string' ? inbox : inbox.id}`
     const giveUpAt = Date.now() + TEARDOWN_RATE_LIMIT_WAIT_MS
+    let sentAgain = false
     for (;;) {
       try {
-        await this.call('DELETE', path)
+        await this.call('DELETE', path, undefined, { onSendAgain: () => (sentAgain = true) })
         return
       } catch (error) {
+        if (sentAgain && error instanceof PigeonholeError && error.code === 'inbox_not_found') return
         if (!(error instanceof PigeonholeError) || error.code !== 'rate_limit_exceeded' || Date.now() >= giveUpAt) throw error
         await sleep(Math.min(Math.max(error.retryAfterSeconds ?? 1, 1) * 1000, Math.max(giveUpAt - Date.now(), 0)))
       }
@@ -150,11 +157,14 @@ export class Pigeonhole {
     if (options.subject) query.set('subject', options.subject)
     if (options.sender) query.set('sender', options.sender)
     if (options.receivedAfter) query.set('received_after', new Date(options.receivedAfter).toISOString())
-    // A connection closed under the wait (the server restarting) is waited again with the time left.
+    // A connection closed under the wait (the server restarting) is waited again with the
+    // time left: the path is made afresh for each request, the one after a cut included.
+    const path = () => {
+      query.set('wait_seconds', String(Math.min(180, Math.max(0, Math.ceil((deadline - Date.now() - 100) / 1000)))))
+      return `/v1/inboxes/${inbox.id}/messages?${query}`
+    }
     for (;;) {
-      const seconds = Math.min(180, Math.max(0, Math.ceil((deadline - Date.now() - 100) / 1000)))
-      query.set('wait_seconds', String(seconds))
-      const page = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?${query}`, undefined, { reconnectUntil: deadline })
+      const page = await this.call<{ data: Message[] }>('GET', path, undefined, { reconnectUntil: deadline })
       if (page) return page.data[0]!
       if (Date.now() >= deadline - 1000) break
     }
@@ -190,12 +200,20 @@ export class Pigeonhole {
 
   /**
    * The parsed answer, or null for a 204; any other non-2xx throws a PigeonholeError. A
-   * refused or reset connection is tried again until `reconnectUntil` (15 s from now by default).
+   * refused or reset connection is tried again until `reconnectUntil` (15 s from now by
+   * default); a path given as a function is made again for each try.
    */
-  private async call<T>(method: string, path: string, body?: unknown, options: { idempotencyKey?: string; reconnectUntil?: number } = {}): Promise<T | null> {
+  private async call<T>(
+    method: string,
+    pathOrMake: string | (() => string),
+    body?: unknown,
+    options: { idempotencyKey?: string; reconnectUntil?: number; onSendAgain?: () => void } = {},
+  ): Promise<T | null> {
     const reconnectUntil = options.reconnectUntil ?? Date.now() + RECONNECT_WINDOW_MS
     let response: Response
+    let path = ''
     for (let attempt = 0; ; attempt++) {
+      path = typeof pathOrMake === 'string' ? pathOrMake : pathOrMake()
       try {
         response = await fetch(`${this.options.url}${path}`, {
           method,
@@ -212,6 +230,7 @@ export class Pigeonhole {
         if (Date.now() + 250 >= reconnectUntil)
           throw new Error(`${method} ${path}: no answer from ${this.options.url} (${error instanceof Error ? error.message : error}). Is Pigeonhole running there?`)
         await sleep(Math.min(250 * 2 ** attempt, 2_000, reconnectUntil - Date.now()))
+        options.onSendAgain?.()
       }
     }
     if (response.status === 204) return null

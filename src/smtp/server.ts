@@ -108,7 +108,7 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
           const reply = refuse(session, error, { recipient_domain: address.address.split('@').pop() })
           if (error instanceof InboundRefusal) {
             const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-            s.refusedDeliveries.record(address.address, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
+            s.refusedDeliveries.record(address.address, error.inboxId, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
           }
           callback(reply)
         }

@@ -237,8 +237,28 @@ function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, au
 
 /** Page size given to a database file created by this process (SQLite's default is 4096). */
 export const NEW_DATABASE_PAGE_SIZE = 16384
+const BUSY_TIMEOUT_MS = 5000
+
 /** SQLite's default checkpoint point (1,000 pages of 4 KiB), in bytes. */
 const WAL_CHECKPOINT_BYTES = 1000 * 4096
+
+/**
+ * Folds the WAL into the main file and truncates it to nothing, giving its bytes back to the
+ * volume; true when it did. Without waiting: Litestream always holds a read lock, and a
+ * checkpoint that waited out the busy timeout would hold the caller 5 s (it then just does
+ * less, and answers busy).
+ */
+export function truncateWal(sqlite: SQLite): boolean {
+  try {
+    sqlite.exec('PRAGMA busy_timeout = 0')
+    const { busy } = sqlite.query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }
+    return busy === 0
+  } catch {
+    return false // another connection may hold the WAL
+  } finally {
+    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  }
+}
 
 export function openStorage(path: string): Storage {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
@@ -258,7 +278,7 @@ export function openStorage(path: string): Storage {
   sqlite.exec('PRAGMA synchronous = FULL')
   sqlite.exec('PRAGMA foreign_keys = ON')
   // The CLI writes to the same file while the server runs; wait instead of failing.
-  sqlite.exec('PRAGMA busy_timeout = 5000')
+  sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
   const statements = reuseStatements(sqlite)
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: migrationsFolder() })
@@ -280,15 +300,8 @@ export function openStorage(path: string): Storage {
     },
     writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
     close: () => {
-      // Fold the WAL back into the main file so a copied .db is complete on its own. Without
-      // waiting: Litestream always holds a read lock, and a checkpoint that waits out the
-      // busy timeout would delay every stop by 5 s (the checkpoint then just does less).
-      try {
-        sqlite.exec('PRAGMA busy_timeout = 0')
-        sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
-      } catch {
-        // another connection may hold the WAL; closing is still safe
-      }
+      // Fold the WAL back into the main file so a copied .db is complete on its own.
+      truncateWal(sqlite)
       wal.close()
       statements.finalizeAll()
       sqlite.close()

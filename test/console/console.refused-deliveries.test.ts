@@ -90,3 +90,18 @@ testNeeding('curl')('the first-run page\'s "Try it" runs as shown: it sends with
     await fresh.stop()
   }
 })
+
+test("an address handed on shows none of the earlier owner's refusals, early sends included", async () => {
+  // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.
+  const other = server.tenant('other-org')
+  expect((await mail('early@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
+  const theirs = (await server.post('/v1/inboxes', other.key, { prefix: 'handed-on' })).body.data
+  expect((await mail('first@other.example', 'handed-on@inbox.test')).data?.code).toBe(250)
+  expect((await mail('app@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(450)
+  expect((await server.delete(`/v1/inboxes/${theirs.id}`, other.key)).status).toBe(204)
+  // Mail for the free address before the next owner takes it is the next owner's to see.
+  expect((await mail('late@shop.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
+  const html = (await owner.get(await createInbox('handed-on'))).html
+  expect(html).not.toContain('other.example')
+  expect(html).toContain('late@shop.example')
+})

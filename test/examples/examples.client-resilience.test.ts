@@ -140,3 +140,72 @@ test('a rate-limited teardown waits out Retry-After and deletes the inbox', asyn
   await deleted
   expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
 }, 20_000)
+
+test('a teardown whose answer is lost (the delete done, the connection cut) counts the 404 of its retry as deleted', async () => {
+  const server = await start()
+  const tenant = server.tenant()
+  const inbox = await new Pigeonhole({ url: server.url, key: tenant.key }).createInbox()
+  // A TCP relay that lets the first request reach the server, then cuts the client off as
+  // the answer comes back (a proxy or a stopping server dropping it); later ones pass.
+  const target = Number(new URL(server.url).port)
+  const sockets: Socket[] = []
+  let connections = 0
+  const relay = createServer((client) => {
+    sockets.push(client)
+    const first = ++connections === 1
+    const upstream = connect(target, '127.0.0.1')
+    sockets.push(upstream)
+    client.pipe(upstream)
+    if (first) upstream.once('data', () => client.destroy())
+    else upstream.pipe(client)
+    client.on('error', () => upstream.destroy())
+    upstream.on('error', () => client.destroy())
+  })
+  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  try {
+    await new Pigeonhole({ url: `http://127.0.0.1:${port}`, key: tenant.key }).deleteInbox(inbox)
+    expect(connections).toBe(2)
+    expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
+    // A delete of an unknown inbox that reached the server at once still says so.
+    await expect(new Pigeonhole({ url: server.url, key: tenant.key }).deleteInbox(inbox)).rejects.toMatchObject({ status: 404, code: 'inbox_not_found' })
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    relay.close()
+  }
+}, 20_000)
+
+test('a wait asked again after its connection was cut asks for the time left, not its whole timeout', async () => {
+  const server = await start()
+  const key = server.tenant().key
+  const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
+  // A TCP relay that notes each request's wait_seconds, cuts the first connection after a
+  // second (a stopping server) and passes later ones through.
+  const target = Number(new URL(server.url).port)
+  const sockets: Socket[] = []
+  const asked: number[] = []
+  const relay = createServer((client) => {
+    sockets.push(client)
+    const first = sockets.length === 1
+    client.once('data', (head) => {
+      asked.push(Number(/wait_seconds=(\d+)/.exec(head.toString('latin1'))?.[1]))
+      if (first) return void setTimeout(() => client.destroy(), 1_000)
+      const upstream = connect(target, '127.0.0.1', () => upstream.write(head))
+      sockets.push(upstream)
+      client.pipe(upstream).pipe(client)
+      client.on('error', () => upstream.destroy())
+      upstream.on('error', () => client.destroy())
+    })
+  })
+  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  try {
+    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'late', timeout: 10_000 })
+    while (asked.length < 2) await Bun.sleep(20)
+    expect((await mail(server, inbox.address, 'late')).data?.code).toBe(250)
+    expect((await waited).subject).toBe('late')
+    expect(asked[0]).toBe(10)
+    expect(asked[1]).toBeLessThanOrEqual(9) // a second of the ten was spent before the cut
+  } finally {
+    for (const socket of sockets) socket.destroy()
+    relay.close()
+  }
+}, 20_000)

@@ -2,10 +2,12 @@
  * Hostile message shapes at the limits, sent over real SMTP to the real server running in
  * this process, while a timer measures the event loop and a client keeps asking /health.
  * None may hold the loop: at most 50 ms of main-thread CPU between two timer ticks (the
- * parser and the preview run in workers), and under 250 ms of main-thread work while any
- * /health answer is awaited. Both are CPU time, not the wall clock: a loaded machine makes
- * timers late and answers slow by any amount without our work being the cause, while work
- * that holds the loop counts in full. Each message is then stored as usual. On a busy machine
+ * parser and the preview run in workers), no timer late by 250 ms or more for any reason
+ * but a wait for a core, and under 250 ms of main-thread work while any /health answer is
+ * awaited. None is the bare wall clock: a loaded machine makes timers late and answers slow
+ * by any amount without our work being the cause, while work that holds the loop counts in
+ * full, and so does a blocking wait on it (which no CPU figure shows). Each message is then
+ * stored as usual. On a busy machine
  * a try over a bound is made again, up to eight tries (`measureWithin` says why one try
  * within the bounds proves the work has no longer hold).
  */
@@ -36,7 +38,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 type Ingested = { code: number; text: string; stall: LoopStall; healthMs: number }
-const within = (r: Ingested) => r.stall.cpuMs < STALL_BOUND_MS && r.healthMs < RESPONSIVE_BOUND_MS
+const within = (r: Ingested) => r.stall.cpuMs < STALL_BOUND_MS && r.stall.heldMs < RESPONSIVE_BOUND_MS && r.healthMs < RESPONSIVE_BOUND_MS
 
 /** DATA with the message prepared beforehand, so only the server's work is measured. */
 async function ingestOnce(raw: string): Promise<Ingested> {
@@ -68,6 +70,7 @@ test.each(Object.keys(ADVERSARIAL))(
     const result = await ingest(ADVERSARIAL[name]!(inbox.address))
     expect(result.code).toBe(250)
     expect(result.stall.cpuMs).toBeLessThan(STALL_BOUND_MS)
+    expect(result.stall.heldMs).toBeLessThan(RESPONSIVE_BOUND_MS)
     expect(result.healthMs).toBeLessThan(RESPONSIVE_BOUND_MS)
     const id = result.text.match(/msg_[0-9a-f]{32}/)![0]
     const message = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data
@@ -83,6 +86,7 @@ test.each(Object.keys(REFUSED))(
     const result = await ingest(raw(inbox.address))
     expect(result.code).toBe(code)
     expect(result.stall.cpuMs).toBeLessThan(STALL_BOUND_MS)
+    expect(result.stall.heldMs).toBeLessThan(RESPONSIVE_BOUND_MS)
     expect(result.healthMs).toBeLessThan(RESPONSIVE_BOUND_MS)
   },
   30_000,

@@ -3,6 +3,8 @@
  * test runs in this same process (startApp), so a timer that fires late here fired late
  * for every HTTP request and SMTP session too.
  */
+import { readFileSync } from 'node:fs'
+
 export interface LoopStall {
   /** Longest time, in ms, a timer fired late: what a waiting request felt. */
   delayMs: number
@@ -11,6 +13,14 @@ export interface LoopStall {
    * the loop, without the time a loaded machine kept the process off a core.
    */
   cpuMs: number
+  /**
+   * Longest time, in ms, a timer fired late less the time the main thread waited for a core
+   * meanwhile (Linux's per-thread run-queue wait): the work that held the loop, and also a
+   * blocking wait on the loop (a synchronous read, sync, lock or sleep), which no CPU
+   * figure shows. Load makes the thread wait for a core, which is taken off; it does not
+   * make it block. Where the kernel does not say (no /proc/thread-self/schedstat), `cpuMs`.
+   */
+  heldMs: number
 }
 
 /** The invariant: no message makes the server hold its event loop for longer than this much main-thread CPU. */
@@ -55,17 +65,31 @@ const threadCpuMs = () => {
   return (user + system) / 1000
 }
 
+/** Milliseconds this thread has waited, runnable, for a core since it started; null where Linux's schedstat is missing. */
+function runQueueWaitMs(): number | null {
+  try {
+    return Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6
+  } catch {
+    return null
+  }
+}
+
 export function watchEventLoop(intervalMs = 2): LoopWatch {
   let last = performance.now()
   let lastCpu = threadCpuMs()
-  const stall: LoopStall = { delayMs: 0, cpuMs: 0 }
+  let lastWait = runQueueWaitMs()
+  const stall: LoopStall = { delayMs: 0, cpuMs: 0, heldMs: 0 }
   const tick = () => {
     const now = performance.now()
     const cpu = threadCpuMs()
+    const wait = runQueueWaitMs()
     stall.delayMs = Math.max(stall.delayMs, now - last - intervalMs)
     stall.cpuMs = Math.max(stall.cpuMs, cpu - lastCpu)
+    const held = wait !== null && lastWait !== null ? now - last - intervalMs - (wait - lastWait) : cpu - lastCpu
+    stall.heldMs = Math.max(stall.heldMs, held)
     last = now
     lastCpu = cpu
+    lastWait = wait
   }
   const timer = setInterval(tick, intervalMs)
   return {

@@ -10,7 +10,7 @@ import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { UsageCards } from './overview.tsx'
-import { SearchForm } from './search.tsx'
+import { FilterFields, SearchForm } from './search.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
@@ -116,18 +116,7 @@ export function InboxPage(props: {
       <section class="card">
         <h2>Messages</h2>
         <form method="get" action={here} class="filters" aria-label="Filter messages">
-          <div>
-            <label for="filter-subject">Subject contains</label>
-            <input id="filter-subject" name="subject" type="text" value={filter.subject} maxLength={200} />
-          </div>
-          <div>
-            <label for="filter-from">From</label>
-            <input id="filter-from" name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
-          </div>
-          <div>
-            <label for="filter-since">Received since (UTC)</label>
-            <input id="filter-since" name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
-          </div>
+          <FilterFields idPrefix="filter" filter={filter} />
           <div class="filter-actions">
             <button type="submit" class="secondary">
               Filter

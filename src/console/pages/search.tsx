@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /** Search across all of an organisation's inboxes: the filter form and the matching messages. */
 import type { Membership } from '../../core/console/organizations.ts'
 import type { MessageSummary } from '../../core/models.ts'
@@ -6,22 +7,31 @@ import type { InboxFilter } from '../inbox-filter.ts'
 import { messagePath } from './message.tsx'
 import { orgPath, Table, Time } from './shell.tsx'
 
+/** The fields of a message filter, shared by an inbox's filter and the search across inboxes; `idPrefix` keeps ids unique. */
+export function FilterFields(props: { idPrefix: string; filter: InboxFilter }) {
+  const { idPrefix, filter } = props
+  return (
+    <>
+      <div>
+        <label for={`${idPrefix}-subject`}>Subject contains</label>
+        <input id={`${idPrefix}-subject`} name="subject" type="text" value={filter.subject} maxLength={200} />
+      </div>
+      <div>
+        <label for={`${idPrefix}-from`}>From</label>
+        <input id={`${idPrefix}-from`} name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
+      </div>
+      <div>
+        <label for={`${idPrefix}-since`}>Received since (UTC)</label>
+        <input id={`${idPrefix}-since`} name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
+      </div>
+    </>
+  )
+}
+
 export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
-  const { filter } = props
   return (
     <form method="get" action={orgPath(props.org.organizationId, '/search')} class="filters" aria-label="Search all inboxes">
-      <div>
-        <label for="search-subject">Subject contains</label>
-        <input id="search-subject" name="subject" type="text" value={filter.subject} maxLength={200} />
-      </div>
-      <div>
-        <label for="search-from">From</label>
-        <input id="search-from" name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
-      </div>
-      <div>
-        <label for="search-since">Received since (UTC)</label>
-        <input id="search-since" name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
-      </div>
+      <FilterFields idPrefix="search" filter={props.filter} />
       <div class="filter-actions">
         <button type="submit" class="secondary">
           Search all inboxes

@@ -1,3 +1,4 @@
+/** @jsxImportSource preact */
 /**
  * A message's HTML part or raw source as highlighted text, served as its own sandboxed
  * document and framed by the message page (so a large source never weighs on the page).

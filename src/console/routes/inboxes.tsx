@@ -120,7 +120,7 @@ export const inboxRoutes: Route[] = [
           filter={filter}
           error={error}
           smtpAddress={ctx.deps.smtpAddress}
-          refused={ctx.s.refusedDeliveries.recent(inbox.address)}
+          refused={ctx.s.refusedDeliveries.recent(inbox.id)}
         />
       )
       return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })

@@ -55,7 +55,7 @@ export function admitRecipient(s: Services, address: string, isLive: () => boole
   const localPart = localPartOf(address, s.config.receivingDomain)
   const inbox = localPart ? inboundStatements(db).activeInboxByLocalPart.get({ localPart }) : undefined
   if (!inbox) throw new InboundRefusal('unknown_recipient')
-  if (!s.disk.hasRoom()) throw new InboundRefusal('insufficient_storage')
+  if (!s.disk.hasRoom()) throw new InboundRefusal('insufficient_storage').forInbox(inbox.id)
   // The same inbox named twice in one transaction gets one copy and uses one unit.
   const again = admitted.find((r) => r.inboxId === inbox.id)
   if (again) return again
@@ -64,7 +64,7 @@ export function admitRecipient(s: Services, address: string, isLive: () => boole
   const month = utcMonth(now).key
   const bucket = burstBucket(now)
   const refusal = limitRefusal(s, inbox, month, bucket)
-  if (refusal) throw refusal
+  if (refusal) throw refusal.forInbox(inbox.id)
   const org = inbox.organizationId
 
   const reservation: Reservation = { organizationId: org, inboxId: inbox.id, month, bucket, isLive }

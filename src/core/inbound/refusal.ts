@@ -31,4 +31,13 @@ export class InboundRefusal extends Error {
     super(`${reason}${detail ? `: ${detail}` : ''}`)
     this.name = 'InboundRefusal'
   }
+
+  /** At RCPT: the inbox the refused address named, null when none (the console lists an inbox's refusals). */
+  inboxId: string | null = null
+
+  /** This refusal, marked as one for the inbox `inboxId`. */
+  forInbox(inboxId: string): this {
+    this.inboxId = inboxId
+    return this
+  }
 }

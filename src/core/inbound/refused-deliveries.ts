@@ -1,14 +1,24 @@
 /**
- * Recent deliveries refused at RCPT TO, per recipient address: what the console's inbox
- * page shows, so a test whose mail never came can see that a limit (the monthly quota, a
- * burst) or an unknown address refused it, with the time, the sender and our reply. The
- * sending application only logs the refusal, often where no one looks.
+ * Recent deliveries refused at RCPT TO, per inbox: what the console's inbox page shows, so
+ * a test whose mail never came can see that a limit (the monthly quota, a burst) or an
+ * unknown address refused it, with the time, the sender and our reply. The sending
+ * application only logs the refusal, often where no one looks.
  *
- * Kept in memory and bounded (10 per address, 2,000 addresses, the least recently refused
- * dropped first): a debugging aid, not a record. A restart empties it, and the addresses
- * kept are only those of the receiving domain, so mail sprayed at other domains cannot
- * push out an inbox's entries.
+ * A refusal belongs to the inbox its address named when it came, never to the address
+ * alone: an address is handed on once its inbox is deleted, and the next owner (perhaps
+ * another organisation) must not read the earlier owner's senders or limits. Refusals for
+ * an address no inbox had (mail sent before the inbox was made) wait apart, by address,
+ * and become the inbox's own when an inbox takes that address; a later owner never sees
+ * them.
+ *
+ * Kept in memory and bounded (10 per inbox or address, 2,000 of each, the least recently
+ * refused dropped first): a debugging aid, not a record. A restart empties it. Unknown
+ * addresses are kept apart from inboxes, and only those an inbox could take (a valid
+ * prefix at the receiving domain, so a few dozen bytes each), so mail sprayed at made-up
+ * addresses cannot push out an inbox's entries.
  */
+import { PREFIX_PATTERN } from '../local-part.ts'
+
 export interface RefusedDelivery {
   /** Epoch milliseconds (the injected clock). */
   at: number
@@ -18,30 +28,64 @@ export interface RefusedDelivery {
   reply: string
 }
 
-const PER_ADDRESS = 10
-const ADDRESSES = 2_000
+const PER_KEY = 10
+const KEYS = 2_000
 /** An address is at most 254 characters (RFC 5321); longer senders are cut, not refused here. */
 const SENDER_CHARS = 254
 
+/** Lists of at most PER_KEY entries for at most KEYS keys, the least recently added-to dropped first. */
+class RecentLists {
+  private readonly byKey = new Map<string, RefusedDelivery[]>()
+
+  add(key: string, entries: RefusedDelivery[]): void {
+    const list = this.byKey.get(key) ?? []
+    // Re-inserted, so the Map's order is least recently refused first.
+    this.byKey.delete(key)
+    this.byKey.set(key, list)
+    list.push(...entries)
+    list.splice(0, Math.max(0, list.length - PER_KEY))
+    if (this.byKey.size > KEYS) this.byKey.delete(this.byKey.keys().next().value!)
+  }
+
+  take(key: string): RefusedDelivery[] {
+    const list = this.byKey.get(key) ?? []
+    this.byKey.delete(key)
+    return list
+  }
+
+  get(key: string): RefusedDelivery[] {
+    return this.byKey.get(key) ?? []
+  }
+}
+
 export class RefusedDeliveries {
-  private readonly byAddress = new Map<string, RefusedDelivery[]>()
+  private readonly byInbox = new RecentLists()
+  /** By lowercased address: refusals for addresses that had no inbox when they came. */
+  private readonly unclaimed = new RecentLists()
 
   constructor(private readonly receivingDomain: string) {}
 
-  record(recipient: string, refusal: RefusedDelivery): void {
+  /** A refusal for `recipient`, which named the inbox `inboxId`, or no inbox (null). */
+  record(recipient: string, inboxId: string | null, refusal: RefusedDelivery): void {
+    const entry = { ...refusal, sender: refusal.sender.slice(0, SENDER_CHARS) }
+    if (inboxId !== null) {
+      this.byInbox.add(inboxId, [entry])
+      return
+    }
+    // Kept only where an inbox could take the address later: a prefix a test may choose.
     const address = recipient.toLowerCase()
-    if (!address.endsWith(`@${this.receivingDomain}`)) return
-    const list = this.byAddress.get(address) ?? []
-    // Re-inserted, so the Map's order is least recently refused first.
-    this.byAddress.delete(address)
-    this.byAddress.set(address, list)
-    list.push({ ...refusal, sender: refusal.sender.slice(0, SENDER_CHARS) })
-    if (list.length > PER_ADDRESS) list.shift()
-    if (this.byAddress.size > ADDRESSES) this.byAddress.delete(this.byAddress.keys().next().value!)
+    const at = address.lastIndexOf('@')
+    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at))) this.unclaimed.add(address, [entry])
   }
 
-  /** Newest first. */
-  recent(address: string): RefusedDelivery[] {
-    return [...(this.byAddress.get(address.toLowerCase()) ?? [])].reverse()
+  /** An inbox took `address`: the refusals that came while no inbox had it are its own from now on. */
+  claim(address: string, inboxId: string): void {
+    const waiting = this.unclaimed.take(address.toLowerCase())
+    if (waiting.length > 0) this.byInbox.add(inboxId, waiting)
+  }
+
+  /** The inbox's refusals, newest first. */
+  recent(inboxId: string): RefusedDelivery[] {
+    return [...this.byInbox.get(inboxId)].reverse()
   }
 }

@@ -84,13 +84,16 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
     throw routingFailure(error, 'create')
   }
   try {
-    return s.storage.write((tx) => {
+    const created = s.storage.write((tx) => {
       const activated = tx.update(inboxes).set({ state: 'active', routingRuleId: ruleId }).where(eq(inboxes.id, row.id)).returning().get()
       if (!activated) throw new Error('reserved inbox row vanished before activation')
       const body = { data: presentInbox(activated) }
       if (claim) completeIdempotencyClaim(tx, claim, body)
       return body
     })
+    // Mail refused before the address had an inbox (an early send) is this inbox's to show.
+    s.refusedDeliveries.claim(row.address, row.id)
+    return created
   } catch (error) {
     // The rule exists but the inbox could not be written: take the rule back.
     // The rule goes first: if the database is what failed, deleting the row may fail too,
