@@ -20,6 +20,12 @@ import type { DataBudget } from './data-budget.ts'
 export const SPOOL_AFTER_BYTES = 128 * 1024
 /** Bytes received but not yet written to the spool file before the stream is paused. */
 const MAX_UNWRITTEN_BYTES = 64 * 1024
+/**
+ * A sender that holds a read turn but has not filled `MAX_UNWRITTEN_BYTES` within this long
+ * is slow: it gives the turn back and keeps flowing (what it sends is little), so a few slow
+ * senders cannot keep the fast ones paused.
+ */
+const SLOW_TURN_MS = 250
 
 export type CollectedMessage =
   | { kind: 'complete'; size: number; spooled: boolean; load: () => Promise<Buffer> }
@@ -45,6 +51,9 @@ export class MessageCollector {
   private failure: unknown = null
   private paused = false
   private released = false
+  /** Gives back the spool's read turn while this stream holds one (after a pause it resumes only with a turn). */
+  private turn: (() => void) | null = null
+  private turnTimer: ReturnType<typeof setTimeout> | null = null
 
   constructor(
     private readonly budget: DataBudget,
@@ -89,6 +98,7 @@ export class MessageCollector {
   /** After the final dot: waits for the file to be written, then says what was received. */
   async finish(): Promise<CollectedMessage> {
     while (this.writing) await this.writing
+    this.giveTurn()
     if (this.refused) return { kind: this.refused, size: this.size }
     if (this.failure) return { kind: 'spool_failed', size: this.size, error: this.failure }
     if (this.spooling) {
@@ -107,6 +117,7 @@ export class MessageCollector {
     this.chunks = []
     this.unwritten = []
     this.unwrittenBytes = 0
+    this.giveTurn()
     this.resume()
     if (this.released) return
     this.released = true
@@ -133,7 +144,7 @@ export class MessageCollector {
         this.unwritten = []
         this.unwrittenBytes = 0
         await this.file.append(batch)
-        this.resume()
+        if (this.unwritten.length === 0) await this.resumeInTurn()
       }
     } catch (error) {
       // A full disk, most likely: the rest of the stream is only counted, and the sender is
@@ -141,9 +152,31 @@ export class MessageCollector {
       this.failure = error
       this.unwritten = []
       this.unwrittenBytes = 0
+      this.giveTurn()
       this.resume()
     }
     this.writing = null
+  }
+
+  /** After a write: a paused stream gives back its turn and waits, holding nothing, for the next. */
+  private async resumeInTurn(): Promise<void> {
+    if (!this.paused) return
+    this.giveTurn()
+    const turn = await this.spool.readTurn()
+    if (this.released || this.failure) return turn()
+    this.turn = turn
+    this.turnTimer = setTimeout(() => {
+      this.turnTimer = null
+      if (!this.paused) this.giveTurn()
+    }, SLOW_TURN_MS)
+    this.resume()
+  }
+
+  private giveTurn(): void {
+    if (this.turnTimer) clearTimeout(this.turnTimer)
+    this.turnTimer = null
+    this.turn?.()
+    this.turn = null
   }
 
   private resume(): void {

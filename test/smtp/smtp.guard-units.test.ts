@@ -7,7 +7,7 @@ import { clientKey } from '../../src/smtp/client-key.ts'
 import { DataBudget } from '../../src/smtp/data-budget.ts'
 import { MessageCollector } from '../../src/smtp/message-collector.ts'
 import { ParseGate } from '../../src/smtp/parse-gate.ts'
-import { Spool } from '../../src/storage/spool.ts'
+import { READING_SENDERS, Spool } from '../../src/storage/spool.ts'
 import { scratchDir } from '../support/scratch.ts'
 
 describe('clientKey', () => {
@@ -131,6 +131,35 @@ describe('MessageCollector', () => {
     expect(raw.length).toBe(512 * 1024)
     expect(raw[511 * 1024]).toBe(7)
     collector.release()
+  })
+
+  test('after a pause only READING_SENDERS streams resume at once; the rest wait, holding nothing, for a turn', async () => {
+    const spool = newSpool()
+    const senders = Array.from({ length: READING_SENDERS + 4 }, (_, i) => {
+      const controls = flow()
+      return { controls, collector: new MessageCollector(new DataBudget(1024 * 1024), `s${i}`, 4 * 1024 * 1024, spool, controls, 1024) }
+    })
+    const resumed = () => senders.filter((s) => s.controls.calls.at(-1) === 'resume')
+    const until = async (condition: () => boolean) => {
+      for (let i = 0; i < 500 && !condition(); i++) await Bun.sleep(10)
+    }
+    // Each sender's read fills its 64 KiB: all pause, and their writes queue in the spool's line.
+    for (const { collector } of senders) collector.add(Buffer.alloc(64 * 1024, 1))
+    expect(senders.every((s) => s.controls.calls.join() === 'pause')).toBe(true)
+    await until(() => resumed().length === READING_SENDERS)
+    await Bun.sleep(50) // the other four stay paused once every write is done
+    expect(resumed().length).toBe(READING_SENDERS)
+    // A resumed sender's next read fills it again: after its write, its turn goes to a waiting one.
+    const first = resumed()[0]!
+    const waiting = senders.filter((s) => !resumed().includes(s))
+    first.collector.add(Buffer.alloc(64 * 1024, 2))
+    await until(() => waiting.some((s) => s.controls.calls.at(-1) === 'resume'))
+    expect(waiting.filter((s) => s.controls.calls.at(-1) === 'resume').length).toBe(1)
+    expect(first.controls.calls.at(-1)).toBe('pause') // now it waits for a turn
+    expect(resumed().length).toBe(READING_SENDERS)
+    for (const { collector } of senders) collector.release()
+    await until(() => resumed().length === senders.length)
+    expect(resumed().length).toBe(senders.length) // released, every stream runs again (and is only counted)
   })
 
   test('a spool that cannot be written is reported after the final dot, not thrown', async () => {
