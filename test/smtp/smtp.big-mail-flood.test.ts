@@ -6,8 +6,8 @@
  * within a second of connecting. The spec's limits are raised for it through LIMIT_*.
  *
  * It moves about 1.8 GB over loopback and writes several GB to disk, which takes minutes on
- * a shared two-core machine, so `bun test` skips it; `bun run test:flood` (not yet called by
- * .ci/run while its RSS bound fails) runs it. Without root or a memory controller it is skipped with the reason. The
+ * a shared two-core machine, so `bun test` skips it; `bun run test:flood` (called by
+ * .ci/run) runs it. Without root or a memory controller it is skipped with the reason. The
  * same run, with the disk's own write speed beside it, is the bench's "big-mail flood".
  */
 import { expect, test } from 'bun:test'
