@@ -8,13 +8,14 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { fillVolume as fillVolumeWith } from '../support/volume.ts'
 
 const mountPoint = mkdtempSync(join(tmpdir(), 'pigeonhole-freed-'))
 const filler = join(mountPoint, 'other-files')
@@ -37,22 +38,7 @@ afterAll(async () => {
   rmSync(mountPoint, { recursive: true, force: true })
 })
 
-const volumeFree = () => {
-  const stats = statfsSync(mountPoint)
-  return stats.bavail * stats.bsize
-}
-
-function fillVolume(): void {
-  const fd = openSync(filler, 'a')
-  const chunk = Buffer.alloc(64 * 1024)
-  try {
-    for (;;) writeSync(fd, chunk, 0, Math.max(512, Math.min(chunk.length, volumeFree())))
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'ENOSPC') throw error
-  } finally {
-    closeSync(fd)
-  }
-}
+const fillVolume = () => fillVolumeWith(filler, mountPoint)
 
 const newInbox = async () => {
   const response = await server.post('/v1/inboxes', tenant.key)

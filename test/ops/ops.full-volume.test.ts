@@ -7,13 +7,14 @@
  * an operator.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, statfsSync, writeSync } from 'node:fs'
+import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { fillVolume as fillVolumeWith, volumeFreeBytes } from '../support/volume.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.
@@ -54,23 +55,8 @@ afterAll(async () => {
   rmSync(mountPoint, { recursive: true, force: true })
 })
 
-const volumeFree = () => {
-  const stats = statfsSync(mountPoint)
-  return stats.bavail * stats.bsize
-}
-
-/** Another program filling the volume to the last byte. */
-function fillVolume(): void {
-  const fd = openSync(filler, 'a')
-  const chunk = Buffer.alloc(64 * 1024)
-  try {
-    for (;;) writeSync(fd, chunk, 0, Math.max(512, Math.min(chunk.length, volumeFree())))
-  } catch (error) {
-    if ((error as { code?: string }).code !== 'ENOSPC') throw error
-  } finally {
-    closeSync(fd)
-  }
-}
+const volumeFree = () => volumeFreeBytes(mountPoint)
+const fillVolume = () => fillVolumeWith(filler, mountPoint)
 
 const newInbox = async () => {
   const response = await server.post('/v1/inboxes', tenant.key)
