@@ -3,7 +3,7 @@
  * not repeat its action, no page scrolls sideways at phone width (390 px) or in a desktop
  * window, and axe finds no serious or critical accessibility violation.
  */
-import { expect, test, type Browser, type BrowserContext } from '@playwright/test'
+import { expect, test, type Browser, type BrowserContext, type Page } from '@playwright/test'
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { createInbox, send, setUp, simpleMessage } from './helpers.ts'
@@ -57,9 +57,13 @@ test('reloading after "Create key" or "Create invite link" shows the same value 
   await context.close()
 })
 
-/** Every page a signed-in owner and operator can reach, with the values this server made. */
-async function signedInPages(context: BrowserContext): Promise<string[]> {
-  const page = await context.newPage()
+/**
+ * Every page a signed-in owner and operator can reach, with the values this server made.
+ * It works in the caller's page and leaves it open: closing a context's last page and
+ * opening another at once sometimes fails in Chromium ("Failed to open a new tab"), as
+ * the context's window goes away with its last tab.
+ */
+async function signedInPages(page: Page): Promise<string[]> {
   await page.goto(inboxPath)
   const messageHref = new URL((await page.locator('#message-list a').first().getAttribute('href'))!, page.url()).pathname
   await page.goto(`${orgPath}/keys`)
@@ -69,7 +73,6 @@ async function signedInPages(context: BrowserContext): Promise<string[]> {
   await page.goto(`${orgPath}/members`)
   await page.getByRole('button', { name: 'Create invite link' }).click()
   const inviteShown = new URL(page.url()).pathname + new URL(page.url()).search
-  await page.close()
   const org = orgPath.split('/').at(-1)
   return [
     '/console',
@@ -91,8 +94,8 @@ async function signedInPages(context: BrowserContext): Promise<string[]> {
 test('no signed-in page scrolls sideways at 390 px, Sign out stays on screen, and the audit log fits a 1,280 px window', async ({ browser }) => {
   test.setTimeout(120_000)
   const phone = await open(browser, 390)
-  const paths = await signedInPages(phone)
   const page = await phone.newPage()
+  const paths = await signedInPages(page)
   const wide: string[] = []
   for (const path of paths) {
     await page.goto(path)
@@ -125,8 +128,8 @@ test('axe finds no serious or critical violation on any page', async ({ browser 
   test.setTimeout(240_000) // axe over 16 pages takes about 40 s on an idle machine
   const axe = readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8')
   const context = await open(browser)
-  const paths = await signedInPages(context)
   const page = await context.newPage()
+  const paths = await signedInPages(page)
   const anonymous = await browser.newContext({ baseURL: server.baseUrl })
   const stranger = await anonymous.newPage()
   const found: string[] = []
