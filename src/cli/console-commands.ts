@@ -5,12 +5,12 @@
  */
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
-import { CLI_ACTOR } from '../core/console/audit.ts'
-import { ConsoleError } from '../core/console/errors.ts'
-import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/console/organizations.ts'
-import { setupToken, setupUrl } from '../core/console/setup.ts'
-import { signOutEverywhere } from '../core/console/sessions.ts'
-import { findUserByEmail, normaliseEmail, resetPassword } from '../core/console/users.ts'
+import { CLI_ACTOR } from '../core/audit/audit.ts'
+import { ConsoleError } from '../core/refusals.ts'
+import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
+import { setupToken, setupUrl } from '../core/users/setup.ts'
+import { signOutEverywhere } from '../core/sessions/sessions.ts'
+import { findUserByEmail, normaliseEmail, resetPassword } from '../core/users/users.ts'
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName } from '../core/limits.ts'
 import type { Storage } from '../storage/database.ts'
 

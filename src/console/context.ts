@@ -3,13 +3,13 @@
  * cookies to send, and the guards every route calls (requireUser, requireMember,
  * requireOperator). Guards throw ConsoleError; the router maps it to a page once.
  */
-import type { Actor } from '../core/console/audit.ts'
-import { ConsoleError, notFound } from '../core/console/errors.ts'
-import { requireMembership, type Membership, type Role } from '../core/console/organizations.ts'
-import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/console/sessions.ts'
-import type { SignInThrottle } from '../core/console/sign-in-throttle.ts'
-import { newToken, sha256Hex } from '../core/console/tokens.ts'
-import type { User } from '../core/console/users.ts'
+import type { Actor } from '../core/audit/audit.ts'
+import { ConsoleError, notFound } from '../core/refusals.ts'
+import { requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
+import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
+import type { SignInThrottle } from '../core/users/sign-in-throttle.ts'
+import { newToken, sha256Hex } from '../core/shared/tokens.ts'
+import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'

@@ -4,7 +4,7 @@
  * organisation's id, a bad value is 400, and every other refusal (quota, address taken,
  * provider down, disk full) is 409 with the verb's own message.
  */
-import { ConsoleError } from '../core/console/errors.ts'
+import { ConsoleError } from '../core/refusals.ts'
 import { DomainError } from '../core/errors.ts'
 
 export function asConsoleError(error: unknown): unknown {

@@ -6,7 +6,7 @@
  * are bounded per user and per organisation, since each one holds a connection and a
  * listener for as long as a tab stays open.
  */
-import { ConsoleError } from '../core/console/errors.ts'
+import { ConsoleError } from '../core/refusals.ts'
 import type { Services } from '../core/services.ts'
 
 export const MAX_STREAMS_PER_USER = 10

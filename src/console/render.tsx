@@ -2,7 +2,7 @@
 /** Turns a page component into an HTML response inside the shared Layout. */
 import type { ComponentChildren } from 'preact'
 import { render } from 'preact-render-to-string'
-import { membershipsOf, type Membership } from '../core/console/organizations.ts'
+import { membershipsOf, type Membership } from '../core/organizations/organizations.ts'
 import type { ConsoleRequest } from './context.ts'
 import { Layout, type Shell } from './pages/shell.tsx'
 

@@ -5,7 +5,7 @@
  * Origin and the CSRF token before any handler runs; it maps ConsoleError to a page once
  * and adds the security headers to every response.
  */
-import { ConsoleError } from '../core/console/errors.ts'
+import { ConsoleError } from '../core/refusals.ts'
 import { DomainError } from '../core/errors.ts'
 import { STORAGE_RETRY_AFTER_SECONDS } from '../core/storage-health.ts'
 import { readBodyText } from '../http/body.ts'

@@ -7,9 +7,9 @@ import { isoTime, type Clock } from '../clock.ts'
 import { newId } from '../ids.ts'
 import type { Db } from '../storage/database.ts'
 import { apiKeys, organizations } from '../storage/schema.ts'
-import { hashSecret, parseApiKey } from './api-keys.ts'
-import { CLI_ACTOR, recordAudit } from './console/audit.ts'
-import { insertApiKey } from './console/keys.ts'
+import { hashSecret, parseApiKey } from './api-keys/authenticate.ts'
+import { CLI_ACTOR, recordAudit } from './audit/audit.ts'
+import { insertApiKey } from './api-keys/keys.ts'
 
 export function createOrganization(db: Db, clock: Clock, name: string) {
   return db

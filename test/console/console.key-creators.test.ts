@@ -4,7 +4,7 @@
  * is audited with the number of keys that stay active.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { findUserByEmail } from '../../src/core/console/users.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
 import { addMember, type ConsoleClient, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 

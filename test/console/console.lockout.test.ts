@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
-import { findUserByEmail } from '../../src/core/console/users.ts'
-import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS } from '../../src/core/console/sign-in-throttle.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
+import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS } from '../../src/core/users/sign-in-throttle.ts'
 import { addMember, ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 

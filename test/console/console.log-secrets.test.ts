@@ -5,7 +5,7 @@
  * then the whole log is scanned for every secret the journey created or sent.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { findUserByEmail } from '../../src/core/console/users.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
 import { REDACTED } from '../../src/log-paths.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'

@@ -1,7 +1,7 @@
 /** The password gate as a unit: at most its limit at once, a short queue in order, then refusals. */
 import { expect, test } from 'bun:test'
-import { ConsoleError } from '../../src/core/console/errors.ts'
-import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/console/password-gate.ts'
+import { ConsoleError } from '../../src/core/refusals.ts'
+import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/users/password-gate.ts'
 
 test('runs at most its limit at once, queues a few in order, refuses the rest at once with Retry-After 1', async () => {
   const gate = new PasswordGate()

@@ -1,8 +1,8 @@
 /** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { listSessions, signOutEverywhere } from '../../core/console/sessions.ts'
-import { changePassword } from '../../core/console/users.ts'
+import { ConsoleError } from '../../core/refusals.ts'
+import { listSessions, signOutEverywhere } from '../../core/sessions/sessions.ts'
+import { changePassword } from '../../core/users/users.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AccountPage } from '../pages/account.tsx'
 import { renderPage } from '../render.tsx'

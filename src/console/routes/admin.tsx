@@ -1,11 +1,11 @@
 /** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
-import { listAudit } from '../../core/console/audit.ts'
-import { ConsoleError, notFound } from '../../core/console/errors.ts'
-import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
-import { joinAsOwner } from '../../core/console/members.ts'
-import { signOutEverywhere } from '../../core/console/sessions.ts'
-import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
+import { listAudit } from '../../core/audit/audit.ts'
+import { ConsoleError, notFound } from '../../core/refusals.ts'
+import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/organizations/organizations.ts'
+import { joinAsOwner } from '../../core/members/members.ts'
+import { signOutEverywhere } from '../../core/sessions/sessions.ts'
+import { findUser, listUsers, resetPassword } from '../../core/users/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'

@@ -1,9 +1,9 @@
 /** @jsxImportSource preact */
 /** Sign-in, sign-out, and /console itself (which sends a user to their organisation). */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { membershipsOf } from '../../core/console/organizations.ts'
-import { signIn } from '../../core/console/sign-in.ts'
-import { countUsers } from '../../core/console/users.ts'
+import { ConsoleError } from '../../core/refusals.ts'
+import { membershipsOf } from '../../core/organizations/organizations.ts'
+import { signIn } from '../../core/users/sign-in.ts'
+import { countUsers } from '../../core/users/users.ts'
 import { redirect, safeNext } from '../context.ts'
 import { SignInForm } from '../pages/sign-in.tsx'
 import { orgPath } from '../pages/shell.tsx'

@@ -4,8 +4,8 @@
  * messages, and its event stream. Every handler checks membership first, then calls the
  * same domain verbs as /v1 as the organisation, so ids of another organisation are 404.
  */
-import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/console/organizations.ts'
-import { sessionStillReads } from '../../core/console/sessions.ts'
+import { consolePrincipal, organizationWithLimits, type Membership } from '../../core/organizations/organizations.ts'
+import { sessionStillReads } from '../../core/sessions/sessions.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
@@ -14,7 +14,7 @@ import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
-import { ConsoleError } from '../../core/console/errors.ts'
+import { ConsoleError } from '../../core/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'

@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** API keys (owners create and revoke; members see the list) and the audit log (owners). */
-import { AUDIT_PAGE_SIZE, listAudit } from '../../core/console/audit.ts'
-import { createNamedApiKey, listOrganizationKeys, revokeOrganizationKey } from '../../core/console/keys.ts'
+import { AUDIT_PAGE_SIZE, listAudit } from '../../core/audit/audit.ts'
+import { createNamedApiKey, listOrganizationKeys, revokeOrganizationKey } from '../../core/api-keys/keys.ts'
 import { redirect } from '../context.ts'
 import { AuditTable } from '../pages/audit.tsx'
 import { KeysPage } from '../pages/keys.tsx'

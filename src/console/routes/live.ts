@@ -12,8 +12,8 @@
  * visible to this user) is answered with an `inbox_deleted` event for that key, the same
  * for an unknown id and another organisation's, so nothing is revealed.
  */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { sessionStillReads } from '../../core/console/sessions.ts'
+import { ConsoleError } from '../../core/refusals.ts'
+import { sessionStillReads } from '../../core/sessions/sessions.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { DomainError } from '../../core/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'

@@ -1,10 +1,10 @@
 /** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/console/invites.ts'
-import { changeRole, listMembers, removeMember } from '../../core/console/members.ts'
-import type { Role } from '../../core/console/organizations.ts'
-import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/console/users.ts'
+import { ConsoleError } from '../../core/refusals.ts'
+import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/members/invites.ts'
+import { changeRole, listMembers, removeMember } from '../../core/members/members.ts'
+import type { Role } from '../../core/organizations/organizations.ts'
+import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/users/users.ts'
 import { redirect } from '../context.ts'
 import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
 import { ShownValueGone } from '../pages/shell.tsx'

@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** GET /console/orgs/:org: the organisation's overview. */
-import { consolePrincipal, organizationWithLimits } from '../../core/console/organizations.ts'
+import { consolePrincipal, organizationWithLimits } from '../../core/organizations/organizations.ts'
 import { getUsage } from '../../core/usage.ts'
 import { Overview } from '../pages/overview.tsx'
 import { renderPage } from '../render.tsx'

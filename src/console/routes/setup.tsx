@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** GET/POST /setup: a 404 unless the one-time setup token is given and no user exists yet. */
-import { ConsoleError, notFound } from '../../core/console/errors.ts'
-import { completeSetup, isSetupToken } from '../../core/console/setup.ts'
+import { ConsoleError, notFound } from '../../core/refusals.ts'
+import { completeSetup, isSetupToken } from '../../core/users/setup.ts'
 import type { Route } from '../router.ts'
 import { renderPage } from '../render.tsx'
 import { FirstSteps, SetupForm, suggestedPreset } from '../pages/setup.tsx'

@@ -3,7 +3,7 @@ import type { Db } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { inboxes } from '../../storage/schema.ts'
 import { ID_PATTERNS } from '../../ids.ts'
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 
 const activeInbox = preparedPerDatabase((db) =>

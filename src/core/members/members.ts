@@ -4,10 +4,10 @@ import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { memberships, organizations, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { ConsoleError, notFound } from './errors.ts'
-import { countActiveKeysMadeBy } from './keys.ts'
-import type { Role } from './organizations.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { ConsoleError, notFound } from '../refusals.ts'
+import { countActiveKeysMadeBy } from '../api-keys/keys.ts'
+import type { Role } from '../organizations/organizations.ts'
 
 export const listMembers = (db: DbOrTx, organizationId: string) =>
   db

@@ -8,10 +8,10 @@ import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { apiKeys, memberships, users } from '../../storage/schema.ts'
-import { generateApiKey } from '../api-keys.ts'
+import { generateApiKey } from './authenticate.ts'
 import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { ConsoleError, notFound } from './errors.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { ConsoleError, notFound } from '../refusals.ts'
 
 const MAX_KEY_NAME = 100
 

@@ -1,6 +1,6 @@
 /** Sign-in: throttled, through the password gate, constant work whether or not the account exists. */
 import type { Services } from '../services.ts'
-import { ConsoleError } from './errors.ts'
+import { ConsoleError } from '../refusals.ts'
 import { verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'

@@ -9,10 +9,10 @@ import { newId } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { invites, memberships, organizations } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { ConsoleError, notFound } from './errors.ts'
-import type { Role } from './organizations.ts'
-import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { ConsoleError, notFound } from '../refusals.ts'
+import type { Role } from '../organizations/organizations.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
 
 export const INVITE_LIFETIME_MS = 7 * 86_400_000
 

@@ -9,9 +9,9 @@ import type { DbOrTx } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
-import type { User } from './users.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
+import type { User } from '../users/users.ts'
 
 const DAY = 86_400_000
 
