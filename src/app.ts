@@ -233,7 +233,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   const httpPort = server.port!
   publicUrls = resolvePublicUrls(config, httpPort)
   logger.info('http_listening', { port: httpPort, host: config.host })
-  const pendingSetup = setupToken(storage.db)
+  const pendingSetup = setupToken({ storage })
   const setupLink = pendingSetup ? setupUrl(publicUrls.baseUrl, pendingSetup) : null
   // The link itself is a secret (it creates the operator): the log says where to get it, the
   // start-up summary on stderr and `cli setup-link` show it.

@@ -1,10 +1,10 @@
 /**
  * One console request: who is signed in, the parsed form, the CSRF token for pages, the
  * cookies to send, and the guards every route calls (requireUser, requireMember,
- * requireOperator). Guards throw ConsoleError; the router maps it to a page once.
+ * requireOperator). Guards throw Refusal; the router maps it to a page once.
  */
 import type { Actor } from '../core/audit/audit.ts'
-import { ConsoleError, notFound } from '../core/refusals.ts'
+import { Refusal, notFound } from '../core/refusals.ts'
 import { requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
 import type { SignInThrottle } from '../core/users/sign-in-throttle.ts'
@@ -51,7 +51,7 @@ export class ConsoleRequest {
   ) {
     this.url = new URL(request.url)
     const token = readCookie(request, SESSION_COOKIE)
-    this.session = validateSession(deps.s, token, deps.lifetime)
+    this.session = validateSession(deps.s, { token, lifetime: deps.lifetime })
     if (this.session) {
       this.sessionToken = token
       if (this.session.renewed) this.setCookies.push(cookie(SESSION_COOKIE, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
@@ -70,7 +70,7 @@ export class ConsoleRequest {
 
   /** The signed-in user; otherwise `unauthenticated` (GET pages redirect to sign-in). */
   requireUser(): User {
-    if (!this.session) throw new ConsoleError('unauthenticated', 'Sign in to continue.')
+    if (!this.session) throw new Refusal('unauthenticated', 'Sign in to continue.')
     return this.session.user
   }
 
@@ -83,7 +83,7 @@ export class ConsoleRequest {
 
   /** Membership of the organisation in the path; another organisation's id is a 404. */
   requireMember(organizationId: string, role?: Role): Membership {
-    return requireMembership(this.s.storage.db, this.requireUser().id, organizationId, role)
+    return requireMembership(this.s, this.requireUser(), { organizationId, role })
   }
 
   actor(): Actor & { userId: string } {
@@ -114,17 +114,17 @@ export class ConsoleRequest {
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
   startSession(userId: string): void {
     if (this.session) {
-      endSession(this.s.storage.db, this.session.tokenSha256)
+      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
-    const { token, expiresAt } = createSession(this.s, this.s.storage.db, userId, this.clientAddress, this.deps.lifetime)
+    const { token, expiresAt } = createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
     this.sessionToken = token
     this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
   }
 
   endSession(): void {
     if (this.session) {
-      endSession(this.s.storage.db, this.session.tokenSha256)
+      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
     this.sessionToken = undefined

@@ -4,13 +4,13 @@
  * organisation's id, a bad value is 400, and every other refusal (quota, address taken,
  * provider down, disk full) is 409 with the verb's own message.
  */
-import { ConsoleError } from '../core/refusals.ts'
+import { Refusal } from '../core/refusals.ts'
 import { DomainError } from '../core/errors.ts'
 
 export function asConsoleError(error: unknown): unknown {
   if (!(error instanceof DomainError)) return error
   if (error.code === 'internal_error') return error // a 500; the verb has logged why (stored bytes that fail their check)
-  if (error.code.endsWith('not_found')) return new ConsoleError('not_found', 'Not found.')
-  if (error.code.startsWith('invalid_')) return new ConsoleError('invalid', error.message)
-  return new ConsoleError('conflict', error.message, error.facts.retryAfterSeconds)
+  if (error.code.endsWith('not_found')) return new Refusal('not_found', 'Not found.')
+  if (error.code.startsWith('invalid_')) return new Refusal('invalid', error.message)
+  return new Refusal('conflict', error.message, error.facts.retryAfterSeconds)
 }

@@ -18,7 +18,7 @@ export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentCh
   const shell: Shell = {
     user,
     csrf: ctx.csrfToken(),
-    memberships: user ? membershipsOf(ctx.s.storage.db, user.id) : [],
+    memberships: user ? membershipsOf(ctx.s, user) : [],
     org: options.org,
     section: options.section,
   }

@@ -1,19 +1,22 @@
 /**
- * Refusals of console verbs. Kinds, not HTTP statuses: src/console maps each kind once.
+ * Refusals of the account verbs (organisations, keys, users, sessions, members, setup), the
+ * neutral sibling of DomainError (errors.ts): DomainError carries the /v1 spec's codes,
+ * a Refusal one of a few kinds that every caller maps exhaustively once (the console to a
+ * page and status, the CLI to a message and exit code). Kinds, not statuses.
  * `not_found` is also what another organisation's ids get, so they cannot be told apart.
  */
-export type ConsoleErrorKind = 'not_found' | 'forbidden' | 'invalid' | 'conflict' | 'throttled' | 'unauthenticated'
+export type RefusalKind = 'not_found' | 'forbidden' | 'invalid' | 'conflict' | 'throttled' | 'unauthenticated'
 
-export class ConsoleError extends Error {
+export class Refusal extends Error {
   constructor(
-    readonly kind: ConsoleErrorKind,
+    readonly kind: RefusalKind,
     message: string,
     /** Seconds until a throttled action may be tried again. */
     readonly retryAfterSeconds?: number,
   ) {
     super(message)
-    this.name = 'ConsoleError'
+    this.name = 'Refusal'
   }
 }
 
-export const notFound = () => new ConsoleError('not_found', 'Not found.')
+export const notFound = () => new Refusal('not_found', 'Not found.')

@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
-import { ConsoleError } from '../../core/refusals.ts'
+import { Refusal } from '../../core/refusals.ts'
 import { listSessions, signOutEverywhere } from '../../core/sessions/sessions.ts'
 import { changePassword } from '../../core/users/users.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
@@ -11,7 +11,7 @@ import type { Route } from '../router.ts'
 function accountPage(ctx: ConsoleRequest, message: { notice?: string; error?: string } = {}, status = 200): Response {
   const user = ctx.requireUser()
   const current = ctx.session!.tokenSha256
-  const sessions = listSessions(ctx.s.storage.db, user.id).map((row) => ({ ...row, current: row.tokenSha256 === current }))
+  const sessions = listSessions(ctx.s, user).map((row) => ({ ...row, current: row.tokenSha256 === current }))
   return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
 }
 
@@ -24,10 +24,10 @@ export const accountRoutes: Route[] = [
       const user = ctx.requireUser()
       try {
         const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: ctx.session!.tokenSha256, clientAddress: ctx.clientAddress }
-        await changePassword(ctx.s, ctx.deps.throttle, user, input)
+        await changePassword({ ...ctx.s, throttle: ctx.deps.throttle }, user, input)
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
-        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
+        if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
         const page = accountPage(ctx, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
         if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
         return page
@@ -39,7 +39,7 @@ export const accountRoutes: Route[] = [
     method: 'POST',
     path: '/console/account/sessions/revoke',
     handler: (ctx) => {
-      signOutEverywhere(ctx.s, ctx.requireUser(), ctx.actor())
+      signOutEverywhere(ctx.s, ctx.actor(), { user: ctx.requireUser() })
       ctx.endSession()
       return redirect('/console/sign-in')
     },

@@ -14,7 +14,7 @@ import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
-import { ConsoleError } from '../../core/refusals.ts'
+import { Refusal } from '../../core/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'
@@ -38,7 +38,7 @@ const EMPTY_ROUNDS = 50
 
 /** The organisation as a Principal for the domain verbs, with its own limits. */
 export function principalFor(ctx: ConsoleRequest, org: Membership) {
-  return consolePrincipal(org.organizationId, organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, org.organizationId).limits)
+  return consolePrincipal(org.organizationId, organizationWithLimits(ctx.s, org).limits)
 }
 
 function inboxesPage(ctx: ConsoleRequest, org: Membership, error?: { status: number; message: string }): Response {
@@ -95,7 +95,7 @@ export const inboxRoutes: Route[] = [
       } catch (error) {
         if (!(error instanceof DomainError)) throw error
         // Shown on the form it came from: a taken address, a bad prefix, the quota.
-        const refusal = asConsoleError(error) as ConsoleError
+        const refusal = asConsoleError(error) as Refusal
         return inboxesPage(ctx, org, { status: refusal.kind === 'invalid' ? 400 : 409, message: refusal.message })
       }
     },
@@ -135,7 +135,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox!)
       const message = getMessage(ctx.s, principal, ctx.field('message'))
       // The message must be of this inbox: the button's value is the client's to change.
-      if (message.inbox_id !== inbox.id) throw new ConsoleError('not_found', 'Not found.')
+      if (message.inbox_id !== inbox.id) throw new Refusal('not_found', 'Not found.')
       deleteMessage(ctx.s, principal, message.id)
       return redirect(`${inboxPath(org.organizationId, inbox.id)}${ctx.url.search}`)
     },
@@ -183,7 +183,7 @@ export const inboxRoutes: Route[] = [
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
       const session = ctx.session!.tokenSha256
-      const access = { userId: ctx.requireUser().id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, session, org.organizationId) }
+      const access = { userId: ctx.requireUser().id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, { tokenSha256: session, organizationId: org.organizationId }) }
       const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
       // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)

@@ -1,10 +1,9 @@
 /** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
-import { ConsoleError } from '../../core/refusals.ts'
-import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/members/invites.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { acceptInvite, createInvite, listOpenInvites, openInvite, signUpWithInvite, withdrawInvite } from '../../core/members/invites.ts'
 import { changeRole, listMembers, removeMember } from '../../core/members/members.ts'
 import type { Role } from '../../core/organizations/organizations.ts'
-import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/users/users.ts'
 import { redirect } from '../context.ts'
 import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
 import { ShownValueGone } from '../pages/shell.tsx'
@@ -13,7 +12,7 @@ import { renderPage } from '../render.tsx'
 import type { Route } from '../router.ts'
 
 const parseRole = (raw: string): Role => {
-  if (raw !== 'owner' && raw !== 'member') throw new ConsoleError('invalid', 'The role must be owner or member.')
+  if (raw !== 'owner' && raw !== 'member') throw new Refusal('invalid', 'The role must be owner or member.')
   return raw
 }
 
@@ -23,9 +22,8 @@ export const memberRoutes: Route[] = [
     path: '/console/orgs/:org/members',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const { db } = ctx.s.storage
-      const invites = org.role === 'owner' ? listOpenInvites(db, org.organizationId, ctx.s.clock.now()) : []
-      const page = <MembersPage org={org} me={ctx.requireUser().id} members={listMembers(db, org.organizationId)} invites={invites} />
+      const invites = org.role === 'owner' ? listOpenInvites(ctx.s, org) : []
+      const page = <MembersPage org={org} me={ctx.requireUser().id} members={listMembers(ctx.s, org)} invites={invites} />
       return renderPage(ctx, `Members · ${org.name}`, page, { org, section: 'members' })
     },
   },
@@ -34,7 +32,7 @@ export const memberRoutes: Route[] = [
     path: '/console/orgs/:org/members/:user/role',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!, 'owner')
-      changeRole(ctx.s, org.organizationId, ctx.params.user!, parseRole(ctx.field('role')), ctx.actor())
+      changeRole(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user!, role: parseRole(ctx.field('role')) })
       return redirect(orgPath(org.organizationId, '/members'))
     },
   },
@@ -44,7 +42,7 @@ export const memberRoutes: Route[] = [
     handler: (ctx) => {
       const leaving = ctx.params.user === ctx.requireUser().id
       const org = ctx.requireMember(ctx.params.org!, leaving ? undefined : 'owner')
-      removeMember(ctx.s, org.organizationId, ctx.params.user!, ctx.actor())
+      removeMember(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user! })
       ctx.deps.streams.recheckUser(ctx.params.user!) // their open inbox pages of this organisation end
       return redirect(leaving ? '/console' : orgPath(org.organizationId, '/members'))
     },
@@ -55,7 +53,7 @@ export const memberRoutes: Route[] = [
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!, 'owner')
       const role = parseRole(ctx.field('role'))
-      const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
+      const invite = createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
       const link = `${ctx.s.publicUrls().baseUrl}/console/invites/${invite.token}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
@@ -79,7 +77,7 @@ export const memberRoutes: Route[] = [
     path: '/console/orgs/:org/invites/:invite/withdraw',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!, 'owner')
-      withdrawInvite(ctx.s, org.organizationId, ctx.params.invite!, ctx.actor())
+      withdrawInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, inviteId: ctx.params.invite! })
       return redirect(orgPath(org.organizationId, '/members'))
     },
   },
@@ -87,7 +85,7 @@ export const memberRoutes: Route[] = [
     method: 'GET',
     path: '/console/invites/:token',
     handler: (ctx) => {
-      const invite = openInvite(ctx.s.storage.db, ctx.params.token, ctx.s.clock.now())
+      const invite = openInvite(ctx.s, { token: ctx.params.token })
       const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={ctx.user?.email ?? null} />
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
@@ -98,24 +96,16 @@ export const memberRoutes: Route[] = [
     handler: async (ctx) => {
       const token = ctx.params.token!
       if (ctx.user) {
-        const user = ctx.user
-        const { organizationId } = ctx.s.storage.write((tx) => acceptInvite(ctx.s, tx, token, user, ctx.clientAddress))
+        const { organizationId } = acceptInvite(ctx.s, ctx.actor(), { token })
         return redirect(orgPath(organizationId))
       }
-      const invite = openInvite(ctx.s.storage.db, token, ctx.s.clock.now())
-      const email = normaliseEmail(ctx.field('email'))
+      const invite = openInvite(ctx.s, { token })
       try {
-        if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
-        const passwordHash = await hashPassword(ctx.s, checkNewPassword(ctx.field('password')))
-        const user = ctx.s.storage.write((tx) => {
-          const created = insertUser(ctx.s, tx, { email, passwordHash })
-          acceptInvite(ctx.s, tx, token, created, ctx.clientAddress)
-          return created
-        })
+        const { user } = await signUpWithInvite(ctx.s, { clientAddress: ctx.clientAddress }, { token, email: ctx.field('email'), password: ctx.field('password') })
         ctx.startSession(user.id)
         return redirect(orgPath(invite.organizationId))
       } catch (error) {
-        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
+        if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
         const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
         const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={null} error={message} email={ctx.field('email')} />
         return renderPage(ctx, `Join ${invite.organizationName}`, page, { status: error.kind === 'conflict' ? 409 : 400 })

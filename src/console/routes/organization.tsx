@@ -12,7 +12,7 @@ export const organizationRoutes: Route[] = [
     path: '/console/orgs/:org',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const { limits } = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, org.organizationId)
+      const { limits } = organizationWithLimits(ctx.s, org)
       const usage = getUsage(ctx.s, consolePrincipal(org.organizationId, limits))
       const page = <Overview organizationId={org.organizationId} usage={usage} limits={limits} receivingDomain={ctx.s.config.receivingDomain} isOwner={org.role === 'owner'} />
       return renderPage(ctx, org.name, page, { org, section: 'overview' })
