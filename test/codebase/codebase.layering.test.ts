@@ -30,3 +30,16 @@ test('src/storage imports nothing above it', async () => {
   const crossing = imports.filter(({ target }) => /^(core|http|smtp|routing)\//.test(target) || target === 'app.ts')
   expect(crossing).toEqual([])
 })
+
+test('the console and the CLI commands reach storage only through core verbs', async () => {
+  // The CLI's entry (src/cli.ts) opens the database and so imports storage; its commands do not.
+  const imports: Array<{ file: string; target: string }> = []
+  for await (const file of new Bun.Glob('{console,cli}/**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    const text = await Bun.file(join(SRC, file)).text()
+    for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
+      if (specifier!.startsWith('.')) imports.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
+    }
+  }
+  expect(imports.filter(({ target }) => target.startsWith('core/')).length).toBeGreaterThan(20)
+  expect(imports.filter(({ target }) => target.startsWith('storage/'))).toEqual([])
+})
