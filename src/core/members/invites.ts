@@ -11,7 +11,7 @@ import type { AccountServices } from '../services.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import type { Role } from '../organizations/organizations.ts'
-import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
 import { checkNewPassword, hashPassword, insertUser, normaliseEmail, type User } from '../users/users.ts'
 
 export const INVITE_LIFETIME_MS = 7 * 86_400_000

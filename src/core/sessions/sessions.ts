@@ -10,7 +10,7 @@ import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
-import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
 import type { User } from '../users/users.ts'
 
 const DAY = 86_400_000

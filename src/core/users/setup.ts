@@ -11,7 +11,7 @@ import type { Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import { createApiKey } from '../api-keys/keys.ts'
 import { createOrganization, type LimitPreset } from '../organizations/organizations.ts'
-import { newToken, sha256Hex } from '../shared/tokens.ts'
+import { newToken, sha256Hex } from '../helpers/tokens.ts'
 import { checkNewPassword, countUsers, hashPassword, insertUser, normaliseEmail } from './users.ts'
 
 const SETTING = 'setup_token'

@@ -18,7 +18,7 @@
  * against, and a count against an older password is dropped when next read.
  */
 import type { Clock } from '../../clock.ts'
-import { BoundedKeyMap } from '../shared/bounded-key-map.ts'
+import { BoundedKeyMap } from '../helpers/bounded-key-map.ts'
 import { Refusal } from '../refusals.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000

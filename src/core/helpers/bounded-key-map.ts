@@ -3,6 +3,7 @@
  * SHA-256, so a count keyed by something a client sends (an email, an address) costs the
  * same few bytes however long the value. With a cap on entries this bounds the memory of
  * the sign-in throttle (one long value per attempt once grew it about 24 KiB each).
+ * In helpers/: it knows nothing of users or sign-in, so any count keyed by client input may use it.
  */
 import { createHash } from 'node:crypto'
 
