@@ -35,12 +35,6 @@ export interface Storage {
    */
   write<T>(work: (tx: Tx) => T): T
   /**
-   * `write` for verbs that compose: outside a transaction it opens one like `write`; inside
-   * one (a verb called by another verb) it runs `work` in the open transaction, on the same
-   * connection, so the outer verb's commit or rollback covers both. Synchronous like `write`.
-   */
-  transaction<T>(work: (tx: DbOrTx) => T): T
-  /**
    * Group commit: `work` joins every other job queued in this event-loop turn, and all of
    * them commit in ONE transaction (one fsync); a job that throws is rolled back alone (the
    * others are re-run without it, so `work` must be safe to run twice). The promise settles
@@ -304,7 +298,6 @@ export function openStorage(path: string): Storage {
       storage.observer.committed()
       return result
     },
-    transaction: (work) => (sqlite.inTransaction ? work(db) : storage.write(work)),
     writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
     close: () => {
       // Fold the WAL back into the main file so a copied .db is complete on its own.

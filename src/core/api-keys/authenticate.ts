@@ -9,10 +9,10 @@ import { isoTime } from '../../clock.ts'
 import { randomHex } from '../../ids.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { apiKeys, organizations } from '../../storage/schema.ts'
+import type { Services } from '../services.ts'
 import { storageFailureKind } from '../storage-health.ts'
 import { DomainError } from '../errors.ts'
 import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from '../limits.ts'
-import type { Services } from '../services.ts'
 
 const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
@@ -48,12 +48,8 @@ const keyByPublicId = preparedPerDatabase((db) =>
     .prepare(),
 )
 
-/**
- * Checks the Authorization header. The format is checked before the database is touched.
- * No actor argument: the principal it returns is the actor of every /v1 verb after it.
- */
-export function authenticate(s: Pick<Services, 'clock' | 'config' | 'storage'>, input: { authorization: string | null }): Principal {
-  const { authorization } = input
+/** Checks the Authorization header. The format is checked before the database is touched. */
+export function authenticate(s: Pick<Services, 'storage' | 'clock' | 'config'>, authorization: string | null): Principal {
   const { db } = s.storage
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null

@@ -12,6 +12,7 @@ import { apiKeys, memberships, organizations, users } from '../../storage/schema
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { notFound, Refusal } from '../refusals.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { generateApiKey, hashSecret, parseApiKey } from './authenticate.ts'
 
 const MAX_KEY_NAME = 100
@@ -29,7 +30,7 @@ export function checkKeyName(raw: unknown): string {
 export function createApiKey(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; name?: unknown }): { key: string; publicId: string } {
   const { organizationId } = input
   const name = checkKeyName(input.name ?? '')
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) throw notFound()
     const { key, publicId, secretSha256 } = generateApiKey()
     tx.insert(apiKeys)
@@ -72,7 +73,7 @@ export const countActiveKeysMadeBy = (tx: DbOrTx, organizationId: string, userId
 
 /** Revokes the key (once) and audits it in its organisation's log, in one transaction. */
 function revoke(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, find: (tx: DbOrTx) => typeof apiKeys.$inferSelect | undefined): void {
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     const row = find(tx)
     if (!row) throw notFound()
     if (row.revokedAt) return

@@ -7,6 +7,7 @@ import { and, desc, eq, isNull, lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { auditEvents } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 
 /** Who did it: a signed-in user (their email) from a client address, or the admin CLI. */
 export interface Actor {
@@ -32,7 +33,7 @@ export type AuditAction =
 
 /** Called by verbs inside their own transaction (which it joins); on its own it opens one. */
 export function recordAudit(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): void {
-  s.storage.transaction((tx) =>
+  transaction(s, (tx) =>
     tx
       .insert(auditEvents)
       .values({

@@ -8,6 +8,7 @@ import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import { invites, memberships, organizations } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import type { Role } from '../organizations/organizations.ts'
@@ -22,7 +23,7 @@ export function createInvite(s: Pick<AccountServices, 'clock' | 'storage'>, acto
   const now = s.clock.now()
   const id = newId('invite')
   const expiresAt = isoTime(now + INVITE_LIFETIME_MS)
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     tx.insert(invites)
       .values({ tokenSha256: sha256Hex(token), id, organizationId, role, createdBy: actor.userId, createdAt: isoTime(now), expiresAt })
       .run()
@@ -42,7 +43,7 @@ export const listOpenInvites = (s: Pick<AccountServices, 'clock' | 'storage'>, s
 
 export function withdrawInvite(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; inviteId: string }): void {
   const { organizationId, inviteId } = input
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     const done = tx
       .update(invites)
       .set({ usedAt: isoTime(s.clock.now()) })
@@ -70,7 +71,7 @@ export function openInvite(s: Pick<AccountServices, 'clock' | 'storage'>, input:
 
 /** A signed-in user joins the invite's organisation and spends the invite, in one transaction. */
 export function acceptInvite(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor & { userId: string }, input: { token: unknown }): { organizationId: string } {
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     const now = s.clock.now()
     const invite = openInvite(s, input)
     const already = tx
@@ -105,7 +106,7 @@ export async function signUpWithInvite(
   const email = normaliseEmail(input.email)
   if (!email) throw new Refusal('invalid', 'Enter an email address.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.password))
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     const user = insertUser(s, tx, { email, passwordHash })
     const { organizationId } = acceptInvite(s, { userId: user.id, label: user.email, clientAddress: visitor.clientAddress }, input)
     return { user, organizationId }

@@ -4,6 +4,7 @@ import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { memberships, organizations, users } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import { countActiveKeysMadeBy } from '../api-keys/keys.ts'
@@ -41,7 +42,7 @@ const lastOwner = () => new Refusal('conflict', 'An organisation needs at least 
 /** Owners change roles (the caller's permission is checked by the caller's guard). */
 export function changeRole(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; userId: string; role: Role }): void {
   const { organizationId, userId, role } = input
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     const row = memberRow(tx, organizationId, userId)
     if (row.role === role) return
     if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
@@ -60,7 +61,7 @@ export function changeRole(s: Pick<AccountServices, 'clock' | 'storage'>, actor:
  */
 export function removeMember(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; userId: string }): void {
   const { organizationId, userId } = input
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     const row = memberRow(tx, organizationId, userId)
     if (row.role === 'owner' && ownerCount(tx, organizationId) <= 1) throw lastOwner()
     tx.delete(memberships)
@@ -78,7 +79,7 @@ export function removeMember(s: Pick<AccountServices, 'clock' | 'storage'>, acto
  */
 export function joinAsOwner(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor & { userId: string }, input: { organizationId: string }): void {
   const { organizationId } = input
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) throw notFound()
     const existing = tx
       .select({ role: memberships.role })

@@ -6,6 +6,7 @@ import { memberships, organizations } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
 import { LOCAL_TESTING_LIMITS, MAX_LIMIT, ORG_LIMIT_NAMES, resolveOrgLimits, setOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 
@@ -38,7 +39,7 @@ export const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (pres
  */
 export function createOrganization(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { name: unknown; preset: LimitPreset; owner?: string }) {
   const name = checkOrganizationName(input.name)
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     const now = isoTime(s.clock.now())
     const org = tx
       .insert(organizations)
@@ -106,7 +107,7 @@ export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLim
 /** The operator sets limits; the change is audited in the organisation's log and takes effect on the next request. */
 export function changeLimits(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; overrides: OrgLimitOverrides }): void {
   const { organizationId, overrides } = input
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     if (!setOrgLimits(tx, organizationId, overrides)) throw notFound()
     const detail = Object.entries(overrides)
       .map(([name, value]) => `${name}=${value ?? 'default'}`)

@@ -9,6 +9,7 @@ import type { DbOrTx } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { memberships, sessions, users } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
 import type { User } from '../users/users.ts'
@@ -33,7 +34,7 @@ export function createSession(s: Pick<AccountServices, 'clock' | 'storage'>, use
   const token = newToken()
   const now = s.clock.now()
   const expiresAt = now + input.lifetime.days * DAY
-  s.storage.transaction((tx) =>
+  transaction(s, (tx) =>
     tx
       .insert(sessions)
       .values({ tokenSha256: sha256Hex(token), userId: user.id, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress: input.clientAddress })
@@ -93,7 +94,7 @@ export function sessionStillReads(s: Pick<AccountServices, 'clock' | 'storage'>,
 
 /** Signs out this session (the sign-out button, or a cookie of a session that must end). */
 export const endSession = (s: Pick<AccountServices, 'storage'>, input: { tokenSha256: string }): void => {
-  s.storage.transaction((tx) => tx.delete(sessions).where(eq(sessions.tokenSha256, input.tokenSha256)).run())
+  transaction(s, (tx) => tx.delete(sessions).where(eq(sessions.tokenSha256, input.tokenSha256)).run())
 }
 
 /**
@@ -102,7 +103,7 @@ export const endSession = (s: Pick<AccountServices, 'storage'>, input: { tokenSh
  */
 export function signOutEverywhere(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { user: { id: string; email: string } }): number {
   const { user } = input
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     const ended = tx.delete(sessions).where(eq(sessions.userId, user.id)).returning().all().length
     recordAudit(s, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
     return ended

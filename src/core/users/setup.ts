@@ -7,6 +7,7 @@ import { timingSafeEqual } from 'node:crypto'
 import { eq } from 'drizzle-orm'
 import { settings } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import type { Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import { createApiKey } from '../api-keys/keys.ts'
@@ -53,7 +54,7 @@ export async function completeSetup(s: AccountServices, visitor: { clientAddress
   if (!email) throw new Refusal('invalid', 'Enter an email address.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.password))
   const preset: LimitPreset = input.preset === 'local' ? 'local' : 'hosted'
-  return s.storage.transaction((tx) => {
+  return transaction(s, (tx) => {
     // Checked again inside the write lock: two submissions racing create one operator.
     if (countUsers(s) > 0) throw notFound()
     tx.delete(settings).where(eq(settings.name, SETTING)).run()

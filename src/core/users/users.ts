@@ -5,6 +5,7 @@ import { newId, randomHex } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { recordAudit, type Actor } from '../audit/audit.ts'
 import { Refusal } from '../refusals.ts'
 import { passwordGate, verifyPassword } from './password-gate.ts'
@@ -40,7 +41,7 @@ export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' |
     if (error instanceof Refusal && error.kind === 'throttled') return user
     throw error
   }
-  s.storage.transaction((tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
+  transaction(s, (tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
   return { ...user, passwordHash }
 }
 
@@ -96,7 +97,7 @@ export async function resetPassword(s: AccountServices, actor: Actor, input: { e
   if (!user) return null
   const password = generatePassword()
   const passwordHash = await hashPassword(s, password)
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
     recordAudit(s, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
@@ -125,7 +126,7 @@ export async function changePassword(
   }
   if (outcome !== 'succeeded') throw new Refusal('invalid', 'The current password is wrong.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.next))
-  s.storage.transaction((tx) => {
+  transaction(s, (tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${input.keepSessionSha256}`).run()
   })
