@@ -16,7 +16,7 @@ import { loggablePath } from '../log-paths.ts'
 import { ACCESS_LEVELS, isAccess, needsOrganization, resolveAccess, type Access, type Member, type Resolved, type SignedIn, type Visitor } from './access.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
-import { asConsoleError } from './domain-errors.ts'
+import { asConsoleError, STATUS } from './errors.ts'
 import { renderError } from './pages/error.tsx'
 import { PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
 import { sameOrigin, securityHeaders } from './security.ts'
@@ -51,7 +51,7 @@ interface CompiledRoute extends Route {
 }
 
 /** Refuses, at start-up, a route that does not say who may reach it. */
-const compile = (route: Route): CompiledRoute => {
+export const compileRoute = (route: Route): CompiledRoute => {
   const id = `${route.method} ${route.path}`
   if (!isAccess(route.access)) throw new Error(`console route ${id} declares no access level (one of ${ACCESS_LEVELS.join(', ')})`)
   const names: string[] = []
@@ -76,10 +76,8 @@ export function isConsolePath(url: string): boolean {
   return false
 }
 
-const STATUS = { not_found: 404, forbidden: 403, invalid: 400, conflict: 409, throttled: 429, unauthenticated: 401 } as const
-
 export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
-  const compiled = routes.map(compile)
+  const compiled = routes.map(compileRoute)
   const { logger } = deps.s
 
   async function dispatch(ctx: ConsoleRequest): Promise<Response> {
