@@ -32,7 +32,7 @@ export interface RouteDefinition<P extends string, A extends Access> {
 /** A route as the router holds it (the definition with its types erased). */
 export interface Route {
   method: 'GET' | 'POST'
-  /** The pattern, e.g. `/console/orgs/:org/keys`. */
+  /** The pattern, e.g. PATHS.keys's `:org/keys` under the organisation. */
   path: string
   access: Access
   // A method, so handlers typed for their own params and access fit here.
@@ -67,7 +67,7 @@ export const compileRoute = (route: Route): CompiledRoute => {
 export function isConsolePath(url: string): boolean {
   const start = url.indexOf('/', url.indexOf('//') + 2)
   if (start < 0) return false
-  for (const prefix of ['/console', '/setup']) {
+  for (const prefix of [PATHS.home.pattern, PATHS.setup.pattern]) {
     if (url.startsWith(prefix, start)) {
       const next = url[start + prefix.length]
       if (next === undefined || next === '/' || next === '?') return true

@@ -4,6 +4,8 @@
  * organisation, is refused when the router is built, so it never serves a request.
  */
 import { describe, expect, test } from 'bun:test'
+import { Glob } from 'bun'
+import { join } from 'node:path'
 import { ACCESS_LEVELS } from '../../src/console/access.ts'
 import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { PATHS } from '../../src/console/paths.ts'
@@ -48,6 +50,17 @@ describe('building the router', () => {
 })
 
 describe('links', () => {
+  test('no console code outside the paths module spells a console path in a string', async () => {
+    const root = join(import.meta.dir, '..', '..', 'src', 'console')
+    const found: string[] = []
+    for await (const file of new Glob('**/*.{ts,tsx}').scan(root)) {
+      if (file === 'paths.ts') continue
+      const text = await Bun.file(join(root, file)).text()
+      for (const match of text.matchAll(/[`'"]\/(console|setup)\b[^`'"]*/g)) found.push(`${file}: ${match[0]}`)
+    }
+    expect(found).toEqual([])
+  })
+
   test('a link fills the names in order and percent-encodes each value', () => {
     expect(PATHS.inbox.link('org_1', 'inbox_2')).toBe('/console/orgs/org_1/inboxes/inbox_2')
     expect(PATHS.memberRole.link('org 1', 'a/b?c')).toBe('/console/orgs/org%201/members/a%2Fb%3Fc/role')
