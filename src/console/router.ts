@@ -32,7 +32,7 @@ export interface RouteDefinition<P extends string, A extends Access> {
 /** A route as the router holds it (the definition with its types erased). */
 export interface Route {
   method: 'GET' | 'POST'
-  /** The pattern, e.g. PATHS.keys's `:org/keys` under the organisation. */
+  /** The pattern of its PATHS entry (a `:name` segment matches one path segment). */
   path: string
   access: Access
   // A method, so handlers typed for their own params and access fit here.
