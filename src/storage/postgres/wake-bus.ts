@@ -1,0 +1,104 @@
+/**
+ * Wake-ups across machines: a message stored on any machine wakes the long polls waiting
+ * for its inbox on every machine. The storing transaction runs `notifyInbox` (NOTIFY is
+ * delivered only when that transaction commits, so a woken waiter always finds the row);
+ * each machine keeps one LISTEN connection and fans a notification out to its local waiters.
+ *
+ * No lost wake-up: `subscribe` resolves only once LISTEN is active, and a waiter subscribes
+ * BEFORE its first query. A message committed after that query but before the waiter starts
+ * waiting still resolves `woken`, because the subscription was already listening.
+ *
+ * Outages: PostgreSQL does not queue notifications for a connection that is gone, so a
+ * message committed while the LISTEN connection was down would wake nobody. When the client
+ * reconnects and listens again, every local waiter is woken once; each re-queries and
+ * either finds its message or subscribes again.
+ */
+import type { Sql } from './client.ts'
+
+/** One channel for every inbox: the payload names the inbox (ids are 38 characters, under NOTIFY's 8,000-byte limit). */
+export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
+
+export interface WakeSubscription {
+  /** Resolves at the first wake after subscribing: a message for the inbox, or a reconnection. */
+  woken: Promise<void>
+  /** Stops listening for this waiter; safe to call twice. */
+  close(): void
+}
+
+export interface WakeBus {
+  /** Listens for `inboxId`; resolves once a message committed from now on is sure to wake it. */
+  subscribe(inboxId: string): Promise<WakeSubscription>
+  /** Local waiters right now; for tests and metrics. */
+  waiting(): number
+  /** Stops listening; pending subscriptions stay unresolved and should be closed by their owners. */
+  close(): Promise<void>
+}
+
+/** Queues a wake-up for `inboxId` in the transaction (or session) `sql`; delivered at commit. */
+export async function notifyInbox(sql: Sql, inboxId: string): Promise<void> {
+  await sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`
+}
+
+/**
+ * Starts this machine's LISTEN. `sql` is the machine's pool: postgres.js runs LISTEN on a
+ * connection of its own beside the pool, reconnects it after a failure and listens again.
+ */
+export function createWakeBus(sql: Sql): WakeBus {
+  const waiters = new Map<string, Set<() => void>>()
+  let listens = 0
+
+  const wake = (inboxId: string) => {
+    const set = waiters.get(inboxId)
+    if (!set) return
+    waiters.delete(inboxId)
+    for (const resolve of set) resolve()
+  }
+  const wakeEveryone = () => {
+    const all = [...waiters.values()]
+    waiters.clear()
+    for (const set of all) for (const resolve of set) resolve()
+  }
+
+  const listening = sql.listen(WAKE_CHANNEL, wake, () => {
+    // Called on the first LISTEN and again after every reconnection: anything committed while
+    // the connection was down went unheard, so every waiter looks again.
+    listens += 1
+    if (listens > 1) wakeEveryone()
+  })
+  // A failure of the first LISTEN surfaces in subscribe(); keep it from being unhandled here.
+  listening.catch(() => {})
+
+  return {
+    async subscribe(inboxId) {
+      let resolve!: () => void
+      const woken = new Promise<void>((r) => {
+        resolve = r
+      })
+      // Registered before LISTEN is confirmed, so a wake-everyone during this await reaches it too.
+      let set = waiters.get(inboxId)
+      if (!set) waiters.set(inboxId, (set = new Set()))
+      set.add(resolve)
+      const close = () => {
+        const current = waiters.get(inboxId)
+        if (!current?.delete(resolve)) return
+        if (current.size === 0) waiters.delete(inboxId)
+      }
+      try {
+        await listening
+      } catch (error) {
+        close()
+        throw error
+      }
+      return { woken, close }
+    },
+    waiting() {
+      let n = 0
+      for (const set of waiters.values()) n += set.size
+      return n
+    },
+    async close() {
+      const { unlisten } = await listening
+      await unlisten()
+    },
+  }
+}
