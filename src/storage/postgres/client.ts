@@ -7,6 +7,8 @@
 import postgres from 'postgres'
 
 export type Sql = postgres.Sql
+/** A pool or an open transaction: what a statement that may join a caller's transaction takes. */
+export type Queryable = postgres.Sql | postgres.TransactionSql
 
 export interface ClientOptions {
   /** Connections in the pool; one machine's share of the server's `max_connections`. */

@@ -64,10 +64,7 @@ export const inboxes = pgTable(
     routingRuleId: text('routing_rule_id'),
     createdAt: at('created_at').notNull(),
   },
-  (table) => [
-    uniqueIndex('inboxes_local_part_unique').on(table.localPart),
-    index('inboxes_by_organization_newest').on(table.organizationId, table.state, table.createdAt, table.id),
-  ],
+  (table) => [uniqueIndex('inboxes_local_part_unique').on(table.localPart), index('inboxes_by_organization_newest').on(table.organizationId, table.state, table.createdAt, table.id)],
 )
 
 export const idempotencyRecords = pgTable(

@@ -13,7 +13,7 @@
  * reconnects and listens again, every local waiter is woken once; each re-queries and
  * either finds its message or subscribes again.
  */
-import type { Sql } from './client.ts'
+import type { Queryable, Sql } from './client.ts'
 
 /** One channel for every inbox: the payload names the inbox (ids are 38 characters, under NOTIFY's 8,000-byte limit). */
 export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
@@ -35,7 +35,7 @@ export interface WakeBus {
 }
 
 /** Queues a wake-up for `inboxId` in the transaction (or session) `sql`; delivered at commit. */
-export async function notifyInbox(sql: Sql, inboxId: string): Promise<void> {
+export async function notifyInbox(sql: Queryable, inboxId: string): Promise<void> {
   await sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`
 }
 
@@ -75,8 +75,8 @@ export function createWakeBus(sql: Sql): WakeBus {
         resolve = r
       })
       // Registered before LISTEN is confirmed, so a wake-everyone during this await reaches it too.
-      let set = waiters.get(inboxId)
-      if (!set) waiters.set(inboxId, (set = new Set()))
+      const set = waiters.get(inboxId) ?? new Set()
+      waiters.set(inboxId, set)
       set.add(resolve)
       const close = () => {
         const current = waiters.get(inboxId)
