@@ -4,7 +4,7 @@
  * connection of its own, a hook on every (re)connection of that listener, pools that recover
  * by themselves after the server restarts, and a pool that never opens more than `max`.
  */
-import { expect, setDefaultTimeout, test } from 'bun:test'
+import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
 
@@ -28,17 +28,25 @@ async function waitFor(condition: () => boolean, ms: number): Promise<boolean> {
 }
 
 describeWithPostgres('the PostgreSQL client', () => {
+  let url: string
+  beforeAll(async () => {
+    url = await freshDatabase()
+  })
+
   test('LISTEN runs beside the pool: a notification arrives while every pooled connection is busy', async () => {
-    const url = await freshDatabase()
     const sql = openPostgres(url, { max: 1 })
     const sender = openPostgres(url, { max: 1 })
     try {
       const heard: string[] = []
       await sql.listen('probe', (payload) => heard.push(payload))
-      const busy = sql`select pg_sleep(1.5)` // the pool's only connection
-      await Bun.sleep(200)
+      const busy = sql`select pg_sleep(2)` // the pool's only connection, busy for 2 s
+      let busyDone = false
+      busy.then(() => {
+        busyDone = true
+      })
       await sender.notify('probe', 'while busy')
-      expect(await waitFor(() => heard.length > 0, 1_000)).toBe(true)
+      expect(await waitFor(() => heard.length > 0, 10_000)).toBe(true)
+      expect(busyDone).toBe(false) // heard while the pool's connection was still busy
       await busy
       expect(heard).toEqual(['while busy'])
     } finally {
@@ -47,7 +55,6 @@ describeWithPostgres('the PostgreSQL client', () => {
   })
 
   test('after the server restarts: the listener reconnects, calls its hook again and hears new notifications; the pool recovers', async () => {
-    const url = await freshDatabase()
     const sql = openPostgres(url, { max: 2 })
     const sender = openPostgres(url, { max: 1 })
     try {
@@ -74,7 +81,6 @@ describeWithPostgres('the PostgreSQL client', () => {
   })
 
   test('a pool of 2 runs 8 concurrent queries on at most 2 server connections', async () => {
-    const url = await freshDatabase()
     const sql = openPostgres(url, { max: 2 })
     try {
       const rows = await Promise.all(Array.from({ length: 8 }, () => sql<{ pid: number }[]>`select pg_backend_pid() as pid, pg_sleep(0.1)`))

@@ -42,8 +42,12 @@ const bin = findBinaries()
 const unavailable = whyUnavailable(bin)
 let reported = false
 
-/** `describe`, or `describe.skip` with one line saying why when PostgreSQL is not installed. */
+/**
+ * `describe`, or `describe.skip` with one line saying why when PostgreSQL is not installed.
+ * .ci/run sets PIGEONHOLE_REQUIRE_POSTGRES=1 so that a broken install fails CI instead of skipping.
+ */
 export function describeWithPostgres(label: string, body: () => void): void {
+  if (unavailable && process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1') throw new Error(`the PostgreSQL tests cannot run: ${unavailable}`)
   if (unavailable && !reported) {
     reported = true
     console.warn(`skipped: the PostgreSQL tests (${unavailable})`)
