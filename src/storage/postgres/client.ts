@@ -26,5 +26,7 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
     idle_timeout: 60,
     // Fail fast when the server is unreachable rather than the default 30 s: callers answer 451/503.
     connect_timeout: 5,
+    // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
+    connection: { TimeZone: 'UTC' },
   })
 }
