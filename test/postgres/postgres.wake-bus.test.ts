@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createWakeBus, notifyInbox, type WakeBus } from '../../src/storage/postgres/wake-bus.ts'
+import { createWakeBus, notifyInbox, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
 
 setDefaultTimeout(60_000)
@@ -103,5 +103,35 @@ describeWithPostgres('wake bus', () => {
       }
     }
     expect(await settlesWithin(after.woken, 10_000)).toBe(true)
+  })
+})
+
+describeWithPostgres('wake bus started while the database is down', () => {
+  test('subscribe fails while it is down, then works once it is back, with no new bus or restart', async () => {
+    const url = await freshDatabase()
+    const cluster = testCluster()
+    const machineA = openPostgres(url, { max: 2 })
+    const machineB = openPostgres(url, { max: 2 })
+    cluster.stop()
+    try {
+      const bus = createWakeBus(machineA)
+      const refused = await bus.subscribe('inbox_down').then(
+        () => false,
+        () => true,
+      )
+      expect(refused).toBe(true)
+      expect(bus.waiting()).toBe(0)
+      cluster.start()
+      // The client listens again by itself in the background; a later request's subscribe works.
+      let waiter: WakeSubscription | null = null
+      for (const deadline = Date.now() + 20_000; !waiter && Date.now() < deadline; await Bun.sleep(100)) waiter = await bus.subscribe('inbox_down').catch(() => null)
+      if (!waiter) throw new Error('the bus did not come back')
+      await machineB.begin((tx) => notifyInbox(tx, 'inbox_down'))
+      expect(await settlesWithin(waiter.woken, 10_000)).toBe(true)
+      await bus.close()
+    } finally {
+      cluster.start()
+      await Promise.all([machineA.end(), machineB.end()])
+    }
   })
 })

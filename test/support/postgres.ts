@@ -84,6 +84,7 @@ export interface TestCluster {
   restart(): void
   /** Stops the server at once; `start()` brings it back. */
   stop(): void
+  /** Starts the server if it is stopped. */
   start(): void
 }
 
@@ -103,10 +104,14 @@ function createCluster(): TestCluster {
   // fsync off: the cluster dies with the run, and a test cannot observe power loss anyway.
   // The socket lives in the scratch folder so no system folder is needed.
   const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`
+  let running = false
   const start = () => {
+    if (running) return
     run([pgCtl, '-D', data, '-o', options, '-l', join(folder, 'server.log'), '-w', '-t', '60', 'start'], out)
+    running = true
   }
   const stop = () => {
+    running = false
     run([pgCtl, '-D', data, '-m', 'immediate', '-w', 'stop'], out)
   }
   start()

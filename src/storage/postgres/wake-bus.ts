@@ -45,7 +45,6 @@ export async function notifyInbox(sql: Queryable, inboxId: string): Promise<void
  */
 export function createWakeBus(sql: Sql): WakeBus {
   const waiters = new Map<string, Set<() => void>>()
-  let listens = 0
 
   const wake = (inboxId: string) => {
     const set = waiters.get(inboxId)
@@ -59,14 +58,22 @@ export function createWakeBus(sql: Sql): WakeBus {
     for (const set of all) for (const resolve of set) resolve()
   }
 
-  const listening = sql.listen(WAKE_CHANNEL, wake, () => {
-    // Called on the first LISTEN and again after every reconnection: anything committed while
-    // the connection was down went unheard, so every waiter looks again.
-    listens += 1
-    if (listens > 1) wakeEveryone()
+  // One LISTEN per machine, started at once. postgres.js keeps it alive by itself: after a
+  // lost connection, and also when this first attempt fails because the database is down
+  // as the machine starts, it connects again and listens again, calling `onListen` each time.
+  let listened = false
+  let firstListen!: () => void
+  const listenedOnce = new Promise<void>((resolve) => {
+    firstListen = resolve
   })
-  // A failure of the first LISTEN surfaces in subscribe(); keep it from being unhandled here.
-  listening.catch(() => {})
+  const onListen = () => {
+    // Anything committed while the connection was down went unheard: every waiter looks again.
+    if (listened) wakeEveryone()
+    listened = true
+    firstListen()
+  }
+  const attempt = sql.listen(WAKE_CHANNEL, wake, onListen)
+  attempt.catch(() => {}) // surfaces in subscribe() until a later attempt succeeds
 
   return {
     async subscribe(inboxId) {
@@ -84,7 +91,9 @@ export function createWakeBus(sql: Sql): WakeBus {
         if (current.size === 0) waiters.delete(inboxId)
       }
       try {
-        await listening
+        // Before the first LISTEN: wait for it, or fail at once if that attempt already failed
+        // (the caller answers "unavailable"; the retry in the background brings the bus back).
+        if (!listened) await Promise.race([listenedOnce, attempt])
       } catch (error) {
         close()
         throw error
@@ -97,8 +106,10 @@ export function createWakeBus(sql: Sql): WakeBus {
       return n
     },
     async close() {
-      const { unlisten } = await listening
-      await unlisten()
+      // Only a LISTEN that succeeded first time hands back its unlisten; otherwise ending
+      // the pool ends the listening connection too.
+      const first = await attempt.catch(() => null)
+      await first?.unlisten()
     },
   }
 }
