@@ -98,4 +98,30 @@ describeWithPostgres('exact counters across two machines', () => {
     const after = await Promise.all(Array.from({ length: 8 }, () => other.acquire([key])))
     expect(after.filter((r) => r.acquired).length).toBe(6)
   })
+
+  test('start() renews on its own timer: a held slot outlives its first lease while the machine lives', async () => {
+    const leaseMs = 600 // the timer beats every 200 ms of real time
+    const key = { id: 'key:beat', limit: 1 }
+    const beating = createSlotLeases(machineA, { holder: 'machine-beating', clock, leaseMs })
+    const other = createSlotLeases(machineB, { holder: 'machine-other-2', clock, leaseMs })
+    expect((await beating.acquire([key])).acquired).toBe(true)
+    beating.start()
+    try {
+      // Three times the lease in all, in steps a beat apart: each beat renews from the clock's time.
+      for (let step = 0; step < 6; step++) {
+        clock.advance(leaseMs / 2)
+        const before = (await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`)[0]!.at
+        // Wait (real time) until a beat has renewed the lease past the clock's new time.
+        for (const deadline = Date.now() + 10_000; Date.now() < deadline; await Bun.sleep(50)) {
+          const [row] = await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`
+          if (row!.at !== before) break
+        }
+        expect(await other.acquire([key])).toEqual({ acquired: false, full: 'key:beat' })
+      }
+    } finally {
+      beating.stop()
+    }
+    clock.advance(leaseMs) // no more beats: the lease runs out
+    expect((await other.acquire([key])).acquired).toBe(true)
+  })
 })
