@@ -39,14 +39,16 @@ describeWithPostgres('the PostgreSQL client', () => {
     try {
       const heard: string[] = []
       await sql.listen('probe', (payload) => heard.push(payload))
-      const busy = sql`select pg_sleep(2)` // the pool's only connection, busy for 2 s
-      let busyDone = false
-      busy.then(() => {
-        busyDone = true
-      })
-      await sender.notify('probe', 'while busy')
+      // The pool's only connection waits for a lock the sender holds: busy until released. A
+      // server process blocked like this delivers no notification, so hearing one proves LISTEN
+      // runs on another connection.
+      const holder = await sender.reserve()
+      await holder`select pg_advisory_lock(42)`
+      const busy = sql`select pg_advisory_lock(42)`.then(() => sql`select pg_advisory_unlock(42)`)
+      await holder`select pg_notify('probe', 'while busy')`
       expect(await waitFor(() => heard.length > 0, 10_000)).toBe(true)
-      expect(busyDone).toBe(false) // heard while the pool's connection was still busy
+      await holder`select pg_advisory_unlock(42)`
+      holder.release()
       await busy
       expect(heard).toEqual(['while busy'])
     } finally {
