@@ -2,12 +2,12 @@
  * PostgreSQL advisory locks named by text. A lock's 64-bit key is `hashtextextended(name, 0)`,
  * computed by the server, so every machine derives the same key from the same name. Session
  * locks belong to one connection: they are taken on a reserved connection (or a pool of one)
- * and released explicitly, and the server releases them by itself when that connection dies (a killed
- * machine never leaves a lock held).
+ * and released explicitly, and the server releases them by itself when that connection dies
+ * (a killed machine never leaves a lock held).
  */
 import type { Sql } from './client.ts'
 
-/** Takes the lock on `name` only if free; null when another session holds it. */
+/** Runs `work` holding the lock on `name` if it is free; `{ ran: false }` when another session holds it. */
 export async function tryAdvisoryLock<T>(sql: Sql, name: string, work: () => Promise<T>): Promise<{ ran: true; result: T } | { ran: false }> {
   const connection = await sql.reserve()
   try {
