@@ -8,7 +8,8 @@ import type { Membership } from '../../core/console/organizations.ts'
 import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
-import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
+import { emptyFilter, filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
+import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { UsageCards } from './overview.tsx'
 import { FilterFields, SearchForm } from './search.tsx'
 import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
@@ -30,7 +31,7 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
       <UsageCards usage={props.usage} />
       <section class="card">
         <h2>Search all inboxes</h2>
-        <SearchForm org={org} filter={{ subject: '', from: '', since: '', cursor: '' }} />
+        <SearchForm org={org} filter={emptyFilter} />
       </section>
       <section class="card">
         <h2>New inbox</h2>
@@ -125,6 +126,11 @@ export function InboxPage(props: {
           </div>
         </form>
         {props.error && <p class="error">{props.error}</p>}
+        {filter.text && (
+          <p class="muted" id="text-bounds">
+            Text is looked for in this inbox's newest {TEXT_SEARCH_WINDOW.toLocaleString('en')} messages.
+          </p>
+        )}
         <div id="message-list" data-live-events={`${here}/events`} data-live-watch={`${org.organizationId}:${inbox.id}`}>
           {props.messages.length === 0 ? (
             filtered ? (
