@@ -30,6 +30,7 @@ test('the list alone: its rows, escaped, with the security headers and no layout
   expect(list.headers.get('x-live-list')).toBe('1')
   expect(list.headers.get('content-security-policy')).toBe(page.headers.get('content-security-policy'))
   expect(list.headers.get('cache-control')).toBe('no-store')
+  expect(list.headers.get('server-timing')).toMatch(/^list;dur=\d+\.\d$/)
   expect(list.html).not.toContain('<html')
   expect(list.html).not.toContain('<nav')
   expect(list.html).toContain('First &lt;b>one&lt;/b>')
