@@ -5,7 +5,7 @@ CREATE TABLE `message_search_texts` (
 	FOREIGN KEY (`message_id`) REFERENCES `messages`(`id`) ON UPDATE no action ON DELETE cascade
 );
 --> statement-breakpoint
--- Messages stored before this table existed: their text part (else the preview), lowercased by SQLite (ASCII letters only), first 10000 characters.
+-- Messages stored before this table existed: their text part (else the preview), lowercased by SQLite (ASCII letters only), first 4000 characters.
 INSERT INTO `message_search_texts` (`message_id`, `text`)
-SELECT `c`.`message_id`, lower(substr(coalesce(`c`.`text_body`, `m`.`preview`), 1, 10000))
+SELECT `c`.`message_id`, lower(substr(coalesce(`c`.`text_body`, `m`.`preview`), 1, 4000))
 FROM `message_contents` `c` JOIN `messages` `m` ON `m`.`id` = `c`.`message_id`;

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { emptyFilter, filterHref, readInboxFilter, toMessageQuery } from '../../src/console/inbox-filter.ts'
 import { listQuerySql } from '../../src/core/messages/list-messages.ts'
+import { TEXT_SEARCH_CHARS } from '../../src/core/inbound/search-text.ts'
 import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
 import { searchQuery } from '../../src/core/messages/search-organization.ts'
 import { type ConsoleClient, setUp } from '../support/console-client.ts'
@@ -190,4 +191,15 @@ test('the URL carries the filters and paging keeps them', async () => {
   const second = await owner.get(next)
   expect(second.status).toBe(200)
   expect(subjectsOf(second.html)).toHaveLength(1)
+})
+
+test('the searched text is bounded: a 1 MB body keeps its first TEXT_SEARCH_CHARS characters', async () => {
+  const c = (await server.post('/v1/inboxes', key)).body.data
+  await send(c.address, simpleMessage({ to: c.address, subject: 'Long', text: `early ${'a'.repeat(TEXT_SEARCH_CHARS)} late ${'b'.repeat(1_000_000)}` }))
+  const db = new Database(server.databasePath, { readonly: true })
+  const lengths = db.query('select length(t.text) as n from message_search_texts t join messages m on m.id = t.message_id where m.inbox_id = ?').all(c.id) as { n: number }[]
+  db.close()
+  expect(lengths).toEqual([{ n: TEXT_SEARCH_CHARS }])
+  expect(subjectsOf((await inbox(c.id, 'text=early')).html)).toEqual(['Long'])
+  expect(subjectsOf((await inbox(c.id, 'text=late')).html)).toEqual([])
 })
