@@ -191,6 +191,20 @@ test('the URL carries the filters and paging keeps them', async () => {
   const second = await owner.get(next)
   expect(second.status).toBe(200)
   expect(subjectsOf(second.html)).toHaveLength(1)
+
+  // The same across inboxes: "Older matches" keeps the filters and shows the one left.
+  const firstMatches = await search('text=CODE&since=2026-11-25+14:30:05')
+  expect(subjectsOf(firstMatches.html)).toHaveLength(50)
+  const olderMatches = /href="([^"]+)" id="older-matches"/.exec(firstMatches.html)![1]!.replaceAll('&amp;', '&')
+  expect(olderMatches).toContain('text=CODE')
+  expect(olderMatches).toContain('since=2026-11-25+14%3A30%3A05')
+  const lastMatches = await owner.get(olderMatches)
+  expect(subjectsOf(lastMatches.html)).toEqual(['Code 0'])
+  expect(lastMatches.html).not.toContain('id="older-matches"')
+  expect((await search('text=CODE&cursor=forged')).status).toBe(400)
+  // A cursor of one inbox's list is not one of the search's.
+  const inboxCursor = new URL(next, server.url).searchParams.get('cursor')!
+  expect((await search(`text=CODE&cursor=${encodeURIComponent(inboxCursor)}`)).status).toBe(400)
 })
 
 test('the searched text is bounded: a 1 MB body keeps its first TEXT_SEARCH_CHARS characters', async () => {

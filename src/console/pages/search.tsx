@@ -5,7 +5,7 @@ import type { MessageSummary } from '../../core/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'
-import { FILTER_LIMITS, type InboxFilter } from '../inbox-filter.ts'
+import { FILTER_LIMITS, filterHref, type InboxFilter } from '../inbox-filter.ts'
 import { messagePath } from './message.tsx'
 import { orgPath, Table, Time } from './shell.tsx'
 
@@ -66,23 +66,24 @@ export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
   )
 }
 
-export function SearchPage(props: { org: Membership; filter: InboxFilter; results: MessageSummary[] | null; limit: number; error?: string }) {
-  const { org } = props
+export function SearchPage(props: { org: Membership; filter: InboxFilter; results: { data: MessageSummary[]; next_cursor: string | null } | null; error?: string }) {
+  const { org, filter } = props
+  const here = orgPath(org.organizationId, '/search')
   return (
     <section class="card">
       <h2>Search all inboxes</h2>
-      <SearchForm org={org} filter={props.filter} />
+      <SearchForm org={org} filter={filter} />
       {props.error && <p class="error">{props.error}</p>}
       <p class="muted" id="search-bounds">
         Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text contains
         looks at the subject and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
       </p>
       {props.results !== null &&
-        (props.results.length === 0 ? (
+        (props.results.data.length === 0 ? (
           <p id="no-results">No messages match.</p>
         ) : (
           <Table columns={['To', 'From', 'Subject', 'Received']}>
-            {props.results.map((m) => (
+            {props.results.data.map((m) => (
               <tr>
                 <td class="mono">{m.to}</td>
                 <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
@@ -96,7 +97,18 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
             ))}
           </Table>
         ))}
-      {props.results !== null && props.results.length === props.limit && <p class="muted">The newest {props.limit} matches are shown; narrow the search for older ones.</p>}
+      {props.results?.next_cursor && (
+        <p>
+          <a href={filterHref(here, filter, props.results.next_cursor)} id="older-matches">
+            Older matches
+          </a>
+        </p>
+      )}
+      {filter.cursor && (
+        <p>
+          <a href={filterHref(here, filter)}>Newest matches</a>
+        </p>
+      )}
     </section>
   )
 }

@@ -73,11 +73,11 @@ export const inboxRoutes: Route[] = [
     path: '/console/orgs/:org/search',
     handler: (ctx) => {
       const org = ctx.requireMember(ctx.params.org!)
-      const filter = { ...readInboxFilter(ctx.url), cursor: '' }
+      const filter = readInboxFilter(ctx.url)
       const query = toMessageQuery(filter, SEARCH_RESULTS)
       const error = 'error' in query ? query.error : undefined
       const results = error || !isFiltered(filter) ? null : searchOrganization(ctx.s, principalFor(ctx, org), query as MessageQuery, SEARCH_RESULTS)
-      const page = <SearchPage org={org} filter={filter} results={results} limit={SEARCH_RESULTS} error={error} />
+      const page = <SearchPage org={org} filter={filter} results={results} error={error} />
       return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
     },
   },

@@ -11,6 +11,8 @@ import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
 import { inboxes, messages } from '../../storage/schema.ts'
 import type { Principal } from '../api-keys.ts'
+import type { CursorPosition } from '../cursor.ts'
+import { cutPage, olderThan } from '../keyset.ts'
 import type { MessageSummary } from '../models.ts'
 import type { Services } from '../services.ts'
 import type { MessageQuery } from './list-messages.ts'
@@ -25,8 +27,8 @@ export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomai
 /** How many of the newest messages a query looks through: fewer when it searches text. */
 export const searchWindow = (query: SearchQuery) => (query.text ? TEXT_SEARCH_WINDOW : SEARCH_WINDOW)
 
-/** The query (exported so a test can check its plan). */
-export function searchQuery(db: Db, organizationId: string, query: SearchQuery, now: number, limit: number) {
+/** The query (exported so a test can check its plan); `after` is the last row of the previous page. */
+export function searchQuery(db: Db, organizationId: string, query: SearchQuery, now: number, limit: number, after?: CursorPosition) {
   const newest = db
     .select({ id: messages.id })
     .from(messages)
@@ -52,12 +54,22 @@ export function searchQuery(db: Db, organizationId: string, query: SearchQuery, 
         query.recipient ? recipientContains(query.recipient.toLowerCase()) : undefined,
         query.text ? textContains(query.text) : undefined,
         query.hasAttachment ? hasAttachment() : undefined,
+        after ? olderThan({ at: messages.receivedAt, id: messages.id }, after) : undefined,
       ),
     )
     .orderBy(desc(messages.receivedAt), desc(messages.id))
     .limit(limit)
 }
 
-export function searchOrganization(s: Services, principal: Principal, query: SearchQuery, limit: number): MessageSummary[] {
-  return searchQuery(s.storage.db, principal.organizationId, query, s.clock.now(), limit).all().map(presentSummary)
+/**
+ * A page of matches, newest first, and the cursor of the next (signed for this
+ * organisation's search). Later pages stay within the window of the newest messages,
+ * which moves as mail arrives: a page is never older than the window of its own read.
+ */
+export function searchOrganization(s: Services, principal: Principal, query: SearchQuery & { cursor?: string }, limit: number): { data: MessageSummary[]; next_cursor: string | null } {
+  const listing = `search:${principal.organizationId}`
+  const after = query.cursor === undefined ? undefined : s.cursors.decode(listing, query.cursor)
+  const rows = searchQuery(s.storage.db, principal.organizationId, query, s.clock.now(), limit + 1, after).all()
+  const page = cutPage(rows, limit, (last) => s.cursors.encode(listing, { at: last.receivedAt, id: last.id }))
+  return { data: page.rows.map(presentSummary), next_cursor: page.nextCursor }
 }
