@@ -6,8 +6,8 @@ import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'
 import { FILTER_LIMITS, filterHref, type InboxFilter } from '../inbox-filter.ts'
-import { messagePath } from './message.tsx'
-import { orgPath, Table, Time } from './shell.tsx'
+import { PATHS } from '../paths.ts'
+import { Table, Time } from './shell.tsx'
 
 /**
  * The fields of a message filter, shared by an inbox's filter and the search across inboxes;
@@ -55,7 +55,7 @@ export function FilterFields(props: { idPrefix: string; filter: InboxFilter; rec
 
 export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
   return (
-    <form method="get" action={orgPath(props.org.organizationId, '/search')} class="filters" aria-label="Search all inboxes">
+    <form method="get" action={PATHS.search.link(props.org.organizationId)} class="filters" aria-label="Search all inboxes">
       <FilterFields idPrefix="search" filter={props.filter} recipient />
       <div class="filter-actions">
         <button type="submit" class="secondary">
@@ -68,7 +68,7 @@ export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
 
 export function SearchPage(props: { org: Membership; filter: InboxFilter; results: { data: MessageSummary[]; next_cursor: string | null } | null; error?: string }) {
   const { org, filter } = props
-  const here = orgPath(org.organizationId, '/search')
+  const here = PATHS.search.link(org.organizationId)
   return (
     <section class="card">
       <h2>Search all inboxes</h2>
@@ -88,7 +88,7 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
                 <td class="mono">{m.to}</td>
                 <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
                 <td>
-                  <a href={messagePath(org.organizationId, m.id)}>{m.subject || '(no subject)'}</a>
+                  <a href={PATHS.message.link(org.organizationId, m.id)}>{m.subject || '(no subject)'}</a>
                 </td>
                 <td>
                   <Time at={m.received_at} />
