@@ -147,6 +147,13 @@ export const messageContents = pgTable('message_contents', {
   headersJson: text('headers_json').notNull(), // kept as text, not jsonb: served back byte for byte
 })
 
+export const messageSearchTexts = pgTable('message_search_texts', {
+  messageId: text('message_id')
+    .primaryKey()
+    .references(() => messages.id, { onDelete: 'cascade' }),
+  text: text('text').notNull(),
+})
+
 export const messageSources = pgTable('message_sources', {
   messageId: text('message_id')
     .primaryKey()
