@@ -43,3 +43,13 @@ test('the console and the CLI commands reach storage only through core verbs', a
   expect(imports.filter(({ target }) => target.startsWith('core/')).length).toBeGreaterThan(20)
   expect(imports.filter(({ target }) => target.startsWith('storage/'))).toEqual([])
 })
+
+test('the CLI commands reach the database only through core verbs (no .storage)', async () => {
+  // The entry (src/cli.ts) opens and closes the database; the commands get it inside the services they pass on.
+  const reaching: string[] = []
+  for await (const file of new Bun.Glob('cli/**/*.ts').scan({ cwd: SRC })) {
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
+    if (/\.storage\b/.test(code)) reaching.push(file)
+  }
+  expect(reaching).toEqual([])
+})
