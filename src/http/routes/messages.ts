@@ -8,7 +8,7 @@ import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { ConnectionTimeouts } from '../connection-timeouts.ts'
 import type { RequestRegistry } from '../request-registry.ts'
-import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
+import { listSummariesAsJson, MessagePageCache } from '../../core/messages/page-cache.ts'
 import { errorResponses, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 

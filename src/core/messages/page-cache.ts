@@ -14,10 +14,10 @@
  * Older messages beyond the look-ahead row cannot change the answer by expiring: the page
  * holds the newest matches and `next_cursor` only says whether the look-ahead row exists.
  */
-import type { Principal } from '../core/api-keys.ts'
-import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
-import { queryMessagesWithExpiry, type MessageQuery } from '../core/messages/list-messages.ts'
-import type { Services } from '../core/services.ts'
+import type { Principal } from '../api-keys.ts'
+import { findActiveInbox } from '../inboxes/find-inbox.ts'
+import type { Services } from '../services.ts'
+import { queryMessagesWithExpiry, type MessageQuery } from './list-messages.ts'
 
 interface CachedPage {
   version: number
