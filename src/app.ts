@@ -17,6 +17,7 @@ import { StorageHealth } from './core/storage-health.ts'
 import { writeHeartbeat } from './core/heartbeat.ts'
 import { parseLocalWarn, ReplicationMonitor } from './core/replication.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
+import { MessagePageCache } from './core/messages/page-cache.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
 import { startRetentionSweeper } from './core/retention.ts'
@@ -158,6 +159,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock),
     longPolls: new LongPollSlots(),
+    messagePages: new MessagePageCache(),
     reservations: new InboundReservations(),
     refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),

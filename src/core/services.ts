@@ -6,7 +6,6 @@ import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
-import type { Spool } from '../storage/spool.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
@@ -15,7 +14,28 @@ import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
+import type { MessagePageCache } from './messages/page-cache.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
+
+/** One message's DATA on disk, from its first spooled chunk to its parse. */
+export interface SpooledData {
+  append(chunks: Buffer[]): Promise<void>
+  read(): Promise<Buffer>
+  /** Deletes the file; safe to call more than once. */
+  remove(): Promise<void>
+}
+
+/**
+ * Where DATA too big for memory waits for its parse, as the SMTP transport sees it (the files
+ * beside the database, src/storage/spool.ts), so the transport needs nothing from storage.
+ */
+export interface DataSpool {
+  /** Resolves with a release function when this reader may read from its socket again. */
+  readTurn(): Promise<() => void>
+  create(): Promise<SpooledData>
+  /** Bytes in spool files now. */
+  readonly bytes: number
+}
 
 /** Everything a domain verb may use, built once by the composition root (src/app.ts). */
 export interface Services {
@@ -30,13 +50,15 @@ export interface Services {
   cursors: CursorCodec
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
+  /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */
+  messagePages: MessagePageCache
   reservations: InboundReservations
   /** Recent refusals at RCPT TO per address, for the console's inbox page (memory only). */
   refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */
   parser: ParsePool
   /** Where DATA too big for memory waits for its parse (src/storage/spool.ts). */
-  spool: Spool
+  spool: DataSpool
   /** Counters and histograms for /metrics; plain numbers, no I/O. */
   metrics: AppMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */

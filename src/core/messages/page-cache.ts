@@ -75,10 +75,13 @@ const keyOf = (inboxId: string, q: MessageQuery) =>
 
 /**
  * listOrWaitForMessages with wait_seconds=0 and no include: the JSON text of the page,
- * from the cache when still valid. Errors (unknown inbox, bad cursor) are never cached.
+ * from the cache (Services.messagePages) when still valid. Errors (unknown inbox, bad
+ * cursor) are never cached.
  */
-export function listSummariesAsJson(s: Services, cache: MessagePageCache, principal: Principal, inboxId: string, query: MessageQuery): string {
-  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+export function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): string {
+  const { query } = input
+  const cache = s.messagePages
+  const inbox = findActiveInbox(s.storage.db, principal, input.inboxId)
   const now = s.clock.now()
   const version = s.notifier.version(inbox.id)
   const key = keyOf(inbox.id, query)
