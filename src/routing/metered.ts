@@ -1,6 +1,6 @@
 /** Counts every routing-provider call and how it ended, around whichever provider is configured. */
 import { RoutingError, type RoutingProvider } from '../core/routing.ts'
-import type { AppMetrics } from './app-metrics.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 
 export function meteredRouting(provider: RoutingProvider, metrics: AppMetrics): RoutingProvider {
   const count = async <T>(operation: string, call: () => Promise<T>): Promise<T> => {
