@@ -1,7 +1,6 @@
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
-import type { AppMetrics } from '../metrics/app-metrics.ts'
 import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
@@ -16,6 +15,15 @@ import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
 import type { MessagePageCache } from './messages/page-cache.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
+
+/**
+ * The figures core itself reports for /metrics. src/metrics/app-metrics.ts implements it and
+ * the composition root hands it in, so core and metrics import nothing from each other.
+ */
+export interface CoreMetrics {
+  /** Seconds from a message's commit to the waiting long poll holding its answer. */
+  readonly longPollWake: { observe(seconds: number): void }
+}
 
 /** One message's DATA on disk, from its first spooled chunk to its parse. */
 export interface SpooledData {
@@ -59,8 +67,8 @@ export interface Services {
   parser: ParsePool
   /** Where DATA too big for memory waits for its parse (src/storage/spool.ts). */
   spool: DataSpool
-  /** Counters and histograms for /metrics; plain numbers, no I/O. */
-  metrics: AppMetrics
+  /** What core reports for /metrics; plain numbers, no I/O. */
+  metrics: CoreMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
   disk: DiskGuard
   /** Whether writes currently succeed; logs the start and end of a failing volume once each. */
