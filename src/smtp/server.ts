@@ -102,7 +102,7 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
           const state = stateOf(session)
           const envelope = session.envelope
           const isLive = () => !state.closed && session.envelope === envelope
-          const reservation = admitRecipient(s, address.address, isLive, state.reservations)
+          const reservation = admitRecipient(s, { address: address.address, isLive, admitted: state.reservations })
           if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
           callback()
         } catch (error) {
@@ -158,7 +158,7 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
                 s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
                 throw new InboundRefusal('storage_failed')
               }
-              return receiveMessage(s, raw, envelopeFrom, recipients) // takes over raw
+              return receiveMessage(s, { raw, envelopeFrom, recipients }) // takes over raw
             })
             return stored
           }

@@ -41,7 +41,7 @@ export const liveRoutes: Route[] = [
         const [org = '', inbox = ''] = key.split(':')
         try {
           const membership = ctx.requireMember(org)
-          watched.push(findActiveInbox(ctx.s.storage.db, principalFor(ctx, membership), inbox).id)
+          watched.push(findActiveInbox(ctx.s, principalFor(ctx, membership), inbox).id)
           organizationId ??= membership.organizationId
           organizations.add(membership.organizationId)
         } catch (error) {

@@ -49,7 +49,7 @@ async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatu
   const principal = principalFor(ctx, org)
   const message = getMessage(ctx.s, principal, ctx.params.message!)
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
-  const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
+  const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
   const newer = at > 0 ? listed[at - 1]!.id : undefined
   const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined

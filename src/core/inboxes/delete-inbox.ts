@@ -13,7 +13,7 @@ import { releaseAbandonedClaims } from './idempotency.ts'
  * Monthly email usage is kept: it counts what arrived, not what is left.
  */
 export async function deleteInbox(s: Services, principal: Principal, inboxId: string): Promise<void> {
-  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+  const inbox = findActiveInbox(s, principal, inboxId)
   try {
     await s.routing.deleteRule(inbox.routingRuleId, inbox.address)
   } catch (error) {

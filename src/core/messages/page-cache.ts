@@ -81,13 +81,13 @@ const keyOf = (inboxId: string, q: MessageQuery) =>
 export function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): string {
   const { query } = input
   const cache = s.messagePages
-  const inbox = findActiveInbox(s.storage.db, principal, input.inboxId)
+  const inbox = findActiveInbox(s, principal, input.inboxId)
   const now = s.clock.now()
   const version = s.notifier.version(inbox.id)
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.publicUrls().filesUrl, now, inbox.id, query)
+  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body

@@ -66,10 +66,10 @@ async function listWithContentOrWait(
   waitSeconds: number,
   nothingArrived: () => unknown,
 ): Promise<unknown> {
-  if (waitSeconds === 0) return listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })
+  if (waitSeconds === 0) return listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })
   connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
   try {
-    return (await listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })) ?? nothingArrived()
+    return (await listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })) ?? nothingArrived()
   } finally {
     connections.release(request)
   }
