@@ -31,8 +31,11 @@ test('src/storage imports nothing above it', async () => {
   expect(crossing).toEqual([])
 })
 
+/** The /v1 and inbound transports, with the web helpers they share with the console. */
+const V1_AND_SMTP = ['http', 'smtp', 'web']
+
 test('src/http and src/smtp import nothing from src/storage, not even a type', async () => {
-  const imports = [...(await importsUnder('http')), ...(await importsUnder('smtp'))]
+  const imports = (await Promise.all(V1_AND_SMTP.map(importsUnder))).flat()
   expect(imports.length).toBeGreaterThan(50)
   const crossing = imports.filter(({ target }) => target.startsWith('storage/'))
   expect(crossing).toEqual([])
@@ -40,7 +43,7 @@ test('src/http and src/smtp import nothing from src/storage, not even a type', a
 
 test('src/http and src/smtp reach the database only through core verbs (no services.storage)', async () => {
   const reaching: string[] = []
-  for (const folder of ['http', 'smtp']) {
+  for (const folder of V1_AND_SMTP) {
     for await (const file of new Bun.Glob(`${folder}/**/*.ts`).scan({ cwd: SRC })) {
       const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
       // `.storage` as a whole word: s.storage.db, services.storage; s.storageHealth is core's.
