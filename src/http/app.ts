@@ -21,12 +21,13 @@ import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
 import { metricsRoutes } from './routes/metrics.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { type ReadinessProbes, readyRoutes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
 import type { ConnectionTimeouts } from './connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts, metrics: AppMetrics) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
@@ -96,7 +97,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
     .use(openApiRoutes(s))
     .use(healthRoutes(s))
     .use(readyRoutes(s, probes))
-    .use(metricsRoutes(s))
+    .use(metricsRoutes(s, metrics))
     .use(inboxRoutes(s, requests))
     .use(messageRoutes(s, requests, connections))
     .use(attachmentRoutes(s, requests))
