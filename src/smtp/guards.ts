@@ -19,7 +19,7 @@ import { wordSizeRefusal } from './size-declaration.ts'
  * Bytes of DATA become garbage faster than the collector reclaims them by itself: under 200
  * parallel 12 MiB streams the process reached 700 MiB while holding 32 MiB. A full
  * collection (at most about 30 ms here) each time half the budget has flowed, and around
- * each large parse, keeps RSS near what is really held (docs/smtp-guards.md).
+ * each large parse, keeps RSS near what is really held (docs/internals/smtp-guards.md).
  */
 /**
  * Each collection runs in an event-loop turn of its own, and requests made meanwhile share
