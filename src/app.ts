@@ -13,10 +13,12 @@ import { ParsePool } from './core/inbound/parse-pool.ts'
 import { RefusedDeliveries } from './core/inbound/refused-deliveries.ts'
 import { InboundReservations } from './core/inbound/reservations.ts'
 import { DiskGuard, parseMinFree } from './core/disk-guard.ts'
-import { StorageHealth } from './core/storage-health.ts'
+import { STORAGE_FAILURE_KINDS, StorageHealth } from './core/storage-health.ts'
+import { STORED_BYTES_KINDS } from './core/stored-bytes.ts'
 import { writeHeartbeat } from './core/heartbeat.ts'
 import { parseLocalWarn, ReplicationMonitor } from './core/replication.ts'
 import { discardUnfinishedInboxes } from './core/inboxes/delete-inbox.ts'
+import { MessagePageCache } from './core/messages/page-cache.ts'
 import { LongPollSlots } from './core/long-poll-slots.ts'
 import { RequestRateLimiter } from './core/request-rate-limiter.ts'
 import { startRetentionSweeper } from './core/retention.ts'
@@ -35,7 +37,7 @@ import { AppMetrics } from './metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from './metrics/event-loop.ts'
 import { startPrivateMetricsListener } from './metrics/private-listener.ts'
 import { observedLogger } from './metrics/log-observer.ts'
-import { meteredRouting } from './metrics/routing.ts'
+import { meteredRouting } from './routing/metered.ts'
 import { InboxNotifier } from './notifier.ts'
 import { createRoutingProvider } from './routing/index.ts'
 import type { RoutingProvider } from './core/routing.ts'
@@ -57,6 +59,8 @@ interface AppOptions {
 
 export interface RunningApp {
   services: Services
+  /** Every metric /metrics exposes (core reports into it through Services.metrics). */
+  metrics: AppMetrics
   httpPort: number
   smtpPort: number
   /** The METRICS_PORT listener's port, when one runs. */
@@ -125,7 +129,8 @@ function replicationMonitor(config: Config, storage: ReturnType<typeof openStora
 
 export async function startApp(options: AppOptions): Promise<RunningApp> {
   const { config } = options
-  const metrics = new AppMetrics()
+  // Series known in advance start at 0; their label values are core's.
+  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
@@ -153,11 +158,12 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     storage,
     clock,
     logger,
-    routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
+    routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
     notifier: new InboxNotifier(),
     cursors: CursorCodec.fromDatabase(storage.db),
     requestLimiter: new RequestRateLimiter(clock),
     longPolls: new LongPollSlots(),
+    messagePages: new MessagePageCache(),
     reservations: new InboundReservations(),
     refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
     parser: new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger }),
@@ -189,7 +195,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
 
   let smtpListening = false
   const connections = new ConnectionTimeouts()
-  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections)
+  const api = buildHttpApp(services, { smtpListening: () => smtpListening && smtp.server.listening }, connections, metrics)
   const consoleApp = buildConsole(services, connections)
   const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
   const hsts = strictTransportSecurity(config)
@@ -239,7 +245,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
   // start-up summary on stderr and `cli setup-link` show it.
   if (setupLink) logger.info('console_setup_pending', { setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
 
-  const smtp = createSmtpServer(services, tls)
+  const smtp = createSmtpServer(services, metrics, tls)
   const stopTlsWatch = tls.watch((material) => smtp.updateSecureContext(material))
   const smtpPort = await new Promise<number>((resolve, reject) => {
     smtp.server.once('error', reject)
@@ -323,5 +329,5 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
     logger.info('metrics_listening', { port: privateMetrics.port, host: config.metricsHost })
   }
 
-  return { services, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
+  return { services, metrics, httpPort, smtpPort, metricsPort: privateMetrics?.port ?? null, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls, setupUrl: setupLink, stop }
 }
