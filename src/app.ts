@@ -26,8 +26,8 @@ import { buildConsole, isConsolePath } from './console/index.ts'
 import { setupToken, setupUrl } from './core/console/setup.ts'
 import { buildHttpApp } from './http/app.ts'
 import { clientAddressReader } from './http/client-address.ts'
-import { ConnectionTimeouts } from './http/connection-timeouts.ts'
-import { targetRefusal } from './http/request-target.ts'
+import { ConnectionTimeouts } from './web/connection-timeouts.ts'
+import { targetRefusal } from './web/request-target.ts'
 import { strictTransportSecurity, withStrictTransportSecurity } from './http/transport-security.ts'
 import { routableByElysia } from './http/routable-request.ts'
 import { createLogger, type Logger } from './log.ts'
@@ -213,7 +213,7 @@ export async function startApp(options: AppOptions): Promise<RunningApp> {
         idleTimeout: config.httpIdleTimeoutSeconds,
         reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
         // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
-        // envelope, reading at most 64 KiB of any body (src/http/body.ts).
+        // envelope, reading at most 64 KiB of any body (src/web/body.ts).
         maxRequestBodySize: 1024 * 1024 * 1024,
         fetch(request, bun) {
           // The peer's address only where it is used (the console), off the API's path.

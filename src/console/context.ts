@@ -13,7 +13,7 @@ import type { User } from '../core/console/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
-import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
 import type { ShownOnce } from './shown-once.ts'
 

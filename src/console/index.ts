@@ -5,7 +5,7 @@
  */
 import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
-import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
