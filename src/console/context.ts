@@ -24,7 +24,7 @@ export interface ConsoleDeps {
   /** BASE_URL is https: cookies get `Secure`. */
   secureCookies: boolean
   /** `host:port` of the SMTP listener for the examples on pages (known once it listens). */
-  smtpAddress: string
+  smtpAddress: () => string
   /** The inbox pages' open event streams. */
   streams: LiveStreams
   /** Lets a live stream's connection outlast HTTP_IDLE_TIMEOUT_SECONDS. */

@@ -119,7 +119,7 @@ export const inboxRoutes: Route[] = [
           nextCursor={listed.next_cursor}
           filter={filter}
           error={error}
-          smtpAddress={ctx.deps.smtpAddress}
+          smtpAddress={ctx.deps.smtpAddress()}
           refused={ctx.s.refusedDeliveries.recent(inbox.id)}
         />
       )
