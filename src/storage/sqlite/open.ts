@@ -1,5 +1,7 @@
 /**
- * Opening the SQLite file: PRAGMAs, migrations and the transaction helper live here only.
+ * Opening the SQLite file: its PRAGMAs, the migrations, the write transaction helper, the
+ * WAL truncation the disk guard asks for, and the Storage put together from the mechanisms
+ * beside this file (statement reuse, the WAL sync, group commit).
  */
 import { Database as SQLite } from 'bun:sqlite'
 import { existsSync, mkdirSync, statSync } from 'node:fs'
@@ -50,10 +52,7 @@ export function truncateWal(sqlite: SQLite): boolean {
 
 const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
-/**
- * Opens (and creates) the file, sets the PRAGMAs, applies the migrations and puts the
- * mechanisms beside this file together: statement reuse, the WAL sync and group commit.
- */
+/** Opens (creating it if need be) and migrates the file at `path`, or an in-memory database. */
 export function openStorage(path: string): Storage {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const isNew = path === ':memory:' || !existsSync(path) || statSync(path).size === 0
