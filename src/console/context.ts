@@ -1,11 +1,10 @@
 /**
- * One console request: who is signed in, the parsed form, the CSRF token for pages, the
- * cookies to send, and the guards every route calls (requireUser, requireMember,
- * requireOperator). Guards throw ConsoleError; the router maps it to a page once.
+ * One console request: who is signed in, the path's params, the parsed form, the CSRF token
+ * for pages and the cookies to send. Who may reach a route is the route's declared access,
+ * resolved by the router (access.ts) before its handler runs.
  */
 import type { Actor } from '../core/console/audit.ts'
-import { ConsoleError, notFound } from '../core/console/errors.ts'
-import { requireMembership, type Membership, type Role } from '../core/console/organizations.ts'
+import { ConsoleError } from '../core/console/errors.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/console/sessions.ts'
 import type { SignInThrottle } from '../core/console/sign-in-throttle.ts'
 import { newToken, sha256Hex } from '../core/console/tokens.ts'
@@ -13,6 +12,7 @@ import type { User } from '../core/console/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
+import { PATHS } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
 import type { ShownOnce } from './shown-once.ts'
@@ -33,9 +33,10 @@ export interface ConsoleDeps {
   shownOnce: ShownOnce
 }
 
-export class ConsoleRequest {
+/** `Name` is the route's `:name` segments: the router fills each one, decoded, before the handler runs. */
+export class ConsoleRequest<Name extends string = string> {
   readonly url: URL
-  params: Record<string, string> = {}
+  params = {} as Record<Name, string>
   /** The urlencoded body of a POST (already CSRF-checked by the router); empty for GET. */
   form = new URLSearchParams()
   /** Set-Cookie values the router adds to the response. */
@@ -72,18 +73,6 @@ export class ConsoleRequest {
   requireUser(): User {
     if (!this.session) throw new ConsoleError('unauthenticated', 'Sign in to continue.')
     return this.session.user
-  }
-
-  /** The instance operator only; to anyone else the page does not exist. */
-  requireOperator(): User {
-    const user = this.requireUser()
-    if (!user.isOperator) throw notFound()
-    return user
-  }
-
-  /** Membership of the organisation in the path; another organisation's id is a 404. */
-  requireMember(organizationId: string, role?: Role): Membership {
-    return requireMembership(this.s.storage.db, this.requireUser().id, organizationId, role)
   }
 
   actor(): Actor & { userId: string } {
@@ -143,4 +132,4 @@ export function redirect(path: string): Response {
 }
 
 /** A `next` value is followed only when it is a path inside the console. */
-export const safeNext = (raw: string | null): string => (raw && /^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(raw) && !raw.includes('..') ? raw : '/console')
+export const safeNext = (raw: string | null): string => (raw && /^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(raw) && !raw.includes('..') ? raw : PATHS.home.link())

@@ -8,7 +8,7 @@ import { Layout, type Shell } from './pages/shell.tsx'
 
 export interface PageOptions {
   status?: number
-  /** The organisation the page belongs to (from ctx.requireMember): shows its navigation. */
+  /** The organisation the page belongs to (the route's resolved membership): shows its navigation. */
   org?: Membership
   section?: string
 }

@@ -2,8 +2,9 @@
  * The console's own small router: paths under /console and /setup never reach the API's
  * Elysia app (so none appear in the OpenAPI document or touch /v1). For every request it
  * resolves the session; for every POST it bounds and parses the form and checks the
- * Origin and the CSRF token before any handler runs; it maps ConsoleError to a page once
- * and adds the security headers to every response.
+ * Origin and the CSRF token, then resolves the access the route declares (access.ts),
+ * before any handler runs; it maps ConsoleError to a page once and adds the security
+ * headers to every response.
  */
 import { ConsoleError } from '../core/console/errors.ts'
 import { DomainError } from '../core/errors.ts'
@@ -12,20 +13,34 @@ import { readBodyText } from '../web/body.ts'
 import { HttpProtocolError } from '../web/request-target.ts'
 import { errorFields } from '../log.ts'
 import { loggablePath } from '../log-paths.ts'
+import { ACCESS_LEVELS, isAccess, needsOrganization, resolveAccess, type Access, type Member, type Resolved, type SignedIn, type Visitor } from './access.ts'
 import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
-import { asConsoleError } from './domain-errors.ts'
+import { asConsoleError, STATUS } from './errors.ts'
 import { renderError } from './pages/error.tsx'
+import { PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
 import { sameOrigin, securityHeaders } from './security.ts'
 
-export type Handler = (ctx: ConsoleRequest) => Response | Promise<Response>
+/** A route as its file declares it: the pattern from PATHS, who may reach it, and the handler. */
+export interface RouteDefinition<P extends string, A extends Access> {
+  method: 'GET' | 'POST'
+  path: ConsolePath<P>
+  access: A
+  handler: (ctx: ConsoleRequest<ParamName<P>>, who: Resolved<A>) => Response | Promise<Response>
+}
 
+/** A route as the router holds it (the definition with its types erased). */
 export interface Route {
   method: 'GET' | 'POST'
-  /** `/console/orgs/:org/keys`: a `:name` segment matches one path segment. */
+  /** The pattern of its PATHS entry (a `:name` segment matches one path segment). */
   path: string
-  handler: Handler
+  access: Access
+  // A method, so handlers typed for their own params and access fit here.
+  handler(ctx: ConsoleRequest, who: Visitor | SignedIn | Member): Response | Promise<Response>
 }
+
+/** Declares a route; the handler's params and `who` follow from its path and access. */
+export const route = <const P extends string, const A extends Access>(definition: RouteDefinition<P, A>): Route => ({ ...definition, path: definition.path.pattern })
 
 /** Forms are small; anything larger is refused before it is read. */
 export const MAX_FORM_BYTES = 64 * 1024
@@ -35,12 +50,16 @@ interface CompiledRoute extends Route {
   names: string[]
 }
 
-const compile = (route: Route): CompiledRoute => {
+/** Refuses, at start-up, a route that does not say who may reach it. */
+export const compileRoute = (route: Route): CompiledRoute => {
+  const id = `${route.method} ${route.path}`
+  if (!isAccess(route.access)) throw new Error(`console route ${id} declares no access level (one of ${ACCESS_LEVELS.join(', ')})`)
   const names: string[] = []
-  const source = route.path.replace(/:([a-z]+)/g, (_, name: string) => {
+  const source = route.path.replace(PARAM, (_, name: string) => {
     names.push(name)
     return '([^/]+)'
   })
+  if (needsOrganization(route.access) && !names.includes('org')) throw new Error(`console route ${id} is for members but has no :org in its path`)
   return { ...route, pattern: new RegExp(`^${source}/?$`), names }
 }
 
@@ -48,7 +67,7 @@ const compile = (route: Route): CompiledRoute => {
 export function isConsolePath(url: string): boolean {
   const start = url.indexOf('/', url.indexOf('//') + 2)
   if (start < 0) return false
-  for (const prefix of ['/console', '/setup']) {
+  for (const prefix of [PATHS.home.pattern, PATHS.setup.pattern]) {
     if (url.startsWith(prefix, start)) {
       const next = url[start + prefix.length]
       if (next === undefined || next === '/' || next === '?') return true
@@ -57,10 +76,8 @@ export function isConsolePath(url: string): boolean {
   return false
 }
 
-const STATUS = { not_found: 404, forbidden: 403, invalid: 400, conflict: 409, throttled: 429, unauthenticated: 401 } as const
-
 export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
-  const compiled = routes.map(compile)
+  const compiled = routes.map(compileRoute)
   const { logger } = deps.s
 
   async function dispatch(ctx: ConsoleRequest): Promise<Response> {
@@ -81,7 +98,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       const refusal = await readForm(ctx)
       if (refusal) return refusal
     }
-    return route.handler(ctx)
+    return route.handler(ctx, resolveAccess(ctx, route.access, ctx.params.org))
   }
 
   async function readForm(ctx: ConsoleRequest): Promise<Response | null> {
@@ -140,7 +157,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     const error = asConsoleError(thrown)
     if (error instanceof ConsoleError) {
       if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
-        return redirect(`/console/sign-in?next=${encodeURIComponent(ctx.url.pathname)}`)
+        return redirect(withQuery(PATHS.signIn.link(), { next: ctx.url.pathname }))
       }
       const response = renderError(ctx, STATUS[error.kind], error.message)
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { MAX_WATCHED_INBOXES } from '../../src/console/routes/live.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
+import { openEventStream } from '../support/event-stream.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -24,35 +25,11 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 const newInbox = async (): Promise<{ id: string; address: string }> => (await server.post('/v1/inboxes', key)).body.data
-const cookie = () => [...owner.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-
+/** The browser's shared stream of `keys`; `next` gives each event as `name data`. */
 async function openShared(keys: string[]) {
-  const abort = new AbortController()
   const query = keys.map((k) => `watch=${encodeURIComponent(k)}`).join('&')
-  const response = await fetch(`${server.url}/console/live?${query}`, { headers: { cookie: cookie() }, signal: abort.signal })
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffered = ''
-  return {
-    response,
-    abort: () => abort.abort(),
-    /** The next event as `name data`, skipping comments; null when the stream ended. */
-    async next(): Promise<string | null> {
-      for (;;) {
-        const end = buffered.indexOf('\n\n')
-        if (end >= 0) {
-          const block = buffered.slice(0, end)
-          buffered = buffered.slice(end + 2)
-          const name = /^event: (.+)$/m.exec(block)?.[1]
-          if (name) return `${name} ${/^data: (.*)$/m.exec(block)?.[1] ?? ''}`
-          continue
-        }
-        const { done, value } = await reader.read()
-        if (done) return null
-        buffered += decoder.decode(value, { stream: true })
-      }
-    },
-  }
+  const stream = await openEventStream(owner, `/console/live?${query}`)
+  return { ...stream, next: stream.nextWithData }
 }
 
 test('one stream carries the events of each watched inbox, naming it, and outlives a deleted one', async () => {

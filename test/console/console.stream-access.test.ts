@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { findUserByEmail } from '../../src/core/console/users.ts'
 import { addMember, type ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
+import { openEventStream } from '../support/event-stream.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -41,32 +42,9 @@ async function newMember(): Promise<{ client: ConsoleClient; email: string; id: 
 
 /** The inbox page's own stream, or (shared) the one stream a browser's pages share. */
 async function openStream(client: ConsoleClient, shared = false) {
-  const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
   const path = shared ? `/console/live?watch=${org}:${inbox.id}` : `/console/orgs/${org}/inboxes/${inbox.id}/events`
-  const response = await fetch(`${server.url}${path}`, { headers: { cookie } })
-  expect(response.status).toBe(200)
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffered = ''
-  const stream = {
-    /** The next event's name; null once the server ended the stream. */
-    async next(): Promise<string | null> {
-      for (;;) {
-        const end = buffered.indexOf('\n\n')
-        if (end >= 0) {
-          const block = buffered.slice(0, end)
-          buffered = buffered.slice(end + 2)
-          const name = /^event: (.+)$/m.exec(block)?.[1]
-          if (name) return name
-          continue
-        }
-        const { done, value } = await reader.read()
-        if (done) return null
-        buffered += decoder.decode(value, { stream: true })
-      }
-    },
-    cancel: () => reader.cancel(),
-  }
+  const stream = await openEventStream(client, path)
+  expect(stream.response.status).toBe(200)
   expect(await stream.next()).toBe('ready')
   return stream
 }

@@ -9,6 +9,7 @@ import type { Services } from '../../src/core/services.ts'
 import { createLogger } from '../../src/log.ts'
 import { InboxNotifier } from '../../src/notifier.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
+import { openEventStream } from '../support/event-stream.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
@@ -30,36 +31,10 @@ async function newInbox(): Promise<{ id: string; address: string }> {
   return (await server.post('/v1/inboxes', key)).body.data
 }
 
-const cookie = () => [...owner.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+const cookie = () => owner.cookieHeader()
 
-/** An open event stream and a reader that returns whole events. */
-async function openStream(inboxId: string) {
-  const abort = new AbortController()
-  const response = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inboxId}/events`, { headers: { cookie: cookie() }, signal: abort.signal })
-  const reader = response.body!.getReader()
-  const decoder = new TextDecoder()
-  let buffered = ''
-  return {
-    response,
-    abort: () => abort.abort(),
-    /** The next event's name, skipping keep-alive comments; null when the stream ended. */
-    async next(): Promise<string | null> {
-      for (;;) {
-        const end = buffered.indexOf('\n\n')
-        if (end >= 0) {
-          const block = buffered.slice(0, end)
-          buffered = buffered.slice(end + 2)
-          const name = /^event: (.+)$/m.exec(block)?.[1]
-          if (name) return name
-          continue
-        }
-        const { done, value } = await reader.read()
-        if (done) return null
-        buffered += decoder.decode(value, { stream: true })
-      }
-    },
-  }
-}
+/** The inbox page's own event stream. */
+const openStream = (inboxId: string) => openEventStream(owner, `/console/orgs/${org}/inboxes/${inboxId}/events`)
 
 /** Waits for a condition the server reaches on its own (a disconnect it notices later). */
 async function until(condition: () => boolean): Promise<void> {

@@ -203,7 +203,7 @@ test('a taken or invalid prefix is shown on the form; deleting a message and an 
   expect((await owner.get(`/console/orgs/${orgA}/inboxes`)).html).toContain('No inboxes yet')
 })
 
-const cookieOf = (client: ConsoleClient) => [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
+const cookieOf = (client: ConsoleClient) => client.cookieHeader()
 
 test('images the message carries inline (cid:) are shown as data: URLs inside the sandbox', async () => {
   const pixel = randomBytes(64)

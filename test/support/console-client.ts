@@ -24,7 +24,8 @@ export class ConsoleClient {
     return new ConsoleClient(server.url)
   }
 
-  private cookieHeader(): string {
+  /** The Cookie header this browser sends (for a request made without the client, such as a stream). */
+  cookieHeader(): string {
     return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
   }
 

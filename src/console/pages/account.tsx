@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 /** The signed-in user's own page: password and sessions. */
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
+import { PATHS } from '../paths.ts'
 import { PostForm, Table, Time } from './shell.tsx'
 
 interface SessionRow {
@@ -18,7 +19,7 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; noti
       <section class="card">
         <h2>Your account</h2>
         <p>{props.email}</p>
-        <PostForm action="/console/account/password">
+        <PostForm action={PATHS.accountPassword.link()}>
           <label for="current">Current password</label>
           <input id="current" name="current" type="password" required autocomplete="current-password" />
           <label for="next-password">New password</label>
@@ -44,7 +45,7 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; noti
             </tr>
           ))}
         </Table>
-        <PostForm action="/console/account/sessions/revoke" confirm="Sign out on every browser, this one included?">
+        <PostForm action={PATHS.accountSignOutEverywhere.link()} confirm="Sign out on every browser, this one included?">
           <div class="form-actions">
             <button type="submit" class="danger">
               Sign out everywhere

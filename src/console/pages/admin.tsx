@@ -2,6 +2,7 @@
 /** The operator's pages: organisations and their limits, accounts, and instance events. */
 import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
 import { AuditTable } from './audit.tsx'
+import { PATHS } from '../paths.ts'
 import { LimitPresetChoice } from './setup.tsx'
 import { CopyField, PostForm, Table, Time } from './shell.tsx'
 
@@ -35,9 +36,9 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
                 <Time at={org.createdAt} />
               </td>
               <td class="actions">
-                <a href={`/console/admin/orgs/${org.id}`}>Limits</a>
+                <a href={PATHS.adminOrganization.link(org.id)}>Limits</a>
                 {org.member === false && (
-                  <PostForm action={`/console/admin/orgs/${org.id}/join`} class="inline">
+                  <PostForm action={PATHS.adminJoin.link(org.id)} class="inline">
                     <button type="submit" class="secondary">
                       Join as owner
                     </button>
@@ -51,7 +52,7 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
       <section class="card">
         <h2>New organisation</h2>
         <p class="muted">You become its owner; invite its members from its Members page, then leave it if you like.</p>
-        <PostForm action="/console/admin/orgs">
+        <PostForm action={PATHS.adminOrganizations.link()}>
           <label for="org-name">Name</label>
           <input id="org-name" name="name" type="text" required maxLength={100} />
           <LimitPresetChoice defaults={props.defaults} suggested="hosted" />
@@ -72,13 +73,13 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
                 <Time at={user.createdAt} />
               </td>
               <td class="actions">
-                <PostForm action={`/console/admin/users/${user.id}/reset-password`} class="inline" confirm={`Give ${user.email} a new password and sign them out everywhere?`}>
+                <PostForm action={PATHS.adminResetPassword.link(user.id)} class="inline" confirm={`Give ${user.email} a new password and sign them out everywhere?`}>
                   <button type="submit" class="secondary">
                     Reset password
                   </button>
                 </PostForm>
                 {user.id !== props.me && (
-                  <PostForm action={`/console/admin/users/${user.id}/revoke-sessions`} class="inline">
+                  <PostForm action={PATHS.adminSignOutEverywhere.link(user.id)} class="inline">
                     <button type="submit" class="danger">
                       Sign out everywhere
                     </button>
@@ -104,7 +105,7 @@ export function LimitsForm(props: { org: OrgRow; overrides: Record<OrgLimitName,
       {props.notice && <p class="notice">{props.notice}</p>}
       {props.error && <p class="error">{props.error}</p>}
       <p class="muted">Leave a field empty to follow the server's LIMIT_* value (shown greyed). Changes apply from the next request or message.</p>
-      <PostForm action={`/console/admin/orgs/${props.org.id}/limits`}>
+      <PostForm action={PATHS.adminLimits.link(props.org.id)}>
         {ORG_LIMIT_NAMES.map((name) => (
           <>
             <label for={`limit-${name}`}>{ORG_LIMIT_INFO[name].label}</label>
@@ -125,7 +126,7 @@ export const PasswordReset = (props: { email: string; password: string }) => (
     <p class="notice">Give it to them yourself. It is shown once; their sessions have ended.</p>
     <CopyField id="new-password" label="Password" value={props.password} />
     <p>
-      <a href="/console/admin">Back</a>
+      <a href={PATHS.admin.link()}>Back</a>
     </p>
   </section>
 )

@@ -1,5 +1,6 @@
 /** @jsxImportSource preact */
 import type { ConsoleRequest } from '../context.ts'
+import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 
 const TITLES: Record<number, string> = {
@@ -25,7 +26,7 @@ export function renderError(ctx: ConsoleRequest, status: number, message: string
       <h2>{title}</h2>
       <p>{message}</p>
       <p>
-        <a href="/console">Back to the console</a>
+        <a href={PATHS.home.link()}>Back to the console</a>
       </p>
     </section>,
     { status },

@@ -11,7 +11,8 @@ import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { UsageCards } from './overview.tsx'
 import { FilterFields, SearchForm } from './search.tsx'
-import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
+import { CopyField, PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
 export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
@@ -19,8 +20,6 @@ export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server
 /** The same with curl, which most machines have (it speaks SMTP). */
 export const curlCommand = (smtpAddress: string, to: string) =>
   `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
-
-export const inboxPath = (organizationId: string, inboxId: string) => orgPath(organizationId, `/inboxes/${encodeURIComponent(inboxId)}`)
 
 export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; next_cursor: string | null }; stats: Map<string, InboxStats>; usage: Usage; receivingDomain: string; error?: string }) {
   const { org } = props
@@ -35,7 +34,7 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
       <section class="card">
         <h2>New inbox</h2>
         {props.error && <p class="error">{props.error}</p>}
-        <PostForm action={orgPath(org.organizationId, '/inboxes')}>
+        <PostForm action={PATHS.inboxes.link(org.organizationId)}>
           <label for="prefix">Address (optional)</label>
           <div class="copy-row">
             <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" />
@@ -53,12 +52,12 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
           <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
         ) : (
           // One form for the list (one CSRF token, not one per row), to keep 100 rows under the page budget.
-          <PostForm action={orgPath(org.organizationId, '/inboxes/delete-inbox')} confirm="Delete this inbox and all its mail?">
+          <PostForm action={PATHS.inboxesDelete.link(org.organizationId)} confirm="Delete this inbox and all its mail?">
             <Table columns={['Address', 'Messages', 'Last received', 'Created', '']}>
               {inboxes.map((inbox) => (
                 <tr data-inbox={inbox.address}>
                   <td>
-                    <a href={inboxPath(org.organizationId, inbox.id)} class="mono">
+                    <a href={PATHS.inbox.link(org.organizationId, inbox.id)} class="mono">
                       {inbox.address}
                     </a>
                   </td>
@@ -81,7 +80,7 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
         )}
         {props.listing.next_cursor && (
           <p>
-            <a href={orgPath(org.organizationId, `/inboxes?cursor=${encodeURIComponent(props.listing.next_cursor)}`)} id="older-inboxes">
+            <a href={withQuery(PATHS.inboxes.link(org.organizationId), { cursor: props.listing.next_cursor })} id="older-inboxes">
               Older inboxes
             </a>
           </p>
@@ -102,7 +101,7 @@ export function InboxPage(props: {
   refused: RefusedDelivery[]
 }) {
   const { org, inbox, filter } = props
-  const here = inboxPath(org.organizationId, inbox.id)
+  const here = PATHS.inbox.link(org.organizationId, inbox.id)
   const filtered = isFiltered(filter) || filter.cursor !== ''
   return (
     <>
@@ -125,7 +124,7 @@ export function InboxPage(props: {
           </div>
         </form>
         {props.error && <p class="error">{props.error}</p>}
-        <div id="message-list" data-live-events={`${here}/events`} data-live-watch={`${org.organizationId}:${inbox.id}`}>
+        <div id="message-list" data-live-events={PATHS.inboxEvents.link(org.organizationId, inbox.id)} data-live-watch={`${org.organizationId}:${inbox.id}`}>
           {props.messages.length === 0 ? (
             filtered ? (
               <p id="no-matches">No messages match these filters.</p>
@@ -140,7 +139,7 @@ export function InboxPage(props: {
             )
           ) : (
             // One form for the whole list (one CSRF token, not one per row): each row's button names its message.
-            <PostForm action={filterHref(`${here}/delete-message`, filter, filter.cursor || undefined)} confirm="Delete this message?">
+            <PostForm action={filterHref(PATHS.inboxDeleteMessage.link(org.organizationId, inbox.id), filter, filter.cursor || undefined)} confirm="Delete this message?">
               <Table columns={['From', 'Subject', 'Received', 'Size', '']}>
                 {props.messages.map((m) => (
                   <tr>
@@ -196,12 +195,12 @@ export function InboxPage(props: {
         </section>
       )}
       <div class="actions">
-        <PostForm action={`${here}/empty`} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
+        <PostForm action={PATHS.inboxEmpty.link(org.organizationId, inbox.id)} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
           <button type="submit" class="danger">
             Empty this inbox
           </button>
         </PostForm>
-        <PostForm action={`${here}/delete`} confirm={`Delete ${inbox.address} and all its mail?`}>
+        <PostForm action={PATHS.inboxDelete.link(org.organizationId, inbox.id)} confirm={`Delete ${inbox.address} and all its mail?`}>
           <button type="submit" class="danger">
             Delete this inbox
           </button>

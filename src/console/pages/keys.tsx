@@ -1,7 +1,8 @@
 /** @jsxImportSource preact */
 /** API keys of an organisation: list for every member, create and revoke for owners. */
 import type { Membership } from '../../core/console/organizations.ts'
-import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
+import { PATHS } from '../paths.ts'
+import { CopyField, PostForm, Table, Time } from './shell.tsx'
 
 interface KeyRow {
   publicId: string
@@ -68,7 +69,7 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
               {owner && (
                 <td>
                   {!key.revokedAt && (
-                    <PostForm action={orgPath(org.organizationId, `/keys/${key.publicId}/revoke`)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
+                    <PostForm action={PATHS.keyRevoke.link(org.organizationId, key.publicId)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
                       <button type="submit" class="danger">
                         Revoke
                       </button>
@@ -84,7 +85,7 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
       {owner && (
         <section class="card">
           <h2>Create a key</h2>
-          <PostForm action={orgPath(org.organizationId, '/keys')}>
+          <PostForm action={PATHS.keys.link(org.organizationId)}>
             <label for="key-name">Name</label>
             <input id="key-name" name="name" type="text" maxLength={100} placeholder="CI, staging, my laptop" />
             <div class="form-actions">

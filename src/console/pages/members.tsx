@@ -1,7 +1,8 @@
 /** @jsxImportSource preact */
 /** Members of an organisation, open invites, and the one-time invite link. */
 import type { Membership } from '../../core/console/organizations.ts'
-import { CopyField, orgPath, PostForm, Table, Time } from './shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
+import { CopyField, PostForm, Table, Time } from './shell.tsx'
 
 interface Member {
   userId: string
@@ -20,7 +21,7 @@ interface OpenInvite {
 function RoleForm({ org, member }: { org: Membership; member: Member }) {
   const other = member.role === 'owner' ? 'member' : 'owner'
   return (
-    <PostForm action={orgPath(org.organizationId, `/members/${member.userId}/role`)} class="inline">
+    <PostForm action={PATHS.memberRole.link(org.organizationId, member.userId)} class="inline">
       <input type="hidden" name="role" value={other} />
       <button type="submit" class="secondary">
         Make {other}
@@ -53,7 +54,7 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
                 {owner && <RoleForm org={org} member={member} />}
                 {(owner || member.userId === props.me) && (
                   <PostForm
-                    action={orgPath(org.organizationId, `/members/${member.userId}/remove`)}
+                    action={PATHS.memberRemove.link(org.organizationId, member.userId)}
                     class="inline"
                     confirm={member.userId === props.me ? `Leave ${org.name}?` : `Remove ${member.email} from ${org.name}?`}
                   >
@@ -71,7 +72,7 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
         <section class="card">
           <h2>Invite someone</h2>
           <p class="muted">You get a link to send them yourself (this service sends no mail). It works once and expires after 7 days.</p>
-          <PostForm action={orgPath(org.organizationId, '/invites')}>
+          <PostForm action={PATHS.invites.link(org.organizationId)}>
             <label for="invite-role">Role</label>
             <select id="invite-role" name="role">
               <option value="member">member: sees inboxes and messages, and the keys list</option>
@@ -94,7 +95,7 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
                         expires <Time at={invite.expiresAt} />
                       </td>
                       <td>
-                        <PostForm action={orgPath(org.organizationId, `/invites/${invite.id}/withdraw`)} class="inline">
+                        <PostForm action={PATHS.inviteWithdraw.link(org.organizationId, invite.id)} class="inline">
                           <button type="submit" class="danger">
                             Withdraw
                           </button>
@@ -121,7 +122,7 @@ export function InviteCreated(props: { org: Membership; link: string; role: stri
       </p>
       <CopyField id="invite-link" label="Invite link" value={props.link} />
       <p>
-        <a href={orgPath(props.org.organizationId, '/members')}>Back to members</a>
+        <a href={PATHS.members.link(props.org.organizationId)}>Back to members</a>
       </p>
     </section>
   )
@@ -150,7 +151,7 @@ export function AcceptInvite(props: { organizationName: string; role: string; ac
             </div>
           </PostForm>
           <p class="muted">
-            Already have an account? <a href={`/console/sign-in?next=${encodeURIComponent(props.action)}`}>Sign in first</a>, then open the link again.
+            Already have an account? <a href={withQuery(PATHS.signIn.link(), { next: props.action })}>Sign in first</a>, then open the link again.
           </p>
         </>
       )}

@@ -8,13 +8,12 @@ import type { Membership } from '../../core/console/organizations.ts'
 import type { Message } from '../../core/models.ts'
 import { type LinkStatus, MAX_CHECKED } from '../../core/console/link-check.ts'
 import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
-import { formatBytes, inboxPath } from './inboxes.tsx'
-import { orgPath, PostForm, Table, Time } from './shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
+import { formatBytes } from './inboxes.tsx'
+import { PostForm, Table, Time } from './shell.tsx'
 
 /** Raster images only get a thumbnail (an SVG would be drawn by the console page's own renderer). */
 const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
-
-export const messagePath = (organizationId: string, messageId: string) => orgPath(organizationId, `/messages/${encodeURIComponent(messageId)}`)
 
 export type PreviewWidth = 'phone' | 'tablet' | 'desktop'
 export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string }[] = [
@@ -36,7 +35,7 @@ export function MessagePage(props: {
   statuses?: Map<string, LinkStatus>
 }) {
   const { org, message } = props
-  const here = messagePath(org.organizationId, message.id)
+  const here = PATHS.message.link(org.organizationId, message.id)
   // The page's own URL with its view choices (remote images, preview width); each link changes one.
   const view = (images: boolean, width: PreviewWidth) => {
     const query = new URLSearchParams()
@@ -48,16 +47,16 @@ export function MessagePage(props: {
   return (
     <>
       <nav class="message-nav" aria-label="Messages">
-        <a href={inboxPath(org.organizationId, message.inbox_id)} id="back-to-inbox">
+        <a href={PATHS.inbox.link(org.organizationId, message.inbox_id)} id="back-to-inbox">
           ← {message.to}
         </a>
         {props.newer && (
-          <a href={messagePath(org.organizationId, props.newer)} id="newer-message" rel="prev">
+          <a href={PATHS.message.link(org.organizationId, props.newer)} id="newer-message" rel="prev">
             Newer
           </a>
         )}
         {props.older && (
-          <a href={messagePath(org.organizationId, props.older)} id="older-message" rel="next">
+          <a href={PATHS.message.link(org.organizationId, props.older)} id="older-message" rel="next">
             Older
           </a>
         )}
@@ -89,17 +88,17 @@ export function MessagePage(props: {
           </tbody>
         </table>
         <div class="actions">
-          <a class="button secondary" href={`${here}/raw`} download>
+          <a class="button secondary" href={PATHS.messageRaw.link(org.organizationId, message.id)} download>
             Download source (.eml)
           </a>
-          <PostForm action={`${here}/delete`} class="inline" confirm="Delete this message?" id="delete-message">
+          <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">
             <button type="submit" class="danger">
               Delete
             </button>
           </PostForm>
         </div>
       </section>
-      <LinksAndCodes links={props.links} codes={props.codes} checkAction={props.linkCheck ? `${here}/check-links` : undefined} statuses={props.statuses} />
+      <LinksAndCodes links={props.links} codes={props.codes} checkAction={props.linkCheck ? PATHS.messageCheckLinks.link(org.organizationId, message.id) : undefined} statuses={props.statuses} />
       {message.html !== null && (
         <section class="card" id="view-html">
           <h2>HTML</h2>
@@ -121,7 +120,7 @@ export function MessagePage(props: {
             title="Message HTML"
             sandbox={MESSAGE_HTML_SANDBOX}
             referrerpolicy="no-referrer"
-            src={`${here}/html${props.remoteImages ? '?images=remote' : ''}`}
+            src={withQuery(PATHS.messageHtml.link(org.organizationId, message.id), { images: props.remoteImages ? 'remote' : undefined })}
           ></iframe>
         </section>
       )}
@@ -140,14 +139,14 @@ export function MessagePage(props: {
           <summary>
             <h2>HTML source</h2>
           </summary>
-          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={`${here}/source?part=html`}></iframe>
+          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'html' })}></iframe>
         </details>
       )}
       <details class="card" id="raw-source">
         <summary>
           <h2>Raw source</h2>
         </summary>
-        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={`${here}/source?part=raw`}></iframe>
+        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'raw' })}></iframe>
       </details>
       <section class="card" id="view-attachments">
         <h2>Attachments</h2>
@@ -158,10 +157,8 @@ export function MessagePage(props: {
             {message.attachments.map((a) => (
               <tr>
                 <td>
-                  {THUMBNAIL_TYPES.test(a.content_type) && (
-                    <img class="thumbnail" src={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} alt={`Preview of ${a.filename}`} loading="lazy" />
-                  )}
-                  <a href={orgPath(org.organizationId, `/attachments/${encodeURIComponent(a.id)}`)} download>
+                  {THUMBNAIL_TYPES.test(a.content_type) && <img class="thumbnail" src={PATHS.attachment.link(org.organizationId, a.id)} alt={`Preview of ${a.filename}`} loading="lazy" />}
+                  <a href={PATHS.attachment.link(org.organizationId, a.id)} download>
                     {a.filename}
                   </a>
                 </td>

@@ -3,7 +3,8 @@
 import type { Usage } from '../../core/models.ts'
 import type { OrgLimits } from '../../core/limits.ts'
 import { limitRows } from './setup.tsx'
-import { orgPath, Time } from './shell.tsx'
+import { PATHS } from '../paths.ts'
+import { Time } from './shell.tsx'
 
 /** The month's usage: the numbers getUsage returns (also on the inbox list). */
 export function UsageCards({ usage }: { usage: Usage }) {
@@ -50,8 +51,8 @@ export function Overview(props: { organizationId: string; usage: Usage; limits: 
       <section class="card">
         <h2>Getting started</h2>
         <p>
-          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={orgPath(props.organizationId, '/inboxes')}>Inboxes</a> shows their mail as it arrives. Tests use an API key from{' '}
-          <a href={orgPath(props.organizationId, '/keys')}>API keys</a>
+          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={PATHS.inboxes.link(props.organizationId)}>Inboxes</a> shows their mail as it arrives. Tests use an API key from{' '}
+          <a href={PATHS.keys.link(props.organizationId)}>API keys</a>
           {props.isOwner ? '' : ' (owners create them)'}.
         </p>
       </section>

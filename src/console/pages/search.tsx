@@ -4,8 +4,8 @@ import type { Membership } from '../../core/console/organizations.ts'
 import type { MessageSummary } from '../../core/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import type { InboxFilter } from '../inbox-filter.ts'
-import { messagePath } from './message.tsx'
-import { orgPath, Table, Time } from './shell.tsx'
+import { PATHS } from '../paths.ts'
+import { Table, Time } from './shell.tsx'
 
 /** The fields of a message filter, shared by an inbox's filter and the search across inboxes; `idPrefix` keeps ids unique. */
 export function FilterFields(props: { idPrefix: string; filter: InboxFilter }) {
@@ -30,7 +30,7 @@ export function FilterFields(props: { idPrefix: string; filter: InboxFilter }) {
 
 export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
   return (
-    <form method="get" action={orgPath(props.org.organizationId, '/search')} class="filters" aria-label="Search all inboxes">
+    <form method="get" action={PATHS.search.link(props.org.organizationId)} class="filters" aria-label="Search all inboxes">
       <FilterFields idPrefix="search" filter={props.filter} />
       <div class="filter-actions">
         <button type="submit" class="secondary">
@@ -59,7 +59,7 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
                 <td class="mono">{m.to}</td>
                 <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
                 <td>
-                  <a href={messagePath(org.organizationId, m.id)}>{m.subject || '(no subject)'}</a>
+                  <a href={PATHS.message.link(org.organizationId, m.id)}>{m.subject || '(no subject)'}</a>
                 </td>
                 <td>
                   <Time at={m.received_at} />

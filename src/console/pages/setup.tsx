@@ -2,7 +2,8 @@
 /** /setup: the first-run form, and the page that shows the first key once. */
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits } from '../../core/limits.ts'
 import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
-import { CopyField, orgPath, PostForm } from './shell.tsx'
+import { PATHS } from '../paths.ts'
+import { CopyField, PostForm } from './shell.tsx'
 
 /** A server on this machine most likely serves one developer's tests: suggest "local testing" there. */
 export const suggestedPreset = (baseUrl: string): 'hosted' | 'local' => (/^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/.test(baseUrl) ? 'local' : 'hosted')
@@ -35,7 +36,7 @@ export function SetupForm(props: { token: string; defaults: OrgLimits; suggested
       <h2>Set up Pigeonhole</h2>
       <p class="muted">Create the operator account, the first organisation and its first API key. This link works once.</p>
       {props.error && <p class="error">{props.error}</p>}
-      <PostForm action="/setup">
+      <PostForm action={PATHS.setup.link()}>
         <input type="hidden" name="token" value={props.token} />
         <label for="email">Your email</label>
         <input id="email" name="email" type="email" required autocomplete="username" value={props.email} />
@@ -75,10 +76,10 @@ curl -s -w '\\n%{http_code}\\n' "${props.baseUrl}/v1/inboxes/$ID/messages?wait_s
           Or open <strong>Inboxes</strong>, create one, and run the curl or swaks line its page shows; the message appears there as it arrives.
         </p>
         <p class="actions">
-          <a class="button" href={orgPath(props.organizationId, '/inboxes')}>
+          <a class="button" href={PATHS.inboxes.link(props.organizationId)}>
             Create an inbox and watch its mail
           </a>{' '}
-          <a class="button secondary" href={orgPath(props.organizationId)}>
+          <a class="button secondary" href={PATHS.organization.link(props.organizationId)}>
             Open the organisation
           </a>
         </p>

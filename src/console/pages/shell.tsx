@@ -9,6 +9,7 @@ import { useContext } from 'preact/hooks'
 import type { Membership } from '../../core/console/organizations.ts'
 import type { User } from '../../core/console/users.ts'
 import { CSRF_FIELD } from '../csrf.ts'
+import { PATHS } from '../paths.ts'
 
 export interface Shell {
   user: User | null
@@ -28,15 +29,13 @@ export const useShell = () => useContext(ShellContext)
  * The organisation's sections, in navigation order. A new section is one entry here plus
  * its route (see src/console/routes/index.ts).
  */
-export const ORG_SECTIONS: { id: string; label: string; path: string; ownersOnly?: boolean }[] = [
-  { id: 'overview', label: 'Overview', path: '' },
-  { id: 'inboxes', label: 'Inboxes', path: '/inboxes' },
-  { id: 'members', label: 'Members', path: '/members' },
-  { id: 'keys', label: 'API keys', path: '/keys' },
-  { id: 'audit', label: 'Audit log', path: '/audit', ownersOnly: true },
+export const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: string): string }; ownersOnly?: boolean }[] = [
+  { id: 'overview', label: 'Overview', path: PATHS.organization },
+  { id: 'inboxes', label: 'Inboxes', path: PATHS.inboxes },
+  { id: 'members', label: 'Members', path: PATHS.members },
+  { id: 'keys', label: 'API keys', path: PATHS.keys },
+  { id: 'audit', label: 'Audit log', path: PATHS.audit, ownersOnly: true },
 ]
-
-export const orgPath = (organizationId: string, rest = '') => `/console/orgs/${encodeURIComponent(organizationId)}${rest}`
 
 /** A POST form with the CSRF token; `confirm` asks before submitting (console.js). */
 export function PostForm(props: { action: string; children: ComponentChildren; confirm?: string; class?: string; id?: string }) {
@@ -106,7 +105,7 @@ export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time d
 
 function Header({ shell }: { shell: Shell }) {
   const brand = (
-    <a class="brand" href="/console">
+    <a class="brand" href={PATHS.home.link()}>
       Pigeonhole
     </a>
   )
@@ -117,7 +116,7 @@ function Header({ shell }: { shell: Shell }) {
       {shell.user && shell.memberships.length > 0 && (
         <nav class="orgs" aria-label="Organisations">
           {shell.memberships.map((m) => (
-            <a href={orgPath(m.organizationId)} aria-current={shell.org?.organizationId === m.organizationId ? 'page' : undefined}>
+            <a href={PATHS.organization.link(m.organizationId)} aria-current={shell.org?.organizationId === m.organizationId ? 'page' : undefined}>
               {m.name}
             </a>
           ))}
@@ -125,11 +124,11 @@ function Header({ shell }: { shell: Shell }) {
       )}
       {shell.user && (
         <div class="account">
-          {shell.user.isOperator && <a href="/console/admin">Operator</a>}
-          <a href="/console/account" class="account-email">
+          {shell.user.isOperator && <a href={PATHS.admin.link()}>Operator</a>}
+          <a href={PATHS.account.link()} class="account-email">
             {shell.user.email}
           </a>
-          <PostForm action="/console/sign-out" class="inline">
+          <PostForm action={PATHS.signOut.link()} class="inline">
             <button type="submit" class="sign-out">
               Sign out
             </button>
@@ -144,7 +143,7 @@ function OrgNav({ org, section }: { org: Membership; section?: string }) {
   return (
     <nav class="sections" aria-label="Sections">
       {ORG_SECTIONS.filter((s) => !s.ownersOnly || org.role === 'owner').map((s) => (
-        <a href={orgPath(org.organizationId, s.path)} aria-current={s.id === section ? 'page' : undefined}>
+        <a href={s.path.link(org.organizationId)} aria-current={s.id === section ? 'page' : undefined}>
           {s.label}
         </a>
       ))}
@@ -161,8 +160,8 @@ export function Layout(props: { shell: Shell; title: string; children: Component
         <meta name="viewport" content="width=device-width, initial-scale=1" />
         <title>{`${props.title} · Pigeonhole`}</title>
         <link rel="icon" href="data:," />
-        <link rel="stylesheet" href="/console/assets/console.css" />
-        <script src="/console/assets/console.js" defer></script>
+        <link rel="stylesheet" href={PATHS.stylesheet.link()} />
+        <script src={PATHS.script.link()} defer></script>
       </head>
       <body>
         <ShellContext.Provider value={shell}>

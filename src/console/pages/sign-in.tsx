@@ -1,4 +1,5 @@
 /** @jsxImportSource preact */
+import { PATHS } from '../paths.ts'
 import { PostForm } from './shell.tsx'
 
 export function SignInForm(props: { next: string; error?: string; email?: string; notSetUp?: boolean }) {
@@ -11,7 +12,7 @@ export function SignInForm(props: { next: string; error?: string; email?: string
         </p>
       )}
       {props.error && <p class="error">{props.error}</p>}
-      <PostForm action="/console/sign-in">
+      <PostForm action={PATHS.signIn.link()}>
         <input type="hidden" name="next" value={props.next} />
         <label for="email">Email</label>
         <input id="email" name="email" type="email" required autocomplete="username" value={props.email} />

@@ -3,45 +3,48 @@
 import { ConsoleError } from '../../core/console/errors.ts'
 import { listSessions, signOutEverywhere } from '../../core/console/sessions.ts'
 import { changePassword } from '../../core/console/users.ts'
+import type { SignedIn } from '../access.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AccountPage } from '../pages/account.tsx'
+import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
-function accountPage(ctx: ConsoleRequest, message: { notice?: string; error?: string } = {}, status = 200): Response {
-  const user = ctx.requireUser()
-  const current = ctx.session!.tokenSha256
+function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Response {
+  const current = session.tokenSha256
   const sessions = listSessions(ctx.s.storage.db, user.id).map((row) => ({ ...row, current: row.tokenSha256 === current }))
   return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
 }
 
 export const accountRoutes: Route[] = [
-  { method: 'GET', path: '/console/account', handler: (ctx) => accountPage(ctx) },
-  {
+  route({ method: 'GET', path: PATHS.account, access: 'signed-in', handler: (ctx, who) => accountPage(ctx, who) }),
+  route({
     method: 'POST',
-    path: '/console/account/password',
-    handler: async (ctx) => {
-      const user = ctx.requireUser()
+    path: PATHS.accountPassword,
+    access: 'signed-in',
+    handler: async (ctx, who) => {
+      const { user, session } = who
       try {
-        const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: ctx.session!.tokenSha256, clientAddress: ctx.clientAddress }
+        const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: session.tokenSha256, clientAddress: ctx.clientAddress }
         await changePassword(ctx.s, ctx.deps.throttle, user, input)
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
         if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
-        const page = accountPage(ctx, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
+        const page = accountPage(ctx, who, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
         if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
         return page
       }
-      return accountPage(ctx, { notice: 'Password changed. Your other sessions were signed out.' })
+      return accountPage(ctx, who, { notice: 'Password changed. Your other sessions were signed out.' })
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/account/sessions/revoke',
-    handler: (ctx) => {
-      signOutEverywhere(ctx.s, ctx.requireUser(), ctx.actor())
+    path: PATHS.accountSignOutEverywhere,
+    access: 'signed-in',
+    handler: (ctx, { user }) => {
+      signOutEverywhere(ctx.s, user, ctx.actor())
       ctx.endSession()
-      return redirect('/console/sign-in')
+      return redirect(PATHS.signIn.link())
     },
-  },
+  }),
 ]

@@ -9,100 +9,100 @@ import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'
-import { orgPath, ShownValueGone } from '../pages/shell.tsx'
+import { ShownValueGone } from '../pages/shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
-function limitsPage(ctx: ConsoleRequest, message: { notice?: string; error?: string } = {}, status = 200) {
-  ctx.requireOperator()
-  const org = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, ctx.params.org!)
+function limitsPage(ctx: ConsoleRequest<'org'>, message: { notice?: string; error?: string } = {}, status = 200) {
+  const org = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, ctx.params.org)
   return renderPage(ctx, `Limits · ${org.name}`, <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />, { status })
 }
 
 export const adminRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/admin',
-    handler: (ctx) => {
-      const me = ctx.requireOperator()
+    path: PATHS.admin,
+    access: 'operator',
+    handler: (ctx, { user: me }) => {
       const { db } = ctx.s.storage
       const mine = new Set(membershipsOf(db, me.id).map((m) => m.organizationId))
       const orgs = listAllOrganizations(db).map((org) => ({ ...org, member: mine.has(org.id) }))
       const page = <AdminPage orgs={orgs} users={listUsers(db)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(db, null)} />
       return renderPage(ctx, 'Operator', page)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/admin/orgs',
-    handler: (ctx) => {
-      const me = ctx.requireOperator()
+    path: PATHS.adminOrganizations,
+    access: 'operator',
+    handler: (ctx, { user: me }) => {
       const preset = ctx.field('preset') === 'local' ? 'local' : 'hosted'
       const org = ctx.s.storage.write((tx) => createOrganization(ctx.s, tx, { name: ctx.field('name'), preset, owner: me.id }, ctx.actor()))
-      return redirect(orgPath(org.id))
+      return redirect(PATHS.organization.link(org.id))
     },
-  },
-  { method: 'GET', path: '/console/admin/orgs/:org', handler: (ctx) => limitsPage(ctx) },
-  {
+  }),
+  route({ method: 'GET', path: PATHS.adminOrganization, access: 'operator', handler: (ctx) => limitsPage(ctx) }),
+  route({
     method: 'POST',
-    path: '/console/admin/orgs/:org/join',
+    path: PATHS.adminJoin,
+    access: 'operator',
     handler: (ctx) => {
-      ctx.requireOperator()
-      joinAsOwner(ctx.s, ctx.params.org!, ctx.actor())
-      return redirect(orgPath(ctx.params.org!, '/members'))
+      joinAsOwner(ctx.s, ctx.params.org, ctx.actor())
+      return redirect(PATHS.members.link(ctx.params.org))
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/admin/orgs/:org/limits',
+    path: PATHS.adminLimits,
+    access: 'operator',
     handler: (ctx) => {
-      ctx.requireOperator()
       // An empty field means "follow LIMIT_*" on this form.
       const input = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]))
       try {
-        changeLimits(ctx.s, ctx.params.org!, parseLimitInput(input), ctx.actor())
+        changeLimits(ctx.s, ctx.params.org, parseLimitInput(input), ctx.actor())
       } catch (error) {
         if (error instanceof ConsoleError && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
         throw error
       }
       return limitsPage(ctx, { notice: 'Limits saved.' })
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/admin/users/:user/reset-password',
-    handler: async (ctx) => {
-      ctx.requireOperator()
-      const user = findUser(ctx.s.storage.db, ctx.params.user!)
+    path: PATHS.adminResetPassword,
+    access: 'operator',
+    handler: async (ctx, { user: me }) => {
+      const user = findUser(ctx.s.storage.db, ctx.params.user)
       if (!user) throw notFound()
       const done = (await resetPassword(ctx.s, user.email, ctx.actor()))!
       ctx.deps.streams.recheckUser(user.id)
-      if (user.id === ctx.user!.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
+      if (user.id === me.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'password', email: user.email, password: done.password })
-      return redirect(`/console/admin/password-reset?shown=${id}`)
+      return redirect(withQuery(PATHS.adminPasswordReset.link(), { shown: id }))
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/admin/password-reset',
+    path: PATHS.adminPasswordReset,
+    access: 'operator',
     handler: (ctx) => {
-      ctx.requireOperator()
       const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'password')
-      if (!held) return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back="/console/admin" />, { status: 404 })
+      if (!held) return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back={PATHS.admin.link()} />, { status: 404 })
       return renderPage(ctx, 'Password reset', <PasswordReset email={held.email} password={held.password} />)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/admin/users/:user/revoke-sessions',
+    path: PATHS.adminSignOutEverywhere,
+    access: 'operator',
     handler: (ctx) => {
-      ctx.requireOperator()
-      const user = findUser(ctx.s.storage.db, ctx.params.user!)
+      const user = findUser(ctx.s.storage.db, ctx.params.user)
       if (!user) throw notFound()
       signOutEverywhere(ctx.s, user, ctx.actor())
       ctx.deps.streams.recheckUser(user.id)
-      return redirect('/console/admin')
+      return redirect(PATHS.admin.link())
     },
-  },
+  }),
 ]

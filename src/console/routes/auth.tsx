@@ -6,18 +6,18 @@ import { signIn } from '../../core/console/sign-in.ts'
 import { countUsers } from '../../core/console/users.ts'
 import { redirect, safeNext } from '../context.ts'
 import { SignInForm } from '../pages/sign-in.tsx'
-import { orgPath } from '../pages/shell.tsx'
+import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
 export const authRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console',
-    handler: (ctx) => {
-      const user = ctx.requireUser()
+    path: PATHS.home,
+    access: 'signed-in',
+    handler: (ctx, { user }) => {
       const memberships = membershipsOf(ctx.s.storage.db, user.id)
-      if (memberships.length === 1) return redirect(orgPath(memberships[0]!.organizationId))
+      if (memberships.length === 1) return redirect(PATHS.organization.link(memberships[0]!.organizationId))
       return renderPage(
         ctx,
         'Organisations',
@@ -29,7 +29,7 @@ export const authRoutes: Route[] = [
             <ul>
               {memberships.map((m) => (
                 <li>
-                  <a href={orgPath(m.organizationId)}>{m.name}</a> <span class="badge">{m.role}</span>
+                  <a href={PATHS.organization.link(m.organizationId)}>{m.name}</a> <span class="badge">{m.role}</span>
                 </li>
               ))}
             </ul>
@@ -37,20 +37,22 @@ export const authRoutes: Route[] = [
         </section>,
       )
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/sign-in',
-    handler: (ctx) => {
+    path: PATHS.signIn,
+    access: 'public',
+    handler: (ctx, { user }) => {
       const next = safeNext(ctx.url.searchParams.get('next'))
-      if (ctx.user) return redirect(next)
+      if (user) return redirect(next)
       const notSetUp = countUsers(ctx.s.storage.db) === 0
       return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/sign-in',
+    path: PATHS.signIn,
+    access: 'public',
     handler: async (ctx) => {
       const next = safeNext(ctx.field('next'))
       try {
@@ -67,13 +69,15 @@ export const authRoutes: Route[] = [
         return response
       }
     },
-  },
-  {
+  }),
+  route({
+    // Public: signing out without a session just leads to sign-in.
     method: 'POST',
-    path: '/console/sign-out',
+    path: PATHS.signOut,
+    access: 'public',
     handler: (ctx) => {
       ctx.endSession()
-      return redirect('/console/sign-in')
+      return redirect(PATHS.signIn.link())
     },
-  },
+  }),
 ]

@@ -5,52 +5,52 @@ import { createNamedApiKey, listOrganizationKeys, revokeOrganizationKey } from '
 import { redirect } from '../context.ts'
 import { AuditTable } from '../pages/audit.tsx'
 import { KeysPage } from '../pages/keys.tsx'
-import { orgPath } from '../pages/shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
 export const keyRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/keys',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
+    path: PATHS.keys,
+    access: 'member',
+    handler: (ctx, { org }) => {
       const shownId = ctx.url.searchParams.get('created')
       const held = ctx.deps.shownOnce.get(ctx.sessionKey(), shownId, 'api_key')
       const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
       const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s.storage.db, org.organizationId)} created={created} createdGone={shownId !== null && !created} />
       return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/keys',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
+    path: PATHS.keys,
+    access: 'owner',
+    handler: (ctx, { org }) => {
       const name = ctx.field('name')
       const created = createNamedApiKey(ctx.s, org.organizationId, name, ctx.actor())
       // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
-      return redirect(orgPath(org.organizationId, `/keys?created=${id}`))
+      return redirect(withQuery(PATHS.keys.link(org.organizationId), { created: id }))
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/keys/:key/revoke',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
-      revokeOrganizationKey(ctx.s, org.organizationId, ctx.params.key!, ctx.actor())
-      return redirect(orgPath(org.organizationId, '/keys'))
+    path: PATHS.keyRevoke,
+    access: 'owner',
+    handler: (ctx, { org }) => {
+      revokeOrganizationKey(ctx.s, org.organizationId, ctx.params.key, ctx.actor())
+      return redirect(PATHS.keys.link(org.organizationId))
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/audit',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
+    path: PATHS.audit,
+    access: 'owner',
+    handler: (ctx, { org }) => {
       const before = Number(ctx.url.searchParams.get('before')) || undefined
       const events = listAudit(ctx.s.storage.db, org.organizationId, before)
-      const olderHref = events.length === AUDIT_PAGE_SIZE ? orgPath(org.organizationId, `/audit?before=${events.at(-1)!.id}`) : undefined
+      const olderHref = events.length === AUDIT_PAGE_SIZE ? withQuery(PATHS.audit.link(org.organizationId), { before: events.at(-1)!.id }) : undefined
       const page = (
         <section class="card">
           <h2>Audit log</h2>
@@ -59,5 +59,5 @@ export const keyRoutes: Route[] = [
       )
       return renderPage(ctx, `Audit log · ${org.name}`, page, { org, section: 'audit' })
     },
-  },
+  }),
 ]

@@ -7,8 +7,9 @@
  * events of its inbox. (Where SharedWorker is missing, a page streams its own inbox and
  * closes that stream while the tab is hidden.)
  *
- * Each watched inbox is checked like any other route: membership of its organisation,
- * then an active inbox of that organisation. One that fails (deleted meanwhile, or never
+ * The route itself is for signed-in users; each watched inbox is then checked as a member
+ * route would be (membership of its organisation, resolved by access.ts), then as an active
+ * inbox of that organisation. One that fails (deleted meanwhile, or never
  * visible to this user) is answered with an `inbox_deleted` event for that key, the same
  * for an unknown id and another organisation's, so nothing is revealed.
  */
@@ -17,8 +18,9 @@ import { sessionStillReads } from '../../core/console/sessions.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { DomainError } from '../../core/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
-import type { Route } from '../router.ts'
-import { principalFor } from './inboxes.tsx'
+import { memberOf } from '../access.ts'
+import { PATHS } from '../paths.ts'
+import { route, type Route } from '../router.ts'
 
 /** More inbox tabs than this in one browser share no stream beyond these (the rest reload to see mail). */
 export const MAX_WATCHED_INBOXES = 50
@@ -26,11 +28,11 @@ export const MAX_WATCHED_INBOXES = 50
 const encoder = new TextEncoder()
 
 export const liveRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/live',
-    handler: (ctx) => {
-      const user = ctx.requireUser()
+    path: PATHS.live,
+    access: 'signed-in',
+    handler: (ctx, { user, session }) => {
       const keys = [...new Set(ctx.url.searchParams.getAll('watch'))]
       if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new ConsoleError('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
       const watched: string[] = []
@@ -40,10 +42,10 @@ export const liveRoutes: Route[] = [
       for (const key of keys) {
         const [org = '', inbox = ''] = key.split(':')
         try {
-          const membership = ctx.requireMember(org)
-          watched.push(findActiveInbox(ctx.s.storage.db, principalFor(ctx, membership), inbox).id)
-          organizationId ??= membership.organizationId
-          organizations.add(membership.organizationId)
+          const member = memberOf(ctx, org)
+          watched.push(findActiveInbox(ctx.s.storage.db, member.principal, inbox).id)
+          organizationId ??= member.org.organizationId
+          organizations.add(member.org.organizationId)
         } catch (error) {
           if (!(error instanceof ConsoleError || error instanceof DomainError)) throw error
           gone.push(inbox)
@@ -60,8 +62,7 @@ export const liveRoutes: Route[] = [
       // The stream counts against the person's and the (first) organisation's bounds.
       // It ends when the session ends or any of its memberships does; the worker reconnects,
       // and the new stream reports the inboxes no longer visible as gone.
-      const session = ctx.session!.tokenSha256
-      const stillAllowed = () => [...organizations].every((id) => sessionStillReads(ctx.s, session, id))
+      const stillAllowed = () => [...organizations].every((id) => sessionStillReads(ctx.s, session.tokenSha256, id))
       const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       if (gone.length === 0) return stream
@@ -73,5 +74,5 @@ export const liveRoutes: Route[] = [
       void stream.body!.pipeTo(writable).catch(() => {})
       return new Response(readable, { headers: stream.headers })
     },
-  },
+  }),
 ]

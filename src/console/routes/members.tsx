@@ -5,12 +5,13 @@ import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite
 import { changeRole, listMembers, removeMember } from '../../core/console/members.ts'
 import type { Role } from '../../core/console/organizations.ts'
 import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/console/users.ts'
+import { memberOf } from '../access.ts'
 import { redirect } from '../context.ts'
 import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
 import { ShownValueGone } from '../pages/shell.tsx'
-import { orgPath } from '../pages/shell.tsx'
+import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
 const parseRole = (raw: string): Role => {
   if (raw !== 'owner' && raw !== 'member') throw new ConsoleError('invalid', 'The role must be owner or member.')
@@ -18,89 +19,93 @@ const parseRole = (raw: string): Role => {
 }
 
 export const memberRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/members',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
+    path: PATHS.members,
+    access: 'member',
+    handler: (ctx, { org, user }) => {
       const { db } = ctx.s.storage
       const invites = org.role === 'owner' ? listOpenInvites(db, org.organizationId, ctx.s.clock.now()) : []
-      const page = <MembersPage org={org} me={ctx.requireUser().id} members={listMembers(db, org.organizationId)} invites={invites} />
+      const page = <MembersPage org={org} me={user.id} members={listMembers(db, org.organizationId)} invites={invites} />
       return renderPage(ctx, `Members · ${org.name}`, page, { org, section: 'members' })
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/members/:user/role',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
-      changeRole(ctx.s, org.organizationId, ctx.params.user!, parseRole(ctx.field('role')), ctx.actor())
-      return redirect(orgPath(org.organizationId, '/members'))
+    path: PATHS.memberRole,
+    access: 'owner',
+    handler: (ctx, { org }) => {
+      changeRole(ctx.s, org.organizationId, ctx.params.user, parseRole(ctx.field('role')), ctx.actor())
+      return redirect(PATHS.members.link(org.organizationId))
     },
-  },
-  {
+  }),
+  route({
+    // Any member may leave; removing someone else takes an owner (checked below, as `owner` access would).
     method: 'POST',
-    path: '/console/orgs/:org/members/:user/remove',
-    handler: (ctx) => {
-      const leaving = ctx.params.user === ctx.requireUser().id
-      const org = ctx.requireMember(ctx.params.org!, leaving ? undefined : 'owner')
-      removeMember(ctx.s, org.organizationId, ctx.params.user!, ctx.actor())
-      ctx.deps.streams.recheckUser(ctx.params.user!) // their open inbox pages of this organisation end
-      return redirect(leaving ? '/console' : orgPath(org.organizationId, '/members'))
+    path: PATHS.memberRemove,
+    access: 'member',
+    handler: (ctx, { org, user }) => {
+      const leaving = ctx.params.user === user.id
+      if (!leaving) memberOf(ctx, org.organizationId, 'owner')
+      removeMember(ctx.s, org.organizationId, ctx.params.user, ctx.actor())
+      ctx.deps.streams.recheckUser(ctx.params.user) // their open inbox pages of this organisation end
+      return redirect(leaving ? PATHS.home.link() : PATHS.members.link(org.organizationId))
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/invites',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
+    path: PATHS.invites,
+    access: 'owner',
+    handler: (ctx, { org }) => {
       const role = parseRole(ctx.field('role'))
       const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
-      const link = `${ctx.s.publicUrls().baseUrl}/console/invites/${invite.token}`
+      const link = `${ctx.s.publicUrls().baseUrl}${PATHS.invite.link(invite.token)}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
-      return redirect(orgPath(org.organizationId, `/invites/created?shown=${id}`))
+      return redirect(withQuery(PATHS.inviteCreated.link(org.organizationId), { shown: id }))
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/invites/created',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
+    path: PATHS.inviteCreated,
+    access: 'owner',
+    handler: (ctx, { org }) => {
       const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'invite')
       if (held?.organizationId !== org.organizationId) {
-        return renderPage(ctx, `Invite · ${org.name}`, <ShownValueGone what="invite link" back={orgPath(org.organizationId, '/members')} />, { org, section: 'members', status: 404 })
+        return renderPage(ctx, `Invite · ${org.name}`, <ShownValueGone what="invite link" back={PATHS.members.link(org.organizationId)} />, { org, section: 'members', status: 404 })
       }
       return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={held.link} role={held.role} expiresAt={held.expiresAt} />, { org, section: 'members' })
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/invites/:invite/withdraw',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!, 'owner')
-      withdrawInvite(ctx.s, org.organizationId, ctx.params.invite!, ctx.actor())
-      return redirect(orgPath(org.organizationId, '/members'))
+    path: PATHS.inviteWithdraw,
+    access: 'owner',
+    handler: (ctx, { org }) => {
+      withdrawInvite(ctx.s, org.organizationId, ctx.params.invite, ctx.actor())
+      return redirect(PATHS.members.link(org.organizationId))
     },
-  },
-  {
+  }),
+  route({
+    // Public: the link is the credential; a signed-in visitor joins as themselves, anyone else signs up.
     method: 'GET',
-    path: '/console/invites/:token',
-    handler: (ctx) => {
+    path: PATHS.invite,
+    access: 'public',
+    handler: (ctx, { user }) => {
       const invite = openInvite(ctx.s.storage.db, ctx.params.token, ctx.s.clock.now())
-      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={ctx.user?.email ?? null} />
+      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} />
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/invites/:token',
-    handler: async (ctx) => {
-      const token = ctx.params.token!
-      if (ctx.user) {
-        const user = ctx.user
+    path: PATHS.invite,
+    access: 'public',
+    handler: async (ctx, { user }) => {
+      const token = ctx.params.token
+      if (user) {
         const { organizationId } = ctx.s.storage.write((tx) => acceptInvite(ctx.s, tx, token, user, ctx.clientAddress))
-        return redirect(orgPath(organizationId))
+        return redirect(PATHS.organization.link(organizationId))
       }
       const invite = openInvite(ctx.s.storage.db, token, ctx.s.clock.now())
       const email = normaliseEmail(ctx.field('email'))
@@ -113,7 +118,7 @@ export const memberRoutes: Route[] = [
           return created
         })
         ctx.startSession(user.id)
-        return redirect(orgPath(invite.organizationId))
+        return redirect(PATHS.organization.link(invite.organizationId))
       } catch (error) {
         if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
         const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
@@ -121,5 +126,5 @@ export const memberRoutes: Route[] = [
         return renderPage(ctx, `Join ${invite.organizationName}`, page, { status: error.kind === 'conflict' ? 409 : 400 })
       }
     },
-  },
+  }),
 ]

@@ -16,12 +16,13 @@ import { ConsoleError } from '../../core/console/errors.ts'
 import { checkLinks, type LinkStatus } from '../../core/console/link-check.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
-import { inboxPath } from '../pages/inboxes.tsx'
+import type { Principal } from '../../core/api-keys.ts'
+import type { Member } from '../access.ts'
 import { MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
+import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
-import { principalFor } from './inboxes.tsx'
+import { route, type Route } from '../router.ts'
 
 const HTML_POLICY = [`sandbox ${MESSAGE_HTML_SANDBOX}`, "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
 /** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
@@ -44,10 +45,8 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
   return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)
 }
 
-async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatus>): Promise<Response> {
-  const org = ctx.requireMember(ctx.params.org!)
-  const principal = principalFor(ctx, org)
-  const message = getMessage(ctx.s, principal, ctx.params.message!)
+async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
+  const message = getMessage(ctx.s, principal, ctx.params.message)
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
   const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
@@ -77,7 +76,7 @@ async function messagePage(ctx: ConsoleRequest, statuses?: Map<string, LinkStatu
  * An inline image's bytes, or null when they fail their SHA-256 check (already logged and
  * counted): the message still shows, with that one image broken instead of wrong.
  */
-function inlineBytes(ctx: ConsoleRequest, principal: ReturnType<typeof principalFor>, attachmentId: string): Buffer | null {
+function inlineBytes(ctx: ConsoleRequest, principal: Principal, attachmentId: string): Buffer | null {
   try {
     return downloadAttachment(ctx.s, principal, attachmentId).content
   } catch (error) {
@@ -87,38 +86,38 @@ function inlineBytes(ctx: ConsoleRequest, principal: ReturnType<typeof principal
 }
 
 export const messageRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/messages/:message',
-    handler: (ctx) => messagePage(ctx),
-  },
-  {
+    path: PATHS.message,
+    access: 'member',
+    handler: (ctx, who) => messagePage(ctx, who),
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/messages/:message/check-links',
-    handler: async (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
+    path: PATHS.messageCheckLinks,
+    access: 'member',
+    handler: async (ctx, who) => {
       if (!linkCheckEnabled(ctx)) throw new ConsoleError('not_found', 'Not found.')
-      const message = getMessage(ctx.s, principalFor(ctx, org), ctx.params.message!)
-      const user = ctx.requireUser().id
+      const message = getMessage(ctx.s, who.principal, ctx.params.message)
+      const user = who.user.id
       // One check at a time per person: each is up to 20 outbound requests.
       if (checking.has(user)) throw new ConsoleError('throttled', 'A link check is already running; wait for it to finish.', 5)
       checking.add(user)
       try {
         const statuses = await checkLinks(findLinks(message.html, message.text).map((link) => link.url))
         ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: statuses.length })
-        return messagePage(ctx, new Map(statuses.map((status) => [status.url, status])))
+        return messagePage(ctx, who, new Map(statuses.map((status) => [status.url, status])))
       } finally {
         checking.delete(user)
       }
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/messages/:message/html',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const principal = principalFor(ctx, org)
-      const message = getMessage(ctx.s, principal, ctx.params.message!)
+    path: PATHS.messageHtml,
+    access: 'member',
+    handler: (ctx, { principal }) => {
+      const message = getMessage(ctx.s, principal, ctx.params.message)
       const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id)))
       return new Response(html, {
         headers: {
@@ -130,47 +129,45 @@ export const messageRoutes: Route[] = [
         },
       })
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/messages/:message/source',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const principal = principalFor(ctx, org)
+    path: PATHS.messageSource,
+    access: 'member',
+    handler: (ctx, { principal }) => {
       const part = ctx.url.searchParams.get('part') === 'html' ? 'html' : 'raw'
-      const source = part === 'html' ? (getMessage(ctx.s, principal, ctx.params.message!).html ?? '') : new TextDecoder().decode(getMessageSource(ctx.s, principal, ctx.params.message!))
+      const source = part === 'html' ? (getMessage(ctx.s, principal, ctx.params.message).html ?? '') : new TextDecoder().decode(getMessageSource(ctx.s, principal, ctx.params.message))
       return new Response(sourceDocument(source, part), {
         headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
       })
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/messages/:message/raw',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const id = ctx.params.message!
-      return downloadResponse(getMessageSource(ctx.s, principalFor(ctx, org), id), 'message/rfc822', `${id}.eml`)
+    path: PATHS.messageRaw,
+    access: 'member',
+    handler: (ctx, { principal }) => {
+      const id = ctx.params.message
+      return downloadResponse(getMessageSource(ctx.s, principal, id), 'message/rfc822', `${id}.eml`)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/console/orgs/:org/messages/:message/delete',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const principal = principalFor(ctx, org)
-      const message = getMessage(ctx.s, principal, ctx.params.message!)
+    path: PATHS.messageDelete,
+    access: 'member',
+    handler: (ctx, { org, principal }) => {
+      const message = getMessage(ctx.s, principal, ctx.params.message)
       deleteMessage(ctx.s, principal, message.id)
-      return redirect(inboxPath(org.organizationId, message.inbox_id))
+      return redirect(PATHS.inbox.link(org.organizationId, message.inbox_id))
     },
-  },
-  {
+  }),
+  route({
     method: 'GET',
-    path: '/console/orgs/:org/attachments/:attachment',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const file = downloadAttachment(ctx.s, principalFor(ctx, org), ctx.params.attachment!)
+    path: PATHS.attachment,
+    access: 'member',
+    handler: (ctx, { principal }) => {
+      const file = downloadAttachment(ctx.s, principal, ctx.params.attachment)
       return downloadResponse(file.content, file.contentType, file.filename)
     },
-  },
+  }),
 ]

@@ -1,21 +1,20 @@
 /** @jsxImportSource preact */
 /** GET /console/orgs/:org: the organisation's overview. */
-import { consolePrincipal, organizationWithLimits } from '../../core/console/organizations.ts'
 import { getUsage } from '../../core/usage.ts'
 import { Overview } from '../pages/overview.tsx'
+import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
-import type { Route } from '../router.ts'
+import { route, type Route } from '../router.ts'
 
 export const organizationRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/console/orgs/:org',
-    handler: (ctx) => {
-      const org = ctx.requireMember(ctx.params.org!)
-      const { limits } = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, org.organizationId)
-      const usage = getUsage(ctx.s, consolePrincipal(org.organizationId, limits))
-      const page = <Overview organizationId={org.organizationId} usage={usage} limits={limits} receivingDomain={ctx.s.config.receivingDomain} isOwner={org.role === 'owner'} />
+    path: PATHS.organization,
+    access: 'member',
+    handler: (ctx, { org, principal }) => {
+      const usage = getUsage(ctx.s, principal)
+      const page = <Overview organizationId={org.organizationId} usage={usage} limits={principal.limits} receivingDomain={ctx.s.config.receivingDomain} isOwner={org.role === 'owner'} />
       return renderPage(ctx, org.name, page, { org, section: 'overview' })
     },
-  },
+  }),
 ]

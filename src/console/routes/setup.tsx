@@ -2,23 +2,27 @@
 /** GET/POST /setup: a 404 unless the one-time setup token is given and no user exists yet. */
 import { ConsoleError, notFound } from '../../core/console/errors.ts'
 import { completeSetup, isSetupToken } from '../../core/console/setup.ts'
-import type { Route } from '../router.ts'
+import { PATHS } from '../paths.ts'
+import { route, type Route } from '../router.ts'
 import { renderPage } from '../render.tsx'
 import { FirstSteps, SetupForm, suggestedPreset } from '../pages/setup.tsx'
 
 export const setupRoutes: Route[] = [
-  {
+  route({
     method: 'GET',
-    path: '/setup',
+    path: PATHS.setup,
+    // Public: the one-time token in the query is the credential.
+    access: 'public',
     handler: (ctx) => {
       const token = ctx.url.searchParams.get('token')
       if (!isSetupToken(ctx.s.storage.db, token)) throw notFound()
       return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.publicUrls().baseUrl)} />)
     },
-  },
-  {
+  }),
+  route({
     method: 'POST',
-    path: '/setup',
+    path: PATHS.setup,
+    access: 'public',
     handler: async (ctx) => {
       const input = { token: ctx.field('token'), email: ctx.field('email'), password: ctx.field('password'), organization: ctx.field('organization'), preset: ctx.field('preset') }
       try {
@@ -41,5 +45,5 @@ export const setupRoutes: Route[] = [
         return renderPage(ctx, 'Set up', form, { status: 400 })
       }
     },
-  },
+  }),
 ]
