@@ -1,28 +1,84 @@
 /**
- * The inbox page's filter form, read into the API's own message query (the same filters
- * and indexes as `GET /v1/inboxes/{id}/messages`): subject contains, from (an address, or
- * `@domain`), received since (a date, or date and time, in UTC), and the page cursor.
+ * The viewer's filter form, read from the URL into a message query: the API's own list
+ * filters (subject contains, from an address or `@domain`, received since) and the
+ * console's (recipient, text, has attachment, received until), ANDed. One inbox's page
+ * and the search across inboxes share it; the URL carries every value, so a link to a
+ * search works and paging keeps the filters.
+ *
+ * Values are checked, never silently cut: a value too long, with control characters, a
+ * date that is not one or a range that ends before it starts is a message on the page.
+ * Wildcards mean nothing here (the queries use instr(), not LIKE): `%` finds a `%`.
  */
+import { foldForSearch } from '../core/inbound/search-text.ts'
 import { parseRfc3339, type MessageQuery } from '../core/messages/list-messages.ts'
 
 export interface InboxFilter {
   subject: string
   from: string
+  /** The recipient; offered by the search across inboxes (in one inbox it is the inbox's address). */
+  to: string
+  text: string
+  /** 'yes' when only messages with an attachment are wanted, else ''. */
+  attachment: string
   since: string
+  until: string
   cursor: string
 }
 
-export const readInboxFilter = (url: URL): InboxFilter => ({
-  subject: (url.searchParams.get('subject') ?? '').trim().slice(0, 200),
-  from: (url.searchParams.get('from') ?? '').trim().slice(0, 320),
-  since: (url.searchParams.get('since') ?? '').trim().slice(0, 40),
-  cursor: url.searchParams.get('cursor') ?? '',
-})
+export const emptyFilter: InboxFilter = { subject: '', from: '', to: '', text: '', attachment: '', since: '', until: '', cursor: '' }
 
-export const isFiltered = (f: InboxFilter) => f.subject !== '' || f.from !== '' || f.since !== ''
+/** The longest value each field takes (the form's maxlength; the URL is checked against it too). */
+export const FILTER_LIMITS = { subject: 200, from: 320, to: 320, text: 100, since: 40, until: 40 } as const
 
-/** The query for the API's list verb, or the reason the form's values cannot be used. */
+/** The URL's parameters, in this order. */
+const FIELDS = ['subject', 'from', 'to', 'text', 'attachment', 'since', 'until'] as const
+
+/** What is echoed back into the form is cut here, so a huge value cannot bloat the page (it is refused anyway). */
+const ECHOED = 1000
+
+export function readInboxFilter(url: URL): InboxFilter {
+  const filter = { ...emptyFilter, cursor: url.searchParams.get('cursor') ?? '' }
+  for (const field of FIELDS) filter[field] = (url.searchParams.get(field) ?? '').trim().slice(0, ECHOED)
+  return filter
+}
+
+export const isFiltered = (f: InboxFilter) => FIELDS.some((field) => f[field] !== '')
+
+const LABELS = { subject: 'Subject contains', from: 'From', to: 'To', text: 'Text contains', since: 'Received since', until: 'Received until' } as const
+
+const DATE_HELP = 'a date (2026-11-25), or a date and time in UTC (2026-11-25 14:30 or 2026-11-25 14:30:05)'
+
+// C0 and C1 controls, DEL, and the invisible format characters that make a value look like another.
+const CONTROL = /[\p{Cc}\p{Cf}]/u
+
+/**
+ * A date or date and time, UTC unless an offset is written. `end` reads it as the end of
+ * what it names (inclusive "until"): 2026-11-25 is through 23:59:59.999 of that day,
+ * 14:30 through 14:30:59.999, 14:30:05 through 14:30:05.999. Returns epoch ms
+ * (exclusive when `end`), or null.
+ */
+export function parseFilterTime(value: string, end: boolean): number | null {
+  let text = value.replace(' ', 'T')
+  let step = 1 // ms: an instant with a fraction names that millisecond
+  if (/^\d{4}-\d\d-\d\d$/.test(text)) {
+    text += 'T00:00:00'
+    step = 86_400_000
+  } else if (/T\d\d:\d\d(Z|[+-]\d\d:\d\d)?$/i.test(text)) {
+    text = text.replace(/(T\d\d:\d\d)/i, '$1:00')
+    step = 60_000
+  } else if (/T\d\d:\d\d:\d\d(Z|[+-]\d\d:\d\d)?$/i.test(text)) step = 1000
+  if (!/(Z|[+-]\d\d:\d\d)$/i.test(text)) text += 'Z'
+  const at = parseRfc3339(text)
+  if (at === null) return null
+  return end ? at + step : at
+}
+
+/** The query for the list or search verbs, or the reason the form's values cannot be used. */
 export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { error: string } {
+  for (const field of ['subject', 'from', 'to', 'text', 'since', 'until'] as const) {
+    if (f[field].length > FILTER_LIMITS[field]) return { error: `${LABELS[field]}: at most ${FILTER_LIMITS[field]} characters.` }
+    if (CONTROL.test(f[field])) return { error: `${LABELS[field]}: control characters cannot be searched for.` }
+  }
   const query: MessageQuery = { limit, includeContent: false }
   if (f.cursor) query.cursor = f.cursor
   if (f.subject) query.subject = f.subject
@@ -36,15 +92,26 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
       query.sender = f.from
     }
   }
+  if (f.to) query.recipient = f.to
+  if (f.text) {
+    const folded = foldForSearch(f.text)
+    if (folded.trim() === '') return { error: 'Text contains: some text to look for.' }
+    query.text = folded
+  }
+  if (f.attachment) {
+    if (f.attachment !== 'yes') return { error: 'Has attachment: tick the box, or leave it empty for any message.' }
+    query.hasAttachment = true
+  }
   if (f.since) {
-    // A date alone is midnight; a time without an offset is UTC.
-    let text = f.since.replace(' ', 'T')
-    if (/^\d{4}-\d\d-\d\d$/.test(text)) text += 'T00:00:00'
-    if (/T\d\d:\d\d$/.test(text)) text += ':00'
-    if (!/(Z|[+-]\d\d:\d\d)$/i.test(text)) text += 'Z'
-    const at = parseRfc3339(text)
-    if (at === null) return { error: 'Received since: a date (2026-11-25) or a date and time in UTC (2026-11-25 14:30).' }
+    const at = parseFilterTime(f.since, false)
+    if (at === null) return { error: `Received since: ${DATE_HELP}.` }
     query.receivedAfter = at
+  }
+  if (f.until) {
+    const before = parseFilterTime(f.until, true)
+    if (before === null) return { error: `Received until: ${DATE_HELP}.` }
+    if (query.receivedAfter !== undefined && before <= query.receivedAfter) return { error: 'Received until is before received since: nothing can match.' }
+    query.receivedBefore = before
   }
   return query
 }
@@ -52,9 +119,7 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
 /** The page's URL with these filters and another cursor (or none). */
 export function filterHref(path: string, f: InboxFilter, cursor?: string): string {
   const query = new URLSearchParams()
-  if (f.subject) query.set('subject', f.subject)
-  if (f.from) query.set('from', f.from)
-  if (f.since) query.set('since', f.since)
+  for (const field of FIELDS) if (f[field]) query.set(field, f[field])
   if (cursor) query.set('cursor', cursor)
   const text = query.toString()
   return text ? `${path}?${text}` : path

@@ -4,7 +4,7 @@ import type { ComponentChildren } from 'preact'
 import { render } from 'preact-render-to-string'
 import { membershipsOf, type Membership } from '../core/console/organizations.ts'
 import type { ConsoleRequest } from './context.ts'
-import { Layout, type Shell } from './pages/shell.tsx'
+import { Layout, type Shell, ShellContext } from './pages/shell.tsx'
 
 export interface PageOptions {
   status?: number
@@ -30,4 +30,14 @@ export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentCh
       </Layout>,
     )
   return new Response(html, { status: options.status ?? 200, headers: { 'content-type': 'text/html; charset=utf-8' } })
+}
+
+/**
+ * A part of a page alone, without the layout (no navigation, so no read of the user's
+ * memberships): what a page's script asks for when it refreshes that part in place.
+ */
+export function renderFragment(ctx: ConsoleRequest, body: ComponentChildren): Response {
+  const shell: Shell = { user: ctx.user, csrf: ctx.csrfToken(), memberships: [] }
+  const html = render(<ShellContext.Provider value={shell}>{body}</ShellContext.Provider>)
+  return new Response(html, { headers: { 'content-type': 'text/html; charset=utf-8' } })
 }

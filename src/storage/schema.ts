@@ -159,6 +159,18 @@ export const messageContents = sqliteTable('message_contents', {
   headersJson: text('headers_json').notNull(), // JSON array of [name, value] in received order
 })
 
+/**
+ * The console's text search: the lowercased start of each message's text part (or, with
+ * none, its HTML with the tags taken out), TEXT_SEARCH_CHARS at most. A table of its own so
+ * the search reads short rows, not the bodies and headers of message_contents.
+ */
+export const messageSearchTexts = sqliteTable('message_search_texts', {
+  messageId: text('message_id')
+    .primaryKey()
+    .references(() => messages.id, { onDelete: 'cascade' }),
+  text: text('text').notNull(), // lowercased, at most TEXT_SEARCH_CHARS characters (core/inbound/store.ts)
+})
+
 /** The raw message exactly as received, one row per message (kept apart from the summary). */
 export const messageSources = sqliteTable('message_sources', {
   messageId: text('message_id')

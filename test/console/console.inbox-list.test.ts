@@ -6,7 +6,7 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { inboxStatsQuery } from '../../src/core/inboxes/inbox-stats.ts'
-import { toMessageQuery } from '../../src/console/inbox-filter.ts'
+import { emptyFilter, toMessageQuery } from '../../src/console/inbox-filter.ts'
 import { SEARCH_WINDOW, searchQuery } from '../../src/core/messages/search-organization.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
@@ -33,7 +33,7 @@ test('the count and last arrival read the messages index, not the table', () => 
 })
 
 test('the filter form maps onto the API filters', () => {
-  const f = { subject: 'Reset', from: '', since: '', cursor: '' }
+  const f = { ...emptyFilter, subject: 'Reset' }
   expect(toMessageQuery(f, 100)).toEqual({ limit: 100, includeContent: false, subject: 'Reset' })
   expect(toMessageQuery({ ...f, subject: '', from: '@Shop.example' }, 100)).toEqual({ limit: 100, includeContent: false, senderDomain: 'Shop.example' })
   expect(toMessageQuery({ ...f, subject: '', from: 'shop.example' }, 100)).toEqual({ limit: 100, includeContent: false, senderDomain: 'shop.example' })

@@ -72,14 +72,15 @@ if (liveList && window.EventSource) {
     try {
       while (stale) {
         stale = false
-        const response = await fetch(window.location.href, { credentials: 'same-origin' })
-        if (!response.ok) continue
-        const fresh = new DOMParser().parseFromString(await response.text(), 'text/html').getElementById(liveList.id)
-        if (!fresh) continue
+        // The list alone (x-live-list), not the whole page: less to render, send and parse.
+        const response = await fetch(window.location.href, { credentials: 'same-origin', headers: { 'x-live-list': '1' } })
+        if (!response.ok || response.headers.get('x-live-list') !== '1') continue
+        const fresh = document.createElement('template')
+        fresh.innerHTML = await response.text()
         const before = messageIds()
         // Keep the keyboard's place: the link that had focus has it again in the new list.
         const focused = liveList.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null
-        liveList.replaceChildren(...fresh.childNodes)
+        liveList.replaceChildren(fresh.content)
         if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.

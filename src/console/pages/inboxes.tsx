@@ -8,7 +8,8 @@ import type { Membership } from '../../core/console/organizations.ts'
 import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
-import { filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
+import { emptyFilter, filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
+import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { UsageCards } from './overview.tsx'
 import { FilterFields, SearchForm } from './search.tsx'
 import { PATHS, withQuery } from '../paths.ts'
@@ -29,7 +30,7 @@ export function InboxesPage(props: { org: Membership; listing: { data: Inbox[]; 
       <UsageCards usage={props.usage} />
       <section class="card">
         <h2>Search all inboxes</h2>
-        <SearchForm org={org} filter={{ subject: '', from: '', since: '', cursor: '' }} />
+        <SearchForm org={org} filter={emptyFilter} />
       </section>
       <section class="card">
         <h2>New inbox</h2>
@@ -102,7 +103,6 @@ export function InboxPage(props: {
 }) {
   const { org, inbox, filter } = props
   const here = PATHS.inbox.link(org.organizationId, inbox.id)
-  const filtered = isFiltered(filter) || filter.cursor !== ''
   return (
     <>
       <section class="card">
@@ -124,57 +124,13 @@ export function InboxPage(props: {
           </div>
         </form>
         {props.error && <p class="error">{props.error}</p>}
+        {filter.text && (
+          <p class="muted" id="text-bounds">
+            Text is looked for in this inbox's newest {TEXT_SEARCH_WINDOW.toLocaleString('en')} messages.
+          </p>
+        )}
         <div id="message-list" data-live-events={PATHS.inboxEvents.link(org.organizationId, inbox.id)} data-live-watch={`${org.organizationId}:${inbox.id}`}>
-          {props.messages.length === 0 ? (
-            filtered ? (
-              <p id="no-matches">No messages match these filters.</p>
-            ) : (
-              <div id="no-messages">
-                <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
-                <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
-                <p>or with swaks:</p>
-                <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
-                <p class="muted">It shows up here as soon as the server has stored it.</p>
-              </div>
-            )
-          ) : (
-            // One form for the whole list (one CSRF token, not one per row): each row's button names its message.
-            <PostForm action={filterHref(PATHS.inboxDeleteMessage.link(org.organizationId, inbox.id), filter, filter.cursor || undefined)} confirm="Delete this message?">
-              <Table columns={['From', 'Subject', 'Received', 'Size', '']}>
-                {props.messages.map((m) => (
-                  <tr>
-                    <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
-                    <td>
-                      {/* Relative (../messages/id from .../inboxes/id): the same page, 45 bytes a row lighter. */}
-                      <a href={`../messages/${encodeURIComponent(m.id)}`}>{m.subject || '(no subject)'}</a>
-                      <div class="muted">{m.preview}</div>
-                    </td>
-                    <td>
-                      <Time at={m.received_at} />
-                    </td>
-                    <td>{formatBytes(m.size_bytes)}</td>
-                    <td>
-                      <button type="submit" name="message" value={m.id} class="danger" aria-label={`Delete ${m.subject || '(no subject)'}`}>
-                        Delete
-                      </button>
-                    </td>
-                  </tr>
-                ))}
-              </Table>
-            </PostForm>
-          )}
-          {props.nextCursor && (
-            <p>
-              <a href={filterHref(here, filter, props.nextCursor)} id="older-messages">
-                Older messages
-              </a>
-            </p>
-          )}
-          {filter.cursor && (
-            <p>
-              <a href={filterHref(here, filter)}>Newest messages</a>
-            </p>
-          )}
+          <MessageList {...props} />
         </div>
       </section>
       {props.refused.length > 0 && (
@@ -206,6 +162,71 @@ export function InboxPage(props: {
           </button>
         </PostForm>
       </div>
+    </>
+  )
+}
+
+/**
+ * The inside of an inbox page's `#message-list`: its rows, or the empty state, and the
+ * paging links. Also served alone to the page's live refresh (routes/inboxes.tsx), which
+ * swaps it in without reading the rest of the page.
+ */
+export function MessageList(props: { org: Membership; inbox: Inbox; messages: MessageSummary[]; nextCursor: string | null; filter: InboxFilter; smtpAddress: string }) {
+  const { org, inbox, filter } = props
+  const here = PATHS.inbox.link(org.organizationId, inbox.id)
+  const filtered = isFiltered(filter) || filter.cursor !== ''
+  return (
+    <>
+      {props.messages.length === 0 ? (
+        filtered ? (
+          <p id="no-matches">No messages match these filters.</p>
+        ) : (
+          <div id="no-messages">
+            <p>Waiting for mail. Send this inbox a message, for example with curl:</p>
+            <pre>{curlCommand(props.smtpAddress, inbox.address)}</pre>
+            <p>or with swaks:</p>
+            <pre>{swaksCommand(props.smtpAddress, inbox.address)}</pre>
+            <p class="muted">It shows up here as soon as the server has stored it.</p>
+          </div>
+        )
+      ) : (
+        // One form for the whole list (one CSRF token, not one per row): each row's button names its message.
+        <PostForm action={filterHref(PATHS.inboxDeleteMessage.link(org.organizationId, inbox.id), filter, filter.cursor || undefined)} confirm="Delete this message?">
+          <Table columns={['From', 'Subject', 'Received', 'Size', '']}>
+            {props.messages.map((m) => (
+              <tr>
+                <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
+                <td>
+                  {/* Relative (../messages/id from .../inboxes/id): the same page, 45 bytes a row lighter. */}
+                  <a href={`../messages/${encodeURIComponent(m.id)}`}>{m.subject || '(no subject)'}</a>
+                  <div class="muted">{m.preview}</div>
+                </td>
+                <td>
+                  <Time at={m.received_at} />
+                </td>
+                <td>{formatBytes(m.size_bytes)}</td>
+                <td>
+                  <button type="submit" name="message" value={m.id} class="danger" aria-label={`Delete ${m.subject || '(no subject)'}`}>
+                    Delete
+                  </button>
+                </td>
+              </tr>
+            ))}
+          </Table>
+        </PostForm>
+      )}
+      {props.nextCursor && (
+        <p>
+          <a href={filterHref(here, filter, props.nextCursor)} id="older-messages">
+            Older messages
+          </a>
+        </p>
+      )}
+      {filter.cursor && (
+        <p>
+          <a href={filterHref(here, filter)}>Newest messages</a>
+        </p>
+      )}
     </>
   )
 }

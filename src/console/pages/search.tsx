@@ -3,26 +3,51 @@
 import type { Membership } from '../../core/console/organizations.ts'
 import type { MessageSummary } from '../../core/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
-import type { InboxFilter } from '../inbox-filter.ts'
+import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
+import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'
+import { FILTER_LIMITS, filterHref, type InboxFilter } from '../inbox-filter.ts'
 import { PATHS } from '../paths.ts'
 import { Table, Time } from './shell.tsx'
 
-/** The fields of a message filter, shared by an inbox's filter and the search across inboxes; `idPrefix` keeps ids unique. */
-export function FilterFields(props: { idPrefix: string; filter: InboxFilter }) {
+/**
+ * The fields of a message filter, shared by an inbox's filter and the search across inboxes;
+ * `idPrefix` keeps ids unique. The recipient is asked only across inboxes: in one inbox it
+ * is always the inbox's own address.
+ */
+export function FilterFields(props: { idPrefix: string; filter: InboxFilter; recipient?: boolean }) {
   const { idPrefix, filter } = props
+  const id = (name: string) => `${idPrefix}-${name}`
   return (
     <>
       <div>
-        <label for={`${idPrefix}-subject`}>Subject contains</label>
-        <input id={`${idPrefix}-subject`} name="subject" type="text" value={filter.subject} maxLength={200} />
+        <label for={id('subject')}>Subject contains</label>
+        <input id={id('subject')} name="subject" type="text" value={filter.subject} maxLength={FILTER_LIMITS.subject} />
       </div>
       <div>
-        <label for={`${idPrefix}-from`}>From</label>
-        <input id={`${idPrefix}-from`} name="from" type="text" value={filter.from} maxLength={320} placeholder="a@b.example or @b.example" />
+        <label for={id('text')}>Text contains</label>
+        <input id={id('text')} name="text" type="text" value={filter.text} maxLength={FILTER_LIMITS.text} placeholder="subject or body" />
       </div>
       <div>
-        <label for={`${idPrefix}-since`}>Received since (UTC)</label>
-        <input id={`${idPrefix}-since`} name="since" type="text" value={filter.since} maxLength={40} placeholder="2026-11-25 14:30" />
+        <label for={id('from')}>From</label>
+        <input id={id('from')} name="from" type="text" value={filter.from} maxLength={FILTER_LIMITS.from} placeholder="a@b.example or @b.example" />
+      </div>
+      {props.recipient && (
+        <div>
+          <label for={id('to')}>To contains</label>
+          <input id={id('to')} name="to" type="text" value={filter.to} maxLength={FILTER_LIMITS.to} placeholder="inbox address or part of it" />
+        </div>
+      )}
+      <div>
+        <label for={id('since')}>Received since (UTC)</label>
+        <input id={id('since')} name="since" type="text" value={filter.since} maxLength={FILTER_LIMITS.since} placeholder="2026-11-25 14:30" />
+      </div>
+      <div>
+        <label for={id('until')}>Received until (UTC)</label>
+        <input id={id('until')} name="until" type="text" value={filter.until} maxLength={FILTER_LIMITS.until} placeholder="2026-11-25 18:00:59" />
+      </div>
+      <div class="filter-check">
+        <input id={id('attachment')} name="attachment" type="checkbox" value="yes" checked={filter.attachment === 'yes'} />
+        <label for={id('attachment')}>Has attachment</label>
       </div>
     </>
   )
@@ -31,7 +56,7 @@ export function FilterFields(props: { idPrefix: string; filter: InboxFilter }) {
 export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
   return (
     <form method="get" action={PATHS.search.link(props.org.organizationId)} class="filters" aria-label="Search all inboxes">
-      <FilterFields idPrefix="search" filter={props.filter} />
+      <FilterFields idPrefix="search" filter={props.filter} recipient />
       <div class="filter-actions">
         <button type="submit" class="secondary">
           Search all inboxes
@@ -41,20 +66,24 @@ export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
   )
 }
 
-export function SearchPage(props: { org: Membership; filter: InboxFilter; results: MessageSummary[] | null; limit: number; error?: string }) {
-  const { org } = props
+export function SearchPage(props: { org: Membership; filter: InboxFilter; results: { data: MessageSummary[]; next_cursor: string | null } | null; error?: string }) {
+  const { org, filter } = props
+  const here = PATHS.search.link(org.organizationId)
   return (
     <section class="card">
       <h2>Search all inboxes</h2>
-      <SearchForm org={org} filter={props.filter} />
+      <SearchForm org={org} filter={filter} />
       {props.error && <p class="error">{props.error}</p>}
-      <p class="muted">Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages, in every active inbox.</p>
+      <p class="muted" id="search-bounds">
+        Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text contains
+        looks at the subject and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
+      </p>
       {props.results !== null &&
-        (props.results.length === 0 ? (
+        (props.results.data.length === 0 ? (
           <p id="no-results">No messages match.</p>
         ) : (
           <Table columns={['To', 'From', 'Subject', 'Received']}>
-            {props.results.map((m) => (
+            {props.results.data.map((m) => (
               <tr>
                 <td class="mono">{m.to}</td>
                 <td>{m.from.name ? `${m.from.name} <${m.from.address}>` : m.from.address}</td>
@@ -68,7 +97,18 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
             ))}
           </Table>
         ))}
-      {props.results !== null && props.results.length === props.limit && <p class="muted">The newest {props.limit} matches are shown; narrow the search for older ones.</p>}
+      {props.results?.next_cursor && (
+        <p>
+          <a href={filterHref(here, filter, props.results.next_cursor)} id="older-matches">
+            Older matches
+          </a>
+        </p>
+      )}
+      {filter.cursor && (
+        <p>
+          <a href={filterHref(here, filter)}>Newest matches</a>
+        </p>
+      )}
     </section>
   )
 }

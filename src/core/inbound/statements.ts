@@ -7,7 +7,7 @@
  */
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
+import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
 
 const p = sql.placeholder
 
@@ -72,6 +72,10 @@ export const inboundStatements = preparedPerDatabase((db) => ({
   insertContent: db
     .insert(messageContents)
     .values({ messageId: p('messageId'), textBody: p('textBody'), htmlBody: p('htmlBody'), headersJson: p('headersJson') })
+    .prepare(),
+  insertSearchText: db
+    .insert(messageSearchTexts)
+    .values({ messageId: p('messageId'), text: p('text') })
     .prepare(),
   insertSource: db
     .insert(messageSources)

@@ -14,6 +14,7 @@ import type { ParsedMail } from './parse.ts'
 import { monotonicReceivedAt } from './received-at.ts'
 import type { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'
+import { searchTextOf } from './search-text.ts'
 import { inboundStatements } from './statements.ts'
 
 export interface StoredMessage {
@@ -41,6 +42,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
   const senderDomain = senderAddress.includes('@') ? senderAddress.slice(senderAddress.lastIndexOf('@') + 1) : ''
   const headersJson = JSON.stringify(mail.headers)
   const searchSubject = mail.subject.toLowerCase().slice(0, SEARCH_SUBJECT_CHARS)
+  const searchText = searchTextOf(mail.text, mail.html)
 
   // Prepared on the same (only) connection, so they run inside this write transaction.
   const statements = inboundStatements(s.storage.db)
@@ -93,6 +95,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
           internetMessageId: mail.internetMessageId,
         })
         statements.insertContent.run({ messageId, textBody: mail.text, htmlBody: mail.html, headersJson })
+        statements.insertSearchText.run({ messageId, text: searchText })
         statements.insertSource.run({ messageId, raw, sha256: mail.rawSha256 })
         mail.attachments.forEach((attachment, position) => {
           const attachmentId = newId('att')

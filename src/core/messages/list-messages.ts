@@ -3,7 +3,7 @@
  * first, keyset-paged on (received_at, id). Expired messages are invisible even before
  * the sweeper removes them.
  */
-import { and, eq, gt, gte, sql } from 'drizzle-orm'
+import { and, desc, eq, gt, gte, inArray, lt, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { Db } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
@@ -13,6 +13,7 @@ import { DomainError } from '../errors.ts'
 import { cutPage, newestFirst, olderThan } from '../keyset.ts'
 import type { Message, MessageSummary } from '../models.ts'
 import { presentFull, presentSummary, summaryColumns } from './present.ts'
+import { hasAttachment, recipientContains, TEXT_SEARCH_WINDOW, textContains } from './search-filters.ts'
 
 export interface MessageQuery {
   limit: number
@@ -22,6 +23,14 @@ export interface MessageQuery {
   senderDomain?: string
   /** Epoch ms; only messages received at or after it. */
   receivedAfter?: number
+  /** Epoch ms; only messages received before it (the console's "until", made exclusive). */
+  receivedBefore?: number
+  /** Console only: subject or text contains this, lowercased and folded (search-filters.ts); within the newest TEXT_SEARCH_WINDOW. */
+  text?: string
+  /** Console only: only messages with at least one attachment. */
+  hasAttachment?: boolean
+  /** Console only: the recipient (the receiving inbox's address, the viewer's To) contains this. */
+  recipient?: string
   includeContent: boolean
 }
 
@@ -60,38 +69,70 @@ export function parseRfc3339(value: string): number | null {
 }
 
 /** Which optional parts a query has; each combination gets its own prepared statement. */
-type QueryShape = Pick<MessageQuery, 'includeContent'> & Record<'cursor' | 'subject' | 'sender' | 'senderDomain' | 'receivedAfter', boolean>
+type QueryShape = Pick<MessageQuery, 'includeContent'> & Record<'cursor' | 'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient', boolean>
 
 const p = sql.placeholder
 const keyset = { at: messages.receivedAt, id: messages.id }
 
-function buildQuery(db: Db, shape: QueryShape) {
-  const where = and(
+/** The WHERE of one query shape; parameters are placeholders filled at each run. */
+function whereFor(db: Db, shape: QueryShape) {
+  // A text search looks at the inbox's newest TEXT_SEARCH_WINDOW messages only.
+  const textWindow = db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.inboxId, p('inboxId')), gt(messages.expiresAt, p('now'))))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(TEXT_SEARCH_WINDOW)
+  return and(
     eq(messages.inboxId, p('inboxId')),
     gt(messages.expiresAt, p('now')),
     shape.subject ? sql`instr(${messages.searchSubject}, ${p('subject')}) > 0` : undefined,
     shape.sender ? eq(messages.searchSender, p('sender')) : undefined,
     shape.senderDomain ? eq(messages.searchSenderDomain, p('senderDomain')) : undefined,
     shape.receivedAfter ? gte(messages.receivedAt, p('receivedAfter')) : undefined,
+    shape.receivedBefore ? lt(messages.receivedAt, p('receivedBefore')) : undefined,
+    shape.text ? and(inArray(messages.id, textWindow), textContains(p('text'))) : undefined,
+    shape.hasAttachment ? hasAttachment() : undefined,
+    shape.recipient ? recipientContains(p('recipient')) : undefined,
     shape.cursor ? olderThan(keyset, { at: p('afterAt'), id: p('afterId') }) : undefined,
   )
-  const order = newestFirst(keyset)
+}
+
+const summarySelect = (db: Db, shape: QueryShape) =>
+  db
+    .select(summaryColumns)
+    .from(messages)
+    .where(whereFor(db, shape))
+    .orderBy(...newestFirst(keyset))
+    .limit(p('limit'))
+
+function buildQuery(db: Db, shape: QueryShape) {
   return shape.includeContent
     ? db
         .select()
         .from(messages)
-        .where(where)
-        .orderBy(...order)
+        .where(whereFor(db, shape))
+        .orderBy(...newestFirst(keyset))
         .limit(p('limit'))
         .prepare()
-    : db
-        .select(summaryColumns)
-        .from(messages)
-        .where(where)
-        .orderBy(...order)
-        .limit(p('limit'))
-        .prepare()
+    : summarySelect(db, shape).prepare()
 }
+
+/** The SQL of a summary listing with these filters, so a test can check its plan. */
+export const listQuerySql = (db: Db, filters: Partial<QueryShape>) =>
+  summarySelect(db, {
+    includeContent: false,
+    cursor: false,
+    subject: false,
+    sender: false,
+    senderDomain: false,
+    receivedAfter: false,
+    receivedBefore: false,
+    text: false,
+    hasAttachment: false,
+    recipient: false,
+    ...filters,
+  }).toSQL()
 
 /** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU. */
 const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
@@ -120,6 +161,10 @@ export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: 
     sender: Boolean(query.sender),
     senderDomain: Boolean(query.senderDomain),
     receivedAfter: query.receivedAfter !== undefined,
+    receivedBefore: query.receivedBefore !== undefined,
+    text: Boolean(query.text),
+    hasAttachment: query.hasAttachment === true,
+    recipient: Boolean(query.recipient),
   }
   const key = Object.values(shape).map(Number).join('')
   const cache = queriesByShape(db)
@@ -135,6 +180,9 @@ export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: 
     sender: query.sender?.toLowerCase(),
     senderDomain: query.senderDomain?.toLowerCase(),
     receivedAfter: query.receivedAfter === undefined ? undefined : isoTime(query.receivedAfter),
+    receivedBefore: query.receivedBefore === undefined ? undefined : isoTime(query.receivedBefore),
+    text: query.text,
+    recipient: query.recipient?.toLowerCase(),
     afterAt: after?.at,
     afterId: after?.id,
     limit: query.limit + 1,
