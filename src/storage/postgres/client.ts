@@ -1,0 +1,32 @@
+/**
+ * Opening a PostgreSQL client (postgres.js). Why this client and not `pg` or `Bun.sql`:
+ * see docs/architecture.md's dependency list; test/postgres/postgres.client.test.ts holds
+ * the behaviours we rely on (LISTEN/NOTIFY with a hook on every reconnection, pools that
+ * recover by themselves after the server restarts, the pool's size honoured).
+ */
+import postgres from 'postgres'
+
+export type Sql = postgres.Sql
+/** A pool or an open transaction: what a statement that may join a caller's transaction takes. */
+export type Queryable = postgres.Sql | postgres.TransactionSql
+
+export interface ClientOptions {
+  /** Connections in the pool; one machine's share of the server's `max_connections`. */
+  max?: number
+  /** Where the server's notices (warnings) go; dropped by default, they are not errors of ours. */
+  onNotice?: (message: string) => void
+}
+
+/** A pooled client for `url` (postgres:// or postgresql://). Connections open lazily, on first use. */
+export function openPostgres(url: string, options: ClientOptions = {}): Sql {
+  return postgres(url, {
+    max: options.max ?? 10,
+    onnotice: (notice) => options.onNotice?.(String(notice.message)),
+    // A machine whose pool sits idle gives its connections back; a managed database counts them.
+    idle_timeout: 60,
+    // Fail fast when the server is unreachable rather than the default 30 s: callers answer 451/503.
+    connect_timeout: 5,
+    // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
+    connection: { TimeZone: 'UTC' },
+  })
+}

@@ -1,0 +1,115 @@
+/**
+ * Wake-ups across machines: a message stored on any machine wakes the long polls waiting
+ * for its inbox on every machine. The storing transaction runs `notifyInbox` (NOTIFY is
+ * delivered only when that transaction commits, so a woken waiter always finds the row);
+ * each machine keeps one LISTEN connection and fans a notification out to its local waiters.
+ *
+ * No lost wake-up: `subscribe` resolves only once LISTEN is active, and a waiter subscribes
+ * BEFORE its first query. A message committed after that query but before the waiter starts
+ * waiting still resolves `woken`, because the subscription was already listening.
+ *
+ * Outages: PostgreSQL does not queue notifications for a connection that is gone, so a
+ * message committed while the LISTEN connection was down would wake nobody. When the client
+ * reconnects and listens again, every local waiter is woken once; each re-queries and
+ * either finds its message or subscribes again.
+ */
+import type { Queryable, Sql } from './client.ts'
+
+/** One channel for every inbox: the payload names the inbox (ids are 38 characters, under NOTIFY's 8,000-byte limit). */
+export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
+
+export interface WakeSubscription {
+  /** Resolves at the first wake after subscribing: a message for the inbox, or a reconnection. */
+  woken: Promise<void>
+  /** Stops listening for this waiter; safe to call twice. */
+  close(): void
+}
+
+export interface WakeBus {
+  /** Listens for `inboxId`; resolves once a message committed from now on is sure to wake it. */
+  subscribe(inboxId: string): Promise<WakeSubscription>
+  /** Local waiters right now; for tests and metrics. */
+  waiting(): number
+  /** Stops listening; pending subscriptions stay unresolved and should be closed by their owners. */
+  close(): Promise<void>
+}
+
+/** Queues a wake-up for `inboxId` in the transaction (or session) `sql`; delivered at commit. */
+export async function notifyInbox(sql: Queryable, inboxId: string): Promise<void> {
+  await sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`
+}
+
+/**
+ * Starts this machine's LISTEN. `sql` is the machine's pool: postgres.js runs LISTEN on a
+ * connection of its own beside the pool, reconnects it after a failure and listens again.
+ */
+export function createWakeBus(sql: Sql): WakeBus {
+  const waiters = new Map<string, Set<() => void>>()
+
+  const wake = (inboxId: string) => {
+    const set = waiters.get(inboxId)
+    if (!set) return
+    waiters.delete(inboxId)
+    for (const resolve of set) resolve()
+  }
+  const wakeEveryone = () => {
+    const all = [...waiters.values()]
+    waiters.clear()
+    for (const set of all) for (const resolve of set) resolve()
+  }
+
+  // One LISTEN per machine, started at once. postgres.js keeps it alive by itself: after a
+  // lost connection, and also when this first attempt fails because the database is down
+  // as the machine starts, it connects again and listens again, calling `onListen` each time.
+  let listened = false
+  let firstListen!: () => void
+  const listenedOnce = new Promise<void>((resolve) => {
+    firstListen = resolve
+  })
+  const onListen = () => {
+    // Anything committed while the connection was down went unheard: every waiter looks again.
+    if (listened) wakeEveryone()
+    listened = true
+    firstListen()
+  }
+  const attempt = sql.listen(WAKE_CHANNEL, wake, onListen)
+  attempt.catch(() => {}) // surfaces in subscribe() until a later attempt succeeds
+
+  return {
+    async subscribe(inboxId) {
+      let resolve!: () => void
+      const woken = new Promise<void>((r) => {
+        resolve = r
+      })
+      // Registered before LISTEN is confirmed, so a wake-everyone during this await reaches it too.
+      const set = waiters.get(inboxId) ?? new Set()
+      waiters.set(inboxId, set)
+      set.add(resolve)
+      const close = () => {
+        const current = waiters.get(inboxId)
+        if (!current?.delete(resolve)) return
+        if (current.size === 0) waiters.delete(inboxId)
+      }
+      try {
+        // Before the first LISTEN: wait for it, or fail at once if that attempt already failed
+        // (the caller answers "unavailable"; the retry in the background brings the bus back).
+        if (!listened) await Promise.race([listenedOnce, attempt])
+      } catch (error) {
+        close()
+        throw error
+      }
+      return { woken, close }
+    },
+    waiting() {
+      let n = 0
+      for (const set of waiters.values()) n += set.size
+      return n
+    },
+    async close() {
+      // Only a LISTEN that succeeded first time hands back its unlisten; otherwise ending
+      // the pool ends the listening connection too.
+      const first = await attempt.catch(() => null)
+      await first?.unlisten()
+    },
+  }
+}
