@@ -19,11 +19,13 @@ import { RefusedDeliveries } from '../core/inbound/refused-deliveries.ts'
 import { InboundReservations } from '../core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from '../core/inboxes/delete-inbox.ts'
 import { LongPollSlots } from '../core/long-poll-slots.ts'
+import { MessagePageCache } from '../core/messages/page-cache.ts'
 import { parseLocalWarn, ReplicationMonitor } from '../core/replication.ts'
 import { RequestRateLimiter } from '../core/request-rate-limiter.ts'
 import type { RoutingProvider } from '../core/routing.ts'
 import type { Services } from '../core/services.ts'
-import { StorageHealth } from '../core/storage-health.ts'
+import { STORAGE_FAILURE_KINDS, StorageHealth } from '../core/storage-health.ts'
+import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
 import { buildHttpApp } from '../http/app.ts'
 import { clientAddressReader } from '../http/client-address.ts'
 import { routableByElysia } from '../http/routable-request.ts'
@@ -31,9 +33,9 @@ import { strictTransportSecurity, withStrictTransportSecurity } from '../http/tr
 import { createLogger, type Logger } from '../log.ts'
 import { AppMetrics } from '../metrics/app-metrics.ts'
 import { observedLogger } from '../metrics/log-observer.ts'
-import { meteredRouting } from '../metrics/routing.ts'
 import { InboxNotifier } from '../notifier.ts'
 import { createRoutingProvider } from '../routing/index.ts'
+import { meteredRouting } from '../routing/metered.ts'
 import { createSmtpServer } from '../smtp/server.ts'
 import { prepareSmtpTls, type SmtpTls } from '../smtp/tls.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
@@ -54,6 +56,8 @@ export interface AppOptions {
 /** Every part built, nothing listening. */
 export interface Assembly {
   services: Services
+  /** Every metric /metrics exposes (core reports into it through Services.metrics). */
+  metrics: AppMetrics
   addresses: ListenAddresses
   tls: SmtpTls
   lock: ServerLock
@@ -86,7 +90,8 @@ function replicationMonitor(config: Config, storage: Storage, logger: Logger): R
 
 export async function assemble(options: AppOptions): Promise<Assembly> {
   const { config } = options
-  const metrics = new AppMetrics()
+  // Series known in advance start at 0; their label values are core's.
+  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
@@ -123,11 +128,12 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       storage,
       clock,
       logger,
-      routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), metrics),
+      routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
       notifier: new InboxNotifier(),
       cursors: CursorCodec.fromDatabase(storage.db),
       requestLimiter: new RequestRateLimiter(clock),
       longPolls: new LongPollSlots(),
+      messagePages: new MessagePageCache(),
       reservations: new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
       parser,
@@ -155,9 +161,9 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     discardUnfinishedInboxes(services)
     services.disk.start()
 
-    const smtp = createSmtpServer(services, tls)
+    const smtp = createSmtpServer(services, metrics, tls)
     const connections = new ConnectionTimeouts()
-    const api = buildHttpApp(services, { smtpListening: () => smtp.server.listening }, connections)
+    const api = buildHttpApp(services, { smtpListening: () => smtp.server.listening }, connections, metrics)
     const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress())
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
@@ -173,7 +179,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
     const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
-    return { services, addresses, tls, lock, answer, connections, smtp, stopping, stopped, close }
+    return { services, metrics, addresses, tls, lock, answer, connections, smtp, stopping, stopped, close }
   } catch (error) {
     close()
     throw error

@@ -8,6 +8,7 @@
 import { setupToken, setupUrl } from '../core/console/setup.ts'
 import { startRetentionSweeper } from '../core/retention.ts'
 import type { Services } from '../core/services.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from '../metrics/event-loop.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import { joinQuietCollection } from '../quiet-collection.ts'
@@ -17,6 +18,8 @@ import { StopList } from './stop-list.ts'
 
 export interface RunningApp {
   services: Services
+  /** Every metric /metrics exposes (core reports into it through Services.metrics). */
+  metrics: AppMetrics
   httpPort: number
   smtpPort: number
   /** The METRICS_PORT listener's port, when one runs. */
@@ -35,8 +38,8 @@ export interface RunningApp {
 }
 
 export async function start(assembly: Assembly): Promise<RunningApp> {
-  const { services, addresses, smtp } = assembly
-  const { config, logger, metrics } = services
+  const { services, metrics, addresses, smtp } = assembly
+  const { config, logger } = services
   const parts = new StopList(logger)
   const stopAll = async () => {
     logger.info('stopping')
@@ -105,7 +108,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
 
     let stopping: Promise<void> | undefined
     const stop = () => (stopping ??= stopAll())
-    return { services, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
+    return { services, metrics, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
   } catch (error) {
     await stopAll()
     throw error

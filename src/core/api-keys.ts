@@ -5,12 +5,11 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
-import { isoTime, type Clock } from '../clock.ts'
+import { isoTime } from '../clock.ts'
 import { randomHex } from '../ids.ts'
-import type { Db } from '../storage/database.ts'
 import { preparedPerDatabase } from '../storage/prepared.ts'
-import type { Limits } from '../config.ts'
 import { apiKeys, organizations } from '../storage/schema.ts'
+import type { Services } from './services.ts'
 import { storageFailureKind } from './storage-health.ts'
 import { DomainError } from './errors.ts'
 import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from './limits.ts'
@@ -50,7 +49,8 @@ const keyByPublicId = preparedPerDatabase((db) =>
 )
 
 /** Checks the Authorization header. The format is checked before the database is touched. */
-export function authenticate(db: Db, clock: Clock, authorization: string | null, defaults: Limits): Principal {
+export function authenticate(s: Pick<Services, 'storage' | 'clock' | 'config'>, authorization: string | null): Principal {
+  const { db } = s.storage
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
@@ -60,7 +60,7 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null,
   const given = Buffer.from(hashSecret(parsed.secret), 'hex')
   const stored = Buffer.from(row?.secretSha256 ?? '0'.repeat(64), 'hex')
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
-  const now = clock.now()
+  const now = s.clock.now()
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
     try {
       db.update(apiKeys)
@@ -73,5 +73,5 @@ export function authenticate(db: Db, clock: Clock, authorization: string | null,
       if (!storageFailureKind(error)) throw error
     }
   }
-  return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, defaults) }
+  return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, s.config.limits) }
 }

@@ -11,6 +11,7 @@ import { deleteExpiredSessions } from './console/sessions.ts'
 import { DomainError } from './errors.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
+import { transaction } from './transaction.ts'
 
 const BATCH = 200
 const MAX_BATCHES_PER_SWEEP = 50
@@ -21,7 +22,7 @@ const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve)
 function deleteExpiredMessages(s: Services): number {
   const now = isoTime(s.clock.now())
   return s.disk.freeing(() =>
-    s.storage.write((tx) => {
+    transaction(s, (tx) => {
       const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
       if (expired.length > 0)
         tx.delete(messages)
@@ -55,8 +56,8 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
     await yieldToIngest()
   }
   const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
-  s.storage.write((tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
-  s.storage.write((tx) => deleteExpiredSessions(tx, s.clock.now()))
+  transaction(s, (tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
+  transaction(s, (tx) => deleteExpiredSessions(tx, s.clock.now()))
   return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
 }
 

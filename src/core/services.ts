@@ -1,12 +1,10 @@
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
-import type { AppMetrics } from '../metrics/app-metrics.ts'
 import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
-import type { Spool } from '../storage/spool.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
@@ -15,7 +13,37 @@ import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollSlots } from './long-poll-slots.ts'
+import type { MessagePageCache } from './messages/page-cache.ts'
 import type { RequestRateLimiter } from './request-rate-limiter.ts'
+
+/**
+ * The figures core itself reports for /metrics. src/metrics/app-metrics.ts implements it and
+ * the composition root hands it in, so core and metrics import nothing from each other.
+ */
+export interface CoreMetrics {
+  /** Seconds from a message's commit to the waiting long poll holding its answer. */
+  readonly longPollWake: { observe(seconds: number): void }
+}
+
+/** One message's DATA on disk, from its first spooled chunk to its parse. */
+export interface SpooledData {
+  append(chunks: Buffer[]): Promise<void>
+  read(): Promise<Buffer>
+  /** Deletes the file; safe to call more than once. */
+  remove(): Promise<void>
+}
+
+/**
+ * Where DATA too big for memory waits for its parse, as the SMTP transport sees it (the files
+ * beside the database, src/storage/spool.ts), so the transport needs nothing from storage.
+ */
+export interface DataSpool {
+  /** Resolves with a release function when this reader may read from its socket again. */
+  readTurn(): Promise<() => void>
+  create(): Promise<SpooledData>
+  /** Bytes in spool files now. */
+  readonly bytes: number
+}
 
 /** Everything a domain verb may use, built once by the composition root (src/app.ts). */
 export interface Services {
@@ -30,15 +58,17 @@ export interface Services {
   cursors: CursorCodec
   requestLimiter: RequestRateLimiter
   longPolls: LongPollSlots
+  /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */
+  messagePages: MessagePageCache
   reservations: InboundReservations
   /** Recent refusals at RCPT TO per address, for the console's inbox page (memory only). */
   refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */
   parser: ParsePool
   /** Where DATA too big for memory waits for its parse (src/storage/spool.ts). */
-  spool: Spool
-  /** Counters and histograms for /metrics; plain numbers, no I/O. */
-  metrics: AppMetrics
+  spool: DataSpool
+  /** What core reports for /metrics; plain numbers, no I/O. */
+  metrics: CoreMetrics
   /** Free-space guard: new mail and inboxes wait while the volume is nearly full. */
   disk: DiskGuard
   /** Whether writes currently succeed; logs the start and end of a failing volume once each. */

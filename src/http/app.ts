@@ -21,12 +21,13 @@ import { attachmentRoutes } from './routes/attachments.ts'
 import { healthRoutes } from './routes/health.ts'
 import { inboxRoutes } from './routes/inboxes.ts'
 import { metricsRoutes } from './routes/metrics.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { type ReadinessProbes, readyRoutes } from './routes/ready.ts'
 import { messageRoutes } from './routes/messages.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts, metrics: AppMetrics) {
   installFastFormats()
   const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
@@ -56,7 +57,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
       // Authentication and the rate limit come before routing and validation, so a bad
       // key answers 401 whatever else is wrong with the request.
       if (state.path.startsWith('/v1/') || state.path === '/v1') {
-        state.principal = authenticate(s.storage.db, s.clock, request.headers.get('authorization'), s.config.limits)
+        state.principal = authenticate(s, request.headers.get('authorization'))
         s.requestLimiter.admit(state.principal)
         if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
@@ -96,7 +97,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
     .use(openApiRoutes(s))
     .use(healthRoutes(s))
     .use(readyRoutes(s, probes))
-    .use(metricsRoutes(s))
+    .use(metricsRoutes(s, metrics))
     .use(inboxRoutes(s, requests))
     .use(messageRoutes(s, requests, connections))
     .use(attachmentRoutes(s, requests))

@@ -4,8 +4,6 @@
  * their figure when scraped. One instance per running app: no global registry.
  */
 import { statSync } from 'node:fs'
-import { STORAGE_FAILURE_KINDS } from '../core/storage-health.ts'
-import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
 import { Counter, Gauge, Histogram, MetricRegistry } from './exposition.ts'
 
 /** Read at scrape time from parts the composition root owns. */
@@ -49,13 +47,14 @@ export class AppMetrics {
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 
-  constructor() {
+  /** The label values of the storage counters, known in advance: they start at 0 (the composition root passes core's lists). */
+  constructor(known: { storageFailureKinds: readonly string[]; storedBytesKinds: readonly string[] }) {
     // Series known in advance start at 0, so rate() and increase() see their first event.
     this.messagesStored.inc({}, 0)
     for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
     for (const kind of ['messages', 'idempotency_records']) this.sweeperDeleted.inc({ kind }, 0)
-    for (const kind of STORAGE_FAILURE_KINDS) this.storageFailures.inc({ kind }, 0)
-    for (const kind of STORED_BYTES_KINDS) this.storedBytesCorrupt.inc({ kind }, 0)
+    for (const kind of known.storageFailureKinds) this.storageFailures.inc({ kind }, 0)
+    for (const kind of known.storedBytesKinds) this.storedBytesCorrupt.inc({ kind }, 0)
     const source = () => {
       if (!this.sources) throw new Error('metric sources not attached yet')
       return this.sources

@@ -72,7 +72,7 @@ export function receiveData(phase: DataPhase, recipients: Reservation[], stream:
           s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
           throw new InboundRefusal('storage_failed')
         }
-        return receiveMessage(s, raw, envelopeFrom, recipients) // takes over raw
+        return receiveMessage(s, { raw, envelopeFrom, recipients }) // takes over raw
       })
       return stored
     }

@@ -13,7 +13,7 @@
  * sending MTA retry the same message); the DATA time limit bounds how long a sender can
  * keep streaming bytes that are thrown away.
  */
-import type { Spool, SpoolFile } from '../storage/spool.ts'
+import type { DataSpool, SpooledData } from '../core/services.ts'
 import type { DataBudget } from './data-budget.ts'
 
 /** Messages up to this size never touch the disk while the budget has room: most test mail is a few KiB. */
@@ -44,7 +44,7 @@ export class MessageCollector {
   private held = 0
   private refused: 'too_large' | null = null
   private spooling = false
-  private file: SpoolFile | null = null
+  private file: SpooledData | null = null
   private unwritten: Buffer[] = []
   private unwrittenBytes = 0
   private writing: Promise<void> | null = null
@@ -59,7 +59,7 @@ export class MessageCollector {
     private readonly budget: DataBudget,
     private readonly owner: string,
     private readonly maxBytes: number,
-    private readonly spool: Spool,
+    private readonly spool: DataSpool,
     private readonly flow: Flow,
     private readonly memoryBytes: number = SPOOL_AFTER_BYTES,
   ) {}

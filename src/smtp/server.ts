@@ -10,6 +10,7 @@ import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
 import { errorFields } from '../log.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { type DataPhase, receiveData } from './data-phase.ts'
 import { GuardedSmtpServer } from './guarded-server.ts'
 import { SmtpGuards } from './guards.ts'
@@ -30,12 +31,12 @@ const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
 const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
-export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
+export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustBufferedBytes'>, tls?: SmtpTls): SMTPServer {
   assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
   const tooLarge = new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`)
-  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) => s.metrics.adjustBufferedBytes(delta))
+  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) => metrics.adjustBufferedBytes(delta))
 
   const stateOf = (session: SMTPServerSession): ConnectionState => {
     let state = connections.get(session.id)
@@ -99,7 +100,7 @@ export function createSmtpServer(s: Services, tls?: SmtpTls): SMTPServer {
           const state = stateOf(session)
           const envelope = session.envelope
           const isLive = () => !state.closed && session.envelope === envelope
-          const reservation = admitRecipient(s, address.address, isLive, state.reservations)
+          const reservation = admitRecipient(s, { address: address.address, isLive, admitted: state.reservations })
           if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
           callback()
         } catch (error) {

@@ -1,5 +1,5 @@
 /**
- * Repeated listings are answered from serialized pages (src/http/message-page-cache.ts);
+ * Repeated listings are answered from serialized pages (src/core/messages/page-cache.ts);
  * every change that could alter a page must show at once, as if nothing were cached.
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'

@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 const send = (address: string, subject: string) => sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address, subject }))
-const failures = (kind: string) => Number(new RegExp(`^pigeonhole_storage_failures_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(server.app.services.metrics.render())?.[1])
+const failures = (kind: string) => Number(new RegExp(`^pigeonhole_storage_failures_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(server.app.metrics.render())?.[1])
 
 test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one line each way, nothing lost', async () => {
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data

@@ -129,7 +129,7 @@ describe('behind a proxy (SMTP_PROXY_PROTOCOL=on)', () => {
 
 describe('guard refusals in the metrics', () => {
   test('a guard refusal is counted by reason in pigeonhole_messages_refused_total', async () => {
-    const refused = server.app.services.metrics.messagesRefused
+    const refused = server.app.metrics.messagesRefused
     const before = refused.get({ reason: 'unknown_parameter' })
     const client = await SmtpClient.connect(port(), '127.0.0.1', LEGIT)
     await client.command('EHLO test')

@@ -109,7 +109,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
       const filter = readInboxFilter(ctx.url)
       const query = toMessageQuery(filter, MESSAGES_SHOWN)
-      const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, inbox.id, query, { waitSeconds: 0, signal: ctx.request.signal }))!
+      const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query, waitSeconds: 0, signal: ctx.request.signal }))!
       const error = 'error' in query ? query.error : undefined
       // The page's live refresh wants the list alone: a tenth of the page's bytes and of its
       // rendering, which is most of the time from a message's 250 to its row on screen.
@@ -160,7 +160,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
       // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
       for (let round = 0; round < EMPTY_ROUNDS; round++) {
-        const listed = (await listOrWaitForMessages(ctx.s, principal, inbox.id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!
+        const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!
         for (const message of listed.data) deleteMessage(ctx.s, principal, message.id)
         if (listed.next_cursor === null) break
       }
@@ -190,7 +190,7 @@ export const inboxRoutes: Route[] = [
     path: PATHS.inboxEvents,
     access: 'member',
     handler: (ctx, { org, principal, user, session }) => {
-      const inbox = findActiveInbox(ctx.s.storage.db, principal, ctx.params.inbox)
+      const inbox = findActiveInbox(ctx.s, principal, ctx.params.inbox)
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
       const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, session.tokenSha256, org.organizationId) }

@@ -48,7 +48,7 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
   const message = getMessage(ctx.s, principal, ctx.params.message)
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
-  const listed = (await listOrWaitForMessages(ctx.s, principal, message.inbox_id, { limit: 100, includeContent: false }, { waitSeconds: 0, signal: ctx.request.signal }))!.data
+  const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
   const newer = at > 0 ? listed[at - 1]!.id : undefined
   const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined

@@ -46,11 +46,17 @@ export function limitRefusal(s: Services, inbox: { id: string; organizationId: s
   return null
 }
 
-/**
- * Admits one recipient for a transaction, returning its reservation. `isLive` tells
- * whether that transaction is still open (so RSET and disconnects release implicitly).
- */
-export function admitRecipient(s: Services, address: string, isLive: () => boolean, admitted: readonly Reservation[] = []): Reservation {
+interface RecipientInput {
+  /** The RCPT TO address as given. */
+  address: string
+  /** Whether the SMTP transaction is still open (so RSET and disconnects release implicitly). */
+  isLive: () => boolean
+  /** The transaction's reservations so far: the same inbox named twice uses one unit. */
+  admitted?: readonly Reservation[]
+}
+
+/** Admits one recipient for a transaction, returning its reservation. */
+export function admitRecipient(s: Services, { address, isLive, admitted = [] }: RecipientInput): Reservation {
   const { db } = s.storage
   const localPart = localPartOf(address, s.config.receivingDomain)
   const inbox = localPart ? inboundStatements(db).activeInboxByLocalPart.get({ localPart }) : undefined

@@ -36,8 +36,17 @@ async function parse(s: Services, raw: Buffer, delimiters: number, envelopeFrom:
   }
 }
 
-/** Takes over `raw`: its bytes may move to a parse worker and come back as the stored source. */
-export async function receiveMessage(s: Services, raw: Buffer, envelopeFrom: string, recipients: Reservation[]): Promise<StoredMessage[]> {
+interface ReceivedMessage {
+  /** The DATA bytes; taken over: they may move to a parse worker and come back as the stored source. */
+  raw: Buffer
+  /** MAIL FROM, the sender when the headers name none. */
+  envelopeFrom: string
+  /** The transaction's reservations, one per admitted inbox; released whatever the outcome. */
+  recipients: Reservation[]
+}
+
+/** Parses, checks and stores one message for its recipients; resolves once it is committed. */
+export async function receiveMessage(s: Services, { raw, envelopeFrom, recipients }: ReceivedMessage): Promise<StoredMessage[]> {
   try {
     if (raw.byteLength > s.config.limits.messageBytes) throw new InboundRefusal('message_too_large', `at most ${s.config.limits.messageBytes} bytes`)
     const { refusal, delimiters } = scanStructure(raw, s.config.limits)

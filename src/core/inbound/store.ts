@@ -8,6 +8,7 @@
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import type { Services } from '../services.ts'
+import { transactionInGroup } from '../transaction.ts'
 import { utcMonth } from '../usage.ts'
 import { burstBucket, limitRefusal } from './admission.ts'
 import type { ParsedMail } from './parse.ts'
@@ -46,7 +47,8 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
 
   // Prepared on the same (only) connection, so they run inside this write transaction.
   const statements = inboundStatements(s.storage.db)
-  const stored = await s.storage.writeInGroup(
+  const stored = await transactionInGroup(
+    s,
     () => {
       // Timestamps are taken inside the transaction, so received_at follows commit order.
       // Quotas count by the clock's month and bucket; received_at is per inbox (below).

@@ -15,6 +15,7 @@ import { generateLocalPart, normalizePrefix } from '../local-part.ts'
 import type { Inbox } from '../models.ts'
 import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { checkIdempotencyKey, claimIdempotencyKey, completeIdempotencyClaim, fingerprint, releaseIdempotencyClaim, type IdempotencyClaim } from './idempotency.ts'
 import { presentInbox } from './present.ts'
 
@@ -80,15 +81,15 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
   try {
     ruleId = await s.routing.createRule(row.address)
   } catch (error) {
-    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
     throw routingFailure(error, 'create')
   }
   try {
-    const created = s.storage.write((tx) => {
+    const created = transaction(s, (tx) => {
       const activated = tx.update(inboxes).set({ state: 'active', routingRuleId: ruleId }).where(eq(inboxes.id, row.id)).returning().get()
       if (!activated) throw new Error('reserved inbox row vanished before activation')
       const body = { data: presentInbox(activated) }
-      if (claim) completeIdempotencyClaim(tx, claim, body)
+      if (claim) completeIdempotencyClaim(s, claim, body)
       return body
     })
     // Mail refused before the address had an inbox (an early send) is this inbox's to show.
@@ -102,7 +103,7 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
     await s.routing.deleteRule(ruleId, row.address).catch((cleanupError: unknown) => {
       s.logger.error('routing_rule_orphaned', { address: row.address, routing_rule_id: ruleId, ...errorFields(cleanupError) })
     })
-    s.storage.write((tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
     throw error
   }
 }
@@ -110,7 +111,7 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
 /** Checks the quota and the address, and inserts the row as 'creating', in one transaction. */
 function reserveInboxRow(s: Services, principal: Principal, prefix: string | undefined): typeof inboxes.$inferSelect {
   const createdAt = isoTime(s.clock.now())
-  return s.storage.write((tx) => {
+  return transaction(s, (tx) => {
     const held = tx
       .select({ n: sql<number>`count(*)` })
       .from(inboxes)

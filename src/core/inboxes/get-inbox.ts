@@ -5,5 +5,5 @@ import { findActiveInbox } from './find-inbox.ts'
 import { presentInbox } from './present.ts'
 
 export function getInbox(s: Services, principal: Principal, inboxId: string): Inbox {
-  return presentInbox(findActiveInbox(s.storage.db, principal, inboxId))
+  return presentInbox(findActiveInbox(s, principal, inboxId))
 }

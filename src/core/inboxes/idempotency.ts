@@ -11,6 +11,7 @@ import type { Tx } from '../../storage/database.ts'
 import { idempotencyRecords } from '../../storage/schema.ts'
 import { DomainError } from '../errors.ts'
 import type { Services } from '../services.ts'
+import { transaction } from '../transaction.ts'
 
 export interface IdempotencyClaim {
   organizationId: string
@@ -33,7 +34,7 @@ export const fingerprint = (normalizedBody: unknown): string => createHash('sha2
  */
 export function claimIdempotencyKey(s: Services, organizationId: string, key: string, requestFingerprint: string): { cached: unknown } | { claim: IdempotencyClaim } {
   const now = s.clock.now()
-  return s.storage.write((tx) => {
+  return transaction(s, (tx) => {
     const record = tx
       .select()
       .from(idempotencyRecords)
@@ -75,17 +76,20 @@ function readCached(body: string | null): unknown {
   }
 }
 
-/** Stores the success inside the caller's transaction, so the inbox and its replay commit together. */
-export function completeIdempotencyClaim(tx: Tx, claim: IdempotencyClaim, responseBody: unknown): void {
-  tx.update(idempotencyRecords)
-    .set({ state: 'completed', responseBody: JSON.stringify(responseBody) })
-    .where(and(eq(idempotencyRecords.organizationId, claim.organizationId), eq(idempotencyRecords.idempotencyKey, claim.key)))
-    .run()
+/** Stores the success; called inside createInbox's transaction, so the inbox and its replay commit together. */
+export function completeIdempotencyClaim(s: Pick<Services, 'storage'>, claim: IdempotencyClaim, responseBody: unknown): void {
+  transaction(s, (tx) =>
+    tx
+      .update(idempotencyRecords)
+      .set({ state: 'completed', responseBody: JSON.stringify(responseBody) })
+      .where(and(eq(idempotencyRecords.organizationId, claim.organizationId), eq(idempotencyRecords.idempotencyKey, claim.key)))
+      .run(),
+  )
 }
 
 /** Forgets a claim whose request failed, so the same key can be retried at once. */
 export function releaseIdempotencyClaim(s: Services, claim: IdempotencyClaim): void {
-  s.storage.write((tx) => deleteRecord(tx, claim.organizationId, claim.key))
+  transaction(s, (tx) => deleteRecord(tx, claim.organizationId, claim.key))
 }
 
 function deleteRecord(tx: Tx, organizationId: string, key: string): void {
@@ -100,13 +104,13 @@ function deleteRecord(tx: Tx, organizationId: string, key: string): void {
  * the whole retention period, failing the client's retries; its inbox row is dropped at boot too.
  */
 export function releaseAbandonedClaims(s: Services): number {
-  return s.storage.write((tx) => tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length)
+  return transaction(s, (tx) => tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length)
 }
 
 /** Sweeper step: deletes up to `batch` expired records; returns how many. */
 export function sweepExpiredIdempotencyRecords(s: Services, batch: number): number {
   const now = isoTime(s.clock.now())
-  return s.storage.write((tx) => {
+  return transaction(s, (tx) => {
     const rows = tx
       .select({ organizationId: idempotencyRecords.organizationId, key: idempotencyRecords.idempotencyKey })
       .from(idempotencyRecords)

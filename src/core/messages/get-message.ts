@@ -6,6 +6,7 @@ import type { Principal } from '../api-keys.ts'
 import { DomainError } from '../errors.ts'
 import type { Message } from '../models.ts'
 import type { Services } from '../services.ts'
+import { transaction } from '../transaction.ts'
 import { verifiedBytes } from '../stored-bytes.ts'
 import { presentFull } from './present.ts'
 
@@ -32,7 +33,7 @@ export function getMessage(s: Services, principal: Principal, messageId: string)
 export function deleteMessage(s: Services, principal: Principal, messageId: string): void {
   const row = findMessage(s, principal, messageId)
   s.disk.freeing(() =>
-    s.storage.write((tx) => {
+    transaction(s, (tx) => {
       tx.delete(messages).where(eq(messages.id, row.id)).run()
       s.notifier.bump(row.inboxId)
     }),

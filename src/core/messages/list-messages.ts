@@ -12,6 +12,7 @@ import type { CursorCodec } from '../cursor.ts'
 import { DomainError } from '../errors.ts'
 import { cutPage, newestFirst, olderThan } from '../keyset.ts'
 import type { Message, MessageSummary } from '../models.ts'
+import type { Services } from '../services.ts'
 import { presentFull, presentSummary, summaryColumns } from './present.ts'
 import { hasAttachment, recipientContains, TEXT_SEARCH_WINDOW, textContains } from './search-filters.ts'
 
@@ -137,8 +138,18 @@ export const listQuerySql = (db: Db, filters: Partial<QueryShape>) =>
 /** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU. */
 const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
 
-export function queryMessages(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): MessagePage {
-  return queryMessagesWithExpiry(db, cursors, filesUrl, now, inboxId, query).page
+/** What a listing reads with: the database, the cursor codec and the FILES_URL of attachment links. */
+type ListingServices = Pick<Services, 'storage' | 'cursors' | 'publicUrls'>
+
+/** One listing of an inbox already known to be the caller's, as of `now`. */
+interface Listing {
+  inboxId: string
+  query: MessageQuery
+  now: number
+}
+
+export function queryMessages(s: ListingServices, listing: Listing): MessagePage {
+  return queryMessagesWithExpiry(s, listing).page
 }
 
 /** The cursor of a listing checked alone (a waiting request checks it before taking a slot). */
@@ -151,7 +162,9 @@ export function checkCursor(cursors: CursorCodec, inboxId: string, cursor: strin
  * row that decides `next_cursor` included: until then the same query gives the same answer
  * (unless the inbox changes), which is what a cached page needs to know.
  */
-export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: string, now: number, inboxId: string, query: MessageQuery): { page: MessagePage; earliestExpiresAt: number } {
+export function queryMessagesWithExpiry(s: ListingServices, { inboxId, query, now }: Listing): { page: MessagePage; earliestExpiresAt: number } {
+  const { db } = s.storage
+  const { cursors } = s
   const listing = `messages:${inboxId}`
   const after = query.cursor === undefined ? undefined : cursors.decode(listing, query.cursor)
   const shape: QueryShape = {
@@ -190,7 +203,7 @@ export function queryMessagesWithExpiry(db: Db, cursors: CursorCodec, filesUrl: 
   const page = cutPage(rows, query.limit, (last) => cursors.encode(listing, { at: last.receivedAt, id: last.id }))
   return {
     page: {
-      data: query.includeContent ? presentFull(db, page.rows as Array<typeof messages.$inferSelect>, filesUrl) : page.rows.map(presentSummary),
+      data: query.includeContent ? presentFull(db, page.rows as Array<typeof messages.$inferSelect>, s.publicUrls().filesUrl) : page.rows.map(presentSummary),
       next_cursor: page.nextCursor,
     },
     earliestExpiresAt: rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY),

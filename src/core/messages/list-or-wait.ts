@@ -12,16 +12,20 @@ import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
-interface WaitOptions {
+interface ListOrWaitInput {
+  inboxId: string
+  query: MessageQuery
+  /** 0 answers at once; more waits up to this long for a match. */
   waitSeconds: number
   /** Aborted when the client disconnects. */
   signal: AbortSignal
 }
 
-export async function listOrWaitForMessages(s: Services, principal: Principal, inboxId: string, query: MessageQuery, wait: WaitOptions): Promise<MessagePage | null> {
+export async function listOrWaitForMessages(s: Services, principal: Principal, input: ListOrWaitInput): Promise<MessagePage | null> {
+  const { inboxId, query, ...wait } = input
   checkMessageQuery(query)
-  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
-  const run = () => queryMessages(s.storage.db, s.cursors, s.publicUrls().filesUrl, s.clock.now(), inbox.id, query)
+  const inbox = findActiveInbox(s, principal, inboxId)
+  const run = () => queryMessages(s, { inboxId: inbox.id, query, now: s.clock.now() })
   if (wait.waitSeconds === 0) return run()
   checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
 

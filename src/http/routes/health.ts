@@ -1,4 +1,5 @@
 import { Elysia } from 'elysia'
+import { touchDatabase } from '../../core/heartbeat.ts'
 import type { Services } from '../../core/services.ts'
 import { HealthModel } from '../openapi/envelopes.ts'
 
@@ -7,7 +8,7 @@ export const healthRoutes = (s: Services) =>
     '/health',
     () => {
       // Touch the database so a health check fails when storage does.
-      s.storage.sqlite.query('SELECT 1').get()
+      touchDatabase(s)
       return { status: 'ok' as const, service: 'pigeonhole' as const }
     },
     { response: { 200: HealthModel } },

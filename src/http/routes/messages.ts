@@ -8,7 +8,7 @@ import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { ConnectionTimeouts } from '../../web/connection-timeouts.ts'
 import type { RequestRegistry } from '../request-registry.ts'
-import { listSummariesAsJson, MessagePageCache } from '../message-page-cache.ts'
+import { listSummariesAsJson } from '../../core/messages/page-cache.ts'
 import { errorResponses, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
@@ -66,16 +66,16 @@ async function listWithContentOrWait(
   waitSeconds: number,
   nothingArrived: () => unknown,
 ): Promise<unknown> {
-  if (waitSeconds === 0) return listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })
+  if (waitSeconds === 0) return listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })
   connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
   try {
-    return (await listOrWaitForMessages(s, principal, inboxId, messageQuery, { waitSeconds, signal: request.signal })) ?? nothingArrived()
+    return (await listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })) ?? nothingArrived()
   } finally {
     connections.release(request)
   }
 }
 
-export const messageRoutes = (s: Services, requests: RequestRegistry, connections: ConnectionTimeouts, pages = new MessagePageCache()) =>
+export const messageRoutes = (s: Services, requests: RequestRegistry, connections: ConnectionTimeouts) =>
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
@@ -84,7 +84,7 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
         const principal = requests.principal(request)
         if (waitSeconds === 0 && !messageQuery.includeContent) {
           // The common repeat-poll (no wait, summaries), from serialized pages while they are current.
-          const body = listSummariesAsJson(s, pages, principal, params.inbox_id, messageQuery)
+          const body = listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
         return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds, () => status(204, undefined))

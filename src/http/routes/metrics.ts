@@ -7,6 +7,7 @@
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
 import type { Services } from '../../core/services.ts'
+import type { AppMetrics } from '../../metrics/app-metrics.ts'
 
 const tokenMatches = (header: string | null, token: string) => {
   const given = Buffer.from(header?.startsWith('Bearer ') ? header.slice('Bearer '.length) : '')
@@ -14,7 +15,7 @@ const tokenMatches = (header: string | null, token: string) => {
   return given.length === expected.length && timingSafeEqual(given, expected)
 }
 
-export const metricsRoutes = (s: Services) => {
+export const metricsRoutes = (s: Services, metrics: AppMetrics) => {
   const token = s.config.metricsToken
   if (!token) return new Elysia()
   return new Elysia().get(
@@ -28,7 +29,7 @@ export const metricsRoutes = (s: Services) => {
         return 'A valid METRICS_TOKEN Bearer token is required.\n'
       }
       set.headers['content-type'] = 'text/plain; version=0.0.4; charset=utf-8'
-      return s.metrics.render()
+      return metrics.render()
     },
     { detail: { hide: true } },
   )

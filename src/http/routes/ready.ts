@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
 import type { Services } from '../../core/services.ts'
-import { writeHeartbeat } from '../../core/heartbeat.ts'
+import { probeHeartbeatWrite } from '../../core/heartbeat.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean
@@ -39,11 +39,9 @@ export function readinessChecks(s: Services, probes: ReadinessProbes, parent: ()
 export const WRITE_PROBE_INTERVAL_MS = 5_000
 
 /**
- * A real write: upserts one heartbeat row and commits it through the same storage path as
- * every other write. Taking the write lock alone is not enough: on a volume remounted
- * read-only SQLite still takes its locks (they live in shared memory) and only the write of
- * a page fails. Another process's write (the CLI) is not waited for: busy means writable,
- * unless a real write has already failed on the lock since the last commit.
+ * A real write: upserts one heartbeat row and commits it (core's probeHeartbeatWrite).
+ * Another process's write (the CLI) is not waited for: busy means writable, unless a real
+ * write has already failed on the lock since the last commit.
  * The heartbeat also gives Litestream something to copy on an idle server, so a replica that
  * stopped taking writes shows as lag even when no mail arrives.
  */
@@ -63,25 +61,12 @@ export class WriteProbe {
   }
 
   private write(s: Services): Check {
-    const { sqlite } = s.storage
-    const { timeout } = sqlite.query('PRAGMA busy_timeout').get() as { timeout: number }
-    try {
-      sqlite.exec('PRAGMA busy_timeout = 0')
-      // Not through storage.write: a busy lock is writable here and must not begin a failing
-      // state, so the probe tells the storage observer itself.
-      s.storage.db.transaction((tx) => writeHeartbeat(tx, s.clock.now()), { behavior: 'immediate' })
-      s.storage.observer.committed()
-      return 'ok'
-    } catch (error) {
-      // A lock held for a moment (the CLI) is writable. But once a real write has waited out
-      // the whole busy timeout and failed, and nothing has committed since, the holder is
-      // still there: the next commit would fail the same way, so this is not ready.
-      if ((error as { code?: string }).code?.startsWith('SQLITE_BUSY')) return s.storageHealth.failing === null ? 'ok' : 'failed'
-      s.storage.observer.failed(error) // logged once when the failing state begins, not per probe
-      return 'failed'
-    } finally {
-      sqlite.exec(`PRAGMA busy_timeout = ${Number(timeout)}`)
-    }
+    const outcome = probeHeartbeatWrite(s)
+    // A lock held for a moment (the CLI) is writable. But once a real write has waited out
+    // the whole busy timeout and failed, and nothing has committed since, the holder is
+    // still there: the next commit would fail the same way, so this is not ready.
+    if (outcome === 'busy') return s.storageHealth.failing === null ? 'ok' : 'failed'
+    return outcome === 'committed' ? 'ok' : 'failed'
   }
 }
 

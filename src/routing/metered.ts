@@ -1,15 +1,17 @@
 /** Counts every routing-provider call and how it ended, around whichever provider is configured. */
 import { RoutingError, type RoutingProvider } from '../core/routing.ts'
-import type { AppMetrics } from './app-metrics.ts'
 
-export function meteredRouting(provider: RoutingProvider, metrics: AppMetrics): RoutingProvider {
+/** One finished provider call; `outcome` is 'ok', a RoutingError's kind, or 'error'. */
+export type RoutingCallCounter = (call: { provider: string; operation: string; outcome: string }) => void
+
+export function meteredRouting(provider: RoutingProvider, counted: RoutingCallCounter): RoutingProvider {
   const count = async <T>(operation: string, call: () => Promise<T>): Promise<T> => {
     try {
       const result = await call()
-      metrics.routingCalls.inc({ provider: provider.name, operation, outcome: 'ok' })
+      counted({ provider: provider.name, operation, outcome: 'ok' })
       return result
     } catch (error) {
-      metrics.routingCalls.inc({ provider: provider.name, operation, outcome: error instanceof RoutingError ? error.kind : 'error' })
+      counted({ provider: provider.name, operation, outcome: error instanceof RoutingError ? error.kind : 'error' })
       throw error
     }
   }

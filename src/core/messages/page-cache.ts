@@ -14,10 +14,10 @@
  * Older messages beyond the look-ahead row cannot change the answer by expiring: the page
  * holds the newest matches and `next_cursor` only says whether the look-ahead row exists.
  */
-import type { Principal } from '../core/api-keys.ts'
-import { findActiveInbox } from '../core/inboxes/find-inbox.ts'
-import { queryMessagesWithExpiry, type MessageQuery } from '../core/messages/list-messages.ts'
-import type { Services } from '../core/services.ts'
+import type { Principal } from '../api-keys.ts'
+import { findActiveInbox } from '../inboxes/find-inbox.ts'
+import type { Services } from '../services.ts'
+import { queryMessagesWithExpiry, type MessageQuery } from './list-messages.ts'
 
 interface CachedPage {
   version: number
@@ -75,16 +75,19 @@ const keyOf = (inboxId: string, q: MessageQuery) =>
 
 /**
  * listOrWaitForMessages with wait_seconds=0 and no include: the JSON text of the page,
- * from the cache when still valid. Errors (unknown inbox, bad cursor) are never cached.
+ * from the cache (Services.messagePages) when still valid. Errors (unknown inbox, bad
+ * cursor) are never cached.
  */
-export function listSummariesAsJson(s: Services, cache: MessagePageCache, principal: Principal, inboxId: string, query: MessageQuery): string {
-  const inbox = findActiveInbox(s.storage.db, principal, inboxId)
+export function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): string {
+  const { query } = input
+  const cache = s.messagePages
+  const inbox = findActiveInbox(s, principal, input.inboxId)
   const now = s.clock.now()
   const version = s.notifier.version(inbox.id)
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s.storage.db, s.cursors, s.publicUrls().filesUrl, now, inbox.id, query)
+  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body
