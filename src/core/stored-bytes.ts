@@ -11,7 +11,7 @@
  * bench/README.md).
  */
 import { DomainError } from './errors.ts'
-import type { Services } from './services.ts'
+import type { Logger } from '../log.ts'
 
 export type StoredBytesKind = 'message_source' | 'attachment'
 export const STORED_BYTES_KINDS: readonly StoredBytesKind[] = ['message_source', 'attachment']
@@ -19,7 +19,7 @@ export const STORED_BYTES_KINDS: readonly StoredBytesKind[] = ['message_source',
 export const sha256Hex = (bytes: Uint8Array): string => new Bun.CryptoHasher('sha256').update(bytes).digest('hex')
 
 /** `bytes` when they match `expected` (or when the row predates hashes); otherwise logs, counts and throws. */
-export function verifiedBytes(s: Pick<Services, 'logger'>, kind: StoredBytesKind, id: string, bytes: Buffer, expected: string | null): Buffer {
+export function verifiedBytes(s: { logger: Logger }, kind: StoredBytesKind, id: string, bytes: Buffer, expected: string | null): Buffer {
   if (expected === null) return bytes
   const actual = sha256Hex(bytes)
   if (actual === expected) return bytes

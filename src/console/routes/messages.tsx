@@ -10,7 +10,7 @@ import { downloadAttachment } from '../../core/attachments/download-attachment.t
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { downloadResponse } from '../../http/download-response.ts'
+import { downloadResponse } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
 import { ConsoleError } from '../../core/console/errors.ts'
 import { checkLinks, type LinkStatus } from '../../core/console/link-check.ts'

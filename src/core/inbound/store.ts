@@ -1,6 +1,6 @@
 /**
  * Stores one received message for each admitted inbox, with its raw source, attachments
- * and the usage counters, as one job of the group commit (src/storage/database.ts): it
+ * and the usage counters, as one job of the group commit (src/storage/sqlite/group-commit.ts): it
  * shares a transaction with the other jobs of its batch, and if any of them fails it runs
  * again in a transaction of its own, so either all of it is visible or none. The promise
  * settles after COMMIT; the SMTP 250 is sent only then, and listeners are told then.
