@@ -6,9 +6,9 @@
  * line and a metric instead of the wrong bytes. Rows stored before the hashes existed have
  * none and are served unchecked: hashing them now would only bless whatever they hold.
  *
- * Cost: SHA-256 runs at roughly 0.7 to 1.2 GB/s on one core here, so the largest source
- * (10 MiB) costs a median 8 to 15 ms of event-loop time when downloaded, a 3 MiB attachment
- * 2 to 8 ms, and a typical one well under a millisecond (bench/README.md).
+ * Cost: one SHA-256 pass over the bytes served, on the event loop; the largest source stays
+ * well inside the 50 ms event-loop bound, a typical one costs nothing measurable (figures in
+ * bench/README.md).
  */
 import { DomainError } from './errors.ts'
 import type { Logger } from '../log.ts'

@@ -2,7 +2,8 @@
  * The self-signed STARTTLS certificate for RECEIVING_DOMAIN, kept beside the database so
  * every start offers the same one. It is made by the `selfsigned` package in a short-lived
  * child process (self-signed-child.ts): loaded into the server, that library and its ASN.1
- * stack would hold about 10 MiB of RSS for the life of the process, for one use at first start.
+ * stack would hold its memory for the life of the process, for one use at first start
+ * (figure in bench/README.md).
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'

@@ -4,12 +4,11 @@ import fs, { closeSync, openSync } from 'node:fs'
  * Makes committed WAL frames durable with an fsync of the WAL file on Bun's thread pool,
  * one at a time: every caller waiting when a sync starts is released when it ends; callers
  * arriving meanwhile share the next one. Under synchronous=FULL SQLite makes exactly this
- * fsync inside COMMIT, on the only JS thread (1.5 ms per commit on average on the shared
- * bench disk, up to 400 ms in bad moments). fsync covers the file's data whichever
- * descriptor asks, so frames that are in the WAL when the sync starts survive a power cut
- * when it returns; frames a checkpoint already moved into the main file were synced by the
- * checkpoint itself (SQLite syncs the WAL before and the database after each checkpoint in
- * NORMAL mode too).
+ * fsync inside COMMIT, on the only JS thread (its cost on the bench disk: bench/README.md).
+ * fsync covers the file's data whichever descriptor asks, so frames that are in the WAL when
+ * the sync starts survive a power cut when it returns; frames a checkpoint already moved into
+ * the main file were synced by the checkpoint itself (SQLite syncs the WAL before and the
+ * database after each checkpoint in NORMAL mode too).
  */
 export function walSyncer(walPath: string): { durable: () => Promise<void>; close: () => void } {
   let fd: number | null = null
