@@ -30,8 +30,9 @@ COPY drizzle ./drizzle
 COPY src ./src
 # The server runs as one minified bundle: about 9 MiB less idle RSS and half the start-up
 # time of loading the source modules (`bun run bench`). The entry and the CLI stay source.
-# The build also bundles the parse worker, which the server starts from dist/.
-RUN bun build src/index.ts --target=bun --minify --outfile=dist/server.js && bun build src/core/inbound/parse-worker.ts --target=bun --minify --outfile=dist/parse-worker.js
+# The build also bundles the parse worker and the self-signed certificate maker, which
+# the server starts from dist/.
+RUN bun build src/index.ts --target=bun --minify --outfile=dist/server.js && bun build src/core/inbound/parse-worker.ts --target=bun --minify --outfile=dist/parse-worker.js && bun build src/smtp/self-signed-child.ts --target=bun --minify --outfile=dist/self-signed-child.js
 # `litestream` on PATH for operators in `fly ssh console` (restores, snapshots, generations).
 RUN mkdir -p /data && chown bun:bun /data \
  && ln -s /app/node_modules/@flydotio/litestream-linux-x64/litestream /usr/local/bin/litestream

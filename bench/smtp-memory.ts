@@ -7,7 +7,7 @@
  *      decoded), the most parsing work one message may ask for.
  * RSS is sampled from /proc every 20 ms and checked against the kernel's own high-water mark
  * (VmHWM, reset before each run); /health is polled throughout and its slowest answer
- * reported. The figures go to docs/smtp-guards.md. Not part of
+ * reported. The figures go to docs/internals/smtp-guards.md. Not part of
  * `bun run bench`: it moves 4 GB over loopback.
  */
 import { readFileSync, writeFileSync } from 'node:fs'

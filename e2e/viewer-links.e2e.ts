@@ -88,7 +88,7 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   // A script link has no href left: clicking it opens nothing and runs nothing.
   const pagesBefore = context.pages().length
   await frame.getByText('Script').click()
-  await page.waitForTimeout(200)
+  await page.waitForTimeout(200) // proves nothing happens: no tab opens
   expect(context.pages().length).toBe(pagesBefore)
   const html = page.frames().find((f) => f.url().endsWith('/html'))!
   expect(await html.title()).toBe('')

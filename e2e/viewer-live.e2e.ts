@@ -113,7 +113,8 @@ test('a burst of 20 mails is read in a few coalesced fetches; times are to the s
   )
   await Promise.all(Array.from({ length: 20 }, (_, i) => send(server, address, simpleMessage(address, `Burst ${i}`))))
   for (let i = 0; i < 20; i++) await expect(page.getByRole('link', { name: `Burst ${i}`, exact: true })).toBeVisible({ timeout: 15_000 })
-  // Let any reads still queued happen (one a second here), then count them.
+  // Let any reads still queued happen (one a second here), then count them: each pause
+  // proves that no further read came, past the held second.
   for (let last = -1; reads !== last; ) {
     last = reads
     await page.waitForTimeout(1500)

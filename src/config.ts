@@ -249,7 +249,7 @@ export const SETTINGS = [
     description: 'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
   },
   { env: 'SMTP_MAX_CLIENTS', key: 'smtpMaxClients', group: 'limits', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
-  // The SMTP guards (docs/smtp-guards.md): one client address, one slow client or one flood of
+  // The SMTP guards (docs/internals/smtp-guards.md): one client address, one slow client or one flood of
   // DATA must not hold the listener or the memory of the machine.
   {
     env: 'SMTP_MAX_CLIENTS_PER_ADDRESS',
@@ -266,7 +266,7 @@ export const SETTINGS = [
     kind: positive(),
     default: String(16 * MiB),
     description:
-      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the message continues in a spool file on the data volume (`spool/` beside the database), so no message is refused for memory. What bounds memory under many large messages is the parse gate: one `LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/inbound-processing.md).',
+      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the message continues in a spool file on the data volume (`spool/` beside the database), so no message is refused for memory. What bounds memory under many large messages is the parse gate: one `LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/internals/inbound-processing.md).',
   },
   {
     env: 'SMTP_GREETING_TIMEOUT_MS',

@@ -3,7 +3,7 @@
  * root checks every request before dispatching it (a console request parses its URL with
  * `new URL()`, which throws on those); like the API it answers 400 and closes the connection.
  */
-import { type HttpProtocolError, safePathOf } from '../http/request-target.ts'
+import { type HttpProtocolError, safePathOf } from '../web/request-target.ts'
 import type { Logger } from '../log.ts'
 import { loggablePath } from '../log-paths.ts'
 import { securityHeaders } from './security.ts'

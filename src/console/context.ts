@@ -13,7 +13,7 @@ import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import { PATHS } from './paths.ts'
-import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
 import type { ShownOnce } from './shown-once.ts'
 
@@ -24,7 +24,7 @@ export interface ConsoleDeps {
   /** BASE_URL is https: cookies get `Secure`. */
   secureCookies: boolean
   /** `host:port` of the SMTP listener for the examples on pages (known once it listens). */
-  smtpAddress: string
+  smtpAddress: () => string
   /** The inbox pages' open event streams. */
   streams: LiveStreams
   /** Lets a live stream's connection outlast HTTP_IDLE_TIMEOUT_SECONDS. */

@@ -5,7 +5,7 @@
  */
 import { SignInThrottle } from '../core/users/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
-import type { ConnectionTimeouts } from '../http/connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { LiveStreams } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
@@ -43,13 +43,14 @@ export interface Console {
   deps: ConsoleDeps
 }
 
-export function buildConsole(s: Services, connections: ConnectionTimeouts): Console {
+/** `smtpAddress` names the SMTP listener for the pages' examples; it is known once it listens. */
+export function buildConsole(s: Services, connections: ConnectionTimeouts, smtpAddress: () => string): Console {
   const deps: ConsoleDeps = {
     s,
     throttle: new SignInThrottle(s.clock),
     lifetime: { days: s.config.consoleSessionDays },
     secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
-    smtpAddress: `${new URL(s.publicUrls().baseUrl).hostname}:${s.config.smtpPort}`,
+    smtpAddress,
     streams: new LiveStreams(),
     connections,
     shownOnce: new ShownOnce(s.clock),

@@ -6,7 +6,7 @@ import { DomainError, type ErrorCode } from '../core/errors.ts'
 import { STORAGE_RETRY_AFTER_SECONDS, type StorageHealth } from '../core/storage-health.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'
-import { HttpProtocolError } from './request-target.ts'
+import { HttpProtocolError } from '../web/request-target.ts'
 
 interface ErrorResponse {
   status: number

@@ -5,7 +5,7 @@
  * copy whose URL has a longer stand-in origin; the headers (Host included), body and abort
  * signal are the original's, and nothing of ours reads the URL's host.
  */
-import { targetRefusal } from './request-target.ts'
+import { targetRefusal } from '../web/request-target.ts'
 
 const ELYSIA_PATH_SEARCH_START = 11
 const STAND_IN_ORIGIN = 'http://short-host.invalid'

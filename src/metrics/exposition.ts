@@ -1,8 +1,7 @@
 /**
  * Counters, gauges and histograms in Prometheus' text exposition format (version 0.0.4).
- * Written here rather than taken from prom-client: on Bun that library adds about 16 MiB
- * of resident memory to the bundled server (measured: docs/operations-tls-metrics.md),
- * for a format this small.
+ * Written here rather than taken from prom-client: on Bun that library adds more resident
+ * memory to the bundled server than this whole format is worth (figure in bench/README.md).
  */
 type Labels = Record<string, string>
 

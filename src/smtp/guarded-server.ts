@@ -11,9 +11,9 @@
  */
 import type { Socket } from 'node:net'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
+import type { SmtpConnection } from './connection.ts'
 import type { ProxyTrust } from './proxy-trust.ts'
 
-export type SmtpConnection = SMTPServer['connections'] extends Set<infer C> ? C : never
 type SocketOptions = Parameters<SMTPServer['connect']>[1]
 
 export interface ConnectionGuard {

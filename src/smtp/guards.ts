@@ -9,17 +9,18 @@ import type { Logger } from '../log.ts'
 import { AddressGate } from './address-gate.ts'
 import { clientKey } from './client-key.ts'
 import { DataBudget } from './data-budget.ts'
-import type { ConnectionGuard, SmtpConnection } from './guarded-server.ts'
+import type { SmtpConnection } from './connection.ts'
+import type { ConnectionGuard } from './guarded-server.ts'
 import { ParseGate } from './parse-gate.ts'
 import { GUARD_REPLIES } from './replies.ts'
 import { SessionDeadlines, type SessionTimeouts } from './session-deadlines.ts'
 import { wordSizeRefusal } from './size-declaration.ts'
 
 /**
- * Bytes of DATA become garbage faster than the collector reclaims them by itself: under 200
- * parallel 12 MiB streams the process reached 700 MiB while holding 32 MiB. A full
- * collection (at most about 30 ms here) each time half the budget has flowed, and around
- * each large parse, keeps RSS near what is really held (docs/smtp-guards.md).
+ * Bytes of DATA become garbage faster than the collector reclaims them by itself: under a
+ * flood of parallel streams the process grew to many times the budget it was holding. A
+ * full collection each time half the budget has flowed, and around each large parse, keeps
+ * RSS near what is really held (figures in bench/README.md; docs/internals/smtp-guards.md).
  */
 /**
  * Each collection runs in an event-loop turn of its own, and requests made meanwhile share
@@ -42,8 +43,8 @@ const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
 const MIN_LARGE_MESSAGE = 1024 * 1024
 /**
  * Messages up to this size are parsed in a lane of their own, at most `SMALL_LANE_BYTES` of
- * them at once: behind a queue of 200 big messages (one parsed at a time, about 0.2 s each),
- * a sign-up code would otherwise wait most of a minute for its turn.
+ * them at once: behind a queue of 200 big messages, parsed one at a time, a sign-up code
+ * would otherwise wait most of a minute for its turn (parse times in bench/README.md).
  */
 const SMALL_MESSAGE_BYTES = 256 * 1024
 const SMALL_LANE_BYTES = 1024 * 1024

@@ -19,7 +19,7 @@
  */
 import { TrustedNetworks } from '../core/trusted-networks.ts'
 import type { Logger } from '../log.ts'
-import type { SmtpConnection } from './guarded-server.ts'
+import type { SmtpConnection } from './connection.ts'
 import { GUARD_REPLIES } from './replies.ts'
 
 type CommandHandler = (command: Buffer, callback: () => void) => void

@@ -24,7 +24,7 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   tls_required: { code: 530, text: 'Must issue a STARTTLS command first' }, // RFC 3207
 }
 
-type SmtpReplyError = Error & { responseCode: number }
+export type SmtpReplyError = Error & { responseCode: number }
 
 export function smtpReply(error: unknown): SmtpReplyError {
   const reply = error instanceof InboundRefusal ? REPLIES[error.reason] : { code: 451, text: 'Temporary local error, try again later' }

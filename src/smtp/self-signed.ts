@@ -1,16 +1,18 @@
 /**
  * The self-signed STARTTLS certificate for RECEIVING_DOMAIN, kept beside the database so
  * every start offers the same one. It is made by the `selfsigned` package in a short-lived
- * child process: loaded into the server, that library and its ASN.1 stack would hold about
- * 10 MiB of RSS for the life of the process, for one use at first start.
+ * child process (self-signed-child.ts): loaded into the server, that library and its ASN.1
+ * stack would hold its memory for the life of the process, for one use at first start
+ * (figure in bench/README.md).
  */
 import { createPrivateKey, X509Certificate } from 'node:crypto'
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
 import type { Config } from '../config.ts'
 import { errorFields, type Logger } from '../log.ts'
-import { createSecureContext } from 'node:tls'
-import type { TlsMaterial } from './tls.ts'
+import type { SelfSignedPems, SelfSignedRequest } from './self-signed-child.ts'
+import { checkedPair, type TlsMaterial } from './tls-material.ts'
 
 const VALID_DAYS = 825 // the longest validity clients accept for a leaf certificate
 const RENEW_BEFORE_MS = 30 * 86_400_000
@@ -20,25 +22,16 @@ export const selfSignedPaths = (databasePath: string) => {
   return { folder, cert: join(folder, 'self-signed-cert.pem'), key: join(folder, 'self-signed-key.pem') }
 }
 
-/** Runs `selfsigned` in a child Bun; the PEMs come back as one JSON line on stdout. */
-async function generate(domain: string, notBefore: number): Promise<{ private: string; cert: string }> {
-  const library = Bun.resolveSync('selfsigned', import.meta.dir)
-  const options = {
-    keyType: 'ec', // P-256: made in milliseconds, accepted by every TLS 1.2 client
-    algorithm: 'sha256',
-    notBeforeDate: notBefore,
-    notAfterDate: notBefore + VALID_DAYS * 86_400_000,
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: domain }] }],
-  }
-  const script = `
-    const { generate } = await import(${JSON.stringify(library)})
-    const o = ${JSON.stringify(options)}
-    const pems = await generate([{ name: 'commonName', value: ${JSON.stringify(domain)} }], { ...o, notBeforeDate: new Date(o.notBeforeDate), notAfterDate: new Date(o.notAfterDate) })
-    process.stdout.write(JSON.stringify({ private: pems.private, cert: pems.cert }))`
-  const child = Bun.spawn([process.execPath, '-e', script], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
+/** The child's program: the source beside this file, or its bundle beside dist/server.js. */
+const CHILD_PROGRAM = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './self-signed-child.ts' : './self-signed-child.js', import.meta.url))
+
+/** Runs self-signed-child.ts in a child Bun; the PEMs come back as one JSON line on stdout. */
+async function generate(domain: string, notBefore: number): Promise<SelfSignedPems> {
+  const request: SelfSignedRequest = { domain, notBefore, notAfter: notBefore + VALID_DAYS * 86_400_000 }
+  const child = Bun.spawn([process.execPath, CHILD_PROGRAM, JSON.stringify(request)], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
   const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   if (code !== 0) throw new Error(`making the self-signed certificate failed (exit ${code}): ${err.trim().split('\n').pop()}`)
-  return JSON.parse(out)
+  return JSON.parse(out) as SelfSignedPems
 }
 
 /** The kept certificate if it still names the domain and has a month left; otherwise a new one. */
@@ -46,8 +39,7 @@ export async function selfSigned(config: Config, logger: Logger, now: number): P
   const paths = selfSignedPaths(config.databasePath)
   if (existsSync(paths.cert) && existsSync(paths.key)) {
     try {
-      const material = { cert: readFileSync(paths.cert, 'utf8'), key: readFileSync(paths.key, 'utf8') }
-      createSecureContext(material) // throws unless the key belongs to the certificate
+      const material = checkedPair({ cert: readFileSync(paths.cert, 'utf8'), key: readFileSync(paths.key, 'utf8') })
       const x509 = new X509Certificate(material.cert)
       if (x509.checkHost(config.receivingDomain) && Date.parse(x509.validTo) - now > RENEW_BEFORE_MS) return material
     } catch (error) {

@@ -1,21 +1,19 @@
 /**
  * The SMTP transport: a receive-only listener (no AUTH, no relay; STARTTLS when given TLS
- * material). It refuses recipients at RCPT time, collects DATA up to the size limit (in
- * memory, or in the spool once it is big), and hands the bytes to the domain. The 250 reply is sent only
- * after the message is committed. The guards against floods and slow clients live in guards.ts.
+ * material). It refuses recipients at RCPT time and hands DATA to data-phase.ts, which
+ * collects it up to the size limit and answers 250 only after the message is committed.
+ * The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
-import { receiveMessage } from '../core/inbound/receive.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
 import { errorFields } from '../log.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
-import { clientKey } from './client-key.ts'
+import { type DataPhase, receiveData } from './data-phase.ts'
 import { GuardedSmtpServer } from './guarded-server.ts'
 import { SmtpGuards } from './guards.ts'
-import { MessageCollector } from './message-collector.ts'
 import { ProxyTrust } from './proxy-trust.ts'
 import { guardReply, smtpReply } from './replies.ts'
 import { assertSizeCheckHook } from './size-declaration.ts'
@@ -31,8 +29,6 @@ interface ConnectionState {
 /** Parameters of the extensions we advertise (SIZE, 8BITMIME, SMTPUTF8); RFC 5321 §4.1.1.11: others get 555. */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
-/** ENOSPC or EDQUOT: the volume (or the process's share of it) is full, a temporary condition. */
-const isDiskFull = (error: unknown) => ['ENOSPC', 'EDQUOT'].includes((error as { code?: string }).code ?? '')
 const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
 export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustBufferedBytes'>, tls?: SmtpTls): SMTPServer {
@@ -70,6 +66,8 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
     s.logger.info('smtp_refused', { session_id: session.id, reason: 'unknown_parameter', remote: session.remoteAddress })
     return guardReply('unknown_parameter')
   }
+
+  const dataPhase: DataPhase = { s, guards, tooLarge, refuse }
 
   const server = new GuardedSmtpServer(
     {
@@ -116,70 +114,7 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
       },
 
       onData(stream: SMTPServerDataStream, session, callback) {
-        const state = stateOf(session)
-        const recipients = state.reservations
-        const deadlines = guards.of(session.id)
-        deadlines?.dataStarted()
-        const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), limits.messageBytes, s.spool, stream)
-        let ended = false
-        const reply: typeof callback = (error, message) => {
-          callback(error, message)
-          deadlines?.replied()
-        }
-        const releaseRecipients = () => {
-          for (const reservation of recipients) s.reservations.release(reservation)
-        }
-        stream.on('data', (chunk: Buffer) => {
-          const change = collector.add(chunk)
-          if (change === 'too_large') s.logger.info('smtp_data_dropped', { session_id: session.id, reason: change, remote: session.remoteAddress, held_bytes: guards.budget.held })
-        })
-        // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
-        stream.on('close', () => ended || collector.release())
-        stream.on('end', () => {
-          ended = true
-          deadlines?.dataEnded()
-          const started = performance.now()
-          const envelopeFrom = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-          let size = 0
-          const receive = async () => {
-            const collected = await collector.finish()
-            size = collected.size
-            if (collected.kind === 'too_large') throw tooLarge
-            if (collected.kind === 'spool_failed') {
-              s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(collected.error) })
-              throw new InboundRefusal(isDiskFull(collected.error) ? 'insufficient_storage' : 'storage_failed')
-            }
-            // Read back from the spool inside the gate: what bounds memory is how much is parsed at once.
-            const stored = await guards.parseGateFor(size).run(size, async () => {
-              let raw: Buffer
-              try {
-                raw = await collected.load()
-              } catch (error) {
-                s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
-                throw new InboundRefusal('storage_failed')
-              }
-              return receiveMessage(s, { raw, envelopeFrom, recipients }) // takes over raw
-            })
-            return stored
-          }
-          receive()
-            .then(
-              (stored) => {
-                s.logger.info('smtp_message_stored', {
-                  session_id: session.id,
-                  message_ids: stored.map((m) => m.messageId),
-                  size_bytes: size,
-                  duration_ms: Math.round((performance.now() - started) * 100) / 100,
-                })
-                reply(null, `Message stored as ${stored.map((m) => m.messageId).join(' ')}`)
-              },
-              (error: unknown) => {
-                releaseRecipients() // receiveMessage releases them too; these paths may not reach it
-                reply(refuse(session, error, { size_bytes: size }))
-              },
-            )
-            .finally(() => collector.release())
-        })
+        receiveData(dataPhase, stateOf(session).reservations, stream, session, callback)
       },
 
       onClose(session) {

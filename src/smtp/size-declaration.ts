@@ -6,7 +6,7 @@
  * assertSizeCheckHook() fails start-up loudly if an smtp-server upgrade removes the method.
  */
 import { SMTPConnection } from 'smtp-server/lib/smtp-connection.js'
-import type { SmtpConnection } from './guarded-server.ts'
+import type { SmtpConnection } from './connection.ts'
 
 interface ParamCheck {
   _validateMailParams(parsed: unknown): { code: number; message: string; enhancedCode: string | null } | null

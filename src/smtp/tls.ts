@@ -8,15 +8,10 @@
  */
 import { X509Certificate } from 'node:crypto'
 import { readFileSync, unwatchFile, watchFile } from 'node:fs'
-import { createSecureContext } from 'node:tls'
 import { type Config, ConfigError } from '../config.ts'
 import type { Logger } from '../log.ts'
 import { selfSigned } from './self-signed.ts'
-
-export interface TlsMaterial {
-  key: string
-  cert: string
-}
+import { checkedPair, type TlsMaterial } from './tls-material.ts'
 
 /** Options spread into the SMTPServer constructor: STARTTLS on, TLS 1.2 or newer. */
 export interface SmtpTlsOptions extends TlsMaterial {
@@ -35,12 +30,6 @@ export interface SmtpTls {
 
 /** A stat every few seconds is cheaper than a lost inotify watch after an atomic rename. */
 const WATCH_INTERVAL_MS = 2_000
-
-/** Throws unless the key belongs to the certificate (createSecureContext checks the pair). */
-function checkedPair(material: TlsMaterial): TlsMaterial {
-  createSecureContext({ key: material.key, cert: material.cert })
-  return material
-}
 
 /** One of the operator's files; unreadable, it is a configuration error naming its variable. */
 function readSettingFile(variable: string, file: string): string {

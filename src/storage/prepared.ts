@@ -5,7 +5,7 @@
  * once, with `sql.placeholder()` for the values, and reused. Several apps may share one
  * process (tests), so each database gets its own.
  */
-import type { Db } from './database.ts'
+import type { Db } from './types.ts'
 
 export function preparedPerDatabase<T>(build: (db: Db) => T): (db: Db) => T {
   const built = new WeakMap<Db, T>()

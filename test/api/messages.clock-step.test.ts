@@ -8,7 +8,8 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import type { TestServer, Tenant } from '../support/harness.ts'
-import { deliver, newInbox, startRoomyServer, until } from '../support/messages.ts'
+import { deliver, newInbox, startRoomyServer } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 import { simpleMessage } from '../support/smtp.ts'
 
 const clock = new ManualClock('2026-03-10T12:00:00.000Z')

@@ -8,6 +8,7 @@ import { sweepOnce } from '../../src/core/retention.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { deliver, newInbox, startRoomyServer } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 
 const DAY = 86_400_000
 let server: TestServer
@@ -133,7 +134,7 @@ test('a waiting request with a bad cursor answers 422 even when every long-poll 
     fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${tenant.key}` }, signal: c.signal }).catch(() => undefined),
   )
   const principal = { organizationId: tenant.organizationId, keyPublicId: tenant.key.slice(8, 24) }
-  for (let i = 0; i < 100 && server.app.services.longPolls.count(principal).key < 10; i++) await Bun.sleep(10)
+  await until(() => server.app.services.longPolls.count(principal).key === 10, '10 polls to hold slots')
   expect(server.app.services.longPolls.count(principal).key).toBe(10)
   const full = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)
   expect([full.status, errorCode(full)]).toEqual([429, 'long_poll_limit_exceeded'])

@@ -11,7 +11,8 @@ import { connect } from 'node:net'
 import { setUp } from '../support/console-client.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, deliver, newInbox, principalOf, sortedKeys, startRoomyServer, until } from '../support/messages.ts'
+import { CONTENT_FIELDS, SUMMARY_FIELDS, deliver, newInbox, principalOf, sortedKeys, startRoomyServer } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -76,6 +77,7 @@ beforeAll(async () => {
   idleServer = await startRoomyServer({ env: { HTTP_IDLE_TIMEOUT_SECONDS: '1', HTTP_BODY_TIMEOUT_MS: '1000' } })
   const idleTenant = idleServer.tenant('idle')
   const idleInbox = await newInbox(idleServer, idleTenant.key)
+  // Proves nothing happens: the live stream stays open through a silence past the idle timeout.
   const silence = Bun.sleep(IDLE_PROOF_SECONDS * 1000)
   idleProofs = (async () => {
     const [keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents] = await Promise.all([
@@ -309,13 +311,13 @@ describe('disconnects', () => {
     polls[0]!.abort()
     expect(await polls[0]!.response).toBe('aborted')
     // "At once": the slot and the subscription are gone well before any wait would end (60 s).
-    await until(() => slots(tenant.key, tenant).key === 9, 'the aborted poll to free its slot', 2_000)
+    await until(() => slots(tenant.key, tenant).key === 9, 'the aborted poll to free its slot', { timeoutMs: 2_000 })
     expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(9)
     const admitted = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=1`, tenant.key)
     expect(admitted.status).toBe(204)
 
     for (const p of polls) p.abort()
-    await until(() => slots(tenant.key, tenant).key === 0, 'every slot to be freed', 2_000)
+    await until(() => slots(tenant.key, tenant).key === 0, 'every slot to be freed', { timeoutMs: 2_000 })
     expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(0)
   })
 })

@@ -4,10 +4,10 @@ import { dirname, join, relative, resolve } from 'node:path'
 
 const SRC = join(import.meta.dir, '..', '..', 'src')
 
-/** Every import of every .ts file under `folder` (relative to src/), resolved to a src-relative path or left as a package name. */
+/** Every import of every .ts and .tsx file under `folder` (relative to src/; '' for all of it), resolved to a src-relative path or left as a package name. */
 async function importsUnder(folder: string): Promise<Array<{ file: string; target: string }>> {
   const found: Array<{ file: string; target: string }> = []
-  for await (const file of new Bun.Glob(`${folder}/**/*.ts`).scan({ cwd: SRC })) {
+  for await (const file of new Bun.Glob(`${folder ? `${folder}/` : ''}**/*.{ts,tsx}`).scan({ cwd: SRC })) {
     const text = await Bun.file(join(SRC, file)).text()
     for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
       const target = specifier!.startsWith('.') ? relative(SRC, resolve(SRC, dirname(file), specifier!)) : specifier!
@@ -20,14 +20,14 @@ async function importsUnder(folder: string): Promise<Array<{ file: string; targe
 test('src/core imports neither a transport library nor the transports', async () => {
   const imports = await importsUnder('core')
   expect(imports.length).toBeGreaterThan(50)
-  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || /^(http|smtp)\//.test(target) || target === 'app.ts')
+  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || /^(http|smtp|app)\//.test(target) || target === 'app.ts')
   expect(crossing).toEqual([])
 })
 
 test('src/storage imports nothing above it', async () => {
   const imports = await importsUnder('storage')
   expect(imports.length).toBeGreaterThan(3)
-  const crossing = imports.filter(({ target }) => /^(core|http|smtp|routing)\//.test(target) || target === 'app.ts')
+  const crossing = imports.filter(({ target }) => /^(core|http|smtp|routing|app)\//.test(target) || target === 'app.ts')
   expect(crossing).toEqual([])
 })
 
@@ -59,6 +59,82 @@ test('src/core and src/metrics import nothing from each other', async () => {
   expect(metrics.length).toBeGreaterThan(3)
   const crossing = [...core.filter(({ target }) => target.startsWith('metrics/')), ...metrics.filter(({ target }) => target.startsWith('core/'))]
   expect(crossing).toEqual([])
+})
+
+test('src/http and src/console import nothing from each other; what both need is in src/web', async () => {
+  const http = await importsUnder('http')
+  const consoleImports = await importsUnder('console')
+  expect(consoleImports.length).toBeGreaterThan(50)
+  const crossing = [...http.filter(({ target }) => target.startsWith('console/')), ...consoleImports.filter(({ target }) => target.startsWith('http/'))]
+  expect(crossing).toEqual([])
+  // src/web is the layer under both: it knows neither.
+  const web = await importsUnder('web')
+  expect(web.filter(({ target }) => /^(http|console|smtp)\//.test(target))).toEqual([])
+})
+
+test('src/smtp/self-signed.ts does not import tls.ts, which imports it', async () => {
+  const smtp = await importsUnder('smtp')
+  expect(smtp).toContainEqual({ file: 'smtp/tls.ts', target: 'smtp/self-signed.ts' })
+  expect(smtp.filter(({ file, target }) => file === 'smtp/self-signed.ts' && target === 'smtp/tls.ts')).toEqual([])
+})
+
+/** The strongly connected groups of more than one file (Tarjan), each sorted: every group holds at least one cycle. */
+function cyclicGroups(graph: Map<string, string[]>): string[][] {
+  let next = 0
+  const index = new Map<string, number>()
+  const low = new Map<string, number>()
+  const stack: string[] = []
+  const onStack = new Set<string>()
+  const groups: string[][] = []
+  const visit = (file: string) => {
+    index.set(file, next)
+    low.set(file, next)
+    next++
+    stack.push(file)
+    onStack.add(file)
+    for (const target of graph.get(file) ?? []) {
+      if (!index.has(target)) {
+        visit(target)
+        low.set(file, Math.min(low.get(file)!, low.get(target)!))
+      } else if (onStack.has(target)) low.set(file, Math.min(low.get(file)!, index.get(target)!))
+    }
+    if (low.get(file) !== index.get(file)) return
+    const group: string[] = []
+    let member: string
+    do {
+      member = stack.pop()!
+      onStack.delete(member)
+      group.push(member)
+    } while (member !== file)
+    if (group.length > 1 || (graph.get(file) ?? []).includes(file)) groups.push(group.sort())
+  }
+  for (const file of graph.keys()) if (!index.has(file)) visit(file)
+  return groups
+}
+
+/**
+ * Every import that runs code when its module loads, src-relative: `import type` and
+ * `export type` are left out. Services names the type of every part it holds, and those
+ * parts name Services in turn, so type-only loops are the shape of the hub, not an order
+ * in which modules load.
+ */
+async function valueImports(): Promise<Array<{ file: string; target: string }>> {
+  const found: Array<{ file: string; target: string }> = []
+  for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    const text = await Bun.file(join(SRC, file)).text()
+    for (const [, typeOnly, specifier] of text.matchAll(/^(?:import|export)(\s+type\b)?[^'"]*?from '([^']+)'/gm)) {
+      if (!typeOnly && specifier!.startsWith('.')) found.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
+    }
+  }
+  return found
+}
+
+test('no import cycle anywhere in src/ among the imports that load code', async () => {
+  const imports = await valueImports()
+  const graph = new Map<string, string[]>()
+  for (const { file, target } of imports) graph.set(file, [...(graph.get(file) ?? []), target])
+  expect(graph.size).toBeGreaterThan(100)
+  expect(cyclicGroups(graph)).toEqual([])
 })
 
 test('the console and the CLI commands reach storage only through core verbs', async () => {

@@ -11,6 +11,7 @@ import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, setUp } from '../support/console-client.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.
@@ -148,7 +149,7 @@ describe('limits set by the operator', () => {
     const waiting = new AbortController()
     const first = fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${key}` }, signal: waiting.signal }).catch(() => undefined)
     const principal = { organizationId, keyPublicId: key.slice(8, 24) }
-    for (let i = 0; i < 200 && server.app.services.longPolls.count(principal).key < 1; i++) await Bun.sleep(5)
+    await until(() => server.app.services.longPolls.count(principal).key === 1, 'the first poll to hold its slot')
     const second = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, key)
     expect([second.status, second.body.error.code]).toEqual([429, 'long_poll_limit_exceeded'])
     waiting.abort()

@@ -10,6 +10,7 @@ import { REDACTED } from '../../src/log-paths.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 import { rawHttp } from '../support/raw-http.ts'
+import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's server and processes take
 // well over Bun's default of 5 s.
@@ -91,7 +92,7 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   // An API client pasting its key into a path by mistake. The API logs after the response is sent: wait for its line.
   expect((await server.get(`/v1/inboxes/${firstKey}`, firstKey)).status).toBe(404)
   const apiLine = () => server.logs.find((line) => line.event === 'http_request' && String(line.path).startsWith('/v1/inboxes/'))
-  for (let i = 0; i < 500 && !apiLine(); i++) await Bun.sleep(10)
+  await until(() => apiLine() !== undefined, 'the http_request line of the API call')
   expect(apiLine()?.path).toBe(`/v1/inboxes/${firstKey.slice(0, 24)}_${REDACTED}`)
 
   for (const client of clients) {

@@ -12,6 +12,7 @@ import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { openEventStream } from '../support/event-stream.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(30_000)
 
@@ -36,12 +37,6 @@ const cookie = () => owner.cookieHeader()
 /** The inbox page's own event stream. */
 const openStream = (inboxId: string) => openEventStream(owner, `/console/orgs/${org}/inboxes/${inboxId}/events`)
 
-/** Waits for a condition the server reaches on its own (a disconnect it notices later). */
-async function until(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !condition(); i++) await Bun.sleep(10)
-  expect(condition()).toBe(true)
-}
-
 test('a message stored over SMTP is announced on the stream; a deleted inbox ends it', async () => {
   const inbox = await newInbox()
   const stream = await openStream(inbox.id)
@@ -54,7 +49,7 @@ test('a message stored over SMTP is announced on the stream; a deleted inbox end
   expect((await server.delete(`/v1/inboxes/${inbox.id}`, key)).status).toBe(204)
   expect(await stream.next()).toBe('inbox_deleted')
   expect(await stream.next()).toBeNull()
-  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0, 'the ended stream to drop its listener')
   expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('inbox_deleted')
 })
 
@@ -77,11 +72,11 @@ test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees it
   expect(server.app.services.notifier.listenerCount(inbox.id)).toBe(MAX_STREAMS_PER_USER)
 
   streams.pop()!.abort()
-  await until(() => server.app.services.notifier.listenerCount(inbox.id) === MAX_STREAMS_PER_USER - 1)
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === MAX_STREAMS_PER_USER - 1, 'the closed stream to drop its listener')
   const again = await openStream(inbox.id)
   expect(again.response.status).toBe(200)
   for (const stream of [...streams, again]) stream.abort()
-  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0)
+  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 0, 'every closed stream to drop its listener')
   const ended = server.logs.filter((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)
   expect(ended.map((line) => line.reason)).toEqual(Array(MAX_STREAMS_PER_USER + 1).fill('client_left'))
 })

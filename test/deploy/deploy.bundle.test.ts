@@ -26,6 +26,8 @@ test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh 
   expect(build.exitCode).toBe(0)
   // Mail is parsed in workers the bundle starts from its own folder.
   expect(existsSync(join(ROOT, 'dist', 'parse-worker.js'))).toBe(true)
+  // So does the child that makes the STARTTLS certificate a fresh database needs (below).
+  expect(existsSync(join(ROOT, 'dist', 'self-signed-child.js'))).toBe(true)
   const env = { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite'), RECEIVING_DOMAIN: 'bundle.test' }
   server = Bun.spawn(['bun', join(ROOT, 'dist', 'server.js')], { cwd: dir, env, stdout: 'pipe', stderr: 'pipe' })
   const reader = (server.stdout as ReadableStream<Uint8Array>).getReader()
@@ -41,6 +43,7 @@ test('bun run build makes dist/server.js, which serves HTTP and SMTP on a fresh 
     .map((line) => JSON.parse(line))
   const httpPort = lines.find((line) => line.event === 'http_listening').port
   const smtpPort = lines.find((line) => line.event === 'smtp_listening').port
+  expect(lines.find((line) => line.event === 'smtp_tls_self_signed_created')?.domain).toBe('bundle.test')
   expect(await (await fetch(`http://127.0.0.1:${httpPort}/health`)).json()).toEqual({ status: 'ok', service: 'pigeonhole' })
 
   const cli = (...args: string[]) =>

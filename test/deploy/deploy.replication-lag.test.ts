@@ -20,6 +20,7 @@ import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { replicationPlan } from '../../src/deploy/replica.ts'
 import { api, createTenant, makeDeployment, ROOT, startEntry, type RunningEntry } from '../support/entry-process.ts'
+import { until } from '../support/wait.ts'
 
 const TOKEN = 'metrics-token-for-the-lag-test'
 const deployment = makeDeployment({ METRICS_TOKEN: TOKEN, REPLICATION_MAX_LAG_SECONDS: '2', LITESTREAM_LOCAL_WARN: '3MiB' })
@@ -33,13 +34,8 @@ const metric = async (entry: RunningEntry, name: string) => {
   const text = await (await fetch(`${entry.httpUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
   return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
 }
-async function until(what: string, condition: () => Promise<boolean>, seconds = 20): Promise<void> {
-  const deadline = Date.now() + seconds * 1000
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`not within ${seconds} s: ${what}`)
-    await Bun.sleep(250)
-  }
-}
+/** Each check costs a request to the entry: a quarter second between them. */
+const untilEntry = (what: string, condition: () => Promise<boolean>, seconds = 20) => until(condition, what, { timeoutMs: seconds * 1000, intervalMs: 250 })
 
 test('an unreachable replica shows as lag and fails /ready; after a restart it catches up and nothing is lost', async () => {
   let entry = await startEntry(deployment)
@@ -48,7 +44,7 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     const inbox = (await (await api(entry.httpUrl, key, 'POST', '/v1/inboxes')).json()).data
     const send = async (subject: string, size: number) => (await sendMail(entry.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject, text: 'x'.repeat(size) }))).data?.code
     expect(await send('first', 100)).toBe(250)
-    await until('/ready with the replica current', async () => (await ready(entry)).status === 200)
+    await untilEntry('/ready with the replica current', async () => (await ready(entry)).status === 200)
     expect(await ready(entry)).toEqual({ status: 200, checks: { database: 'ok', smtp: 'ok', litestream: 'ok', replication: 'ok' } })
 
     renameSync(deployment.replicaPath, `${deployment.replicaPath}.away`)
@@ -58,11 +54,11 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
       expect(await send(`while away ${n}`, 200_000)).toBe(250) // mail keeps flowing
       subjects.push(`while away ${n}`)
     }
-    await until('/ready failing on replication', async () => (await ready(entry)).checks.replication === 'failed')
+    await untilEntry('/ready failing on replication', async () => (await ready(entry)).checks.replication === 'failed')
     expect((await ready(entry)).status).toBe(503)
     expect(await metric(entry, 'pigeonhole_replication_lag_seconds')).toBeGreaterThan(2)
     expect(await metric(entry, 'pigeonhole_litestream_local_bytes')).toBeGreaterThan(1024 * 1024)
-    await until('the local files warning', async () => entry.output().includes('"litestream_local_files_large"'))
+    await untilEntry('the local files warning', async () => entry.output().includes('"litestream_local_files_large"'))
     expect(entry.output().match(/"replication_lagging"/g)).toHaveLength(1)
 
     expect(entry.output()).not.toContain('"level":"error"')
@@ -71,7 +67,7 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     rmSync(deployment.replicaPath)
     renameSync(`${deployment.replicaPath}.away`, deployment.replicaPath)
     entry = await startEntry(deployment)
-    await until('/ready with the replica caught up', async () => (await ready(entry)).status === 200, 30)
+    await untilEntry('/ready with the replica caught up', async () => (await ready(entry)).status === 200, 30)
     expect(await metric(entry, 'pigeonhole_replication_lag_seconds')).toBeLessThanOrEqual(2)
     expect(await entry.stop()).not.toBeNull()
 
@@ -98,13 +94,13 @@ test('an idle server that restarts shows no lag: the replica already holds every
   try {
     const key = createTenant(idle)
     expect((await api(entry.httpUrl, key, 'POST', '/v1/inboxes')).status).toBe(201)
-    await until('the first run caught up', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0)
+    await untilEntry('the first run caught up', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0)
     await entry.stop()
     entry = await startEntry(idle)
     // Nothing is written after the restart and nobody asks /ready (whose heartbeat writes):
     // Litestream has nothing to upload, and the lag must still not grow past its bound.
-    await Bun.sleep(5_000)
-    await until('no lag after the restart', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0, 5)
+    await Bun.sleep(5_000) // proves nothing happens: after five idle seconds the lag is still 0
+    await untilEntry('no lag after the restart', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0, 5)
     expect((await ready(entry)).checks.replication).toBe('ok')
     expect(entry.output()).not.toContain('"replication_lagging"')
   } catch (error) {

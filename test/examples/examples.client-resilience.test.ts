@@ -9,6 +9,7 @@ import { ManualClock } from '../../src/clock.ts'
 import { Pigeonhole, smtpFromEnv, uniquePrefix } from '../../examples/pigeonhole.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 const servers: TestServer[] = []
 afterAll(() => Promise.all(servers.map((s) => s.stop())))
@@ -80,7 +81,7 @@ test('a wait begun before the server listens retries the refused connection and 
     })
   })
   const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'after restart', timeout: 10_000 })
-  await Bun.sleep(600)
+  await Bun.sleep(600) // the scenario: nothing listens for a while, so the wait meets refused connections
   const relay = Bun.serve({ port, hostname: '127.0.0.1', fetch: (request) => fetch(new URL(new URL(request.url).pathname + new URL(request.url).search, server.url), request) })
   try {
     expect((await mail(server, inbox.address, 'after restart')).data?.code).toBe(250)
@@ -114,7 +115,7 @@ test('a wait whose connection is closed under it (a server stopping) waits again
   const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
   try {
     const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'after the cut', timeout: 10_000 })
-    await Bun.sleep(800)
+    await until(() => connections >= 2 && server.app.services.longPolls.total() === 1, 'the wait to reconnect after the cut and wait again')
     expect(connections).toBeGreaterThanOrEqual(2)
     expect((await mail(server, inbox.address, 'after the cut')).data?.code).toBe(250)
     expect((await waited).subject).toBe('after the cut')
@@ -135,7 +136,9 @@ test('a rate-limited teardown waits out Retry-After and deletes the inbox', asyn
   await pigeonhole.getUsage()
   await expect(pigeonhole.getUsage()).rejects.toMatchObject({ code: 'rate_limit_exceeded', retryAfterSeconds: 1 })
   const deleted = pigeonhole.deleteInbox(inbox)
-  await Bun.sleep(300)
+  // The teardown's first try is refused; the client now sleeps out Retry-After on real time.
+  const refused = () => server.logs.some((line) => line.event === 'http_request' && line.method === 'DELETE' && line.status === 429)
+  await until(refused, 'the teardown to be refused')
   clock.advance(1_000)
   await deleted
   expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
@@ -199,7 +202,7 @@ test('a wait asked again after its connection was cut asks for the time left, no
   const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
   try {
     const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'late', timeout: 10_000 })
-    while (asked.length < 2) await Bun.sleep(20)
+    await until(() => asked.length >= 2, 'the wait to be asked again after the cut')
     expect((await mail(server, inbox.address, 'late')).data?.code).toBe(250)
     expect((await waited).subject).toBe('late')
     expect(asked[0]).toBe(10)

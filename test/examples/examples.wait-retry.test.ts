@@ -13,7 +13,7 @@ import { Pigeonhole } from '../../examples/pigeonhole.ts'
 import { startApp } from '../../src/app.ts'
 import { createLogger } from '../../src/log.ts'
 import { startTestServer } from '../support/harness.ts'
-import { until } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 /** A TCP proxy on port 0 to whichever HTTP port `target` names now; a closed or refused upstream closes the client's side. */
@@ -45,7 +45,7 @@ test('waitForMessage survives a server stop: it asks again and gets the mail the
   await until(() => first.app.services.longPolls.total() === 1, 'the wait to reach the first server')
   await first.app.stop() // the wait's connection is closed without an answer
   // A deploy takes a while: meanwhile the proxy finds nothing to connect to, and every
-  // attempt (fetch's own retry included) is closed at once.
+  // attempt (fetch's own retry included) is closed at once. The sleep is the scenario, not a wait.
   await Bun.sleep(1_000)
 
   // The next server, on the same file, as after a deploy.

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { until } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 import { rawHttp, type RawResponse } from '../support/raw-http.ts'
 
 let server: TestServer

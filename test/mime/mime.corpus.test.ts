@@ -61,6 +61,7 @@ beforeAll(async () => {
 }, 180_000)
 afterAll(async () => {
   probe.stdin.end()
+  // A deadline for the probe's exit, not a wait: it ends as soon as the probe does.
   const ended = await Promise.race([probe.exited, Bun.sleep(5_000).then(() => 'timeout')])
   if (ended === 'timeout') probe.kill()
 })

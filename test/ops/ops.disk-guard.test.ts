@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { parseMinFree } from '../../src/core/disk-guard.ts'
 import { errorCode, startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 const THRESHOLD = 512 * 1024
 let server: TestServer
@@ -107,14 +108,14 @@ describe('DISK_MIN_FREE and the DATA spool', () => {
       expect((await big.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
       expect((await big.command('DATA')).code).toBe(354)
       big.writeBody(simpleMessage({ to: inbox.address, subject: 'big', text: `${'x'.repeat(998)}\r\n`.repeat(2600) }))
-      for (let i = 0; i < 500 && own.app.services.spool.bytes < 2.4 * 1024 * 1024; i++) await Bun.sleep(10)
+      await until(() => own.app.services.spool.bytes >= 2.4 * 1024 * 1024, 'the big message to be spooled')
       expect(disk.refresh().tripped).toBe(true)
       const refused = await sendMail(own.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'while spooled', text: 'small' }))
       expect(refused.rcpt[0]).toEqual({ code: 452, text: '4.3.1 Insufficient system storage' })
 
       // The sender gives up: its spool file goes, and so does the guard.
       big.destroy()
-      for (let i = 0; i < 500 && own.app.services.spool.bytes > 0; i++) await Bun.sleep(10)
+      await until(() => own.app.services.spool.bytes === 0, 'the abandoned spool file to go')
       expect(disk.refresh().tripped).toBe(false)
     } finally {
       await own.stop()

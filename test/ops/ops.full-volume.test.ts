@@ -15,6 +15,7 @@ import { sweepOnce } from '../../src/core/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { fillVolume as fillVolumeWith, volumeFreeBytes } from '../support/volume.ts'
+import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.
@@ -112,8 +113,7 @@ test.skipIf(cannotMount !== null)(
 
     // The other program's file goes; the guard clears on its own timer, the ballast returns.
     rmSync(filler)
-    const deadline = Date.now() + 10_000
-    while (disk.status().tripped && Date.now() < deadline) await Bun.sleep(100)
+    await until(() => !disk.status().tripped, 'the guard to clear on its timer', { timeoutMs: 10_000, intervalMs: 100 })
     expect(disk.status().tripped).toBe(false)
     expect(existsSync(disk.ballastPath)).toBe(true)
     const delivered = await sendMail(server.app.smtpPort, { to: [inboxes[1]!.address] }, simpleMessage({ to: inboxes[1]!.address, subject: 'after' }))

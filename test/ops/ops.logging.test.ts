@@ -1,7 +1,7 @@
 /** Logs: one JSON line per request carrying its request id and real status; no secrets. */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
-import { until } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 let server: TestServer

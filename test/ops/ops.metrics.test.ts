@@ -5,6 +5,7 @@ import { newInbox } from '../support/messages.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 import { startTls } from '../support/starttls-client.ts'
+import { until } from '../support/wait.ts'
 
 const TOKEN = 'metrics-token-0123456789abcdef'
 let server: TestServer
@@ -33,6 +34,16 @@ async function scrape(): Promise<Map<string, number>> {
 
 const value = (samples: Map<string, number>, series: string) => samples.get(series) ?? 0
 
+/** Scrapes until a scrape satisfies `condition`, and returns that scrape. */
+async function scrapeUntil(condition: (samples: Map<string, number>) => boolean, what: string): Promise<Map<string, number>> {
+  let samples = new Map<string, number>()
+  await until(async () => {
+    samples = await scrape()
+    return condition(samples)
+  }, what)
+  return samples
+}
+
 describe('/metrics with METRICS_TOKEN set', () => {
   test('a stored message and a refused one move their counters', async () => {
     const inbox = await newInbox(server, tenant.key)
@@ -48,11 +59,7 @@ describe('/metrics with METRICS_TOKEN set', () => {
     expect(value(after, 'pigeonhole_database_bytes{file="database"}')).toBeGreaterThan(0)
     expect(value(after, 'process_resident_memory_bytes')).toBeGreaterThan(1024 * 1024)
     // The sampler's first reading comes 100 ms after start-up, which this test may beat: wait for it.
-    let sampled = after
-    while (value(sampled, 'pigeonhole_event_loop_delay_seconds_count') === 0) {
-      await Bun.sleep(10)
-      sampled = await scrape()
-    }
+    const sampled = await scrapeUntil((samples) => value(samples, 'pigeonhole_event_loop_delay_seconds_count') > 0, "the event-loop sampler's first reading")
     expect(value(sampled, 'pigeonhole_event_loop_delay_seconds_count')).toBeGreaterThan(0)
   })
 
@@ -62,7 +69,7 @@ describe('/metrics with METRICS_TOKEN set', () => {
     await server.get('/v1/inboxes/inbox_00000000000000000000000000000000', tenant.key)
     const inbox = await newInbox(server, tenant.key)
     const waiting = server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)
-    while ((await scrape()).get('pigeonhole_long_polls_waiting') !== 1) await Bun.sleep(10)
+    await scrapeUntil((samples) => samples.get('pigeonhole_long_polls_waiting') === 1, 'the poll to be counted as waiting')
     expect((await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)).status).toBe(429)
     expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code).toBe(250)
     expect((await waiting).status).toBe(200)
@@ -85,15 +92,11 @@ describe('/metrics with METRICS_TOKEN set', () => {
     await client.command(`RCPT TO:<${inbox.address}>`)
     await client.command('DATA')
     client.writeBody('Subject: partial\r\n\r\n' + 'x'.repeat(50_000) + '\r\n')
-    let during = await scrape()
-    while (value(during, 'pigeonhole_smtp_data_buffered_bytes') < 50_000) during = await scrape()
+    const during = await scrapeUntil((samples) => value(samples, 'pigeonhole_smtp_data_buffered_bytes') >= 50_000, 'the partial DATA to be buffered')
     expect(value(during, 'pigeonhole_smtp_sessions_open')).toBeGreaterThanOrEqual(1)
     client.destroy() // leaves mid-DATA
-    let after = await scrape()
-    while (value(after, 'pigeonhole_smtp_sessions_open') !== 0 || value(after, 'pigeonhole_smtp_data_buffered_bytes') !== 0) {
-      await Bun.sleep(10)
-      after = await scrape()
-    }
+    const settled = (samples: Map<string, number>) => value(samples, 'pigeonhole_smtp_sessions_open') === 0 && value(samples, 'pigeonhole_smtp_data_buffered_bytes') === 0
+    const after = await scrapeUntil(settled, 'the dropped session to close and give its bytes back')
     expect(value(after, 'pigeonhole_smtp_data_buffered_bytes')).toBe(0)
   })
 
@@ -105,7 +108,7 @@ describe('/metrics with METRICS_TOKEN set', () => {
       () => ({ tls: null }),
     )
     expect(tls).toBeNull()
-    while (value(await scrape(), 'pigeonhole_smtp_sessions_open') !== 0) await Bun.sleep(10)
+    await scrapeUntil((samples) => value(samples, 'pigeonhole_smtp_sessions_open') === 0, 'the failed session to close')
   })
 
   test('a missing or wrong token is 401; the route is not in the OpenAPI document', async () => {

@@ -14,7 +14,8 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { startTestServer } from '../support/harness.ts'
-import { newInbox, principalOf, startRoomyServer, until } from '../support/messages.ts'
+import { newInbox, principalOf, startRoomyServer } from '../support/messages.ts'
+import { until } from '../support/wait.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 import { scratchDir } from '../support/scratch.ts'
 
@@ -39,6 +40,7 @@ test('stop drains in-flight work and refuses new work', async () => {
 
   const stopping = server.app.stop()
   // The stop does not answer the waiting poll: the transaction in DATA may still deliver.
+  // Proves nothing happens: no answer within 200 ms of the stop.
   const early = await Promise.race([poll.then(() => 'answered'), Bun.sleep(200).then(() => 'still waiting')])
   expect(early).toBe('still waiting')
 
@@ -122,11 +124,12 @@ test('while SMTP drains, a poll stays open; when SMTP has closed the poll is cut
 }, 15_000)
 
 test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an answer', async () => {
+  const METRICS = 'metrics-token-0123456789abcdef'
   const { rmSync } = await import('node:fs')
   const { join } = await import('node:path')
   const dir = scratchDir('pigeonhole-sigterm-')
   const child = Bun.spawn(['bun', join(import.meta.dir, '..', '..', 'src', 'index.ts')], {
-    env: { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite') },
+    env: { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite'), METRICS_TOKEN: METRICS },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -150,7 +153,9 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
     (response) => `answered ${response.status}`,
     () => 'transport error',
   )
-  await Bun.sleep(300) // the poll is parked in its wait (nothing to match)
+  // The poll is parked in its wait (nothing to match): the child counts it.
+  const metrics = async () => (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text()
+  await until(async () => /^pigeonhole_long_polls_waiting 1$/m.test(await metrics()), 'the poll to wait in the child', { intervalMs: 50 })
   child.kill('SIGTERM')
   expect(await poll).toBe('transport error')
   expect(await child.exited).toBe(0)

@@ -10,6 +10,7 @@ import type { Tenant, TestServer } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
 import { plainSession, startTls } from '../support/starttls-client.ts'
 import { testNeeding } from '../support/tools.ts'
+import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.
@@ -127,8 +128,8 @@ describe('STARTTLS', () => {
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()))
     socket.write('this is not a TLS client hello\r\n'.repeat(20))
     await closed
-    await Bun.sleep(0)
-    while (reservations.size !== held) await Bun.sleep(10)
+    const failed = () => server.logs.slice(logsBefore).some((line) => line.event === 'smtp_tls_failed')
+    await until(() => reservations.size === held && failed(), 'the failed handshake to be logged and its reservation released')
     const loud = server.logs.slice(logsBefore).filter((line) => line.level === 'error' || line.level === 'warn')
     expect(loud.map((line) => line.event)).toEqual(['smtp_tls_failed'])
     expect(loud[0]!.stack).toBeUndefined()

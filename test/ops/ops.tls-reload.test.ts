@@ -8,6 +8,7 @@ import { generate } from 'selfsigned'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { startTls } from '../support/starttls-client.ts'
+import { until } from '../support/wait.ts'
 
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-tls-'))
 const certFile = join(dir, 'cert.pem')
@@ -33,14 +34,6 @@ async function servedName(): Promise<string> {
   return name.replace(/^CN=/, '')
 }
 
-async function until(condition: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time')
-    await Bun.sleep(100)
-  }
-}
-
 beforeAll(async () => {
   await install('first.inbox.test', 1_000_000)
   server = await startTestServer({ env: { SMTP_TLS_CERT_FILE: certFile, SMTP_TLS_KEY_FILE: keyFile } })
@@ -59,13 +52,13 @@ describe('SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE', () => {
   test('SIGHUP re-reads the files; the next session gets the new certificate', async () => {
     await install('second.inbox.test', 2_000_000)
     process.kill(process.pid, 'SIGHUP')
-    await until(async () => server.logs.some((line) => line.event === 'smtp_tls_reloaded'))
+    await until(() => server.logs.some((line) => line.event === 'smtp_tls_reloaded'), 'the reload to be logged')
     expect(await servedName()).toBe('second.inbox.test')
   })
 
   test('a changed file is picked up without a signal', async () => {
     await install('third.inbox.test', 3_000_000)
-    await until(async () => (await servedName()) === 'third.inbox.test')
+    await until(async () => (await servedName()) === 'third.inbox.test', 'the new certificate to be served', { intervalMs: 100 })
   })
 
   test('a key that does not match the certificate is refused and the old pair kept', async () => {
@@ -73,7 +66,7 @@ describe('SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE', () => {
     writeFileSync(certFile, other.cert) // the key stays that of third.inbox.test
     utimesSync(certFile, 4_000_000, 4_000_000)
     process.kill(process.pid, 'SIGHUP')
-    await until(async () => server.logs.some((line) => line.event === 'smtp_tls_reload_failed'))
+    await until(() => server.logs.some((line) => line.event === 'smtp_tls_reload_failed'), 'the refused reload to be logged')
     expect(await servedName()).toBe('third.inbox.test')
   })
 })

@@ -7,6 +7,7 @@
 import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -17,14 +18,9 @@ async function eventually<T>(query: () => Promise<T>): Promise<T> {
       return await query()
     } catch (error) {
       if (attempt >= 5) throw error
-      await Bun.sleep(100)
+      await Bun.sleep(100) // a pause before the retry, not a wait for a state
     }
   }
-}
-
-async function waitFor(condition: () => boolean, ms: number): Promise<boolean> {
-  for (const deadline = Date.now() + ms; Date.now() < deadline; await Bun.sleep(20)) if (condition()) return true
-  return condition()
 }
 
 describeWithPostgres('the PostgreSQL client', () => {
@@ -46,7 +42,7 @@ describeWithPostgres('the PostgreSQL client', () => {
       await holder`select pg_advisory_lock(42)`
       const busy = sql`select pg_advisory_lock(42)`.then(() => sql`select pg_advisory_unlock(42)`)
       await holder`select pg_notify('probe', 'while busy')`
-      expect(await waitFor(() => heard.length > 0, 10_000)).toBe(true)
+      await until(() => heard.length > 0, 'the notification to be heard', { timeoutMs: 10_000 })
       await holder`select pg_advisory_unlock(42)`
       holder.release()
       await busy
@@ -72,9 +68,9 @@ describeWithPostgres('the PostgreSQL client', () => {
       expect(listens).toBe(1)
       await sql`select 1`
       testCluster().restart()
-      expect(await waitFor(() => listens === 2, 20_000)).toBe(true)
+      await until(() => listens === 2, 'the client to listen again after the restart', { timeoutMs: 20_000 })
       await eventually(() => sender.notify('probe', 'after restart'))
-      expect(await waitFor(() => heard.includes('after restart'), 5_000)).toBe(true)
+      await until(() => heard.includes('after restart'), 'the notification sent after the restart to be heard')
       const [row] = await eventually(() => sql<{ ok: number }[]>`select 1 as ok`)
       expect(row!.ok).toBe(1)
     } finally {

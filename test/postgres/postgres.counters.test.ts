@@ -9,6 +9,7 @@ import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { admitRequest, sweepRequestCounts } from '../../src/storage/postgres/request-counter.ts'
 import { createSlotLeases } from '../../src/storage/postgres/slot-leases.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -112,10 +113,11 @@ describeWithPostgres('exact counters across two machines', () => {
         clock.advance(leaseMs / 2)
         const before = (await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`)[0]!.at
         // Wait (real time) until a beat has renewed the lease past the clock's new time.
-        for (const deadline = Date.now() + 10_000; Date.now() < deadline; await Bun.sleep(50)) {
+        const renewed = async () => {
           const [row] = await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`
-          if (row!.at !== before) break
+          return row!.at !== before
         }
+        await until(renewed, 'a beat to renew the lease', { timeoutMs: 10_000, intervalMs: 50 })
         expect(await other.acquire([key])).toEqual({ acquired: false, full: 'key:beat' })
       }
     } finally {

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { runOnce } from '../../src/storage/postgres/run-once.ts'
 import { describeWithPostgres, freshDatabase } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -68,6 +69,7 @@ describeWithPostgres('runOnce', () => {
       // holds however slowly a busy machine opens the other connections.
       const job = async () => {
         runs += 1
+        // A bounded hold, not a wait that fails: past 10 s the job simply ends.
         for (const deadline = Date.now() + 10_000; settled < pools.length - 1 && Date.now() < deadline; ) await Bun.sleep(20)
       }
       const results = await Promise.all(
@@ -94,8 +96,12 @@ describeWithPostgres('runOnce', () => {
     held.finish()
     await orphan
     // The server frees the lock when it notices the closed connection, a moment after the close.
-    let after: Awaited<ReturnType<typeof runOnce<number>>> = { ran: false }
-    for (const deadline = Date.now() + 10_000; !after.ran && Date.now() < deadline; await Bun.sleep(50)) after = await runOnce(machineB, 'retention', async () => 3)
+    let after = { ran: false } as Awaited<ReturnType<typeof runOnce<number>>>
+    const ranAgain = async () => {
+      after = await runOnce(machineB, 'retention', async () => 3)
+      return after.ran
+    }
+    await until(ranAgain, 'another machine to run the released job', { timeoutMs: 10_000, intervalMs: 50 })
     expect(after).toEqual({ ran: true, result: 3 })
   })
 })

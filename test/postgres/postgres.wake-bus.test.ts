@@ -6,10 +6,12 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { createWakeBus, notifyInbox, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
 /** Resolves true if `promise` settles within `ms`, false otherwise. */
+/** Expected false, it proves that nothing happens within `ms`; expected true, `ms` is only a deadline. */
 const settlesWithin = (promise: Promise<unknown>, ms: number) => Promise.race([promise.then(() => true), Bun.sleep(ms).then(() => false)])
 
 describeWithPostgres('wake bus', () => {
@@ -123,8 +125,12 @@ describeWithPostgres('wake bus started while the database is down', () => {
       expect(bus.waiting()).toBe(0)
       cluster.start()
       // The client listens again by itself in the background; a later request's subscribe works.
-      let waiter: WakeSubscription | null = null
-      for (const deadline = Date.now() + 20_000; !waiter && Date.now() < deadline; await Bun.sleep(100)) waiter = await bus.subscribe('inbox_down').catch(() => null)
+      let waiter = null as WakeSubscription | null
+      const subscribed = async () => {
+        waiter = await bus.subscribe('inbox_down').catch(() => null)
+        return waiter !== null
+      }
+      await until(subscribed, 'the bus to come back', { timeoutMs: 20_000, intervalMs: 100 })
       if (!waiter) throw new Error('the bus did not come back')
       await machineB.begin((tx) => notifyInbox(tx, 'inbox_down'))
       expect(await settlesWithin(waiter.woken, 10_000)).toBe(true)

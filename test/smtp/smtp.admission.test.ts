@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { connect } from 'node:net'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 const FLOODER = '127.0.0.2'
 const LEGIT = '127.0.0.3'
@@ -40,14 +41,15 @@ describe('connections per client address', () => {
     await legitimateSend('while one address is at its cap')
 
     held[0]!.destroy()
-    // The slot is free once the server saw the close; retry until then (bounded).
+    // The slot is free once the server saw the close; reconnect until then (promptly).
     let again: Awaited<ReturnType<typeof SmtpClient.open>> | undefined
-    for (let attempt = 0; attempt < 50; attempt++) {
+    const greeted = async () => {
       again = await SmtpClient.open(port(), FLOODER)
-      if (again.greeting.code === 220) break
+      if (again.greeting.code === 220) return true
       await again.client.closed()
-      await Bun.sleep(10)
+      return false
     }
+    await until(greeted, 'a new connection from the address to be greeted', { timeoutMs: 2_000 })
     expect(again!.greeting.code).toBe(220)
     for (const client of [...held.slice(1), again!.client]) client.destroy()
   })

@@ -54,7 +54,7 @@ describe.concurrent('deadlines', () => {
     const started = performance.now()
     let reply = await client.command('NOOP')
     while (reply.code === 250) {
-      await Bun.sleep(50)
+      await Bun.sleep(50) // the scenario: a client pacing its NOOPs, never silent for long
       reply = await client.command('NOOP')
     }
     expect(reply).toEqual({ code: 421, text: 'Timeout waiting for the next command, closing connection' })
@@ -89,12 +89,12 @@ describe.concurrent('deadlines', () => {
       await client.command('RSET')
       expect((await client.command('MAIL FROM:<a@example.com>')).code).toBe(250)
       expect((await client.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
-      await Bun.sleep(50)
+      await Bun.sleep(50) // the scenario: a client pacing real progress until near the end of the lifetime
     }
     expect((await client.command('DATA')).code).toBe(354)
     client.socket.write(simpleMessage({ to: inbox.address, subject: 'outlived the session' }) + '\r\n')
     while (performance.now() - opened < 3_100) {
-      await Bun.sleep(100)
+      await Bun.sleep(100) // the scenario: a slow sender of DATA past the lifetime
       client.socket.write('more text\r\n') // never silent for the idle timeout
     }
     client.socket.write('.\r\n')

@@ -9,6 +9,7 @@ import { MessageCollector } from '../../src/smtp/message-collector.ts'
 import { ParseGate } from '../../src/smtp/parse-gate.ts'
 import { READING_SENDERS, Spool } from '../../src/storage/spool.ts'
 import { scratchDir } from '../support/scratch.ts'
+import { until } from '../support/wait.ts'
 
 describe('clientKey', () => {
   test('IPv4 as is, IPv4-mapped IPv6 as IPv4, IPv6 by its /64 whatever its spelling', () => {
@@ -85,7 +86,7 @@ describe('MessageCollector', () => {
     expect(readdirSync(spool.dir)).toHaveLength(1)
     expect(spool.bytes).toBe(31)
     collector.release()
-    await Bun.sleep(20)
+    await until(() => readdirSync(spool.dir).length === 0, 'the released spool file to go')
     expect(readdirSync(spool.dir)).toEqual([])
     expect(spool.bytes).toBe(0)
   })
@@ -113,11 +114,11 @@ describe('MessageCollector', () => {
 
     const spooled = new MessageCollector(budget, 'a', 100, spool, flow(), 10)
     expect(spooled.add(Buffer.alloc(60))).toBe('spooled')
-    await Bun.sleep(20)
+    await until(() => readdirSync(spool.dir).length === 1, 'the spool file')
     expect(readdirSync(spool.dir)).toHaveLength(1)
     expect(spooled.add(Buffer.alloc(60))).toBe('too_large')
     expect(await spooled.finish()).toEqual({ kind: 'too_large', size: 120 })
-    await Bun.sleep(20)
+    await until(() => readdirSync(spool.dir).length === 0, 'the dropped spool file to go')
     expect(readdirSync(spool.dir)).toEqual([])
   })
 
@@ -140,25 +141,22 @@ describe('MessageCollector', () => {
       return { controls, collector: new MessageCollector(new DataBudget(1024 * 1024), `s${i}`, 4 * 1024 * 1024, spool, controls, 1024) }
     })
     const resumed = () => senders.filter((s) => s.controls.calls.at(-1) === 'resume')
-    const until = async (condition: () => boolean) => {
-      for (let i = 0; i < 500 && !condition(); i++) await Bun.sleep(10)
-    }
     // Each sender's read fills its 64 KiB: all pause, and their writes queue in the spool's line.
     for (const { collector } of senders) collector.add(Buffer.alloc(64 * 1024, 1))
     expect(senders.every((s) => s.controls.calls.join() === 'pause')).toBe(true)
-    await until(() => resumed().length === READING_SENDERS)
-    await Bun.sleep(50) // the other four stay paused once every write is done
+    await until(() => resumed().length === READING_SENDERS, 'the first senders to be resumed')
+    await Bun.sleep(50) // proves nothing happens: the other four stay paused once every write is done
     expect(resumed().length).toBe(READING_SENDERS)
     // A resumed sender's next read fills it again: after its write, its turn goes to a waiting one.
     const first = resumed()[0]!
     const waiting = senders.filter((s) => !resumed().includes(s))
     first.collector.add(Buffer.alloc(64 * 1024, 2))
-    await until(() => waiting.some((s) => s.controls.calls.at(-1) === 'resume'))
+    await until(() => waiting.some((s) => s.controls.calls.at(-1) === 'resume'), 'a waiting sender to get the turn')
     expect(waiting.filter((s) => s.controls.calls.at(-1) === 'resume').length).toBe(1)
     expect(first.controls.calls.at(-1)).toBe('pause') // now it waits for a turn
     expect(resumed().length).toBe(READING_SENDERS)
     for (const { collector } of senders) collector.release()
-    await until(() => resumed().length === senders.length)
+    await until(() => resumed().length === senders.length, 'every sender to be resumed')
     expect(resumed().length).toBe(senders.length) // released, every stream runs again (and is only counted)
   })
 
@@ -228,6 +226,7 @@ describe('ParseGate', () => {
         return new Promise<void>((resolve) => (releases[name] = resolve))
       })
     const done = [job('big', 30), job('a', 4), job('b', 4), job('c', 4)]
+    // Each Bun.sleep(0) yields one turn of the event loop: the starts the gate queued have run.
     await Bun.sleep(0)
     expect(order).toEqual(['big']) // one over the capacity runs alone
     releases.big!()

@@ -10,6 +10,7 @@ import { readdirSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.
@@ -41,10 +42,6 @@ afterAll(() => server.stop())
 const port = () => server.app.smtpPort
 const message = (subject: string, bytes: number) => simpleMessage({ to: inbox.address, subject, text: ('y'.repeat(78) + '\r\n').repeat(Math.ceil(bytes / 80)) })
 const subjects = async () => ((await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{ subject: string }>).map((m) => m.subject)
-const until = async (condition: () => boolean) => {
-  for (let i = 0; i < 500 && !condition(); i++) await Bun.sleep(10)
-  expect(condition()).toBe(true)
-}
 
 /** EHLO, MAIL, RCPT and DATA on a new connection from `from`, ready for the body. */
 async function inData(from: string): Promise<SmtpClient> {
@@ -61,7 +58,7 @@ describe('DATA memory', () => {
     const from = '127.0.0.20'
     const huge = await inData(from)
     huge.writeBody(message('too large', 70 * KiB))
-    await until(() => server.logs.some((l) => l.event === 'smtp_data_dropped' && l.reason === 'too_large' && l.remote === from))
+    await until(() => server.logs.some((l) => l.event === 'smtp_data_dropped' && l.reason === 'too_large' && l.remote === from), 'the dropped DATA to be logged')
     // The same address's half of the budget (64 KiB) is free again while the huge one is still open.
     const fits = await sendMail(port(), { to: [inbox.address] }, message('fits while the huge one streams', 50 * KiB), from)
     expect(fits.data?.code).toBe(250)
@@ -79,7 +76,7 @@ describe('DATA memory', () => {
     first!.writeBody(message('first of two', 40 * KiB))
     second!.writeBody(message('second of two', 40 * KiB))
     // 80 KiB from one address against its 64 KiB half: one of them is on disk now, before its end.
-    await until(() => readdirSync(spoolDir).length === 1)
+    await until(() => readdirSync(spoolDir).length === 1, 'a spool file')
     const other = await sendMail(port(), { to: [inbox.address] }, message('other address, same moment', 60 * KiB), LEGIT)
     expect(other.data?.code).toBe(250)
     first!.socket.write('\r\n.\r\n')
@@ -87,7 +84,7 @@ describe('DATA memory', () => {
     const replies = [await first!.next(), await second!.next()]
     expect(replies.map((r) => r.code)).toEqual([250, 250])
     expect(await subjects()).toEqual(expect.arrayContaining(['first of two', 'second of two', 'other address, same moment']))
-    await until(() => readdirSync(spoolDir).length === 0)
+    await until(() => readdirSync(spoolDir).length === 0, 'the spool file to go')
     await Promise.all([first!.quit(), second!.quit()])
   })
 

@@ -6,6 +6,7 @@
 import { afterEach, beforeEach, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -69,10 +70,11 @@ describe('quota reservation', () => {
     holder.destroy()
     // The server learns of the drop asynchronously; it must do so promptly.
     let code = 550
-    for (let i = 0; i < 50 && code !== 250; i++) {
-      await Bun.sleep(20)
+    const released = async () => {
       code = await probe()
+      return code === 250
     }
+    await until(released, 'the reservation to be released', { timeoutMs: 2_000, intervalMs: 20 })
     expect(code).toBe(250)
     expect(await received()).toBe(0)
     expect(await stored()).toBe(0)

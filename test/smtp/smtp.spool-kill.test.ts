@@ -10,17 +10,13 @@ import { dirname, join } from 'node:path'
 import { multipartMessage, randomAttachment } from '../support/deploy-mime.ts'
 import { allMessages, api, createTenant, getJson, makeDeployment, startEntry } from '../support/entry-process.ts'
 import { SmtpClient } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 const MiB = 1024 * 1024
 const cleanups: Array<() => void> = []
 afterAll(() => {
   for (const cleanup of cleanups) cleanup()
 })
-
-const until = async (condition: () => boolean, what: string) => {
-  for (let i = 0; i < 1000 && !condition(); i++) await Bun.sleep(10)
-  if (!condition()) throw new Error(`timed out waiting for ${what}`)
-}
 
 test('kill -9 mid spooled transfer: the acknowledged message survives whole, the unfinished one leaves nothing', async () => {
   const deployment = makeDeployment()
@@ -37,7 +33,7 @@ test('kill -9 mid spooled transfer: the acknowledged message survives whole, the
   expect((await unfinished.command('DATA')).code).toBe(354)
   const unfinishedRaw = Buffer.from(multipartMessage({ to: inbox.address, subject: 'never finished', text: 'cut', attachments: [randomAttachment('cut.bin', 2 * MiB)] }))
   unfinished.writeBody(unfinishedRaw.subarray(0, 2 * MiB))
-  await until(() => spooled().some((size) => size >= 1.5 * MiB), 'the unfinished message in the spool')
+  await until(() => spooled().some((size) => size >= 1.5 * MiB), 'the unfinished message in the spool', { timeoutMs: 10_000 })
 
   // Spooled too (1.5 MiB), acknowledged; the kill follows its 250 at once.
   const attachment = randomAttachment('kept.bin', 1.5 * MiB)

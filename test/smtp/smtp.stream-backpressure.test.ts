@@ -9,6 +9,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import { SMTPStream } from 'smtp-server/lib/smtp-stream.js'
+import { until } from '../support/wait.ts'
 
 const READ = 512 * 1024
 
@@ -34,7 +35,8 @@ describe('smtp-server parser in data mode (patched)', () => {
     const first = write(parser, Buffer.alloc(READ, 0x61)).then(() => {
       ready = true
     })
-    await Bun.sleep(50)
+    await until(() => seen.length > 0, 'the consumer to get the read')
+    await Bun.sleep(50) // proves nothing happens: the write stays unfinished while the stream is paused
     expect(seen).toEqual([READ - 4]) // the consumer has the read, less the four bytes held back
     expect(ready).toBe(false) // so the socket stays paused: nothing else is read meanwhile
     stream.resume()

@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { NEW_DATABASE_PAGE_SIZE, openStorage } from '../../src/storage/database.ts'
 import { organizations } from '../../src/storage/schema.ts'
+import { until } from '../support/wait.ts'
 
 let dir: string
 const realFsync = fs.fsync
@@ -34,10 +35,10 @@ test('writeInGroup settles only after the WAL fsync returns, and one sync serves
   }) as typeof fs.fsync
   let settled = 0
   const writes = ['org_a', 'org_b'].map((id) => storage.writeInGroup((tx) => tx.insert(organizations).values(org(id)).run()).then(() => settled++))
-  while (held.length === 0) await new Promise((resolve) => setImmediate(resolve))
+  await until(() => held.length > 0, "the group's WAL sync to be asked for", { intervalMs: 0 })
   // Committed (visible to the connection) but not yet acknowledged: the sync is still held.
   expect(storage.sqlite.query('SELECT count(*) AS n FROM organizations').get()).toEqual({ n: 2 })
-  await new Promise((resolve) => setTimeout(resolve, 20))
+  await Bun.sleep(20) // proves nothing happens: no write settles while its sync is held
   expect(settled).toBe(0)
   expect(held).toHaveLength(1)
   expect(synced).toEqual([join(dir, 'db.sqlite-wal')])

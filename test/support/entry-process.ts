@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { scratchDir } from './scratch.ts'
+import { until } from './wait.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
 
@@ -88,18 +89,19 @@ export async function startEntry(deployment: Deployment): Promise<RunningEntry> 
   const httpUrl = `http://127.0.0.1:${port}`
 
   // Ready when /health answers; a restore runs before the server starts listening.
-  for (let attempt = 0; ; attempt++) {
+  const answers = async () => {
     if (child.exitCode !== null) throw new Error(`entry exited with ${child.exitCode} before it was ready:\n${output}`)
-    const ok = await fetch(`${httpUrl}/health`).then(
+    return await fetch(`${httpUrl}/health`).then(
       (r) => r.ok,
       () => false,
     )
-    if (ok) break
-    if (attempt > 1500) {
-      process.kill(-child.pid!, 'SIGKILL')
-      throw new Error(`entry not ready after 30 s:\n${output}`)
-    }
-    await Bun.sleep(20)
+  }
+  try {
+    await until(answers, 'the entry to answer /health', { timeoutMs: 30_000, intervalMs: 20 })
+  } catch (error) {
+    if (child.exitCode !== null) throw error
+    process.kill(-child.pid!, 'SIGKILL')
+    throw new Error(`${(error as Error).message}:\n${output}`)
   }
 
   return {

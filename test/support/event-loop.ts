@@ -40,11 +40,10 @@ export const MEASURE_TRIES = 8
  * kept off its core for a while finds many socket reads queued and runs them in one turn of
  * the loop, so the CPU between two timer ticks (and each wall-clock figure) grows with the
  * machine's other work, not with ours. On this kind of virtual machine, CPU time itself
- * is no refuge: the same 16 MiB SHA-256 took 10 to 16 ms of thread CPU in some runs and
- * about 100 ms in others while two cores ran some twenty busy processes, so every figure
- * here is an upper bound that load inflates, and only the least of several tries comes
- * near the work's own cost. (At that load the largest legal message, 25-44 ms alone,
- * measured 84-147 ms in every try: a machine that busy fails the corpus bound.)
+ * is no refuge: the same work took several times its own thread CPU while the two cores
+ * ran many other busy processes (figures in bench/README.md), so every figure here is an
+ * upper bound that load inflates, and only the least of several tries comes near the
+ * work's own cost. A machine that busy can fail the corpus bound in every try.
  */
 export async function measureWithin<T>(measure: () => Promise<T>, within: (result: T) => boolean, tries = MEASURE_TRIES): Promise<{ result: T; tries: number }> {
   for (let attempt = 1; ; attempt++) {
@@ -120,7 +119,7 @@ export function pollHealth(baseUrl: string): { stop(): Promise<number>; slowestW
       if (response.status !== 200) throw new Error(`/health answered ${response.status}`)
       slowest = Math.max(slowest, threadCpuMs() - startedCpu)
       slowestWall = Math.max(slowestWall, performance.now() - started)
-      await new Promise((resolve) => setTimeout(resolve, 5))
+      await Bun.sleep(5) // the scenario: a client asking again and again, leaving the loop a moment between
     }
   })()
   return {

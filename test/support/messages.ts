@@ -64,15 +64,6 @@ export async function sendRawBytes(port: number, to: string, bytes: Buffer, from
   }
 }
 
-/** Waits (polling the condition) until it holds; fails after `ms` so a broken rule cannot hang a test. */
-export async function until(condition: () => boolean, what: string, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await Bun.sleep(2)
-  }
-}
-
 /** Opens the server's SQLite file read-only, as an operator with sqlite3 would. */
 export function countRows(databasePath: string, sql: string, ...params: string[]): number {
   const db = new Database(databasePath, { readonly: true })

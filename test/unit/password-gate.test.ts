@@ -26,6 +26,7 @@ test('runs at most its limit at once, queues a few in order, refuses the rest at
       (error: unknown) => ({ error }),
     ),
   )
+  // Bun.sleep(0) here and below yields one turn of the event loop: the work the gate let in has started.
   await Bun.sleep(0)
   expect(started).toEqual([0, 1, 2, 3])
   const refused = (await Promise.all(outcomes.slice(admitted))) as Array<{ error: Refusal }>

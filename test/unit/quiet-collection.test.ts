@@ -5,6 +5,7 @@
  */
 import { expect, test } from 'bun:test'
 import { collectWhenQuiet } from '../../src/quiet-collection.ts'
+import { until } from '../support/wait.ts'
 
 const threadCpuMs = () => {
   const { user, system } = process.threadCpuUsage()
@@ -16,35 +17,29 @@ const threadCpuMs = () => {
  * a wall-clock spin gets a fraction of a core, and the work it stands for would not count.
  */
 function spin(ms: number): void {
-  const until = threadCpuMs() + ms
-  while (threadCpuMs() < until) {
+  const end = threadCpuMs() + ms
+  while (threadCpuMs() < end) {
     // busy
   }
-}
-
-/** Waits (up to a deadline that only a hang reaches) until `condition` holds. */
-async function eventually(condition: () => boolean): Promise<void> {
-  const deadline = performance.now() + 10_000
-  while (!condition() && performance.now() < deadline) await Bun.sleep(10)
 }
 
 test('one collection when the main thread goes quiet after work, none while it works or idles', async () => {
   const quiet = collectWhenQuiet({ intervalMs: 50, quietCpuMs: 10, workCpuMs: 60 })
   try {
-    await Bun.sleep(250)
+    await Bun.sleep(250) // proves nothing happens: five idle intervals without a collection
     expect(quiet.collections).toBe(0) // idle from the start: nothing to return
 
     // Work in every interval, 360 ms of CPU in all: no collection in the middle of it.
     for (let i = 0; i < 12; i++) {
       spin(30)
-      await Bun.sleep(15)
+      await Bun.sleep(15) // the scenario: short pauses between bursts of work
     }
     expect(quiet.collections).toBe(0)
 
-    await eventually(() => quiet.collections > 0)
+    await until(() => quiet.collections > 0, 'a collection after the work')
     expect(quiet.collections).toBe(1) // quiet after work
 
-    await Bun.sleep(250)
+    await Bun.sleep(250) // proves nothing happens: no second collection while idle
     expect(quiet.collections).toBe(1) // and quiet it stays
   } finally {
     quiet.stop()

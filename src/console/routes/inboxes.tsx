@@ -114,7 +114,7 @@ export const inboxRoutes: Route[] = [
       // The page's live refresh wants the list alone: a tenth of the page's bytes and of its
       // rendering, which is most of the time from a message's 250 to its row on screen.
       if (ctx.request.headers.get(LIVE_LIST_HEADER) === '1' && !error) {
-        const list = <MessageList org={org} inbox={inbox} messages={listed.data} nextCursor={listed.next_cursor} filter={filter} smtpAddress={ctx.deps.smtpAddress} />
+        const list = <MessageList org={org} inbox={inbox} messages={listed.data} nextCursor={listed.next_cursor} filter={filter} smtpAddress={ctx.deps.smtpAddress()} />
         const response = renderFragment(ctx, list)
         // Marks the answer as the list alone: a page that got anything else (a sign-in page
         // after a redirect) leaves its list as it is.
@@ -132,7 +132,7 @@ export const inboxRoutes: Route[] = [
           nextCursor={listed.next_cursor}
           filter={filter}
           error={error}
-          smtpAddress={ctx.deps.smtpAddress}
+          smtpAddress={ctx.deps.smtpAddress()}
           refused={ctx.s.refusedDeliveries.recent(inbox.id)}
         />
       )

@@ -10,7 +10,7 @@ import { downloadAttachment } from '../../core/attachments/download-attachment.t
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { downloadResponse } from '../../http/download-response.ts'
+import { downloadResponse } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
 import { Refusal } from '../../core/refusals.ts'
 import { checkLinks, type LinkStatus } from '../../core/messages/link-check.ts'

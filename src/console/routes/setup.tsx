@@ -29,7 +29,7 @@ export const setupRoutes: Route[] = [
         const done = await completeSetup(ctx.s, { clientAddress: ctx.clientAddress }, input)
         ctx.startSession(done.user.id)
         ctx.s.logger.info('console_setup_completed', { user_id: done.user.id, organization_id: done.organization.id, key_public_id: done.key.publicId })
-        return renderPage(ctx, 'Ready', <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress} />)
+        return renderPage(ctx, 'Ready', <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress()} />)
       } catch (error) {
         if (!(error instanceof Refusal) || error.kind !== 'invalid') throw error
         const form = (

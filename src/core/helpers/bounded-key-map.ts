@@ -2,7 +2,8 @@
  * A Map whose keys take at most MAX_KEY_LENGTH characters: a longer key is kept as its
  * SHA-256, so a count keyed by something a client sends (an email, an address) costs the
  * same few bytes however long the value. With a cap on entries this bounds the memory of
- * the sign-in throttle (one long value per attempt once grew it about 24 KiB each).
+ * the sign-in throttle (one long value per attempt once grew it by the value's length:
+ * bench/README.md).
  * In helpers/: it knows nothing of users or sign-in, so any count keyed by client input may use it.
  */
 import { createHash } from 'node:crypto'

@@ -33,9 +33,9 @@ declare const self: Worker
 
 /**
  * A big message leaves tens of MiB of parser garbage that an idle worker would hold until
- * its next allocation: two workers kept 100 to 220 MiB more RSS after a round of hostile
- * messages, about 70 MiB with a full collection after each big one. Small messages leave
- * little, and a collection per message would cost throughput, so they skip it.
+ * its next allocation; a full collection after each big one gives most of it back (figures
+ * in bench/README.md). Small messages leave little, and a collection per message would
+ * cost throughput, so they skip it.
  */
 const COLLECT_AFTER_BYTES = 512 * 1024
 

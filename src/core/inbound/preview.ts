@@ -4,7 +4,7 @@
  * Message bodies are untrusted and up to LIMIT_BODY_BYTES long, so everything here is one
  * left-to-right pass. Each search for a closing construct (`>`, `-->`, `</script>`) is
  * remembered, so a body of unclosed `<`, `<!--` or `<script` never rescans its tail: lazy
- * regexes did, once per opening, and 1 MiB of them took minutes.
+ * regexes did, once per opening, which is quadratic (figure in bench/README.md).
  */
 const PREVIEW_CHARACTERS = 200
 

@@ -19,7 +19,7 @@ import { storeInboundMessage, type StoredMessage } from './store.ts'
  * turns out to nest a message (whose encoded body may hide parts from the scan).
  */
 export const PARSE_ON_EVENT_LOOP_MAX_BYTES = 8 * 1024
-/** Loaded with the first such message: a server that receives none keeps its idle RSS (about 1 MiB less). */
+/** Loaded with the first such message: a server that receives none keeps a lower idle RSS (bench/README.md). */
 let parserHere: Promise<typeof import('./parse.ts')> | undefined
 
 async function parse(s: Services, raw: Buffer, delimiters: number, envelopeFrom: string): Promise<{ mail: ParsedMail; raw: Buffer }> {

@@ -1,6 +1,6 @@
 /**
  * Stores one received message for each admitted inbox, with its raw source, attachments
- * and the usage counters, as one job of the group commit (src/storage/database.ts): it
+ * and the usage counters, as one job of the group commit (src/storage/sqlite/group-commit.ts): it
  * shares a transaction with the other jobs of its batch, and if any of them fails it runs
  * again in a transaction of its own, so either all of it is visible or none. The promise
  * settles after COMMIT; the SMTP 250 is sent only then, and listeners are told then.
@@ -27,8 +27,9 @@ const DAY = 86_400_000
 
 /**
  * The `subject` filter looks at this many characters of the subject. SQLite's instr() costs
- * the haystack's length times the needle's: a 1 MB subject searched with an 8 KB needle took
- * a third of a second per message on the event loop. Real subjects are far shorter.
+ * the haystack's length times the needle's, so a huge subject searched with a long needle
+ * held the event loop on every message (figure in bench/README.md). Real subjects are far
+ * shorter.
  */
 export const SEARCH_SUBJECT_CHARS = 1000
 

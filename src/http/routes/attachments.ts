@@ -1,12 +1,12 @@
 import { Elysia, t } from 'elysia'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import type { Services } from '../../core/services.ts'
-import { downloadResponse } from '../download-response.ts'
+import { downloadResponse } from '../../web/download-response.ts'
 import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
 // The header builder lives with the shared download response (the console serves downloads too).
-export { contentDisposition } from '../download-response.ts'
+export { contentDisposition } from '../../web/download-response.ts'
 
 export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get(

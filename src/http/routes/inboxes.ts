@@ -6,7 +6,7 @@ import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { InboxModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
 import type { RequestRegistry } from '../request-registry.ts'
-import { readBodyText } from '../body.ts'
+import { readBodyText } from '../../web/body.ts'
 import { errorResponses, page, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 

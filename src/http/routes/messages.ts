@@ -6,7 +6,7 @@ import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messag
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { MessageModel } from '../../core/models.ts'
 import type { Services } from '../../core/services.ts'
-import type { ConnectionTimeouts } from '../connection-timeouts.ts'
+import type { ConnectionTimeouts } from '../../web/connection-timeouts.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 import { listSummariesAsJson } from '../../core/messages/page-cache.ts'
 import { errorResponses, single } from '../openapi/envelopes.ts'

@@ -1,6 +1,6 @@
 /**
  * Opening a PostgreSQL client (postgres.js). Why this client and not `pg` or `Bun.sql`:
- * see docs/architecture.md's dependency list; test/postgres/postgres.client.test.ts holds
+ * see docs/internals/architecture.md's dependency list; test/postgres/postgres.client.test.ts holds
  * the behaviours we rely on (LISTEN/NOTIFY with a hook on every reconnection, pools that
  * recover by themselves after the server restarts, the pool's size honoured).
  */

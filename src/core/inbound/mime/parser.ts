@@ -40,10 +40,10 @@ if (!/new this\.constructor\(/.test(collectSubMessage.toString())) {
 /**
  * A message/rfc822 part's body may be base64 or quoted-printable, so the message inside,
  * with all its parts and lines, shows only once decoded and the scan of the raw bytes
- * (src/core/inbound/structure.ts) never sees it: 0.5 MiB of base64 held 98,304 empty parts,
- * which took a worker 242 MiB. So each nested message's decoded bytes are scanned before it
- * is parsed, against one budget for all the nested messages of a message, as large as the
- * limits themselves.
+ * (src/core/inbound/structure.ts) never sees it: a small base64 body can hold enough empty
+ * parts to cost a worker far more memory than its size (figure in bench/README.md). So each
+ * nested message's decoded bytes are scanned before it is parsed, against one budget for
+ * all the nested messages of a message, as large as the limits themselves.
  */
 class NestedMessageBudget {
   private lines = 0

@@ -1,0 +1,187 @@
+/**
+ * The first half of the composition root: builds every part from the config (storage,
+ * clock, logger, routing provider, notifier, limiters, the API, the console, the SMTP server)
+ * without listening on anything. What it opens is the database with its lock and spool;
+ * close() is its only undo. start.ts then makes the parts run.
+ */
+import { availableParallelism } from 'node:os'
+import { resolve as resolvePath } from 'node:path'
+import type { SMTPServer } from 'smtp-server'
+import { type Clock, systemClock } from '../clock.ts'
+import type { Config } from '../config.ts'
+import { badTargetResponse } from '../console/bad-target.ts'
+import { buildConsole, isConsolePath } from '../console/index.ts'
+import { CursorCodec } from '../core/cursor.ts'
+import { DiskGuard, parseMinFree } from '../core/disk-guard.ts'
+import { writeHeartbeat } from '../core/heartbeat.ts'
+import { ParsePool } from '../core/inbound/parse-pool.ts'
+import { RefusedDeliveries } from '../core/inbound/refused-deliveries.ts'
+import { InboundReservations } from '../core/inbound/reservations.ts'
+import { discardUnfinishedInboxes } from '../core/inboxes/delete-inbox.ts'
+import { LongPollSlots } from '../core/long-poll-slots.ts'
+import { MessagePageCache } from '../core/messages/page-cache.ts'
+import { parseLocalWarn, ReplicationMonitor } from '../core/replication.ts'
+import { RequestRateLimiter } from '../core/request-rate-limiter.ts'
+import type { RoutingProvider } from '../core/routing.ts'
+import type { Services } from '../core/services.ts'
+import { STORAGE_FAILURE_KINDS, StorageHealth } from '../core/storage-health.ts'
+import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
+import { buildHttpApp } from '../http/app.ts'
+import { clientAddressReader } from '../http/client-address.ts'
+import { routableByElysia } from '../http/routable-request.ts'
+import { strictTransportSecurity, withStrictTransportSecurity } from '../http/transport-security.ts'
+import { createLogger, type Logger } from '../log.ts'
+import { AppMetrics } from '../metrics/app-metrics.ts'
+import { observedLogger } from '../metrics/log-observer.ts'
+import { InboxNotifier } from '../notifier.ts'
+import { createRoutingProvider } from '../routing/index.ts'
+import { meteredRouting } from '../routing/metered.ts'
+import { createSmtpServer } from '../smtp/server.ts'
+import { prepareSmtpTls, type SmtpTls } from '../smtp/tls.ts'
+import { openStorage, type Storage } from '../storage/database.ts'
+import { lockServerDatabase, type ServerLock } from '../storage/server-lock.ts'
+import { Spool } from '../storage/spool.ts'
+import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
+import { targetRefusal } from '../web/request-target.ts'
+import { ListenAddresses } from './addresses.ts'
+
+export interface AppOptions {
+  config: Config
+  clock?: Clock
+  logger?: Logger
+  /** Replaces the provider chosen by EMAIL_ROUTING (tests use a controllable double). */
+  routing?: RoutingProvider
+}
+
+/** Every part built, nothing listening. */
+export interface Assembly {
+  services: Services
+  /** Every metric /metrics exposes (core reports into it through Services.metrics). */
+  metrics: AppMetrics
+  addresses: ListenAddresses
+  tls: SmtpTls
+  lock: ServerLock
+  /** Answers every request on PORT: the console's paths and the API. */
+  answer(request: Request, peer: () => string): Response | Promise<Response>
+  /** The API's and the console's per-connection timeouts, attached once HTTP listens. */
+  connections: ConnectionTimeouts
+  smtp: SMTPServer
+  /** Aborted when a stop begins (console live streams end then; long polls keep waiting). */
+  stopping: AbortController
+  /** Aborted once every HTTP connection is closed (waiting long polls then end unanswered). */
+  stopped: AbortController
+  /** Closes what assemble opened: the parse workers, the database, the spool, the lock. */
+  close(): void
+}
+
+/** With a replica: Litestream's metrics listener on the loopback port the entry chose. */
+function replicationMonitor(config: Config, storage: Storage, logger: Logger): ReplicationMonitor | null {
+  if (config.litestreamReplica === 'none') return null
+  const { page_size: pageSize } = storage.sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  return new ReplicationMonitor({
+    databasePath: resolvePath(config.databasePath),
+    pageSize,
+    metricsUrl: config.litestreamMetricsPort > 0 ? `http://127.0.0.1:${config.litestreamMetricsPort}/metrics` : null,
+    maxLagSeconds: config.replicationMaxLagSeconds,
+    localWarn: parseLocalWarn(config.litestreamLocalWarn),
+    logger,
+  })
+}
+
+export async function assemble(options: AppOptions): Promise<Assembly> {
+  const { config } = options
+  // Series known in advance start at 0; their label values are core's.
+  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
+  const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
+  // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const tls = await prepareSmtpTls(config, logger)
+  // Before the file opens: a second server on the same file stops here, naming the first.
+  const lock = lockServerDatabase(config.databasePath)
+  let storage: Storage
+  try {
+    storage = openStorage(config.databasePath)
+  } catch (error) {
+    lock.release()
+    throw error
+  }
+  // After the lock, so a second server never clears the first one's transfers. Whatever is
+  // spooled now was left by a process that died mid-transfer: no 250 was sent for it.
+  const spool = Spool.forDatabase(config.databasePath)
+  let parser: ParsePool | undefined
+  const close = () => {
+    parser?.close()
+    storage.close()
+    spool.close()
+    lock.release()
+  }
+  try {
+    const leftInSpool = spool.clear()
+    if (leftInSpool > 0) logger.warn('spool_cleared', { files: leftInSpool })
+    const clock = options.clock ?? systemClock
+    const addresses = new ListenAddresses(config)
+    const stopping = new AbortController()
+    const stopped = new AbortController()
+    parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
+    const services: Services = {
+      config,
+      publicUrls: () => addresses.publicUrls(),
+      storage,
+      clock,
+      logger,
+      routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
+      notifier: new InboxNotifier(),
+      cursors: CursorCodec.fromDatabase(storage.db),
+      requestLimiter: new RequestRateLimiter(clock),
+      longPolls: new LongPollSlots(),
+      messagePages: new MessagePageCache(),
+      reservations: new InboundReservations(),
+      refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
+      parser,
+      spool,
+      metrics,
+      disk: new DiskGuard(
+        storage,
+        config.databasePath,
+        parseMinFree(config.diskMinFree)!,
+        logger,
+        () => services.replication?.localBytes() ?? 0,
+        () => spool.bytes,
+      ),
+      storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
+      replication: replicationMonitor(config, storage, logger),
+      stopping: stopping.signal,
+      stopped: stopped.signal,
+    }
+    storage.observer = services.storageHealth
+    // Litestream publishes the replica's position only after it has uploaded something in this
+    // run, so on an idle server that has just restarted the lag would grow with nothing to
+    // replicate (until the first write). One heartbeat now gives it that upload. A failing
+    // volume is logged once by the storage observer; the server starts anyway.
+    if (services.replication) storage.writeInGroup((tx) => writeHeartbeat(tx, clock.now())).catch(() => {})
+    discardUnfinishedInboxes(services)
+    services.disk.start()
+
+    const smtp = createSmtpServer(services, metrics, tls)
+    const connections = new ConnectionTimeouts()
+    const api = buildHttpApp(services, { smtpListening: () => smtp.server.listening }, connections, metrics)
+    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress())
+    const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
+    const hsts = strictTransportSecurity(config)
+    // One port: the console's paths go to its own router, everything else to the API (whose
+    // OpenAPI document therefore never lists them).
+    const route = (request: Request, peer: () => string): Response | Promise<Response> => {
+      // The API checks Host and target itself, first thing, and answers a refusal in its
+      // error envelope; the console parses its URL with new URL(), so it is checked here.
+      if (!isConsolePath(request.url)) return api.fetch(connections.routedAs(request, routableByElysia(request)))
+      const refusal = targetRefusal(request)
+      if (refusal) return badTargetResponse(logger, request, refusal)
+      // The peer's address only where it is used (the console), off the API's path.
+      return consoleApp.handle(request, clientAddress(request.headers, peer()))
+    }
+    const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
+    return { services, metrics, addresses, tls, lock, answer, connections, smtp, stopping, stopped, close }
+  } catch (error) {
+    close()
+    throw error
+  }
+}

@@ -1,0 +1,108 @@
+/**
+ * Binding the listeners, and the words for a bind that fails: a taken PORT or SMTP_PORT is
+ * a one-line message naming the variable, an unusable METRICS_PORT or METRICS_HOST a
+ * configuration error. Also the drain a stop waits for.
+ */
+import type { AddressInfo } from 'node:net'
+import type { Server } from 'bun'
+import type { SMTPServer } from 'smtp-server'
+import { type Config, ConfigError } from '../config.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
+import { startPrivateMetricsListener } from '../metrics/private-listener.ts'
+
+/** A listener could not bind: names the variable that picks its port, for a one-line message. */
+export class PortInUseError extends Error {
+  constructor(
+    readonly variable: 'PORT' | 'SMTP_PORT',
+    readonly port: number,
+  ) {
+    super(`Port ${port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+    this.name = 'PortInUseError'
+  }
+}
+
+const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) => ((error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error)
+
+export type HttpServer = Server<undefined>
+type Answer = (request: Request, peer: () => string) => Response | Promise<Response>
+
+/** One port for the API and the console; `answer` gets the peer's address lazily (only the console reads it). */
+export function listenHttp(config: Config, answer: Answer): HttpServer {
+  try {
+    return Bun.serve({
+      port: config.port,
+      hostname: config.host,
+      idleTimeout: config.httpIdleTimeoutSeconds,
+      reusePort: false, // Bun's adapter in Elysia defaulted to true, which lets two servers share a port silently
+      // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
+      // envelope, reading at most 64 KiB of any body (src/web/body.ts).
+      maxRequestBodySize: 1024 * 1024 * 1024,
+      fetch: (request, server) => answer(request, () => server.requestIP(request)?.address ?? ''),
+    })
+  } catch (error) {
+    throw explainListenError(error, 'PORT', config.port)
+  }
+}
+
+/** Resolves with the bound port once smtp-server listens. */
+export function listenSmtp(config: Config, smtp: SMTPServer): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    smtp.server.once('error', reject)
+    smtp.listen(config.smtpPort, config.host, () => {
+      smtp.server.off('error', reject)
+      resolve((smtp.server.address() as AddressInfo).port)
+    })
+  }).catch((error: unknown) => {
+    throw explainListenError(error, 'SMTP_PORT', config.smtpPort)
+  })
+}
+
+/**
+ * Stops accepting; resolves once the transactions in DATA are done (smtp-server cuts the
+ * rest after its closeTimeout). A second call, after a drain closed it, resolves at once.
+ */
+export function closeSmtp(smtp: SMTPServer): Promise<void> {
+  if (!smtp.server.listening) return Promise.resolve()
+  return new Promise<void>((resolve) => smtp.close(() => resolve()))
+}
+
+/** METRICS_PORT's listener on METRICS_HOST; a bind that fails names whichever of the two is wrong. */
+export function listenPrivateMetrics(config: Config, metrics: AppMetrics): ReturnType<typeof startPrivateMetricsListener> {
+  // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
+  try {
+    return startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
+  } catch (error) {
+    const inUse = (error as { code?: string })?.code === 'EADDRINUSE'
+    throw new ConfigError(inUse ? 'METRICS_PORT' : 'METRICS_HOST', `cannot listen on ${config.metricsHost} port ${config.metricsPort} (${(error as Error).message})`)
+  }
+}
+
+/** How long a stop waits for SMTP transactions and HTTP requests in flight (fly.toml's kill_timeout is 30 s). */
+const SHUTDOWN_TIMEOUT_MS = 10_000
+
+/** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
+function onlyWaitsLeft(server: { pendingRequests: number }, waits: () => number, giveUp: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => (giveUp.aborted || server.pendingRequests <= waits() ? resolve() : setTimeout(check, 20))
+    check()
+  })
+}
+
+const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+
+/**
+ * Both listeners stop accepting. smtp-server lets a transaction in DATA finish and cuts the
+ * rest after its closeTimeout (an unacknowledged message is the sender's to retry); HTTP
+ * requests in flight finish. A waiting long poll is NOT answered: mail from those last SMTP
+ * transactions may still wake it, and an empty 204 would tell a test "nothing arrived" when
+ * the server only went away. Resolves when only waiting long polls are left, or after
+ * SHUTDOWN_TIMEOUT_MS.
+ */
+export async function drain(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number): Promise<void> {
+  const httpIdle = http.stop(false)
+  const smtpClosed = closeSmtp(smtp)
+  const giveUp = new AbortController()
+  const waitsOnly = onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)
+  await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, waitsOnly])]), SHUTDOWN_TIMEOUT_MS)
+  giveUp.abort()
+}

@@ -1,0 +1,116 @@
+/**
+ * The second half of the composition root: makes an assembly run. Each step that sets
+ * something running records how to stop it on a StopList; a stop runs the list backwards,
+ * and so does a step that fails, so a failed start leaves nothing running and the database
+ * closed and unlocked. The order is the order of dependence: watchers, HTTP, SMTP, the drain
+ * of both, then what only a fully started server needs (the sweeper, samplers, METRICS_PORT).
+ */
+import { setupToken, setupUrl } from '../core/users/setup.ts'
+import { startRetentionSweeper } from '../core/retention.ts'
+import type { Services } from '../core/services.ts'
+import type { AppMetrics } from '../metrics/app-metrics.ts'
+import { sampleEventLoopDelay } from '../metrics/event-loop.ts'
+import type { PublicUrls } from '../public-urls.ts'
+import { joinQuietCollection } from '../quiet-collection.ts'
+import type { Assembly } from './assemble.ts'
+import { closeSmtp, drain, listenHttp, listenPrivateMetrics, listenSmtp } from './listeners.ts'
+import { StopList } from './stop-list.ts'
+
+export interface RunningApp {
+  services: Services
+  /** Every metric /metrics exposes (core reports into it through Services.metrics). */
+  metrics: AppMetrics
+  httpPort: number
+  smtpPort: number
+  /** The METRICS_PORT listener's port, when one runs. */
+  metricsPort: number | null
+  httpUrl: string
+  /** The one-time /setup link while no console user exists (index.ts prints it plainly too). */
+  setupUrl: string | null
+  /** BASE_URL and FILES_URL, with a default built from PORT=0 naming the port the OS picked. */
+  publicUrls: PublicUrls
+  /**
+   * Graceful stop: listeners stop accepting, SMTP transactions and HTTP requests in flight
+   * finish, waiting long polls keep waiting meanwhile and are then cut without an answer,
+   * the database closes.
+   */
+  stop(): Promise<void>
+}
+
+export async function start(assembly: Assembly): Promise<RunningApp> {
+  const { services, metrics, addresses, smtp } = assembly
+  const { config, logger } = services
+  const parts = new StopList(logger)
+  const stopAll = async () => {
+    logger.info('stopping')
+    await parts.stopAll()
+    assembly.close()
+    logger.info('stopped')
+  }
+  try {
+    parts.started('replication monitor', services.replication?.start() ?? (() => {}))
+    parts.started('disk watch', services.disk.watch())
+
+    const http = listenHttp(config, assembly.answer)
+    parts.started('http', async () => {
+      // Every connection still open, waiting long polls included, is closed without an
+      // answer: the client sees a transport error and asks again (the next server, after a deploy).
+      const cut = services.longPolls.total()
+      await http.stop(true)
+      assembly.stopped.abort()
+      if (cut > 0) logger.info('long_polls_cut', { count: cut })
+    })
+    assembly.connections.attach((request, seconds) => http.timeout(request, seconds), config.httpIdleTimeoutSeconds)
+    const httpPort = http.port!
+    addresses.httpListening(httpPort)
+    logger.info('http_listening', { port: httpPort, host: config.host })
+    const pendingSetup = setupToken(services)
+    const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
+    // The link itself is a secret (it creates the operator): the log says where to get it, the
+    // start-up summary on stderr and `cli setup-link` show it.
+    if (setupLink) logger.info('console_setup_pending', { setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
+
+    parts.started(
+      'tls watch',
+      assembly.tls.watch((material) => smtp.updateSecureContext(material)),
+    )
+    const smtpPort = await listenSmtp(config, smtp)
+    parts.started('smtp', () => closeSmtp(smtp))
+    addresses.smtpListening(smtpPort)
+    assembly.lock.announce({ httpPort, smtpPort })
+    logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
+    // Stopped before the listeners' own stops above: console live streams end at once, the
+    // rest drains.
+    parts.started('drain', () => {
+      assembly.stopping.abort()
+      return drain(http, smtp, () => services.longPolls.total())
+    })
+
+    parts.started('retention sweeper', startRetentionSweeper(services))
+    metrics.attach({
+      // smtp-server keeps its open connections in a Set its typings do not declare.
+      smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
+      longPollsWaiting: () => services.longPolls.total(),
+      databasePath: config.databasePath,
+      diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
+      replication: services.replication ?? undefined,
+    })
+    parts.started('event-loop sampler', sampleEventLoopDelay(metrics.eventLoopDelay))
+    parts.started('quiet collection', joinQuietCollection())
+
+    let metricsPort: number | null = null
+    if (config.metricsPort !== '') {
+      const privateMetrics = listenPrivateMetrics(config, metrics)
+      parts.started('metrics listener', () => privateMetrics.stop(true))
+      metricsPort = privateMetrics.port ?? null
+      logger.info('metrics_listening', { port: metricsPort, host: config.metricsHost })
+    }
+
+    let stopping: Promise<void> | undefined
+    const stop = () => (stopping ??= stopAll())
+    return { services, metrics, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
+  } catch (error) {
+    await stopAll()
+    throw error
+  }
+}

@@ -1,0 +1,104 @@
+/**
+ * Opening the SQLite file: its PRAGMAs, the migrations, the write transaction helper, the
+ * WAL truncation the disk guard asks for, and the Storage put together from the mechanisms
+ * beside this file (statement reuse, the WAL sync, group commit).
+ */
+import { Database as SQLite } from 'bun:sqlite'
+import { existsSync, mkdirSync, statSync } from 'node:fs'
+import { dirname, join } from 'node:path'
+import { drizzle } from 'drizzle-orm/bun-sqlite'
+import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
+import * as schema from '../schema.ts'
+import type { Storage, StorageObserver } from '../types.ts'
+import { groupCommitter } from './group-commit.ts'
+import { reuseStatements } from './statements.ts'
+import { walSyncer } from './wal-sync.ts'
+
+/**
+ * drizzle/ sits at the repository root: three folders up from src/storage/sqlite/, one up
+ * from dist/ when running the production bundle (`bun run build`).
+ */
+function migrationsFolder(): string {
+  const candidates = [join(import.meta.dir, '..', '..', '..', 'drizzle'), join(import.meta.dir, '..', 'drizzle')]
+  const found = candidates.find((folder) => existsSync(join(folder, 'meta', '_journal.json')))
+  if (!found) throw new Error(`migrations not found (looked in ${candidates.join(', ')})`)
+  return found
+}
+
+/** Page size given to a database file created by this process (SQLite's default is 4096). */
+export const NEW_DATABASE_PAGE_SIZE = 16384
+const BUSY_TIMEOUT_MS = 5000
+
+/** SQLite's default checkpoint point (1,000 pages of 4 KiB), in bytes. */
+const WAL_CHECKPOINT_BYTES = 1000 * 4096
+
+/**
+ * Folds the WAL into the main file and truncates it to nothing, giving its bytes back to the
+ * volume; true when it did. Without waiting: Litestream always holds a read lock, and a
+ * checkpoint that waited out the busy timeout would hold the caller 5 s (it then just does
+ * less, and answers busy).
+ */
+export function truncateWal(sqlite: SQLite): boolean {
+  try {
+    sqlite.exec('PRAGMA busy_timeout = 0')
+    const { busy } = sqlite.query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }
+    return busy === 0
+  } catch {
+    return false // another connection may hold the WAL
+  } finally {
+    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  }
+}
+
+const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
+
+/** Opens (creating it if need be) and migrates the file at `path`, or an in-memory database. */
+export function openStorage(path: string): Storage {
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
+  const isNew = path === ':memory:' || !existsSync(path) || statSync(path).size === 0
+  const sqlite = new SQLite(path, { create: true, strict: true })
+  // Only a file without tables takes a new page size (an existing one keeps its own: see
+  // docs/capacity.md). Larger pages cut the per-page work of writing message blobs.
+  if (isNew) sqlite.exec(`PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}`)
+  sqlite.exec('PRAGMA journal_mode = WAL')
+  // SQLite checkpoints after a number of WAL pages (1,000): keep it at the same ~4 MiB of
+  // WAL whatever the page size, or 16 KiB pages would let the WAL grow to 16 MiB first.
+  const { page_size: pageSize } = sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  const autocheckpointPages = Math.max(1, Math.round(WAL_CHECKPOINT_BYTES / pageSize))
+  sqlite.exec(`PRAGMA wal_autocheckpoint = ${autocheckpointPages}`)
+  // FULL: what is acknowledged must survive a power cut, not just a crash. The group commit
+  // of inbound mail gets the same guarantee with its own WAL sync (groupCommitter).
+  sqlite.exec('PRAGMA synchronous = FULL')
+  sqlite.exec('PRAGMA foreign_keys = ON')
+  // The CLI writes to the same file while the server runs; wait instead of failing.
+  sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
+  const statements = reuseStatements(sqlite)
+  const db = drizzle(sqlite, { schema })
+  migrate(db, { migrationsFolder: migrationsFolder() })
+  const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
+  const storage: Storage = {
+    db,
+    sqlite,
+    observer: quietObserver,
+    write: (work) => {
+      let result: ReturnType<typeof work>
+      try {
+        result = db.transaction(work, { behavior: 'immediate' })
+      } catch (error) {
+        storage.observer.failed(error)
+        throw error
+      }
+      storage.observer.committed()
+      return result
+    },
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
+    close: () => {
+      // Fold the WAL back into the main file so a copied .db is complete on its own.
+      truncateWal(sqlite)
+      wal.close()
+      statements.finalizeAll()
+      sqlite.close()
+    },
+  }
+  return storage
+}
