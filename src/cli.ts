@@ -19,8 +19,9 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
-import { createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, signOutCommand } from './cli/console-commands.ts'
-import { createApiKey, listApiKeys, listOrganizations, revokeApiKey } from './core/admin.ts'
+import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
+import { listOrganizationKeys } from './core/api-keys/keys.ts'
+import { listOrganizations } from './core/organizations/organizations.ts'
 import { openStorage } from './storage/database.ts'
 import { organizations } from './storage/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
@@ -61,7 +62,6 @@ if (!existsSync(databaseFile) && !allowCreate) {
 }
 console.error(`database: ${databaseFile}`)
 const storage = openStorage(config.databasePath)
-const { db } = storage
 /** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
 const table = (rows: Record<string, unknown>[], columns: string[]) => {
   console.log(columns.map((c) => c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)).join('\t'))
@@ -88,24 +88,20 @@ try {
       signOutCommand(cli, arg)
       break
     case 'orgs list':
-      table(listOrganizations(db), Object.keys(getTableColumns(organizations)))
+      table(listOrganizations(cli), Object.keys(getTableColumns(organizations)))
       break
     case 'keys create': {
       if (!arg) fail(USAGE, 64)
-      const created = createApiKey(db, systemClock, arg)
-      if (!created) fail(`no organization with id ${arg}`)
-      console.log(`created key ${created.publicId}; store it now, it is not shown again:`)
-      console.log(created.key)
+      createKeyCommand(cli, arg)
       break
     }
     case 'keys list':
       if (!arg) fail(USAGE, 64)
-      table(listApiKeys(db, arg), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
+      table(listOrganizationKeys(cli, { organizationId: arg }), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
       break
     case 'keys revoke':
       if (!arg) fail(USAGE, 64)
-      if (!revokeApiKey(db, systemClock, arg)) fail(`no key ${arg}`)
-      console.log(`revoked`)
+      revokeKeyCommand(cli, arg)
       break
     default:
       fail(USAGE, 64)

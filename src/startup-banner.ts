@@ -6,7 +6,7 @@
  */
 import { resolve } from 'node:path'
 import type { RunningApp } from './app.ts'
-import { listOrganizations } from './core/admin.ts'
+import { listOrganizations } from './core/organizations/organizations.ts'
 
 const CLI_FIRST_STEPS = ['  bun src/cli.ts orgs create my-team --local', '  bun src/cli.ts keys create <the org id it printed>']
 
@@ -22,7 +22,7 @@ function nextSteps(app: RunningApp): string[] {
       ...CLI_FIRST_STEPS,
     ]
   }
-  if (listOrganizations(app.services.storage.db).length > 0) {
+  if (listOrganizations(app.services).length > 0) {
     return ['Next: make a key for your organisation (ids: bun src/cli.ts orgs list):', '  bun src/cli.ts keys create <org-id>']
   }
   return ['Next: in another terminal, create an organisation with limits a test run never meets, then a key:', ...CLI_FIRST_STEPS]

@@ -5,7 +5,9 @@
  */
 import { createConnection, type Socket } from 'node:net'
 import { systemClock } from '../../src/clock.ts'
-import { createApiKey, createOrganization } from '../../src/core/admin.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
@@ -49,8 +51,9 @@ async function openManyPolls(base: string, databasePath: string, count: number):
   const keys: string[] = []
   const orgs = Math.ceil(count / (POLLS_PER_KEY * KEYS_PER_ORG))
   for (let o = 0; o < orgs; o++) {
-    const org = createOrganization(storage.db, systemClock, `bench-polls-${o}`)
-    for (let k = 0; k < KEYS_PER_ORG; k++) keys.push(createApiKey(storage.db, systemClock, org.id)!.key)
+    const cli = { storage, clock: systemClock }
+    const org = createOrganization(cli, CLI_ACTOR, { name: `bench-polls-${o}`, preset: 'hosted' })
+    for (let k = 0; k < KEYS_PER_ORG; k++) keys.push(createApiKey(cli, CLI_ACTOR, { organizationId: org.id }).key)
   }
   storage.close()
   const sockets: Socket[] = []

@@ -5,7 +5,7 @@
  * closed and unlocked. The order is the order of dependence: watchers, HTTP, SMTP, the drain
  * of both, then what only a fully started server needs (the sweeper, samplers, METRICS_PORT).
  */
-import { setupToken, setupUrl } from '../core/console/setup.ts'
+import { setupToken, setupUrl } from '../core/users/setup.ts'
 import { startRetentionSweeper } from '../core/retention.ts'
 import type { Services } from '../core/services.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
@@ -64,7 +64,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const httpPort = http.port!
     addresses.httpListening(httpPort)
     logger.info('http_listening', { port: httpPort, host: config.host })
-    const pendingSetup = setupToken(services.storage.db)
+    const pendingSetup = setupToken(services)
     const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
     // The link itself is a secret (it creates the operator): the log says where to get it, the
     // start-up summary on stderr and `cli setup-link` show it.

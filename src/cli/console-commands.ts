@@ -1,30 +1,27 @@
 /**
  * Admin CLI commands for what the console also does: the setup link, organisations with
- * their limits, and password resets. They write the same tables (and audit entries, with
+ * their limits, keys, password resets and sign-outs. They write the same tables (and audit entries, with
  * the actor `cli`) as the console.
  */
-import type { Clock } from '../clock.ts'
-import type { Config } from '../config.ts'
-import { CLI_ACTOR } from '../core/console/audit.ts'
-import { ConsoleError } from '../core/console/errors.ts'
-import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/console/organizations.ts'
-import { setupToken, setupUrl } from '../core/console/setup.ts'
-import { signOutEverywhere } from '../core/console/sessions.ts'
-import { findUserByEmail, normaliseEmail, resetPassword } from '../core/console/users.ts'
+import { createApiKey, revokeKey } from '../core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../core/audit/audit.ts'
+import { Refusal } from '../core/refusals.ts'
+import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
+import { setupToken, setupUrl } from '../core/users/setup.ts'
+import { signOutEverywhere } from '../core/sessions/sessions.ts'
+import { findUserByEmail, normaliseEmail, resetPassword } from '../core/users/users.ts'
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName } from '../core/limits.ts'
-import type { Storage } from '../storage/database.ts'
+import type { AccountServices } from '../core/services.ts'
 
-export interface CliContext {
-  config: Config
-  storage: Storage
-  clock: Clock
+/** What the entry (src/cli.ts) opens for a command: the account verbs' services, and how to stop with a message. */
+export interface CliContext extends AccountServices {
   fail(message: string, code?: number): never
 }
 
 const FLAG_TO_LIMIT = new Map(ORG_LIMIT_NAMES.map((name) => [`--${ORG_LIMIT_INFO[name].flag}`, name]))
 
 export function printSetupLink(cli: CliContext): void {
-  const token = setupToken(cli.storage.db)
+  const token = setupToken(cli)
   if (!token) cli.fail('setup is done: a console user exists (sign in at /console; `users reset-password <email>` if locked out)')
   console.log('open this link once to create the first console user:')
   console.log(setupUrl(cli.config.baseUrl, token))
@@ -36,11 +33,11 @@ export function createOrg(cli: CliContext, args: string[]): void {
   const name = args.filter((arg) => arg !== '--local')[0]
   if (!name) cli.fail('usage: bun src/cli.ts orgs create <name> [--local]', 64)
   try {
-    const org = cli.storage.write((tx) => createOrganization(cli, tx, { name, preset: local ? 'local' : 'hosted' }, CLI_ACTOR))
+    const org = createOrganization(cli, CLI_ACTOR, { name, preset: local ? 'local' : 'hosted' })
     console.log(`created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`)
     console.log(org.id)
   } catch (error) {
-    if (error instanceof ConsoleError) cli.fail(error.message)
+    if (error instanceof Refusal) cli.fail(error.message)
     throw error
   }
 }
@@ -57,13 +54,13 @@ export function orgLimitsCommand(cli: CliContext, args: string[]): void {
   }
   try {
     const overrides = parseLimitInput(input)
-    organizationWithLimits(cli.storage.db, cli.config.limits, orgId)
-    if (Object.keys(overrides).length > 0) changeLimits(cli, orgId, overrides, CLI_ACTOR)
+    organizationWithLimits(cli, { organizationId: orgId })
+    if (Object.keys(overrides).length > 0) changeLimits(cli, CLI_ACTOR, { organizationId: orgId, overrides })
   } catch (error) {
-    if (error instanceof ConsoleError) cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
+    if (error instanceof Refusal) cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
     throw error
   }
-  const org = organizationWithLimits(cli.storage.db, cli.config.limits, orgId)
+  const org = organizationWithLimits(cli, { organizationId: orgId })
   console.log(`limits of "${org.name}" (${org.id}):`)
   for (const name of ORG_LIMIT_NAMES) {
     const source = org.overrides[name] === null ? 'LIMIT_* default' : 'set for this organization'
@@ -75,7 +72,7 @@ export function orgLimitsCommand(cli: CliContext, args: string[]): void {
 export async function resetPasswordCommand(cli: CliContext, emailArg: string | undefined): Promise<void> {
   const email = normaliseEmail(emailArg)
   if (!email) cli.fail('usage: bun src/cli.ts users reset-password <email>', 64)
-  const done = await resetPassword(cli, email, CLI_ACTOR)
+  const done = await resetPassword(cli, CLI_ACTOR, { email })
   if (!done) cli.fail(`no console user ${email}`)
   console.log(`new password for ${email} (shown once; every session of this user was ended):`)
   console.log(done.password)
@@ -89,8 +86,31 @@ export async function resetPasswordCommand(cli: CliContext, emailArg: string | u
 export function signOutCommand(cli: CliContext, emailArg: string | undefined): void {
   const email = normaliseEmail(emailArg)
   if (!email) cli.fail('usage: bun src/cli.ts users sign-out <email>', 64)
-  const user = findUserByEmail(cli.storage.db, email)
+  const user = findUserByEmail(cli, email)
   if (!user) cli.fail(`no console user ${email}`)
-  const ended = signOutEverywhere(cli, user, CLI_ACTOR)
+  const ended = signOutEverywhere(cli, CLI_ACTOR, { user })
   console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${email}`)
+}
+
+/** `keys create <org-id>`: a key of the organisation, audited as `cli`; the key itself is the last line. */
+export function createKeyCommand(cli: CliContext, orgId: string): void {
+  try {
+    const created = createApiKey(cli, CLI_ACTOR, { organizationId: orgId })
+    console.log(`created key ${created.publicId}; store it now, it is not shown again:`)
+    console.log(created.key)
+  } catch (error) {
+    if (error instanceof Refusal && error.kind === 'not_found') cli.fail(`no organization with id ${orgId}`)
+    throw error
+  }
+}
+
+/** `keys revoke <key-or-public-id>`: any organisation's key, audited as `cli` in its log. */
+export function revokeKeyCommand(cli: CliContext, keyOrPublicId: string): void {
+  try {
+    revokeKey(cli, CLI_ACTOR, { keyOrPublicId })
+  } catch (error) {
+    if (error instanceof Refusal && error.kind === 'not_found') cli.fail(`no key ${keyOrPublicId}`)
+    throw error
+  }
+  console.log('revoked')
 }

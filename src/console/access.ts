@@ -11,11 +11,11 @@
  *   an unknown id, 404, so another organisation's ids cannot be told from made-up ones.
  * - `owner`: the same, and an owner of it; a plain member gets 403.
  */
-import type { Principal } from '../core/api-keys.ts'
-import { ConsoleError, notFound } from '../core/console/errors.ts'
-import { consolePrincipal, organizationWithLimits, requireMembership, type Membership, type Role } from '../core/console/organizations.ts'
-import type { ValidSession } from '../core/console/sessions.ts'
-import type { User } from '../core/console/users.ts'
+import type { Principal } from '../core/api-keys/authenticate.ts'
+import { Refusal, notFound } from '../core/refusals.ts'
+import { consolePrincipal, organizationWithLimits, requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
+import type { ValidSession } from '../core/sessions/sessions.ts'
+import type { User } from '../core/users/users.ts'
 import type { ConsoleRequest } from './context.ts'
 
 export const ACCESS_LEVELS = ['public', 'signed-in', 'operator', 'member', 'owner'] as const
@@ -46,7 +46,7 @@ export const isAccess = (value: unknown): value is Access => (ACCESS_LEVELS as r
 export const needsOrganization = (access: Access): boolean => access === 'member' || access === 'owner'
 
 function signedIn(ctx: ConsoleRequest): SignedIn {
-  if (!ctx.session) throw new ConsoleError('unauthenticated', 'Sign in to continue.')
+  if (!ctx.session) throw new Refusal('unauthenticated', 'Sign in to continue.')
   return { user: ctx.session.user, session: ctx.session }
 }
 
@@ -56,12 +56,12 @@ function signedIn(ctx: ConsoleRequest): SignedIn {
  */
 export function memberOf(ctx: ConsoleRequest, organizationId: string, role?: Role): Member {
   const who = signedIn(ctx)
-  const org = requireMembership(ctx.s.storage.db, who.user.id, organizationId, role)
-  const { limits } = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, org.organizationId)
+  const org = requireMembership(ctx.s, who.user, { organizationId, role })
+  const { limits } = organizationWithLimits(ctx.s, org)
   return { ...who, org, principal: consolePrincipal(org.organizationId, limits) }
 }
 
-/** Resolves `access` for this request, or throws the ConsoleError its refusal is. */
+/** Resolves `access` for this request, or throws the Refusal its refusal is. */
 export function resolveAccess<A extends Access>(ctx: ConsoleRequest, access: A, organizationId: string | undefined): Resolved<A>
 export function resolveAccess(ctx: ConsoleRequest, access: Access, organizationId: string | undefined): Visitor | SignedIn | Member {
   switch (access) {

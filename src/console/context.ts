@@ -3,12 +3,12 @@
  * for pages and the cookies to send. Who may reach a route is the route's declared access,
  * resolved by the router (access.ts) before its handler runs.
  */
-import type { Actor } from '../core/console/audit.ts'
-import { ConsoleError } from '../core/console/errors.ts'
-import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/console/sessions.ts'
-import type { SignInThrottle } from '../core/console/sign-in-throttle.ts'
-import { newToken, sha256Hex } from '../core/console/tokens.ts'
-import type { User } from '../core/console/users.ts'
+import type { Actor } from '../core/audit/audit.ts'
+import { Refusal } from '../core/refusals.ts'
+import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
+import type { SignInThrottle } from '../core/users/sign-in-throttle.ts'
+import { newToken, sha256Hex } from '../core/helpers/tokens.ts'
+import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
@@ -52,7 +52,7 @@ export class ConsoleRequest<Name extends string = string> {
   ) {
     this.url = new URL(request.url)
     const token = readCookie(request, SESSION_COOKIE)
-    this.session = validateSession(deps.s, token, deps.lifetime)
+    this.session = validateSession(deps.s, { token, lifetime: deps.lifetime })
     if (this.session) {
       this.sessionToken = token
       if (this.session.renewed) this.setCookies.push(cookie(SESSION_COOKIE, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
@@ -71,7 +71,7 @@ export class ConsoleRequest<Name extends string = string> {
 
   /** The signed-in user; otherwise `unauthenticated` (GET pages redirect to sign-in). */
   requireUser(): User {
-    if (!this.session) throw new ConsoleError('unauthenticated', 'Sign in to continue.')
+    if (!this.session) throw new Refusal('unauthenticated', 'Sign in to continue.')
     return this.session.user
   }
 
@@ -103,17 +103,17 @@ export class ConsoleRequest<Name extends string = string> {
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
   startSession(userId: string): void {
     if (this.session) {
-      endSession(this.s.storage.db, this.session.tokenSha256)
+      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
-    const { token, expiresAt } = createSession(this.s, this.s.storage.db, userId, this.clientAddress, this.deps.lifetime)
+    const { token, expiresAt } = createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
     this.sessionToken = token
     this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
   }
 
   endSession(): void {
     if (this.session) {
-      endSession(this.s.storage.db, this.session.tokenSha256)
+      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
     this.sessionToken = undefined

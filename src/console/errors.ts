@@ -1,5 +1,5 @@
 /**
- * The console's error tables, exhaustive like src/http/errors.ts: a new ConsoleError kind or
+ * The console's error tables, exhaustive like src/http/errors.ts: a new Refusal kind or
  * DomainError code does not compile until it has a row here.
  *
  * The viewer calls the same domain verbs as /v1, which refuse with DomainError codes; the
@@ -8,11 +8,11 @@
  * provider down, disk full) is 409 with the verb's own message. `internal_error` stays a
  * 500: the verb has logged why (stored bytes that fail their check).
  */
-import { ConsoleError, type ConsoleErrorKind } from '../core/console/errors.ts'
+import { Refusal, type RefusalKind } from '../core/refusals.ts'
 import { DomainError, type ErrorCode } from '../core/errors.ts'
 
 /** The page status of each console refusal. */
-export const STATUS: Record<ConsoleErrorKind, number> = {
+export const STATUS: Record<RefusalKind, number> = {
   not_found: 404,
   forbidden: 403,
   invalid: 400,
@@ -22,7 +22,7 @@ export const STATUS: Record<ConsoleErrorKind, number> = {
 }
 
 /** How the console shows each DomainError code. */
-export const DOMAIN_KIND: Record<ErrorCode, ConsoleErrorKind | 'internal'> = {
+export const DOMAIN_KIND: Record<ErrorCode, RefusalKind | 'internal'> = {
   invalid_api_key: 'invalid',
   invalid_json: 'invalid',
   unknown_property: 'conflict',
@@ -54,12 +54,12 @@ export const DOMAIN_KIND: Record<ErrorCode, ConsoleErrorKind | 'internal'> = {
   not_found: 'not_found',
 }
 
-/** A DomainError as the ConsoleError the console shows; anything else (internal_error included) as it was. */
+/** A DomainError as the Refusal the console shows; anything else (internal_error included) as it was. */
 export function asConsoleError(error: unknown): unknown {
   if (!(error instanceof DomainError)) return error
   const kind = DOMAIN_KIND[error.code]
   if (kind === 'internal') return error
   // Not-found says nothing more, so an id of another organisation reads like a made-up one.
-  if (kind === 'not_found') return new ConsoleError('not_found', 'Not found.')
-  return new ConsoleError(kind, error.message, kind === 'conflict' ? error.facts.retryAfterSeconds : undefined)
+  if (kind === 'not_found') return new Refusal('not_found', 'Not found.')
+  return new Refusal(kind, error.message, kind === 'conflict' ? error.facts.retryAfterSeconds : undefined)
 }

@@ -3,7 +3,7 @@
  * /console/... on the same port. The composition root (src/app.ts) sends those paths
  * here before the API sees them. Every route is listed in one place below.
  */
-import { SignInThrottle } from '../core/console/sign-in-throttle.ts'
+import { SignInThrottle } from '../core/users/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'

@@ -6,7 +6,7 @@
  * are bounded per user and per organisation, since each one holds a connection and a
  * listener for as long as a tab stays open.
  */
-import { ConsoleError } from '../core/console/errors.ts'
+import { Refusal } from '../core/refusals.ts'
 import type { Services } from '../core/services.ts'
 
 export const MAX_STREAMS_PER_USER = 10
@@ -62,10 +62,10 @@ export class LiveStreams {
     const watched = typeof inboxIds === 'string' ? [inboxIds] : inboxIds
     const inboxId = watched.join(',')
     if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) {
-      throw new ConsoleError('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
+      throw new Refusal('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
     }
     if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION) {
-      throw new ConsoleError('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
+      throw new Refusal('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
     }
     adjust(this.perUser, owner.userId, 1)
     adjust(this.perOrganization, owner.organizationId, 1)

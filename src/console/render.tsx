@@ -2,7 +2,7 @@
 /** Turns a page component into an HTML response inside the shared Layout. */
 import type { ComponentChildren } from 'preact'
 import { render } from 'preact-render-to-string'
-import { membershipsOf, type Membership } from '../core/console/organizations.ts'
+import { membershipsOf, type Membership } from '../core/organizations/organizations.ts'
 import type { ConsoleRequest } from './context.ts'
 import { Layout, type Shell, ShellContext } from './pages/shell.tsx'
 
@@ -18,7 +18,7 @@ export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentCh
   const shell: Shell = {
     user,
     csrf: ctx.csrfToken(),
-    memberships: user ? membershipsOf(ctx.s.storage.db, user.id) : [],
+    memberships: user ? membershipsOf(ctx.s, user) : [],
     org: options.org,
     section: options.section,
   }

@@ -3,10 +3,10 @@
  * Elysia app (so none appear in the OpenAPI document or touch /v1). For every request it
  * resolves the session; for every POST it bounds and parses the form and checks the
  * Origin and the CSRF token, then resolves the access the route declares (access.ts),
- * before any handler runs; it maps ConsoleError to a page once and adds the security
+ * before any handler runs; it maps Refusal to a page once and adds the security
  * headers to every response.
  */
-import { ConsoleError } from '../core/console/errors.ts'
+import { Refusal } from '../core/refusals.ts'
 import { DomainError } from '../core/errors.ts'
 import { STORAGE_RETRY_AFTER_SECONDS } from '../core/storage-health.ts'
 import { readBodyText } from '../web/body.ts'
@@ -86,13 +86,13 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     const route = matching.find((candidate) => candidate.method === method)
     if (!route) {
       if (matching.length > 0) return renderError(ctx, 405, 'This page does not accept that method.')
-      throw new ConsoleError('not_found', 'Not found.')
+      throw new Refusal('not_found', 'Not found.')
     }
     const values = route.pattern.exec(ctx.url.pathname)!.slice(1)
     try {
       ctx.params = Object.fromEntries(route.names.map((name, i) => [name, decodeURIComponent(values[i]!)]))
     } catch {
-      throw new ConsoleError('not_found', 'Not found.')
+      throw new Refusal('not_found', 'Not found.')
     }
     if (method === 'POST') {
       const refusal = await readForm(ctx)
@@ -155,7 +155,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
 
   function errorResponse(ctx: ConsoleRequest, thrown: unknown): Response {
     const error = asConsoleError(thrown)
-    if (error instanceof ConsoleError) {
+    if (error instanceof Refusal) {
       if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
         return redirect(withQuery(PATHS.signIn.link(), { next: ctx.url.pathname }))
       }

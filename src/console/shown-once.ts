@@ -6,7 +6,7 @@
  * session, or the same one after that time, gets nothing. Not persisted: after a restart
  * the page says the value is gone (revoke and make a new one), never a stored secret.
  */
-import { newToken } from '../core/console/tokens.ts'
+import { newToken } from '../core/helpers/tokens.ts'
 import type { Clock } from '../clock.ts'
 
 export const SHOWN_ONCE_MS = 10 * 60_000

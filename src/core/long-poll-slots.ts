@@ -4,7 +4,7 @@
  * A slot is held from the start of a waiting request until it answers or its client
  * disconnects.
  */
-import type { Principal } from './api-keys.ts'
+import type { Principal } from './api-keys/authenticate.ts'
 import { DomainError } from './errors.ts'
 
 export class LongPollSlots {

@@ -5,7 +5,7 @@
  * minute is harmless.
  */
 import type { Clock } from '../clock.ts'
-import type { Principal } from './api-keys.ts'
+import type { Principal } from './api-keys/authenticate.ts'
 import { DomainError } from './errors.ts'
 
 const MINUTE = 60_000

@@ -83,3 +83,9 @@ export interface Services {
    */
   stopped: AbortSignal
 }
+
+/**
+ * The slice of Services the account verbs (organisations, keys, users, sessions, members,
+ * audit, setup) use: what the admin CLI can build without starting a server.
+ */
+export type AccountServices = Pick<Services, 'clock' | 'config' | 'storage'>

@@ -3,7 +3,7 @@ import { isoTime } from '../clock.ts'
 import { inboxes, monthlyEmailUsage } from '../storage/schema.ts'
 import type { Db } from '../storage/database.ts'
 import { preparedPerDatabase } from '../storage/prepared.ts'
-import type { Principal } from './api-keys.ts'
+import type { Principal } from './api-keys/authenticate.ts'
 import type { Usage } from './models.ts'
 import type { Services } from './services.ts'
 

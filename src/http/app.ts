@@ -4,7 +4,7 @@
  * translate between HTTP and domain verbs.
  */
 import { Elysia } from 'elysia'
-import { authenticate } from '../core/api-keys.ts'
+import { authenticate } from '../core/api-keys/authenticate.ts'
 import { DomainError } from '../core/errors.ts'
 import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
 import type { Services } from '../core/services.ts'

@@ -1,4 +1,4 @@
-import type { Principal } from '../core/api-keys.ts'
+import type { Principal } from '../core/api-keys/authenticate.ts'
 import { newRequestId } from '../ids.ts'
 
 interface RequestState {

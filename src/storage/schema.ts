@@ -231,7 +231,7 @@ export const sessions = sqliteTable(
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
     createdAt: text('created_at').notNull(),
-    expiresAt: text('expires_at').notNull(), // slides forward on use (see core/console/sessions.ts)
+    expiresAt: text('expires_at').notNull(), // slides forward on use (see core/sessions/sessions.ts)
     clientAddress: text('client_address').notNull(), // where it was opened, shown to its user
   },
   (table) => [index('sessions_by_user').on(table.userId), index('sessions_by_expiry').on(table.expiresAt)],

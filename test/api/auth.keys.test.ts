@@ -4,7 +4,8 @@
  * lists; health needs no key; logs never hold a secret.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { revokeApiKey } from '../../src/core/admin.ts'
+import { revokeKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { errorCode, startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
 import { documentedRoutes, fillPath, ownedResources, type DocumentedRoute } from '../support/routes.ts'
 import { expectError } from '../support/shapes.ts'
@@ -111,7 +112,7 @@ describe('every /v1 route answers 401 invalid_api_key', () => {
   beforeAll(async () => {
     owner = server.tenant('owner')
     revokedKey = server.extraKey(owner.organizationId)
-    revokeApiKey(server.app.services.storage.db, server.app.services.clock, revokedKey)
+    revokeKey(server.app.services, CLI_ACTOR, { keyOrPublicId: revokedKey })
     ids = await ownedResources(server, owner.key)
     routes = await documentedRoutes(server)
     // The OpenAPI tests prove the document lists every operation; so this suite covers them all.

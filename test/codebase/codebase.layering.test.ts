@@ -136,3 +136,26 @@ test('no import cycle anywhere in src/ among the imports that load code', async 
   expect(graph.size).toBeGreaterThan(100)
   expect(cyclicGroups(graph)).toEqual([])
 })
+
+test('the console and the CLI commands reach storage only through core verbs', async () => {
+  // The CLI's entry (src/cli.ts) opens the database and so imports storage; its commands do not.
+  const imports: Array<{ file: string; target: string }> = []
+  for await (const file of new Bun.Glob('{console,cli}/**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    const text = await Bun.file(join(SRC, file)).text()
+    for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
+      if (specifier!.startsWith('.')) imports.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
+    }
+  }
+  expect(imports.filter(({ target }) => target.startsWith('core/')).length).toBeGreaterThan(20)
+  expect(imports.filter(({ target }) => target.startsWith('storage/'))).toEqual([])
+})
+
+test('the console and the CLI commands reach the database only through core verbs (no .storage)', async () => {
+  // The CLI's entry (src/cli.ts) opens and closes the database; the commands get it inside the services they pass on.
+  const reaching: string[] = []
+  for await (const file of new Bun.Glob('{console,cli}/**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
+    if (/\.storage\b/.test(code)) reaching.push(file)
+  }
+  expect(reaching).toEqual([])
+})

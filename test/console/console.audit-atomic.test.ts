@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
-import { addMember, type ConsoleClient, setUp, signedIn } from '../support/console-client.ts'
+import { addMember, ConsoleClient, setUp, signedIn } from '../support/console-client.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's server and processes take
 // well over Bun's default of 5 s.
@@ -176,4 +176,55 @@ test('every other audited console action: with the audit refused, nothing change
     allowAudits()
   }
   expect(snapshot()).toEqual(before)
+})
+
+test('an invite sign-up makes the account and joins in one transaction: with the audit refused, no account is left and the link still works', async () => {
+  const org = `/console/orgs/${organizationId}`
+  await operator.get(`${org}/members`)
+  const made = await operator.post(`${org}/invites`, { role: 'member' })
+  const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec((await operator.get(made.location!)).html)![1]!
+  const visitor = new ConsoleClient(server.url)
+  await visitor.get(link)
+  const users = sql('select id from users').length
+  failAudits()
+  try {
+    expect((await visitor.post(link, { email: 'joiner@example.com', password: 'joiner password 1' })).status).toBe(500)
+  } finally {
+    allowAudits()
+  }
+  expect(sql('select id from users').length).toBe(users)
+  expect(sql(`select id from users where email = 'joiner@example.com'`)).toEqual([])
+  await visitor.get(link)
+  expect((await visitor.post(link, { email: 'joiner@example.com', password: 'joiner password 1' })).status).toBe(303)
+  expect(sql(`select role from memberships join users on users.id = memberships.user_id where email = 'joiner@example.com'`)).toEqual([{ role: 'member' }])
+  expect(auditRows('member.joined').filter((row) => row.actor === 'joiner@example.com')).toEqual([{ actor: 'joiner@example.com', target: 'joiner@example.com' }])
+})
+
+test("the CLI's organisations and keys: with the audit refused, nothing is made or revoked", async () => {
+  const snapshot = () => ({ keys: sql('select public_id, revoked_at from api_keys order by public_id'), organizations: sql('select id from organizations order by id') })
+  const keyId = sql<{ public_id: string }>(`select public_id from api_keys where revoked_at is null limit 1`)[0]!.public_id
+  const before = snapshot()
+  failAudits()
+  try {
+    for (const args of [
+      ['orgs', 'create', 'Refused'],
+      ['keys', 'create', organizationId],
+      ['keys', 'revoke', keyId],
+    ]) {
+      expect({ args, failed: (await cli(...args)).code !== 0 }).toEqual({ args, failed: true })
+    }
+  } finally {
+    allowAudits()
+  }
+  expect(snapshot()).toEqual(before)
+})
+
+test("the harness's tenants are made the operator's way: the organisation and its key are audited as cli", () => {
+  const tenant = server.tenant('harness-made')
+  const created = sql<{ actor: string; organization_id: string | null; detail: string }>(
+    `select actor, organization_id, detail from audit_events where action = 'organization.created' and target = '${tenant.organizationId}'`,
+  )
+  expect(created).toEqual([{ actor: 'cli', organization_id: null, detail: 'harness-made (hosted free plan limits)' }])
+  const keys = sql<{ actor: string }>(`select actor from audit_events where action = 'key.created' and organization_id = '${tenant.organizationId}'`)
+  expect(keys).toEqual([{ actor: 'cli' }])
 })

@@ -6,8 +6,8 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { MAX_KEY_LENGTH } from '../../src/core/console/bounded-key-map.ts'
-import { FAILURES_PER_ADDRESS, SignInThrottle } from '../../src/core/console/sign-in-throttle.ts'
+import { MAX_KEY_LENGTH } from '../../src/core/helpers/bounded-key-map.ts'
+import { FAILURES_PER_ADDRESS, SignInThrottle } from '../../src/core/users/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 

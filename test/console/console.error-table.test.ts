@@ -5,7 +5,7 @@
  * `internal_error` a 500, and every other refusal 409 with the verb's message and its retry hint.
  */
 import { expect, test } from 'bun:test'
-import { ConsoleError } from '../../src/core/console/errors.ts'
+import { Refusal } from '../../src/core/refusals.ts'
 import { DomainError, type ErrorCode } from '../../src/core/errors.ts'
 import { asConsoleError, DOMAIN_KIND, STATUS } from '../../src/console/errors.ts'
 
@@ -14,7 +14,7 @@ const codes = Object.keys(DOMAIN_KIND) as ErrorCode[]
 test('every domain error code has its status on a console page', () => {
   const statusOf = (code: ErrorCode) => {
     const shown = asConsoleError(new DomainError(code, `verb says ${code}`, { retryAfterSeconds: 7 }))
-    return shown instanceof ConsoleError ? STATUS[shown.kind] : 500
+    return shown instanceof Refusal ? STATUS[shown.kind] : 500
   }
   const expected = (code: ErrorCode) => (code === 'internal_error' ? 500 : code.endsWith('not_found') ? 404 : code.startsWith('invalid_') ? 400 : 409)
   for (const code of codes) expect(statusOf(code), code).toBe(expected(code))
@@ -23,11 +23,11 @@ test('every domain error code has its status on a console page', () => {
 })
 
 test("a not-found says nothing more; other refusals keep the verb's message, and a conflict its retry hint", () => {
-  const notFound = asConsoleError(new DomainError('message_not_found', 'No message msg_1 here')) as ConsoleError
+  const notFound = asConsoleError(new DomainError('message_not_found', 'No message msg_1 here')) as Refusal
   expect([notFound.kind, notFound.message]).toEqual(['not_found', 'Not found.'])
-  const invalid = asConsoleError(new DomainError('invalid_prefix', 'The prefix is too long')) as ConsoleError
+  const invalid = asConsoleError(new DomainError('invalid_prefix', 'The prefix is too long')) as Refusal
   expect([invalid.kind, invalid.message]).toEqual(['invalid', 'The prefix is too long'])
-  const busy = asConsoleError(new DomainError('rate_limit_exceeded', 'Slow down', { retryAfterSeconds: 3 })) as ConsoleError
+  const busy = asConsoleError(new DomainError('rate_limit_exceeded', 'Slow down', { retryAfterSeconds: 3 })) as Refusal
   expect([busy.kind, busy.message, busy.retryAfterSeconds]).toEqual(['conflict', 'Slow down', 3])
   const internal = new DomainError('internal_error', 'bytes fail their check')
   expect(asConsoleError(internal)).toBe(internal)

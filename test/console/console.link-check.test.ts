@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { createServer, type Server } from 'node:http'
-import { checkLinks, isPublicAddress, MAX_CHECKED, publicInternet } from '../../src/core/console/link-check.ts'
+import { checkLinks, isPublicAddress, MAX_CHECKED, publicInternet } from '../../src/core/messages/link-check.ts'
 import { setUp } from '../support/console-client.ts'
 import { startTestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'

@@ -7,8 +7,8 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
-import { findUserByEmail } from '../../src/core/console/users.ts'
-import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS } from '../../src/core/console/sign-in-throttle.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
+import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS } from '../../src/core/users/sign-in-throttle.ts'
 import { addMember, ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
@@ -33,7 +33,7 @@ afterAll(() => server.stop())
 async function newMember(): Promise<{ email: string; id: string }> {
   const email = `person${++people}@example.com`
   await addMember(server, operator, org, email)
-  return { email, id: findUserByEmail(server.app.services.storage.db, email)!.id }
+  return { email, id: findUserByEmail(server.app.services, email)!.id }
 }
 
 /** A sign-in form post from a client address (each test uses its own addresses). */

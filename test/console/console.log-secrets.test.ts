@@ -5,7 +5,7 @@
  * then the whole log is scanned for every secret the journey created or sent.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { findUserByEmail } from '../../src/core/console/users.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
 import { REDACTED } from '../../src/log-paths.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
@@ -80,7 +80,7 @@ test('a full console journey leaves none of its secrets in the log', async () =>
 
   // The operator resets the member's password; the member signs in with it, then signs out everywhere.
   await operator.get('/console/admin')
-  const memberId = findUserByEmail(server.app.services.storage.db, MEMBER)!.id
+  const memberId = findUserByEmail(server.app.services, MEMBER)!.id
   const reset = await operator.get((await operator.post(`/console/admin/users/${memberId}/reset-password`)).location!)
   const resetPassword = shown(reset.html, /id="new-password"[^>]*value="([^"]+)"/)
   secrets.add(resetPassword)

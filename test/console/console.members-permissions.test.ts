@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { INVITE_LIFETIME_MS } from '../../src/core/console/invites.ts'
+import { INVITE_LIFETIME_MS } from '../../src/core/members/invites.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 

@@ -8,7 +8,7 @@ import { expect, test } from 'bun:test'
 import { join } from 'node:path'
 import { startApp } from '../../src/app.ts'
 import { ConfigError, loadConfig } from '../../src/config.ts'
-import { hashPassword } from '../../src/core/console/users.ts'
+import { hashPassword } from '../../src/core/users/users.ts'
 import { createLogger } from '../../src/log.ts'
 import { startTestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
@@ -44,7 +44,7 @@ test('every password hash in src is made by hashPassword, which reads the settin
   for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
     if ((await Bun.file(join(SRC, file)).text()).includes('password.hash(')) hashing.push(file)
   }
-  expect(hashing).toEqual(['core/console/users.ts'])
+  expect(hashing).toEqual(['core/users/users.ts'])
 })
 
 test('after the cost changes, a password set under the old one still signs in and is rehashed at the new cost; a changed password takes the new one', async () => {

@@ -2,7 +2,7 @@
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/console/sign-in-throttle.ts'
+import { FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/users/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 

@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK } from '../../src/core/console/password-gate.ts'
-import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SignInThrottle } from '../../src/core/console/sign-in-throttle.ts'
+import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK } from '../../src/core/users/password-gate.ts'
+import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SignInThrottle } from '../../src/core/users/sign-in-throttle.ts'
 import { REAL_PASSWORD_COST, startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'
 

@@ -14,7 +14,7 @@ import {
   SIGN_IN_WINDOW_MS,
   SignInThrottle,
   waitInWords,
-} from '../../src/core/console/sign-in-throttle.ts'
+} from '../../src/core/users/sign-in-throttle.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.

@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
-import { findUserByEmail } from '../../src/core/console/users.ts'
+import { findUserByEmail } from '../../src/core/users/users.ts'
 import { addMember, type ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 import { openEventStream } from '../support/event-stream.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -37,7 +37,7 @@ async function newMember(): Promise<{ client: ConsoleClient; email: string; id: 
   const email = `member${++people}@example.com`
   const client = await addMember(server, operator, org, email)
   await client.get('/console/account')
-  return { client, email, id: findUserByEmail(server.app.services.storage.db, email)!.id }
+  return { client, email, id: findUserByEmail(server.app.services, email)!.id }
 }
 
 /** The inbox page's own stream, or (shared) the one stream a browser's pages share. */

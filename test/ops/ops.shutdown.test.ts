@@ -9,7 +9,9 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { connect } from 'node:net'
 import { systemClock } from '../../src/clock.ts'
-import { createApiKey, createOrganization } from '../../src/core/admin.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openStorage } from '../../src/storage/database.ts'
 import { startTestServer } from '../support/harness.ts'
 import { newInbox, principalOf, startRoomyServer } from '../support/messages.ts'
@@ -142,7 +144,8 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200)
   // A key made beside the running server, as the CLI would, and a poll waiting on an inbox.
   const storage = openStorage(join(dir, 'db.sqlite'))
-  const key = createApiKey(storage.db, systemClock, createOrganization(storage.db, systemClock, 'sigterm').id)!.key
+  const cli = { storage, clock: systemClock }
+  const key = createApiKey(cli, CLI_ACTOR, { organizationId: createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' }).id }).key
   storage.close()
   const auth = { authorization: `Bearer ${key}` }
   const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data

@@ -5,9 +5,11 @@
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
-import { systemClock, type Clock } from '../../src/clock.ts'
+import type { Clock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
-import { createApiKey, createOrganization } from '../../src/core/admin.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
 import { scratchDir } from './scratch.ts'
@@ -59,8 +61,6 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
-  const clock = options.clock ?? systemClock
-  const { db } = app.services.storage
 
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
@@ -88,14 +88,14 @@ export async function startTestServer(options: TestServerOptions = {}) {
     logs,
     databasePath,
     url: app.httpUrl,
-    /** A new organisation with one key. */
+    /** A new organisation with one key, made as the operator's `cli orgs create` and `cli keys create` make them. */
     tenant(name = 'test-org'): Tenant {
-      const org = createOrganization(db, clock, name)
-      return { organizationId: org.id, key: createApiKey(db, clock, org.id)!.key }
+      const org = createOrganization(app.services, CLI_ACTOR, { name, preset: 'hosted' })
+      return { organizationId: org.id, key: createApiKey(app.services, CLI_ACTOR, { organizationId: org.id }).key }
     },
     /** Another key of the same organisation. */
     extraKey(organizationId: string): string {
-      return createApiKey(db, clock, organizationId)!.key
+      return createApiKey(app.services, CLI_ACTOR, { organizationId }).key
     },
     request,
     get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),

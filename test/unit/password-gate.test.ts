@@ -1,7 +1,7 @@
 /** The password gate as a unit: at most its limit at once, a short queue in order, then refusals. */
 import { expect, test } from 'bun:test'
-import { ConsoleError } from '../../src/core/console/errors.ts'
-import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/console/password-gate.ts'
+import { Refusal } from '../../src/core/refusals.ts'
+import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/users/password-gate.ts'
 
 test('runs at most its limit at once, queues a few in order, refuses the rest at once with Retry-After 1', async () => {
   const gate = new PasswordGate()
@@ -29,9 +29,9 @@ test('runs at most its limit at once, queues a few in order, refuses the rest at
   // Bun.sleep(0) here and below yields one turn of the event loop: the work the gate let in has started.
   await Bun.sleep(0)
   expect(started).toEqual([0, 1, 2, 3])
-  const refused = (await Promise.all(outcomes.slice(admitted))) as Array<{ error: ConsoleError }>
+  const refused = (await Promise.all(outcomes.slice(admitted))) as Array<{ error: Refusal }>
   for (const { error } of refused) {
-    expect(error).toBeInstanceOf(ConsoleError)
+    expect(error).toBeInstanceOf(Refusal)
     expect(error.kind).toBe('throttled')
     expect(error.retryAfterSeconds).toBe(1)
   }

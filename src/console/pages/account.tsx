@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** The signed-in user's own page: password and sessions. */
-import { MIN_PASSWORD_LENGTH } from '../../core/console/users.ts'
+import { MIN_PASSWORD_LENGTH } from '../../core/users/users.ts'
 import { PATHS } from '../paths.ts'
 import { PostForm, Table, Time } from './shell.tsx'
 

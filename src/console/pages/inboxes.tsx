@@ -4,7 +4,7 @@
  * first, refreshed by console.js when the page's event stream reports new mail). Empty
  * states say exactly what to do next, with the SMTP address of this server.
  */
-import type { Membership } from '../../core/console/organizations.ts'
+import type { Membership } from '../../core/organizations/organizations.ts'
 import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
 import type { Inbox, MessageSummary, Usage } from '../../core/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'

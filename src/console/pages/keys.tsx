@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** API keys of an organisation: list for every member, create and revoke for owners. */
-import type { Membership } from '../../core/console/organizations.ts'
+import type { Membership } from '../../core/organizations/organizations.ts'
 import { PATHS } from '../paths.ts'
 import { CopyField, PostForm, Table, Time } from './shell.tsx'
 

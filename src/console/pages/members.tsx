@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** Members of an organisation, open invites, and the one-time invite link. */
-import type { Membership } from '../../core/console/organizations.ts'
+import type { Membership } from '../../core/organizations/organizations.ts'
 import { PATHS, withQuery } from '../paths.ts'
 import { CopyField, PostForm, Table, Time } from './shell.tsx'
 

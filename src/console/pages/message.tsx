@@ -4,9 +4,9 @@
  * routes/messages.tsx), the text part, attachments and every header. All of it is text
  * to the renderer; the message's HTML never enters this page's markup.
  */
-import type { Membership } from '../../core/console/organizations.ts'
+import type { Membership } from '../../core/organizations/organizations.ts'
 import type { Message } from '../../core/models.ts'
-import { type LinkStatus, MAX_CHECKED } from '../../core/console/link-check.ts'
+import { type LinkStatus, MAX_CHECKED } from '../../core/messages/link-check.ts'
 import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { PATHS, withQuery } from '../paths.ts'
 import { formatBytes } from './inboxes.tsx'

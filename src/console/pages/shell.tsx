@@ -6,8 +6,8 @@
  */
 import { createContext, type ComponentChildren } from 'preact'
 import { useContext } from 'preact/hooks'
-import type { Membership } from '../../core/console/organizations.ts'
-import type { User } from '../../core/console/users.ts'
+import type { Membership } from '../../core/organizations/organizations.ts'
+import type { User } from '../../core/users/users.ts'
 import { CSRF_FIELD } from '../csrf.ts'
 import { PATHS } from '../paths.ts'
 

@@ -1,8 +1,8 @@
 /** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { listSessions, signOutEverywhere } from '../../core/console/sessions.ts'
-import { changePassword } from '../../core/console/users.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { listSessions, signOutEverywhere } from '../../core/sessions/sessions.ts'
+import { changePassword } from '../../core/users/users.ts'
 import type { SignedIn } from '../access.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AccountPage } from '../pages/account.tsx'
@@ -12,7 +12,7 @@ import { route, type Route } from '../router.ts'
 
 function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Response {
   const current = session.tokenSha256
-  const sessions = listSessions(ctx.s.storage.db, user.id).map((row) => ({ ...row, current: row.tokenSha256 === current }))
+  const sessions = listSessions(ctx.s, user).map((row) => ({ ...row, current: row.tokenSha256 === current }))
   return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
 }
 
@@ -26,10 +26,10 @@ export const accountRoutes: Route[] = [
       const { user, session } = who
       try {
         const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: session.tokenSha256, clientAddress: ctx.clientAddress }
-        await changePassword(ctx.s, ctx.deps.throttle, user, input)
+        await changePassword({ ...ctx.s, throttle: ctx.deps.throttle }, user, input)
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
-        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
+        if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
         const page = accountPage(ctx, who, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
         if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
         return page
@@ -42,7 +42,7 @@ export const accountRoutes: Route[] = [
     path: PATHS.accountSignOutEverywhere,
     access: 'signed-in',
     handler: (ctx, { user }) => {
-      signOutEverywhere(ctx.s, user, ctx.actor())
+      signOutEverywhere(ctx.s, ctx.actor(), { user })
       ctx.endSession()
       return redirect(PATHS.signIn.link())
     },

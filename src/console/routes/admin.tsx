@@ -1,11 +1,11 @@
 /** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
-import { listAudit } from '../../core/console/audit.ts'
-import { ConsoleError, notFound } from '../../core/console/errors.ts'
-import { changeLimits, createOrganization, listAllOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/console/organizations.ts'
-import { joinAsOwner } from '../../core/console/members.ts'
-import { signOutEverywhere } from '../../core/console/sessions.ts'
-import { findUser, listUsers, resetPassword } from '../../core/console/users.ts'
+import { listAudit } from '../../core/audit/audit.ts'
+import { Refusal, notFound } from '../../core/refusals.ts'
+import { changeLimits, createOrganization, listOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/organizations/organizations.ts'
+import { joinAsOwner } from '../../core/members/members.ts'
+import { signOutEverywhere } from '../../core/sessions/sessions.ts'
+import { findUser, listUsers, resetPassword } from '../../core/users/users.ts'
 import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'
@@ -15,7 +15,7 @@ import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
 function limitsPage(ctx: ConsoleRequest<'org'>, message: { notice?: string; error?: string } = {}, status = 200) {
-  const org = organizationWithLimits(ctx.s.storage.db, ctx.s.config.limits, ctx.params.org)
+  const org = organizationWithLimits(ctx.s, { organizationId: ctx.params.org })
   return renderPage(ctx, `Limits · ${org.name}`, <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />, { status })
 }
 
@@ -25,10 +25,9 @@ export const adminRoutes: Route[] = [
     path: PATHS.admin,
     access: 'operator',
     handler: (ctx, { user: me }) => {
-      const { db } = ctx.s.storage
-      const mine = new Set(membershipsOf(db, me.id).map((m) => m.organizationId))
-      const orgs = listAllOrganizations(db).map((org) => ({ ...org, member: mine.has(org.id) }))
-      const page = <AdminPage orgs={orgs} users={listUsers(db)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(db, null)} />
+      const mine = new Set(membershipsOf(ctx.s, me).map((m) => m.organizationId))
+      const orgs = listOrganizations(ctx.s).map((org) => ({ id: org.id, name: org.name, createdAt: org.createdAt, member: mine.has(org.id) }))
+      const page = <AdminPage orgs={orgs} users={listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(ctx.s, 'instance')} />
       return renderPage(ctx, 'Operator', page)
     },
   }),
@@ -38,7 +37,7 @@ export const adminRoutes: Route[] = [
     access: 'operator',
     handler: (ctx, { user: me }) => {
       const preset = ctx.field('preset') === 'local' ? 'local' : 'hosted'
-      const org = ctx.s.storage.write((tx) => createOrganization(ctx.s, tx, { name: ctx.field('name'), preset, owner: me.id }, ctx.actor()))
+      const org = createOrganization(ctx.s, ctx.actor(), { name: ctx.field('name'), preset, owner: me.id })
       return redirect(PATHS.organization.link(org.id))
     },
   }),
@@ -48,7 +47,7 @@ export const adminRoutes: Route[] = [
     path: PATHS.adminJoin,
     access: 'operator',
     handler: (ctx) => {
-      joinAsOwner(ctx.s, ctx.params.org, ctx.actor())
+      joinAsOwner(ctx.s, ctx.actor(), { organizationId: ctx.params.org })
       return redirect(PATHS.members.link(ctx.params.org))
     },
   }),
@@ -60,9 +59,9 @@ export const adminRoutes: Route[] = [
       // An empty field means "follow LIMIT_*" on this form.
       const input = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]))
       try {
-        changeLimits(ctx.s, ctx.params.org, parseLimitInput(input), ctx.actor())
+        changeLimits(ctx.s, ctx.actor(), { organizationId: ctx.params.org, overrides: parseLimitInput(input) })
       } catch (error) {
-        if (error instanceof ConsoleError && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
+        if (error instanceof Refusal && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
         throw error
       }
       return limitsPage(ctx, { notice: 'Limits saved.' })
@@ -73,9 +72,9 @@ export const adminRoutes: Route[] = [
     path: PATHS.adminResetPassword,
     access: 'operator',
     handler: async (ctx, { user: me }) => {
-      const user = findUser(ctx.s.storage.db, ctx.params.user)
+      const user = findUser(ctx.s, ctx.params.user)
       if (!user) throw notFound()
-      const done = (await resetPassword(ctx.s, user.email, ctx.actor()))!
+      const done = (await resetPassword(ctx.s, ctx.actor(), { email: user.email }))!
       ctx.deps.streams.recheckUser(user.id)
       if (user.id === me.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
@@ -98,9 +97,9 @@ export const adminRoutes: Route[] = [
     path: PATHS.adminSignOutEverywhere,
     access: 'operator',
     handler: (ctx) => {
-      const user = findUser(ctx.s.storage.db, ctx.params.user)
+      const user = findUser(ctx.s, ctx.params.user)
       if (!user) throw notFound()
-      signOutEverywhere(ctx.s, user, ctx.actor())
+      signOutEverywhere(ctx.s, ctx.actor(), { user })
       ctx.deps.streams.recheckUser(user.id)
       return redirect(PATHS.admin.link())
     },

@@ -1,9 +1,9 @@
 /** @jsxImportSource preact */
 /** Sign-in, sign-out, and /console itself (which sends a user to their organisation). */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { membershipsOf } from '../../core/console/organizations.ts'
-import { signIn } from '../../core/console/sign-in.ts'
-import { countUsers } from '../../core/console/users.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { membershipsOf } from '../../core/organizations/organizations.ts'
+import { signIn } from '../../core/users/sign-in.ts'
+import { countUsers } from '../../core/users/users.ts'
 import { redirect, safeNext } from '../context.ts'
 import { SignInForm } from '../pages/sign-in.tsx'
 import { PATHS } from '../paths.ts'
@@ -16,7 +16,7 @@ export const authRoutes: Route[] = [
     path: PATHS.home,
     access: 'signed-in',
     handler: (ctx, { user }) => {
-      const memberships = membershipsOf(ctx.s.storage.db, user.id)
+      const memberships = membershipsOf(ctx.s, user)
       if (memberships.length === 1) return redirect(PATHS.organization.link(memberships[0]!.organizationId))
       return renderPage(
         ctx,
@@ -45,7 +45,7 @@ export const authRoutes: Route[] = [
     handler: (ctx, { user }) => {
       const next = safeNext(ctx.url.searchParams.get('next'))
       if (user) return redirect(next)
-      const notSetUp = countUsers(ctx.s.storage.db) === 0
+      const notSetUp = countUsers(ctx.s) === 0
       return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
     },
   }),
@@ -56,12 +56,12 @@ export const authRoutes: Route[] = [
     handler: async (ctx) => {
       const next = safeNext(ctx.field('next'))
       try {
-        const user = await signIn(ctx.s, ctx.deps.throttle, { email: ctx.field('email'), password: ctx.field('password') }, ctx.clientAddress)
+        const user = await signIn({ ...ctx.s, throttle: ctx.deps.throttle }, { clientAddress: ctx.clientAddress }, { email: ctx.field('email'), password: ctx.field('password') })
         ctx.startSession(user.id)
         ctx.s.logger.info('console_signed_in', { user_id: user.id })
         return redirect(next)
       } catch (error) {
-        if (!(error instanceof ConsoleError) || (error.kind !== 'unauthenticated' && error.kind !== 'throttled')) throw error
+        if (!(error instanceof Refusal) || (error.kind !== 'unauthenticated' && error.kind !== 'throttled')) throw error
         ctx.s.logger.info('console_sign_in_refused', { reason: error.kind })
         const status = error.kind === 'throttled' ? 429 : 401
         const response = renderPage(ctx, 'Sign in', <SignInForm next={next} error={error.message} email={ctx.field('email')} />, { status })

@@ -5,7 +5,7 @@
  * handler calls the same domain verbs as /v1 with the organisation as the principal, so
  * ids of another organisation are 404.
  */
-import { sessionStillReads } from '../../core/console/sessions.ts'
+import { sessionStillReads } from '../../core/sessions/sessions.ts'
 import { DomainError } from '../../core/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
@@ -14,7 +14,7 @@ import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
-import { ConsoleError } from '../../core/console/errors.ts'
+import { Refusal } from '../../core/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'
@@ -95,7 +95,7 @@ export const inboxRoutes: Route[] = [
       } catch (error) {
         if (!(error instanceof DomainError)) throw error
         // Shown on the form it came from: a taken address, a bad prefix, the quota.
-        const refusal = asConsoleError(error) as ConsoleError
+        const refusal = asConsoleError(error) as Refusal
         return inboxesPage(ctx, who, { status: refusal.kind === 'invalid' ? 400 : 409, message: refusal.message })
       }
     },
@@ -147,7 +147,7 @@ export const inboxRoutes: Route[] = [
       const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
       const message = getMessage(ctx.s, principal, ctx.field('message'))
       // The message must be of this inbox: the button's value is the client's to change.
-      if (message.inbox_id !== inbox.id) throw new ConsoleError('not_found', 'Not found.')
+      if (message.inbox_id !== inbox.id) throw new Refusal('not_found', 'Not found.')
       deleteMessage(ctx.s, principal, message.id)
       return redirect(`${PATHS.inbox.link(org.organizationId, inbox.id)}${ctx.url.search}`)
     },
@@ -193,7 +193,7 @@ export const inboxRoutes: Route[] = [
       const inbox = findActiveInbox(ctx.s, principal, ctx.params.inbox)
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
-      const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, session.tokenSha256, org.organizationId) }
+      const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: org.organizationId }) }
       const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
       // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)

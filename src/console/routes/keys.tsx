@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** API keys (owners create and revoke; members see the list) and the audit log (owners). */
-import { AUDIT_PAGE_SIZE, listAudit } from '../../core/console/audit.ts'
-import { createNamedApiKey, listOrganizationKeys, revokeOrganizationKey } from '../../core/console/keys.ts'
+import { AUDIT_PAGE_SIZE, listAudit } from '../../core/audit/audit.ts'
+import { createApiKey, listOrganizationKeys, revokeOrganizationKey } from '../../core/api-keys/keys.ts'
 import { redirect } from '../context.ts'
 import { AuditTable } from '../pages/audit.tsx'
 import { KeysPage } from '../pages/keys.tsx'
@@ -18,7 +18,7 @@ export const keyRoutes: Route[] = [
       const shownId = ctx.url.searchParams.get('created')
       const held = ctx.deps.shownOnce.get(ctx.sessionKey(), shownId, 'api_key')
       const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
-      const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s.storage.db, org.organizationId)} created={created} createdGone={shownId !== null && !created} />
+      const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s, org)} created={created} createdGone={shownId !== null && !created} />
       return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
     },
   }),
@@ -28,7 +28,7 @@ export const keyRoutes: Route[] = [
     access: 'owner',
     handler: (ctx, { org }) => {
       const name = ctx.field('name')
-      const created = createNamedApiKey(ctx.s, org.organizationId, name, ctx.actor())
+      const created = createApiKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, name })
       // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
       return redirect(withQuery(PATHS.keys.link(org.organizationId), { created: id }))
@@ -39,7 +39,7 @@ export const keyRoutes: Route[] = [
     path: PATHS.keyRevoke,
     access: 'owner',
     handler: (ctx, { org }) => {
-      revokeOrganizationKey(ctx.s, org.organizationId, ctx.params.key, ctx.actor())
+      revokeOrganizationKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, publicId: ctx.params.key })
       return redirect(PATHS.keys.link(org.organizationId))
     },
   }),
@@ -49,7 +49,7 @@ export const keyRoutes: Route[] = [
     access: 'owner',
     handler: (ctx, { org }) => {
       const before = Number(ctx.url.searchParams.get('before')) || undefined
-      const events = listAudit(ctx.s.storage.db, org.organizationId, before)
+      const events = listAudit(ctx.s, org, { before })
       const olderHref = events.length === AUDIT_PAGE_SIZE ? withQuery(PATHS.audit.link(org.organizationId), { before: events.at(-1)!.id }) : undefined
       const page = (
         <section class="card">

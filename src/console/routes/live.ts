@@ -13,8 +13,8 @@
  * visible to this user) is answered with an `inbox_deleted` event for that key, the same
  * for an unknown id and another organisation's, so nothing is revealed.
  */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { sessionStillReads } from '../../core/console/sessions.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { sessionStillReads } from '../../core/sessions/sessions.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { DomainError } from '../../core/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
@@ -34,7 +34,7 @@ export const liveRoutes: Route[] = [
     access: 'signed-in',
     handler: (ctx, { user, session }) => {
       const keys = [...new Set(ctx.url.searchParams.getAll('watch'))]
-      if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new ConsoleError('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
+      if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new Refusal('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
       const watched: string[] = []
       const gone: string[] = []
       let organizationId: string | undefined
@@ -47,7 +47,7 @@ export const liveRoutes: Route[] = [
           organizationId ??= member.org.organizationId
           organizations.add(member.org.organizationId)
         } catch (error) {
-          if (!(error instanceof ConsoleError || error instanceof DomainError)) throw error
+          if (!(error instanceof Refusal || error instanceof DomainError)) throw error
           gone.push(inbox)
         }
       }
@@ -62,7 +62,7 @@ export const liveRoutes: Route[] = [
       // The stream counts against the person's and the (first) organisation's bounds.
       // It ends when the session ends or any of its memberships does; the worker reconnects,
       // and the new stream reports the inboxes no longer visible as gone.
-      const stillAllowed = () => [...organizations].every((id) => sessionStillReads(ctx.s, session.tokenSha256, id))
+      const stillAllowed = () => [...organizations].every((id) => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: id }))
       const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       if (gone.length === 0) return stream

@@ -1,10 +1,9 @@
 /** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
-import { ConsoleError } from '../../core/console/errors.ts'
-import { acceptInvite, createInvite, listOpenInvites, openInvite, withdrawInvite } from '../../core/console/invites.ts'
-import { changeRole, listMembers, removeMember } from '../../core/console/members.ts'
-import type { Role } from '../../core/console/organizations.ts'
-import { checkNewPassword, hashPassword, insertUser, normaliseEmail } from '../../core/console/users.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { acceptInvite, createInvite, listOpenInvites, openInvite, signUpWithInvite, withdrawInvite } from '../../core/members/invites.ts'
+import { changeRole, listMembers, removeMember } from '../../core/members/members.ts'
+import type { Role } from '../../core/organizations/organizations.ts'
 import { memberOf } from '../access.ts'
 import { redirect } from '../context.ts'
 import { AcceptInvite, InviteCreated, MembersPage } from '../pages/members.tsx'
@@ -14,7 +13,7 @@ import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
 const parseRole = (raw: string): Role => {
-  if (raw !== 'owner' && raw !== 'member') throw new ConsoleError('invalid', 'The role must be owner or member.')
+  if (raw !== 'owner' && raw !== 'member') throw new Refusal('invalid', 'The role must be owner or member.')
   return raw
 }
 
@@ -24,9 +23,8 @@ export const memberRoutes: Route[] = [
     path: PATHS.members,
     access: 'member',
     handler: (ctx, { org, user }) => {
-      const { db } = ctx.s.storage
-      const invites = org.role === 'owner' ? listOpenInvites(db, org.organizationId, ctx.s.clock.now()) : []
-      const page = <MembersPage org={org} me={user.id} members={listMembers(db, org.organizationId)} invites={invites} />
+      const invites = org.role === 'owner' ? listOpenInvites(ctx.s, org) : []
+      const page = <MembersPage org={org} me={user.id} members={listMembers(ctx.s, org)} invites={invites} />
       return renderPage(ctx, `Members · ${org.name}`, page, { org, section: 'members' })
     },
   }),
@@ -35,7 +33,7 @@ export const memberRoutes: Route[] = [
     path: PATHS.memberRole,
     access: 'owner',
     handler: (ctx, { org }) => {
-      changeRole(ctx.s, org.organizationId, ctx.params.user, parseRole(ctx.field('role')), ctx.actor())
+      changeRole(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user, role: parseRole(ctx.field('role')) })
       return redirect(PATHS.members.link(org.organizationId))
     },
   }),
@@ -47,7 +45,7 @@ export const memberRoutes: Route[] = [
     handler: (ctx, { org, user }) => {
       const leaving = ctx.params.user === user.id
       if (!leaving) memberOf(ctx, org.organizationId, 'owner')
-      removeMember(ctx.s, org.organizationId, ctx.params.user, ctx.actor())
+      removeMember(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user })
       ctx.deps.streams.recheckUser(ctx.params.user) // their open inbox pages of this organisation end
       return redirect(leaving ? PATHS.home.link() : PATHS.members.link(org.organizationId))
     },
@@ -58,7 +56,7 @@ export const memberRoutes: Route[] = [
     access: 'owner',
     handler: (ctx, { org }) => {
       const role = parseRole(ctx.field('role'))
-      const invite = createInvite(ctx.s, org.organizationId, role, ctx.actor())
+      const invite = createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
       const link = `${ctx.s.publicUrls().baseUrl}${PATHS.invite.link(invite.token)}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
@@ -82,7 +80,7 @@ export const memberRoutes: Route[] = [
     path: PATHS.inviteWithdraw,
     access: 'owner',
     handler: (ctx, { org }) => {
-      withdrawInvite(ctx.s, org.organizationId, ctx.params.invite, ctx.actor())
+      withdrawInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, inviteId: ctx.params.invite })
       return redirect(PATHS.members.link(org.organizationId))
     },
   }),
@@ -92,7 +90,7 @@ export const memberRoutes: Route[] = [
     path: PATHS.invite,
     access: 'public',
     handler: (ctx, { user }) => {
-      const invite = openInvite(ctx.s.storage.db, ctx.params.token, ctx.s.clock.now())
+      const invite = openInvite(ctx.s, { token: ctx.params.token })
       const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} />
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
@@ -104,23 +102,16 @@ export const memberRoutes: Route[] = [
     handler: async (ctx, { user }) => {
       const token = ctx.params.token
       if (user) {
-        const { organizationId } = ctx.s.storage.write((tx) => acceptInvite(ctx.s, tx, token, user, ctx.clientAddress))
+        const { organizationId } = acceptInvite(ctx.s, ctx.actor(), { token })
         return redirect(PATHS.organization.link(organizationId))
       }
-      const invite = openInvite(ctx.s.storage.db, token, ctx.s.clock.now())
-      const email = normaliseEmail(ctx.field('email'))
+      const invite = openInvite(ctx.s, { token })
       try {
-        if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
-        const passwordHash = await hashPassword(ctx.s, checkNewPassword(ctx.field('password')))
-        const user = ctx.s.storage.write((tx) => {
-          const created = insertUser(ctx.s, tx, { email, passwordHash })
-          acceptInvite(ctx.s, tx, token, created, ctx.clientAddress)
-          return created
-        })
+        const { user } = await signUpWithInvite(ctx.s, { clientAddress: ctx.clientAddress }, { token, email: ctx.field('email'), password: ctx.field('password') })
         ctx.startSession(user.id)
         return redirect(PATHS.organization.link(invite.organizationId))
       } catch (error) {
-        if (!(error instanceof ConsoleError) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
+        if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
         const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
         const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={null} error={message} email={ctx.field('email')} />
         return renderPage(ctx, `Join ${invite.organizationName}`, page, { status: error.kind === 'conflict' ? 409 : 400 })

@@ -12,11 +12,11 @@ import { deleteMessage, getMessage, getMessageSource } from '../../core/messages
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
-import { ConsoleError } from '../../core/console/errors.ts'
-import { checkLinks, type LinkStatus } from '../../core/console/link-check.ts'
+import { Refusal } from '../../core/refusals.ts'
+import { checkLinks, type LinkStatus } from '../../core/messages/link-check.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
-import type { Principal } from '../../core/api-keys.ts'
+import type { Principal } from '../../core/api-keys/authenticate.ts'
 import type { Member } from '../access.ts'
 import { MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
@@ -97,11 +97,11 @@ export const messageRoutes: Route[] = [
     path: PATHS.messageCheckLinks,
     access: 'member',
     handler: async (ctx, who) => {
-      if (!linkCheckEnabled(ctx)) throw new ConsoleError('not_found', 'Not found.')
+      if (!linkCheckEnabled(ctx)) throw new Refusal('not_found', 'Not found.')
       const message = getMessage(ctx.s, who.principal, ctx.params.message)
       const user = who.user.id
       // One check at a time per person: each is up to 20 outbound requests.
-      if (checking.has(user)) throw new ConsoleError('throttled', 'A link check is already running; wait for it to finish.', 5)
+      if (checking.has(user)) throw new Refusal('throttled', 'A link check is already running; wait for it to finish.', 5)
       checking.add(user)
       try {
         const statuses = await checkLinks(findLinks(message.html, message.text).map((link) => link.url))

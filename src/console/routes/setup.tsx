@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** GET/POST /setup: a 404 unless the one-time setup token is given and no user exists yet. */
-import { ConsoleError, notFound } from '../../core/console/errors.ts'
-import { completeSetup, isSetupToken } from '../../core/console/setup.ts'
+import { Refusal, notFound } from '../../core/refusals.ts'
+import { completeSetup, isSetupToken } from '../../core/users/setup.ts'
 import { PATHS } from '../paths.ts'
 import { route, type Route } from '../router.ts'
 import { renderPage } from '../render.tsx'
@@ -15,7 +15,7 @@ export const setupRoutes: Route[] = [
     access: 'public',
     handler: (ctx) => {
       const token = ctx.url.searchParams.get('token')
-      if (!isSetupToken(ctx.s.storage.db, token)) throw notFound()
+      if (!isSetupToken(ctx.s, { token })) throw notFound()
       return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.publicUrls().baseUrl)} />)
     },
   }),
@@ -26,12 +26,12 @@ export const setupRoutes: Route[] = [
     handler: async (ctx) => {
       const input = { token: ctx.field('token'), email: ctx.field('email'), password: ctx.field('password'), organization: ctx.field('organization'), preset: ctx.field('preset') }
       try {
-        const done = await completeSetup(ctx.s, input, ctx.clientAddress)
+        const done = await completeSetup(ctx.s, { clientAddress: ctx.clientAddress }, input)
         ctx.startSession(done.user.id)
         ctx.s.logger.info('console_setup_completed', { user_id: done.user.id, organization_id: done.organization.id, key_public_id: done.key.publicId })
         return renderPage(ctx, 'Ready', <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress()} />)
       } catch (error) {
-        if (!(error instanceof ConsoleError) || error.kind !== 'invalid') throw error
+        if (!(error instanceof Refusal) || error.kind !== 'invalid') throw error
         const form = (
           <SetupForm
             token={input.token}

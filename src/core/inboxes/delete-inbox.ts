@@ -1,6 +1,6 @@
 import { eq } from 'drizzle-orm'
 import { inboxes } from '../../storage/schema.ts'
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
 import { transaction } from '../transaction.ts'

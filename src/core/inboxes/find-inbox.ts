@@ -2,7 +2,7 @@ import { and, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { inboxes } from '../../storage/schema.ts'
 import { ID_PATTERNS } from '../../ids.ts'
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 import type { Services } from '../services.ts'
 

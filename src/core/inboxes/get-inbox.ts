@@ -1,4 +1,4 @@
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import type { Inbox } from '../models.ts'
 import type { Services } from '../services.ts'
 import { findActiveInbox } from './find-inbox.ts'

@@ -1,6 +1,6 @@
 import { and, eq } from 'drizzle-orm'
 import { inboxes } from '../../storage/schema.ts'
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { cutPage, newestFirst, olderThan } from '../keyset.ts'
 import type { Inbox } from '../models.ts'
 import type { Services } from '../services.ts'

@@ -6,7 +6,7 @@
  * The subscription is made before the first query, so a message committed while the
  * poll is being set up is never missed.
  */
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'

@@ -14,7 +14,7 @@
  * Older messages beyond the look-ahead row cannot change the answer by expiring: the page
  * holds the newest matches and `next_cursor` only says whether the look-ahead row exists.
  */
-import type { Principal } from '../api-keys.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { queryMessagesWithExpiry, type MessageQuery } from './list-messages.ts'

@@ -1,5 +1,5 @@
 import { Elysia, t, type Static } from 'elysia'
-import type { Principal } from '../../core/api-keys.ts'
+import type { Principal } from '../../core/api-keys/authenticate.ts'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { parseRfc3339, type MessageQuery } from '../../core/messages/list-messages.ts'

@@ -4,6 +4,7 @@
  * same few bytes however long the value. With a cap on entries this bounds the memory of
  * the sign-in throttle (one long value per attempt once grew it by the value's length:
  * bench/README.md).
+ * In helpers/: it knows nothing of users or sign-in, so any count keyed by client input may use it.
  */
 import { createHash } from 'node:crypto'
 

@@ -1,4 +1,7 @@
-/** Random bearer tokens (sessions, invites): 256 bits in the link or cookie, only SHA-256 stored. */
+/**
+ * Random bearer tokens (sessions, invites, the setup link): 256 bits in the link or cookie,
+ * only SHA-256 stored. In helpers/ because three entities use it and none owns it.
+ */
 import { createHash, randomBytes } from 'node:crypto'
 
 export const newToken = (): string => randomBytes(32).toString('base64url')

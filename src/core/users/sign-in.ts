@@ -1,6 +1,6 @@
 /** Sign-in: throttled, through the password gate, constant work whether or not the account exists. */
-import type { Services } from '../services.ts'
-import { ConsoleError } from './errors.ts'
+import type { AccountServices } from '../services.ts'
+import { Refusal } from '../refusals.ts'
 import { verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'
@@ -9,7 +9,7 @@ import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, reh
 // Made at the configured cost, like the passwords set under it: one per cost in the process.
 const decoyHashes = new Map<number, Promise<string>>()
 
-function decoyHash(s: Pick<Services, 'config'>): Promise<string> {
+function decoyHash(s: Pick<AccountServices, 'config'>): Promise<string> {
   const cost = s.config.consolePasswordMemoryKib
   let decoy = decoyHashes.get(cost)
   if (!decoy) {
@@ -20,13 +20,19 @@ function decoyHash(s: Pick<Services, 'config'>): Promise<string> {
   return decoy
 }
 
-const wrongCredentials = () => new ConsoleError('unauthenticated', 'Wrong email or password.')
+const wrongCredentials = () => new Refusal('unauthenticated', 'Wrong email or password.')
 
-export async function signIn(s: Pick<Services, 'config' | 'storage'>, throttle: SignInThrottle, input: { email: unknown; password: unknown }, clientAddress: string): Promise<User> {
+export async function signIn(
+  s: Pick<AccountServices, 'config' | 'storage'> & { throttle: SignInThrottle },
+  visitor: { clientAddress: string },
+  input: { email: unknown; password: unknown },
+): Promise<User> {
+  const { throttle } = s
+  const { clientAddress } = visitor
   const email = normaliseEmail(input.email)
   const password = typeof input.password === 'string' ? input.password : ''
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
-  const user = findUserByEmail(s.storage.db, email)
+  const user = findUserByEmail(s, email)
   // Counted before the await: a check recorded only afterwards let a parallel wave through.
   const waitMs = throttle.begin(email, clientAddress, credentialOf(user?.passwordHash))
   let outcome: AttemptOutcome = 'not_checked'

@@ -18,8 +18,8 @@
  * against, and a count against an older password is dropped when next read.
  */
 import type { Clock } from '../../clock.ts'
-import { BoundedKeyMap } from './bounded-key-map.ts'
-import { ConsoleError } from './errors.ts'
+import { BoundedKeyMap } from '../helpers/bounded-key-map.ts'
+import { Refusal } from '../refusals.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
 export const FAILURES_PER_ACCOUNT_AND_ADDRESS = 5
@@ -54,7 +54,7 @@ export function waitInWords(seconds: number): string {
   return `${minutes} minutes`
 }
 
-const refused = (reason: string, retryAfterSeconds: number) => new ConsoleError('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
+const refused = (reason: string, retryAfterSeconds: number) => new Refusal('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
 
 export class SignInThrottle {
   // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).

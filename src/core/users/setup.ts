@@ -5,21 +5,22 @@
  */
 import { timingSafeEqual } from 'node:crypto'
 import { eq } from 'drizzle-orm'
-import type { Db } from '../../storage/database.ts'
 import { settings } from '../../storage/schema.ts'
-import type { Services } from '../services.ts'
-import type { Actor } from './audit.ts'
-import { ConsoleError, notFound } from './errors.ts'
-import { insertApiKey } from './keys.ts'
-import { createOrganization, type LimitPreset } from './organizations.ts'
-import { newToken, sha256Hex } from './tokens.ts'
+import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
+import type { Actor } from '../audit/audit.ts'
+import { Refusal, notFound } from '../refusals.ts'
+import { createApiKey } from '../api-keys/keys.ts'
+import { createOrganization, type LimitPreset } from '../organizations/organizations.ts'
+import { newToken, sha256Hex } from '../helpers/tokens.ts'
 import { checkNewPassword, countUsers, hashPassword, insertUser, normaliseEmail } from './users.ts'
 
 const SETTING = 'setup_token'
 
 /** The pending setup token, made on first call; null once a user exists. */
-export function setupToken(db: Db): string | null {
-  if (countUsers(db) > 0) return null
+export function setupToken(s: Pick<AccountServices, 'storage'>): string | null {
+  const { db } = s.storage
+  if (countUsers(s) > 0) return null
   const existing = db.select().from(settings).where(eq(settings.name, SETTING)).get()
   if (existing) return existing.value
   const token = newToken()
@@ -30,9 +31,10 @@ export function setupToken(db: Db): string | null {
 export const setupUrl = (baseUrl: string, token: string): string => `${baseUrl}/setup?token=${encodeURIComponent(token)}`
 
 /** True when `given` is the pending token (compared in constant time). */
-export function isSetupToken(db: Db, given: unknown): boolean {
-  if (typeof given !== 'string' || countUsers(db) > 0) return false
-  const row = db.select().from(settings).where(eq(settings.name, SETTING)).get()
+export function isSetupToken(s: Pick<AccountServices, 'storage'>, input: { token: unknown }): boolean {
+  const given = input.token
+  if (typeof given !== 'string' || countUsers(s) > 0) return false
+  const row = s.storage.db.select().from(settings).where(eq(settings.name, SETTING)).get()
   if (!row) return false
   return timingSafeEqual(Buffer.from(sha256Hex(given), 'hex'), Buffer.from(sha256Hex(row.value), 'hex'))
 }
@@ -45,20 +47,21 @@ export interface SetupInput {
   preset: unknown
 }
 
-export async function completeSetup(s: Pick<Services, 'clock' | 'config' | 'storage'>, input: SetupInput, clientAddress: string) {
-  if (!isSetupToken(s.storage.db, input.token)) throw notFound()
+/** The visitor holding the setup link becomes the operator, with the first organisation and its first key, in one transaction. */
+export async function completeSetup(s: AccountServices, visitor: { clientAddress: string }, input: SetupInput) {
+  if (!isSetupToken(s, input)) throw notFound()
   const email = normaliseEmail(input.email)
-  if (!email) throw new ConsoleError('invalid', 'Enter an email address.')
+  if (!email) throw new Refusal('invalid', 'Enter an email address.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.password))
   const preset: LimitPreset = input.preset === 'local' ? 'local' : 'hosted'
-  return s.storage.write((tx) => {
+  return transaction(s, (tx) => {
     // Checked again inside the write lock: two submissions racing create one operator.
-    if (countUsers(tx) > 0) throw notFound()
+    if (countUsers(s) > 0) throw notFound()
     tx.delete(settings).where(eq(settings.name, SETTING)).run()
     const user = insertUser(s, tx, { email, passwordHash, isOperator: true })
-    const actor: Actor = { userId: user.id, label: email, clientAddress }
-    const org = createOrganization(s, tx, { name: String(input.organization ?? ''), preset, owner: user.id }, actor)
-    const key = insertApiKey(s, tx, org.id, 'first key', actor)
+    const actor: Actor = { userId: user.id, label: email, clientAddress: visitor.clientAddress }
+    const org = createOrganization(s, actor, { name: String(input.organization ?? ''), preset, owner: user.id })
+    const key = createApiKey(s, actor, { organizationId: org.id, name: 'first key' })
     return { user, organization: org, key }
   })
 }

@@ -4,9 +4,10 @@ import { isoTime } from '../../clock.ts'
 import { newId, randomHex } from '../../ids.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions, users } from '../../storage/schema.ts'
-import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { ConsoleError } from './errors.ts'
+import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { Refusal } from '../refusals.ts'
 import { passwordGate, verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 
@@ -22,7 +23,7 @@ const MAX_EMAIL_LENGTH = 254
  * the PHC string, so verification reads it from there: after the setting changes, hashes
  * made at the old cost keep working until their owner's next sign-in remakes them.
  */
-export const hashPassword = (s: Pick<Services, 'config'>, password: string): Promise<string> =>
+export const hashPassword = (s: Pick<AccountServices, 'config'>, password: string): Promise<string> =>
   passwordGate.run(() => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib }))
 
 /**
@@ -30,17 +31,17 @@ export const hashPassword = (s: Pick<Services, 'config'>, password: string): Pro
  * the password is at hand (at sign-in). Until then its check takes longer or shorter than the
  * decoy of an unknown account, which would tell an observer that the account exists.
  */
-export async function rehashAtConfiguredCost(s: Pick<Services, 'config' | 'storage'>, user: User, password: string): Promise<User> {
+export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' | 'storage'>, user: User, password: string): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
   let passwordHash: string
   try {
     passwordHash = await hashPassword(s, password)
   } catch (error) {
     // The password gate is full: the sign-in already succeeded, so the remake waits for a later one.
-    if (error instanceof ConsoleError && error.kind === 'throttled') return user
+    if (error instanceof Refusal && error.kind === 'throttled') return user
     throw error
   }
-  s.storage.write((tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
+  transaction(s, (tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
   return { ...user, passwordHash }
 }
 
@@ -54,22 +55,27 @@ export function normaliseEmail(raw: unknown): string | null {
 
 export function checkNewPassword(password: unknown): string {
   if (typeof password !== 'string' || password.length < MIN_PASSWORD_LENGTH || password.length > MAX_PASSWORD_LENGTH) {
-    throw new ConsoleError('invalid', `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`)
+    throw new Refusal('invalid', `The password must have ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters.`)
   }
   return password
 }
 
-export const countUsers = (db: DbOrTx): number => db.select({ n: sql<number>`count(*)` }).from(users).get()!.n
+/** Also right inside a verb's transaction: reads go through the same connection. */
+export const countUsers = (s: Pick<AccountServices, 'storage'>): number => s.storage.db.select({ n: sql<number>`count(*)` }).from(users).get()!.n
 
-export const findUserByEmail = (db: DbOrTx, email: string): User | undefined => db.select().from(users).where(eq(users.email, email)).get()
+export const findUserByEmail = (s: Pick<AccountServices, 'storage'>, email: string): User | undefined => s.storage.db.select().from(users).where(eq(users.email, email)).get()
 
-export const findUser = (db: DbOrTx, id: string): User | undefined => db.select().from(users).where(eq(users.id, id)).get()
+export const findUser = (s: Pick<AccountServices, 'storage'>, id: string): User | undefined => s.storage.db.select().from(users).where(eq(users.id, id)).get()
 
-export const listUsers = (db: DbOrTx) => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
+export const listUsers = (s: Pick<AccountServices, 'storage'>) =>
+  s.storage.db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
 
-/** Inserts the account; the caller hashed the password (hashing is async, transactions are not). */
-export function insertUser(s: Pick<Services, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
-  if (findUserByEmail(tx, input.email)) throw new ConsoleError('conflict', 'An account with this email already exists.')
+/**
+ * Inserts the account, for verbs that make one in their transaction (setup, invite sign-up);
+ * the verb hashed the password first (hashing is async, transactions are not).
+ */
+export function insertUser(s: Pick<AccountServices, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
+  if (tx.select({ id: users.id }).from(users).where(eq(users.email, input.email)).get()) throw new Refusal('conflict', 'An account with this email already exists.')
   return tx
     .insert(users)
     .values({ id: newId('user'), email: input.email, passwordHash: input.passwordHash, isOperator: input.isOperator ?? false, createdAt: isoTime(s.clock.now()) })
@@ -86,15 +92,15 @@ export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join
  * audit row is written in the same transaction, so a crash cannot keep the change and lose
  * its record.
  */
-export async function resetPassword(s: Pick<Services, 'clock' | 'config' | 'storage'>, email: string, actor: Actor): Promise<{ user: User; password: string } | null> {
-  const user = findUserByEmail(s.storage.db, email)
+export async function resetPassword(s: AccountServices, actor: Actor, input: { email: string }): Promise<{ user: User; password: string } | null> {
+  const user = findUserByEmail(s, input.email)
   if (!user) return null
   const password = generatePassword()
   const passwordHash = await hashPassword(s, password)
-  s.storage.write((tx) => {
+  transaction(s, (tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
-    recordAudit(s, tx, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
+    recordAudit(s, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
   })
   return { user, password }
 }
@@ -105,11 +111,11 @@ export async function resetPassword(s: Pick<Services, 'clock' | 'config' | 'stor
  * password counts for the account and the address) and the password gate.
  */
 export async function changePassword(
-  s: Pick<Services, 'config' | 'storage'>,
-  throttle: SignInThrottle,
+  s: Pick<AccountServices, 'config' | 'storage'> & { throttle: SignInThrottle },
   user: User,
   input: { current: string; next: unknown; keepSessionSha256: string; clientAddress: string },
 ): Promise<void> {
+  const { throttle } = s
   const waitMs = throttle.begin(user.email, input.clientAddress, credentialOf(user.passwordHash))
   let outcome: AttemptOutcome = 'not_checked'
   try {
@@ -118,9 +124,9 @@ export async function changePassword(
   } finally {
     throttle.finish(user.email, input.clientAddress, outcome)
   }
-  if (outcome !== 'succeeded') throw new ConsoleError('invalid', 'The current password is wrong.')
+  if (outcome !== 'succeeded') throw new Refusal('invalid', 'The current password is wrong.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.next))
-  s.storage.write((tx) => {
+  transaction(s, (tx) => {
     tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
     tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${input.keepSessionSha256}`).run()
   })

@@ -5,14 +5,14 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { eq, sql } from 'drizzle-orm'
-import { isoTime } from '../clock.ts'
-import { randomHex } from '../ids.ts'
-import { preparedPerDatabase } from '../storage/prepared.ts'
-import { apiKeys, organizations } from '../storage/schema.ts'
-import type { Services } from './services.ts'
-import { storageFailureKind } from './storage-health.ts'
-import { DomainError } from './errors.ts'
-import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from './limits.ts'
+import { isoTime } from '../../clock.ts'
+import { randomHex } from '../../ids.ts'
+import { preparedPerDatabase } from '../../storage/prepared.ts'
+import { apiKeys, organizations } from '../../storage/schema.ts'
+import type { Services } from '../services.ts'
+import { storageFailureKind } from '../storage-health.ts'
+import { DomainError } from '../errors.ts'
+import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from '../limits.ts'
 
 const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/

@@ -8,10 +8,11 @@ import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { preparedPerDatabase } from '../../storage/prepared.ts'
 import { memberships, sessions, users } from '../../storage/schema.ts'
-import type { Services } from '../services.ts'
-import { recordAudit, type Actor } from './audit.ts'
-import { looksLikeToken, newToken, sha256Hex } from './tokens.ts'
-import type { User } from './users.ts'
+import type { AccountServices } from '../services.ts'
+import { transaction } from '../transaction.ts'
+import { recordAudit, type Actor } from '../audit/audit.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
+import type { User } from '../users/users.ts'
 
 const DAY = 86_400_000
 
@@ -28,13 +29,17 @@ export interface ValidSession {
   renewed: boolean
 }
 
-export function createSession(s: Pick<Services, 'clock'>, db: DbOrTx, userId: string, clientAddress: string, lifetime: SessionLifetime): { token: string; expiresAt: number } {
+/** A new session of the user signing in (or just signed up) from `clientAddress`; the token goes in the cookie. */
+export function createSession(s: Pick<AccountServices, 'clock' | 'storage'>, user: { id: string }, input: { clientAddress: string; lifetime: SessionLifetime }): { token: string; expiresAt: number } {
   const token = newToken()
   const now = s.clock.now()
-  const expiresAt = now + lifetime.days * DAY
-  db.insert(sessions)
-    .values({ tokenSha256: sha256Hex(token), userId, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress })
-    .run()
+  const expiresAt = now + input.lifetime.days * DAY
+  transaction(s, (tx) =>
+    tx
+      .insert(sessions)
+      .values({ tokenSha256: sha256Hex(token), userId: user.id, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress: input.clientAddress })
+      .run(),
+  )
   return { token, expiresAt }
 }
 
@@ -42,7 +47,8 @@ export function createSession(s: Pick<Services, 'clock'>, db: DbOrTx, userId: st
  * The session for a cookie token, or null. Past half its lifetime the expiry moves to a
  * full lifetime from now: one write per half-lifetime, not one per request.
  */
-export function validateSession(s: Pick<Services, 'clock' | 'storage'>, token: string | undefined, lifetime: SessionLifetime): ValidSession | null {
+export function validateSession(s: Pick<AccountServices, 'clock' | 'storage'>, input: { token: string | undefined; lifetime: SessionLifetime }): ValidSession | null {
+  const { token, lifetime } = input
   if (!looksLikeToken(token)) return null
   const { db } = s.storage
   const tokenSha256 = sha256Hex(token)
@@ -81,35 +87,34 @@ const sessionMembership = preparedPerDatabase((db) =>
  * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
  * that checked them. Reads only; unlike validateSession it never extends the session.
  */
-export function sessionStillReads(s: Pick<Services, 'clock' | 'storage'>, tokenSha256: string, organizationId: string): boolean {
-  const row = sessionMembership(s.storage.db).get({ tokenSha256, organizationId })
+export function sessionStillReads(s: Pick<AccountServices, 'clock' | 'storage'>, input: { tokenSha256: string; organizationId: string }): boolean {
+  const row = sessionMembership(s.storage.db).get(input)
   return row !== undefined && Date.parse(row.expiresAt) > s.clock.now()
 }
 
-export const endSession = (db: DbOrTx, tokenSha256: string): void => {
-  db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
+/** Signs out this session (the sign-out button, or a cookie of a session that must end). */
+export const endSession = (s: Pick<AccountServices, 'storage'>, input: { tokenSha256: string }): void => {
+  transaction(s, (tx) => tx.delete(sessions).where(eq(sessions.tokenSha256, input.tokenSha256)).run())
 }
-
-/** Ends every session of the user; returns how many. Callers outside a verb use signOutEverywhere. */
-export const endAllSessions = (db: DbOrTx, userId: string): number => db.delete(sessions).where(eq(sessions.userId, userId)).returning().all().length
 
 /**
  * Sign out everywhere (the user's own button, or the operator's for a user): every session
  * ends and the audit row goes in with it, in one transaction.
  */
-export function signOutEverywhere(s: Pick<Services, 'clock' | 'storage'>, user: { id: string; email: string }, actor: Actor): number {
-  return s.storage.write((tx) => {
-    const ended = endAllSessions(tx, user.id)
-    recordAudit(s, tx, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
+export function signOutEverywhere(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { user: { id: string; email: string } }): number {
+  const { user } = input
+  return transaction(s, (tx) => {
+    const ended = tx.delete(sessions).where(eq(sessions.userId, user.id)).returning().all().length
+    recordAudit(s, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
     return ended
   })
 }
 
-export const listSessions = (db: DbOrTx, userId: string) =>
-  db
+export const listSessions = (s: Pick<AccountServices, 'storage'>, user: { id: string }) =>
+  s.storage.db
     .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
     .from(sessions)
-    .where(eq(sessions.userId, userId))
+    .where(eq(sessions.userId, user.id))
     .all()
 
 /** Expired rows are harmless (refused on use) but would pile up; the retention sweeper calls this. */

@@ -10,7 +10,7 @@
  * `throttled` (Retry-After 1), so a flood holds neither memory nor an unbounded queue.
  * One per process, because the CPU and memory it protects are the process's.
  */
-import { ConsoleError } from './errors.ts'
+import { Refusal } from '../refusals.ts'
 
 export const MAX_CONCURRENT_PASSWORD_WORK = 4
 export const MAX_QUEUED_PASSWORD_WORK = 4
@@ -31,7 +31,7 @@ export class PasswordGate {
 
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.running >= this.limit) {
-      if (this.waiting.length >= this.queueLimit) throw new ConsoleError('throttled', 'Too many password checks at once. Try again in a second.', 1)
+      if (this.waiting.length >= this.queueLimit) throw new Refusal('throttled', 'Too many password checks at once. Try again in a second.', 1)
       // The slot is handed over by the finishing operation (below), so `running` never dips.
       await new Promise<void>((resolve) => this.waiting.push(resolve))
     } else {
