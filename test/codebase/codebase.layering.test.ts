@@ -187,3 +187,14 @@ test('the console and the CLI commands reach the database only through core verb
   }
   expect(reaching).toEqual([])
 })
+
+test('only core and storage open a transaction: a transport or the composition root calls a verb, which opens its own', async () => {
+  const opening: string[] = []
+  for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    if (file.startsWith('core/') || file.startsWith('storage/')) continue
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
+    // transaction(s, ...), transactionInGroup(...), storage.writeInGroup(...), storage.write((tx) => ...)
+    if (/\b(transaction|transactionInGroup|writeInGroup)\(|\.write\(\s*\(?tx\b/.test(code)) opening.push(file)
+  }
+  expect(opening).toEqual([])
+})
