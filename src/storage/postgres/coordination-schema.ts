@@ -66,3 +66,20 @@ export const idempotencyLeases = pgTable(
   },
   (table) => [primaryKey({ columns: [table.organizationId, table.idempotencyKey] }), index('idempotency_leases_by_holder').on(table.holder)],
 )
+
+/**
+ * Failed password checks per slot (an account, an address, or the two together) in a
+ * window, for the console's sign-in throttle (core/users/sign-in-throttle.ts keeps them in
+ * memory for one process). A row lives at most one window; the sweep deletes ended ones.
+ */
+export const signInFailures = pgTable(
+  'sign_in_failures',
+  {
+    slot: text('slot').primaryKey(), // 'account:<email>', 'address:<ip>' or 'pair:<ip>|<email>'; over 200 characters, 'sha256:<hex>' of it
+    credential: text('credential').notNull(), // the password mark the failures were made against ('' for an address); another mark resets the count
+    failures: integer('failures').notNull(), // failed (or still running) password checks in this window
+    windowEndsAt: at('window_ends_at').notNull(), // when these failures are forgiven
+    nextCheckAt: at('next_check_at'), // a slowed account's next free password check; null while not slowed
+  },
+  (table) => [index('sign_in_failures_by_window').on(table.windowEndsAt)],
+)

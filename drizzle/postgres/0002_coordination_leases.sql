@@ -17,6 +17,15 @@ CREATE TABLE "quota_reservations" (
 	"expires_at" timestamp(3) with time zone NOT NULL
 );
 --> statement-breakpoint
+CREATE TABLE "sign_in_failures" (
+	"slot" text PRIMARY KEY NOT NULL,
+	"credential" text NOT NULL,
+	"failures" integer NOT NULL,
+	"window_ends_at" timestamp(3) with time zone NOT NULL,
+	"next_check_at" timestamp(3) with time zone
+);
+--> statement-breakpoint
 CREATE INDEX "idempotency_leases_by_holder" ON "idempotency_leases" USING btree ("holder");--> statement-breakpoint
 CREATE INDEX "quota_reservations_by_organization" ON "quota_reservations" USING btree ("organization_id","expires_at");--> statement-breakpoint
-CREATE INDEX "quota_reservations_by_holder" ON "quota_reservations" USING btree ("holder");
+CREATE INDEX "quota_reservations_by_holder" ON "quota_reservations" USING btree ("holder");--> statement-breakpoint
+CREATE INDEX "sign_in_failures_by_window" ON "sign_in_failures" USING btree ("window_ends_at");
