@@ -6,6 +6,8 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
+import { SEARCH_WINDOW, searchWindow } from '../../src/core/messages/search-organization.ts'
 import { addMember, type ConsoleClient, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
@@ -202,4 +204,30 @@ test('text contains finds a subject whose white space differs from the query, as
   // The folded subject and the body are apart: a query spanning the two finds nothing.
   expect(await find('ready nothing')).toBe(0)
   expect(await find('shipped nothing')).toBe(0)
+})
+
+test("a query's cost is bounded in bytes: three-byte letters cannot triple the worst search", async () => {
+  // instr() compares up to the query's UTF-8 length at each position of each stored text.
+  const cases: Array<[string, string]> = [
+    [`text=${encodeURIComponent('ꙮ'.repeat(40))}`, 'Text contains: at most 100 bytes of UTF-8'],
+    // İ lowercases to two characters: the folded query is what is bounded.
+    [`text=${encodeURIComponent('İ'.repeat(40))}`, 'Text contains: at most 100 bytes of UTF-8'],
+    [`subject=${encodeURIComponent('ꙮ'.repeat(100))}`, 'Subject contains: at most 200 bytes of UTF-8'],
+  ]
+  for (const [query, message] of cases) {
+    for (const path of [`/console/orgs/${orgA}/search?${query}`, `/console/orgs/${orgB}/inboxes/${inboxB}?${query}`]) {
+      const page = await operator.get(path)
+      expect(page.status).toBe(400)
+      expect(page.html).toContain(message)
+    }
+  }
+  // Within the bounds: 33 three-byte letters, 100 ASCII ones.
+  expect((await operator.get(`/console/orgs/${orgA}/search?text=${encodeURIComponent('ꙮ'.repeat(33))}`)).status).toBe(200)
+  expect((await operator.get(`/console/orgs/${orgA}/search?text=${'a'.repeat(100)}`)).status).toBe(200)
+})
+
+test('a subject search across inboxes looks through the smaller window, as a text search does', () => {
+  expect(searchWindow({ subject: 'x' })).toBe(TEXT_SEARCH_WINDOW)
+  expect(searchWindow({ text: 'x' })).toBe(TEXT_SEARCH_WINDOW)
+  expect(searchWindow({ recipient: 'x' })).toBe(SEARCH_WINDOW)
 })
