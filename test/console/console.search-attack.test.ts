@@ -6,6 +6,7 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
 import { SEARCH_WINDOW, searchWindow } from '../../src/core/messages/search-organization.ts'
 import { addMember, type ConsoleClient, setUp } from '../support/console-client.ts'
@@ -230,4 +231,22 @@ test('a subject search across inboxes looks through the smaller window, as a tex
   expect(searchWindow({ subject: 'x' })).toBe(TEXT_SEARCH_WINDOW)
   expect(searchWindow({ text: 'x' })).toBe(TEXT_SEARCH_WINDOW)
   expect(searchWindow({ recipient: 'x' })).toBe(SEARCH_WINDOW)
+})
+
+test('a plain member gets 403 from every owner route, and nothing changes', async () => {
+  const owned = CONSOLE_ROUTES.filter((r) => r.access === 'owner')
+  expect(owned.length).toBeGreaterThan(0)
+  const members = await operator.get(`/console/orgs/${orgA}/members`)
+  const operatorId = /\/members\/(user_[0-9a-f]{32})\//.exec(members.html)![1]!
+  const keys = await operator.get(`/console/orgs/${orgA}/keys`)
+  const values: Record<string, string> = { org: orgA, user: operatorId, key: /data-key="([0-9a-f]{16})"/.exec(keys.html)![1]!, invite: 'invite_x' }
+  await member.get(`/console/orgs/${orgA}`)
+  for (const r of owned) {
+    const path = r.path.replace(/:([a-z]+)/g, (_, name: string) => encodeURIComponent(values[name] ?? `x_${name}`))
+    const page = r.method === 'GET' ? await member.get(path) : await member.post(path, { role: 'member', name: 'x' })
+    expect(`${r.method} ${r.path} ${page.status}`).toBe(`${r.method} ${r.path} 403`)
+  }
+  // The operator is still an owner, and the key still listed.
+  expect((await operator.get(`/console/orgs/${orgA}/members`)).html).toContain(operatorId)
+  expect((await operator.get(`/console/orgs/${orgA}/keys`)).html).toContain(values.key!)
 })
