@@ -13,7 +13,7 @@ import { badTargetResponse } from '../console/bad-target.ts'
 import { buildConsole, isConsolePath } from '../console/index.ts'
 import { CursorCodec } from '../core/cursor.ts'
 import { DiskGuard, parseMinFree } from '../core/disk-guard.ts'
-import { writeHeartbeat } from '../core/heartbeat.ts'
+import { recordHeartbeat } from '../core/heartbeat.ts'
 import { ParsePool } from '../core/inbound/parse-pool.ts'
 import { RefusedDeliveries } from '../core/inbound/refused-deliveries.ts'
 import { InboundReservations } from '../core/inbound/reservations.ts'
@@ -157,7 +157,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     // run, so on an idle server that has just restarted the lag would grow with nothing to
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
     // volume is logged once by the storage observer; the server starts anyway.
-    if (services.replication) storage.writeInGroup((tx) => writeHeartbeat(tx, clock.now())).catch(() => {})
+    if (services.replication) recordHeartbeat(services).catch(() => {})
     discardUnfinishedInboxes(services)
     services.disk.start()
 

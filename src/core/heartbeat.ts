@@ -5,12 +5,18 @@
 import type { DbOrTx } from '../storage/database.ts'
 import { settings } from '../storage/schema.ts'
 import type { Services } from './services.ts'
+import { transactionInGroup } from './transaction.ts'
 
 export const HEARTBEAT_SETTING = 'readiness_heartbeat'
 
-export function writeHeartbeat(tx: DbOrTx, now: number): void {
+function writeHeartbeat(tx: DbOrTx, now: number): void {
   const value = new Date(now).toISOString()
   tx.insert(settings).values({ name: HEARTBEAT_SETTING, value }).onConflictDoUpdate({ target: settings.name, set: { value } }).run()
+}
+
+/** Rewrites the heartbeat as a job of the group commit; settles once it is durable. */
+export function recordHeartbeat(s: Pick<Services, 'storage' | 'clock'>): Promise<void> {
+  return transactionInGroup(s, (tx) => writeHeartbeat(tx, s.clock.now()))
 }
 
 /**

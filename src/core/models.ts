@@ -2,7 +2,7 @@
  * Response models of the public interface, one TypeBox schema per resource. They are the
  * single source for the OpenAPI document and the TypeScript types that domain code
  * returns and tests read. (Plain TypeBox: the domain does not import the HTTP framework;
- * the envelopes and the other OpenAPI pieces are in src/http/openapi.ts.)
+ * the envelopes and the other OpenAPI pieces are in src/http/openapi/.)
  */
 import { Type as T, type Static } from '@sinclair/typebox'
 

@@ -1,34 +1,62 @@
 /** The layers stay apart: the domain knows no transport, storage knows nothing above it. */
 import { expect, test } from 'bun:test'
+import { readdirSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 
 const SRC = join(import.meta.dir, '..', '..', 'src')
 
-/** Every import of every .ts and .tsx file under `folder` (relative to src/; '' for all of it), resolved to a src-relative path or left as a package name. */
+/**
+ * Every import of every .ts and .tsx file under `folder` (relative to src/; '' for all of it), resolved to a src-relative path or left as a package name.
+ * Static imports and re-exports, side-effect imports (`import './x.ts'`) and dynamic ones (`import('./x.ts')`): a module
+ * loaded late or only for its effects is still a dependency.
+ */
 async function importsUnder(folder: string): Promise<Array<{ file: string; target: string }>> {
   const found: Array<{ file: string; target: string }> = []
   for await (const file of new Bun.Glob(`${folder ? `${folder}/` : ''}**/*.{ts,tsx}`).scan({ cwd: SRC })) {
     const text = await Bun.file(join(SRC, file)).text()
-    for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
-      const target = specifier!.startsWith('.') ? relative(SRC, resolve(SRC, dirname(file), specifier!)) : specifier!
+    const specifiers = [
+      ...[...text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)].map((m) => m[1]!),
+      ...[...text.matchAll(/^import '([^']+)'/gm)].map((m) => m[1]!),
+      ...[...text.matchAll(/\bimport\(\s*'([^']+)'\s*\)/g)].map((m) => m[1]!),
+    ]
+    for (const specifier of specifiers) {
+      const target = specifier.startsWith('.') ? relative(SRC, resolve(SRC, dirname(file), specifier)) : specifier
       found.push({ file, target })
     }
   }
   return found
 }
 
-test('src/core imports neither a transport library nor the transports', async () => {
+/**
+ * Everything above core, by src-relative path: the transports (the /v1 API, SMTP, the console, the
+ * CLI and the web helpers under the API and the console), metrics and email routing beside them,
+ * the composition root and the entries (server, CLI, the Docker image's start and its banner).
+ */
+const ABOVE_CORE = /^((http|smtp|console|cli|web|app|metrics|routing|deploy)\/|(app|cli|index|entry|startup-banner)\.ts$)/
+
+test('src/core imports neither a transport library nor anything above it', async () => {
   const imports = await importsUnder('core')
   expect(imports.length).toBeGreaterThan(50)
-  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || /^(http|smtp|app)\//.test(target) || target === 'app.ts')
+  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || ABOVE_CORE.test(target))
   expect(crossing).toEqual([])
 })
 
-test('src/storage imports nothing above it', async () => {
+test('src/storage imports nothing above it: neither core nor anything over core', async () => {
   const imports = await importsUnder('storage')
   expect(imports.length).toBeGreaterThan(3)
-  const crossing = imports.filter(({ target }) => /^(core|http|smtp|routing|app)\//.test(target) || target === 'app.ts')
+  const crossing = imports.filter(({ target }) => target.startsWith('core/') || ABOVE_CORE.test(target))
   expect(crossing).toEqual([])
+})
+
+test('the layer patterns name real places (a renamed folder cannot slip out of the rules)', () => {
+  for (const place of ['http/', 'smtp/', 'console/', 'cli/', 'web/', 'app/', 'metrics/', 'routing/', 'deploy/', 'app.ts', 'cli.ts', 'index.ts', 'entry.ts', 'startup-banner.ts']) {
+    expect({ place, above: ABOVE_CORE.test(place) }).toEqual({ place, above: true })
+  }
+  // Every folder of src/ is placed: core, storage, or above core.
+  const folders = readdirSync(SRC, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => `${entry.name}/`)
+  expect(folders.filter((folder) => !['core/', 'storage/'].includes(folder) && !ABOVE_CORE.test(folder))).toEqual([])
 })
 
 /** The /v1 and inbound transports, with the web helpers they share with the console. */
@@ -158,4 +186,15 @@ test('the console and the CLI commands reach the database only through core verb
     if (/\.storage\b/.test(code)) reaching.push(file)
   }
   expect(reaching).toEqual([])
+})
+
+test('only core and storage open a transaction: a transport or the composition root calls a verb, which opens its own', async () => {
+  const opening: string[] = []
+  for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    if (file.startsWith('core/') || file.startsWith('storage/')) continue
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
+    // transaction(s, ...), transactionInGroup(...), storage.writeInGroup(...), storage.write((tx) => ...)
+    if (/\b(transaction|transactionInGroup|writeInGroup)\(|\.write\(\s*\(?tx\b/.test(code)) opening.push(file)
+  }
+  expect(opening).toEqual([])
 })

@@ -1,7 +1,8 @@
 /**
  * The documentation stays inside the repository: every relative link in a Markdown file
- * resolves to a file here, other links go only to public https sites, and no file refers
- * to material outside the repository or to tracker issues.
+ * resolves to a file here, every repository path named in text exists, other links go only
+ * to public https sites, and no file refers to material outside the repository or to
+ * tracker issues.
  */
 import { expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
@@ -40,6 +41,23 @@ test('no file refers to material outside the repository or to tracker issues', (
     }
   }
   expect(offenders).toEqual([])
+})
+
+test('every repository path named in docs, READMEs and code comments exists', () => {
+  // A path in text (a backticked `src/...`, a comment's "see docs/...") is a link a reader
+  // follows, but no compiler checks it: a moved file leaves it pointing nowhere. Paths are
+  // read from the repository root or, as test/README.md names its files, from the file's folder.
+  const PATH = /(?<![\w./-])((?:src|docs|test|bench|e2e|examples|scripts|deploy|drizzle)\/[\w./-]*\w)/g
+  const stale: string[] = []
+  for (const file of tracked) {
+    if (!/\.(md|ts|tsx|js|yml|toml)$/.test(file) || file.startsWith('test/fixtures/') || file.startsWith('drizzle/')) continue
+    const text = readFileSync(join(ROOT, file), 'utf8')
+    for (const [, path] of text.matchAll(PATH)) {
+      if (/^bench\/results\b/.test(path!)) continue // written by `bun run bench`, not committed
+      if (!existsSync(join(ROOT, path!)) && !existsSync(join(ROOT, dirname(file), path!))) stale.push(`${file}: ${path}`)
+    }
+  }
+  expect(stale).toEqual([])
 })
 
 test('the API reference names every error code, reserved name and SMTP reply', () => {

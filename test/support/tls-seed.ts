@@ -1,9 +1,9 @@
 /**
  * One self-signed STARTTLS certificate per test process. The server keeps its certificate
- * beside the database and makes one (in a child process, about 150 ms) when none is there;
- * laying the same pair into each fresh test folder spares every test server that cost, and
- * the server still takes its own path of a restart that finds its certificate. Servers with
- * another RECEIVING_DOMAIN make their own, as in production.
+ * beside the database and makes one in a child process when none is there (its cost:
+ * bench/README.md); laying the same pair into each fresh test folder spares every test
+ * server that cost, and the server still takes its own path of a restart that finds its
+ * certificate. Servers with another RECEIVING_DOMAIN make their own, as in production.
  */
 import { copyFileSync, mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'

@@ -36,7 +36,7 @@ test('one collection when the main thread goes quiet after work, none while it w
     }
     expect(quiet.collections).toBe(0)
 
-    await until(() => quiet.collections > 0, 'a collection after the work')
+    await until(() => quiet.collections > 0, 'a collection after the work', { timeoutMs: 10_000 }) // a hang's deadline, as before the shared until()
     expect(quiet.collections).toBe(1) // quiet after work
 
     await Bun.sleep(250) // proves nothing happens: no second collection while idle

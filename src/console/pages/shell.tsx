@@ -27,7 +27,8 @@ export const useShell = () => useContext(ShellContext)
 
 /**
  * The organisation's sections, in navigation order. A new section is one entry here plus
- * its route (see src/console/routes/index.ts).
+ * its pattern in src/console/paths.ts and its route in src/console/routes/ (registered in
+ * src/console/index.ts).
  */
 export const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: string): string }; ownersOnly?: boolean }[] = [
   { id: 'overview', label: 'Overview', path: PATHS.organization },
