@@ -30,6 +30,18 @@ export const emptyFilter: InboxFilter = { subject: '', from: '', to: '', text: '
 /** The longest value each field takes (the form's maxlength; the URL is checked against it too). */
 export const FILTER_LIMITS = { subject: 200, from: 320, to: 320, text: 100, since: 40, until: 40 } as const
 
+/**
+ * The most UTF-8 bytes the searched-for values take. instr() compares up to the query's
+ * bytes at each position of each stored subject or text, so a query of three-byte
+ * letters (most non-Latin scripts) within the character limit tripled the worst search;
+ * in bytes, no query costs more than the ASCII one the limits were measured with.
+ */
+export const FILTER_BYTE_LIMITS = { subject: FILTER_LIMITS.subject, text: FILTER_LIMITS.text } as const
+
+const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8')
+
+const tooManyBytes = (field: keyof typeof FILTER_BYTE_LIMITS) => `${LABELS[field]}: at most ${FILTER_BYTE_LIMITS[field]} bytes of UTF-8 (a letter outside ASCII takes two to four).`
+
 /** The URL's parameters, in this order. */
 const FIELDS = ['subject', 'from', 'to', 'text', 'attachment', 'since', 'until'] as const
 
@@ -81,7 +93,10 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
   }
   const query: MessageQuery = { limit, includeContent: false }
   if (f.cursor) query.cursor = f.cursor
-  if (f.subject) query.subject = f.subject
+  if (f.subject) {
+    if (utf8Bytes(f.subject.toLowerCase()) > FILTER_BYTE_LIMITS.subject) return { error: tooManyBytes('subject') }
+    query.subject = f.subject
+  }
   if (f.from) {
     const domain = f.from.startsWith('@') ? f.from.slice(1) : f.from.includes('@') ? null : f.from
     if (domain !== null) {
@@ -96,6 +111,8 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
   if (f.text) {
     const folded = foldForSearch(f.text)
     if (folded.trim() === '') return { error: 'Text contains: some text to look for.' }
+    // The folded query is what is compared (İ lowercases to two characters).
+    if (utf8Bytes(folded) > FILTER_BYTE_LIMITS.text) return { error: tooManyBytes('text') }
     query.text = folded
   }
   if (f.attachment) {

@@ -168,7 +168,7 @@ export const messageSearchTexts = sqliteTable('message_search_texts', {
   messageId: text('message_id')
     .primaryKey()
     .references(() => messages.id, { onDelete: 'cascade' }),
-  text: text('text').notNull(), // lowercased, at most TEXT_SEARCH_CHARS characters (core/inbound/store.ts)
+  text: text('text').notNull(), // lowercased, at most TEXT_SEARCH_CHARS characters, after the folded subject when folding changed it (core/inbound/search-text.ts)
 })
 
 /** The raw message exactly as received, one row per message (kept apart from the summary). */

@@ -7,6 +7,7 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { inboxStatsQuery } from '../../src/core/inboxes/inbox-stats.ts'
 import { emptyFilter, toMessageQuery } from '../../src/console/inbox-filter.ts'
+import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
 import { SEARCH_WINDOW, searchQuery } from '../../src/core/messages/search-organization.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
@@ -61,7 +62,10 @@ test('search across inboxes walks the organisation index, bounded, never a scan 
   expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
   expect(plan).not.toMatch(/SCAN messages(?! USING)/)
   expect(sql).toContain(`limit ?`)
-  expect(params).toContain(SEARCH_WINDOW)
+  // A subject query looks through the smaller window, as a text query does; others through the larger.
+  expect(params).toContain(TEXT_SEARCH_WINDOW)
+  expect(params).not.toContain(SEARCH_WINDOW)
+  expect(searchQuery(server.app.services.storage.db, org, { senderDomain: 'shop.example' }, Date.now(), 50).toSQL().params).toContain(SEARCH_WINDOW)
 })
 
 test('search finds matches in every active inbox of the organisation, and only there', async () => {

@@ -75,8 +75,8 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
       <SearchForm org={org} filter={filter} />
       {props.error && <p class="error">{props.error}</p>}
       <p class="muted" id="search-bounds">
-        Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text contains
-        looks at the subject and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
+        Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text or a subject, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text
+        contains looks at the subject and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
       </p>
       {props.results !== null &&
         (props.results.data.length === 0 ? (

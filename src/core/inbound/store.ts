@@ -44,7 +44,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
   const senderDomain = senderAddress.includes('@') ? senderAddress.slice(senderAddress.lastIndexOf('@') + 1) : ''
   const headersJson = JSON.stringify(mail.headers)
   const searchSubject = mail.subject.toLowerCase().slice(0, SEARCH_SUBJECT_CHARS)
-  const searchText = searchTextOf(mail.text, mail.html)
+  const searchText = searchTextOf(mail.subject.slice(0, SEARCH_SUBJECT_CHARS), mail.text, mail.html)
 
   // Prepared on the same (only) connection, so they run inside this write transaction.
   const statements = inboundStatements(s.storage.db)
