@@ -16,7 +16,7 @@ import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 setDefaultTimeout(60_000)
 
 /** Tables only PostgreSQL mode has: what one process keeps in memory, shared across machines. */
-const POSTGRES_ONLY = ['request_counts', 'slot_leases']
+const POSTGRES_ONLY = ['idempotency_leases', 'quota_reservations', 'request_counts', 'sign_in_failures', 'slot_leases']
 
 /** SQLite's storage class → the PostgreSQL type each column is expected to have. */
 function expectedType(column: string, sqliteType: string): string {

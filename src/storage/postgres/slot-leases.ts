@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import type { Sql } from './client.ts'
+import { leaseHeartbeat } from './lease-heartbeat.ts'
 import type { CountedSubject } from './request-counter.ts'
 
 export interface Lease {
@@ -47,12 +48,12 @@ class Full extends Error {
 export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLeases {
   const { holder, clock } = options
   const leaseMs = options.leaseMs ?? 30_000
-  let timer: ReturnType<typeof setInterval> | undefined
 
   const renew = async () => {
     const expiresAt = new Date(clock.now() + leaseMs).toISOString()
     await sql`update slot_leases set expires_at = ${expiresAt} where holder = ${holder}`
   }
+  const heartbeat = leaseHeartbeat(leaseMs, renew)
 
   return {
     async acquire(subjects) {
@@ -87,17 +88,7 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
       }
     },
     renew,
-    start() {
-      if (timer) return
-      timer = setInterval(() => {
-        // A failed renewal is retried on the next beat; the lease outlasts two missed beats.
-        renew().catch(() => {})
-      }, leaseMs / 3)
-      timer.unref?.()
-    },
-    stop() {
-      clearInterval(timer)
-      timer = undefined
-    },
+    start: heartbeat.start,
+    stop: heartbeat.stop,
   }
 }

@@ -1,0 +1,176 @@
+/**
+ * Quota reservations across machines: the PostgreSQL counterpart of the in-memory
+ * reservations of SMTP transactions in flight (core/inbound/reservations.ts, counted by
+ * core/inbound/admission.ts). A recipient admitted at RCPT TO holds one unit of its
+ * organisation's monthly quota, its inbox's five-minute burst and its organisation's
+ * five-minute burst until the message is stored or the transaction ends.
+ *
+ * Each reservation is a row with a lease. Admission takes the organisation's advisory lock
+ * (the inbox belongs to it, so one lock covers all three counts) and, in one statement,
+ * counts the stored usage plus the live reservations of the same month and bucket; it
+ * inserts the row only when every count stays within its limit. Two machines therefore
+ * cannot both see one unit left and both take it. Storing converts the reservation in the
+ * storing transaction: the row goes and the stored counts go up together, so a unit is never
+ * counted twice nor dropped in between. A machine that dies leaves its rows to run out with
+ * its lease (renewed by its heartbeat while it lives), not forever.
+ *
+ * Which limits apply (per-organisation overrides, configuration) stays in core; callers pass
+ * them in. Times come from the injected clock.
+ */
+import { randomBytes } from 'node:crypto'
+import type { Clock } from '../../clock.ts'
+import type { Queryable, Sql } from './client.ts'
+import { leaseHeartbeat } from './lease-heartbeat.ts'
+
+const FIVE_MINUTES = 5 * 60_000
+
+export interface QuotaLimits {
+  monthlyEmails: number
+  inboxBurst: number
+  orgBurst: number
+}
+
+/** The spec's SMTP refusal codes, checked in this order (as core does in SQLite mode). */
+export type QuotaRefusal = 'monthly_quota_exceeded' | 'inbox_burst_exceeded' | 'organization_burst_exceeded'
+
+export interface QuotaReservation {
+  id: string
+  organizationId: string
+  inboxId: string
+  /** 'YYYY-MM' at admission. */
+  month: string
+  /** The five-minute bucket at admission, RFC 3339. */
+  bucketStartsAt: string
+}
+
+export type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
+export type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
+
+export interface QuotaReservations {
+  /** Holds one unit for a message to `target`, or refuses with the first limit that has no room. */
+  reserve(target: { organizationId: string; inboxId: string }, limits: QuotaLimits): Promise<ReserveResult>
+  /** Frees a unit whose message will not be stored; twice is harmless. A failure leaves it to expire. */
+  release(reservation: QuotaReservation): Promise<void>
+  /**
+   * Inside the transaction that stores the message: deletes the reservation and counts the
+   * message in the stored usage. When the month or bucket has turned since admission, or the
+   * lease ran out (another machine may have used the unit), the unit is checked again against
+   * the current counts and may be refused; the caller then does not store the message.
+   */
+  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits): Promise<ConvertResult>
+  /** Extends every reservation this machine holds; the timer of `start()` calls it. */
+  renew(): Promise<void>
+  start(): void
+  stop(): void
+}
+
+export interface QuotaReservationOptions {
+  /** This machine's name in the table, unique per running process. */
+  holder: string
+  clock: Clock
+  /** How long a dead machine's reservations keep counting; 30 s by default, renewed every third. */
+  leaseMs?: number
+}
+
+const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
+const bucketOf = (ms: number): string => new Date(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES).toISOString()
+const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`
+
+interface Used {
+  month_used: number
+  inbox_used: number
+  org_used: number
+}
+
+/**
+ * Stored usage plus live reservations for one inbox in `month` and `bucket`, in one statement.
+ * Run under the organisation's lock; a reservation counts while its lease has not run out.
+ */
+async function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
+  const { organizationId: org, inboxId: inbox } = target
+  const [row] = await tx<Used[]>`
+    select
+      coalesce((select received from monthly_email_usage where organization_id = ${org} and month = ${month}), 0)
+        + (select count(*) from quota_reservations where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
+      coalesce((select accepted from inbound_bursts where subject_id = ${inbox} and bucket_starts_at = ${bucket}), 0)
+        + (select count(*) from quota_reservations where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket} and expires_at > ${now}) as inbox_used,
+      coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
+        + (select count(*) from quota_reservations where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
+  return { month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }
+}
+
+function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
+  if (used.month_used >= limits.monthlyEmails) return { refusal: 'monthly_quota_exceeded', limit: limits.monthlyEmails }
+  if (used.inbox_used >= limits.inboxBurst) return { refusal: 'inbox_burst_exceeded', limit: limits.inboxBurst }
+  if (used.org_used >= limits.orgBurst) return { refusal: 'organization_burst_exceeded', limit: limits.orgBurst }
+  return null
+}
+
+export function createQuotaReservations(sql: Sql, options: QuotaReservationOptions): QuotaReservations {
+  const { holder, clock } = options
+  const leaseMs = options.leaseMs ?? 30_000
+
+  const renew = async () => {
+    const expiresAt = new Date(clock.now() + leaseMs).toISOString()
+    await sql`update quota_reservations set expires_at = ${expiresAt} where holder = ${holder}`
+  }
+  const heartbeat = leaseHeartbeat(leaseMs, renew)
+
+  return {
+    async reserve(target, limits) {
+      const nowMs = clock.now()
+      const now = new Date(nowMs).toISOString()
+      const reservation: QuotaReservation = {
+        id: `qres_${randomBytes(16).toString('hex')}`,
+        organizationId: target.organizationId,
+        inboxId: target.inboxId,
+        month: monthOf(nowMs),
+        bucketStartsAt: bucketOf(nowMs),
+      }
+      const expiresAt = new Date(nowMs + leaseMs).toISOString()
+      return sql.begin(async (tx): Promise<ReserveResult> => {
+        await lockOrganization(tx, target.organizationId)
+        // Tidy under the same lock: rows of dead machines no longer count anyway.
+        await tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`
+        const refused = refusalFor(await usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now), limits)
+        if (refused) return { reserved: false, ...refused }
+        await tx`
+          insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
+          values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`
+        return { reserved: true, reservation }
+      })
+    },
+
+    async release(reservation) {
+      await sql`delete from quota_reservations where id = ${reservation.id}`
+    },
+
+    async convert(tx, reservation, limits) {
+      const nowMs = clock.now()
+      const now = new Date(nowMs).toISOString()
+      const month = monthOf(nowMs)
+      const bucket = bucketOf(nowMs)
+      await lockOrganization(tx, reservation.organizationId)
+      const [held] = await tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`
+      // Its own row is gone, so the re-check does not count the unit against itself.
+      const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
+      if (!stillHeld) {
+        const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
+        if (refused) return { counted: false, ...refused }
+      }
+      await tx`
+        insert into monthly_email_usage (organization_id, month, received) values (${reservation.organizationId}, ${month}, 1)
+        on conflict (organization_id, month) do update set received = monthly_email_usage.received + 1`
+      for (const subject of [reservation.inboxId, reservation.organizationId]) {
+        await tx`
+          insert into inbound_bursts (subject_id, bucket_starts_at, accepted) values (${subject}, ${bucket}, 1)
+          on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + 1`
+      }
+      return { counted: true }
+    },
+
+    renew,
+    start: heartbeat.start,
+    stop: heartbeat.stop,
+  }
+}

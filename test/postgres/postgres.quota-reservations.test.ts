@@ -1,0 +1,182 @@
+/**
+ * Quota reservations across machines: two pools on one database stand for two machines,
+ * sharing one injected clock. The monthly quota and both five-minute bursts count stored
+ * usage plus live reservations exactly under concurrency from both; a reservation is
+ * released, converted into stored counts in the storing transaction, or expires with a
+ * dead machine's lease.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { ManualClock } from '../../src/clock.ts'
+import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
+import { createQuotaReservations, type QuotaReservation } from '../../src/storage/postgres/quota-reservations.ts'
+import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+
+setDefaultTimeout(60_000)
+
+describeWithPostgres('quota reservations across two machines', () => {
+  let url: string
+  let machineA: Sql
+  let machineB: Sql
+  const clock = new ManualClock('2026-03-10T10:02:30.000Z')
+  const roomy = { monthlyEmails: 1000, inboxBurst: 1000, orgBurst: 1000 }
+
+  beforeAll(async () => {
+    url = await migratedDatabase()
+    machineA = openPostgres(url, { max: 5 })
+    machineB = openPostgres(url, { max: 5 })
+  })
+  afterAll(async () => {
+    await Promise.all([machineA.end(), machineB.end()])
+  })
+
+  const newOrganization = async (id: string, receivedThisMonth = 0) => {
+    await machineA`insert into organizations (id, name, created_at) values (${id}, ${id}, ${new Date(clock.now()).toISOString()})`
+    if (receivedThisMonth > 0) await machineA`insert into monthly_email_usage (organization_id, month, received) values (${id}, '2026-03', ${receivedThisMonth})`
+  }
+  const reservedOf = (results: { reserved: boolean }[]) => results.filter((r) => r.reserved).length
+  const stored = async (org: string) => {
+    const [row] = await machineA<{ received: number }[]>`select received from monthly_email_usage where organization_id = ${org} and month = '2026-03'`
+    return row?.received ?? 0
+  }
+
+  test('monthly quota: 40 reservations at once from two machines with 10 units left take exactly 10', async () => {
+    await newOrganization('org_month', 90)
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
+    const limits = { ...roomy, monthlyEmails: 100 }
+    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_month', inboxId: `inb_m${i}` }, limits)))
+    expect(reservedOf(results)).toBe(10)
+    expect(results.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+  })
+
+  test('bursts: an inbox takes exactly its 10, its organisation exactly its 25, under 2×30 at once', async () => {
+    await newOrganization('org_burst')
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
+    const limits = { monthlyEmails: 1000, inboxBurst: 10, orgBurst: 25 }
+    const one = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: 'inb_hot' }, limits)))
+    expect(reservedOf(one)).toBe(10)
+    expect(one.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'inbox_burst_exceeded', limit: 10 })
+    const many = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: `inb_b${i % 5}` }, limits)))
+    expect(reservedOf(many)).toBe(15)
+    expect(many.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'organization_burst_exceeded', limit: 25 })
+  })
+
+  test('release frees exactly the released units; releasing twice is harmless', async () => {
+    await newOrganization('org_release', 95)
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
+    const limits = { ...roomy, monthlyEmails: 100 }
+    const held: QuotaReservation[] = []
+    for (let i = 0; i < 5; i++) {
+      const r = await a.reserve({ organizationId: 'org_release', inboxId: 'inb_r' }, limits)
+      if (r.reserved) held.push(r.reservation)
+    }
+    expect(held.length).toBe(5)
+    expect((await b.reserve({ organizationId: 'org_release', inboxId: 'inb_r' }, limits)).reserved).toBe(false)
+    await a.release(held[0]!)
+    await a.release(held[0]!)
+    await a.release(held[1]!)
+    const again = await Promise.all(Array.from({ length: 6 }, () => b.reserve({ organizationId: 'org_release', inboxId: 'inb_r' }, limits)))
+    expect(reservedOf(again)).toBe(2)
+  })
+
+  test('conversion: the storing transaction turns the unit into a stored count, never both nor neither; a rollback keeps it reserved', async () => {
+    await newOrganization('org_convert', 98)
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
+    const limits = { ...roomy, monthlyEmails: 100 }
+    const first = await a.reserve({ organizationId: 'org_convert', inboxId: 'inb_c' }, limits)
+    const second = await a.reserve({ organizationId: 'org_convert', inboxId: 'inb_c' }, limits)
+    if (!first.reserved || !second.reserved) throw new Error('expected two units')
+
+    // A storing transaction that fails after converting leaves the reservation in place.
+    const failed = machineA.begin(async (tx) => {
+      expect(await a.convert(tx, first.reservation, limits)).toEqual({ counted: true })
+      throw new Error('the message insert failed')
+    })
+    await expect(failed).rejects.toThrow('the message insert failed')
+    expect(await stored('org_convert')).toBe(98)
+    expect((await b.reserve({ organizationId: 'org_convert', inboxId: 'inb_c' }, limits)).reserved).toBe(false)
+
+    await machineA.begin((tx) => a.convert(tx, first.reservation, limits))
+    expect(await stored('org_convert')).toBe(99)
+    const [bursts] = await machineA<{ n: number }[]>`select sum(accepted)::int as n from inbound_bursts where subject_id in ('inb_c', 'org_convert')`
+    expect(bursts!.n).toBe(2) // the inbox's and the organisation's bucket
+    expect(await machineA`select 1 from quota_reservations where id = ${first.reservation.id}`).toHaveLength(0)
+    // One stored plus one reserved: still full, not 98 + 2 + 1 nor 99 + 0.
+    expect((await b.reserve({ organizationId: 'org_convert', inboxId: 'inb_c' }, limits)).reserved).toBe(false)
+    await machineA.begin((tx) => a.convert(tx, second.reservation, limits))
+    expect(await stored('org_convert')).toBe(100)
+  })
+
+  test('a unit reserved at 10:04:59 and stored at 10:05:00 is re-checked in the new bucket without counting against itself', async () => {
+    await newOrganization('org_turn', 99)
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const limits = { monthlyEmails: 100, inboxBurst: 3, orgBurst: 1000 }
+    clock.set('2026-03-10T10:04:59.000Z')
+    const last = await a.reserve({ organizationId: 'org_turn', inboxId: 'inb_t' }, limits)
+    if (!last.reserved) throw new Error('expected the last unit')
+    clock.set('2026-03-10T10:05:00.000Z')
+    expect(await machineA.begin((tx) => a.convert(tx, last.reservation, limits))).toEqual({ counted: true })
+    const [bucket] = await machineA<{ at: string }[]>`select bucket_starts_at::text as at from inbound_bursts where subject_id = 'inb_t'`
+    expect(bucket!.at).toBe('2026-03-10 10:05:00+00')
+
+    // In the new bucket, an inbox already full refuses a unit reserved in the old one.
+    await newOrganization('org_turn_full')
+    clock.set('2026-03-10T10:09:59.000Z')
+    const old = await a.reserve({ organizationId: 'org_turn_full', inboxId: 'inb_tf' }, limits)
+    if (!old.reserved) throw new Error('expected a unit')
+    clock.set('2026-03-10T10:10:00.000Z')
+    for (let i = 0; i < 3; i++) expect((await a.reserve({ organizationId: 'org_turn_full', inboxId: 'inb_tf' }, limits)).reserved).toBe(true)
+    expect(await machineA.begin((tx) => a.convert(tx, old.reservation, limits))).toEqual({ counted: false, refusal: 'inbox_burst_exceeded', limit: 3 })
+    clock.set('2026-03-10T10:02:30.000Z')
+  })
+
+  test("a dead machine's reservations count until its lease runs out; a live machine's heartbeat keeps its own", async () => {
+    await newOrganization('org_lease', 90)
+    const leaseMs = 30_000
+    const limits = { ...roomy, monthlyEmails: 100 }
+    const target = { organizationId: 'org_lease', inboxId: 'inb_l' }
+    const dying = openPostgres(url, { max: 2 })
+    const dead = createQuotaReservations(dying, { holder: 'machine-dead', clock, leaseMs })
+    for (let i = 0; i < 6; i++) expect((await dead.reserve(target, limits)).reserved).toBe(true)
+    await dying.end({ timeout: 0 }) // gone without releasing anything
+
+    const live = createQuotaReservations(machineA, { holder: 'machine-live', clock, leaseMs })
+    const kept: QuotaReservation[] = []
+    for (let i = 0; i < 4; i++) {
+      const r = await live.reserve(target, limits)
+      if (r.reserved) kept.push(r.reservation)
+    }
+    expect(kept.length).toBe(4)
+    const other = createQuotaReservations(machineB, { holder: 'machine-other', clock, leaseMs })
+    expect(await other.reserve(target, limits)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+
+    clock.advance(leaseMs / 2)
+    await live.renew()
+    clock.advance(leaseMs / 2) // the dead machine's six have run out; the live four have not
+    const after = await Promise.all(Array.from({ length: 8 }, () => other.reserve(target, limits)))
+    expect(reservedOf(after)).toBe(6)
+    // The live machine's units still convert: they were never given away.
+    for (const reservation of kept) expect(await machineA.begin((tx) => live.convert(tx, reservation, limits))).toEqual({ counted: true })
+    expect(await stored('org_lease')).toBe(94)
+  })
+
+  test('a unit whose lease ran out while its machine stalled is re-checked when stored, and refused if another took it', async () => {
+    await newOrganization('org_stall', 99)
+    const leaseMs = 30_000
+    const limits = { ...roomy, monthlyEmails: 100 }
+    const target = { organizationId: 'org_stall', inboxId: 'inb_s' }
+    const stalled = createQuotaReservations(machineA, { holder: 'machine-stalled', clock, leaseMs })
+    const other = createQuotaReservations(machineB, { holder: 'machine-other', clock, leaseMs })
+    const late = await stalled.reserve(target, limits)
+    if (!late.reserved) throw new Error('expected the last unit')
+    clock.advance(leaseMs) // no heartbeat: the lease runs out
+    const taken = await other.reserve(target, limits)
+    if (!taken.reserved) throw new Error('the expired unit should be free')
+    await machineB.begin((tx) => other.convert(tx, taken.reservation, limits))
+    expect(await machineA.begin((tx) => stalled.convert(tx, late.reservation, limits))).toEqual({ counted: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+    expect(await stored('org_stall')).toBe(100)
+  })
+})
