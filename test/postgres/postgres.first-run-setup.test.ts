@@ -52,7 +52,7 @@ describeWithPostgres('first-run setup across two machines', () => {
       await sql`insert into settings (name, value) values ('setup_token', 'right')`
       expect(await completeSetupOnce(sql, 'wrong', createOperator('a@x.test'))).toEqual({ done: false })
       expect(await sql`select id from users`).toHaveLength(0)
-      expect(await sql`select value from settings`).toEqual([{ value: 'right' }])
+      expect([...(await sql`select value from settings`)]).toEqual([{ value: 'right' }])
     } finally {
       await sql.end()
     }
