@@ -12,7 +12,7 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { CopyMismatch, copiedTables, copyFromSqlite, TargetNotEmpty } from '../../src/storage/postgres/copy-from-sqlite.ts'
+import { CopyMismatch, copiedTables, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from '../../src/storage/postgres/copy-from-sqlite.ts'
 import { rfc3339FromPostgres } from '../../src/storage/postgres/time.ts'
 import { addMember, setUp } from '../support/console-client.ts'
 import { richMessage } from '../support/fixture-mail.ts'
@@ -189,6 +189,27 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
       const failed = await copyFromSqlite(odd, sql).catch((error: unknown) => error)
       expect(failed).toBeInstanceOf(CopyMismatch)
       expect((failed as CopyMismatch).table).toBe('organizations')
+      expect(Object.values(await countAll(sql)).every((n) => n === 0)).toBe(true)
+    } finally {
+      await sql.end()
+    }
+  })
+
+  test('a SQLite file of another schema is refused before anything is written', async () => {
+    const other = join(scratchDir('pigeonhole-copy-'), 'other.db')
+    const db = new Database(snapshot)
+    db.run(`VACUUM INTO '${other}'`)
+    db.close()
+    const altered = new Database(other)
+    altered.run("alter table inboxes add column colour text not null default 'blue'")
+    altered.run('alter table messages drop column internet_message_id')
+    altered.close()
+
+    const sql = openPostgres(await migratedDatabase(), { max: 2 })
+    try {
+      const refused = await copyFromSqlite(other, sql).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(SourceSchemaMismatch)
+      expect((refused as SourceSchemaMismatch).differences).toEqual(['inboxes.colour has no place in PostgreSQL', 'messages lacks internet_message_id'])
       expect(Object.values(await countAll(sql)).every((n) => n === 0)).toBe(true)
     } finally {
       await sql.end()

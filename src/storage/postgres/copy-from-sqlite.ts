@@ -114,6 +114,13 @@ export class TargetNotEmpty extends Error {
   }
 }
 
+/** The SQLite file is not at the schema this copy knows: copying it would lose or misplace data. */
+export class SourceSchemaMismatch extends Error {
+  constructor(readonly differences: string[]) {
+    super(`the SQLite database does not have the current schema (${differences.join('; ')}); start the current server on it once to migrate it, then copy`)
+  }
+}
+
 export class CopyMismatch extends Error {
   constructor(
     readonly table: string,
@@ -168,6 +175,7 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
   const source = new Database(sqlitePath, { readonly: true, strict: true })
   try {
     source.run('BEGIN') // one snapshot for every table, however long the copy takes
+    checkSourceSchema(source, tables)
     return await sql.begin(async (tx) => {
       // Two copies started at once into the same database: the second waits, then finds rows.
       await tx`select pg_advisory_xact_lock(hashtextextended('pigeonhole.copy-from-sqlite', 0))`
@@ -199,6 +207,26 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
     if (source.inTransaction) source.run('COMMIT')
     source.close()
   }
+}
+
+/**
+ * Every table and column the copy writes must exist in the SQLite file, and the file must
+ * have no column the copy would leave behind: an older or newer file is refused before
+ * anything is written, rather than failing halfway or dropping a column's values.
+ */
+function checkSourceSchema(source: Database, tables: TableShape[]): void {
+  const differences: string[] = []
+  for (const table of tables) {
+    const present = (source.query(`select name from pragma_table_info(?)`).all(table.name) as { name: string }[]).map((c) => c.name)
+    if (present.length === 0) {
+      differences.push(`no table ${table.name}`)
+      continue
+    }
+    const expected = table.columns.map((c) => c.name)
+    for (const name of expected) if (!present.includes(name)) differences.push(`${table.name} lacks ${name}`)
+    for (const name of present) if (!expected.includes(name)) differences.push(`${table.name}.${name} has no place in PostgreSQL`)
+  }
+  if (differences.length > 0) throw new SourceSchemaMismatch(differences)
 }
 
 async function copyTable(source: Database, tx: Queryable, table: TableShape, batchRows: number, batchBytes: number) {
