@@ -173,7 +173,8 @@ const sizeOf = (value: unknown) => (value instanceof Uint8Array ? value.byteLeng
 
 /**
  * Copies `sqlitePath` into the database behind `sql`. Resolves with the verified report;
- * throws TargetNotEmpty, CopyMismatch, or the database's own error, having written nothing.
+ * throws SourceSchemaMismatch, TargetNotEmpty, CopyMismatch, or the database's own error, having
+ * written nothing.
  */
 export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: CopyOptions = {}): Promise<CopyReport> {
   const batchRows = options.batchRows ?? 500
