@@ -119,6 +119,6 @@ test('text, attachment and date range in an inbox; recipient and range across in
   await page.getByLabel('Received until (UTC)').fill(second0)
   await page.getByRole('button', { name: 'Search all inboxes' }).click()
   await expect(found).toHaveCount(2)
-  await expect(page.locator('#search-bounds')).toContainText('newest 5,000 messages in every active inbox; with text, its newest 1,000')
+  await expect(page.locator('#search-bounds')).toContainText('newest 5,000 messages in every active inbox; with text or a subject, its newest 1,000')
   await context.close()
 })
