@@ -21,6 +21,7 @@ import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
 import { type BigMailFloodResult, bigMailFloodPhase } from './phases/big-mail-flood.ts'
 import { readsPhase } from './phases/reads.ts'
+import { postgresPhase } from './phases/postgres.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
@@ -39,6 +40,7 @@ const settings = quick
       messages: 1000,
       longPolls: 100,
       startupRuns: 2,
+      postgres: { wakeSamples: 100, opSamples: 50, concurrency: 8, durationMs: 300 },
     }
   : {
       ingestRounds: 3,
@@ -55,6 +57,7 @@ const settings = quick
       messages: 10_000,
       longPolls: 1000,
       startupRuns: 7,
+      postgres: { wakeSamples: 1000, opSamples: 500, concurrency: 8, durationMs: 3000 },
     }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
@@ -153,6 +156,11 @@ try {
   log(`capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`)
   const capacity = await capacityPhase(shapes.text_2kb, { steps: settings.capacitySteps, ingestMs: settings.ingestMs, latencySamples: settings.latencySamples, sessions: settings.smtpSessions, log })
 
+  // PostgreSQL mode's building blocks on a throwaway local cluster; skipped where it is not installed.
+  log('postgres: wake-ups across two pools, admission, slot leases, quota reservations, idempotency claims')
+  const postgres = await postgresPhase({ ...settings.postgres, log })
+  if ('skipped' in postgres) log(`postgres: skipped (${postgres.skipped})`)
+
   // Full mode only: it moves about 1.8 GB and needs a memory cgroup (root).
   let bigMailFlood: BigMailFloodResult = { skipped: 'quick mode' }
   if (!quick) {
@@ -176,6 +184,7 @@ try {
     reads,
     memory,
     capacity,
+    postgres,
     big_mail_flood: bigMailFlood,
   }
   const { text, summary } = summarizeRun(results)
