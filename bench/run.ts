@@ -21,7 +21,7 @@ import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
 import { type BigMailFloodResult, bigMailFloodPhase } from './phases/big-mail-flood.ts'
 import { readsPhase } from './phases/reads.ts'
-import { postgresPhase } from './phases/postgres.ts'
+import { POSTGRES_FULL, POSTGRES_QUICK, postgresPhase } from './phases/postgres.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
@@ -40,7 +40,7 @@ const settings = quick
       messages: 1000,
       longPolls: 100,
       startupRuns: 2,
-      postgres: { wakeSamples: 100, opSamples: 50, concurrency: 8, durationMs: 300 },
+      postgres: POSTGRES_QUICK,
     }
   : {
       ingestRounds: 3,
@@ -57,7 +57,7 @@ const settings = quick
       messages: 10_000,
       longPolls: 1000,
       startupRuns: 7,
-      postgres: { wakeSamples: 1000, opSamples: 500, concurrency: 8, durationMs: 3000 },
+      postgres: POSTGRES_FULL,
     }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)

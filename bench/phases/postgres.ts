@@ -35,6 +35,11 @@ export interface PostgresSettings {
   log: (message: string) => void
 }
 
+/** `bun run bench`: about half a minute on an idle machine. */
+export const POSTGRES_FULL = { wakeSamples: 1000, opSamples: 500, concurrency: 8, durationMs: 3000 }
+/** `--quick` (CI): a few seconds, cluster start included. */
+export const POSTGRES_QUICK = { wakeSamples: 100, opSamples: 50, concurrency: 8, durationMs: 300 }
+
 export interface LatencyFigures {
   samples: number
   p50Ms: number
@@ -226,7 +231,14 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       ['idempotency_claim', claim],
     ] as const
     for (const [name, op] of list) {
-      for (let i = 0; i < 20; i++) await op((i % 2) as 0 | 1, 2_000_000 + i) // warm-up
+      // Warm-up with every connection of both pools in use, so the timed runs open none (a
+      // new connection forks a server process: milliseconds of CPU that would land on the first ops).
+      let warm = 2_000_000
+      await Promise.all(
+        Array.from({ length: settings.concurrency * 2 }, async (_, w) => {
+          for (let i = 0; i < 5; i++) await op((w % 2) as 0 | 1, warm++)
+        }),
+      )
       const figuresAlone = await alone(op, settings.opSamples)
       const figuresLoaded = await loaded(op, settings, port)
       operations[name] = { alone: figuresAlone, loaded: figuresLoaded }
