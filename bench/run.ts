@@ -197,8 +197,12 @@ try {
 
   const missing = missingFigures(summary)
   const unverified = ingest.filter((round) => !round.verified)
-  if (missing.length > 0 || unverified.length > 0) {
-    console.error(`Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}`)
+  // .ci/run installs PostgreSQL and sets this, as for the tests: a broken install fails CI instead of skipping.
+  const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && 'skipped' in postgres
+  if (missing.length > 0 || unverified.length > 0 || postgresMissing) {
+    console.error(
+      `Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}${postgresMissing ? `; the PostgreSQL phase was skipped (${postgres.skipped})` : ''}`,
+    )
     process.exit(1)
   }
 } catch (error) {

@@ -131,8 +131,9 @@ export function summarize(results: Results) {
   rows.push([`${fmt(c.smtpSessions)} idle SMTP sessions add (MiB)`, fmt(c.smtpSessionsAddMiB, 1), '', '', '', '', ''])
 
   const pg = results.postgres
-  if ('skipped' in pg) rows.push([`PostgreSQL phase: skipped (${pg.skipped})`, '', '', '', '', '', ''])
-  else {
+  // A skip is one line under the table, not a row: its reason would widen the first column.
+  const postgresSkipped = 'skipped' in pg ? `PostgreSQL phase skipped: ${pg.skipped}` : ''
+  if (!('skipped' in pg)) {
     const pair = (f: { p50Ms: number; p99Ms: number }) => `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`
     goals.push(goal('postgres wake across machines p99 (ms)', pg.wake.p99Ms, '<=', 20, ' ms'))
     rows.push([`PostgreSQL ${pg.postgresVersion.split(' ')[0]} (local cluster, two pools as two machines)`, '', '', '', '', '', ''])
@@ -153,7 +154,7 @@ export function summarize(results: Results) {
     'Ceilings: ingest = smtp-server on Bun that discards each message; reads = bare Bun.serve returning the same bytes.\n' +
     'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole (at p50). Medians of alternating rounds;\n' +
     'latencies pool every sample. "→ content": a new SMTP connection per message, ending when the waiting long poll (include=content) or maildev\'s feed has the message.'
-  const text = [intro, '', table(header, rows), '', notes].join('\n')
+  const text = [intro, '', table(header, rows), ...(postgresSkipped ? [postgresSkipped] : []), '', notes].join('\n')
   const summary = {
     ingest,
     wake_latency_ms: wake,
@@ -164,7 +165,7 @@ export function summarize(results: Results) {
     capacity: c,
     postgres: pg,
     goals,
-    markdown: [intro, '', markdown(header, rows)].join('\n'),
+    markdown: [intro, '', markdown(header, rows), ...(postgresSkipped ? ['', postgresSkipped] : [])].join('\n'),
   }
   return { text, summary }
 }
