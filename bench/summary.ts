@@ -139,7 +139,13 @@ export function summarize(results: Results) {
     rows.push([`PostgreSQL ${pg.postgresVersion.split(' ')[0]} (local cluster, two pools as two machines)`, '', '', '', '', '', ''])
     rows.push([`  wake across pools p50 / p99 (ms, n=${pg.wake.samples})`, pair(pg.wake), '', '', '', '<= 20 (p99)', mark(goals.at(-1)!)])
     rows.push(['    from BEGIN on A p50 / p99 (ms)', pair(pg.wake.fromTransactionStart), '', '', '', '', ''])
-    const names = { admit_request: 'request admission', slot_lease: 'slot lease acquire+release', quota_reservation: 'quota reserve+convert', idempotency_claim: 'idempotency claim+complete' }
+    const names = {
+      admit_request: 'request admission',
+      slot_lease: 'slot lease acquire+release',
+      quota_reservation: 'quota reserve+convert',
+      quota_reservation_8_orgs: 'the same over 8 organisations',
+      idempotency_claim: 'idempotency claim+complete',
+    }
     for (const [name, op] of Object.entries(pg.operations)) {
       rows.push([`  ${names[name as keyof typeof names]} alone p50 / p99 (ms)`, pair(op.alone), '', '', '', '', ''])
       rows.push([`    ${pg.concurrency}+${pg.concurrency} in flight (ops/s; p50 / p99 ms)`, `${fmt(op.loaded.perSecond)}; ${pair(op.loaded)}`, '', '', '', '', ''])

@@ -61,7 +61,7 @@ export type PostgresResult =
       concurrency: number
       /** From A's commit returning; and from A starting the transaction (BEGIN, NOTIFY, COMMIT: three round trips). */
       wake: LatencyFigures & { wokenBeforeCommitReply: number; fromTransactionStart: LatencyFigures }
-      operations: Record<'admit_request' | 'slot_lease' | 'quota_reservation' | 'idempotency_claim', OperationFigures>
+      operations: Record<'admit_request' | 'slot_lease' | 'quota_reservation' | 'quota_reservation_8_orgs' | 'idempotency_claim', OperationFigures>
     }
 
 const figures = (samples: number[]): LatencyFigures => ({
@@ -153,7 +153,8 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
   try {
     const [{ server_version: postgresVersion }] = (await a`show server_version`) as unknown as [{ server_version: string }]
     const org = 'org_bench'
-    await a`insert into organizations (id, name, created_at) values (${org}, 'bench', ${new Date().toISOString()})`
+    const spreadOrgs = Array.from({ length: 8 }, (_, i) => `org_bench_${i}`)
+    for (const id of [org, ...spreadOrgs]) await a`insert into organizations (id, name, created_at) values (${id}, ${id}, ${new Date().toISOString()})`
 
     // Wake-ups across machines, one at a time: B listens, A's transaction notifies.
     const bus = createWakeBus(b)
@@ -215,6 +216,14 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       const converted = await pools[m].begin((tx) => quotas[m]!.convert(tx, result.reservation, limits))
       if (!converted.counted) throw new Error(`conversion refused: ${converted.refusal}`)
     }
+    // The same over eight organisations: their advisory locks do not meet.
+    const reserveSpread = async (m: 0 | 1, i: number) => {
+      const target = { organizationId: spreadOrgs[i % 8]!, inboxId: `inb_s${i % 8}` }
+      const result = await quotas[m]!.reserve(target, limits)
+      if (!result.reserved) throw new Error(`reservation refused: ${result.refusal}`)
+      const converted = await pools[m].begin((tx) => quotas[m]!.convert(tx, result.reservation, limits))
+      if (!converted.counted) throw new Error(`conversion refused: ${converted.refusal}`)
+    }
     // createInbox with an Idempotency-Key: claim, then complete in the storing transaction.
     const claims = pools.map((sql, m) => createIdempotencyClaims(sql, { holder: `bench-${m}`, clock: systemClock, retentionMs: 24 * 3_600_000 }))
     const claim = async (m: 0 | 1, i: number) => {
@@ -228,6 +237,7 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       ['admit_request', admit],
       ['slot_lease', lease],
       ['quota_reservation', reserve],
+      ['quota_reservation_8_orgs', reserveSpread],
       ['idempotency_claim', claim],
     ] as const
     for (const [name, op] of list) {
