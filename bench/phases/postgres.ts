@@ -171,7 +171,12 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       const beganAt = performance.now()
       await a.begin((tx) => notifyInbox(tx, inboxId))
       const committedAt = performance.now()
-      await woken
+      // A lost notification would otherwise hang the bench; the bus should make that impossible.
+      let timer: ReturnType<typeof setTimeout> | undefined
+      const lost = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no wake-up for ${inboxId} within 10 s of its commit`)), 10_000)
+      })
+      await Promise.race([woken, lost]).finally(() => clearTimeout(timer))
       subscription.close()
       // The first ten warm up the connections. B's notification and A's commit reply leave the
       // server together, so B is often woken before A has read its reply: that counts as 0.
