@@ -21,6 +21,7 @@ import { capacityPhase } from './phases/capacity.ts'
 import { memoryPhase } from './phases/memory.ts'
 import { type BigMailFloodResult, bigMailFloodPhase } from './phases/big-mail-flood.ts'
 import { readsPhase } from './phases/reads.ts'
+import { POSTGRES_FULL, POSTGRES_QUICK, postgresPhase } from './phases/postgres.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
@@ -39,6 +40,7 @@ const settings = quick
       messages: 1000,
       longPolls: 100,
       startupRuns: 2,
+      postgres: POSTGRES_QUICK,
     }
   : {
       ingestRounds: 3,
@@ -55,6 +57,7 @@ const settings = quick
       messages: 10_000,
       longPolls: 1000,
       startupRuns: 7,
+      postgres: POSTGRES_FULL,
     }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
@@ -153,6 +156,11 @@ try {
   log(`capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`)
   const capacity = await capacityPhase(shapes.text_2kb, { steps: settings.capacitySteps, ingestMs: settings.ingestMs, latencySamples: settings.latencySamples, sessions: settings.smtpSessions, log })
 
+  // PostgreSQL mode's building blocks on a throwaway local cluster; skipped where it is not installed.
+  log('postgres: wake-ups across two pools, admission, slot leases, quota reservations, idempotency claims')
+  const postgres = await postgresPhase({ ...settings.postgres, log })
+  if ('skipped' in postgres) log(`postgres: skipped (${postgres.skipped})`)
+
   // Full mode only: it moves about 1.8 GB and needs a memory cgroup (root).
   let bigMailFlood: BigMailFloodResult = { skipped: 'quick mode' }
   if (!quick) {
@@ -176,6 +184,7 @@ try {
     reads,
     memory,
     capacity,
+    postgres,
     big_mail_flood: bigMailFlood,
   }
   const { text, summary } = summarizeRun(results)
@@ -188,8 +197,12 @@ try {
 
   const missing = missingFigures(summary)
   const unverified = ingest.filter((round) => !round.verified)
-  if (missing.length > 0 || unverified.length > 0) {
-    console.error(`Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}`)
+  // .ci/run installs PostgreSQL and sets this, as for the tests: a broken install fails CI instead of skipping.
+  const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && 'skipped' in postgres
+  if (missing.length > 0 || unverified.length > 0 || postgresMissing) {
+    console.error(
+      `Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}${postgresMissing ? `; the PostgreSQL phase was skipped (${postgres.skipped})` : ''}`,
+    )
     process.exit(1)
   }
 } catch (error) {

@@ -8,6 +8,7 @@ import type { EndToEndSamples } from './phases/end-to-end.ts'
 import type { IngestRound } from './phases/ingest.ts'
 import { summarize as latencySummary } from './phases/latency.ts'
 import type { MemoryResult } from './phases/memory.ts'
+import type { PostgresResult } from './phases/postgres.ts'
 import type { ReadRound } from './phases/reads.ts'
 
 interface Results {
@@ -22,6 +23,7 @@ interface Results {
   reads: ReadRound[]
   memory: MemoryResult
   capacity: CapacityResult
+  postgres: PostgresResult
 }
 
 const pct = (value: number) => `${fmt(value * 100)}%`
@@ -128,6 +130,29 @@ export function summarize(results: Results) {
   }
   rows.push([`${fmt(c.smtpSessions)} idle SMTP sessions add (MiB)`, fmt(c.smtpSessionsAddMiB, 1), '', '', '', '', ''])
 
+  const pg = results.postgres
+  // A skip is one line under the table, not a row: its reason would widen the first column.
+  const postgresSkipped = 'skipped' in pg ? `PostgreSQL phase skipped: ${pg.skipped}` : ''
+  if (!('skipped' in pg)) {
+    const pair = (f: { p50Ms: number; p99Ms: number }) => `${fmt(f.p50Ms, 2)} / ${fmt(f.p99Ms, 2)}`
+    goals.push(goal('postgres wake across machines p99 (ms)', pg.wake.p99Ms, '<=', 20, ' ms'))
+    rows.push([`PostgreSQL ${pg.postgresVersion.split(' ')[0]} (local cluster, two pools as two machines)`, '', '', '', '', '', ''])
+    rows.push([`  wake across pools p50 / p99 (ms, n=${pg.wake.samples})`, pair(pg.wake), '', '', '', '<= 20 (p99)', mark(goals.at(-1)!)])
+    rows.push(['    from BEGIN on A p50 / p99 (ms)', pair(pg.wake.fromTransactionStart), '', '', '', '', ''])
+    const names = {
+      admit_request: 'request admission',
+      slot_lease: 'slot lease acquire+release',
+      quota_reservation: 'quota reserve+convert',
+      quota_reservation_8_orgs: 'the same over 8 organisations',
+      idempotency_claim: 'idempotency claim+complete',
+    }
+    for (const [name, op] of Object.entries(pg.operations)) {
+      rows.push([`  ${names[name as keyof typeof names]} alone p50 / p99 (ms)`, pair(op.alone), '', '', '', '', ''])
+      rows.push([`    ${pg.concurrency}+${pg.concurrency} in flight (ops/s; p50 / p99 ms)`, `${fmt(op.loaded.perSecond)}; ${pair(op.loaded)}`, '', '', '', '', ''])
+      rows.push(['    CPU per op, bench / server (ms)', `${fmt(op.loaded.benchCpuMsPerOp, 2)} / ${fmt(op.loaded.serverCpuMsPerOp, 2)}`, '', '', '', '', ''])
+    }
+  }
+
   const header: Row = ['Measure', 'Pigeonhole', `maildev ${results.machine.maildev}`, 'ceiling', 'ratio', 'goal', '']
   const mc = results.machine
   const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
@@ -135,7 +160,7 @@ export function summarize(results: Results) {
     'Ceilings: ingest = smtp-server on Bun that discards each message; reads = bare Bun.serve returning the same bytes.\n' +
     'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole (at p50). Medians of alternating rounds;\n' +
     'latencies pool every sample. "→ content": a new SMTP connection per message, ending when the waiting long poll (include=content) or maildev\'s feed has the message.'
-  const text = [intro, '', table(header, rows), '', notes].join('\n')
+  const text = [intro, '', table(header, rows), ...(postgresSkipped ? [postgresSkipped] : []), '', notes].join('\n')
   const summary = {
     ingest,
     wake_latency_ms: wake,
@@ -144,8 +169,9 @@ export function summarize(results: Results) {
     memory_mib: { parts: m.parts, idle: m.idleRssMiB, after_messages: m.afterMessagesRssMiB, long_polls_add: m.longPollsAddMiB, maildev_idle: results.idle_rss_mib.maildev },
     startup_ms: m.startupMs,
     capacity: c,
+    postgres: pg,
     goals,
-    markdown: [intro, '', markdown(header, rows)].join('\n'),
+    markdown: [intro, '', markdown(header, rows), ...(postgresSkipped ? ['', postgresSkipped] : [])].join('\n'),
   }
   return { text, summary }
 }

@@ -9,6 +9,8 @@
  * `su postgres`. Where no PostgreSQL binaries are installed the tests are skipped with one
  * line saying why (`describeWithPostgres`), so `bun test` passes with Bun alone; .ci/run
  * installs Debian's `postgresql` so CI always runs them.
+ *
+ * The bench's PostgreSQL phase (bench/phases/postgres.ts) starts its cluster here too.
  */
 import { describe } from 'bun:test'
 import { chmodSync, chownSync, existsSync, readdirSync, readFileSync } from 'node:fs'
