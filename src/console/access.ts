@@ -13,7 +13,7 @@
  */
 import type { Principal } from '../core/api-keys/authenticate.ts'
 import { Refusal, notFound } from '../core/refusals.ts'
-import { consolePrincipal, organizationWithLimits, requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
+import { consolePrincipal, requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
 import type { ValidSession } from '../core/sessions/sessions.ts'
 import type { User } from '../core/users/users.ts'
 import type { ConsoleRequest } from './context.ts'
@@ -56,8 +56,7 @@ function signedIn(ctx: ConsoleRequest): SignedIn {
  */
 export function memberOf(ctx: ConsoleRequest, organizationId: string, role?: Role): Member {
   const who = signedIn(ctx)
-  const org = requireMembership(ctx.s, who.user, { organizationId, role })
-  const { limits } = organizationWithLimits(ctx.s, org)
+  const { membership: org, limits } = requireMembership(ctx.s, who.user, { organizationId, role })
   return { ...who, org, principal: consolePrincipal(org.organizationId, limits) }
 }
 

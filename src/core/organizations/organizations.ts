@@ -65,17 +65,22 @@ export const membershipsOf = (s: Pick<AccountServices, 'storage'>, user: { id: s
     .orderBy(asc(organizations.name))
     .all()
 
-/** The user's membership of the organisation; another organisation's id is simply not found. */
-export function requireMembership(s: Pick<AccountServices, 'storage'>, user: { id: string }, input: { organizationId: string; role?: Role }): Membership {
+/**
+ * The user's membership of the organisation, with the organisation's effective limits (every
+ * member page acts as the organisation, so both come from one read); another organisation's
+ * id is simply not found.
+ */
+export function requireMembership(s: Pick<AccountServices, 'config' | 'storage'>, user: { id: string }, input: { organizationId: string; role?: Role }): { membership: Membership; limits: OrgLimits } {
   const row = s.storage.db
-    .select({ organizationId: organizations.id, name: organizations.name, role: memberships.role })
+    .select({ organization: organizations, role: memberships.role })
     .from(memberships)
     .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
     .where(and(eq(memberships.userId, user.id), eq(memberships.organizationId, input.organizationId)))
     .get()
   if (!row) throw notFound()
   if (input.role === 'owner' && row.role !== 'owner') throw new Refusal('forbidden', 'Only owners of this organisation can do that.')
-  return row
+  const { organization, role } = row
+  return { membership: { organizationId: organization.id, name: organization.name, role }, limits: resolveOrgLimits(organization, s.config.limits) }
 }
 
 /** The organisation with its effective limits and which of them it overrides. */
