@@ -23,6 +23,7 @@ import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPas
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
 import { openStorage } from './storage/database.ts'
+import { createSqliteStore } from './storage/sqlite/store.ts'
 import { organizations } from './storage/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
 
@@ -68,7 +69,7 @@ const table = (rows: Record<string, unknown>[], columns: string[]) => {
   for (const row of rows) console.log(columns.map((c) => row[c] ?? '-').join('\t'))
 }
 
-const cli = { config, storage, clock: systemClock, fail }
+const cli = { config, storage, store: createSqliteStore(storage), clock: systemClock, fail }
 
 try {
   switch (group === 'setup-link' ? group : `${group} ${action}`) {

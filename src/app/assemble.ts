@@ -40,6 +40,7 @@ import { createSmtpServer } from '../smtp/server.ts'
 import { prepareSmtpTls, type SmtpTls } from '../smtp/tls.ts'
 import { openStorage, type Storage } from '../storage/database.ts'
 import { lockServerDatabase, type ServerLock } from '../storage/server-lock.ts'
+import { createSqliteStore } from '../storage/sqlite/store.ts'
 import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
@@ -126,6 +127,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       config,
       publicUrls: () => addresses.publicUrls(),
       storage,
+      store: createSqliteStore(storage),
       clock,
       logger,
       routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),

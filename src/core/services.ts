@@ -5,6 +5,7 @@ import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
 import type { Storage } from '../storage/database.ts'
+import type { Store } from '../storage/port.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
@@ -50,7 +51,13 @@ export interface Services {
   config: Config
   /** Resolved once the HTTP listener has its port (see resolvePublicUrls). */
   publicUrls: () => PublicUrls
+  /**
+   * The SQLite handle, for what has not moved onto `store` yet and for SQLite's own
+   * mechanisms (WAL truncation, the disk guard, replication).
+   */
   storage: Storage
+  /** The storage port (src/storage/port.ts): SQLite or PostgreSQL. Core's verbs query through it. */
+  store: Store
   clock: Clock
   logger: Logger
   routing: RoutingProvider
@@ -88,4 +95,4 @@ export interface Services {
  * The slice of Services the account verbs (organisations, keys, users, sessions, members,
  * audit, setup) use: what the admin CLI can build without starting a server.
  */
-export type AccountServices = Pick<Services, 'clock' | 'config' | 'storage'>
+export type AccountServices = Pick<Services, 'clock' | 'config' | 'storage' | 'store'>

@@ -1,41 +1,14 @@
 /**
- * How a verb writes. `transaction(s, work)` runs `work` in one IMMEDIATE transaction, or, when
- * a transaction is already open on this connection (a verb called from inside another verb's
- * transaction, or a job of the inbound group commit), inside that one: the caller's commit
- * then covers both, and a throw anywhere rolls back both. So a verb never asks its caller to
- * open a transaction, and composing two verbs never splits one change into two commits.
- *
- * `work` must be synchronous (see Storage.write): an await inside would let the rest of it
- * run after the commit. The server has one connection and one thread, so the statements of a
- * synchronous read see one state of the database without a transaction of their own.
+ * The SQLite transaction helpers (src/storage/sqlite/transaction.ts) for the verbs that still
+ * query `s.storage` directly rather than through the storage port; they share one record of
+ * the open transaction with the SQLite adapter, so a verb and an operation it calls join.
  */
 import type { Tx } from '../storage/database.ts'
+import { transaction as sqliteTransaction, transactionInGroup as sqliteTransactionInGroup } from '../storage/sqlite/transaction.ts'
 import type { Services } from './services.ts'
 
-/** The transaction open on each storage handle while its work runs (at most one: `work` is synchronous). */
-const open = new WeakMap<Services['storage'], Tx>()
-
-function within<T>(storage: Services['storage'], tx: Tx, work: (tx: Tx) => T): T {
-  open.set(storage, tx)
-  try {
-    return work(tx)
-  } finally {
-    open.delete(storage)
-  }
-}
-
 /** Runs `work` in the open transaction, or in a new IMMEDIATE one that commits when it returns. */
-export function transaction<T>(s: Pick<Services, 'storage'>, work: (tx: Tx) => T): T {
-  const outer = open.get(s.storage)
-  if (outer) return work(outer)
-  return s.storage.write((tx) => within(s.storage, tx, work))
-}
+export const transaction = <T>(s: Pick<Services, 'storage'>, work: (tx: Tx) => T): T => sqliteTransaction(s.storage, work)
 
-/**
- * `work` as a job of the group commit (Storage.writeInGroup: it shares one COMMIT and one
- * fsync with the other jobs of its event-loop turn, and settles after the WAL is durable).
- * Verbs it calls reuse the batch's transaction through `transaction`.
- */
-export function transactionInGroup<T>(s: Pick<Services, 'storage'>, work: (tx: Tx) => T, bytes?: number): Promise<T> {
-  return s.storage.writeInGroup((tx) => within(s.storage, tx, work), bytes)
-}
+/** `work` as a job of the group commit; verbs it calls reuse the batch's transaction. */
+export const transactionInGroup = <T>(s: Pick<Services, 'storage'>, work: (tx: Tx) => T, bytes?: number): Promise<T> => sqliteTransactionInGroup(s.storage, work, bytes)

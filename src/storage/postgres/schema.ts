@@ -11,10 +11,18 @@
  * byte sizes are `bigint`, raw bytes `bytea`, the operator flag `boolean`. Counts and limits
  * stay `integer`. Column comments are in `../schema.ts`; only what differs is said here.
  */
-import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core'
+import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import { rfc3339FromPostgres } from './time.ts'
 
-/** RFC 3339 strings in and out of the core; timestamptz(3) in the database. */
-const at = (name: string) => timestamp(name, { withTimezone: true, precision: 3, mode: 'string' })
+/**
+ * RFC 3339 strings in and out of the core; timestamptz(3) in the database. Read back, the
+ * text PostgreSQL sends is turned into the core's form (time.ts), so rows of both dialects
+ * are alike.
+ */
+const at = customType<{ data: string; driverData: string }>({
+  dataType: () => 'timestamp(3) with time zone',
+  fromDriver: rfc3339FromPostgres,
+})
 /** Byte counts: a 64-bit column, read as a JavaScript number (sizes stay far below 2^53). */
 const bytes = (name: string) => bigint(name, { mode: 'number' })
 /** Raw bytes as Buffers, like bun:sqlite's blob columns. */

@@ -1,0 +1,3 @@
+/** Users, first-run setup, console sessions, API keys and instance settings. See ../port.ts for the conventions every operation follows. */
+// biome-ignore lint/suspicious/noEmptyInterface: filled in as core's verbs move onto the port
+export interface AccountStore {}

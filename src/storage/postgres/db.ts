@@ -1,0 +1,15 @@
+/**
+ * Drizzle over a postgres.js pool, with the mirrored schema: what the PostgreSQL adapter's
+ * operations query with. `db.transaction(async (tx) => …)` runs on one connection of the pool.
+ */
+import { drizzle, type PostgresJsDatabase } from 'drizzle-orm/postgres-js'
+import type { Sql } from './client.ts'
+import * as coordination from './coordination-schema.ts'
+import * as schema from './schema.ts'
+
+const everyTable = { ...schema, ...coordination }
+export type PostgresDb = PostgresJsDatabase<typeof everyTable>
+export type PostgresTx = Parameters<Parameters<PostgresDb['transaction']>[0]>[0]
+export type PostgresDbOrTx = PostgresDb | PostgresTx
+
+export const postgresDb = (sql: Sql): PostgresDb => drizzle(sql, { schema: everyTable })

@@ -1,0 +1,21 @@
+/** The PostgreSQL adapter of the storage port (../port.ts): one area per file under store/. */
+import type { Store } from '../port.ts'
+import type { Sql } from './client.ts'
+import { postgresDb } from './db.ts'
+import { postgresAccounts } from './store/accounts.ts'
+import { postgresInbound } from './store/inbound.ts'
+import { postgresInboxes } from './store/inboxes.ts'
+import { postgresMessages } from './store/messages.ts'
+import { postgresOrganizations } from './store/organizations.ts'
+
+export function createPostgresStore(sql: Sql): Store {
+  const db = postgresDb(sql)
+  return {
+    dialect: 'postgres',
+    organizations: postgresOrganizations(db),
+    accounts: postgresAccounts(db),
+    inboxes: postgresInboxes(db),
+    messages: postgresMessages(db),
+    inbound: postgresInbound(db),
+  }
+}
