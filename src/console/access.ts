@@ -54,15 +54,15 @@ function signedIn(ctx: ConsoleRequest): SignedIn {
  * The signed-in user's membership of `organizationId` (with `role`, when given). Also the
  * live stream's check of each inbox it watches, which names organisations in its query.
  */
-export function memberOf(ctx: ConsoleRequest, organizationId: string, role?: Role): Member {
+export async function memberOf(ctx: ConsoleRequest, organizationId: string, role?: Role): Promise<Member> {
   const who = signedIn(ctx)
-  const { membership: org, limits } = requireMembership(ctx.s, who.user, { organizationId, role })
+  const { membership: org, limits } = await requireMembership(ctx.s, who.user, { organizationId, role })
   return { ...who, org, principal: consolePrincipal(org.organizationId, limits) }
 }
 
 /** Resolves `access` for this request, or throws the Refusal its refusal is. */
-export function resolveAccess<A extends Access>(ctx: ConsoleRequest, access: A, organizationId: string | undefined): Resolved<A>
-export function resolveAccess(ctx: ConsoleRequest, access: Access, organizationId: string | undefined): Visitor | SignedIn | Member {
+export function resolveAccess<A extends Access>(ctx: ConsoleRequest, access: A, organizationId: string | undefined): Promise<Resolved<A>>
+export async function resolveAccess(ctx: ConsoleRequest, access: Access, organizationId: string | undefined): Promise<Visitor | SignedIn | Member> {
   switch (access) {
     case 'public':
       return { user: ctx.user }

@@ -98,7 +98,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       const refusal = await readForm(ctx)
       if (refusal) return refusal
     }
-    return route.handler(ctx, resolveAccess(ctx, route.access, ctx.params.org))
+    return route.handler(ctx, await resolveAccess(ctx, route.access, ctx.params.org))
   }
 
   async function readForm(ctx: ConsoleRequest): Promise<Response | null> {

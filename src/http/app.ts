@@ -33,7 +33,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
   return new Elysia({ normalize: false })
-    .onRequest(({ request, set }) => {
+    .onRequest(async ({ request, set }) => {
       const state = requests.begin(request)
       set.headers['x-request-id'] = state.id
       const target = checkRequestTarget(request)
@@ -57,7 +57,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
       // Authentication and the rate limit come before routing and validation, so a bad
       // key answers 401 whatever else is wrong with the request.
       if (state.path.startsWith('/v1/') || state.path === '/v1') {
-        state.principal = authenticate(s, request.headers.get('authorization'))
+        state.principal = await authenticate(s, request.headers.get('authorization'))
         s.requestLimiter.admit(state.principal)
         if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).

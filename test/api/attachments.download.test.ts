@@ -107,7 +107,7 @@ describe('FILES_URL', () => {
   test('download_url uses FILES_URL, and the same path answers on the API host', async () => {
     const files = await startRoomyServer({ env: { FILES_URL: 'https://files.example.test/' } })
     try {
-      const owner = files.tenant()
+      const owner = await files.tenant()
       const box = await newInbox(files, owner.key)
       const [id] = await deliver(files, box.address, richMessage(box.address))
       const pdf = (await files.get(`/v1/messages/${id}`, owner.key)).body.data.attachments[1]

@@ -19,8 +19,8 @@ let routes: DocumentedRoute[]
 
 beforeAll(async () => {
   server = await startRoomyServer()
-  owner = server.tenant('owner')
-  stranger = server.tenant('stranger')
+  owner = await server.tenant('owner')
+  stranger = await server.tenant('stranger')
   ids = await ownedResources(server, owner.key)
   routes = await documentedRoutes(server)
 })
@@ -54,8 +54,8 @@ describe('getInbox and deleteInbox', () => {
   })
 
   test('getInbox and deleteInbox', async () => {
-    const owner = server.tenant()
-    const stranger = server.tenant()
+    const owner = await server.tenant()
+    const stranger = await server.tenant()
     const { id } = (await server.post('/v1/inboxes', owner.key, { prefix: 'owned-box' })).body.data
     const unknown = 'inbox_' + '0'.repeat(32)
     for (const method of ['GET', 'DELETE']) {
@@ -70,9 +70,9 @@ describe('getInbox and deleteInbox', () => {
   })
 
   test('another key of the owning organisation sees the inbox', async () => {
-    const owner = server.tenant()
+    const owner = await server.tenant()
     const { id } = (await server.post('/v1/inboxes', owner.key)).body.data
-    const second = server.extraKey(owner.organizationId)
+    const second = await server.extraKey(owner.organizationId)
     expect((await server.get(`/v1/inboxes/${id}`, second)).status).toBe(200)
     expect((await server.delete(`/v1/inboxes/${id}`, second)).status).toBe(204)
   })
@@ -80,11 +80,11 @@ describe('getInbox and deleteInbox', () => {
 
 describe('getMessage, deleteMessage and downloadAttachment', () => {
   test('another organisation’s message and attachment ids answer exactly like unknown ids', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
     const [id] = await deliver(server, inbox.address, richMessage(inbox.address))
     const attachmentId = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data.attachments[1].id
-    const stranger = server.tenant('stranger')
+    const stranger = await server.tenant('stranger')
     const unknownMessage = 'msg_' + '0'.repeat(32)
     const unknownAttachment = 'att_' + '0'.repeat(32)
     const shape = (r: ApiResponse) => ({ status: r.status, code: errorCode(r), message: r.body.error.message })
@@ -109,8 +109,8 @@ describe('listOrWaitForMessages', () => {
   const fingerprint = (r: ApiResponse) => ({ status: r.status, code: r.body?.error?.code, message: r.body?.error?.message })
 
   test('listOrWaitForMessages, also with wait_seconds', async () => {
-    const owner = server.tenant()
-    const stranger = server.tenant()
+    const owner = await server.tenant()
+    const stranger = await server.tenant()
     const { id, address } = (await server.post('/v1/inboxes', owner.key)).body.data
     await deliver(server, address, simpleMessage({ to: address }))
     const unknown = `inbox_${'0'.repeat(32)}`
@@ -124,8 +124,8 @@ describe('listOrWaitForMessages', () => {
   })
 
   test('the foreign inbox answers exactly like an unknown one', async () => {
-    const owner = server.tenant()
-    const stranger = server.tenant()
+    const owner = await server.tenant()
+    const stranger = await server.tenant()
     const foreignInbox = await newInbox(server, owner.key)
     for (let i = 0; i < 3; i++) await deliver(server, foreignInbox.address, simpleMessage({ to: foreignInbox.address, subject: `m${i}` }))
     const foreign = await server.get(`/v1/inboxes/${foreignInbox.id}/messages?`, stranger.key)

@@ -56,14 +56,14 @@ describe('401 invalid_api_key', () => {
   }
 
   test('a known public id with a wrong secret', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const wrong = key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')
     expectError(await server.get('/v1/usage', wrong), 401, 'invalid_api_key')
     expect((await server.get('/v1/usage', key)).status).toBe(200)
   })
 
   test('all 401s are alike: the message does not tell unknown from malformed', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const messages = new Set<string>()
     for (const token of [null, 'junk', `ph_live_${hex16}_${hex48}`, key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')]) {
       messages.add((await server.get('/v1/usage', token)).body.error.message)
@@ -77,14 +77,14 @@ describe('401 invalid_api_key', () => {
   })
 
   test('the scheme is case-insensitive (RFC 9110 section 11.1)', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
       expect((await server.get('/v1/usage', null, { authorization: `${scheme} ${key}` })).status).toBe(200)
     }
   })
 
   test('request logs name the key by its public id and never hold a secret', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     await server.get('/v1/usage', key)
     const bogus = `ph_live_${'c'.repeat(16)}_${'d'.repeat(48)}`
     await server.get('/v1/usage', bogus)
@@ -110,8 +110,8 @@ describe('every /v1 route answers 401 invalid_api_key', () => {
   let ids: Record<string, string>
   let routes: DocumentedRoute[]
   beforeAll(async () => {
-    owner = server.tenant('owner')
-    revokedKey = server.extraKey(owner.organizationId)
+    owner = await server.tenant('owner')
+    revokedKey = await server.extraKey(owner.organizationId)
     revokeKey(server.app.services, CLI_ACTOR, { keyOrPublicId: revokedKey })
     ids = await ownedResources(server, owner.key)
     routes = await documentedRoutes(server)

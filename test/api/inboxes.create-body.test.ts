@@ -10,13 +10,13 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** A fresh organisation per call keeps the 11-inbox quota and the rate limit out of the way. */
-const key = () => server.tenant().key
+const key = async () => (await server.tenant()).key
 const json = { 'content-type': 'application/json' }
-const postRaw = (rawBody: string | undefined, headers: Record<string, string> = json) => server.request('POST', '/v1/inboxes', { key: key(), rawBody, headers })
+const postRaw = async (rawBody: string | undefined, headers: Record<string, string> = json) => server.request('POST', '/v1/inboxes', { key: await key(), rawBody, headers })
 
 describe('accepted bodies', () => {
   test('no body at all gives a generated word-word-hex address', async () => {
-    const response = await server.request('POST', '/v1/inboxes', { key: key() })
+    const response = await server.request('POST', '/v1/inboxes', { key: await key() })
     expect(response.status).toBe(201)
     expectInbox(response.body.data)
     expect(response.body.data.local_part).toMatch(GENERATED_LOCAL_PART)
@@ -43,7 +43,7 @@ describe('accepted bodies', () => {
   })
 
   test('generated local parts differ every time', async () => {
-    const k = key()
+    const k = await key()
     const seen = new Set<string>()
     for (let i = 0; i < 5; i++) seen.add((await server.post('/v1/inboxes', k)).body.data.local_part)
     expect(seen.size).toBe(5)

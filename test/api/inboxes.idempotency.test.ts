@@ -29,7 +29,7 @@ const activeInboxes = async (key: string) => (await server.get('/v1/usage', key)
 
 describe('replay', () => {
   test('same key and same body: the cached 201 with an identical body, and one inbox', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const first = await create(key, idem, { prefix: 'replayed-box' })
     expect(first.status).toBe(201)
@@ -42,7 +42,7 @@ describe('replay', () => {
   })
 
   test('a generated address is replayed too (no body both times)', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const first = await create(key, idem)
     const second = await create(key, idem)
@@ -52,7 +52,7 @@ describe('replay', () => {
   })
 
   test('bodies equal after normalisation are the same request', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const first = await create(key, idem, { prefix: 'Case-Box' })
     expect(first.status).toBe(201)
@@ -65,7 +65,7 @@ describe('replay', () => {
   })
 
   test('no body, an empty body and {} are one normalised body', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const first = await create(key, idem)
     expect((await create(key, idem, '')).body).toEqual(first.body)
@@ -73,7 +73,7 @@ describe('replay', () => {
   })
 
   test('the replay is served even after the inbox was deleted, and after the quota filled', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const first = await create(key, idem, { prefix: 'gone-later' })
     expect((await server.delete(`/v1/inboxes/${first.body.data.id}`, key)).status).toBe(204)
@@ -88,7 +88,7 @@ describe('replay', () => {
 
 describe('key reused with a different normalised body', () => {
   test('409 idempotency_key_reused; nothing is created', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     expect((await create(key, idem, { prefix: 'original-box' })).status).toBe(201)
     expectError(await create(key, idem, { prefix: 'other-box' }), 409, 'idempotency_key_reused')
@@ -98,14 +98,14 @@ describe('key reused with a different normalised body', () => {
   })
 
   test('a first request with no body, then one with a prefix', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     expect((await create(key, idem)).status).toBe(201)
     expectError(await create(key, idem, { prefix: 'now-with-prefix' }), 409, 'idempotency_key_reused')
   })
 
   test('an invalid body is refused for what it is, before the key is looked at', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     expect((await create(key, idem, { prefix: 'valid-first' })).status).toBe(201)
     expectError(await create(key, idem, '[]'), 422, 'invalid_json')
@@ -117,14 +117,14 @@ describe('key reused with a different normalised body', () => {
 describe('key length', () => {
   for (const length of [0, 1, 7, 201, 1000]) {
     test(`${length} characters is 422 invalid_idempotency_key`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       expectError(await create(key, 'k'.repeat(length)), 422, 'invalid_idempotency_key')
       expect(await activeInboxes(key)).toBe(0)
     })
   }
   for (const length of [8, 200]) {
     test(`${length} characters is accepted and replays`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       const idem = 'k'.repeat(length)
       const first = await create(key, idem)
       expect(first.status).toBe(201)
@@ -132,21 +132,21 @@ describe('key length', () => {
     })
   }
   test('the key is compared exactly (case matters)', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const first = await create(key, 'CaseKey-1')
     const second = await create(key, 'casekey-1')
     expect(second.status).toBe(201)
     expect(second.body.data.id).not.toBe(first.body.data.id)
   })
   test('a bad key is refused before the body is parsed', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     expectError(await create(key, 'short', '[]'), 422, 'invalid_idempotency_key')
   })
 })
 
 describe('retention: 24 hours', () => {
   test('replayed just before 24 h; a new request just after', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const start = clock.now()
     try {
@@ -165,7 +165,7 @@ describe('retention: 24 hours', () => {
   })
 
   test('after expiry a different body is no longer "reused"', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const start = clock.now()
     try {
@@ -180,20 +180,20 @@ describe('retention: 24 hours', () => {
 
 describe('scope: per organisation', () => {
   test('the same key in two organisations makes two inboxes', async () => {
-    const a = server.tenant()
-    const b = server.tenant()
+    const a = await server.tenant()
+    const b = await server.tenant()
     const idem = freshKey()
     const first = await create(a.key, idem)
     const second = await create(b.key, idem)
     expect(second.status).toBe(201)
     expect(second.body.data.id).not.toBe(first.body.data.id)
     // And a different body in the other organisation is not "reused".
-    expect((await create(server.tenant().key, idem, { prefix: 'third-org' })).status).toBe(201)
+    expect((await create((await server.tenant()).key, idem, { prefix: 'third-org' })).status).toBe(201)
   })
 
   test('two keys of one organisation share the scope', async () => {
-    const a = server.tenant()
-    const second = server.extraKey(a.organizationId)
+    const a = await server.tenant()
+    const second = await server.extraKey(a.organizationId)
     const idem = freshKey()
     const first = await create(a.key, idem)
     expect((await create(second, idem)).text).toBe(first.text)
@@ -202,7 +202,7 @@ describe('scope: per organisation', () => {
 
 describe('in progress', () => {
   test('a second request while the first runs is 409 idempotency_in_progress with Retry-After: 1', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     routing.hold()
     const before = routing.createCalls
@@ -226,7 +226,7 @@ describe('in progress', () => {
   })
 
   test('other keys and key-less requests are not blocked by one in progress', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     routing.hold()
     const before = routing.createCalls
     const pending: Array<ReturnType<typeof create>> = []
@@ -245,7 +245,7 @@ describe('in progress', () => {
 
 describe('in progress, however long it takes', () => {
   test('a first request still running after minutes keeps answering idempotency_in_progress', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const start = clock.now()
     routing.hold()
@@ -267,7 +267,7 @@ describe('in progress, however long it takes', () => {
   })
 
   test('ten concurrent requests with one new key create one inbox', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const responses = await Promise.all(Array.from({ length: 10 }, () => create(key, idem, { prefix: 'herd-box' })))
     const created = responses.filter((r) => r.status === 201)
@@ -288,7 +288,7 @@ describe('failures are not cached', () => {
     ['crash', 503],
   ] as const) {
     test(`routing ${failure}: ${status} email_routing_unavailable, no inbox, and the key can be retried`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       const idem = freshKey()
       routing.createFailure = failure
       try {
@@ -305,8 +305,8 @@ describe('failures are not cached', () => {
   }
 
   test('a 409 address_unavailable is not cached either', async () => {
-    const owner = server.tenant()
-    const { key } = server.tenant()
+    const owner = await server.tenant()
+    const { key } = await server.tenant()
     const idem = freshKey()
     const { id } = (await create(owner.key, undefined, { prefix: 'held-name' })).body.data
     expectError(await create(key, idem, { prefix: 'held-name' }), 409, 'address_unavailable')
@@ -316,7 +316,7 @@ describe('failures are not cached', () => {
 })
 
 test('an unreadable cached result is 503 idempotency_unavailable', async () => {
-  const { key, organizationId } = server.tenant()
+  const { key, organizationId } = await server.tenant()
   const idem = freshKey()
   expect((await create(key, idem)).status).toBe(201)
   server.app.services.storage.sqlite.query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?').run('{not json', organizationId, idem)
@@ -325,7 +325,7 @@ test('an unreadable cached result is 503 idempotency_unavailable', async () => {
 
 describe('routing rule lifecycle', () => {
   test('create makes a rule for the address; delete removes it', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { id, address } = (await create(key, undefined, { prefix: 'ruled-box' })).body.data
     expect(routing.rules.has(address)).toBe(true)
     expect((await server.delete(`/v1/inboxes/${id}`, key)).status).toBe(204)
@@ -337,7 +337,7 @@ describe('routing rule lifecycle', () => {
     ['unavailable', 503],
   ] as const) {
     test(`delete with the provider ${failure}: ${status} email_routing_unavailable and the inbox stays`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       const { id, address } = (await create(key, undefined)).body.data
       routing.deleteFailure = failure
       try {
@@ -367,7 +367,7 @@ describe('restart on the same SQLite file', () => {
 
   test('a createInbox cut off by a crash neither blocks its key nor holds its address after restart', async () => {
     const first = await startTestServer()
-    const { key, organizationId } = first.tenant()
+    const { key, organizationId } = await first.tenant()
     const now = new Date().toISOString()
     // The state a process leaves when it dies between claiming the key and activating the inbox.
     const sqlite = first.app.services.storage.sqlite

@@ -17,7 +17,7 @@ const create = (key: string, prefix?: string) => server.post('/v1/inboxes', key,
 
 describe('createInbox then getInbox', () => {
   test('201 with { data: Inbox }, and getInbox returns the same resource', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const before = Date.now()
     const created = await create(key, 'first-box')
     expect(created.status).toBe(201)
@@ -36,7 +36,7 @@ describe('createInbox then getInbox', () => {
   test('the receiving domain comes from RECEIVING_DOMAIN, lowercased', async () => {
     const other = await startTestServer({ env: { RECEIVING_DOMAIN: 'Mail.Example.COM' } })
     try {
-      const response = await other.post('/v1/inboxes', other.tenant().key, { prefix: 'domain-check' })
+      const response = await other.post('/v1/inboxes', (await other.tenant()).key, { prefix: 'domain-check' })
       expect(response.body.data.address).toBe('domain-check@mail.example.com')
     } finally {
       await other.stop()
@@ -46,7 +46,7 @@ describe('createInbox then getInbox', () => {
 
 describe('deleteInbox', () => {
   test('204 with an empty body; afterwards the inbox is gone from every operation', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { id } = (await create(key, 'short-lived')).body.data
     const deleted = await server.delete(`/v1/inboxes/${id}`, key)
     expect(deleted.status).toBe(204)
@@ -60,8 +60,8 @@ describe('deleteInbox', () => {
   })
 
   test('a deleted address can be taken again (by anyone)', async () => {
-    const a = server.tenant()
-    const b = server.tenant()
+    const a = await server.tenant()
+    const b = await server.tenant()
     const { id } = (await create(a.key, 'recycled-name')).body.data
     expectError(await create(b.key, 'recycled-name'), 409, 'address_unavailable')
     expect((await server.delete(`/v1/inboxes/${id}`, a.key)).status).toBe(204)
@@ -73,7 +73,7 @@ describe('deleteInbox', () => {
 
 describe('inbox quota', () => {
   test('11 active inboxes; the 12th is 409 inbox_quota_exceeded; delete frees a slot', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const ids: string[] = []
     for (let i = 0; i < 11; i++) {
       const response = await create(key)
@@ -91,14 +91,14 @@ describe('inbox quota', () => {
   })
 
   test('the quota is per organisation', async () => {
-    const full = server.tenant()
+    const full = await server.tenant()
     for (let i = 0; i < 11; i++) expect((await create(full.key)).status).toBe(201)
     expectError(await create(full.key), 409, 'inbox_quota_exceeded')
-    expect((await create(server.tenant().key)).status).toBe(201)
+    expect((await create((await server.tenant()).key)).status).toBe(201)
   })
 
   test('concurrent creates never exceed the quota', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const responses = await Promise.all(Array.from({ length: 20 }, () => create(key)))
     expect(responses.filter((r) => r.status === 201).length).toBe(11)
     for (const r of responses.filter((r) => r.status !== 201)) expectError(r, 409, 'inbox_quota_exceeded')
@@ -107,7 +107,7 @@ describe('inbox quota', () => {
   test('LIMIT_ACTIVE_INBOXES changes the quota', async () => {
     const other = await startTestServer({ env: { LIMIT_ACTIVE_INBOXES: '2' } })
     try {
-      const { key } = other.tenant()
+      const { key } = await other.tenant()
       expect((await other.post('/v1/inboxes', key)).status).toBe(201)
       expect((await other.post('/v1/inboxes', key)).status).toBe(201)
       expectError(await other.post('/v1/inboxes', key), 409, 'inbox_quota_exceeded')
@@ -119,20 +119,20 @@ describe('inbox quota', () => {
 
 describe('address_unavailable', () => {
   test('a taken prefix is 409 in the same organisation and across organisations, in any case', async () => {
-    const a = server.tenant()
+    const a = await server.tenant()
     expect((await create(a.key, 'taken-name')).status).toBe(201)
     expectError(await create(a.key, 'taken-name'), 409, 'address_unavailable')
-    expectError(await create(server.tenant().key, 'TAKEN-Name'), 409, 'address_unavailable')
+    expectError(await create((await server.tenant()).key, 'TAKEN-Name'), 409, 'address_unavailable')
   })
 
   test('two concurrent requests for one prefix: exactly one wins', async () => {
-    const responses = await Promise.all([create(server.tenant().key, 'race-name'), create(server.tenant().key, 'race-name')])
+    const responses = await Promise.all([create((await server.tenant()).key, 'race-name'), create((await server.tenant()).key, 'race-name')])
     expect(responses.map((r) => r.status).sort()).toEqual([201, 409])
     expectError(responses.find((r) => r.status === 409)!, 409, 'address_unavailable')
   })
 
   test('a refused request does not use a quota slot', async () => {
-    const a = server.tenant()
+    const a = await server.tenant()
     expect((await create(a.key, 'slot-check')).status).toBe(201)
     expectError(await create(a.key, 'slot-check'), 409, 'address_unavailable')
     expect((await server.get('/v1/usage', a.key)).body.inboxes.active).toBe(1)
@@ -153,7 +153,7 @@ describe('unknown ids', () => {
   ]
   for (const id of unknownIds) {
     test(`GET and DELETE ${JSON.stringify(id)} are 404 inbox_not_found`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       const path = `/v1/inboxes/${encodeURIComponent(id)}`
       expectError(await server.get(path, key), 404, 'inbox_not_found')
       expectError(await server.delete(path, key), 404, 'inbox_not_found')
@@ -161,7 +161,7 @@ describe('unknown ids', () => {
   }
 
   test('an id is matched exactly: an uppercase copy of a real id is unknown', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { id } = (await create(key)).body.data
     expectError(await server.get(`/v1/inboxes/${id.toUpperCase()}`, key), 404, 'inbox_not_found')
     expectError(await server.get(`/v1/inboxes/${id.replace('inbox_', 'INBOX_')}`, key), 404, 'inbox_not_found')

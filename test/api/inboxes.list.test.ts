@@ -48,14 +48,14 @@ async function walk(key: string, limit: number, between?: (page: number) => Prom
 
 describe('shape and order', () => {
   test('an organisation without inboxes gets { data: [], next_cursor: null }', async () => {
-    const response = await server.get('/v1/inboxes', server.tenant().key)
+    const response = await server.get('/v1/inboxes', (await server.tenant()).key)
     expect(response.status).toBe(200)
     expect(response.body).toEqual({ data: [], next_cursor: null })
   })
 
   test('newest first, every item a full Inbox, only this organisation, only active', async () => {
-    const { key } = server.tenant()
-    const other = server.tenant()
+    const { key } = await server.tenant()
+    const other = await server.tenant()
     await createMany(other.key, 2)
     const ids = await createMany(key, 4, 1000)
     expect((await server.delete(`/v1/inboxes/${ids[1]}`, key)).status).toBe(204)
@@ -69,7 +69,7 @@ describe('shape and order', () => {
   })
 
   test('inboxes created in the same millisecond still page without duplicates or gaps', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const ids = await createMany(key, 9, 0)
     const { ids: seen, sizes } = await walk(key, 2)
     expect(sizes).toEqual([2, 2, 2, 2, 1])
@@ -82,7 +82,7 @@ describe('shape and order', () => {
 
 describe('paging', () => {
   test('default page size is 50; limit=100 is the largest page', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const ids = await createMany(key, 101)
     const first = await server.get('/v1/inboxes', key)
     expect(first.body.data.length).toBe(50)
@@ -94,14 +94,14 @@ describe('paging', () => {
   })
 
   test('a page that ends exactly at the last item has next_cursor null', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     await createMany(key, 4)
     const { sizes } = await walk(key, 2)
     expect(sizes).toEqual([2, 2])
   })
 
   test('inboxes added between pages cause no duplicates or gaps among the rest', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const original = await createMany(key, 8)
     const added: string[] = []
     const { ids } = await walk(key, 3, async () => {
@@ -115,7 +115,7 @@ describe('paging', () => {
   })
 
   test('deleting an already seen inbox between pages skips nothing', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const original = await createMany(key, 6)
     const seen: string[] = []
     const { ids } = await walk(key, 2, async () => {
@@ -128,7 +128,7 @@ describe('paging', () => {
   })
 
   test('limit=1 walks one at a time', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const ids = await createMany(key, 3)
     const { ids: seen, sizes } = await walk(key, 1)
     expect(sizes).toEqual([1, 1, 1])
@@ -138,7 +138,7 @@ describe('paging', () => {
   test('a cursor keeps working after the server restarts on the same file', async () => {
     // A server of its own, stopped before the restart (one server per database file).
     const own = await startTestServer({ clock })
-    const { key } = own.tenant()
+    const { key } = await own.tenant()
     await createMany(key, 3, 1, own)
     const first = await own.get('/v1/inboxes?limit=1', key)
     await own.app.stop()
@@ -165,30 +165,30 @@ describe('limit', () => {
   const invalid = ['0', '101', '-1', '1.5', '1.0', 'abc', '', ' 5', '5 ', '+5', '1e1', '0x10', '00', '99999999999999999999', '٥', '5abc', 'null', '[5]']
   for (const value of invalid) {
     test(`limit=${JSON.stringify(value)} is 422 invalid_limit, never clamped`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       await createMany(key, 1)
       expectError(await server.get(`/v1/inboxes?limit=${encodeURIComponent(value)}`, key), 422, 'invalid_limit')
     })
   }
 
   test('a repeated limit is 422 invalid_limit, even with equal values', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     expectError(await server.get('/v1/inboxes?limit=5&limit=5', key), 422, 'invalid_limit')
     expectError(await server.get('/v1/inboxes?limit=5&limit=7', key), 422, 'invalid_limit')
   })
 
   for (const value of ['1', '100', '50', '007']) {
     test(`limit=${value} is accepted`, async () => {
-      expect((await server.get(`/v1/inboxes?limit=${value}`, server.tenant().key)).status).toBe(200)
+      expect((await server.get(`/v1/inboxes?limit=${value}`, (await server.tenant()).key)).status).toBe(200)
     })
   }
 
   test('unknown query parameters are ignored', async () => {
-    expect((await server.get('/v1/inboxes?foo=bar&page=2', server.tenant().key)).status).toBe(200)
+    expect((await server.get('/v1/inboxes?foo=bar&page=2', (await server.tenant()).key)).status).toBe(200)
   })
 
   test('operations without query parameters ignore them, even repeated (getInbox and getUsage have no 422)', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { id } = (await server.post('/v1/inboxes', key)).body.data
     for (const query of ['limit=0', 'limit=1&limit=2', 'cursor=a&cursor=b', 'wait_seconds=1&wait_seconds=2']) {
       expect(`${query} ${(await server.get(`/v1/inboxes/${id}?${query}`, key)).status}`).toBe(`${query} 200`)
@@ -207,15 +207,15 @@ describe('cursor', () => {
   const list = (key: string, cursor: string) => server.get(`/v1/inboxes?limit=1&cursor=${encodeURIComponent(cursor)}`, key)
 
   test('is opaque: it does not show ids or timestamps in clear', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const cursor = await cursorOf(key)
     expect(cursor).not.toContain('inbox_')
     expect(cursor).not.toMatch(/\d{4}-\d{2}-\d{2}/)
   })
 
   test('another organisation’s cursor is 422 invalid_cursor', async () => {
-    const a = server.tenant()
-    const b = server.tenant()
+    const a = await server.tenant()
+    const b = await server.tenant()
     await createMany(b.key, 3)
     const cursor = await cursorOf(a.key)
     expect((await list(a.key, cursor)).status).toBe(200)
@@ -223,7 +223,7 @@ describe('cursor', () => {
   })
 
   test('a cursor with a modified payload is 422 invalid_cursor', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const cursor = await cursorOf(key)
     const dot = cursor.indexOf('.')
     const payload = cursor.slice(0, dot)
@@ -244,7 +244,7 @@ describe('cursor', () => {
   })
 
   test('a truncated or extended cursor is 422 invalid_cursor', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const cursor = await cursorOf(key)
     for (const bad of [cursor.slice(0, -1), cursor.slice(0, cursor.length / 2), cursor.slice(1), cursor.split('.')[0]!, cursor + 'A', cursor + '.x', `${cursor}${cursor}`]) {
       expectError(await list(key, bad), 422, 'invalid_cursor')
@@ -254,18 +254,18 @@ describe('cursor', () => {
   const junk = ['', 'x', '.', '..', 'null', 'eyJ9.abc', '%00', 'a'.repeat(600), '{"at":"x"}', 'ä.ö']
   for (const value of junk) {
     test(`cursor=${JSON.stringify(value.slice(0, 20))} is 422 invalid_cursor`, async () => {
-      expectError(await list(server.tenant().key, value), 422, 'invalid_cursor')
+      expectError(await list((await server.tenant()).key, value), 422, 'invalid_cursor')
     })
   }
 
   test('a repeated cursor is 422 invalid_cursor', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const cursor = encodeURIComponent(await cursorOf(key))
     expectError(await server.get(`/v1/inboxes?cursor=${cursor}&cursor=${cursor}`, key), 422, 'invalid_cursor')
   })
 
   test('a cursor stays valid with a different limit, and when its inbox was deleted', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const ids = await createMany(key, 3)
     const cursor = (await server.get('/v1/inboxes?limit=1', key)).body.next_cursor
     expect((await server.delete(`/v1/inboxes/${ids[2]}`, key)).status).toBe(204)
@@ -275,8 +275,8 @@ describe('cursor', () => {
   })
 
   test('another key of the same organisation may continue the listing', async () => {
-    const owner = server.tenant()
+    const owner = await server.tenant()
     const cursor = await cursorOf(owner.key)
-    expect((await list(server.extraKey(owner.organizationId), cursor)).status).toBe(200)
+    expect((await list(await server.extraKey(owner.organizationId), cursor)).status).toBe(200)
   })
 })

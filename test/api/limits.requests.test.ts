@@ -25,7 +25,7 @@ async function burst(key: string, n: number, path = '/v1/usage'): Promise<number
 describe('per key: 120 a minute', () => {
   test('the 121st request in a UTC minute is 429 with Retry-After to the next minute; the next minute admits again', async () => {
     clock.set('2026-02-03T10:15:30.250Z')
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     expect(await burst(key, 120)).toEqual(Array(120).fill(200))
 
     const limited = await server.get('/v1/usage', key)
@@ -51,7 +51,7 @@ describe('per key: 120 a minute', () => {
 
   test('the window is the UTC minute, not a sliding 60 seconds', async () => {
     clock.set('2026-02-03T11:00:59.000Z')
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     expect(await burst(key, 120)).toEqual(Array(120).fill(200))
     expectError(await server.get('/v1/usage', key), 429, 'rate_limit_exceeded')
     clock.set('2026-02-03T11:01:00.000Z') // one second later, a new minute
@@ -60,16 +60,16 @@ describe('per key: 120 a minute', () => {
 
   test('one key at its limit does not limit another key of the organisation, or another organisation', async () => {
     clock.set('2026-02-03T12:00:00.000Z')
-    const a = server.tenant()
+    const a = await server.tenant()
     expect(await burst(a.key, 120)).toEqual(Array(120).fill(200))
     expectError(await server.get('/v1/usage', a.key), 429, 'rate_limit_exceeded')
-    expect((await server.get('/v1/usage', server.extraKey(a.organizationId))).status).toBe(200)
-    expect((await server.get('/v1/usage', server.tenant().key)).status).toBe(200)
+    expect((await server.get('/v1/usage', await server.extraKey(a.organizationId))).status).toBe(200)
+    expect((await server.get('/v1/usage', (await server.tenant()).key)).status).toBe(200)
   })
 
   test('unauthenticated requests and health do not count against anyone', async () => {
     clock.set('2026-02-03T13:00:00.000Z')
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     for (let i = 0; i < 130; i++) expect((await server.get('/health')).status).toBe(200)
     expect(await burst(key, 120)).toEqual(Array(120).fill(200))
     // Health stays open for a rate-limited key, and a bad key is still 401 rather than 429.
@@ -82,13 +82,13 @@ describe('per key: 120 a minute', () => {
 describe('per organisation: 600 a minute', () => {
   test('600 across five keys, then every key of the organisation is 429; other organisations are not', async () => {
     clock.set('2026-02-03T14:30:45.000Z')
-    const org = server.tenant()
-    const keys = [org.key, ...Array.from({ length: 5 }, () => server.extraKey(org.organizationId))]
+    const org = await server.tenant()
+    const keys = [org.key, ...(await Promise.all(Array.from({ length: 5 }, () => server.extraKey(org.organizationId))))]
     for (const key of keys.slice(0, 5)) expect(await burst(key, 120)).toEqual(Array(120).fill(200))
     const sixth = await server.get('/v1/usage', keys[5]!)
     expectError(sixth, 429, 'rate_limit_exceeded')
     expect(sixth.headers.get('retry-after')).toBe('15')
-    expect((await server.get('/v1/usage', server.tenant().key)).status).toBe(200)
+    expect((await server.get('/v1/usage', (await server.tenant()).key)).status).toBe(200)
 
     clock.set('2026-02-03T14:31:00.000Z')
     expect((await server.get('/v1/usage', keys[5]!)).status).toBe(200)
@@ -99,8 +99,8 @@ test('LIMIT_REQUESTS_PER_KEY and LIMIT_REQUESTS_PER_ORG change the limits', asyn
   const small = await startTestServer({ clock, env: { LIMIT_REQUESTS_PER_KEY: '3', LIMIT_REQUESTS_PER_ORG: '4' } })
   try {
     clock.set('2026-02-03T15:00:00.000Z')
-    const org = small.tenant()
-    const second = small.extraKey(org.organizationId)
+    const org = await small.tenant()
+    const second = await small.extraKey(org.organizationId)
     for (let i = 0; i < 3; i++) expect((await small.get('/v1/usage', org.key)).status).toBe(200)
     expectError(await small.get('/v1/usage', org.key), 429, 'rate_limit_exceeded')
     expect((await small.get('/v1/usage', second)).status).toBe(200)

@@ -18,7 +18,7 @@ let clock: ManualClock
 beforeEach(async () => {
   clock = new ManualClock('2026-05-10T12:00:00.000Z')
   server = await startRoomyServer({ clock })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterEach(() => server.stop())
 
@@ -88,7 +88,7 @@ test('a cached page is never served for a deleted inbox, another organisation or
   await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'private' }))
   const page = await list(inbox.id, '?limit=1')
   expect(page.data).toHaveLength(1)
-  const stranger = server.tenant('stranger')
+  const stranger = await server.tenant('stranger')
   const foreign = await server.get(`/v1/inboxes/${inbox.id}/messages`, stranger.key)
   expect([foreign.status, errorCode(foreign)]).toEqual([404, 'inbox_not_found'])
   const tampered = await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&cursor=${'x'}${page.next_cursor ?? 'abc.def'}`, tenant.key)

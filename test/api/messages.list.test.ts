@@ -28,7 +28,7 @@ const MAIL = [
 
 beforeAll(async () => {
   server = await startRoomyServer({ clock })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = await newInbox(server, tenant.key)
   for (const [i, mail] of MAIL.entries()) {
     clock.set(T0 + i * 1000)

@@ -72,10 +72,10 @@ async function liveStreamEvents(server: TestServer, afterOpen: () => Promise<voi
 
 beforeAll(async () => {
   server = await startRoomyServer()
-  tenant = server.tenant()
+  tenant = await server.tenant()
   // The body timeout must fit in the idle timeout (a silent connection is cut mid-request too).
   idleServer = await startRoomyServer({ env: { HTTP_IDLE_TIMEOUT_SECONDS: '1', HTTP_BODY_TIMEOUT_MS: '1000' } })
-  const idleTenant = idleServer.tenant('idle')
+  const idleTenant = await idleServer.tenant('idle')
   const idleInbox = await newInbox(idleServer, idleTenant.key)
   // Proves nothing happens: the live stream stays open through a silence past the idle timeout.
   const silence = Bun.sleep(IDLE_PROOF_SECONDS * 1000)
@@ -250,14 +250,14 @@ const slots = (key: string, tenant: Tenant) => server.app.services.longPolls.cou
 
 describe('limits', () => {
   test('the 11th concurrent wait of one key is refused; non-waiting reads still work', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
     const polls = Array.from({ length: 10 }, () => startPoll(server, tenant.key, inbox.id))
     await until(() => slots(tenant.key, tenant).key === 10, '10 polls to hold slots')
     await expectLimitExceeded(tenant.key, inbox.id)
     expect((await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).status).toBe(200)
     // Another key of the same organisation still has its own 10.
-    const second = server.extraKey(tenant.organizationId)
+    const second = await server.extraKey(tenant.organizationId)
     const more = startPoll(server, second, inbox.id)
     await until(() => slots(second, tenant).key === 1, 'the other key to hold a slot')
     for (const p of [...polls, more]) p.abort()
@@ -265,16 +265,16 @@ describe('limits', () => {
   })
 
   test('the 31st concurrent wait of one organisation is refused, whatever key asks', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
-    const keys = [tenant.key, server.extraKey(tenant.organizationId), server.extraKey(tenant.organizationId), server.extraKey(tenant.organizationId)]
+    const keys = [tenant.key, await server.extraKey(tenant.organizationId), await server.extraKey(tenant.organizationId), await server.extraKey(tenant.organizationId)]
     // 8 + 8 + 7 + 7 = 30: no key is at its own limit of 10.
     const polls = keys.flatMap((key, i) => Array.from({ length: i < 2 ? 8 : 7 }, () => startPoll(server, key, inbox.id)))
     await until(() => slots(tenant.key, tenant).org === 30, '30 polls to hold slots')
     for (const key of keys) await expectLimitExceeded(key, inbox.id)
-    await expectLimitExceeded(server.extraKey(tenant.organizationId), inbox.id)
+    await expectLimitExceeded(await server.extraKey(tenant.organizationId), inbox.id)
     // Another organisation is not affected.
-    const other = server.tenant('other')
+    const other = await server.tenant('other')
     const otherInbox = await newInbox(server, other.key)
     expect((await server.get(`/v1/inboxes/${otherInbox.id}/messages?wait_seconds=1`, other.key)).status).toBe(204)
     for (const p of polls) p.abort()
@@ -284,7 +284,7 @@ describe('limits', () => {
 
 describe('refused waits', () => {
   test('a waiting request refused for a bad query or a missing inbox holds no slot', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
     for (const [query, code] of <Array<[string, string]>>[
       ['wait_seconds=30&cursor=forged.cursor', 'invalid_cursor'],
@@ -302,7 +302,7 @@ describe('refused waits', () => {
 
 describe('disconnects', () => {
   test('a client that disconnects frees its slot at once, and a new poll is admitted', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
     const polls = Array.from({ length: 10 }, () => startPoll(server, tenant.key, inbox.id))
     await until(() => slots(tenant.key, tenant).key === 10, '10 polls to hold slots')

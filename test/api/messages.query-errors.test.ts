@@ -17,8 +17,8 @@ let foreignInboxId: string
 
 beforeAll(async () => {
   server = await startRoomyServer()
-  tenant = server.tenant('org-a')
-  foreignTenant = server.tenant('org-b')
+  tenant = await server.tenant('org-a')
+  foreignTenant = await server.tenant('org-b')
   const inbox = await newInbox(server, tenant.key)
   inboxId = inbox.id
   otherInboxId = (await newInbox(server, tenant.key)).id

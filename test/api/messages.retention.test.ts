@@ -20,7 +20,7 @@ let tenant: Tenant
 
 beforeAll(async () => {
   server = await startRoomyServer({ clock })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 

@@ -25,7 +25,7 @@ function seedReceived(organizationId: string, month: string, received: number): 
 }
 
 test('a new organisation: the bare Usage object with every counter', async () => {
-  const { key } = server.tenant()
+  const { key } = await server.tenant()
   const response = await server.get('/v1/usage', key)
   expect(response.status).toBe(200)
   expect(response.body).toEqual({
@@ -39,8 +39,8 @@ test('a new organisation: the bare Usage object with every counter', async () =>
 })
 
 test('inboxes.active follows create and delete, per organisation', async () => {
-  const { key } = server.tenant()
-  const other = server.tenant()
+  const { key } = await server.tenant()
+  const other = await server.tenant()
   const ids: string[] = []
   for (let i = 0; i < 3; i++) ids.push((await server.post('/v1/inboxes', key)).body.data.id)
   await server.post('/v1/inboxes', other.key)
@@ -61,7 +61,7 @@ describe('the period is the UTC calendar month', () => {
   ]
   for (const [now, startsAt, endsAt] of cases) {
     test(`at ${now}`, async () => {
-      const { key } = server.tenant()
+      const { key } = await server.tenant()
       const before = clock.now()
       clock.set(now)
       try {
@@ -74,7 +74,7 @@ describe('the period is the UTC calendar month', () => {
 })
 
 test('emails count only the current UTC month and switch at the boundary', async () => {
-  const { key, organizationId } = server.tenant()
+  const { key, organizationId } = await server.tenant()
   seedReceived(organizationId, '2026-03', 5)
   seedReceived(organizationId, '2026-04', 40)
   const before = clock.now()
@@ -94,7 +94,7 @@ test('emails count only the current UTC month and switch at the boundary', async
 test('limits come from LIMIT_ACTIVE_INBOXES and LIMIT_MONTHLY_EMAILS', async () => {
   const other = await startTestServer({ clock, env: { LIMIT_ACTIVE_INBOXES: '3', LIMIT_MONTHLY_EMAILS: '500' } })
   try {
-    const body = (await other.get('/v1/usage', other.tenant().key)).body
+    const body = (await other.get('/v1/usage', (await other.tenant()).key)).body
     expect(body.inboxes).toEqual({ active: 0, limit: 3, remaining: 3 })
     expect(body.emails).toEqual({ received: 0, limit: 500, remaining: 500 })
   } finally {
@@ -112,7 +112,7 @@ describe('emails received over SMTP', () => {
 
   test('emails.received counts accepted mail in the UTC month it arrived', async () => {
     clock.set('2026-01-31T23:59:59.999Z')
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { address } = (await server.post('/v1/inboxes', key)).body.data
     await deliver(address)
     await deliver(address)
@@ -127,7 +127,7 @@ describe('emails received over SMTP', () => {
 
   test('deleteInbox removes its messages but does not restore the monthly email quota', async () => {
     clock.set('2026-03-10T10:00:00.000Z')
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const { id, address } = (await server.post('/v1/inboxes', key)).body.data
     await deliver(address, 'to be deleted')
     const listed = await server.get(`/v1/inboxes/${id}/messages`, key)

@@ -219,8 +219,8 @@ test("the CLI's organisations and keys: with the audit refused, nothing is made 
   expect(snapshot()).toEqual(before)
 })
 
-test("the harness's tenants are made the operator's way: the organisation and its key are audited as cli", () => {
-  const tenant = server.tenant('harness-made')
+test("the harness's tenants are made the operator's way: the organisation and its key are audited as cli", async () => {
+  const tenant = await server.tenant('harness-made')
   const created = sql<{ actor: string; organization_id: string | null; detail: string }>(
     `select actor, organization_id, detail from audit_events where action = 'organization.created' and target = '${tenant.organizationId}'`,
   )

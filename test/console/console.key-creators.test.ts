@@ -36,7 +36,7 @@ async function row(by: ConsoleClient, key: string): Promise<string> {
 
 test("each key's maker is shown: the console user who made it, or the CLI", async () => {
   expect(await row(operator, firstKey)).toContain('op@example.com')
-  const cliKey = server.extraKey(org)
+  const cliKey = await server.extraKey(org)
   const cliRow = await row(operator, cliKey)
   expect(cliRow).toContain('the CLI')
   expect(cliRow).not.toContain('left the organisation')

@@ -93,7 +93,7 @@ testNeeding('curl')('the first-run page\'s "Try it" runs as shown: it sends with
 
 test("an address handed on shows none of the earlier owner's refusals, early sends included", async () => {
   // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.
-  const other = server.tenant('other-org')
+  const other = await server.tenant('other-org')
   expect((await mail('early@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
   const theirs = (await server.post('/v1/inboxes', other.key, { prefix: 'handed-on' })).body.data
   expect((await mail('first@other.example', 'handed-on@inbox.test')).data?.code).toBe(250)

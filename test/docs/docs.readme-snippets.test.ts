@@ -40,7 +40,7 @@ async function runByHand(script: string, key: string) {
 }
 
 testNeeding('curl')('the by-hand curl steps create, send, receive with 200 and delete with 204', async () => {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const { code, lines, stderr } = await runByHand(byHand, tenant.key)
   expect(stderr).toBe('')
   expect(code).toBe(0)
@@ -58,7 +58,7 @@ testNeeding('curl')('without the send, the wait ends in a visible 204', async ()
     .join('\n')
     .replace('wait_seconds=30', 'wait_seconds=1')
   expect(unsent).not.toBe(byHand)
-  const { code, lines } = await runByHand(unsent, server.tenant().key)
+  const { code, lines } = await runByHand(unsent, (await server.tenant()).key)
   expect(code).toBe(0)
   expect(lines.slice(-3)).toEqual(['', '204', '204'])
 })

@@ -42,7 +42,7 @@ test('uniquePrefix gives a valid prefix that differs per call', () => {
 describe('a wait that ends without mail says which limit likely refused it', () => {
   test('the monthly quota used up', async () => {
     const server = await start({ env: { LIMIT_MONTHLY_EMAILS: '1' } })
-    const pigeonhole = new Pigeonhole({ url: server.url, key: server.tenant().key })
+    const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
     expect((await mail(server, inbox.address, 'first')).data?.code).toBe(250)
     expect((await mail(server, inbox.address, 'second')).rcpt[0]!.code).toBe(550)
@@ -52,7 +52,7 @@ describe('a wait that ends without mail says which limit likely refused it', () 
 
   test("the inbox's burst", async () => {
     const server = await start({ env: { LIMIT_INBOX_BURST: '10' } })
-    const pigeonhole = new Pigeonhole({ url: server.url, key: server.tenant().key })
+    const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
     for (let i = 0; i < 10; i++) expect((await mail(server, inbox.address, `mail ${i}`)).data?.code).toBe(250)
     expect((await mail(server, inbox.address, 'eleventh')).rcpt[0]!.code).toBe(450)
@@ -63,7 +63,7 @@ describe('a wait that ends without mail says which limit likely refused it', () 
 
   test('no limit reached: the address and the route are the suspects', async () => {
     const server = await start()
-    const pigeonhole = new Pigeonhole({ url: server.url, key: server.tenant().key })
+    const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
     await expect(pigeonhole.waitForMessage(inbox, { timeout: 1_000 })).rejects.toThrow(`No mail with any message arrived at ${inbox.address} within 1 s. No limit looks reached`)
   }, 20_000)
@@ -71,7 +71,7 @@ describe('a wait that ends without mail says which limit likely refused it', () 
 
 test('a wait begun before the server listens retries the refused connection and gets the mail', async () => {
   const server = await start()
-  const key = server.tenant().key
+  const key = (await server.tenant()).key
   const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
   // A port that was free a moment ago; nothing listens on it until the relay below starts.
   const port = await new Promise<number>((resolve) => {
@@ -93,7 +93,7 @@ test('a wait begun before the server listens retries the refused connection and 
 
 test('a wait whose connection is closed under it (a server stopping) waits again with the time left', async () => {
   const server = await start()
-  const key = server.tenant().key
+  const key = (await server.tenant()).key
   const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
   // A TCP relay to the server that cuts the first connection after 300 ms, as a stopping
   // server closes a waiting long poll, and passes every later one through.
@@ -129,7 +129,7 @@ test('a rate-limited teardown waits out Retry-After and deletes the inbox', asyn
   // Half a second before a UTC minute ends: Retry-After is 1 s, and the next minute is a new window.
   const clock = new ManualClock('2026-03-10T09:41:59.500Z')
   const server = await start({ clock, env: { LIMIT_REQUESTS_PER_KEY: '3' } })
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const pigeonhole = new Pigeonhole({ url: server.url, key: tenant.key })
   const inbox = await pigeonhole.createInbox()
   await pigeonhole.getUsage()
@@ -146,7 +146,7 @@ test('a rate-limited teardown waits out Retry-After and deletes the inbox', asyn
 
 test('a teardown whose answer is lost (the delete done, the connection cut) counts the 404 of its retry as deleted', async () => {
   const server = await start()
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const inbox = await new Pigeonhole({ url: server.url, key: tenant.key }).createInbox()
   // A TCP relay that lets the first request reach the server, then cuts the client off as
   // the answer comes back (a proxy or a stopping server dropping it); later ones pass.
@@ -179,7 +179,7 @@ test('a teardown whose answer is lost (the delete done, the connection cut) coun
 
 test('a wait asked again after its connection was cut asks for the time left, not its whole timeout', async () => {
   const server = await start()
-  const key = server.tenant().key
+  const key = (await server.tenant()).key
   const inbox = await new Pigeonhole({ url: server.url, key }).createInbox()
   // A TCP relay that notes each request's wait_seconds, cuts the first connection after a
   // second (a stopping server) and passes later ones through.

@@ -35,14 +35,14 @@ async function run(cmd: string[], env: Record<string, string>) {
 
 /** A tenant whose two inbox slots are both taken: createInbox answers 409 inbox_quota_exceeded. */
 async function fullTenant() {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   for (let i = 0; i < 2; i++) expect((await server.post('/v1/inboxes', tenant.key)).status).toBe(201)
   return tenant
 }
 
 describe('examples/recommended-flow.ts', () => {
   test('succeeds and leaves no inbox behind', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const result = await run(['bun', 'examples/recommended-flow.ts'], { PIGEONHOLE_KEY: tenant.key })
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -60,7 +60,7 @@ describe('examples/recommended-flow.ts', () => {
 
 describe('examples/curl-flow.sh', () => {
   testNeeding('curl')('succeeds and deletes its inbox', async () => {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const result = await run(['bash', 'examples/curl-flow.sh'], { PIGEONHOLE_KEY: tenant.key })
     expect(result.stderr).toBe('')
     expect(result.code).toBe(0)
@@ -76,7 +76,7 @@ describe('examples/curl-flow.sh', () => {
 })
 
 test('examples/bun/signup.example.ts passes under bun test against the demo app', async () => {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const result = await run(['bun', 'test', './examples/bun/signup.example.ts'], { PIGEONHOLE_KEY: tenant.key })
   expect(`${result.code}\n${result.stderr}`).toContain('0\n')
   expect(result.stderr).toContain(' 2 pass')
@@ -85,7 +85,7 @@ test('examples/bun/signup.example.ts passes under bun test against the demo app'
 
 describe('the example client', () => {
   test('waitForMessage throws a readable error when the wait ends with 204', async () => {
-    const pigeonhole = new Pigeonhole({ url: server.url, key: server.tenant().key })
+    const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
     await expect(pigeonhole.waitForMessage(inbox, { subject: 'Never sent', timeout: 1000 })).rejects.toThrow(`No mail with subject containing "Never sent" arrived at ${inbox.address} within 1 s.`)
     await pigeonhole.deleteInbox(inbox)

@@ -32,7 +32,7 @@ function switchableProxy(target: () => number) {
 
 test('waitForMessage survives a server stop: it asks again and gets the mail the next server received', async () => {
   const first = await startTestServer()
-  const tenant = first.tenant()
+  const tenant = await first.tenant()
   let httpPort = first.app.httpPort
   const proxy = await switchableProxy(() => httpPort)
   const pigeonhole = new Pigeonhole({ url: `http://127.0.0.1:${proxy.port}`, key: tenant.key })

@@ -13,7 +13,7 @@ let key: string
 let port: number
 beforeAll(async () => {
   server = await startTestServer({ env: { HTTP_BODY_TIMEOUT_MS: '300', LIMIT_REQUESTS_PER_KEY: '100000', LIMIT_REQUESTS_PER_ORG: '100000' } })
-  key = server.tenant().key
+  key = (await server.tenant()).key
   port = Number(new URL(server.url).port)
 })
 afterAll(() => server.stop())

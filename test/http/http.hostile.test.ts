@@ -8,7 +8,7 @@ let server: TestServer
 let key: string
 beforeAll(async () => {
   server = await startTestServer({ env: { LIMIT_REQUESTS_PER_KEY: '100000', LIMIT_REQUESTS_PER_ORG: '100000' } })
-  key = server.tenant().key
+  key = (await server.tenant()).key
 })
 afterAll(() => server.stop())
 afterEach(async () => {
@@ -67,7 +67,7 @@ describe('bodies', () => {
   })
 
   test('a broken body on GET and DELETE is ignored, whatever its content type', async () => {
-    const owner = server.tenant()
+    const owner = await server.tenant()
     for (const type of ['application/json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=zz', 'text/plain']) {
       const { id } = (await server.post('/v1/inboxes', owner.key)).body.data
       const auth = { Authorization: `Bearer ${owner.key}`, 'Content-Type': type }
@@ -195,7 +195,7 @@ test('50 concurrent junk requests leave the server healthy', async () => {
 test('an unexpected failure is 500 internal_error with the envelope and the request id', async () => {
   const broken = await startTestServer()
   try {
-    const tenant = broken.tenant()
+    const tenant = await broken.tenant()
     broken.app.services.storage.sqlite.close() // storage gone from under a running server
     for (const response of [await broken.get('/health'), await broken.get('/v1/inboxes', tenant.key)]) {
       expectError(response, 500, 'internal_error')

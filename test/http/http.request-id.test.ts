@@ -10,7 +10,7 @@ afterAll(() => server.stop())
 
 describe('X-Request-Id', () => {
   test('is on every response, unique, and repeated as error.request_id', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     const created = await server.post('/v1/inboxes', key)
     const responses = [
       await server.get('/health'),
@@ -36,7 +36,7 @@ describe('X-Request-Id', () => {
   })
 
   test('unknown routes answer 404 with the error envelope', async () => {
-    const { key } = server.tenant()
+    const { key } = await server.tenant()
     for (const path of ['/no-such-route', '/v1/no-such-route', '/v2/inboxes', '/v1/inboxes/x/y/z']) {
       const response = await server.get(path, key)
       expect(`${path} ${response.status}`).toBe(`${path} 404`)

@@ -14,7 +14,7 @@ let key: string
 let port: number
 beforeAll(async () => {
   server = await startTestServer({ env: { CORS_CONSOLE_ORIGIN: 'http://localhost:3000' } })
-  key = server.tenant().key
+  key = (await server.tenant()).key
   port = Number(new URL(server.url).port)
 })
 afterAll(() => server.stop())

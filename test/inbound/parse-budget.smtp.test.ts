@@ -14,7 +14,7 @@ let inbox: { id: string; address: string }
 beforeAll(async () => {
   // One unit a month: the second message is accepted only if the refused one released its unit.
   server = await startTestServer({ env: { PARSE_TIMEOUT_MS: '75', LIMIT_MONTHLY_EMAILS: '1', LIMIT_HEADER_BYTES: String(2 * 1024 * 1024) } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())

@@ -16,7 +16,7 @@ let inbox: { id: string; address: string }
 
 beforeAll(async () => {
   server = await startTestServer({ env: { LIMIT_MESSAGE_PARTS: '3', LIMIT_MESSAGE_LINES: '300' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())

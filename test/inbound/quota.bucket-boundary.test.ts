@@ -15,7 +15,7 @@ afterEach(() => server?.stop())
 async function setUp(monthlyEmails: number) {
   const clock = new ManualClock('2026-03-10T10:00:00.000Z')
   server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: String(monthlyEmails) }, clock })
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const client = await SmtpClient.connect(server.app.smtpPort)
   await client.command('EHLO test')
   return { clock, tenant, client }

@@ -113,7 +113,7 @@ describe('each operation lists its error codes', () => {
 })
 
 test('the wire still answers the spec 422 codes for values the document types as integers', async () => {
-  const { key } = server.tenant()
+  const { key } = await server.tenant()
   const inbox = (await server.post('/v1/inboxes', key)).body.data
   for (const [query, code] of [
     ['wait_seconds=1.5', 'invalid_wait_seconds'],

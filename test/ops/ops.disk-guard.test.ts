@@ -16,7 +16,7 @@ let tenant: Tenant
 
 beforeAll(async () => {
   server = await startTestServer({ env: { METRICS_TOKEN: 'disk-guard-metrics-token', DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 
@@ -92,7 +92,7 @@ describe('DISK_MIN_FREE and the DATA spool', () => {
   test('bytes waiting in the spool count as used: the guard trips while they wait and clears once they are gone', async () => {
     const own = await startTestServer({ env: { DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
     try {
-      const ownTenant = own.tenant()
+      const ownTenant = await own.tenant()
       const inbox = (await own.post('/v1/inboxes', ownTenant.key)).body.data
       const sqlite = own.app.services.storage.sqlite
       const ownPragma = (name: string) => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!

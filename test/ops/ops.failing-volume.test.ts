@@ -70,7 +70,7 @@ test.skipIf(unavailable !== null)(
   'a volume that fails under the server: 451, 503 storage_unavailable, /ready 503, one line, nothing lost',
   async () => {
     const s = server!
-    const { key } = s.tenant()
+    const { key } = await s.tenant()
     const inbox = (await s.post('/v1/inboxes', key)).body.data
     const send = (subject: string) => sendMail(s.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))
     expect((await send('kept')).data?.code).toBe(250)

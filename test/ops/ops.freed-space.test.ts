@@ -30,7 +30,7 @@ beforeAll(async () => {
     clock,
     env: { DATABASE_PATH: join(mountPoint, 'pigeonhole.db'), DISK_MIN_FREE: '4MiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000', LIMIT_ACTIVE_INBOXES: '100' },
   })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 }, 30_000) // a server start on a shared, busy machine can take more than the default 5 s
 afterAll(async () => {
   await server?.stop()

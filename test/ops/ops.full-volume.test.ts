@@ -47,7 +47,7 @@ beforeAll(async () => {
     clock,
     env: { DATABASE_PATH: join(mountPoint, 'pigeonhole.db'), DISK_MIN_FREE: '8MiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000', LIMIT_ACTIVE_INBOXES: '100' },
   })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(async () => {
   await server?.stop()

@@ -11,7 +11,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 test('each HTTP request logs one line with its request id and the status the client saw', async () => {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const responses = [
     await server.get('/health'),
     await server.post('/v1/inboxes', tenant.key, { prefix: 'logged' }),
@@ -34,7 +34,7 @@ test('each HTTP request logs one line with its request id and the status the cli
 })
 
 test('no log line contains an API key secret or message content', async () => {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
   await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'secret-subject-4711', text: 'secret-body-4711' }))
   await server.get('/v1/usage', tenant.key)

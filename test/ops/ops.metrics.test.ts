@@ -13,7 +13,7 @@ let tenant: Tenant
 
 beforeAll(async () => {
   server = await startTestServer({ env: { METRICS_TOKEN: TOKEN, LIMIT_MONTHLY_EMAILS: '1000', LIMIT_REQUESTS_PER_KEY: '10000', LIMIT_REQUESTS_PER_ORG: '10000', LIMIT_LONG_POLLS_PER_KEY: '1' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 

@@ -25,7 +25,7 @@ setDefaultTimeout(30_000)
 
 test('stop drains in-flight work and refuses new work', async () => {
   const server = await startTestServer()
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 
   const poll = server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=60`, tenant.key)
@@ -80,7 +80,7 @@ test('stop drains in-flight work and refuses new work', async () => {
 
 test('a stop never answers a waiting poll with 204: it closes the connection, so the client retries', async () => {
   const own = await startRoomyServer()
-  const tenant = own.tenant()
+  const tenant = await own.tenant()
   const inbox = await newInbox(own, tenant.key)
   const polls = Array.from({ length: 3 }, () =>
     fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
@@ -103,7 +103,7 @@ test('a stop never answers a waiting poll with 204: it closes the connection, so
 
 test('while SMTP drains, a poll stays open; when SMTP has closed the poll is cut, never answered 204', async () => {
   const own = await startRoomyServer()
-  const tenant = own.tenant()
+  const tenant = await own.tenant()
   const inbox = await newInbox(own, tenant.key)
   // An SMTP session left open: the stop waits for it (up to smtp-server's closeTimeout,
   // 5 s), and the poll must still be waiting all that time.

@@ -21,7 +21,7 @@ let tenant: Tenant
 
 beforeAll(async () => {
   server = await startRoomyServer()
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 

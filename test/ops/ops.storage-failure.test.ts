@@ -21,7 +21,7 @@ let server: TestServer
 let tenant: Tenant
 beforeAll(async () => {
   server = await startTestServer()
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 

@@ -69,7 +69,7 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     await addMember(server, client, organizationId, 'member@example.com')
     await client.get(`/console/orgs/${organizationId}/members`)
     await client.post(`/console/orgs/${organizationId}/invites`, { role: 'owner' }) // left unused
-    const other = server.tenant('cli-org')
+    const other = await server.tenant('cli-org')
     const inbox = await newInbox(server, key, 'copy')
     const idem = await server.post('/v1/inboxes', other.key, { prefix: 'idem' }, { 'idempotency-key': 'copy-idempotency-key-1' })
     expect(idem.status).toBe(201)

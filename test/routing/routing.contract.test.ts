@@ -57,7 +57,7 @@ for (const provider of providers) {
 
     beforeEach(async () => {
       ;({ server, stop } = await provider.start())
-      tenant = server.tenant()
+      tenant = await server.tenant()
     })
     afterEach(() => stop())
 

@@ -27,7 +27,7 @@ const timeoutFor = (troubles: Trouble[]) => (troubles.some((trouble) => trouble.
 async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>, timeoutMs = ANSWER_TIMEOUT_MS): Promise<void> {
   const started = await startWithFakeCloudflare({ timeoutMs })
   try {
-    await run({ ...started, tenant: started.server.tenant() })
+    await run({ ...started, tenant: await started.server.tenant() })
   } finally {
     await started.stop()
   }
@@ -143,7 +143,7 @@ describe.concurrent('createInbox with a failing Cloudflare', () => {
 test('Cloudflare unreachable (nothing listening): 503 and no inbox', async () => {
   const server = await startTestServer({ env: cloudflareEnv(`http://127.0.0.1:${closedPort()}/client/v4`) })
   try {
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const failed = await server.post('/v1/inboxes', tenant.key, undefined, { 'idempotency-key': 'unreachable-key' })
     expect(failed.status).toBe(503)
     expect(errorCode(failed)).toBe('email_routing_unavailable')

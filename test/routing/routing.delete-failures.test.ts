@@ -26,7 +26,7 @@ const timeoutFor = (troubles: Trouble[]) => (troubles.some((trouble) => trouble.
 async function withDoomedInbox(run: (fixture: Fixture) => Promise<void>, timeoutMs = ANSWER_TIMEOUT_MS): Promise<void> {
   const started = await startWithFakeCloudflare({ timeoutMs })
   try {
-    const tenant = started.server.tenant()
+    const tenant = await started.server.tenant()
     const inbox = (await started.server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' })).body.data
     await run({ ...started, tenant, inbox })
   } finally {

@@ -15,7 +15,7 @@ let started: Awaited<ReturnType<typeof startWithFakeCloudflare>>
 let tenant: Tenant
 beforeEach(async () => {
   started = await startWithFakeCloudflare()
-  tenant = started.server.tenant()
+  tenant = await started.server.tenant()
 })
 afterEach(() => started.stop())
 

@@ -12,7 +12,7 @@ let tenant: Tenant
 beforeEach(async () => {
   // A long timeout: these tests hold Cloudflare's answer on purpose.
   started = await startWithFakeCloudflare({ timeoutMs: 30_000 })
-  tenant = started.server.tenant()
+  tenant = await started.server.tenant()
 })
 afterEach(() => started.stop())
 

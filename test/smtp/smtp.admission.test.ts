@@ -18,7 +18,7 @@ let inbox: { id: string; address: string }
 
 beforeAll(async () => {
   server = await startTestServer({ env: { SMTP_MAX_CLIENTS: '12', SMTP_MAX_CLIENTS_PER_ADDRESS: '4', LIMIT_MONTHLY_EMAILS: '1000', LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())

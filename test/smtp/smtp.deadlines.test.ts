@@ -23,7 +23,7 @@ const port = () => server.app.smtpPort
 
 /** An organisation of the test's own, with one inbox, so tests running at once do not see each other's mail. */
 async function ownInbox(name: string): Promise<{ tenant: Tenant; inbox: { id: string; address: string } }> {
-  const tenant = server.tenant(name)
+  const tenant = await server.tenant(name)
   return { tenant, inbox: (await server.post('/v1/inboxes', tenant.key)).body.data }
 }
 const received = async (tenant: Tenant) => (await server.get('/v1/usage', tenant.key)).body.emails.received as number

@@ -21,7 +21,7 @@ test('the default domain is the reserved pigeonhole.test', () => {
 })
 
 test('an inbox on the default domain is created, passes an email validator and receives mail', async () => {
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const created = await server.post('/v1/inboxes', tenant.key)
   expect(created.status).toBe(201)
   const address: string = created.body.data.address

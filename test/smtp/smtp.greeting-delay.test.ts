@@ -73,7 +73,7 @@ describe('SMTP greeting delay', () => {
     expect(opening.ms).toBeGreaterThanOrEqual(295) // timers may round down by a millisecond or so
     opening.hangUp()
 
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
     const client = await SmtpClient.connect(server.app.smtpPort)
     expect((await client.command('EHLO test')).code).toBe(250)
@@ -84,7 +84,7 @@ describe('SMTP greeting delay', () => {
 
   test('with a delay set, a client that talks before the greeting gets 421 and is disconnected, storing nothing', async () => {
     server = await startTestServer({ env: { SMTP_GREETING_DELAY_MS: '500' } })
-    const tenant = server.tenant()
+    const tenant = await server.tenant()
     const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
     const pipelined = ['EHLO spam.example', 'MAIL FROM:<a@spam.example>', `RCPT TO:<${inbox.address}>`, 'DATA', simpleMessage({ to: inbox.address }), '.', ''].join('\r\n')
     const opening = await open(server.app.smtpPort, pipelined)

@@ -20,7 +20,7 @@ let sent = 0
 
 beforeAll(async () => {
   server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: '1000', LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())

@@ -17,7 +17,7 @@ afterEach(() => server?.stop())
 
 async function setUp(env: Record<string, string> = {}, clock?: ManualClock) {
   server = await startTestServer({ env, clock })
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   const client = await SmtpClient.connect(server.app.smtpPort)
   await client.command('EHLO test')
   return { tenant, client }
@@ -217,7 +217,7 @@ describe('rate and quota limits', () => {
     const refused = await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))
     expect(refused.rcpt[0]!.code).toBe(450)
     expect(refused.rcpt[0]!.text).toContain('Organization receive rate exceeded')
-    const other = server.tenant('other')
+    const other = await server.tenant('other')
     const otherInbox = await newInbox(other)
     expect((await client.transaction({ to: [otherInbox.address] }, simpleMessage({ to: otherInbox.address }))).data!.code).toBe(250)
     clock.advance(5 * 60_000)

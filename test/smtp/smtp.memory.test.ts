@@ -34,7 +34,7 @@ beforeAll(async () => {
       LIMIT_ORG_BURST: '1000',
     },
   })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())

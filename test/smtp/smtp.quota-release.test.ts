@@ -15,7 +15,7 @@ let inboxId: string
 
 beforeEach(async () => {
   server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: '1' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
   address = inbox.address
   inboxId = inbox.id
@@ -83,7 +83,7 @@ describe('quota reservation', () => {
   test('is released when the data is over the size limit', async () => {
     await server.stop()
     server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: '1', LIMIT_MESSAGE_BYTES: '2000' } })
-    tenant = server.tenant()
+    tenant = await server.tenant()
     address = (await server.post('/v1/inboxes', tenant.key)).body.data.address
     const holder = await openTransaction()
     const reply = await holder.data(simpleMessage({ to: address, text: 'x'.repeat(5000) }))
@@ -110,7 +110,7 @@ describe('quota reservation', () => {
   test('is released when a content limit refuses the message', async () => {
     await server.stop()
     server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: '1', LIMIT_BODY_BYTES: '10' } })
-    tenant = server.tenant()
+    tenant = await server.tenant()
     address = (await server.post('/v1/inboxes', tenant.key)).body.data.address
     const holder = await openTransaction()
     expect((await holder.data(simpleMessage({ to: address, text: 'more than ten bytes of text' }))).code).toBe(552)

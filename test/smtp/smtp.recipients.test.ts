@@ -8,7 +8,7 @@ let tenant: Tenant
 
 beforeAll(async () => {
   server = await startTestServer({ env: { LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000', LIMIT_MONTHLY_EMAILS: '1000' } })
-  tenant = server.tenant()
+  tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 

@@ -48,7 +48,7 @@ const server = await startTestServer({
     LIMIT_ATTACHMENTS: '1000',
   },
 })
-const tenant = server.tenant()
+const tenant = await server.tenant()
 const client = await SmtpClient.connect(server.app.smtpPort)
 await client.command('EHLO corpus.test')
 

@@ -89,13 +89,13 @@ export async function startTestServer(options: TestServerOptions = {}) {
     databasePath,
     url: app.httpUrl,
     /** A new organisation with one key, made as the operator's `cli orgs create` and `cli keys create` make them. */
-    tenant(name = 'test-org'): Tenant {
-      const org = createOrganization(app.services, CLI_ACTOR, { name, preset: 'hosted' })
-      return { organizationId: org.id, key: createApiKey(app.services, CLI_ACTOR, { organizationId: org.id }).key }
+    async tenant(name = 'test-org'): Promise<Tenant> {
+      const org = await createOrganization(app.services, CLI_ACTOR, { name, preset: 'hosted' })
+      return { organizationId: org.id, key: (await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key }
     },
     /** Another key of the same organisation. */
-    extraKey(organizationId: string): string {
-      return createApiKey(app.services, CLI_ACTOR, { organizationId }).key
+    async extraKey(organizationId: string): Promise<string> {
+      return (await createApiKey(app.services, CLI_ACTOR, { organizationId })).key
     },
     request,
     get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),

@@ -88,6 +88,6 @@ export const downloadAttachment = (server: TestServer, id: string, key: string) 
 /** A roomy server with one tenant and one inbox, shared by the tests of one file. */
 export async function startWithInbox(env: Record<string, string> = {}): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
   const server = await startRoomyServer({ env })
-  const tenant = server.tenant()
+  const tenant = await server.tenant()
   return { server, tenant, inbox: await newInbox(server, tenant.key) }
 }

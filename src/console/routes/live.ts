@@ -32,7 +32,7 @@ export const liveRoutes: Route[] = [
     method: 'GET',
     path: PATHS.live,
     access: 'signed-in',
-    handler: (ctx, { user, session }) => {
+    handler: async (ctx, { user, session }) => {
       const keys = [...new Set(ctx.url.searchParams.getAll('watch'))]
       if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new Refusal('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
       const watched: string[] = []
@@ -42,7 +42,7 @@ export const liveRoutes: Route[] = [
       for (const key of keys) {
         const [org = '', inbox = ''] = key.split(':')
         try {
-          const member = memberOf(ctx, org)
+          const member = await memberOf(ctx, org)
           watched.push(findActiveInbox(ctx.s, member.principal, inbox).id)
           organizationId ??= member.org.organizationId
           organizations.add(member.org.organizationId)

@@ -42,9 +42,9 @@ export const memberRoutes: Route[] = [
     method: 'POST',
     path: PATHS.memberRemove,
     access: 'member',
-    handler: (ctx, { org, user }) => {
+    handler: async (ctx, { org, user }) => {
       const leaving = ctx.params.user === user.id
-      if (!leaving) memberOf(ctx, org.organizationId, 'owner')
+      if (!leaving) await memberOf(ctx, org.organizationId, 'owner')
       removeMember(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user })
       ctx.deps.streams.recheckUser(ctx.params.user) // their open inbox pages of this organisation end
       return redirect(leaving ? PATHS.home.link() : PATHS.members.link(org.organizationId))
