@@ -5,6 +5,7 @@
  */
 import { and, desc, eq, isNull, lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
+import type { AuditEntry } from '../../storage/port.ts'
 import { auditEvents } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
 import { transaction } from '../transaction.ts'
@@ -31,20 +32,28 @@ export type AuditAction =
   | 'user.password_reset'
   | 'user.sessions_revoked'
 
+/**
+ * The audit row for an event, for a storage operation to write in the same transaction as
+ * the change it records (the port's `audit` inputs).
+ */
+export function auditEntry(s: Pick<AccountServices, 'clock'>, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): AuditEntry {
+  return {
+    organizationId: event.organizationId,
+    actor: actor.label,
+    action: event.action,
+    target: event.target,
+    detail: event.detail ?? '',
+    clientAddress: actor.clientAddress,
+    createdAt: isoTime(s.clock.now()),
+  }
+}
+
 /** Called by verbs inside their own transaction (which it joins); on its own it opens one. */
 export function recordAudit(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): void {
   transaction(s, (tx) =>
     tx
       .insert(auditEvents)
-      .values({
-        organizationId: event.organizationId,
-        actor: actor.label,
-        action: event.action,
-        target: event.target,
-        detail: event.detail ?? '',
-        clientAddress: actor.clientAddress,
-        createdAt: isoTime(s.clock.now()),
-      })
+      .values(auditEntry(s, actor, event))
       .run(),
   )
 }
