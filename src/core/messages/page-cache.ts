@@ -78,16 +78,16 @@ const keyOf = (inboxId: string, q: MessageQuery) =>
  * from the cache (Services.messagePages) when still valid. Errors (unknown inbox, bad
  * cursor) are never cached.
  */
-export function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): string {
+export async function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): Promise<string> {
   const { query } = input
   const cache = s.messagePages
-  const inbox = findActiveInbox(s, principal, input.inboxId)
+  const inbox = await findActiveInbox(s, principal, input.inboxId)
   const now = s.clock.now()
   const version = s.notifier.version(inbox.id)
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
+  const { page, earliestExpiresAt } = await queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body

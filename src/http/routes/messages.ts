@@ -79,12 +79,12 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
-      ({ request, params, query, status }) => {
+      async ({ request, params, query, status }) => {
         const { messageQuery, waitSeconds } = readQuery(query)
         const principal = requests.principal(request)
         if (waitSeconds === 0 && !messageQuery.includeContent) {
           // The common repeat-poll (no wait, summaries), from serialized pages while they are current.
-          const body = listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
+          const body = await listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
         return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds, () => status(204, undefined))
@@ -95,13 +95,13 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
         // from the same presenters that getMessage validates.
       },
     )
-    .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {
+    .get('/v1/messages/:message_id', async ({ request, params }) => ({ data: await getMessage(s, requests.principal(request), params.message_id) }), {
       response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
     })
     .delete(
       '/v1/messages/:message_id',
-      ({ request, params, status }) => {
-        deleteMessage(s, requests.principal(request), params.message_id)
+      async ({ request, params, status }) => {
+        await deleteMessage(s, requests.principal(request), params.message_id)
         return status(204, undefined)
       },
       {
