@@ -81,6 +81,12 @@ async function withContent(tx: PostgresDbOrTx, rows: MessageRow[]): Promise<Full
   return full
 }
 
+/**
+ * PostgreSQL text cannot hold NUL: no stored value contains one, and a parameter with one is
+ * an error, not a non-match. A filter holding NUL matches nothing, as in SQLite, without a query.
+ */
+const matchesNothing = (filters: MessageFilters): boolean => Object.values(filters).some((value) => typeof value === 'string' && value.includes('\0'))
+
 const ownedWhere = ({ organizationId, id, now }: OwnedItem) => and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now))
 
 /** One snapshot for reads of several statements. */
@@ -89,10 +95,12 @@ const snapshot = <T>(db: PostgresDb, work: (tx: PostgresDbOrTx) => Promise<T>): 
 export function postgresMessages(db: PostgresDb): MessageStore {
   return {
     async listInbox(listing) {
+      if (matchesNothing(listing.filters)) return []
       return db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
     },
 
     async listInboxWithContent(listing) {
+      if (matchesNothing(listing.filters)) return []
       return snapshot(db, async (tx) => {
         const rows = await tx.select().from(messages).where(listingWhere(tx, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
         return withContent(tx, rows)
@@ -135,6 +143,7 @@ export function postgresMessages(db: PostgresDb): MessageStore {
     },
 
     async searchOrganization({ organizationId, now, filters, window, after, limit }) {
+      if (matchesNothing(filters)) return []
       const newest = db
         .select({ id: messages.id })
         .from(messages)
