@@ -87,6 +87,13 @@ describeEachBackend(
       expect(summary).toMatchObject({ id: first, inbox_id: inbox.id, to: inbox.address, subject: 'one', from: { name: 'Sender', address: 'sender@example.com' } })
       expect(summary.received_at).toBe('2026-01-31T23:50:00.000Z')
       expect(Object.keys(summary).sort()).toEqual(['expires_at', 'from', 'id', 'inbox_id', 'preview', 'received_at', 'size_bytes', 'subject', 'to'])
+      // include=content pages one full message at a time, with the same order and cursors.
+      const newest = await list(principal, inbox.id, { limit: 1, includeContent: true })
+      expect(ids(newest)).toEqual([same[2]!])
+      expect((newest.data[0] as { headers?: unknown }).headers).toBeArray()
+      const next = await list(principal, inbox.id, { limit: 1, includeContent: true, cursor: newest.next_cursor! })
+      expect(ids(next)).toEqual([same[1]!])
+      expect(next.next_cursor).not.toBeNull()
       // The API's cached listing answers the same page.
       expect(JSON.parse(await listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } }))).toEqual(page)
     })

@@ -112,13 +112,10 @@ export async function queryMessagesWithExpiry(s: ListingServices, { inboxId, que
   const read: InboxListing = { inboxId, now: isoTime(now), filters: storedFilters(query), textWindow: TEXT_SEARCH_WINDOW, after, limit: query.limit + 1 }
   const cursorAfter = (last: { receivedAt: string; id: string }) => cursors.encode(listing, { at: last.receivedAt, id: last.id })
   if (query.includeContent) {
-    const rows = await s.store.messages.listInboxWithContent(read)
-    const page = cutPage(rows, query.limit, (last) => cursorAfter(last.message))
+    const { rows, full } = await s.store.messages.listInboxWithContent(read, query.limit)
+    const page = cutPage(rows, query.limit, cursorAfter)
     const filesUrl = s.publicUrls().filesUrl
-    return {
-      page: { data: page.rows.map((row) => presentFull(row, filesUrl)), next_cursor: page.nextCursor },
-      earliestExpiresAt: earliestExpiry(rows.map((row) => row.message)),
-    }
+    return { page: { data: full.map((row) => presentFull(row, filesUrl)), next_cursor: page.nextCursor }, earliestExpiresAt: earliestExpiry(rows) }
   }
   const rows = await s.store.messages.listInbox(read)
   const page = cutPage(rows, query.limit, cursorAfter)

@@ -76,8 +76,12 @@ export interface MessageStore {
   /** The summaries of one page of an inbox's messages. */
   listInbox(listing: InboxListing): Promise<MessageSummaryRow[]>
 
-  /** The same page, each message in full (include=content); read as one state of the database. */
-  listInboxWithContent(listing: InboxListing): Promise<FullMessageRows[]>
+  /**
+   * The same page as message rows, and the first `contentOf` of them in full (include=content:
+   * the look-ahead row that only decides `next_cursor` needs no content); read as one state of
+   * the database.
+   */
+  listInboxWithContent(listing: InboxListing, contentOf: number): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }>
 
   /** The organisation's unexpired message in full, or null (unknown, deleted, expired or another organisation's). */
   getFull(item: OwnedItem): Promise<FullMessageRows | null>

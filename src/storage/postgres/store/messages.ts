@@ -99,11 +99,11 @@ export function postgresMessages(db: PostgresDb): MessageStore {
       return db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
     },
 
-    async listInboxWithContent(listing) {
-      if (matchesNothing(listing.filters)) return []
+    async listInboxWithContent(listing, contentOf) {
+      if (matchesNothing(listing.filters)) return { rows: [], full: [] }
       return snapshot(db, async (tx) => {
         const rows = await tx.select().from(messages).where(listingWhere(tx, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
-        return withContent(tx, rows)
+        return { rows, full: await withContent(tx, rows.slice(0, contentOf)) }
       })
     },
 

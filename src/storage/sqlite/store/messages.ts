@@ -247,9 +247,10 @@ export function sqliteMessages(storage: Storage): MessageStore {
       return cached(summaryQueries(db), shape, listing.textWindow, () => buildSummary(db, shape, listing.textWindow)).all(listingParameters(listing))
     },
 
-    async listInboxWithContent(listing) {
+    async listInboxWithContent(listing, contentOf) {
       const shape = shapeOf(listing, true)
-      return withContent(db, cached(fullQueries(db), shape, listing.textWindow, () => buildFull(db, shape, listing.textWindow)).all(listingParameters(listing)))
+      const rows = cached(fullQueries(db), shape, listing.textWindow, () => buildFull(db, shape, listing.textWindow)).all(listingParameters(listing))
+      return { rows, full: withContent(db, rows.slice(0, contentOf)) }
     },
 
     async getFull(item) {
