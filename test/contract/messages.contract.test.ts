@@ -225,6 +225,21 @@ describeEachBackend(
       expect((await getUsage(s(), principal)).emails.received).toBe(2)
     })
 
+    test('a waiting listing answers with the message stored while it waits; a cached page is dropped by a delete', async () => {
+      clock.set(START)
+      const principal = await tenant()
+      const inbox = await newInbox(principal)
+      const waiting = listOrWaitForMessages(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false }, waitSeconds: 10, signal: new AbortController().signal })
+      await Bun.sleep(50)
+      const id = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'awaited' }))
+      expect(ids((await waiting)!)).toEqual([id])
+
+      const cached = () => listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } })
+      expect(JSON.parse(await cached()).data.map((m: MessageSummary) => m.id)).toEqual([id])
+      await deleteMessage(s(), principal, id)
+      expect(JSON.parse(await cached()).data).toEqual([])
+    })
+
     test('getUsage counts per UTC calendar month and only active inboxes', async () => {
       clock.set('2026-01-31T23:59:59.000Z')
       const principal = await tenant()
