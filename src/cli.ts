@@ -94,10 +94,10 @@ try {
       printSetupLink(cli)
       break
     case 'orgs create':
-      createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
+      await createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
       break
     case 'orgs limits':
-      orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
+      await orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
       break
     case 'users reset-password':
       await resetPasswordCommand(cli, arg)
@@ -106,7 +106,7 @@ try {
       signOutCommand(cli, arg)
       break
     case 'orgs list':
-      table(listOrganizations(cli), Object.keys(getTableColumns(organizations)))
+      table(await listOrganizations(cli), Object.keys(getTableColumns(organizations)))
       break
     case 'keys create': {
       if (!arg) fail(USAGE, 64)
