@@ -291,6 +291,26 @@ describeEachBackend(
       await expect(stuck).rejects.toThrow()
     })
 
+    // Only PostgreSQL serves the API from several machines: a request whose machine stopped
+    // renewing its lease loses its key to the next request, and can no longer complete it.
+    if (backend.dialect === 'postgres') {
+      test("idempotency across machines: a dead holder's key is taken over, and its late completion fails", async () => {
+        const held = heldRouting()
+        const principal = await organization(backend)
+        const stalled = create({ ...backend.services(), routing: held.routing }, principal, {}, 'key-takeover-1')
+        await held.started
+        // The holder's machine died: its lease ran out (leases run on the database's clock).
+        await backend.postgres()!`update idempotency_leases set expires_at = now() - interval '1 second' where idempotency_key = 'key-takeover-1'`
+        const takeover = await create(backend.services(), principal, {}, 'key-takeover-1')
+        expect(takeover.replayed).toBe(false)
+        held.release()
+        await expect(stalled).rejects.toThrow()
+        // The stalled request neither activated its inbox nor released the new holder's record.
+        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual([takeover.body.data.id])
+        expect(await create(backend.services(), principal, {}, 'key-takeover-1')).toEqual({ body: takeover.body, replayed: true })
+      })
+    }
+
     test('the cursor secret is made once: every codec built on the database signs alike', async () => {
       const s = backend.services()
       const [one, two] = await Promise.all([CursorCodec.fromStore(s.store.inboxes), CursorCodec.fromStore(s.store.inboxes)])
