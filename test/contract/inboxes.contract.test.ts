@@ -234,14 +234,18 @@ describeEachBackend(
       await expect(listInboxes(s, await organization(backend), { limit: 3, cursor: firstPage.next_cursor! })).rejects.toMatchObject({ code: 'invalid_cursor' })
     })
 
-    test('find and delete: deleted, unknown and foreign inboxes are all not found', async () => {
+    test('find and delete: the messages go too; deleted, unknown and foreign inboxes are all not found', async () => {
       const s = backend.services()
       const [owner, stranger] = [await organization(backend), await organization(backend)]
       const inbox = (await create(s, owner)).body.data
       await expect(getInbox(s, stranger, inbox.id)).rejects.toMatchObject({ code: 'inbox_not_found' })
       await expect(deleteInbox(s, stranger, inbox.id)).rejects.toMatchObject({ code: 'inbox_not_found' })
       await expect(getInbox(s, owner, 'inbox_not-an-id')).rejects.toMatchObject({ code: 'inbox_not_found' })
+      await message(backend, inbox.id, owner.organizationId, isoTime(clock.now()), isoTime(clock.now() + HOUR))
+      expect((await inboxStats(s, [inbox.id])).get(inbox.id)?.messages).toBe(1)
       await deleteInbox(s, owner, inbox.id)
+      // Its messages went with it.
+      expect((await inboxStats(s, [inbox.id])).get(inbox.id)?.messages).toBe(0)
       await expect(getInbox(s, owner, inbox.id)).rejects.toMatchObject({ code: 'inbox_not_found' })
       await expect(deleteInbox(s, owner, inbox.id)).rejects.toMatchObject({ code: 'inbox_not_found' })
       // The address is free again.
