@@ -315,6 +315,26 @@ describeEachBackend(
       })
     }
 
+    test('boot: a reservation young enough to be running is kept on PostgreSQL (other machines serve)', async () => {
+      const held = heldRouting()
+      const s = { ...backend.services(), routing: held.routing }
+      const principal = await organization(backend)
+      const running = create(s, principal, {}, 'key-young-1')
+      running.catch(() => {})
+      await held.started
+      clock.advance(60_000) // two routing calls at most: still running
+      await discardUnfinishedInboxes(backend.services())
+      held.release()
+      if (backend.dialect === 'postgres') {
+        const done = await running
+        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual([done.body.data.id])
+      } else {
+        // One process serves SQLite: at its boot nothing is running, so the row was discarded.
+        await expect(running).rejects.toThrow()
+        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data).toEqual([])
+      }
+    })
+
     test('the cursor secret is made once: every codec built on the database signs alike', async () => {
       const s = backend.services()
       const [one, two] = await Promise.all([CursorCodec.fromStore(s.store.inboxes), CursorCodec.fromStore(s.store.inboxes)])
