@@ -7,6 +7,7 @@
 import { expect, setDefaultTimeout, test } from 'bun:test'
 import { isoTime, ManualClock } from '../../src/clock.ts'
 import type { Principal } from '../../src/core/api-keys/authenticate.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { CursorCodec } from '../../src/core/cursor.ts'
 import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
 import { deleteInbox, discardUnfinishedInboxes } from '../../src/core/inboxes/delete-inbox.ts'
@@ -15,6 +16,7 @@ import { sweepExpiredIdempotencyRecords } from '../../src/core/inboxes/idempoten
 import { inboxStats } from '../../src/core/inboxes/inbox-stats.ts'
 import { listInboxes } from '../../src/core/inboxes/list-inboxes.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
 import { RoutingError } from '../../src/core/routing.ts'
 import type { Services } from '../../src/core/services.ts'
@@ -29,12 +31,9 @@ setDefaultTimeout(60_000)
 const clock = new ManualClock('2026-03-01T10:00:00.000Z')
 const HOUR = 3_600_000
 
-/** An organisation row (the organisations area's verbs are not on the port yet) and a principal with `activeInboxes`. */
+/** A new organisation (its own area's verb) and a principal of it with `activeInboxes`. */
 async function organization(backend: Backend, activeInboxes = 50): Promise<Principal> {
-  const row = { id: newId('org'), name: 'contract', createdAt: isoTime(clock.now()) }
-  const sql = backend.postgres()
-  if (sql) await postgresDb(sql).insert(pg.organizations).values(row)
-  else backend.services().storage.db.insert(lite.organizations).values(row).run()
+  const row = await createOrganization(backend.services(), CLI_ACTOR, { name: `contract-${newId('org').slice(-8)}`, preset: 'local' })
   return { organizationId: row.id, keyPublicId: 'contract', limits: { ...LOCAL_TESTING_LIMITS, activeInboxes } }
 }
 
