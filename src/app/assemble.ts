@@ -123,16 +123,18 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const stopping = new AbortController()
     const stopped = new AbortController()
     parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
+    const store = createSqliteStore(storage)
+    const cursors = await CursorCodec.fromStore(store.inboxes)
     const services: Services = {
       config,
       publicUrls: () => addresses.publicUrls(),
       storage,
-      store: createSqliteStore(storage),
+      store,
       clock,
       logger,
       routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
       notifier: new InboxNotifier(),
-      cursors: CursorCodec.fromDatabase(storage.db),
+      cursors,
       requestLimiter: new RequestRateLimiter(clock),
       longPolls: new LongPollSlots(),
       messagePages: new MessagePageCache(),
@@ -160,7 +162,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
     // volume is logged once by the storage observer; the server starts anyway.
     if (services.replication) recordHeartbeat(services).catch(() => {})
-    discardUnfinishedInboxes(services)
+    await discardUnfinishedInboxes(services)
     services.disk.start()
 
     const smtp = createSmtpServer(services, metrics, tls)
