@@ -134,8 +134,9 @@ export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waiting
   const httpIdle = http.stop(false)
   const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
   let gaveUp = false
+  // No request in flight at all means nothing waits, whatever a count says.
   await withTimeout(
-    until(() => gaveUp || waitingLongPolls() === 0),
+    until(() => gaveUp || waitingLongPolls() === 0 || http.pendingRequests === 0),
     longPollsMs,
   )
   gaveUp = true

@@ -10,8 +10,6 @@ import type { Sql } from '../../storage/postgres/client.ts'
 /** Longer than a healthy round trip on a busy machine, far shorter than a load balancer's check timeout. */
 export const PROBE_TIMEOUT_MS = 2_000
 const WATCH_INTERVAL_MS = 3_000
-/** Like /ready's write probe in SQLite mode: a success is reused for a few seconds. */
-const REUSE_MS = 2_000
 
 /** A probe that took too long: the database is as good as unreachable. */
 export class ProbeTimeout extends Error {
@@ -23,7 +21,6 @@ export class ProbeTimeout extends Error {
 }
 
 export class DatabaseProbe {
-  private lastOkAt = -Infinity
   private timer: ReturnType<typeof setInterval> | undefined
 
   constructor(
@@ -32,7 +29,6 @@ export class DatabaseProbe {
   ) {}
 
   async check(): Promise<'ok' | 'failed'> {
-    if (performance.now() - this.lastOkAt < REUSE_MS && this.health.failing === null) return 'ok'
     let timeout: ReturnType<typeof setTimeout> | undefined
     try {
       await Promise.race([
@@ -41,7 +37,6 @@ export class DatabaseProbe {
           timeout = setTimeout(() => reject(new ProbeTimeout()), PROBE_TIMEOUT_MS)
         }),
       ])
-      this.lastOkAt = performance.now()
       this.health.committed()
       return 'ok'
     } catch (error) {

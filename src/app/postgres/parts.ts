@@ -27,6 +27,9 @@ import { DatabaseProbe } from './database-probe.ts'
 import { PostgresInboxNotifier } from './notifier.ts'
 import { NeverHitPageCache } from './page-cache.ts'
 
+/** How long closing waits to give leases back and stop LISTEN before ending the pool regardless. */
+const CLOSE_WAIT_MS = 5_000
+
 export interface PostgresParts {
   sql: Sql
   /** This process's name in lease rows: host, process id and a random tail (a restarted process is a new holder). */
@@ -56,12 +59,17 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   const slots = createSlotLeases(sql, { holder, clock })
   let notifier: PostgresInboxNotifier | undefined
-  const close = async () => {
-    slots.stop()
+  const giveBack = async () => {
     // Freed now rather than in 30 s: the other machines may hand these slots out at once.
     await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     await notifier?.close().catch(() => {})
-    await sql.end({ timeout: 5 })
+  }
+  const close = async () => {
+    slots.stop()
+    // A database that does not answer must not hold the stop: the leases then run out by themselves.
+    await Promise.race([giveBack(), Bun.sleep(CLOSE_WAIT_MS)])
+    // Ending a pool whose connections the server already dropped may report that drop: nothing is left to undo.
+    await sql.end({ timeout: 5 }).catch((error: unknown) => logger.debug('postgres_end_failed', errorFields(error)))
   }
   try {
     const cursors = new CursorCodec(await sharedCursorSecret(sql))
