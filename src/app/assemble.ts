@@ -103,10 +103,11 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const postgresMode = config.databaseUrl !== ''
+  // First of all: a build that cannot serve PostgreSQL mode says so before touching anything.
+  if (postgresMode) refuseIncompletePostgres(options.allowIncompletePostgres === true)
   const tls = await prepareSmtpTls(config, logger)
   const clock = options.clock ?? systemClock
-  const postgresMode = config.databaseUrl !== ''
-  if (postgresMode) refuseIncompletePostgres(options.allowIncompletePostgres === true)
   const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')
   // Before the file opens: a second server on the same file stops here, naming the first.
   // PostgreSQL mode has no file to guard: its machines share the database by design.

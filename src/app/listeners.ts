@@ -128,7 +128,8 @@ function until(done: () => boolean): Promise<void> {
  * finish; waiting long polls run to their own answers (mail stored on any machine still wakes
  * them through LISTEN), within `longPollsMs`. Then `endLiveStreams` ends the console's live
  * views, which have no answer of their own (the browser reconnects, to another machine), and
- * the other requests in flight get SHUTDOWN_TIMEOUT_MS to finish.
+ * the other requests in flight get SHUTDOWN_TIMEOUT_MS to finish; a poll still waiting then
+ * is cut by the HTTP stop, as in SQLite mode.
  */
 export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number, endLiveStreams: () => void, longPollsMs = LONG_POLL_DRAIN_MS): Promise<void> {
   const httpIdle = http.stop(false)
@@ -141,5 +142,8 @@ export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waiting
   )
   gaveUp = true
   endLiveStreams()
-  await Promise.all([smtpClosed, withTimeout(httpIdle, SHUTDOWN_TIMEOUT_MS)])
+  // Other requests in flight finish; a poll still waiting now is cut by the HTTP stop that follows.
+  const giveUp = new AbortController()
+  await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)])]), SHUTDOWN_TIMEOUT_MS)
+  giveUp.abort()
 }
