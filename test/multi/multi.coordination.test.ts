@@ -181,6 +181,8 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     expect(response.status).toBe(200)
     expect(((await response.json()) as { checks: Record<string, string> }).checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured' })
     expect(await Bun.file(a.app.services.config.databasePath).exists()).toBe(false)
+    // The metrics render without a SQLite file; an unreachable database has its own failure series.
+    expect(a.app.metrics.render()).toContain('pigeonhole_storage_failures_total{kind="unreachable"} 0')
   })
 
   test("a machine that stops gives its leases back at once; the other's stay", async () => {
