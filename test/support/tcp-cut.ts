@@ -9,8 +9,24 @@ import type { Socket, TCPSocketListener } from 'bun'
 interface Pair {
   client: Socket<Pair>
   upstream: Socket<undefined> | null
-  /** Bytes from the client before the upstream connection opened. */
+  /** Bytes not yet taken by the upstream socket (before it opened, or under backpressure). */
   pending: Uint8Array[]
+  /** Bytes not yet taken by the client socket (under backpressure). */
+  back: Uint8Array[]
+}
+
+/** Writes what the socket takes and keeps the rest, in order, for its drain. */
+function write(socket: Socket<any>, queue: Uint8Array[], chunk?: Uint8Array): void {
+  if (chunk) queue.push(new Uint8Array(chunk)) // copied: the chunk's memory may be reused
+  while (queue.length > 0) {
+    const head = queue[0]!
+    const written = socket.write(head)
+    if (written < head.byteLength) {
+      queue[0] = head.subarray(Math.max(0, written))
+      return
+    }
+    queue.shift()
+  }
 }
 
 export interface TcpCut {
@@ -33,7 +49,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
-        const pair: Pair = { client, upstream: null, pending: [] }
+        const pair: Pair = { client, upstream: null, pending: [], back: [] }
         client.data = pair
         pairs.add(pair)
         Bun.connect<undefined>({
@@ -42,11 +58,13 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           socket: {
             open(upstream) {
               pair.upstream = upstream
-              for (const chunk of pair.pending) upstream.write(chunk)
-              pair.pending = []
+              write(upstream, pair.pending)
             },
             data(_upstream, chunk) {
-              client.write(chunk)
+              write(client, pair.back, chunk)
+            },
+            drain(upstream) {
+              write(upstream, pair.pending)
             },
             close() {
               pairs.delete(pair)
@@ -60,8 +78,11 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       },
       data(client, chunk) {
         const pair = client.data
-        if (pair.upstream) pair.upstream.write(chunk)
+        if (pair.upstream) write(pair.upstream, pair.pending, chunk)
         else pair.pending.push(new Uint8Array(chunk))
+      },
+      drain(client) {
+        write(client, client.data.back)
       },
       close(client) {
         const pair = client.data
