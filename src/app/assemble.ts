@@ -142,16 +142,19 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const stopping = new AbortController()
     const stopped = new AbortController()
     parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
+    const store = postgres?.store ?? createSqliteStore(storage)
+    // One secret in the database: a cursor from one machine works on the next.
+    const cursors = await CursorCodec.fromStore(store.inboxes)
     const services: Services = {
       config,
       publicUrls: () => addresses.publicUrls(),
       storage,
-      store: postgres?.store ?? createSqliteStore(storage),
+      store,
       clock,
       logger,
       routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
       notifier: postgres?.notifier ?? new InboxNotifier(),
-      cursors: postgres?.cursors ?? CursorCodec.fromDatabase(storage.db),
+      cursors,
       requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
@@ -181,10 +184,8 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
     // volume is logged once by the storage observer; the server starts anyway.
     if (services.replication) recordHeartbeat(services).catch(() => {})
-    // One process only: at its start no inbox can be in creation but its own leftovers. With
-    // several machines another machine may be creating one right now; PostgreSQL mode's
-    // idempotency records carry leases that run out instead.
-    if (!postgres) discardUnfinishedInboxes(services)
+    // Only rows older than any running creation, so it is safe with several machines too.
+    await discardUnfinishedInboxes(services)
     services.disk.start()
 
     const smtp = createSmtpServer(services, metrics, tls)

@@ -2,7 +2,7 @@
  * What PostgreSQL mode builds instead of the SQLite mode's file, lock and in-memory
  * coordination: the migrated database, this machine's pool, the storage port's PostgreSQL
  * adapter, the notifier on the wake bus, the shared request counter and long-poll leases
- * (with their heartbeat), the readiness probe and the cursor secret every machine shares.
+ * (with their heartbeat) and the readiness probe.
  * `close()` undoes it: the heartbeat stops, this machine's leases are released (the other
  * machines count them no longer, without waiting for them to run out), LISTEN stops, the
  * pool ends.
@@ -11,7 +11,6 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
-import { CursorCodec } from '../../core/cursor.ts'
 import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
 import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
 import type { StorageHealth } from '../../core/storage-health.ts'
@@ -40,16 +39,8 @@ export interface PostgresParts {
   longPolls: SharedLongPollSlots
   slots: SlotLeases
   messagePages: NeverHitPageCache
-  cursors: CursorCodec
   probe: DatabaseProbe
   close(): Promise<void>
-}
-
-/** The secret that signs cursors: one row every machine reads, so a cursor from one machine works on the next. */
-async function sharedCursorSecret(sql: Sql): Promise<string> {
-  await sql`insert into settings (name, value) values ('cursor_secret', ${randomBytes(32).toString('hex')}) on conflict (name) do nothing`
-  const [row] = await sql<{ value: string }[]>`select value from settings where name = 'cursor_secret'`
-  return row!.value
 }
 
 export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
@@ -72,7 +63,6 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     await sql.end({ timeout: 5 }).catch((error: unknown) => logger.debug('postgres_end_failed', errorFields(error)))
   }
   try {
-    const cursors = new CursorCodec(await sharedCursorSecret(sql))
     notifier = new PostgresInboxNotifier(sql, logger)
     slots.start()
     return {
@@ -84,7 +74,6 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
       longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),
       slots,
       messagePages: new NeverHitPageCache(),
-      cursors,
       probe: new DatabaseProbe(sql, health),
       close,
     }

@@ -24,7 +24,7 @@ interface ListOrWaitInput {
 export async function listOrWaitForMessages(s: Services, principal: Principal, input: ListOrWaitInput): Promise<MessagePage | null> {
   const { inboxId, query, ...wait } = input
   checkMessageQuery(query)
-  const inbox = findActiveInbox(s, principal, inboxId)
+  const inbox = await findActiveInbox(s, principal, inboxId)
   const run = () => queryMessages(s, { inboxId: inbox.id, query, now: s.clock.now() })
   if (wait.waitSeconds === 0) return run()
   checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
