@@ -64,7 +64,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const httpPort = http.port!
     addresses.httpListening(httpPort)
     logger.info('http_listening', { port: httpPort, host: config.host })
-    const pendingSetup = setupToken(services)
+    const pendingSetup = await setupToken(services)
     const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
     // The link itself is a secret (it creates the operator): the log says where to get it, the
     // start-up summary on stderr and `cli setup-link` show it.
