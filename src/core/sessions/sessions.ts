@@ -3,10 +3,10 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
+import { lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
 import { sessions } from '../../storage/schema.ts'
-import { lt } from 'drizzle-orm'
 import type { AccountServices } from '../services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
