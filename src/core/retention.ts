@@ -50,7 +50,7 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
     await yieldToIngest()
   }
   for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
-    const n = sweepExpiredIdempotencyRecords(s, BATCH)
+    const n = await sweepExpiredIdempotencyRecords(s, BATCH)
     recordsDeleted += n
     if (n < BATCH) break
     await yieldToIngest()

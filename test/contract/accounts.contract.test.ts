@@ -8,7 +8,7 @@ import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { isoTime, ManualClock } from '../../src/clock.ts'
 import { authenticate } from '../../src/core/api-keys/authenticate.ts'
 import { createApiKey, listOrganizationKeys, revokeKey, revokeOrganizationKey } from '../../src/core/api-keys/keys.ts'
-import { CLI_ACTOR, type Actor } from '../../src/core/audit/audit.ts'
+import { CLI_ACTOR, listAudit, type Actor } from '../../src/core/audit/audit.ts'
 import { DomainError } from '../../src/core/errors.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
 import { Refusal } from '../../src/core/refusals.ts'
@@ -18,7 +18,8 @@ import { signIn } from '../../src/core/users/sign-in.ts'
 import { SignInThrottle } from '../../src/core/users/sign-in-throttle.ts'
 import { changePassword, countUsers, findUser, findUserByEmail, listUsers, resetPassword, type User } from '../../src/core/users/users.ts'
 import { sha256Hex } from '../../src/core/helpers/tokens.ts'
-import { type Backend, describeEachBackend } from '../support/backends.ts'
+import type { Services } from '../../src/core/services.ts'
+import { describeEachBackend } from '../support/backends.ts'
 
 setDefaultTimeout(60_000)
 
@@ -39,10 +40,11 @@ async function refusal(promise: Promise<unknown>): Promise<string> {
   throw new Error('expected a refusal, the promise resolved')
 }
 
-const auditRows = (backend: Backend, action: string) =>
-  backend.query<{ actor: string; target: string; detail: string; organization_id: string | null }>(
-    `select actor, target, detail, organization_id from audit_events where action = '${action}' order by id`,
-  )
+/** The audit rows of one action, oldest first, from the instance's log and the organisation's. */
+async function auditRows(s: Services, organizationId: string, action: string) {
+  const rows = [...(await listAudit(s, 'instance')), ...(await listAudit(s, { organizationId }))]
+  return rows.filter((row) => row.action === action).sort((a, b) => a.id - b.id)
+}
 
 describeEachBackend(
   'accounts',
@@ -90,8 +92,10 @@ describeEachBackend(
       organizationId = done.organization.id
       firstKey = done.key.key
       actor = { userId: operator.id, label: operator.email, clientAddress: '192.0.2.9' }
-      expect((await auditRows(backend, 'organization.created')).map((r) => [r.actor, r.target, r.detail])).toEqual([[operator.email, organizationId, 'First (local testing limits)']])
-      expect((await auditRows(backend, 'key.created')).map((r) => [r.actor, r.target, r.detail, r.organization_id])).toEqual([[operator.email, done.key.publicId, 'first key', organizationId]])
+      expect((await auditRows(s(), organizationId, 'organization.created')).map((r) => [r.actor, r.target, r.detail])).toEqual([[operator.email, organizationId, 'First (local testing limits)']])
+      expect((await auditRows(s(), organizationId, 'key.created')).map((r) => [r.actor, r.target, r.detail, r.organizationId])).toEqual([
+        [operator.email, done.key.publicId, 'first key', organizationId],
+      ])
       // The key works at once, with the preset's limits resolved from the organisation.
       const principal = await authenticate(s(), `Bearer ${firstKey}`)
       expect(principal).toEqual({ organizationId, keyPublicId: done.key.publicId, limits: LOCAL_TESTING_LIMITS })
@@ -157,7 +161,7 @@ describeEachBackend(
       expect(await validateSession(s(), { token: two.token, lifetime })).toBeNull()
       expect(await validateSession(s(), { token: three.token, lifetime })).toBeNull()
       expect(await listSessions(s(), operator)).toEqual([])
-      expect((await auditRows(backend, 'user.sessions_revoked')).map((r) => [r.actor, r.target, r.detail, r.organization_id])).toEqual([['cli', operator.email, '2 sessions', null]])
+      expect((await auditRows(s(), organizationId, 'user.sessions_revoked')).map((r) => [r.actor, r.target, r.detail, r.organizationId])).toEqual([['cli', operator.email, '2 sessions', null]])
     })
 
     test('expired sessions are swept, live ones kept', async () => {
@@ -192,11 +196,11 @@ describeEachBackend(
       expect(done.user.id).toBe(operator.id)
       expect(await validateSession(s(), { token: session.token, lifetime })).toBeNull()
       expect((await signIn({ ...s(), throttle }, { clientAddress: '198.51.100.13' }, { email: operator.email, password: done.password })).id).toBe(operator.id)
-      expect((await auditRows(backend, 'user.password_reset')).map((r) => [r.actor, r.target, r.organization_id])).toEqual([['cli', operator.email, null]])
+      expect((await auditRows(s(), organizationId, 'user.password_reset')).map((r) => [r.actor, r.target, r.organizationId])).toEqual([['cli', operator.email, null]])
     })
 
     test('keys are created, listed with their makers, and audited; an unknown organisation is not found', async () => {
-      const before = (await auditRows(backend, 'key.created')).length
+      const before = (await auditRows(s(), organizationId, 'key.created')).length
       clock.advance(1000)
       const byMember = await createApiKey(s(), actor, { organizationId, name: '  ci  ' })
       clock.advance(1000)
@@ -211,7 +215,7 @@ describeEachBackend(
         [byCli.publicId, '', null, false, null],
       ])
       expect(await listOrganizationKeys(s(), { organizationId: 'org_missing' })).toEqual([])
-      expect((await auditRows(backend, 'key.created')).slice(before).map((r) => [r.actor, r.target, r.detail])).toEqual([
+      expect((await auditRows(s(), organizationId, 'key.created')).slice(before).map((r) => [r.actor, r.target, r.detail])).toEqual([
         [operator.email, byMember.publicId, 'ci'],
         ['cli', byCli.publicId, ''],
       ])
@@ -242,7 +246,7 @@ describeEachBackend(
     test('revoking: scoped to the organisation, by full key or public id, once, audited once even when two race', async () => {
       const a = await createApiKey(s(), CLI_ACTOR, { organizationId, name: 'a' })
       const b = await createApiKey(s(), CLI_ACTOR, { organizationId, name: 'b' })
-      const before = (await auditRows(backend, 'key.revoked')).length
+      const before = (await auditRows(s(), organizationId, 'key.revoked')).length
 
       expect(await refusal(revokeOrganizationKey(s(), actor, { organizationId: 'org_other', publicId: a.publicId }))).toBe('not_found')
       expect(await refusal(revokeOrganizationKey(s(), actor, { organizationId, publicId: 'ffffffffffffffff' }))).toBe('not_found')
@@ -257,8 +261,8 @@ describeEachBackend(
       expect(await refusal(authenticate(s(), `Bearer ${a.key}`))).toBe('invalid_api_key')
       expect(await refusal(authenticate(s(), `Bearer ${b.key}`))).toBe('invalid_api_key')
 
-      const rows = (await auditRows(backend, 'key.revoked')).slice(before)
-      expect(rows.map((r) => [r.target, r.detail, r.organization_id])).toEqual([
+      const rows = (await auditRows(s(), organizationId, 'key.revoked')).slice(before)
+      expect(rows.map((r) => [r.target, r.detail, r.organizationId])).toEqual([
         [a.publicId, 'a', organizationId],
         [b.publicId, 'b', organizationId],
       ])

@@ -146,7 +146,8 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   // A key made beside the running server, as the CLI would, and a poll waiting on an inbox.
   const storage = openStorage(join(dir, 'db.sqlite'))
   const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
-  const key = (await createApiKey(cli, CLI_ACTOR, { organizationId: (await createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' })).id })).key
+  const org = await createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' })
+  const key = (await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key
   storage.close()
   const auth = { authorization: `Bearer ${key}` }
   const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data

@@ -33,11 +33,8 @@ export interface Backend {
   services(): Services
   /** Every log line written so far, parsed. */
   readonly logs: Record<string, any>[]
-  /**
-   * Runs a raw SELECT on this backend's database, for what a test checks that no verb reads
-   * back (audit rows, for one). Select text and number columns: times differ by dialect.
-   */
-  query<T = Record<string, unknown>>(text: string): Promise<T[]>
+  /** The PostgreSQL pool of the postgres half (for fixtures core has no verb for yet); undefined for SQLite. */
+  postgres(): Sql | undefined
 }
 
 /**
@@ -82,14 +79,10 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
   return {
     dialect,
     logs,
+    postgres: () => sql,
     services() {
       if (!services) throw new Error('the backend is assembled in beforeAll; call services() inside a test')
       return services
-    },
-    async query<T>(text: string): Promise<T[]> {
-      if (!assembly) throw new Error('the backend is assembled in beforeAll; call query() inside a test')
-      if (sql) return (await sql.unsafe(text)) as unknown as T[]
-      return assembly.services.storage.sqlite.query(text).all() as T[]
     },
   }
 }

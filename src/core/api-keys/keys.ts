@@ -5,12 +5,9 @@
  * CI job's key keeps working when its maker leaves. The keys page names each key's maker and
  * marks a key whose maker is no longer a member, so an owner can rotate it.
  */
-import { and, eq, isNull, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { AuditEntry } from '../../storage/port.ts'
 import type { ApiKeyRow } from '../../storage/rows.ts'
-import type { DbOrTx } from '../../storage/database.ts'
-import { apiKeys } from '../../storage/schema.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
 import { notFound, Refusal } from '../refusals.ts'
 import type { AccountServices } from '../services.ts'
@@ -48,18 +45,6 @@ export async function createApiKey(s: Pick<AccountServices, 'clock' | 'store'>, 
  * the CLI made the key; `creatorLeft` is true when that user is no longer a member.
  */
 export const listOrganizationKeys = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string }) => s.store.accounts.listOrganizationKeys(scope.organizationId)
-
-/**
- * Active keys of the organisation made by this user (what stays working when they leave),
- * inside a SQLite transaction, for the member-removal verb until its own storage operation
- * counts them.
- */
-export const countActiveKeysMadeBy = (tx: DbOrTx, organizationId: string, userId: string): number =>
-  tx
-    .select({ n: sql<number>`count(*)` })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
-    .get()!.n
 
 /**
  * Revokes the key (once) and audits it in its organisation's log, in one transaction. The

@@ -5,13 +5,11 @@
  */
 import { timingSafeEqual } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
-import { newId } from '../../ids.ts'
 import type { AccountServices } from '../services.ts'
-import { auditEntry, type Actor } from '../audit/audit.ts'
+import type { Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import { newApiKey } from '../api-keys/keys.ts'
-import { overridesToColumns } from '../limits.ts'
-import { checkOrganizationName, presetOverrides, type LimitPreset } from '../organizations/organizations.ts'
+import { checkOrganizationName, organizationToCreate, type LimitPreset } from '../organizations/organizations.ts'
 import { newToken, sha256Hex } from '../helpers/tokens.ts'
 import { checkNewPassword, hashPassword, newUserRow, normaliseEmail } from './users.ts'
 
@@ -53,20 +51,7 @@ export async function completeSetup(s: AccountServices, visitor: { clientAddress
   const user = newUserRow(s, { email, passwordHash, isOperator: true })
   const actor: Actor = { userId: user.id, label: email, clientAddress: visitor.clientAddress }
   const now = isoTime(s.clock.now())
-  const organization = {
-    id: newId('org'),
-    name,
-    createdAt: now,
-    limitActiveInboxes: null,
-    limitMonthlyEmails: null,
-    limitInboxBurst: null,
-    limitOrgBurst: null,
-    limitRequestsPerKey: null,
-    limitRequestsPerOrg: null,
-    limitLongPollsPerKey: null,
-    limitLongPollsPerOrg: null,
-    ...overridesToColumns(presetOverrides(preset)),
-  }
+  const { organization, audit: organizationAudit } = organizationToCreate(s, actor, { name, preset })
   const key = newApiKey(s, actor, { organizationId: organization.id, name: 'first key' })
   const done = await s.store.accounts.completeFirstRunSetup({
     token,
@@ -74,11 +59,7 @@ export async function completeSetup(s: AccountServices, visitor: { clientAddress
     organization,
     membership: { organizationId: organization.id, userId: user.id, role: 'owner', createdAt: now },
     key: key.row,
-    audit: [
-      // The same row createOrganization writes for an organisation made elsewhere.
-      auditEntry(s, actor, { organizationId: null, action: 'organization.created', target: organization.id, detail: `${name} (${preset === 'local' ? 'local testing' : 'hosted free plan'} limits)` }),
-      key.audit,
-    ],
+    audit: [organizationAudit, key.audit],
   })
   if (!done) throw notFound()
   return { user, organization, key: { key: key.key, publicId: key.row.publicId } }

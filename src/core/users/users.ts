@@ -1,10 +1,7 @@
 /** Console accounts: email + argon2id password (Bun.password). */
-import { eq } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId, randomHex } from '../../ids.ts'
-import type { DbOrTx } from '../../storage/database.ts'
 import type { UserRow } from '../../storage/rows.ts'
-import { users } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
 import { Refusal } from '../refusals.ts'
@@ -77,15 +74,6 @@ export const newUserRow = (s: Pick<AccountServices, 'clock'>, input: { email: st
   isOperator: input.isOperator ?? false,
   createdAt: isoTime(s.clock.now()),
 })
-
-/**
- * Inserts the account inside a SQLite transaction, for the invite sign-up verb until its own
- * storage operation writes the user; the verb hashed the password first.
- */
-export function insertUser(s: Pick<AccountServices, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
-  if (tx.select({ id: users.id }).from(users).where(eq(users.email, input.email)).get()) throw new Refusal('conflict', 'An account with this email already exists.')
-  return tx.insert(users).values(newUserRow(s, input)).returning().get()
-}
 
 /** A password an operator hands over; 80 random bits, readable aloud in groups. */
 export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')

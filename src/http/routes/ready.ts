@@ -13,9 +13,14 @@ import { probeHeartbeatWrite } from '../../core/heartbeat.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean
+  /**
+   * PostgreSQL mode: whether the database answers now (a `select 1` with a short timeout).
+   * Without it, the SQLite heartbeat write decides.
+   */
+  database?: () => Promise<Check>
 }
 
-type Check = 'ok' | 'failed' | 'not_configured'
+export type Check = 'ok' | 'failed' | 'not_configured'
 
 /** The parent process's command name, from /proc (Linux; elsewhere: unknown). */
 export function parentCommand(procRoot = '/proc', ppid = process.ppid): string | null {
@@ -26,9 +31,10 @@ export function parentCommand(procRoot = '/proc', ppid = process.ppid): string |
   }
 }
 
-export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe()): Record<string, Check> {
+/** `database`: PostgreSQL mode's probe result, already awaited; the SQLite heartbeat write otherwise. */
+export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe(), database?: Check): Record<string, Check> {
   return {
-    database: heartbeat.check(s),
+    database: database ?? heartbeat.check(s),
     smtp: probes.smtpListening() ? 'ok' : 'failed',
     litestream: litestreamCheck(s, parent),
     replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
@@ -78,8 +84,9 @@ function litestreamCheck(s: Services, parent: () => string | null): Check {
 export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = new WriteProbe()) =>
   new Elysia().get(
     '/ready',
-    ({ set }) => {
-      const checks = readinessChecks(s, probes, parentCommand, heartbeat)
+    async ({ set }) => {
+      const database = probes.database ? await probes.database() : undefined
+      const checks = readinessChecks(s, probes, parentCommand, heartbeat, database)
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'
