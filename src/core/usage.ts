@@ -1,8 +1,6 @@
-import { and, eq, inArray, sql } from 'drizzle-orm'
 import { isoTime } from '../clock.ts'
-import { inboxes, monthlyEmailUsage } from '../storage/schema.ts'
 import type { Db } from '../storage/database.ts'
-import { preparedPerDatabase } from '../storage/prepared.ts'
+import { emailsReceivedIn } from '../storage/sqlite/store/messages.ts'
 import type { Principal } from './api-keys/authenticate.ts'
 import type { Usage } from './models.ts'
 import type { Services } from './services.ts'
@@ -15,18 +13,12 @@ export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: n
   return { key: isoTime(startsAt).slice(0, 7), startsAt, endsAt }
 }
 
-// Prepared once: RCPT admission reads it for every recipient.
-const receivedInMonth = preparedPerDatabase((db) =>
-  db
-    .select({ received: monthlyEmailUsage.received })
-    .from(monthlyEmailUsage)
-    .where(and(eq(monthlyEmailUsage.organizationId, sql.placeholder('organizationId')), eq(monthlyEmailUsage.month, sql.placeholder('month'))))
-    .prepare(),
-)
-
-/** Messages stored for the organisation in the month `monthKey` (committed ones only). */
+/**
+ * Messages stored for the organisation in the month `monthKey` (committed ones only), read
+ * from SQLite directly: RCPT admission's count, until admission reads through the port.
+ */
 export function emailsReceived(db: Db, organizationId: string, monthKey: string): number {
-  return receivedInMonth(db).get({ organizationId, month: monthKey })?.received ?? 0
+  return emailsReceivedIn(db, organizationId, monthKey)
 }
 
 /**
@@ -34,15 +26,10 @@ export function emailsReceived(db: Db, organizationId: string, monthKey: string)
  * `inboxes.active` counts visible inboxes; `emails.received` counts messages stored this
  * month, deleted or not.
  */
-export function getUsage(s: Services, principal: Principal): Usage {
+export async function getUsage(s: Services, principal: Principal): Promise<Usage> {
   const { limits } = principal
   const month = utcMonth(s.clock.now())
-  const active = s.storage.db
-    .select({ n: sql<number>`count(*)` })
-    .from(inboxes)
-    .where(and(eq(inboxes.organizationId, principal.organizationId), inArray(inboxes.state, ['active'])))
-    .get()!.n
-  const received = emailsReceived(s.storage.db, principal.organizationId, month.key)
+  const { activeInboxes: active, emailsReceived: received } = await s.store.messages.usage({ organizationId: principal.organizationId, month: month.key })
   return {
     plan: 'free',
     period: { starts_at: isoTime(month.startsAt), ends_at: isoTime(month.endsAt) },

@@ -7,12 +7,13 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { ManualClock } from '../../src/clock.ts'
+import { isoTime, ManualClock } from '../../src/clock.ts'
 import { emptyFilter, filterHref, readInboxFilter, toMessageQuery } from '../../src/console/inbox-filter.ts'
-import { listQuerySql } from '../../src/core/messages/list-messages.ts'
+import { storedFilters } from '../../src/core/messages/list-messages.ts'
 import { TEXT_SEARCH_CHARS } from '../../src/core/inbound/search-text.ts'
 import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
-import { searchQuery } from '../../src/core/messages/search-organization.ts'
+import { searchWindow } from '../../src/core/messages/search-organization.ts'
+import { listingSql, searchSelect } from '../../src/storage/sqlite/store/messages.ts'
 import { type ConsoleClient, setUp } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
@@ -83,24 +84,24 @@ test("each filter's query reads an index, or a bounded window of one, never a sc
   const noScan = (plan: string) => expect(plan).not.toMatch(/SCAN (messages|message_search_texts|attachments)\b(?! USING)/)
   const sdb = server.app.services.storage.db
 
-  const text = listQuerySql(sdb, { text: true })
+  const text = listingSql(sdb, { text: true }, TEXT_SEARCH_WINDOW)
   expect(text.params).toContain(TEXT_SEARCH_WINDOW)
   expect(planOf(text)).toContain('SEARCH message_search_texts USING INDEX sqlite_autoindex_message_search_texts_1 (message_id=?)')
   expect(planOf(text)).toContain('LIST SUBQUERY')
   noScan(planOf(text))
-  const attachment = planOf(listQuerySql(sdb, { hasAttachment: true }))
+  const attachment = planOf(listingSql(sdb, { hasAttachment: true }, TEXT_SEARCH_WINDOW))
   expect(attachment).toContain('SEARCH attachments EXISTS USING INDEX attachments_by_message (message_id=?)')
   noScan(attachment)
-  const range = planOf(listQuerySql(sdb, { receivedAfter: true, receivedBefore: true }))
+  const range = planOf(listingSql(sdb, { receivedAfter: true, receivedBefore: true }, TEXT_SEARCH_WINDOW))
   expect(range).toContain('messages_by_inbox_newest (inbox_id=? AND received_at>? AND received_at<?)')
-  const until = planOf(listQuerySql(sdb, { receivedBefore: true }))
+  const until = planOf(listingSql(sdb, { receivedBefore: true }, TEXT_SEARCH_WINDOW))
   expect(until).toContain('messages_by_inbox_newest (inbox_id=? AND received_at<?)')
-  const recipient = planOf(listQuerySql(sdb, { recipient: true }))
+  const recipient = planOf(listingSql(sdb, { recipient: true }, TEXT_SEARCH_WINDOW))
   expect(recipient).toContain('messages_by_inbox_newest (inbox_id=?)')
   noScan(recipient)
 
   for (const query of [{ text: 'x' }, { hasAttachment: true }, { recipient: 'x' }, { receivedAfter: 0, receivedBefore: 1 }, { text: 'x', hasAttachment: true, recipient: 'x', receivedBefore: 1 }]) {
-    const sql = searchQuery(sdb, org, query, clock.now(), 50).toSQL()
+    const sql = searchSelect(sdb, { organizationId: org, now: isoTime(clock.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 }).toSQL()
     const plan = planOf(sql)
     expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
     noScan(plan)

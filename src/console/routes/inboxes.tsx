@@ -50,7 +50,7 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
           listing.data.map((inbox) => inbox.id),
         )
       }
-      usage={getUsage(ctx.s, principal)}
+      usage={await getUsage(ctx.s, principal)}
       receivingDomain={ctx.s.config.receivingDomain}
       error={error?.message}
     />
@@ -69,11 +69,11 @@ export const inboxRoutes: Route[] = [
     method: 'GET',
     path: PATHS.search,
     access: 'member',
-    handler: (ctx, { org, principal }) => {
+    handler: async (ctx, { org, principal }) => {
       const filter = readInboxFilter(ctx.url)
       const query = toMessageQuery(filter, SEARCH_RESULTS)
       const error = 'error' in query ? query.error : undefined
-      const results = error || !isFiltered(filter) ? null : searchOrganization(ctx.s, principal, query as MessageQuery, SEARCH_RESULTS)
+      const results = error || !isFiltered(filter) ? null : await searchOrganization(ctx.s, principal, query as MessageQuery, SEARCH_RESULTS)
       const page = <SearchPage org={org} filter={filter} results={results} error={error} />
       return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
     },
@@ -147,10 +147,10 @@ export const inboxRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { org, principal }) => {
       const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
-      const message = getMessage(ctx.s, principal, ctx.field('message'))
+      const message = await getMessage(ctx.s, principal, ctx.field('message'))
       // The message must be of this inbox: the button's value is the client's to change.
       if (message.inbox_id !== inbox.id) throw new Refusal('not_found', 'Not found.')
-      deleteMessage(ctx.s, principal, message.id)
+      await deleteMessage(ctx.s, principal, message.id)
       return redirect(`${PATHS.inbox.link(org.organizationId, inbox.id)}${ctx.url.search}`)
     },
   }),
@@ -163,7 +163,7 @@ export const inboxRoutes: Route[] = [
       // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
       for (let round = 0; round < EMPTY_ROUNDS; round++) {
         const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!
-        for (const message of listed.data) deleteMessage(ctx.s, principal, message.id)
+        for (const message of listed.data) await deleteMessage(ctx.s, principal, message.id)
         if (listed.next_cursor === null) break
       }
       return redirect(PATHS.inbox.link(org.organizationId, inbox.id))

@@ -46,7 +46,7 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
 }
 
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
-  const message = getMessage(ctx.s, principal, ctx.params.message)
+  const message = await getMessage(ctx.s, principal, ctx.params.message)
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
   const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
@@ -76,9 +76,9 @@ async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: M
  * An inline image's bytes, or null when they fail their SHA-256 check (already logged and
  * counted): the message still shows, with that one image broken instead of wrong.
  */
-function inlineBytes(ctx: ConsoleRequest, principal: Principal, attachmentId: string): Buffer | null {
+async function inlineBytes(ctx: ConsoleRequest, principal: Principal, attachmentId: string): Promise<Buffer | null> {
   try {
-    return downloadAttachment(ctx.s, principal, attachmentId).content
+    return (await downloadAttachment(ctx.s, principal, attachmentId)).content
   } catch (error) {
     if (error instanceof DomainError && error.code === 'internal_error') return null
     throw error
@@ -98,7 +98,7 @@ export const messageRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, who) => {
       if (!linkCheckEnabled(ctx)) throw new Refusal('not_found', 'Not found.')
-      const message = getMessage(ctx.s, who.principal, ctx.params.message)
+      const message = await getMessage(ctx.s, who.principal, ctx.params.message)
       const user = who.user.id
       // One check at a time per person: each is up to 20 outbound requests.
       if (checking.has(user)) throw new Refusal('throttled', 'A link check is already running; wait for it to finish.', 5)
@@ -116,9 +116,17 @@ export const messageRoutes: Route[] = [
     method: 'GET',
     path: PATHS.messageHtml,
     access: 'member',
-    handler: (ctx, { principal }) => {
-      const message = getMessage(ctx.s, principal, ctx.params.message)
-      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => inlineBytes(ctx, principal, id)))
+    handler: async (ctx, { principal }) => {
+      const message = await getMessage(ctx.s, principal, ctx.params.message)
+      // The bytes are read asynchronously: a first pass names the images the HTML refers to, the second inlines them.
+      const wanted = new Set<string>()
+      inlineCidImages(message.html ?? '', message.attachments, (id) => {
+        wanted.add(id)
+        return null
+      })
+      const bytes = new Map<string, Buffer | null>()
+      for (const id of wanted) bytes.set(id, await inlineBytes(ctx, principal, id))
+      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => bytes.get(id) ?? null))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
@@ -134,9 +142,9 @@ export const messageRoutes: Route[] = [
     method: 'GET',
     path: PATHS.messageSource,
     access: 'member',
-    handler: (ctx, { principal }) => {
+    handler: async (ctx, { principal }) => {
       const part = ctx.url.searchParams.get('part') === 'html' ? 'html' : 'raw'
-      const source = part === 'html' ? (getMessage(ctx.s, principal, ctx.params.message).html ?? '') : new TextDecoder().decode(getMessageSource(ctx.s, principal, ctx.params.message))
+      const source = part === 'html' ? ((await getMessage(ctx.s, principal, ctx.params.message)).html ?? '') : new TextDecoder().decode(await getMessageSource(ctx.s, principal, ctx.params.message))
       return new Response(sourceDocument(source, part), {
         headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
       })
@@ -146,18 +154,18 @@ export const messageRoutes: Route[] = [
     method: 'GET',
     path: PATHS.messageRaw,
     access: 'member',
-    handler: (ctx, { principal }) => {
+    handler: async (ctx, { principal }) => {
       const id = ctx.params.message
-      return downloadResponse(getMessageSource(ctx.s, principal, id), 'message/rfc822', `${id}.eml`)
+      return downloadResponse(await getMessageSource(ctx.s, principal, id), 'message/rfc822', `${id}.eml`)
     },
   }),
   route({
     method: 'POST',
     path: PATHS.messageDelete,
     access: 'member',
-    handler: (ctx, { org, principal }) => {
-      const message = getMessage(ctx.s, principal, ctx.params.message)
-      deleteMessage(ctx.s, principal, message.id)
+    handler: async (ctx, { org, principal }) => {
+      const message = await getMessage(ctx.s, principal, ctx.params.message)
+      await deleteMessage(ctx.s, principal, message.id)
       return redirect(PATHS.inbox.link(org.organizationId, message.inbox_id))
     },
   }),
@@ -165,8 +173,8 @@ export const messageRoutes: Route[] = [
     method: 'GET',
     path: PATHS.attachment,
     access: 'member',
-    handler: (ctx, { principal }) => {
-      const file = downloadAttachment(ctx.s, principal, ctx.params.attachment)
+    handler: async (ctx, { principal }) => {
+      const file = await downloadAttachment(ctx.s, principal, ctx.params.attachment)
       return downloadResponse(file.content, file.contentType, file.filename)
     },
   }),

@@ -11,8 +11,8 @@ export const organizationRoutes: Route[] = [
     method: 'GET',
     path: PATHS.organization,
     access: 'member',
-    handler: (ctx, { org, principal }) => {
-      const usage = getUsage(ctx.s, principal)
+    handler: async (ctx, { org, principal }) => {
+      const usage = await getUsage(ctx.s, principal)
       const page = <Overview organizationId={org.organizationId} usage={usage} limits={principal.limits} receivingDomain={ctx.s.config.receivingDomain} isOwner={org.role === 'owner'} />
       return renderPage(ctx, org.name, page, { org, section: 'overview' })
     },

@@ -1,49 +1,40 @@
-import { and, eq, gt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { ID_PATTERNS } from '../../ids.ts'
-import { messageSources, messages } from '../../storage/schema.ts'
+import type { OwnedItem } from '../../storage/port/messages.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 import type { Message } from '../models.ts'
 import type { Services } from '../services.ts'
-import { transaction } from '../transaction.ts'
 import { verifiedBytes } from '../stored-bytes.ts'
 import { presentFull } from './present.ts'
 
 const notFound = () => new DomainError('message_not_found', 'No message with this id.')
 
-/** The caller's unexpired message row, or 404 (unknown, deleted, expired and foreign ids alike). */
-function findMessage(s: Services, principal: Principal, messageId: string): typeof messages.$inferSelect {
-  const row = ID_PATTERNS.msg.test(messageId)
-    ? s.storage.db
-        .select()
-        .from(messages)
-        .where(and(eq(messages.id, messageId), eq(messages.organizationId, principal.organizationId), gt(messages.expiresAt, isoTime(s.clock.now()))))
-        .get()
-    : undefined
-  if (!row) throw notFound()
-  return row
-}
+/** The caller's message as of now; null for an id that cannot be one (unknown, deleted, expired and foreign ids all end as 404). */
+const ownedMessage = (s: Services, principal: Principal, messageId: string): OwnedItem | null =>
+  ID_PATTERNS.msg.test(messageId) ? { organizationId: principal.organizationId, id: messageId, now: isoTime(s.clock.now()) } : null
 
-export function getMessage(s: Services, principal: Principal, messageId: string): Message {
-  return presentFull(s.storage.db, [findMessage(s, principal, messageId)], s.publicUrls().filesUrl)[0]!
+export async function getMessage(s: Services, principal: Principal, messageId: string): Promise<Message> {
+  const item = ownedMessage(s, principal, messageId)
+  const rows = item && (await s.store.messages.getFull(item))
+  if (!rows) throw notFound()
+  return presentFull(rows, s.publicUrls().filesUrl)
 }
 
 /** Deletes the message with its source and attachments (cascade). Monthly usage is kept. */
-export function deleteMessage(s: Services, principal: Principal, messageId: string): void {
-  const row = findMessage(s, principal, messageId)
-  s.disk.freeing(() =>
-    transaction(s, (tx) => {
-      tx.delete(messages).where(eq(messages.id, row.id)).run()
-      s.notifier.bump(row.inboxId)
-    }),
-  )
+export async function deleteMessage(s: Services, principal: Principal, messageId: string): Promise<void> {
+  const item = ownedMessage(s, principal, messageId)
+  if (!item) throw notFound()
+  const deleted = await s.disk.freeingAsync(() => s.store.messages.delete(item))
+  if (!deleted) throw notFound()
+  // After the commit: a cached page built meanwhile carries the old version and is dropped.
+  s.notifier.bump(deleted.inboxId)
 }
 
 /** The message exactly as received over SMTP (the bytes a `.eml` download serves), checked against its SHA-256. */
-export function getMessageSource(s: Services, principal: Principal, messageId: string): Buffer {
-  const row = findMessage(s, principal, messageId)
-  // Written in the same transaction as the message, so it is always there.
-  const source = s.storage.db.select({ raw: messageSources.raw, sha256: messageSources.sha256 }).from(messageSources).where(eq(messageSources.messageId, row.id)).get()!
-  return verifiedBytes(s, 'message_source', row.id, source.raw, source.sha256)
+export async function getMessageSource(s: Services, principal: Principal, messageId: string): Promise<Buffer> {
+  const item = ownedMessage(s, principal, messageId)
+  const source = item && (await s.store.messages.getSource(item))
+  if (!item || !source) throw notFound()
+  return verifiedBytes(s, 'message_source', item.id, source.raw, source.sha256)
 }

@@ -3,18 +3,15 @@
  * first, keyset-paged on (received_at, id). Expired messages are invisible even before
  * the sweeper removes them.
  */
-import { and, desc, eq, gt, gte, inArray, lt, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
-import type { Db } from '../../storage/database.ts'
-import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { messages } from '../../storage/schema.ts'
+import type { InboxListing, MessageFilters } from '../../storage/port/messages.ts'
 import type { CursorCodec } from '../cursor.ts'
 import { DomainError } from '../errors.ts'
-import { cutPage, newestFirst, olderThan } from '../keyset.ts'
+import { cutPage } from '../keyset.ts'
 import type { Message, MessageSummary } from '../models.ts'
 import type { Services } from '../services.ts'
-import { presentFull, presentSummary, summaryColumns } from './present.ts'
-import { hasAttachment, recipientContains, TEXT_SEARCH_WINDOW, textContains } from './search-filters.ts'
+import { presentFull, presentSummary } from './present.ts'
+import { TEXT_SEARCH_WINDOW } from './search-filters.ts'
 
 export interface MessageQuery {
   limit: number
@@ -69,77 +66,23 @@ export function parseRfc3339(value: string): number | null {
   return day.getTime() + ((h * 60 + mi) * 60 + sec) * 1000 + millis - offset + roundUp
 }
 
-/** Which optional parts a query has; each combination gets its own prepared statement. */
-type QueryShape = Pick<MessageQuery, 'includeContent'> & Record<'cursor' | 'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient', boolean>
-
-const p = sql.placeholder
-const keyset = { at: messages.receivedAt, id: messages.id }
-
-/** The WHERE of one query shape; parameters are placeholders filled at each run. */
-function whereFor(db: Db, shape: QueryShape) {
-  // A text search looks at the inbox's newest TEXT_SEARCH_WINDOW messages only.
-  const textWindow = db
-    .select({ id: messages.id })
-    .from(messages)
-    .where(and(eq(messages.inboxId, p('inboxId')), gt(messages.expiresAt, p('now'))))
-    .orderBy(desc(messages.receivedAt), desc(messages.id))
-    .limit(TEXT_SEARCH_WINDOW)
-  return and(
-    eq(messages.inboxId, p('inboxId')),
-    gt(messages.expiresAt, p('now')),
-    shape.subject ? sql`instr(${messages.searchSubject}, ${p('subject')}) > 0` : undefined,
-    shape.sender ? eq(messages.searchSender, p('sender')) : undefined,
-    shape.senderDomain ? eq(messages.searchSenderDomain, p('senderDomain')) : undefined,
-    shape.receivedAfter ? gte(messages.receivedAt, p('receivedAfter')) : undefined,
-    shape.receivedBefore ? lt(messages.receivedAt, p('receivedBefore')) : undefined,
-    shape.text ? and(inArray(messages.id, textWindow), textContains(p('text'))) : undefined,
-    shape.hasAttachment ? hasAttachment() : undefined,
-    shape.recipient ? recipientContains(p('recipient')) : undefined,
-    shape.cursor ? olderThan(keyset, { at: p('afterAt'), id: p('afterId') }) : undefined,
-  )
-}
-
-const summarySelect = (db: Db, shape: QueryShape) =>
-  db
-    .select(summaryColumns)
-    .from(messages)
-    .where(whereFor(db, shape))
-    .orderBy(...newestFirst(keyset))
-    .limit(p('limit'))
-
-function buildQuery(db: Db, shape: QueryShape) {
-  return shape.includeContent
-    ? db
-        .select()
-        .from(messages)
-        .where(whereFor(db, shape))
-        .orderBy(...newestFirst(keyset))
-        .limit(p('limit'))
-        .prepare()
-    : summarySelect(db, shape).prepare()
-}
-
-/** The SQL of a summary listing with these filters, so a test can check its plan. */
-export const listQuerySql = (db: Db, filters: Partial<QueryShape>) =>
-  summarySelect(db, {
-    includeContent: false,
-    cursor: false,
-    subject: false,
-    sender: false,
-    senderDomain: false,
-    receivedAfter: false,
-    receivedBefore: false,
-    text: false,
-    hasAttachment: false,
-    recipient: false,
-    ...filters,
-  }).toSQL()
-
-/** Built once per shape and database: Drizzle's per-run SQL building was most of a list read's CPU. */
-const queriesByShape = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildQuery>>())
+/**
+ * The query's filters as storage compares them: case-insensitive ones lowercased (the stored
+ * search copies are lowercase), times as RFC 3339. `text` is already folded (search-filters).
+ */
+export const storedFilters = (query: Omit<Partial<MessageQuery>, 'limit' | 'includeContent'>): MessageFilters => ({
+  subject: query.subject ? query.subject.toLowerCase() : undefined,
+  sender: query.sender ? query.sender.toLowerCase() : undefined,
+  senderDomain: query.senderDomain ? query.senderDomain.toLowerCase() : undefined,
+  receivedAfter: query.receivedAfter === undefined ? undefined : isoTime(query.receivedAfter),
+  receivedBefore: query.receivedBefore === undefined ? undefined : isoTime(query.receivedBefore),
+  text: query.text || undefined,
+  hasAttachment: query.hasAttachment === true ? true : undefined,
+  recipient: query.recipient ? query.recipient.toLowerCase() : undefined,
+})
 
 /** What a listing reads with: the database, the cursor codec and the FILES_URL of attachment links. */
-type ListingServices = Pick<Services, 'storage' | 'cursors' | 'publicUrls'>
+type ListingServices = Pick<Services, 'store' | 'cursors' | 'publicUrls'>
 
 /** One listing of an inbox already known to be the caller's, as of `now`. */
 interface Listing {
@@ -148,8 +91,8 @@ interface Listing {
   now: number
 }
 
-export function queryMessages(s: ListingServices, listing: Listing): MessagePage {
-  return queryMessagesWithExpiry(s, listing).page
+export async function queryMessages(s: ListingServices, listing: Listing): Promise<MessagePage> {
+  return (await queryMessagesWithExpiry(s, listing)).page
 }
 
 /** The cursor of a listing checked alone (a waiting request checks it before taking a slot). */
@@ -162,50 +105,21 @@ export function checkCursor(cursors: CursorCodec, inboxId: string, cursor: strin
  * row that decides `next_cursor` included: until then the same query gives the same answer
  * (unless the inbox changes), which is what a cached page needs to know.
  */
-export function queryMessagesWithExpiry(s: ListingServices, { inboxId, query, now }: Listing): { page: MessagePage; earliestExpiresAt: number } {
-  const { db } = s.storage
+export async function queryMessagesWithExpiry(s: ListingServices, { inboxId, query, now }: Listing): Promise<{ page: MessagePage; earliestExpiresAt: number }> {
   const { cursors } = s
   const listing = `messages:${inboxId}`
   const after = query.cursor === undefined ? undefined : cursors.decode(listing, query.cursor)
-  const shape: QueryShape = {
-    includeContent: query.includeContent,
-    cursor: after !== undefined,
-    subject: Boolean(query.subject),
-    sender: Boolean(query.sender),
-    senderDomain: Boolean(query.senderDomain),
-    receivedAfter: query.receivedAfter !== undefined,
-    receivedBefore: query.receivedBefore !== undefined,
-    text: Boolean(query.text),
-    hasAttachment: query.hasAttachment === true,
-    recipient: Boolean(query.recipient),
+  const read: InboxListing = { inboxId, now: isoTime(now), filters: storedFilters(query), textWindow: TEXT_SEARCH_WINDOW, after, limit: query.limit + 1 }
+  const cursorAfter = (last: { receivedAt: string; id: string }) => cursors.encode(listing, { at: last.receivedAt, id: last.id })
+  if (query.includeContent) {
+    const { rows, full } = await s.store.messages.listInboxWithContent(read, query.limit)
+    const page = cutPage(rows, query.limit, cursorAfter)
+    const filesUrl = s.publicUrls().filesUrl
+    return { page: { data: full.map((row) => presentFull(row, filesUrl)), next_cursor: page.nextCursor }, earliestExpiresAt: earliestExpiry(rows) }
   }
-  const key = Object.values(shape).map(Number).join('')
-  const cache = queriesByShape(db)
-  let prepared = cache.get(key)
-  if (!prepared) {
-    prepared = buildQuery(db, shape)
-    cache.set(key, prepared)
-  }
-  const rows = prepared.all({
-    inboxId,
-    now: isoTime(now),
-    subject: query.subject?.toLowerCase(),
-    sender: query.sender?.toLowerCase(),
-    senderDomain: query.senderDomain?.toLowerCase(),
-    receivedAfter: query.receivedAfter === undefined ? undefined : isoTime(query.receivedAfter),
-    receivedBefore: query.receivedBefore === undefined ? undefined : isoTime(query.receivedBefore),
-    text: query.text,
-    recipient: query.recipient?.toLowerCase(),
-    afterAt: after?.at,
-    afterId: after?.id,
-    limit: query.limit + 1,
-  })
-  const page = cutPage(rows, query.limit, (last) => cursors.encode(listing, { at: last.receivedAt, id: last.id }))
-  return {
-    page: {
-      data: query.includeContent ? presentFull(db, page.rows as Array<typeof messages.$inferSelect>, s.publicUrls().filesUrl) : page.rows.map(presentSummary),
-      next_cursor: page.nextCursor,
-    },
-    earliestExpiresAt: rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY),
-  }
+  const rows = await s.store.messages.listInbox(read)
+  const page = cutPage(rows, query.limit, cursorAfter)
+  return { page: { data: page.rows.map(presentSummary), next_cursor: page.nextCursor }, earliestExpiresAt: earliestExpiry(rows) }
 }
+
+const earliestExpiry = (rows: Array<{ expiresAt: string }>) => rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY)

@@ -56,7 +56,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     await s.notifier.ready() // PostgreSQL mode: LISTEN is active before the first query
     for (;;) {
       const seen = changes
-      const page = run()
+      const page = await run()
       if (page.data.length > 0) {
         if (signalledAt) s.metrics.longPollWake.observe((performance.now() - signalledAt) / 1000)
         return page

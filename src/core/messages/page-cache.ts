@@ -6,8 +6,10 @@
  *
  * An entry is valid only while all of these hold, so a hit is always the answer the
  * query would give now:
- * - the inbox's version is unchanged (bumped in the same synchronous step as every
- *   write to its messages: store, delete, retention, inbox deletion);
+ * - the inbox's version is unchanged (bumped by every write to its messages: store,
+ *   delete, retention, inbox deletion, no later than right after its commit). The version
+ *   is read before the query, so a page whose query ran across a write's commit carries the
+ *   older version and is dropped at its next use;
  * - the clock has not passed the earliest `expires_at` of the rows the query read (the
  *   page and the look-ahead row behind `next_cursor`: one of them would vanish) nor gone
  *   back before the entry was built (tests move clocks).
@@ -87,7 +89,7 @@ export async function listSummariesAsJson(s: Services, principal: Principal, inp
   const key = keyOf(inbox.id, query)
   const cached = cache.get(key, version, now)
   if (cached !== undefined) return cached
-  const { page, earliestExpiresAt } = queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
+  const { page, earliestExpiresAt } = await queryMessagesWithExpiry(s, { inboxId: inbox.id, query, now })
   const body = JSON.stringify(page)
   cache.set(key, { version, builtAt: now, validUntil: earliestExpiresAt, body })
   return body

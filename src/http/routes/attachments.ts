@@ -11,8 +11,8 @@ export { contentDisposition } from '../../web/download-response.ts'
 export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get(
     '/v1/attachments/:attachment_id',
-    ({ request, params }) => {
-      const file = downloadAttachment(s, requests.principal(request), params.attachment_id)
+    async ({ request, params }) => {
+      const file = await downloadAttachment(s, requests.principal(request), params.attachment_id)
       return downloadResponse(file.content, file.contentType, file.filename)
     },
     {

@@ -95,13 +95,13 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
         // from the same presenters that getMessage validates.
       },
     )
-    .get('/v1/messages/:message_id', ({ request, params }) => ({ data: getMessage(s, requests.principal(request), params.message_id) }), {
+    .get('/v1/messages/:message_id', async ({ request, params }) => ({ data: await getMessage(s, requests.principal(request), params.message_id) }), {
       response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
     })
     .delete(
       '/v1/messages/:message_id',
-      ({ request, params, status }) => {
-        deleteMessage(s, requests.principal(request), params.message_id)
+      async ({ request, params, status }) => {
+        await deleteMessage(s, requests.principal(request), params.message_id)
         return status(204, undefined)
       },
       {

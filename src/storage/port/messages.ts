@@ -1,3 +1,107 @@
 /** Reading and deleting stored messages, their sources and attachments; usage. See ../port.ts for the conventions every operation follows. */
-// biome-ignore lint/suspicious/noEmptyInterface: filled in as core's verbs move onto the port
-export interface MessageStore {}
+import type { AttachmentRow, MessageContentRow, MessageRow } from '../rows.ts'
+
+/** The columns a list summary needs; content columns stay on disk unless asked for. */
+export type MessageSummaryRow = Pick<MessageRow, 'id' | 'inboxId' | 'fromName' | 'fromAddress' | 'toAddress' | 'subject' | 'preview' | 'sizeBytes' | 'receivedAt' | 'expiresAt'>
+
+/** A message with everything getMessage and include=content show: its content and its attachments in received order. */
+export interface FullMessageRows {
+  message: MessageRow
+  content: MessageContentRow
+  attachments: AttachmentRow[]
+}
+
+/** A keyset position: the (received_at, id) of the last row of the previous page. */
+export interface MessagePosition {
+  at: string
+  id: string
+}
+
+/**
+ * The filters of a listing or a search, ANDed; an absent one does not filter. Core has already
+ * prepared each value (lowercased, folded for search); storage compares them as given.
+ */
+export interface MessageFilters {
+  /** `search_subject` contains it (a plain substring: no wildcards). */
+  subject?: string
+  /** `search_sender` equals it. */
+  sender?: string
+  /** `search_sender_domain` equals it. */
+  senderDomain?: string
+  /** RFC 3339; received at or after it. */
+  receivedAfter?: string
+  /** RFC 3339; received before it. */
+  receivedBefore?: string
+  /** `search_subject` or the message's `message_search_texts` row contains it, within the newest `textWindow` messages of the inbox. */
+  text?: string
+  /** At least one attachment whose disposition is `attachment` (inline parts do not count). */
+  hasAttachment?: boolean
+  /** `to_address` contains it (a plain substring). */
+  recipient?: string
+}
+
+/** One page of an inbox's listing, newest first by (received_at, id). */
+export interface InboxListing {
+  inboxId: string
+  /** RFC 3339; messages with `expires_at` at or before it are invisible. */
+  now: string
+  filters: MessageFilters
+  /** How many of the inbox's newest unexpired messages a `text` filter looks through. */
+  textWindow: number
+  /** Rows strictly older than this position; absent for the first page. */
+  after?: MessagePosition
+  /** At most this many rows (core asks for one more than the page, to know whether another follows). */
+  limit: number
+}
+
+/** One page of the search across an organisation's active inboxes, newest first by (received_at, id). */
+export interface OrganizationSearch {
+  organizationId: string
+  now: string
+  filters: MessageFilters
+  /** Only the organisation's newest `window` unexpired messages are looked at (the text filter too). */
+  window: number
+  after?: MessagePosition
+  limit: number
+}
+
+/** Names one message or attachment of an organisation, as of `now` (expired ones do not exist). */
+export interface OwnedItem {
+  organizationId: string
+  id: string
+  now: string
+}
+
+export interface MessageStore {
+  /** The summaries of one page of an inbox's messages. */
+  listInbox(listing: InboxListing): Promise<MessageSummaryRow[]>
+
+  /**
+   * The same page as message rows, and the first `contentOf` of them in full (include=content:
+   * the look-ahead row that only decides `next_cursor` needs no content); read as one state of
+   * the database.
+   */
+  listInboxWithContent(listing: InboxListing, contentOf: number): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }>
+
+  /** The organisation's unexpired message in full, or null (unknown, deleted, expired or another organisation's). */
+  getFull(item: OwnedItem): Promise<FullMessageRows | null>
+
+  /** The raw source of the organisation's unexpired message and its SHA-256 (null for rows stored before hashes), or null when there is no such message. */
+  getSource(item: OwnedItem): Promise<{ raw: Buffer; sha256: string | null } | null>
+
+  /**
+   * Deletes the organisation's unexpired message with its content, source and attachments
+   * (monthly usage is not touched). Answers the inbox it was in, or null when there was no
+   * such message (nothing is written then).
+   */
+  delete(item: OwnedItem): Promise<{ inboxId: string } | null>
+
+  /** An attachment of the organisation whose message has not expired: its metadata, bytes and SHA-256 (null for rows stored before hashes); null when there is none. */
+  getAttachment(item: OwnedItem): Promise<{ filename: string; contentType: string; content: Buffer; sha256: string | null } | null>
+
+  /** The search across the organisation's active inboxes. */
+  searchOrganization(search: OrganizationSearch): Promise<MessageSummaryRow[]>
+
+  /** The organisation's active inboxes and the messages it stored in `month` ('YYYY-MM'), read together. */
+  usage(input: { organizationId: string; month: string }): Promise<{ activeInboxes: number; emailsReceived: number }>
+}

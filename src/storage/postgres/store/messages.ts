@@ -1,7 +1,187 @@
-/** The PostgreSQL side of MessageStore (../../port/messages.ts). */
-import type { MessageStore } from '../../port/messages.ts'
-import type { PostgresDb } from '../db.ts'
+/**
+ * The PostgreSQL side of MessageStore (../../port/messages.ts).
+ *
+ * Matching is SQLite's exactly: the filters compare the stored lowercase search copies with
+ * values core has already lowercased, through strpos() (SQLite's instr()), a plain
+ * case-sensitive substring test, so neither dialect treats `%` or `_` in user input as a
+ * wildcard. Ordering is (received_at, id) descending; ids are lowercase hex, which every
+ * collation orders as bytes, so ties fall the same way as in SQLite.
+ *
+ * Reads that take several statements (a full message: its row, content and attachments) run
+ * in one REPEATABLE READ transaction, so a delete committed on another machine meanwhile
+ * cannot leave half a message. A delete is one conditional statement, so two machines
+ * deleting the same message see exactly one success.
+ */
+import { and, asc, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import type { PgColumn } from 'drizzle-orm/pg-core'
+import type { FullMessageRows, InboxListing, MessageFilters, MessageStore, OwnedItem } from '../../port/messages.ts'
+import type { MessageRow } from '../../rows.ts'
+import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
+import { attachmentContents, attachments, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 
-export function postgresMessages(_db: PostgresDb): MessageStore {
-  return {}
+const summaryColumns = {
+  id: messages.id,
+  inboxId: messages.inboxId,
+  fromName: messages.fromName,
+  fromAddress: messages.fromAddress,
+  toAddress: messages.toAddress,
+  subject: messages.subject,
+  preview: messages.preview,
+  sizeBytes: messages.sizeBytes,
+  receivedAt: messages.receivedAt,
+  expiresAt: messages.expiresAt,
+}
+
+const contains = (column: PgColumn, value: string): SQL => sql`strpos(${column}, ${value}) > 0`
+
+const textContains = (folded: string): SQL =>
+  sql`(${contains(messages.searchSubject, folded)} or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and ${contains(messageSearchTexts.text, folded)}))`
+
+/** At least one attachment proper (an inline image of the HTML body does not count). */
+const hasAttachment = (): SQL => sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
+
+const olderThan = (after: { at: string; id: string }) => or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id)))
+
+/** The filters every listing shares; `text` is added by each caller with its own window. */
+const filterConditions = (filters: MessageFilters): Array<SQL | undefined> => [
+  filters.subject ? contains(messages.searchSubject, filters.subject) : undefined,
+  filters.sender ? eq(messages.searchSender, filters.sender) : undefined,
+  filters.senderDomain ? eq(messages.searchSenderDomain, filters.senderDomain) : undefined,
+  filters.receivedAfter !== undefined ? gte(messages.receivedAt, filters.receivedAfter) : undefined,
+  filters.receivedBefore !== undefined ? lt(messages.receivedAt, filters.receivedBefore) : undefined,
+  filters.hasAttachment ? hasAttachment() : undefined,
+  filters.recipient ? contains(messages.toAddress, filters.recipient) : undefined,
+]
+
+function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, after }: InboxListing) {
+  // A text search looks at the inbox's newest `textWindow` messages only, as in SQLite.
+  const newest = db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.inboxId, inboxId), gt(messages.expiresAt, now)))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(textWindow)
+  return and(
+    eq(messages.inboxId, inboxId),
+    gt(messages.expiresAt, now),
+    ...filterConditions(filters),
+    filters.text ? and(inArray(messages.id, newest), textContains(filters.text)) : undefined,
+    after ? olderThan(after) : undefined,
+  )
+}
+
+async function withContent(tx: PostgresDbOrTx, rows: MessageRow[]): Promise<FullMessageRows[]> {
+  const full: FullMessageRows[] = []
+  for (const message of rows) {
+    // Written in the same transaction as the message, so it is there in this snapshot.
+    const [content] = await tx.select().from(messageContents).where(eq(messageContents.messageId, message.id)).limit(1)
+    const parts = await tx.select().from(attachments).where(eq(attachments.messageId, message.id)).orderBy(asc(attachments.position))
+    full.push({ message, content: content!, attachments: parts })
+  }
+  return full
+}
+
+/**
+ * PostgreSQL text cannot hold NUL: no stored value contains one, and a parameter with one is
+ * an error, not a non-match. A filter holding NUL matches nothing, as in SQLite, without a query.
+ */
+const matchesNothing = (filters: MessageFilters): boolean => Object.values(filters).some((value) => typeof value === 'string' && value.includes('\0'))
+
+const ownedWhere = ({ organizationId, id, now }: OwnedItem) => and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now))
+
+/** One snapshot for reads of several statements. */
+const snapshot = <T>(db: PostgresDb, work: (tx: PostgresDbOrTx) => Promise<T>): Promise<T> => db.transaction(work, { isolationLevel: 'repeatable read', accessMode: 'read only' })
+
+export function postgresMessages(db: PostgresDb): MessageStore {
+  return {
+    async listInbox(listing) {
+      if (matchesNothing(listing.filters)) return []
+      return db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
+    },
+
+    async listInboxWithContent(listing, contentOf) {
+      if (matchesNothing(listing.filters)) return { rows: [], full: [] }
+      return snapshot(db, async (tx) => {
+        const rows = await tx.select().from(messages).where(listingWhere(tx, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
+        return { rows, full: await withContent(tx, rows.slice(0, contentOf)) }
+      })
+    },
+
+    async getFull(item) {
+      return snapshot(db, async (tx) => {
+        const [row] = await tx.select().from(messages).where(ownedWhere(item)).limit(1)
+        return row ? (await withContent(tx, [row]))[0]! : null
+      })
+    },
+
+    async getSource(item) {
+      // One statement: the message's visibility and its source read together.
+      const [row] = await db
+        .select({ raw: messageSources.raw, sha256: messageSources.sha256 })
+        .from(messageSources)
+        .innerJoin(messages, eq(messages.id, messageSources.messageId))
+        .where(ownedWhere(item))
+        .limit(1)
+      return row ?? null
+    },
+
+    async delete(item) {
+      // A conditional delete: of two machines deleting the same message, exactly one gets its row back.
+      const [row] = await db.delete(messages).where(ownedWhere(item)).returning({ inboxId: messages.inboxId })
+      return row ?? null
+    },
+
+    async getAttachment({ organizationId, id, now }) {
+      const [row] = await db
+        .select({ filename: attachments.filename, contentType: attachments.contentType, content: attachmentContents.content, sha256: attachmentContents.sha256 })
+        .from(attachments)
+        .innerJoin(attachmentContents, eq(attachmentContents.attachmentId, attachments.id))
+        .innerJoin(messages, eq(messages.id, attachments.messageId))
+        .where(and(eq(attachments.id, id), eq(attachments.organizationId, organizationId), gt(messages.expiresAt, now)))
+        .limit(1)
+      return row ?? null
+    },
+
+    async searchOrganization({ organizationId, now, filters, window, after, limit }) {
+      if (matchesNothing(filters)) return []
+      const newest = db
+        .select({ id: messages.id })
+        .from(messages)
+        .where(and(eq(messages.organizationId, organizationId), gt(messages.expiresAt, now)))
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(window)
+      const active = db
+        .select({ id: inboxes.id })
+        .from(inboxes)
+        .where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.state, 'active')))
+      return db
+        .select(summaryColumns)
+        .from(messages)
+        .where(
+          and(
+            inArray(messages.id, newest),
+            inArray(messages.inboxId, active),
+            ...filterConditions(filters),
+            filters.text ? textContains(filters.text) : undefined,
+            after ? olderThan(after) : undefined,
+          ),
+        )
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(limit)
+    },
+
+    async usage({ organizationId, month }) {
+      // One statement, so both numbers are of one snapshot.
+      const activeInboxes = db
+        .select({ n: sql`count(*)` })
+        .from(inboxes)
+        .where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.state, 'active')))
+      const received = db
+        .select({ received: monthlyEmailUsage.received })
+        .from(monthlyEmailUsage)
+        .where(and(eq(monthlyEmailUsage.organizationId, organizationId), eq(monthlyEmailUsage.month, month)))
+      const [row] = await db.select({ activeInboxes: sql<number>`(${activeInboxes})::int`, emailsReceived: sql<number>`coalesce((${received}), 0)::int` }).from(sql`(select 1) as one`)
+      return { activeInboxes: Number(row!.activeInboxes), emailsReceived: Number(row!.emailsReceived) }
+    },
+  }
 }
