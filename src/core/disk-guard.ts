@@ -176,6 +176,23 @@ export class DiskGuard {
     }
   }
 
+  /** `freeing` for a write through the storage port, which answers with a promise. */
+  async freeingAsync<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work()
+    } catch (error) {
+      if (!isFull(error)) throw error
+      if (this.releaseBallast('delete_needed_room') > 0) {
+        try {
+          return await work()
+        } catch (again) {
+          if (!isFull(again)) throw again
+        }
+      }
+      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { retryAfterSeconds: 60 })
+    }
+  }
+
   /**
    * Free pages inside the database count as free space: SQLite fills them before it grows the
    * file, so a delete (an inbox, a message, the sweeper's expired mail) gives room back at once,
