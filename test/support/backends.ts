@@ -33,6 +33,8 @@ export interface Backend {
   services(): Services
   /** Every log line written so far, parsed. */
   readonly logs: Record<string, any>[]
+  /** The PostgreSQL pool of the postgres half (for fixtures core has no verb for yet); undefined for SQLite. */
+  postgres(): Sql | undefined
 }
 
 /**
@@ -77,6 +79,7 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
   return {
     dialect,
     logs,
+    postgres: () => sql,
     services() {
       if (!services) throw new Error('the backend is assembled in beforeAll; call services() inside a test')
       return services
