@@ -12,6 +12,7 @@
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
+ *   bun src/cli.ts db copy --to <postgres-url>   (copies the stopped server's SQLite file into an empty PostgreSQL database)
  *
  * The database file it opened is named on stderr; a missing one is created only with --create.
  */
@@ -20,6 +21,7 @@ import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
+import { copyToPostgresCommand } from './cli/db-copy.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
 import { openStorage } from './storage/database.ts'
@@ -39,6 +41,7 @@ const USAGE = `usage:
   bun src/cli.ts keys list <org-id>
   bun src/cli.ts keys revoke <key-or-public-id>
   bun src/cli.ts config
+  bun src/cli.ts db copy --to postgres://user:password@host:5432/database
 add --create to make a new database when DATABASE_PATH names none yet`
 
 function fail(message: string, code = 1): never {
@@ -62,6 +65,11 @@ if (!existsSync(databaseFile) && !allowCreate) {
   fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
 }
 console.error(`database: ${databaseFile}`)
+if (group === 'db') {
+  if (action !== 'copy' || arg !== '--to') fail(USAGE, 64)
+  await copyToPostgresCommand(config, rest[0], fail)
+  process.exit(0)
+}
 const storage = openStorage(config.databasePath)
 /** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
 const table = (rows: Record<string, unknown>[], columns: string[]) => {

@@ -53,24 +53,32 @@ function profileFlags(): string[] {
 
 /** The admin CLI, exactly as an operator runs it; returns its last output line. */
 export function runCli(env: Record<string, string>, ...args: string[]): string {
-  const result = Bun.spawnSync({ cmd: [process.execPath, 'src/cli.ts', ...args], cwd: ROOT, env: { ...process.env, ...env } })
+  return runCliIn(ROOT, env, ...args)
+}
+
+/** The admin CLI of the checkout at `root` (the comparison's baseline runs its own). */
+export function runCliIn(root: string, env: Record<string, string>, ...args: string[]): string {
+  const result = Bun.spawnSync({ cmd: [process.execPath, 'src/cli.ts', ...args], cwd: root, env: { ...process.env, ...env } })
   const lines = result.stdout.toString().trim().split('\n')
   if (result.exitCode !== 0) throw new Error(`cli ${args.join(' ')} failed: ${result.stderr.toString()}`)
   return lines[lines.length - 1]!
 }
 
-/** Starts Pigeonhole on a fresh (or the given) database and makes one organisation and key with the CLI. */
-export async function startPigeonhole(databasePath?: string): Promise<PigeonholeProcess> {
+/**
+ * Starts Pigeonhole on a fresh (or the given) database and makes one organisation and key with
+ * the CLI. `root` is the checkout whose bundle runs (another one for the comparison's baseline).
+ */
+export async function startPigeonhole(databasePath?: string, root = ROOT): Promise<PigeonholeProcess> {
   const dir = databasePath ? null : tempDir('db')
   const path = databasePath ?? join(dir!, 'pigeonhole.db')
   const [port, smtpPort] = [await freePort(), await freePort()]
   const env = pigeonholeEnv(path, port, smtpPort)
-  const child = spawnChild('pigeonhole', [process.execPath, ...profileFlags(), SERVER_ENTRY], env, ROOT)
+  const child = spawnChild('pigeonhole', [process.execPath, ...profileFlags(), SERVER_ENTRY], env, root)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
   await waitTcp(child, smtpPort)
-  const org = runCli(env, 'orgs', 'create', 'bench')
-  const key = runCli(env, 'keys', 'create', org)
+  const org = runCliIn(root, env, 'orgs', 'create', 'bench')
+  const key = runCliIn(root, env, 'keys', 'create', org)
   return {
     child,
     base,
