@@ -352,6 +352,24 @@ describeEachBackend(
       expect(await monthlyCount(backend, org, '2026-03')).toBe(6)
     })
 
+    test('stores naming inboxes of two organisations in opposite orders all succeed (no deadlock)', async () => {
+      clock.set('2026-03-06T09:00:00.000Z')
+      const s = backend.services()
+      const [one, two] = [await organization(backend), await organization(backend)]
+      const pairs: Promise<unknown>[] = []
+      for (let round = 0; round < 4; round++) {
+        const [x, y] = [await inbox(backend, one), await inbox(backend, two)]
+        const [x2, y2] = [await inbox(backend, one), await inbox(backend, two)]
+        const forward = [await admit(s, x.address), await admit(s, y.address)]
+        const backward = [await admit(s, y2.address), await admit(s, x2.address)]
+        pairs.push(deliver(s, forward), deliver(s, backward))
+      }
+      const results = await Promise.all(pairs)
+      expect(results.flat()).toHaveLength(16)
+      expect(await monthlyCount(backend, one, '2026-03')).toBe(8)
+      expect(await monthlyCount(backend, two, '2026-03')).toBe(8)
+    })
+
     test('a message stored after the clock stepped back is still the newest of its inbox', async () => {
       clock.set('2026-03-05T12:00:00.000Z')
       const s = backend.services()
