@@ -176,7 +176,7 @@ export class DiskGuard {
     }
   }
 
-  /** `freeing` for a write through the storage port, which answers with a promise. */
+  /** `freeing` for a write through the storage port, whose failure arrives as a rejection. */
   async freeingAsync<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work()
