@@ -21,10 +21,10 @@ import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit } from './config.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
-import { copyToPostgresCommand } from './cli/db-copy.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
 import { openStorage } from './storage/database.ts'
+import { CopyRefused, copySqliteFileToPostgres, describePostgresUrl } from './storage/postgres/copy-file.ts'
 import { createSqliteStore } from './storage/sqlite/store.ts'
 import { organizations } from './storage/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
@@ -66,8 +66,17 @@ if (!existsSync(databaseFile) && !allowCreate) {
 }
 console.error(`database: ${databaseFile}`)
 if (group === 'db') {
-  if (action !== 'copy' || arg !== '--to') fail(USAGE, 64)
-  await copyToPostgresCommand(config, rest[0], fail)
+  const url = rest[0]
+  if (action !== 'copy' || arg !== '--to' || !url || !/^postgres(ql)?:\/\/./.test(url)) fail(USAGE, 64)
+  try {
+    const report = await copySqliteFileToPostgres(config.databasePath, url, (line) => console.error(line))
+    console.log('table\trows\tsha256')
+    for (const table of report.tables) console.log(`${table.table}\t${table.rows}\t${table.sha256}`)
+    console.log(`copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} rows into ${describePostgresUrl(url)}`)
+  } catch (error) {
+    if (error instanceof CopyRefused) fail(error.message)
+    throw error
+  }
   process.exit(0)
 }
 const storage = openStorage(config.databasePath)
@@ -85,10 +94,10 @@ try {
       printSetupLink(cli)
       break
     case 'orgs create':
-      createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
+      await createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
       break
     case 'orgs limits':
-      orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
+      await orgLimitsCommand(cli, [arg ?? '', ...rest].filter(Boolean))
       break
     case 'users reset-password':
       await resetPasswordCommand(cli, arg)
@@ -97,7 +106,7 @@ try {
       signOutCommand(cli, arg)
       break
     case 'orgs list':
-      table(listOrganizations(cli), Object.keys(getTableColumns(organizations)))
+      table(await listOrganizations(cli), Object.keys(getTableColumns(organizations)))
       break
     case 'keys create': {
       if (!arg) fail(USAGE, 64)

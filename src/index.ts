@@ -14,7 +14,7 @@ try {
   process.exit(1)
 }
 // Besides the JSON log lines: a newcomer reading the terminal should not have to parse JSON.
-console.error(startupBanner(app))
+console.error(await startupBanner(app))
 const { logger } = app.services
 // Last line of defence: every known failure is handled where it happens, but one client's
 // bad input must never take the listeners down for everyone else. Log it and keep serving.

@@ -10,7 +10,7 @@ import { listOrganizations } from './core/organizations/organizations.ts'
 
 const CLI_FIRST_STEPS = ['  bun src/cli.ts orgs create my-team --local', '  bun src/cli.ts keys create <the org id it printed>']
 
-function nextSteps(app: RunningApp): string[] {
+async function nextSteps(app: RunningApp): Promise<string[]> {
   if (app.setupUrl) {
     return [
       'Next: finish setting it up in your browser (choose "Local testing" on a developer machine):',
@@ -22,13 +22,13 @@ function nextSteps(app: RunningApp): string[] {
       ...CLI_FIRST_STEPS,
     ]
   }
-  if (listOrganizations(app.services).length > 0) {
+  if ((await listOrganizations(app.services)).length > 0) {
     return ['Next: make a key for your organisation (ids: bun src/cli.ts orgs list):', '  bun src/cli.ts keys create <org-id>']
   }
   return ['Next: in another terminal, create an organisation with limits a test run never meets, then a key:', ...CLI_FIRST_STEPS]
 }
 
-export function startupBanner(app: RunningApp): string {
+export async function startupBanner(app: RunningApp): Promise<string> {
   const { config } = app.services
   return [
     '',
@@ -37,7 +37,7 @@ export function startupBanner(app: RunningApp): string {
     `  API docs   ${app.publicUrls.baseUrl}/openapi`,
     `  SMTP       port ${app.smtpPort} on ${config.host}; inbox addresses end in @${config.receivingDomain}`,
     `  Database   ${resolve(config.databasePath)}`,
-    ...nextSteps(app),
+    ...(await nextSteps(app)),
     'Stop with Ctrl+C. README.md walks through the first test.',
     '',
   ].join('\n')

@@ -9,6 +9,7 @@ import { createApiKey } from '../../src/core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openStorage } from '../../src/storage/database.ts'
+import { createSqliteStore } from '../../src/storage/sqlite/store.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
 import { settledRss, spawnChild, waitQuiet } from '../lib/proc.ts'
@@ -51,8 +52,8 @@ async function openManyPolls(base: string, databasePath: string, count: number):
   const keys: string[] = []
   const orgs = Math.ceil(count / (POLLS_PER_KEY * KEYS_PER_ORG))
   for (let o = 0; o < orgs; o++) {
-    const cli = { storage, clock: systemClock }
-    const org = createOrganization(cli, CLI_ACTOR, { name: `bench-polls-${o}`, preset: 'hosted' })
+    const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
+    const org = await createOrganization(cli, CLI_ACTOR, { name: `bench-polls-${o}`, preset: 'hosted' })
     for (let k = 0; k < KEYS_PER_ORG; k++) keys.push(createApiKey(cli, CLI_ACTOR, { organizationId: org.id }).key)
   }
   storage.close()

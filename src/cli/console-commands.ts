@@ -28,12 +28,12 @@ export function printSetupLink(cli: CliContext): void {
 }
 
 /** `orgs create <name> [--local]`: prints the organisation id as the last line. */
-export function createOrg(cli: CliContext, args: string[]): void {
+export async function createOrg(cli: CliContext, args: string[]): Promise<void> {
   const local = args.includes('--local')
   const name = args.filter((arg) => arg !== '--local')[0]
   if (!name) cli.fail('usage: bun src/cli.ts orgs create <name> [--local]', 64)
   try {
-    const org = createOrganization(cli, CLI_ACTOR, { name, preset: local ? 'local' : 'hosted' })
+    const org = await createOrganization(cli, CLI_ACTOR, { name, preset: local ? 'local' : 'hosted' })
     console.log(`created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`)
     console.log(org.id)
   } catch (error) {
@@ -43,7 +43,7 @@ export function createOrg(cli: CliContext, args: string[]): void {
 }
 
 /** `orgs limits <org-id> [--flag N]...`: sets the given limits ('default' follows LIMIT_*), then prints all of them. */
-export function orgLimitsCommand(cli: CliContext, args: string[]): void {
+export async function orgLimitsCommand(cli: CliContext, args: string[]): Promise<void> {
   const [orgId, ...flags] = args
   if (!orgId) cli.fail(`usage: bun src/cli.ts orgs limits <org-id> ${[...FLAG_TO_LIMIT.keys()].map((f) => `[${f} N]`).join(' ')}`, 64)
   const input: Partial<Record<OrgLimitName, string>> = {}
@@ -54,13 +54,13 @@ export function orgLimitsCommand(cli: CliContext, args: string[]): void {
   }
   try {
     const overrides = parseLimitInput(input)
-    organizationWithLimits(cli, { organizationId: orgId })
-    if (Object.keys(overrides).length > 0) changeLimits(cli, CLI_ACTOR, { organizationId: orgId, overrides })
+    await organizationWithLimits(cli, { organizationId: orgId })
+    if (Object.keys(overrides).length > 0) await changeLimits(cli, CLI_ACTOR, { organizationId: orgId, overrides })
   } catch (error) {
     if (error instanceof Refusal) cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
     throw error
   }
-  const org = organizationWithLimits(cli, { organizationId: orgId })
+  const org = await organizationWithLimits(cli, { organizationId: orgId })
   console.log(`limits of "${org.name}" (${org.id}):`)
   for (const name of ORG_LIMIT_NAMES) {
     const source = org.overrides[name] === null ? 'LIMIT_* default' : 'set for this organization'

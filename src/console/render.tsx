@@ -13,12 +13,12 @@ export interface PageOptions {
   section?: string
 }
 
-export function renderPage(ctx: ConsoleRequest, title: string, body: ComponentChildren, options: PageOptions = {}): Response {
+export async function renderPage(ctx: ConsoleRequest, title: string, body: ComponentChildren, options: PageOptions = {}): Promise<Response> {
   const user = ctx.user
   const shell: Shell = {
     user,
     csrf: ctx.csrfToken(),
-    memberships: user ? membershipsOf(ctx.s, user) : [],
+    memberships: user ? await membershipsOf(ctx.s, user) : [],
     org: options.org,
     section: options.section,
   }

@@ -116,7 +116,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     } catch (error) {
       if (error instanceof DomainError) return renderError(ctx, 413, 'The form is too large.')
       if (!(error instanceof HttpProtocolError)) throw error
-      const response = renderError(ctx, 408, 'The form did not arrive in time. Send it again.')
+      const response = await renderError(ctx, 408, 'The form did not arrive in time. Send it again.')
       response.headers.set('connection', 'close')
       return response
     }
@@ -135,7 +135,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       ctx = new ConsoleRequest(deps, request, clientAddress)
       response = await dispatch(ctx)
     } catch (error) {
-      if (ctx) response = errorResponse(ctx, error)
+      if (ctx) response = await errorResponse(ctx, error)
       else {
         logger.error('console_error', errorFields(error))
         response = new Response('Something went wrong on our side; the server log has the details.', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
@@ -153,20 +153,20 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     return response
   }
 
-  function errorResponse(ctx: ConsoleRequest, thrown: unknown): Response {
+  async function errorResponse(ctx: ConsoleRequest, thrown: unknown): Promise<Response> {
     const error = asConsoleError(thrown)
     if (error instanceof Refusal) {
       if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
         return redirect(withQuery(PATHS.signIn.link(), { next: ctx.url.pathname }))
       }
-      const response = renderError(ctx, STATUS[error.kind], error.message)
+      const response = await renderError(ctx, STATUS[error.kind], error.message)
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
       return response
     }
     // A read-only, failing or locked volume passes: a page that says so and a retry hint,
     // logged once when the state begins (storage-health.ts), not a stack per request.
     if (deps.s.storageHealth.failed(thrown)) {
-      const response = renderError(ctx, 503, 'The server cannot use its storage right now. Try again in a few seconds.')
+      const response = await renderError(ctx, 503, 'The server cannot use its storage right now. Try again in a few seconds.')
       response.headers.set('retry-after', String(STORAGE_RETRY_AFTER_SECONDS))
       return response
     }

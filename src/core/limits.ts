@@ -3,11 +3,11 @@
  * organisations get the environment's values and keep following them until the operator
  * sets one (console or `cli orgs limits`). getUsage and every enforcement point read these.
  */
-import { eq, sql } from 'drizzle-orm'
 import type { Limits } from '../config.ts'
-import type { Db, DbOrTx } from '../storage/database.ts'
-import { preparedPerDatabase } from '../storage/prepared.ts'
+import type { Db } from '../storage/database.ts'
 import { organizations } from '../storage/schema.ts'
+import { sqliteOrganizationLimits } from '../storage/sqlite/store/organizations.ts'
+import type { Services } from './services.ts'
 
 export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
 export type OrgLimitName = (typeof ORG_LIMIT_NAMES)[number]
@@ -74,23 +74,18 @@ export function storedOverrides(row: OrgLimitColumns): Record<OrgLimitName, numb
 export const overridesToColumns = (overrides: OrgLimitOverrides): Partial<OrgLimitColumns> =>
   Object.fromEntries(Object.entries(overrides).map(([name, value]) => [COLUMN[name as OrgLimitName], value])) as Partial<OrgLimitColumns>
 
-const limitsById = preparedPerDatabase((db) =>
-  db
-    .select(orgLimitColumns)
-    .from(organizations)
-    .where(eq(organizations.id, sql.placeholder('id')))
-    .prepare(),
-)
+/** Every limit column null: an organisation that follows the environment throughout. */
+export const NO_LIMIT_COLUMNS: OrgLimitColumns = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [COLUMN[name], null])) as OrgLimitColumns
 
 /** The organisation's effective limits; the environment's when the organisation is unknown. */
-export function orgLimits(db: Db, defaults: Limits, organizationId: string): OrgLimits {
-  const row = limitsById(db).get({ id: organizationId })
-  return row ? resolveOrgLimits(row, defaults) : resolveOrgLimits({} as OrgLimitColumns, defaults)
+export async function organizationLimits(s: Pick<Services, 'config' | 'store'>, organizationId: string): Promise<OrgLimits> {
+  return resolveOrgLimits((await s.store.organizations.organizationLimits(organizationId)) ?? NO_LIMIT_COLUMNS, s.config.limits)
 }
 
-/** Writes overrides (a value sets, null returns to the environment's); false when no such organisation. */
-export function setOrgLimits(db: DbOrTx, organizationId: string, overrides: OrgLimitOverrides): boolean {
-  const columns = overridesToColumns(overrides)
-  if (Object.keys(columns).length === 0) return db.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get() !== undefined
-  return db.update(organizations).set(columns).where(eq(organizations.id, organizationId)).returning({ id: organizations.id }).get() !== undefined
+/**
+ * organizationLimits for SQLite's synchronous RCPT TO checks, which read limits inside their
+ * own synchronous work (a prepared statement on the server's one connection).
+ */
+export function orgLimits(db: Db, defaults: Limits, organizationId: string): OrgLimits {
+  return resolveOrgLimits(sqliteOrganizationLimits(db, organizationId) ?? NO_LIMIT_COLUMNS, defaults)
 }

@@ -89,7 +89,7 @@ describeWithPostgres('cli db copy', () => {
   test('a URL that is not PostgreSQL gets the usage line; an unreachable server a clear failure', async () => {
     const wrong = await cli(server.databasePath, 'db', 'copy', '--to', 'mysql://x@localhost/db')
     expect(wrong.code).toBe(64)
-    expect(wrong.stderr).toContain('db copy --to postgres://')
+    expect(wrong.stderr).toContain('db copy --to postgres://user:password@host')
     const unreachable = await cli(server.databasePath, 'db', 'copy', '--to', 'postgres://u:hidden-pw@127.0.0.1:1/none')
     expect(unreachable.code).toBe(1)
     expect(unreachable.stderr).toContain('copy failed, nothing was kept in postgres://u@127.0.0.1:1/none')

@@ -13,6 +13,7 @@ import { createApiKey } from '../../src/core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openStorage } from '../../src/storage/database.ts'
+import { createSqliteStore } from '../../src/storage/sqlite/store.ts'
 import { startTestServer } from '../support/harness.ts'
 import { newInbox, principalOf, startRoomyServer } from '../support/messages.ts'
 import { until } from '../support/wait.ts'
@@ -144,8 +145,9 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   expect((await fetch(`http://127.0.0.1:${port}/health`)).status).toBe(200)
   // A key made beside the running server, as the CLI would, and a poll waiting on an inbox.
   const storage = openStorage(join(dir, 'db.sqlite'))
-  const cli = { storage, clock: systemClock }
-  const key = createApiKey(cli, CLI_ACTOR, { organizationId: createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' }).id }).key
+  const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
+  const org = await createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' })
+  const key = createApiKey(cli, CLI_ACTOR, { organizationId: org.id }).key
   storage.close()
   const auth = { authorization: `Bearer ${key}` }
   const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data

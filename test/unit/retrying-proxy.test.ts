@@ -86,7 +86,12 @@ test('turns alternate while both listen', async () => {
   const proxy = startRetryingProxy(() => [a.port, b.port])
   stops.push(() => proxy.stop())
   const tags = []
-  for (let i = 0; i < 4; i++) tags.push(Buffer.from(await exchange(proxy, new TextEncoder().encode('x'))).toString().slice(0, 2))
+  for (let i = 0; i < 4; i++)
+    tags.push(
+      Buffer.from(await exchange(proxy, new TextEncoder().encode('x')))
+        .toString()
+        .slice(0, 2),
+    )
   expect(tags).toEqual(['a:', 'b:', 'a:', 'b:'])
 })
 

@@ -17,7 +17,7 @@ const TITLES: Record<number, string> = {
   500: 'Something went wrong',
 }
 
-export function renderError(ctx: ConsoleRequest, status: number, message: string): Response {
+export function renderError(ctx: ConsoleRequest, status: number, message: string): Promise<Response> {
   const title = TITLES[status] ?? 'Error'
   return renderPage(
     ctx,

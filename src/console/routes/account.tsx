@@ -10,7 +10,7 @@ import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
-function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Response {
+function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Promise<Response> {
   const current = session.tokenSha256
   const sessions = listSessions(ctx.s, user).map((row) => ({ ...row, current: row.tokenSha256 === current }))
   return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
@@ -30,7 +30,7 @@ export const accountRoutes: Route[] = [
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
-        const page = accountPage(ctx, who, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
+        const page = await accountPage(ctx, who, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
         if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
         return page
       }

@@ -14,8 +14,8 @@ import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
-function limitsPage(ctx: ConsoleRequest<'org'>, message: { notice?: string; error?: string } = {}, status = 200) {
-  const org = organizationWithLimits(ctx.s, { organizationId: ctx.params.org })
+async function limitsPage(ctx: ConsoleRequest<'org'>, message: { notice?: string; error?: string } = {}, status = 200) {
+  const org = await organizationWithLimits(ctx.s, { organizationId: ctx.params.org })
   return renderPage(ctx, `Limits · ${org.name}`, <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />, { status })
 }
 
@@ -24,10 +24,10 @@ export const adminRoutes: Route[] = [
     method: 'GET',
     path: PATHS.admin,
     access: 'operator',
-    handler: (ctx, { user: me }) => {
-      const mine = new Set(membershipsOf(ctx.s, me).map((m) => m.organizationId))
-      const orgs = listOrganizations(ctx.s).map((org) => ({ id: org.id, name: org.name, createdAt: org.createdAt, member: mine.has(org.id) }))
-      const page = <AdminPage orgs={orgs} users={listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={listAudit(ctx.s, 'instance')} />
+    handler: async (ctx, { user: me }) => {
+      const mine = new Set((await membershipsOf(ctx.s, me)).map((m) => m.organizationId))
+      const orgs = (await listOrganizations(ctx.s)).map((org) => ({ id: org.id, name: org.name, createdAt: org.createdAt, member: mine.has(org.id) }))
+      const page = <AdminPage orgs={orgs} users={listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={await listAudit(ctx.s, 'instance')} />
       return renderPage(ctx, 'Operator', page)
     },
   }),
@@ -35,9 +35,9 @@ export const adminRoutes: Route[] = [
     method: 'POST',
     path: PATHS.adminOrganizations,
     access: 'operator',
-    handler: (ctx, { user: me }) => {
+    handler: async (ctx, { user: me }) => {
       const preset = ctx.field('preset') === 'local' ? 'local' : 'hosted'
-      const org = createOrganization(ctx.s, ctx.actor(), { name: ctx.field('name'), preset, owner: me.id })
+      const org = await createOrganization(ctx.s, ctx.actor(), { name: ctx.field('name'), preset, owner: me.id })
       return redirect(PATHS.organization.link(org.id))
     },
   }),
@@ -46,8 +46,8 @@ export const adminRoutes: Route[] = [
     method: 'POST',
     path: PATHS.adminJoin,
     access: 'operator',
-    handler: (ctx) => {
-      joinAsOwner(ctx.s, ctx.actor(), { organizationId: ctx.params.org })
+    handler: async (ctx) => {
+      await joinAsOwner(ctx.s, ctx.actor(), { organizationId: ctx.params.org })
       return redirect(PATHS.members.link(ctx.params.org))
     },
   }),
@@ -55,11 +55,11 @@ export const adminRoutes: Route[] = [
     method: 'POST',
     path: PATHS.adminLimits,
     access: 'operator',
-    handler: (ctx) => {
+    handler: async (ctx) => {
       // An empty field means "follow LIMIT_*" on this form.
       const input = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]))
       try {
-        changeLimits(ctx.s, ctx.actor(), { organizationId: ctx.params.org, overrides: parseLimitInput(input) })
+        await changeLimits(ctx.s, ctx.actor(), { organizationId: ctx.params.org, overrides: parseLimitInput(input) })
       } catch (error) {
         if (error instanceof Refusal && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
         throw error

@@ -15,8 +15,8 @@ export const authRoutes: Route[] = [
     method: 'GET',
     path: PATHS.home,
     access: 'signed-in',
-    handler: (ctx, { user }) => {
-      const memberships = membershipsOf(ctx.s, user)
+    handler: async (ctx, { user }) => {
+      const memberships = await membershipsOf(ctx.s, user)
       if (memberships.length === 1) return redirect(PATHS.organization.link(memberships[0]!.organizationId))
       return renderPage(
         ctx,
@@ -64,7 +64,7 @@ export const authRoutes: Route[] = [
         if (!(error instanceof Refusal) || (error.kind !== 'unauthenticated' && error.kind !== 'throttled')) throw error
         ctx.s.logger.info('console_sign_in_refused', { reason: error.kind })
         const status = error.kind === 'throttled' ? 429 : 401
-        const response = renderPage(ctx, 'Sign in', <SignInForm next={next} error={error.message} email={ctx.field('email')} />, { status })
+        const response = await renderPage(ctx, 'Sign in', <SignInForm next={next} error={error.message} email={ctx.field('email')} />, { status })
         if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
         return response
       }

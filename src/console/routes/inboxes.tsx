@@ -37,7 +37,7 @@ export const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
 const EMPTY_ROUNDS = 50
 
-function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Response {
+function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Promise<Response> {
   const cursor = ctx.url.searchParams.get('cursor') || undefined
   const listing = listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
   const page = (

@@ -47,9 +47,9 @@ export const keyRoutes: Route[] = [
     method: 'GET',
     path: PATHS.audit,
     access: 'owner',
-    handler: (ctx, { org }) => {
+    handler: async (ctx, { org }) => {
       const before = Number(ctx.url.searchParams.get('before')) || undefined
-      const events = listAudit(ctx.s, org, { before })
+      const events = await listAudit(ctx.s, org, { before })
       const olderHref = events.length === AUDIT_PAGE_SIZE ? withQuery(PATHS.audit.link(org.organizationId), { before: events.at(-1)!.id }) : undefined
       const page = (
         <section class="card">

@@ -22,9 +22,9 @@ export const memberRoutes: Route[] = [
     method: 'GET',
     path: PATHS.members,
     access: 'member',
-    handler: (ctx, { org, user }) => {
-      const invites = org.role === 'owner' ? listOpenInvites(ctx.s, org) : []
-      const page = <MembersPage org={org} me={user.id} members={listMembers(ctx.s, org)} invites={invites} />
+    handler: async (ctx, { org, user }) => {
+      const invites = org.role === 'owner' ? await listOpenInvites(ctx.s, org) : []
+      const page = <MembersPage org={org} me={user.id} members={await listMembers(ctx.s, org)} invites={invites} />
       return renderPage(ctx, `Members · ${org.name}`, page, { org, section: 'members' })
     },
   }),
@@ -32,8 +32,8 @@ export const memberRoutes: Route[] = [
     method: 'POST',
     path: PATHS.memberRole,
     access: 'owner',
-    handler: (ctx, { org }) => {
-      changeRole(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user, role: parseRole(ctx.field('role')) })
+    handler: async (ctx, { org }) => {
+      await changeRole(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user, role: parseRole(ctx.field('role')) })
       return redirect(PATHS.members.link(org.organizationId))
     },
   }),
@@ -45,7 +45,7 @@ export const memberRoutes: Route[] = [
     handler: async (ctx, { org, user }) => {
       const leaving = ctx.params.user === user.id
       if (!leaving) await memberOf(ctx, org.organizationId, 'owner')
-      removeMember(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user })
+      await removeMember(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user })
       ctx.deps.streams.recheckUser(ctx.params.user) // their open inbox pages of this organisation end
       return redirect(leaving ? PATHS.home.link() : PATHS.members.link(org.organizationId))
     },
@@ -54,9 +54,9 @@ export const memberRoutes: Route[] = [
     method: 'POST',
     path: PATHS.invites,
     access: 'owner',
-    handler: (ctx, { org }) => {
+    handler: async (ctx, { org }) => {
       const role = parseRole(ctx.field('role'))
-      const invite = createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
+      const invite = await createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
       const link = `${ctx.s.publicUrls().baseUrl}${PATHS.invite.link(invite.token)}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
@@ -79,8 +79,8 @@ export const memberRoutes: Route[] = [
     method: 'POST',
     path: PATHS.inviteWithdraw,
     access: 'owner',
-    handler: (ctx, { org }) => {
-      withdrawInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, inviteId: ctx.params.invite })
+    handler: async (ctx, { org }) => {
+      await withdrawInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, inviteId: ctx.params.invite })
       return redirect(PATHS.members.link(org.organizationId))
     },
   }),
@@ -89,8 +89,8 @@ export const memberRoutes: Route[] = [
     method: 'GET',
     path: PATHS.invite,
     access: 'public',
-    handler: (ctx, { user }) => {
-      const invite = openInvite(ctx.s, { token: ctx.params.token })
+    handler: async (ctx, { user }) => {
+      const invite = await openInvite(ctx.s, { token: ctx.params.token })
       const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} />
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
@@ -102,10 +102,10 @@ export const memberRoutes: Route[] = [
     handler: async (ctx, { user }) => {
       const token = ctx.params.token
       if (user) {
-        const { organizationId } = acceptInvite(ctx.s, ctx.actor(), { token })
+        const { organizationId } = await acceptInvite(ctx.s, ctx.actor(), { token })
         return redirect(PATHS.organization.link(organizationId))
       }
-      const invite = openInvite(ctx.s, { token })
+      const invite = await openInvite(ctx.s, { token })
       try {
         const { user } = await signUpWithInvite(ctx.s, { clientAddress: ctx.clientAddress }, { token, email: ctx.field('email'), password: ctx.field('password') })
         ctx.startSession(user.id)

@@ -3,9 +3,9 @@
  * verb that changes something records its row itself, inside the change's transaction, so
  * a crash or a refusal keeps both or neither.
  */
-import { and, desc, eq, isNull, lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { AuditEntry } from '../../storage/port.ts'
+import type { AuditEventRow } from '../../storage/rows.ts'
 import { auditEvents } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
 import { transaction } from '../transaction.ts'
@@ -64,13 +64,5 @@ export const AUDIT_PAGE_SIZE = 100
  * Newest first; `before` (an event id) pages back. The scope is an organisation the caller
  * belongs to (its membership), or `instance` for the operator's own events.
  */
-export function listAudit(s: Pick<AccountServices, 'storage'>, scope: { organizationId: string } | 'instance', input: { before?: number } = {}) {
-  const where = scope === 'instance' ? isNull(auditEvents.organizationId) : eq(auditEvents.organizationId, scope.organizationId)
-  return s.storage.db
-    .select()
-    .from(auditEvents)
-    .where(input.before ? and(where, lt(auditEvents.id, input.before)) : where)
-    .orderBy(desc(auditEvents.id))
-    .limit(AUDIT_PAGE_SIZE)
-    .all()
-}
+export const listAudit = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string } | 'instance', input: { before?: number } = {}): Promise<AuditEventRow[]> =>
+  s.store.organizations.listAudit({ organizationId: scope === 'instance' ? null : scope.organizationId, before: input.before || null, limit: AUDIT_PAGE_SIZE })

@@ -1,13 +1,12 @@
 /** Organisations: created and limited by the operator, seen by their members. */
-import { and, asc, eq } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
-import { memberships, organizations } from '../../storage/schema.ts'
+import type { AuditEntry } from '../../storage/port.ts'
+import type { OrganizationRow } from '../../storage/rows.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { LOCAL_TESTING_LIMITS, MAX_LIMIT, ORG_LIMIT_NAMES, resolveOrgLimits, setOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
+import { LOCAL_TESTING_LIMITS, MAX_LIMIT, NO_LIMIT_COLUMNS, ORG_LIMIT_NAMES, overridesToColumns, resolveOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
 import type { AccountServices } from '../services.ts'
-import { transaction } from '../transaction.ts'
-import { recordAudit, type Actor } from '../audit/audit.ts'
+import { auditEntry, type Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 
 export type Role = 'owner' | 'member'
@@ -34,49 +33,46 @@ export const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (pres
 
 /**
  * The one way an organisation comes to be (the operator's console form, `cli orgs create`,
- * first-run setup, and the tests' harness): a checked name, the preset's limits, an audit
- * row, and with `owner` that user as its owner, all in one transaction.
+ * and the tests' harness): a checked name, the preset's limits, an audit row, and with
+ * `owner` that user as its owner, all in one operation.
  */
-export function createOrganization(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { name: unknown; preset: LimitPreset; owner?: string }) {
+export async function createOrganization(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { name: unknown; preset: LimitPreset; owner?: string }): Promise<OrganizationRow> {
+  const { organization, audit } = organizationToCreate(s, actor, input)
+  return s.store.organizations.createOrganization({ organization, ownerUserId: input.owner ?? null, audit })
+}
+
+/**
+ * The new organisation's row (checked name, the preset's limit columns) and its audit row,
+ * for createOrganization and for first-run setup (which writes them in its own transaction).
+ */
+export function organizationToCreate(s: Pick<AccountServices, 'clock'>, actor: Actor, input: { name: unknown; preset: LimitPreset }): { organization: OrganizationRow; audit: AuditEntry } {
   const name = checkOrganizationName(input.name)
-  return transaction(s, (tx) => {
-    const now = isoTime(s.clock.now())
-    const org = tx
-      .insert(organizations)
-      .values({ id: newId('org'), name, createdAt: now })
-      .returning()
-      .get()
-    setOrgLimits(tx, org.id, presetOverrides(input.preset))
-    if (input.owner) tx.insert(memberships).values({ organizationId: org.id, userId: input.owner, role: 'owner', createdAt: now }).run()
-    recordAudit(s, actor, { organizationId: null, action: 'organization.created', target: org.id, detail: `${org.name} (${input.preset === 'local' ? 'local testing' : 'hosted free plan'} limits)` })
-    return org
+  const organization: OrganizationRow = { ...NO_LIMIT_COLUMNS, ...overridesToColumns(presetOverrides(input.preset)), id: newId('org'), name, createdAt: isoTime(s.clock.now()) }
+  const audit = auditEntry(s, actor, {
+    organizationId: null,
+    action: 'organization.created',
+    target: organization.id,
+    detail: `${name} (${input.preset === 'local' ? 'local testing' : 'hosted free plan'} limits)`,
   })
+  return { organization, audit }
 }
 
 /** Every organisation of the instance, oldest first (the operator's list and `cli orgs list`). */
-export const listOrganizations = (s: Pick<AccountServices, 'storage'>) => s.storage.db.select().from(organizations).orderBy(asc(organizations.createdAt)).all()
+export const listOrganizations = (s: Pick<AccountServices, 'store'>): Promise<OrganizationRow[]> => s.store.organizations.listOrganizations()
 
-export const membershipsOf = (s: Pick<AccountServices, 'storage'>, user: { id: string }): Membership[] =>
-  s.storage.db
-    .select({ organizationId: organizations.id, name: organizations.name, role: memberships.role })
-    .from(memberships)
-    .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
-    .where(eq(memberships.userId, user.id))
-    .orderBy(asc(organizations.name))
-    .all()
+export const membershipsOf = (s: Pick<AccountServices, 'store'>, user: { id: string }): Promise<Membership[]> => s.store.organizations.membershipsOf(user.id)
 
 /**
  * The user's membership of the organisation, with the organisation's effective limits (every
  * member page acts as the organisation, so both come from one read); another organisation's
  * id is simply not found.
  */
-export function requireMembership(s: Pick<AccountServices, 'config' | 'storage'>, user: { id: string }, input: { organizationId: string; role?: Role }): { membership: Membership; limits: OrgLimits } {
-  const row = s.storage.db
-    .select({ organization: organizations, role: memberships.role })
-    .from(memberships)
-    .innerJoin(organizations, eq(organizations.id, memberships.organizationId))
-    .where(and(eq(memberships.userId, user.id), eq(memberships.organizationId, input.organizationId)))
-    .get()
+export async function requireMembership(
+  s: Pick<AccountServices, 'config' | 'store'>,
+  user: { id: string },
+  input: { organizationId: string; role?: Role },
+): Promise<{ membership: Membership; limits: OrgLimits }> {
+  const row = await s.store.organizations.membership({ userId: user.id, organizationId: input.organizationId })
   if (!row) throw notFound()
   if (input.role === 'owner' && row.role !== 'owner') throw new Refusal('forbidden', 'Only owners of this organisation can do that.')
   const { organization, role } = row
@@ -84,8 +80,8 @@ export function requireMembership(s: Pick<AccountServices, 'config' | 'storage'>
 }
 
 /** The organisation with its effective limits and which of them it overrides. */
-export function organizationWithLimits(s: Pick<AccountServices, 'config' | 'storage'>, scope: { organizationId: string }) {
-  const row = s.storage.db.select().from(organizations).where(eq(organizations.id, scope.organizationId)).get()
+export async function organizationWithLimits(s: Pick<AccountServices, 'config' | 'store'>, scope: { organizationId: string }) {
+  const row = await s.store.organizations.findOrganization(scope.organizationId)
   if (!row) throw notFound()
   return { id: row.id, name: row.name, createdAt: row.createdAt, limits: resolveOrgLimits(row, s.config.limits), overrides: storedOverrides(row) }
 }
@@ -110,15 +106,13 @@ export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLim
 }
 
 /** The operator sets limits; the change is audited in the organisation's log and takes effect on the next request. */
-export function changeLimits(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; overrides: OrgLimitOverrides }): void {
+export async function changeLimits(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { organizationId: string; overrides: OrgLimitOverrides }): Promise<void> {
   const { organizationId, overrides } = input
-  transaction(s, (tx) => {
-    if (!setOrgLimits(tx, organizationId, overrides)) throw notFound()
-    const detail = Object.entries(overrides)
-      .map(([name, value]) => `${name}=${value ?? 'default'}`)
-      .join(', ')
-    recordAudit(s, actor, { organizationId, action: 'limits.changed', target: organizationId, detail })
-  })
+  const detail = Object.entries(overrides)
+    .map(([name, value]) => `${name}=${value ?? 'default'}`)
+    .join(', ')
+  const audit = auditEntry(s, actor, { organizationId, action: 'limits.changed', target: organizationId, detail })
+  if (!(await s.store.organizations.setLimits({ organizationId, columns: overridesToColumns(overrides), audit }))) throw notFound()
 }
 
 /** The caller identity the console uses for domain verbs shared with the API (createInbox, getUsage). */

@@ -11,7 +11,8 @@ import { transaction } from '../transaction.ts'
 import type { Actor } from '../audit/audit.ts'
 import { Refusal, notFound } from '../refusals.ts'
 import { createApiKey } from '../api-keys/keys.ts'
-import { createOrganization, type LimitPreset } from '../organizations/organizations.ts'
+import { organizationToCreate, type LimitPreset } from '../organizations/organizations.ts'
+import { insertOrganization } from '../../storage/sqlite/store/organizations.ts'
 import { newToken, sha256Hex } from '../helpers/tokens.ts'
 import { checkNewPassword, countUsers, hashPassword, insertUser, normaliseEmail } from './users.ts'
 
@@ -60,7 +61,7 @@ export async function completeSetup(s: AccountServices, visitor: { clientAddress
     tx.delete(settings).where(eq(settings.name, SETTING)).run()
     const user = insertUser(s, tx, { email, passwordHash, isOperator: true })
     const actor: Actor = { userId: user.id, label: email, clientAddress: visitor.clientAddress }
-    const org = createOrganization(s, actor, { name: String(input.organization ?? ''), preset, owner: user.id })
+    const org = insertOrganization(tx, { ...organizationToCreate(s, actor, { name: String(input.organization ?? ''), preset }), ownerUserId: user.id })
     const key = createApiKey(s, actor, { organizationId: org.id, name: 'first key' })
     return { user, organization: org, key }
   })
