@@ -17,7 +17,28 @@ export const SETTINGS = [
   { env: 'PORT', key: 'port', kind: port, default: '3000', description: 'HTTP port (0 asks the OS for a free one).' },
   { env: 'SMTP_PORT', key: 'smtpPort', kind: port, default: '2525', description: 'SMTP port. Fly maps public port 25 to it.' },
   { env: 'HOST', key: 'host', kind: { type: 'string' }, default: '0.0.0.0', description: 'Bind address for both listeners.' },
-  { env: 'DATABASE_PATH', key: 'databasePath', kind: { type: 'string' }, default: './data/pigeonhole.db', description: 'SQLite file; its folder is created.' },
+  {
+    env: 'DATABASE_PATH',
+    key: 'databasePath',
+    kind: { type: 'string' },
+    default: './data/pigeonhole.db',
+    description: 'SQLite file; its folder is created. With DATABASE_URL set, only the spool of mail being parsed lives in this folder.',
+  },
+  {
+    env: 'DATABASE_URL',
+    key: 'databaseUrl',
+    kind: { type: 'string' },
+    default: '',
+    description:
+      'Empty: one server on the SQLite file at DATABASE_PATH. `postgres://…` or `postgresql://…`: PostgreSQL mode, any number of machines on one database (docs/scaling.md); migrated at start under an advisory lock.',
+  },
+  {
+    env: 'DATABASE_POOL_SIZE',
+    key: 'databasePoolSize',
+    kind: positive(200),
+    default: '10',
+    description: "PostgreSQL mode: connections this machine's pool opens at most (plus one for LISTEN). Keep the sum over machines under the server's `max_connections`.",
+  },
   {
     env: 'RECEIVING_DOMAIN',
     key: 'receivingDomain',
@@ -471,6 +492,12 @@ function checkCombinations(config: Config): void {
       'HTTP_IDLE_TIMEOUT_SECONDS',
       `must be at least ${floor} (HTTP_BODY_TIMEOUT_MS, and twice CLOUDFLARE_TIMEOUT_MS plus a second with Cloudflare routing), got ${config.httpIdleTimeoutSeconds}`,
     )
+  }
+  // Checked here rather than by a pattern, whose message would repeat the password.
+  if (config.databaseUrl !== '') {
+    if (!/^postgres(ql)?:\/\/\S+$/.test(config.databaseUrl)) throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL')
+    // The provider's backups replace Litestream's; a replica of the unused SQLite file would copy nothing.
+    if (config.litestreamReplica !== 'none') throw new ConfigError('LITESTREAM_REPLICA', 'must be none when DATABASE_URL is set (PostgreSQL keeps the data)')
   }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
 }

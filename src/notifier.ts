@@ -4,10 +4,16 @@
  *
  * It also keeps a version per inbox, bumped by every change to the inbox's messages in
  * the same synchronous step as the write, so a cached read can tell it is stale.
+ *
+ * This class is the SQLite mode's notifier (one process sees every write) and the local
+ * fan-out of PostgreSQL mode's (src/app/postgres/notifier.ts), where the signals come from
+ * the database's NOTIFY and `ready()` waits for the machine's LISTEN.
  */
 import { EventEmitter } from 'node:events'
 
-type InboxEvent = 'message_stored' | 'inbox_deleted'
+export type InboxEvent = 'message_stored' | 'inbox_deleted'
+
+const ALWAYS_READY = Promise.resolve()
 
 export class InboxNotifier {
   private readonly emitter = new EventEmitter()
@@ -20,7 +26,7 @@ export class InboxNotifier {
 
   emit(inboxId: string, event: InboxEvent): void {
     this.bump(inboxId)
-    this.emitter.emit(inboxId, event)
+    this.deliver(inboxId, event)
   }
 
   /** Marks the inbox's messages as changed (call inside the writing transaction). */
@@ -39,7 +45,27 @@ export class InboxNotifier {
     return () => this.emitter.off(inboxId, listener)
   }
 
+  /**
+   * Resolves once a subscription made before it is sure to hear every later commit: at once
+   * here (every write is this process's), when LISTEN is active in PostgreSQL mode. A waiter
+   * subscribes, awaits this, then makes its first query: nothing committed after that query
+   * goes unheard.
+   */
+  ready(): Promise<void> {
+    return ALWAYS_READY
+  }
+
   listenerCount(inboxId: string): number {
     return this.emitter.listenerCount(inboxId)
+  }
+
+  /** Hands the event to this process's listeners. */
+  protected deliver(inboxId: string, event: InboxEvent): void {
+    this.emitter.emit(inboxId, event)
+  }
+
+  /** The inboxes someone listens to right now. */
+  protected watched(): string[] {
+    return this.emitter.eventNames().filter((name): name is string => typeof name === 'string')
   }
 }

@@ -1,8 +1,9 @@
 /**
  * The first half of the composition root: builds every part from the config (storage,
  * clock, logger, routing provider, notifier, limiters, the API, the console, the SMTP server)
- * without listening on anything. What it opens is the database with its lock and spool;
- * close() is its only undo. start.ts then makes the parts run.
+ * without listening on anything. What it opens is the database with its lock and spool
+ * (SQLite mode) or the migrated PostgreSQL pool with its LISTEN and leases (PostgreSQL mode,
+ * DATABASE_URL; ./postgres/); close() is its only undo. start.ts then makes the parts run.
  */
 import { availableParallelism } from 'node:os'
 import { resolve as resolvePath } from 'node:path'
@@ -45,6 +46,8 @@ import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
 import { ListenAddresses } from './addresses.ts'
+import { refuseIncompletePostgres } from './postgres/mode.ts'
+import { noSqliteStorage, openPostgresParts, type PostgresParts } from './postgres/parts.ts'
 
 export interface AppOptions {
   config: Config
@@ -52,6 +55,8 @@ export interface AppOptions {
   logger?: Logger
   /** Replaces the provider chosen by EMAIL_ROUTING (tests use a controllable double). */
   routing?: RoutingProvider
+  /** Tests only: assembles PostgreSQL mode although this build does not serve it yet (./postgres/mode.ts). */
+  allowIncompletePostgres?: boolean
 }
 
 /** Every part built, nothing listening. */
@@ -61,7 +66,10 @@ export interface Assembly {
   metrics: AppMetrics
   addresses: ListenAddresses
   tls: SmtpTls
-  lock: ServerLock
+  /** The SQLite file's server lock; null in PostgreSQL mode, where machines share the database on purpose. */
+  lock: ServerLock | null
+  /** PostgreSQL mode's pool, leases and probe; null in SQLite mode. */
+  postgres: PostgresParts | null
   /** Answers every request on PORT: the console's paths and the API. */
   answer(request: Request, peer: () => string): Response | Promise<Response>
   /** The API's and the console's per-connection timeouts, attached once HTTP listens. */
@@ -71,8 +79,8 @@ export interface Assembly {
   stopping: AbortController
   /** Aborted once every HTTP connection is closed (waiting long polls then end unanswered). */
   stopped: AbortController
-  /** Closes what assemble opened: the parse workers, the database, the spool, the lock. */
-  close(): void
+  /** Closes what assemble opened: the parse workers, the database (or the pool, its LISTEN and leases), the spool, the lock. */
+  close(): Promise<void>
 }
 
 /** With a replica: Litestream's metrics listener on the loopback port the entry chose. */
@@ -95,47 +103,61 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
+  const postgresMode = config.databaseUrl !== ''
+  // First of all: a build that cannot serve PostgreSQL mode says so before touching anything.
+  if (postgresMode) refuseIncompletePostgres(options.allowIncompletePostgres === true)
   const tls = await prepareSmtpTls(config, logger)
+  const clock = options.clock ?? systemClock
+  const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')
   // Before the file opens: a second server on the same file stops here, naming the first.
-  const lock = lockServerDatabase(config.databasePath)
+  // PostgreSQL mode has no file to guard: its machines share the database by design.
+  const lock = postgresMode ? null : lockServerDatabase(config.databasePath)
   let storage: Storage
+  let postgres: PostgresParts | null = null
   try {
-    storage = openStorage(config.databasePath)
+    if (postgresMode) {
+      postgres = await openPostgresParts(config, clock, logger, storageHealth)
+      storage = noSqliteStorage()
+    } else storage = openStorage(config.databasePath)
   } catch (error) {
-    lock.release()
+    lock?.release()
     throw error
   }
   // After the lock, so a second server never clears the first one's transfers. Whatever is
-  // spooled now was left by a process that died mid-transfer: no 250 was sent for it.
+  // spooled now was left by a process that died mid-transfer: no 250 was sent for it. In
+  // PostgreSQL mode the spool still lives beside DATABASE_PATH, one per machine.
   const spool = Spool.forDatabase(config.databasePath)
   let parser: ParsePool | undefined
-  const close = () => {
+  const close = async () => {
     parser?.close()
-    storage.close()
+    if (postgres) await postgres.close()
+    else storage.close()
     spool.close()
-    lock.release()
+    lock?.release()
   }
   try {
     const leftInSpool = spool.clear()
     if (leftInSpool > 0) logger.warn('spool_cleared', { files: leftInSpool })
-    const clock = options.clock ?? systemClock
     const addresses = new ListenAddresses(config)
     const stopping = new AbortController()
     const stopped = new AbortController()
     parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
+    const store = postgres?.store ?? createSqliteStore(storage)
+    // One secret in the database: a cursor from one machine works on the next.
+    const cursors = await CursorCodec.fromStore(store.inboxes)
     const services: Services = {
       config,
       publicUrls: () => addresses.publicUrls(),
       storage,
-      store: createSqliteStore(storage),
+      store,
       clock,
       logger,
       routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
-      notifier: new InboxNotifier(),
-      cursors: CursorCodec.fromDatabase(storage.db),
-      requestLimiter: new RequestRateLimiter(clock),
-      longPolls: new LongPollSlots(),
-      messagePages: new MessagePageCache(),
+      notifier: postgres?.notifier ?? new InboxNotifier(),
+      cursors,
+      requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
+      longPolls: postgres?.longPolls ?? new LongPollSlots(),
+      messagePages: postgres?.messagePages ?? new MessagePageCache(),
       reservations: new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
       parser,
@@ -144,28 +166,32 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       disk: new DiskGuard(
         storage,
         config.databasePath,
-        parseMinFree(config.diskMinFree)!,
+        // The volume holds no database in PostgreSQL mode (the provider watches its own disk),
+        // only the spool, whose own budget bounds it: the guard, which measures SQLite, is off.
+        postgres ? { bytes: 0 } : parseMinFree(config.diskMinFree)!,
         logger,
         () => services.replication?.localBytes() ?? 0,
         () => spool.bytes,
       ),
-      storageHealth: new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind })),
-      replication: replicationMonitor(config, storage, logger),
+      storageHealth,
+      replication: postgres ? null : replicationMonitor(config, storage, logger),
       stopping: stopping.signal,
       stopped: stopped.signal,
     }
-    storage.observer = services.storageHealth
+    if (!postgres) storage.observer = services.storageHealth
     // Litestream publishes the replica's position only after it has uploaded something in this
     // run, so on an idle server that has just restarted the lag would grow with nothing to
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
     // volume is logged once by the storage observer; the server starts anyway.
     if (services.replication) recordHeartbeat(services).catch(() => {})
-    discardUnfinishedInboxes(services)
+    // Only rows older than any running creation, so it is safe with several machines too.
+    await discardUnfinishedInboxes(services)
     services.disk.start()
 
     const smtp = createSmtpServer(services, metrics, tls)
     const connections = new ConnectionTimeouts()
-    const api = buildHttpApp(services, { smtpListening: () => smtp.server.listening }, connections, metrics)
+    const probes = { smtpListening: () => smtp.server.listening, database: postgres ? () => postgres!.probe.check() : undefined }
+    const api = buildHttpApp(services, probes, connections, metrics)
     const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress())
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
@@ -181,9 +207,9 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
     const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
-    return { services, metrics, addresses, tls, lock, answer, connections, smtp, stopping, stopped, close }
+    return { services, metrics, addresses, tls, lock, postgres, answer, connections, smtp, stopping, stopped, close }
   } catch (error) {
-    close()
+    await close()
     throw error
   }
 }

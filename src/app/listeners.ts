@@ -80,6 +80,13 @@ export function listenPrivateMetrics(config: Config, metrics: AppMetrics): Retur
 /** How long a stop waits for SMTP transactions and HTTP requests in flight (fly.toml's kill_timeout is 30 s). */
 const SHUTDOWN_TIMEOUT_MS = 10_000
 
+/**
+ * PostgreSQL mode: how long a stop lets waiting long polls run to their own answers. The
+ * longest wait a client may ask for is 180 s; a little more covers one that began just as the
+ * stop did. fly.postgres.toml's kill_timeout covers it with the rest of the stop.
+ */
+export const LONG_POLL_DRAIN_MS = 185_000
+
 /** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
 function onlyWaitsLeft(server: { pendingRequests: number }, waits: () => number, giveUp: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -104,5 +111,39 @@ export async function drain(http: HttpServer, smtp: SMTPServer, waitingLongPolls
   const giveUp = new AbortController()
   const waitsOnly = onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)
   await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, waitsOnly])]), SHUTDOWN_TIMEOUT_MS)
+  giveUp.abort()
+}
+
+/** Resolves once `done()` holds, checking every 50 ms. */
+function until(done: () => boolean): Promise<void> {
+  return new Promise((resolve) => {
+    const check = () => (done() ? resolve() : setTimeout(check, 50))
+    check()
+  })
+}
+
+/**
+ * PostgreSQL mode's stop, for rolling deploys: other machines take new connections, so this
+ * one lets what it holds finish. Both listeners stop accepting; SMTP transactions in DATA
+ * finish; waiting long polls run to their own answers (mail stored on any machine still wakes
+ * them through LISTEN), within `longPollsMs`. Then `endLiveStreams` ends the console's live
+ * views, which have no answer of their own (the browser reconnects, to another machine), and
+ * the other requests in flight get SHUTDOWN_TIMEOUT_MS to finish; a poll still waiting then
+ * is cut by the HTTP stop, as in SQLite mode.
+ */
+export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number, endLiveStreams: () => void, longPollsMs = LONG_POLL_DRAIN_MS): Promise<void> {
+  const httpIdle = http.stop(false)
+  const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
+  let gaveUp = false
+  // No request in flight at all means nothing waits, whatever a count says.
+  await withTimeout(
+    until(() => gaveUp || waitingLongPolls() === 0 || http.pendingRequests === 0),
+    longPollsMs,
+  )
+  gaveUp = true
+  endLiveStreams()
+  // Other requests in flight finish; a poll still waiting now is cut by the HTTP stop that follows.
+  const giveUp = new AbortController()
+  await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)])]), SHUTDOWN_TIMEOUT_MS)
   giveUp.abort()
 }

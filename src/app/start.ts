@@ -13,7 +13,9 @@ import { sampleEventLoopDelay } from '../metrics/event-loop.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import { joinQuietCollection } from '../quiet-collection.ts'
 import type { Assembly } from './assemble.ts'
-import { closeSmtp, drain, listenHttp, listenPrivateMetrics, listenSmtp } from './listeners.ts'
+import { closeSmtp, drain, drainPatiently, listenHttp, listenPrivateMetrics, listenSmtp } from './listeners.ts'
+import { skipsUnportedSteps } from './postgres/mode.ts'
+import { startSweeperAcrossMachines } from './postgres/sweeper.ts'
 import { StopList } from './stop-list.ts'
 
 export interface RunningApp {
@@ -31,8 +33,8 @@ export interface RunningApp {
   publicUrls: PublicUrls
   /**
    * Graceful stop: listeners stop accepting, SMTP transactions and HTTP requests in flight
-   * finish, waiting long polls keep waiting meanwhile and are then cut without an answer,
-   * the database closes.
+   * finish, waiting long polls keep waiting meanwhile and are then cut without an answer
+   * (PostgreSQL mode: answered in their own time, up to 185 s), the database closes.
    */
   stop(): Promise<void>
 }
@@ -44,7 +46,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
   const stopAll = async () => {
     logger.info('stopping')
     await parts.stopAll()
-    assembly.close()
+    await assembly.close()
     logger.info('stopped')
   }
   try {
@@ -64,7 +66,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const httpPort = http.port!
     addresses.httpListening(httpPort)
     logger.info('http_listening', { port: httpPort, host: config.host })
-    const pendingSetup = setupToken(services)
+    const pendingSetup = skipsUnportedSteps(assembly.postgres !== null) ? null : await setupToken(services)
     const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
     // The link itself is a secret (it creates the operator): the log says where to get it, the
     // start-up summary on stderr and `cli setup-link` show it.
@@ -77,16 +79,28 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const smtpPort = await listenSmtp(config, smtp)
     parts.started('smtp', () => closeSmtp(smtp))
     addresses.smtpListening(smtpPort)
-    assembly.lock.announce({ httpPort, smtpPort })
+    assembly.lock?.announce({ httpPort, smtpPort })
     logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
-    // Stopped before the listeners' own stops above: console live streams end at once, the
-    // rest drains.
+    // Stopped before the listeners' own stops above. One machine (SQLite): console live
+    // streams end at once, the rest drains, waiting long polls are cut (the next server
+    // answers their retry). Several machines (PostgreSQL): the others serve meanwhile, so
+    // long polls run to their own answers first (docs/scaling.md, "Stopping a machine").
+    const { postgres } = assembly
     parts.started('drain', () => {
+      if (postgres)
+        return drainPatiently(
+          http,
+          smtp,
+          () => services.longPolls.total(),
+          () => assembly.stopping.abort(),
+        )
       assembly.stopping.abort()
       return drain(http, smtp, () => services.longPolls.total())
     })
 
-    parts.started('retention sweeper', startRetentionSweeper(services))
+    // Several machines: each one's timer fires, one of them sweeps (an advisory lock).
+    parts.started('retention sweeper', postgres ? startSweeperAcrossMachines(services, postgres.sql) : startRetentionSweeper(services))
+    if (postgres) parts.started('database probe', postgres.probe.watch())
     metrics.attach({
       // smtp-server keeps its open connections in a Set its typings do not declare.
       smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,

@@ -127,8 +127,9 @@ export class LiveStreams {
         }
         signal.addEventListener('abort', close)
         s.stopping.addEventListener('abort', close)
-        // Subscribed before this first event, so a page that re-reads on `ready` misses nothing.
-        send(`retry: 3000\nevent: ready\ndata: ${inboxId}\n\n`)
+        // Subscribed before this first event, so a page that re-reads on `ready` misses nothing
+        // (in PostgreSQL mode, once the machine's LISTEN is active; a stream that cannot listen ends).
+        s.notifier.ready().then(() => send(`retry: 3000\nevent: ready\ndata: ${inboxId}\n\n`), close)
         if (signal.aborted || s.stopping.aborted) close()
       },
       cancel: () => close(),

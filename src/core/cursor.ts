@@ -5,10 +5,8 @@
  * is refused with invalid_cursor instead of silently paging something else.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { eq } from 'drizzle-orm'
 import { randomHex } from '../ids.ts'
-import type { Db } from '../storage/database.ts'
-import { settings } from '../storage/schema.ts'
+import type { InboxStore } from '../storage/port/inboxes.ts'
 import { DomainError } from './errors.ts'
 
 export interface CursorPosition {
@@ -21,14 +19,12 @@ export interface CursorPosition {
 export class CursorCodec {
   constructor(private readonly secret: string) {}
 
-  /** Reads the signing secret from the database, creating it once, so cursors survive restarts. */
-  static fromDatabase(db: Db): CursorCodec {
-    db.insert(settings)
-      .values({ name: 'cursor_secret', value: randomHex(32) })
-      .onConflictDoNothing()
-      .run()
-    const row = db.select().from(settings).where(eq(settings.name, 'cursor_secret')).get()
-    return new CursorCodec(row!.value)
+  /**
+   * Reads the signing secret from the database, creating it once, so cursors survive restarts
+   * and every machine on one database signs alike (the first to start stores its candidate).
+   */
+  static async fromStore(store: Pick<InboxStore, 'cursorSecret'>): Promise<CursorCodec> {
+    return new CursorCodec(await store.cursorSecret(randomHex(32)))
   }
 
   encode(listing: string, position: CursorPosition): string {

@@ -13,9 +13,9 @@ import type { StorageHealth } from './storage-health.ts'
 import type { ReplicationMonitor } from './replication.ts'
 import type { InboundReservations } from './inbound/reservations.ts'
 import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
-import type { LongPollSlots } from './long-poll-slots.ts'
+import type { LongPollAdmission } from './long-poll-slots.ts'
 import type { MessagePageCache } from './messages/page-cache.ts'
-import type { RequestRateLimiter } from './request-rate-limiter.ts'
+import type { RequestAdmission } from './request-rate-limiter.ts'
 
 /**
  * The figures core itself reports for /metrics. src/metrics/app-metrics.ts implements it and
@@ -63,8 +63,10 @@ export interface Services {
   routing: RoutingProvider
   notifier: InboxNotifier
   cursors: CursorCodec
-  requestLimiter: RequestRateLimiter
-  longPolls: LongPollSlots
+  /** Requests per minute: in memory (SQLite mode) or counted in the database (PostgreSQL mode). */
+  requestLimiter: RequestAdmission
+  /** Concurrent long polls: in memory (SQLite mode) or as leases every machine sees (PostgreSQL mode). */
+  longPolls: LongPollAdmission
   /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */
   messagePages: MessagePageCache
   reservations: InboundReservations

@@ -8,9 +8,10 @@
  */
 import type { Logger } from '../log.ts'
 import type { StorageObserver } from '../storage/database.ts'
+import type { Dialect } from '../storage/port.ts'
 
-export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt'
-export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt']
+export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt' | 'unreachable'
+export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt', 'unreachable']
 
 /** Seconds a client is told to wait: long enough for a remount or a lock holder, short for a test. */
 export const STORAGE_RETRY_AFTER_SECONDS = 5
@@ -34,9 +35,47 @@ export function storageFailureKind(error: unknown): StorageFailureKind | null {
   return null
 }
 
-/** Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails. */
-function failureKindOf(error: unknown): StorageFailureKind | null {
-  const kind = storageFailureKind(error)
+/**
+ * postgres.js's codes for a server it cannot reach or lost (refused, reset, timed out, a name
+ * that does not resolve, a connection closed under a query), and the readiness probe's timeout.
+ */
+const UNREACHABLE_CLIENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+  'PROBE_TIMEOUT',
+])
+
+/**
+ * PostgreSQL mode: the database could not be used now. SQLSTATE class 08 (connection
+ * exceptions) and 57P01–57P03 (the server shutting down, crashed, or still starting: a
+ * restart or failover) are unreachable; 53300 (too many connections) busy; 53100 (disk full)
+ * full; 25006 (a read-only transaction: connected to a standby after a failover) read-only.
+ * Anything else (a constraint, a bug in our SQL) is not a storage state.
+ */
+export function postgresFailureKind(error: unknown): StorageFailureKind | null {
+  const code = (error as { code?: unknown } | null)?.code
+  if (typeof code !== 'string') return null
+  if (UNREACHABLE_CLIENT_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code)) return 'unreachable'
+  if (code === '53300') return 'busy'
+  if (code === '53100') return 'full'
+  if (code === '25006') return 'read_only'
+  return null
+}
+
+/** Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails, a PostgreSQL server away. */
+function failureKindOf(error: unknown, dialect: Dialect): StorageFailureKind | null {
+  // Only where a PostgreSQL client runs: in SQLite mode a reset socket is a client's, not storage's.
+  const kind = storageFailureKind(error) ?? (dialect === 'postgres' ? postgresFailureKind(error) : null)
   if (kind) return kind
   const errno = (error as { code?: unknown } | null)?.code
   if (errno === 'EROFS') return 'read_only'
@@ -55,6 +94,7 @@ export class StorageHealth implements StorageObserver {
   constructor(
     private readonly logger: Logger,
     private readonly count: (kind: StorageFailureKind) => void,
+    private readonly dialect: Dialect = 'sqlite',
   ) {}
 
   /** The kind of the failure that began the current failing state, or null while writes succeed. */
@@ -80,7 +120,7 @@ export class StorageHealth implements StorageObserver {
    * failure (the caller then treats it as before). Logs only when a failing state begins.
    */
   failed(error: unknown): StorageFailureKind | null {
-    const kind = failureKindOf(error)
+    const kind = failureKindOf(error, this.dialect)
     if (!kind) return null
     if (typeof error === 'object' && error !== null) {
       if (this.seen.has(error)) return kind
@@ -92,7 +132,7 @@ export class StorageHealth implements StorageObserver {
       this.failingSince = performance.now()
       this.firstKind = kind
       const { code, message } = error as { code?: unknown; message?: unknown }
-      this.logger.warn('storage_failing', { kind, sqlite_code: code, error: String(message ?? error) })
+      this.logger.warn('storage_failing', { kind, [this.dialect === 'sqlite' ? 'sqlite_code' : 'postgres_code']: code, error: String(message ?? error) })
     }
     return kind
   }

@@ -58,7 +58,9 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
       // key answers 401 whatever else is wrong with the request.
       if (state.path.startsWith('/v1/') || state.path === '/v1') {
         state.principal = await authenticate(s, request.headers.get('authorization'))
-        s.requestLimiter.admit(state.principal)
+        // Counted in memory (SQLite mode) it answers at once; only PostgreSQL mode's count is awaited.
+        const admitted = s.requestLimiter.admit(state.principal)
+        if (admitted) await admitted
         if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
         if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {

@@ -157,6 +157,25 @@ describe('loadConfig', () => {
     expect(refusal({ METRICS_HOST: '0.0.0.0 ::' })).toStartWith('METRICS_HOST: expected an address or host name')
   })
 
+  test('DATABASE_URL is empty (SQLite) or a postgres:// URL; a wrong one is refused without repeating its password', () => {
+    expect(loadConfig({}).databaseUrl).toBe('')
+    expect(loadConfig({}).databasePoolSize).toBe(10)
+    for (const url of ['postgres://u:p@db:5432/ph', 'postgresql://db/ph']) expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
+    for (const url of ['mysql://u:hunter2-secret@db/ph', 'postgres://', 'postgres://u:hunter2-secret@db /ph', 'db.example.com']) {
+      const refusal = (() => {
+        try {
+          loadConfig({ DATABASE_URL: url })
+          return null
+        } catch (error) {
+          return error as Error
+        }
+      })()
+      expect(refusal?.message).toBe('DATABASE_URL: expected a postgres:// or postgresql:// URL')
+    }
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/ph', LITESTREAM_REPLICA: 'file', LITESTREAM_REPLICA_PATH: '/tmp/r' })).toThrow('LITESTREAM_REPLICA: must be none when DATABASE_URL is set')
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '0' })).toThrow('DATABASE_POOL_SIZE')
+  })
+
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
     const config = loadConfig({ BASE_URL: 'https://api.example.com/' })
     expect(config.baseUrl).toBe('https://api.example.com')

@@ -2,7 +2,7 @@
  * Settings that are wrong in ways the value pattern cannot see still stop `bun src/index.ts`
  * with one line naming the variable and exit code 78 (EX_CONFIG), before anything listens:
  * a METRICS_PORT past 65535, a METRICS_HOST that cannot be bound, and TLS files that cannot be
- * read or do not belong together.
+ * read or do not belong together; DATABASE_URL in a build whose PostgreSQL mode is not complete.
  */
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -70,5 +70,11 @@ test('TLS files that are not a PEM certificate and key exit 78 with one line nam
   const { code, lines } = await start({ SMTP_TLS_CERT_FILE: cert, SMTP_TLS_KEY_FILE: key })
   expect(lines).toHaveLength(1)
   expect(lines[0]).toStartWith('Invalid configuration: SMTP_TLS_KEY_FILE: with SMTP_TLS_CERT_FILE is not a PEM key')
+  expect(code).toBe(78)
+})
+
+test('DATABASE_URL in a build whose PostgreSQL mode is not complete exits 78 with one line, before connecting, without the password', async () => {
+  const { code, lines } = await start({ DATABASE_URL: 'postgres://pigeonhole:s3cret-pass@127.0.0.1:1/pigeonhole' })
+  expect(lines).toEqual(['Invalid configuration: DATABASE_URL: PostgreSQL mode is not complete in this build'])
   expect(code).toBe(78)
 })

@@ -5,7 +5,7 @@
  */
 import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { inboxStatsQuery } from '../../src/core/inboxes/inbox-stats.ts'
+import { inboxStatsQuery } from '../../src/storage/sqlite/store/inboxes.ts'
 import { emptyFilter, toMessageQuery } from '../../src/console/inbox-filter.ts'
 import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
 import { SEARCH_WINDOW, searchQuery } from '../../src/core/messages/search-organization.ts'
@@ -25,7 +25,7 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 test('the count and last arrival read the messages index, not the table', () => {
-  const { sql, params } = inboxStatsQuery(server.app.services.storage.db, ['inbox_a', 'inbox_b'], Date.now()).toSQL()
+  const { sql, params } = inboxStatsQuery(server.app.services.storage.db, ['inbox_a', 'inbox_b'], new Date().toISOString()).toSQL()
   const db = new Database(server.databasePath, { readonly: true })
   const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail)
   db.close()

@@ -2,17 +2,22 @@
  * fly.toml, the Dockerfile and litestream.yml agree with the configuration the server
  * reads: the ports Fly forwards to are the ones it listens on, the volume holds the
  * database, and the image starts through the entry. (`docker build` cannot run here.)
+ * fly.postgres.toml, PostgreSQL mode's configuration, serves the same ports from two or more
+ * machines deployed one at a time, with no volume or Litestream, and a stop long enough for
+ * a machine's waiting long polls to answer.
  */
-import { expect, test } from 'bun:test'
+import { describe, expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { validate } from 'dockerfile-utils'
 import { dirname, join } from 'node:path'
+import { LONG_POLL_DRAIN_MS } from '../../src/app/listeners.ts'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
 import { TrustedNetworks } from '../../src/core/trusted-networks.ts'
 import { ROOT } from '../support/entry-process.ts'
 
 const read = (name: string) => Bun.file(`${ROOT}/${name}`).text()
 const fly = Bun.TOML.parse(await read('fly.toml')) as any
+const flyPostgres = Bun.TOML.parse(await read('fly.postgres.toml')) as any
 const dockerfile = (await read('Dockerfile')).replace(/\\\n/g, ' ')
 const instructions = dockerfile
   .split('\n')
@@ -117,12 +122,58 @@ test("the token-less metrics listener is Fly's [metrics] port, bound to the mach
   expect(published).not.toContain(fly.metrics.port)
 })
 
-test('fly.toml and litestream.yml point to a document and section that exist', async () => {
-  const pointers = [...(await read('fly.toml')).matchAll(/see "([^"]+)" in (docs\/[\w./-]+\.md)/g), ...(await read('litestream.yml')).matchAll(/see ()(docs\/[\w./-]+\.md)/g)]
-  expect(pointers.length).toBeGreaterThanOrEqual(2)
+test('fly.toml, fly.postgres.toml and litestream.yml point to a document and section that exist', async () => {
+  const pointers = [
+    ...(await read('fly.toml')).matchAll(/see "([^"]+)" in (docs\/[\w./-]+\.md)/g),
+    ...(await read('fly.postgres.toml')).matchAll(/see "([^"]+)" in\s+(?:# )?(docs\/[\w./-]+\.md)/g),
+    ...(await read('litestream.yml')).matchAll(/see ()(docs\/[\w./-]+\.md)/g),
+  ]
+  expect(pointers.length).toBeGreaterThanOrEqual(3)
   for (const [, heading, file] of pointers) {
     const text = await read(file!)
     if (heading) expect(text).toContain(`## ${heading}\n`)
   }
   expect(await read('fly.toml')).not.toContain("README's")
+  expect(await read('fly.postgres.toml')).not.toContain("README's")
+})
+
+describe('fly.postgres.toml', () => {
+  const env = { ...imageEnv, ...flyPostgres.env }
+  const effectivePostgres: Record<string, string> = { ...defaults, ...env }
+
+  test('is a valid PostgreSQL-mode configuration once the DATABASE_URL secret is set, which it never holds itself', () => {
+    expect(flyPostgres.env.DATABASE_URL).toBeUndefined()
+    expect(() => loadConfig({ ...env, DATABASE_URL: 'postgres://pigeonhole:secret@db.internal:5432/pigeonhole' })).not.toThrow()
+    expect(flyPostgres.env.LITESTREAM_REPLICA).toBe('none')
+  })
+
+  test('no volume: the database is PostgreSQL, the machines are interchangeable', () => {
+    expect(flyPostgres.mounts).toBeUndefined()
+  })
+
+  test('two machines at least, deployed one at a time, with a stop that lets a 180 s wait answer', () => {
+    expect(flyPostgres.deploy.strategy).toBe('rolling')
+    expect(flyPostgres.http_service.min_machines_running).toBeGreaterThanOrEqual(2)
+    for (const service of flyPostgres.services) expect(service.min_machines_running).toBeGreaterThanOrEqual(2)
+    expect(flyPostgres.kill_signal).toBe('SIGTERM')
+    // The polls' drain, then up to 10 s for other requests and 10 s to close the pool and leases.
+    expect(seconds(flyPostgres.kill_timeout)).toBeGreaterThanOrEqual(LONG_POLL_DRAIN_MS / 1000 + 20)
+    expect(LONG_POLL_DRAIN_MS).toBeGreaterThan(180_000)
+  })
+
+  test('the same public ports, handlers, checks and metrics as fly.toml, to the same listeners', () => {
+    const shape = (config: any) => ({
+      http: { ...config.http_service, min_machines_running: undefined },
+      services: config.services.map((service: any) => ({ ...service, min_machines_running: undefined })),
+      checks: config.checks,
+      metrics: config.metrics,
+      vm: config.vm,
+    })
+    expect(shape(flyPostgres)).toEqual(shape(fly))
+    expect(flyPostgres.http_service.internal_port).toBe(Number(effectivePostgres.PORT))
+    expect(flyPostgres.checks.ready.path).toBe('/ready')
+    for (const name of ['SMTP_PROXY_PROTOCOL', 'CLIENT_ADDRESS_HEADER', 'TRUSTED_PROXIES', 'METRICS_PORT', 'METRICS_HOST', 'PORT', 'SMTP_PORT']) {
+      expect(flyPostgres.env[name]).toBe(fly.env[name])
+    }
+  })
 })

@@ -87,6 +87,22 @@ describeWithPostgres('wake bus', () => {
     second.close()
   })
 
+  test("an inbox's deletion wakes its waiters too, and the hooks hear every notification with what happened", async () => {
+    const heard: string[] = []
+    const hooked = createWakeBus(machineA, { onWake: (inboxId, event) => heard.push(`${event} ${inboxId}`) })
+    try {
+      await hooked.ready()
+      const waiter = await hooked.subscribe('inbox_6')
+      await machineB.begin((tx) => notifyInbox(tx, 'inbox_6', 'inbox_deleted'))
+      expect(await settlesWithin(waiter.woken, 10_000)).toBe(true)
+      await store('inbox_7')
+      await until(() => heard.length === 2, 'the hook to hear both notifications')
+      expect(heard).toEqual(['inbox_deleted inbox_6', 'message_stored inbox_7'])
+    } finally {
+      await hooked.close()
+    }
+  })
+
   test('after the server restarts: every waiter is woken once to re-query, and later messages wake again', async () => {
     const during = await bus.subscribe('inbox_6')
     testCluster().restart()

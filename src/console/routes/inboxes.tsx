@@ -37,17 +37,19 @@ export const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
 const EMPTY_ROUNDS = 50
 
-function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Promise<Response> {
+async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Promise<Response> {
   const cursor = ctx.url.searchParams.get('cursor') || undefined
-  const listing = listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
+  const listing = await listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
   const page = (
     <InboxesPage
       org={org}
       listing={listing}
-      stats={inboxStats(
-        ctx.s,
-        listing.data.map((inbox) => inbox.id),
-      )}
+      stats={
+        await inboxStats(
+          ctx.s,
+          listing.data.map((inbox) => inbox.id),
+        )
+      }
       usage={getUsage(ctx.s, principal)}
       receivingDomain={ctx.s.config.receivingDomain}
       error={error?.message}
@@ -106,7 +108,7 @@ export const inboxRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { org, principal }) => {
       const started = performance.now()
-      const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
+      const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
       const filter = readInboxFilter(ctx.url)
       const query = toMessageQuery(filter, MESSAGES_SHOWN)
       const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query, waitSeconds: 0, signal: ctx.request.signal }))!
@@ -143,8 +145,8 @@ export const inboxRoutes: Route[] = [
     method: 'POST',
     path: PATHS.inboxDeleteMessage,
     access: 'member',
-    handler: (ctx, { org, principal }) => {
-      const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
+    handler: async (ctx, { org, principal }) => {
+      const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
       const message = getMessage(ctx.s, principal, ctx.field('message'))
       // The message must be of this inbox: the button's value is the client's to change.
       if (message.inbox_id !== inbox.id) throw new Refusal('not_found', 'Not found.')
@@ -157,7 +159,7 @@ export const inboxRoutes: Route[] = [
     path: PATHS.inboxEmpty,
     access: 'member',
     handler: async (ctx, { org, principal }) => {
-      const inbox = getInbox(ctx.s, principal, ctx.params.inbox)
+      const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
       // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
       for (let round = 0; round < EMPTY_ROUNDS; round++) {
         const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!
@@ -189,8 +191,8 @@ export const inboxRoutes: Route[] = [
     method: 'GET',
     path: PATHS.inboxEvents,
     access: 'member',
-    handler: (ctx, { org, principal, user, session }) => {
-      const inbox = findActiveInbox(ctx.s, principal, ctx.params.inbox)
+    handler: async (ctx, { org, principal, user, session }) => {
+      const inbox = await findActiveInbox(ctx.s, principal, ctx.params.inbox)
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
       const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: org.organizationId }) }

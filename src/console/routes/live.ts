@@ -43,7 +43,7 @@ export const liveRoutes: Route[] = [
         const [org = '', inbox = ''] = key.split(':')
         try {
           const member = await memberOf(ctx, org)
-          watched.push(findActiveInbox(ctx.s, member.principal, inbox).id)
+          watched.push((await findActiveInbox(ctx.s, member.principal, inbox)).id)
           organizationId ??= member.org.organizationId
           organizations.add(member.org.organizationId)
         } catch (error) {

@@ -4,19 +4,17 @@
  * row turns 'active' together with the idempotency record. Any failure undoes what was
  * done, so an inbox exists if and only if its routing rule does.
  */
-import { and, eq, inArray, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import { errorFields } from '../../log.ts'
-import { inboxes } from '../../storage/schema.ts'
+import type { InboxRow } from '../../storage/rows.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 import { generateLocalPart, normalizePrefix } from '../local-part.ts'
 import type { Inbox } from '../models.ts'
 import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
-import { transaction } from '../transaction.ts'
-import { checkIdempotencyKey, claimIdempotencyKey, completeIdempotencyClaim, fingerprint, releaseIdempotencyClaim, type IdempotencyClaim } from './idempotency.ts'
+import { checkIdempotencyKey, claimIdempotencyKey, fingerprint, type IdempotencyClaim, releaseIdempotencyClaim } from './idempotency.ts'
 import { presentInbox } from './present.ts'
 
 const GENERATION_ATTEMPTS = 8
@@ -60,14 +58,14 @@ export async function createInbox(s: Services, principal: Principal, input: Crea
   const body = parseCreateInboxBody(input.body)
   let claim: IdempotencyClaim | undefined
   if (key !== null) {
-    const outcome = claimIdempotencyKey(s, principal.organizationId, key, fingerprint(body))
+    const outcome = await claimIdempotencyKey(s, principal.organizationId, key, fingerprint(body))
     if ('cached' in outcome) return { body: outcome.cached as { data: Inbox }, replayed: true }
     claim = outcome.claim
   }
   try {
     return { body: await provisionInbox(s, principal, body.prefix, claim), replayed: false }
   } catch (error) {
-    if (claim) releaseIdempotencyClaim(s, claim)
+    if (claim) await releaseIdempotencyClaim(s, claim)
     throw error
   }
 }
@@ -76,25 +74,27 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
   if (!s.disk.hasRoom()) {
     throw new DomainError('insufficient_storage', 'The server is low on disk space and creates no inboxes until space is freed; retry later.', { retryAfterSeconds: 60 })
   }
-  const row = reserveInboxRow(s, principal, prefix)
+  const row = await reserveInboxRow(s, principal, prefix)
   let ruleId: string | null
   try {
     ruleId = await s.routing.createRule(row.address)
   } catch (error) {
-    transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    await s.store.inboxes.discardReservation(row.id)
     throw routingFailure(error, 'create')
   }
   try {
-    const created = transaction(s, (tx) => {
-      const activated = tx.update(inboxes).set({ state: 'active', routingRuleId: ruleId }).where(eq(inboxes.id, row.id)).returning().get()
-      if (!activated) throw new Error('reserved inbox row vanished before activation')
-      const body = { data: presentInbox(activated) }
-      if (claim) completeIdempotencyClaim(s, claim, body)
-      return body
+    // The body is the reserved row as it will read once active; it is stored for replays in
+    // the same transaction that activates the row.
+    const body = { data: presentInbox(row) }
+    const activated = await s.store.inboxes.activateInbox({
+      inboxId: row.id,
+      routingRuleId: ruleId,
+      idempotency: claim ? { claim, responseBody: JSON.stringify(body) } : null,
     })
+    if (!activated) throw new Error('reserved inbox row vanished (or its idempotency claim was taken over) before activation')
     // Mail refused before the address had an inbox (an early send) is this inbox's to show.
     s.refusedDeliveries.claim(row.address, row.id)
-    return created
+    return body
   } catch (error) {
     // The rule exists but the inbox could not be written: take the rule back.
     // The rule goes first: if the database is what failed, deleting the row may fail too,
@@ -103,41 +103,24 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
     await s.routing.deleteRule(ruleId, row.address).catch((cleanupError: unknown) => {
       s.logger.error('routing_rule_orphaned', { address: row.address, routing_rule_id: ruleId, ...errorFields(cleanupError) })
     })
-    transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.id, row.id)).run())
+    await s.store.inboxes.discardReservation(row.id)
     throw error
   }
 }
 
-/** Checks the quota and the address, and inserts the row as 'creating', in one transaction. */
-function reserveInboxRow(s: Services, principal: Principal, prefix: string | undefined): typeof inboxes.$inferSelect {
-  const createdAt = isoTime(s.clock.now())
-  return transaction(s, (tx) => {
-    const held = tx
-      .select({ n: sql<number>`count(*)` })
-      .from(inboxes)
-      .where(and(eq(inboxes.organizationId, principal.organizationId), inArray(inboxes.state, ['active', 'creating'])))
-      .get()!.n
-    if (held >= principal.limits.activeInboxes) {
-      throw new DomainError('inbox_quota_exceeded', `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`)
-    }
-    const candidates = prefix !== undefined ? [prefix] : Array.from({ length: GENERATION_ATTEMPTS }, generateLocalPart)
-    for (const localPart of candidates) {
-      const taken = tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.localPart, localPart)).get()
-      if (taken) continue
-      return tx
-        .insert(inboxes)
-        .values({
-          id: newId('inbox'),
-          organizationId: principal.organizationId,
-          localPart,
-          address: `${localPart}@${s.config.receivingDomain}`,
-          state: 'creating',
-          createdAt,
-        })
-        .returning()
-        .get()
-    }
-    if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
-    throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
+/** Checks the quota and the address, and inserts the row as 'creating', in one storage operation. */
+async function reserveInboxRow(s: Services, principal: Principal, prefix: string | undefined): Promise<InboxRow> {
+  const localParts = prefix !== undefined ? [prefix] : Array.from({ length: GENERATION_ATTEMPTS }, generateLocalPart)
+  const reserved = await s.store.inboxes.reserveInbox({
+    organizationId: principal.organizationId,
+    activeInboxLimit: principal.limits.activeInboxes,
+    candidates: localParts.map((localPart) => ({ id: newId('inbox'), localPart, address: `${localPart}@${s.config.receivingDomain}` })),
+    createdAt: isoTime(s.clock.now()),
   })
+  if ('row' in reserved) return reserved.row
+  if (reserved.refused === 'quota') {
+    throw new DomainError('inbox_quota_exceeded', `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`)
+  }
+  if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
+  throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
 }

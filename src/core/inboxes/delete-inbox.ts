@@ -1,11 +1,8 @@
-import { eq } from 'drizzle-orm'
-import { inboxes } from '../../storage/schema.ts'
+import { isoTime } from '../../clock.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
 import { routingFailure } from '../routing.ts'
 import type { Services } from '../services.ts'
-import { transaction } from '../transaction.ts'
 import { findActiveInbox } from './find-inbox.ts'
-import { releaseAbandonedClaims } from './idempotency.ts'
 
 /**
  * deleteInbox: the routing rule goes first; if the provider fails the inbox stays and keeps
@@ -13,25 +10,32 @@ import { releaseAbandonedClaims } from './idempotency.ts'
  * Monthly email usage is kept: it counts what arrived, not what is left.
  */
 export async function deleteInbox(s: Services, principal: Principal, inboxId: string): Promise<void> {
-  const inbox = findActiveInbox(s, principal, inboxId)
+  const inbox = await findActiveInbox(s, principal, inboxId)
   try {
     await s.routing.deleteRule(inbox.routingRuleId, inbox.address)
   } catch (error) {
     throw routingFailure(error, 'delete')
   }
-  s.disk.freeing(() => transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.id, inbox.id)).run()))
+  await s.disk.freeing(() => s.store.inboxes.deleteInbox(inbox.id))
   s.notifier.emit(inbox.id, 'inbox_deleted')
 }
 
 /**
- * At boot no request is running, so rows still 'creating' belong to a process that died
- * between reserving the address and activating it; they are dropped (and logged, since
- * the provider may hold a rule for them). Their idempotency claims are released with them,
- * so the client's retry runs anew instead of meeting idempotency_in_progress.
+ * How long a 'creating' row of another machine (PostgreSQL mode) may still belong to a running
+ * createInbox: the routing call it waits on is bounded well below this, so a row older than
+ * this at boot was left by a machine that died between reserving and activating.
  */
-export function discardUnfinishedInboxes(s: Services): void {
-  const stale = transaction(s, (tx) => tx.delete(inboxes).where(eq(inboxes.state, 'creating')).returning().all())
+const UNFINISHED_AFTER_MS = 10 * 60_000
+
+/**
+ * At boot, rows still 'creating' that no running request can own belong to a process that
+ * died between reserving the address and activating it; they are dropped (and logged, since
+ * the provider may hold a rule for them). Abandoned idempotency claims are released with them,
+ * so the client's retry runs anew instead of meeting idempotency_in_progress. With SQLite one
+ * process serves the API, so at its boot every such row and claim is abandoned.
+ */
+export async function discardUnfinishedInboxes(s: Services): Promise<void> {
+  const { inboxes: stale, releasedClaims } = await s.store.inboxes.discardUnfinished({ staleBefore: isoTime(s.clock.now() - UNFINISHED_AFTER_MS) })
   for (const row of stale) s.logger.warn('unfinished_inbox_discarded', { inbox_id: row.id, address: row.address, routing_rule_id: row.routingRuleId })
-  const released = releaseAbandonedClaims(s)
-  if (released > 0) s.logger.warn('abandoned_idempotency_claims_released', { count: released })
+  if (releasedClaims > 0) s.logger.warn('abandoned_idempotency_claims_released', { count: releasedClaims })
 }

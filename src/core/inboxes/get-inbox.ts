@@ -4,6 +4,6 @@ import type { Services } from '../services.ts'
 import { findActiveInbox } from './find-inbox.ts'
 import { presentInbox } from './present.ts'
 
-export function getInbox(s: Services, principal: Principal, inboxId: string): Inbox {
-  return presentInbox(findActiveInbox(s, principal, inboxId))
+export async function getInbox(s: Services, principal: Principal, inboxId: string): Promise<Inbox> {
+  return presentInbox(await findActiveInbox(s, principal, inboxId))
 }

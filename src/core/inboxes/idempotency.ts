@@ -2,21 +2,16 @@
  * createInbox idempotency (spec createInbox rules 1-4, 7). A record is claimed
  * 'in_progress' before any work, completed with the 201 body in the same transaction that
  * makes the inbox active, and deleted if the request fails, so a failure is never replayed
- * and never blocks a retry.
+ * and never blocks a retry. Records left 'in_progress' by a crash are released at boot
+ * (discardUnfinishedInboxes).
  */
 import { createHash } from 'node:crypto'
-import { and, eq, lte } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
-import type { Tx } from '../../storage/database.ts'
-import { idempotencyRecords } from '../../storage/schema.ts'
+import type { IdempotencyClaim } from '../../storage/port/inboxes.ts'
 import { DomainError } from '../errors.ts'
 import type { Services } from '../services.ts'
-import { transaction } from '../transaction.ts'
 
-export interface IdempotencyClaim {
-  organizationId: string
-  key: string
-}
+export type { IdempotencyClaim }
 
 export function checkIdempotencyKey(key: string | null): string | null {
   if (key === null) return null
@@ -32,39 +27,25 @@ export const fingerprint = (normalizedBody: unknown): string => createHash('sha2
  * Claims the key, or returns the cached body of an earlier success. Throws
  * idempotency_key_reused / idempotency_in_progress / idempotency_unavailable.
  */
-export function claimIdempotencyKey(s: Services, organizationId: string, key: string, requestFingerprint: string): { cached: unknown } | { claim: IdempotencyClaim } {
+export async function claimIdempotencyKey(s: Services, organizationId: string, key: string, requestFingerprint: string): Promise<{ cached: unknown } | { claim: IdempotencyClaim }> {
   const now = s.clock.now()
-  return transaction(s, (tx) => {
-    const record = tx
-      .select()
-      .from(idempotencyRecords)
-      .where(and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key)))
-      .get()
-    // An in-progress record always belongs to a running request: one process serves the API,
-    // a failed request deletes its record, and records left by a crash are released at boot.
-    const expired = record && Date.parse(record.expiresAt) <= now
-    if (record && !expired) {
-      if (record.requestFingerprint !== requestFingerprint) {
-        throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.')
-      }
-      if (record.state === 'in_progress') {
-        throw new DomainError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry in a second.', { retryAfterSeconds: 1 })
-      }
-      return { cached: readCached(record.responseBody) }
-    }
-    if (record) deleteRecord(tx, organizationId, key)
-    tx.insert(idempotencyRecords)
-      .values({
-        organizationId,
-        idempotencyKey: key,
-        requestFingerprint,
-        state: 'in_progress',
-        createdAt: isoTime(now),
-        expiresAt: isoTime(now + s.config.limits.idempotencyHours * 3_600_000),
-      })
-      .run()
-    return { claim: { organizationId, key } }
+  const outcome = await s.store.inboxes.claimIdempotencyKey({
+    organizationId,
+    key,
+    fingerprint: requestFingerprint,
+    now: isoTime(now),
+    expiresAt: isoTime(now + s.config.limits.idempotencyHours * 3_600_000),
   })
+  switch (outcome.outcome) {
+    case 'reused':
+      throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.')
+    case 'in_progress':
+      throw new DomainError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry in a second.', { retryAfterSeconds: 1 })
+    case 'cached':
+      return { cached: readCached(outcome.responseBody) }
+    case 'claimed':
+      return { claim: outcome.claim }
+  }
 }
 
 function readCached(body: string | null): unknown {
@@ -76,48 +57,12 @@ function readCached(body: string | null): unknown {
   }
 }
 
-/** Stores the success; called inside createInbox's transaction, so the inbox and its replay commit together. */
-export function completeIdempotencyClaim(s: Pick<Services, 'storage'>, claim: IdempotencyClaim, responseBody: unknown): void {
-  transaction(s, (tx) =>
-    tx
-      .update(idempotencyRecords)
-      .set({ state: 'completed', responseBody: JSON.stringify(responseBody) })
-      .where(and(eq(idempotencyRecords.organizationId, claim.organizationId), eq(idempotencyRecords.idempotencyKey, claim.key)))
-      .run(),
-  )
-}
-
 /** Forgets a claim whose request failed, so the same key can be retried at once. */
-export function releaseIdempotencyClaim(s: Services, claim: IdempotencyClaim): void {
-  transaction(s, (tx) => deleteRecord(tx, claim.organizationId, claim.key))
-}
-
-function deleteRecord(tx: Tx, organizationId: string, key: string): void {
-  tx.delete(idempotencyRecords)
-    .where(and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key)))
-    .run()
-}
-
-/**
- * At boot no request is running, so an 'in_progress' record belongs to a request that died
- * with the previous process. Left alone it would answer idempotency_in_progress for
- * the whole retention period, failing the client's retries; its inbox row is dropped at boot too.
- */
-export function releaseAbandonedClaims(s: Services): number {
-  return transaction(s, (tx) => tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length)
+export async function releaseIdempotencyClaim(s: Services, claim: IdempotencyClaim): Promise<void> {
+  await s.store.inboxes.releaseIdempotencyClaim(claim)
 }
 
 /** Sweeper step: deletes up to `batch` expired records; returns how many. */
-export function sweepExpiredIdempotencyRecords(s: Services, batch: number): number {
-  const now = isoTime(s.clock.now())
-  return transaction(s, (tx) => {
-    const rows = tx
-      .select({ organizationId: idempotencyRecords.organizationId, key: idempotencyRecords.idempotencyKey })
-      .from(idempotencyRecords)
-      .where(lte(idempotencyRecords.expiresAt, now))
-      .limit(batch)
-      .all()
-    for (const row of rows) deleteRecord(tx, row.organizationId, row.key)
-    return rows.length
-  })
+export async function sweepExpiredIdempotencyRecords(s: Services, batch: number): Promise<number> {
+  return s.store.inboxes.sweepExpiredIdempotencyRecords({ now: isoTime(s.clock.now()), batch })
 }

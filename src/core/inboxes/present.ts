@@ -1,7 +1,7 @@
-import type { inboxes } from '../../storage/schema.ts'
+import type { InboxRow } from '../../storage/rows.ts'
 import type { Inbox } from '../models.ts'
 
-export const presentInbox = (row: typeof inboxes.$inferSelect): Inbox => ({
+export const presentInbox = (row: InboxRow): Inbox => ({
   id: row.id,
   address: row.address,
   local_part: row.localPart,

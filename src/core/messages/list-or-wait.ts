@@ -24,12 +24,12 @@ interface ListOrWaitInput {
 export async function listOrWaitForMessages(s: Services, principal: Principal, input: ListOrWaitInput): Promise<MessagePage | null> {
   const { inboxId, query, ...wait } = input
   checkMessageQuery(query)
-  const inbox = findActiveInbox(s, principal, inboxId)
+  const inbox = await findActiveInbox(s, principal, inboxId)
   const run = () => queryMessages(s, { inboxId: inbox.id, query, now: s.clock.now() })
   if (wait.waitSeconds === 0) return run()
   checkCursor(s.cursors, inbox.id, query.cursor) // a bad cursor is a 422 even when every slot is taken
 
-  const release = s.longPolls.acquire(principal)
+  const release = await s.longPolls.acquire(principal)
   let changes = 0
   let deleted = false
   let signalledAt = 0 // the notifier fires right after the commit
@@ -53,6 +53,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   for (const signal of signals) signal.addEventListener('abort', finish)
   if (signals.some((signal) => signal.aborted)) finished = true
   try {
+    await s.notifier.ready() // PostgreSQL mode: LISTEN is active before the first query
     for (;;) {
       const seen = changes
       const page = run()

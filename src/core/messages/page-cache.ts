@@ -78,10 +78,10 @@ const keyOf = (inboxId: string, q: MessageQuery) =>
  * from the cache (Services.messagePages) when still valid. Errors (unknown inbox, bad
  * cursor) are never cached.
  */
-export function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): string {
+export async function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): Promise<string> {
   const { query } = input
   const cache = s.messagePages
-  const inbox = findActiveInbox(s, principal, input.inboxId)
+  const inbox = await findActiveInbox(s, principal, input.inboxId)
   const now = s.clock.now()
   const version = s.notifier.version(inbox.id)
   const key = keyOf(inbox.id, query)

@@ -36,7 +36,7 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
       query: queryObject({ limit: LimitQuery, cursor: CursorQuery }),
       response: { 200: page(InboxModel), ...errorResponses(401, 422, 429) },
     })
-    .get('/v1/inboxes/:inbox_id', ({ request, params }) => ({ data: getInbox(s, requests.principal(request), params.inbox_id) }), {
+    .get('/v1/inboxes/:inbox_id', async ({ request, params }) => ({ data: await getInbox(s, requests.principal(request), params.inbox_id) }), {
       response: { 200: single(InboxModel), ...errorResponses(401, 404, 429) },
     })
     .delete(

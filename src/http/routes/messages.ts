@@ -79,12 +79,12 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
   new Elysia()
     .get(
       '/v1/inboxes/:inbox_id/messages',
-      ({ request, params, query, status }) => {
+      async ({ request, params, query, status }) => {
         const { messageQuery, waitSeconds } = readQuery(query)
         const principal = requests.principal(request)
         if (waitSeconds === 0 && !messageQuery.includeContent) {
           // The common repeat-poll (no wait, summaries), from serialized pages while they are current.
-          const body = listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
+          const body = await listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
         return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds, () => status(204, undefined))

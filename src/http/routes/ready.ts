@@ -13,9 +13,14 @@ import { probeHeartbeatWrite } from '../../core/heartbeat.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean
+  /**
+   * PostgreSQL mode: whether the database answers now (a `select 1` with a short timeout).
+   * Without it, the SQLite heartbeat write decides.
+   */
+  database?: () => Promise<Check>
 }
 
-type Check = 'ok' | 'failed' | 'not_configured'
+export type Check = 'ok' | 'failed' | 'not_configured'
 
 /** The parent process's command name, from /proc (Linux; elsewhere: unknown). */
 export function parentCommand(procRoot = '/proc', ppid = process.ppid): string | null {
@@ -26,9 +31,16 @@ export function parentCommand(procRoot = '/proc', ppid = process.ppid): string |
   }
 }
 
-export async function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe()): Promise<Record<string, Check>> {
+/** `database`: PostgreSQL mode's probe result, already awaited; the SQLite heartbeat write otherwise. */
+export async function readinessChecks(
+  s: Services,
+  probes: ReadinessProbes,
+  parent: () => string | null = parentCommand,
+  heartbeat = new WriteProbe(),
+  database?: Check,
+): Promise<Record<string, Check>> {
   return {
-    database: await heartbeat.check(s),
+    database: database ?? (await heartbeat.check(s)),
     smtp: probes.smtpListening() ? 'ok' : 'failed',
     litestream: litestreamCheck(s, parent),
     replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
@@ -79,7 +91,8 @@ export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = ne
   new Elysia().get(
     '/ready',
     async ({ set }) => {
-      const checks = await readinessChecks(s, probes, parentCommand, heartbeat)
+      const database = probes.database ? await probes.database() : undefined
+      const checks = await readinessChecks(s, probes, parentCommand, heartbeat, database)
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'

@@ -18,6 +18,25 @@ import type { Queryable, Sql } from './client.ts'
 /** One channel for every inbox: the payload names the inbox (ids are 38 characters, under NOTIFY's 8,000-byte limit). */
 export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
 
+/** What happened to the inbox: a stored message (the payload is the bare id) or its deletion. */
+export type WakeEvent = 'message_stored' | 'inbox_deleted'
+
+const DELETED_PREFIX = 'deleted:'
+
+const payloadOf = (inboxId: string, event: WakeEvent) => (event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId)
+
+function parsePayload(payload: string): { inboxId: string; event: WakeEvent } {
+  return payload.startsWith(DELETED_PREFIX) ? { inboxId: payload.slice(DELETED_PREFIX.length), event: 'inbox_deleted' } : { inboxId: payload, event: 'message_stored' }
+}
+
+/** What a machine does with every notification besides waking subscriptions: its notifier fans them out locally. */
+export interface WakeHooks {
+  /** A notification from any machine, this one's included. */
+  onWake?(inboxId: string, event: WakeEvent): void
+  /** LISTEN is active again after a lost connection: notifications in between were lost. */
+  onReconnect?(): void
+}
+
 export interface WakeSubscription {
   /** Resolves at the first wake after subscribing: a message for the inbox, or a reconnection. */
   woken: Promise<void>
@@ -28,6 +47,8 @@ export interface WakeSubscription {
 export interface WakeBus {
   /** Listens for `inboxId`; resolves once a message committed from now on is sure to wake it. */
   subscribe(inboxId: string): Promise<WakeSubscription>
+  /** Resolves once LISTEN is active; rejects while the first attempt has failed (the retry runs on). */
+  ready(): Promise<void>
   /** Local waiters right now; for tests and metrics. */
   waiting(): number
   /** Stops listening; pending subscriptions stay unresolved and should be closed by their owners. */
@@ -35,18 +56,20 @@ export interface WakeBus {
 }
 
 /** Queues a wake-up for `inboxId` in the transaction (or session) `sql`; delivered at commit. */
-export async function notifyInbox(sql: Queryable, inboxId: string): Promise<void> {
-  await sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`
+export async function notifyInbox(sql: Queryable, inboxId: string, event: WakeEvent = 'message_stored'): Promise<void> {
+  await sql`select pg_notify(${WAKE_CHANNEL}, ${payloadOf(inboxId, event)})`
 }
 
 /**
  * Starts this machine's LISTEN. `sql` is the machine's pool: postgres.js runs LISTEN on a
  * connection of its own beside the pool, reconnects it after a failure and listens again.
  */
-export function createWakeBus(sql: Sql): WakeBus {
+export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
   const waiters = new Map<string, Set<() => void>>()
 
-  const wake = (inboxId: string) => {
+  const wake = (payload: string) => {
+    const { inboxId, event } = parsePayload(payload)
+    hooks.onWake?.(inboxId, event)
     const set = waiters.get(inboxId)
     if (!set) return
     waiters.delete(inboxId)
@@ -68,14 +91,22 @@ export function createWakeBus(sql: Sql): WakeBus {
   })
   const onListen = () => {
     // Anything committed while the connection was down went unheard: every waiter looks again.
-    if (listened) wakeEveryone()
+    if (listened) {
+      wakeEveryone()
+      hooks.onReconnect?.()
+    }
     listened = true
     firstListen()
   }
   const attempt = sql.listen(WAKE_CHANNEL, wake, onListen)
   attempt.catch(() => {}) // surfaces in subscribe() until a later attempt succeeds
 
+  const ready = async () => {
+    if (!listened) await Promise.race([listenedOnce, attempt])
+  }
+
   return {
+    ready,
     async subscribe(inboxId) {
       let resolve!: () => void
       const woken = new Promise<void>((r) => {
@@ -93,7 +124,7 @@ export function createWakeBus(sql: Sql): WakeBus {
       try {
         // Before the first LISTEN: wait for it, or fail at once if that attempt already failed
         // (the caller answers "unavailable"; the retry in the background brings the bus back).
-        if (!listened) await Promise.race([listenedOnce, attempt])
+        await ready()
       } catch (error) {
         close()
         throw error

@@ -51,7 +51,11 @@ async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, peri
   }
 }
 
-/** notifyInbox's statement (../wake-bus.ts) through Drizzle's transaction: delivered only when it commits. */
+/**
+ * notifyInbox's statement (../wake-bus.ts) for a stored message, whose payload is the bare inbox
+ * id, through Drizzle's transaction: delivered only when it commits. In PostgreSQL mode this is
+ * the only wake-up of a stored message (src/app/postgres/notifier.ts), on every machine.
+ */
 async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
   await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`)
 }

@@ -1,0 +1,100 @@
+/**
+ * What PostgreSQL mode builds instead of the SQLite mode's file, lock and in-memory
+ * coordination: the migrated database, this machine's pool, the storage port's PostgreSQL
+ * adapter, the notifier on the wake bus, the shared request counter and long-poll leases
+ * (with their heartbeat) and the readiness probe.
+ * `close()` undoes it: the heartbeat stops, this machine's leases are released (the other
+ * machines count them no longer, without waiting for them to run out), LISTEN stops, the
+ * pool ends.
+ */
+import { randomBytes } from 'node:crypto'
+import { hostname } from 'node:os'
+import type { Clock } from '../../clock.ts'
+import type { Config } from '../../config.ts'
+import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
+import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
+import type { StorageHealth } from '../../core/storage-health.ts'
+import { errorFields, type Logger } from '../../log.ts'
+import type { Storage } from '../../storage/database.ts'
+import type { Store } from '../../storage/port.ts'
+import { openPostgres, type Sql } from '../../storage/postgres/client.ts'
+import { migratePostgres } from '../../storage/postgres/migrate.ts'
+import { admitRequest } from '../../storage/postgres/request-counter.ts'
+import { createSlotLeases, type SlotLeases } from '../../storage/postgres/slot-leases.ts'
+import { createPostgresStore } from '../../storage/postgres/store.ts'
+import { DatabaseProbe } from './database-probe.ts'
+import { PostgresInboxNotifier } from './notifier.ts'
+import { NeverHitPageCache } from './page-cache.ts'
+
+/** How long closing waits to give leases back and stop LISTEN before ending the pool regardless. */
+const CLOSE_WAIT_MS = 5_000
+
+export interface PostgresParts {
+  sql: Sql
+  /** This process's name in lease rows: host, process id and a random tail (a restarted process is a new holder). */
+  holder: string
+  store: Store
+  notifier: PostgresInboxNotifier
+  requestLimiter: SharedRequestRateLimiter
+  longPolls: SharedLongPollSlots
+  slots: SlotLeases
+  messagePages: NeverHitPageCache
+  probe: DatabaseProbe
+  close(): Promise<void>
+}
+
+export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
+  const { applied } = await migratePostgres(config.databaseUrl)
+  logger.info('postgres_migrated', { applied })
+  const sql = openPostgres(config.databaseUrl, { max: config.databasePoolSize, onNotice: (message) => logger.debug('postgres_notice', { message }) })
+  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
+  const slots = createSlotLeases(sql, { holder, clock })
+  let notifier: PostgresInboxNotifier | undefined
+  const giveBack = async () => {
+    // Freed now rather than in 30 s: the other machines may hand these slots out at once.
+    await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
+    await notifier?.close().catch(() => {})
+  }
+  const close = async () => {
+    slots.stop()
+    // A database that does not answer must not hold the stop: the leases then run out by themselves.
+    await Promise.race([giveBack(), Bun.sleep(CLOSE_WAIT_MS)])
+    // Ending a pool whose connections the server already dropped may report that drop: nothing is left to undo.
+    await sql.end({ timeout: 5 }).catch((error: unknown) => logger.debug('postgres_end_failed', errorFields(error)))
+  }
+  try {
+    notifier = new PostgresInboxNotifier(sql, logger)
+    slots.start()
+    return {
+      sql,
+      holder,
+      store: createPostgresStore(sql),
+      notifier,
+      requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, clock, subjects)),
+      longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),
+      slots,
+      messagePages: new NeverHitPageCache(),
+      probe: new DatabaseProbe(sql, health),
+      close,
+    }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+/**
+ * Services.storage in PostgreSQL mode: there is no SQLite file, and a verb still reaching for
+ * one must fail loudly, naming itself, rather than read or write a file no other machine sees.
+ */
+export function noSqliteStorage(): Storage {
+  return new Proxy({} as Storage, {
+    get(_target, property) {
+      if (property === 'then') return undefined // not a promise
+      throw new Error(`SQLite storage (${String(property)}) is not used in PostgreSQL mode: this operation has not moved onto the storage port`)
+    },
+    set(_target, property) {
+      throw new Error(`SQLite storage (${String(property)}) is not used in PostgreSQL mode`)
+    },
+  })
+}

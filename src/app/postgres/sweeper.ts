@@ -1,0 +1,47 @@
+/**
+ * PostgreSQL mode's retention sweep: every machine's timer fires, only the machine holding
+ * the job's advisory lock sweeps (runOnce), the others skip that turn. The same turn also
+ * deletes ended minutes' request counts, which only this mode keeps. The logging is the
+ * SQLite sweeper's (core/retention.ts): a count when something was deleted, a failing
+ * database logged once by storage health rather than every minute.
+ */
+import { DomainError } from '../../core/errors.ts'
+import { sweepOnce } from '../../core/retention.ts'
+import type { Services } from '../../core/services.ts'
+import { errorFields } from '../../log.ts'
+import type { Sql } from '../../storage/postgres/client.ts'
+import { sweepRequestCounts } from '../../storage/postgres/request-counter.ts'
+import { runOnce } from '../../storage/postgres/run-once.ts'
+
+/** One turn on whichever machine gets the lock; `{ ran: false }` elsewhere. */
+export function sweepOnceAcrossMachines(s: Services, sql: Sql) {
+  return runOnce(sql, 'retention', async () => {
+    const counts = await sweepOnce(s)
+    const requestCounts = await sweepRequestCounts(sql, s.clock)
+    return { ...counts, requestCounts }
+  })
+}
+
+/** Runs a turn every `intervalMs`; returns the stop function. */
+export function startSweeperAcrossMachines(s: Services, sql: Sql, intervalMs = 60_000): () => void {
+  let running = false
+  const timer = setInterval(() => {
+    if (running) return
+    running = true
+    sweepOnceAcrossMachines(s, sql)
+      .then((turn) => {
+        if (turn.ran && (turn.result.messages || turn.result.idempotencyRecords)) {
+          s.logger.info('retention_sweep', { deleted_messages: turn.result.messages, deleted_idempotency_records: turn.result.idempotencyRecords })
+        }
+      })
+      .catch((error: unknown) => {
+        const full = error instanceof DomainError && error.code === 'insufficient_storage'
+        if (!full && !s.storageHealth.failed(error)) s.logger.error('retention_sweep_failed', errorFields(error))
+      })
+      .finally(() => {
+        running = false
+      })
+  }, intervalMs)
+  timer.unref?.()
+  return () => clearInterval(timer)
+}
