@@ -91,7 +91,7 @@ const cli = { config, storage, store: createSqliteStore(storage), clock: systemC
 try {
   switch (group === 'setup-link' ? group : `${group} ${action}`) {
     case 'setup-link':
-      printSetupLink(cli)
+      await printSetupLink(cli)
       break
     case 'orgs create':
       await createOrg(cli, [arg ?? '', ...rest].filter(Boolean))
@@ -103,23 +103,23 @@ try {
       await resetPasswordCommand(cli, arg)
       break
     case 'users sign-out':
-      signOutCommand(cli, arg)
+      await signOutCommand(cli, arg)
       break
     case 'orgs list':
       table(await listOrganizations(cli), Object.keys(getTableColumns(organizations)))
       break
     case 'keys create': {
       if (!arg) fail(USAGE, 64)
-      createKeyCommand(cli, arg)
+      await createKeyCommand(cli, arg)
       break
     }
     case 'keys list':
       if (!arg) fail(USAGE, 64)
-      table(listOrganizationKeys(cli, { organizationId: arg }), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
+      table(await listOrganizationKeys(cli, { organizationId: arg }), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
       break
     case 'keys revoke':
       if (!arg) fail(USAGE, 64)
-      revokeKeyCommand(cli, arg)
+      await revokeKeyCommand(cli, arg)
       break
     default:
       fail(USAGE, 64)

@@ -54,7 +54,7 @@ async function openManyPolls(base: string, databasePath: string, count: number):
   for (let o = 0; o < orgs; o++) {
     const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
     const org = await createOrganization(cli, CLI_ACTOR, { name: `bench-polls-${o}`, preset: 'hosted' })
-    for (let k = 0; k < KEYS_PER_ORG; k++) keys.push(createApiKey(cli, CLI_ACTOR, { organizationId: org.id }).key)
+    for (let k = 0; k < KEYS_PER_ORG; k++) keys.push((await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key)
   }
   storage.close()
   const sockets: Socket[] = []

@@ -14,7 +14,6 @@ import type { PublicUrls } from '../public-urls.ts'
 import { joinQuietCollection } from '../quiet-collection.ts'
 import type { Assembly } from './assemble.ts'
 import { closeSmtp, drain, drainPatiently, listenHttp, listenPrivateMetrics, listenSmtp } from './listeners.ts'
-import { skipsUnportedSteps } from './postgres/mode.ts'
 import { startSweeperAcrossMachines } from './postgres/sweeper.ts'
 import { StopList } from './stop-list.ts'
 
@@ -66,7 +65,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const httpPort = http.port!
     addresses.httpListening(httpPort)
     logger.info('http_listening', { port: httpPort, host: config.host })
-    const pendingSetup = skipsUnportedSteps(assembly.postgres !== null) ? null : await setupToken(services)
+    const pendingSetup = await setupToken(services)
     const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
     // The link itself is a secret (it creates the operator): the log says where to get it, the
     // start-up summary on stderr and `cli setup-link` show it.

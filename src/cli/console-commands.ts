@@ -20,8 +20,8 @@ export interface CliContext extends AccountServices {
 
 const FLAG_TO_LIMIT = new Map(ORG_LIMIT_NAMES.map((name) => [`--${ORG_LIMIT_INFO[name].flag}`, name]))
 
-export function printSetupLink(cli: CliContext): void {
-  const token = setupToken(cli)
+export async function printSetupLink(cli: CliContext): Promise<void> {
+  const token = await setupToken(cli)
   if (!token) cli.fail('setup is done: a console user exists (sign in at /console; `users reset-password <email>` if locked out)')
   console.log('open this link once to create the first console user:')
   console.log(setupUrl(cli.config.baseUrl, token))
@@ -83,19 +83,19 @@ export async function resetPasswordCommand(cli: CliContext, emailArg: string | u
  * should not exist), audited as `cli`; prints how many ended. Their open live pages stop
  * before their next event.
  */
-export function signOutCommand(cli: CliContext, emailArg: string | undefined): void {
+export async function signOutCommand(cli: CliContext, emailArg: string | undefined): Promise<void> {
   const email = normaliseEmail(emailArg)
   if (!email) cli.fail('usage: bun src/cli.ts users sign-out <email>', 64)
-  const user = findUserByEmail(cli, email)
+  const user = await findUserByEmail(cli, email)
   if (!user) cli.fail(`no console user ${email}`)
-  const ended = signOutEverywhere(cli, CLI_ACTOR, { user })
+  const ended = await signOutEverywhere(cli, CLI_ACTOR, { user })
   console.log(`ended ${ended} session${ended === 1 ? '' : 's'} of ${email}`)
 }
 
 /** `keys create <org-id>`: a key of the organisation, audited as `cli`; the key itself is the last line. */
-export function createKeyCommand(cli: CliContext, orgId: string): void {
+export async function createKeyCommand(cli: CliContext, orgId: string): Promise<void> {
   try {
-    const created = createApiKey(cli, CLI_ACTOR, { organizationId: orgId })
+    const created = await createApiKey(cli, CLI_ACTOR, { organizationId: orgId })
     console.log(`created key ${created.publicId}; store it now, it is not shown again:`)
     console.log(created.key)
   } catch (error) {
@@ -105,9 +105,9 @@ export function createKeyCommand(cli: CliContext, orgId: string): void {
 }
 
 /** `keys revoke <key-or-public-id>`: any organisation's key, audited as `cli` in its log. */
-export function revokeKeyCommand(cli: CliContext, keyOrPublicId: string): void {
+export async function revokeKeyCommand(cli: CliContext, keyOrPublicId: string): Promise<void> {
   try {
-    revokeKey(cli, CLI_ACTOR, { keyOrPublicId })
+    await revokeKey(cli, CLI_ACTOR, { keyOrPublicId })
   } catch (error) {
     if (error instanceof Refusal && error.kind === 'not_found') cli.fail(`no key ${keyOrPublicId}`)
     throw error

@@ -41,18 +41,24 @@ export class ConsoleRequest<Name extends string = string> {
   form = new URLSearchParams()
   /** Set-Cookie values the router adds to the response. */
   readonly setCookies: string[] = []
-  readonly session: ValidSession | null
   private sessionToken: string | undefined
   private anonCsrf: string | undefined
 
-  constructor(
+  /** The request with its session cookie checked (and renewed past half its lifetime). */
+  static async open(deps: ConsoleDeps, request: Request, clientAddress: string): Promise<ConsoleRequest> {
+    const token = readCookie(request, SESSION_COOKIE)
+    const session = await validateSession(deps.s, { token, lifetime: deps.lifetime })
+    return new ConsoleRequest(deps, request, clientAddress, session, token)
+  }
+
+  private constructor(
     readonly deps: ConsoleDeps,
     readonly request: Request,
     readonly clientAddress: string,
+    readonly session: ValidSession | null,
+    token: string | undefined,
   ) {
     this.url = new URL(request.url)
-    const token = readCookie(request, SESSION_COOKIE)
-    this.session = validateSession(deps.s, { token, lifetime: deps.lifetime })
     if (this.session) {
       this.sessionToken = token
       if (this.session.renewed) this.setCookies.push(cookie(SESSION_COOKIE, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
@@ -101,19 +107,19 @@ export class ConsoleRequest<Name extends string = string> {
   }
 
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
-  startSession(userId: string): void {
+  async startSession(userId: string): Promise<void> {
     if (this.session) {
-      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
+      await endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
-    const { token, expiresAt } = createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
+    const { token, expiresAt } = await createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
     this.sessionToken = token
     this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
   }
 
-  endSession(): void {
+  async endSession(): Promise<void> {
     if (this.session) {
-      endSession(this.s, { tokenSha256: this.session.tokenSha256 })
+      await endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
     this.sessionToken = undefined

@@ -28,7 +28,7 @@ const encoder = new TextEncoder()
 export interface StreamAccess {
   userId: string
   organizationId: string
-  stillAllowed: () => boolean
+  stillAllowed: () => boolean | Promise<boolean>
 }
 
 export class LiveStreams {
@@ -75,30 +75,51 @@ export class LiveStreams {
         let closed = false
         const openedAt = performance.now()
         let ending = 'client_left'
-        const recheck = () => {
-          if (!closed && !owner.stillAllowed()) {
+        // The check reads the database, so it is asynchronous: checks and sends run one after
+        // another in the order they were asked for, so events keep their order.
+        let turn: Promise<void> = Promise.resolve()
+        const inTurn = (step: () => Promise<void>) => {
+          turn = turn.then(step)
+        }
+        const allowed = async (): Promise<boolean> => {
+          if (closed) return false
+          let yes: boolean
+          try {
+            yes = await owner.stillAllowed()
+          } catch {
+            yes = false // a check that cannot be made ends the stream; the page reconnects
+          }
+          if (!yes && !closed) {
             ending = 'access_ended'
             close()
           }
+          return yes && !closed
         }
-        const send = (text: string) => {
-          recheck()
-          if (closed) return
-          try {
-            controller.enqueue(encoder.encode(text))
-          } catch {
-            close()
-          }
-        }
+        const recheck = () =>
+          inTurn(async () => {
+            await allowed()
+          })
+        const send = (text: string) =>
+          inTurn(async () => {
+            if (!(await allowed())) return
+            try {
+              controller.enqueue(encoder.encode(text))
+            } catch {
+              close()
+            }
+          })
         const mine = this.rechecks.get(owner.userId) ?? new Set<() => void>()
         this.rechecks.set(owner.userId, mine)
         mine.add(recheck)
         const unsubscribes = watched.map((id) =>
           s.notifier.subscribe(id, (event) => {
             send(`event: ${event}\ndata: ${id}\n\n`)
+            // After that event has gone out: the close waits its turn too.
             if (event === 'inbox_deleted' && typeof inboxIds === 'string') {
-              ending = 'inbox_deleted'
-              close()
+              inTurn(async () => {
+                if (!closed) ending = 'inbox_deleted'
+                close()
+              })
             }
           }),
         )

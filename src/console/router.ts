@@ -132,7 +132,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     let ctx: ConsoleRequest | undefined
     let response: Response
     try {
-      ctx = new ConsoleRequest(deps, request, clientAddress)
+      ctx = await ConsoleRequest.open(deps, request, clientAddress)
       response = await dispatch(ctx)
     } catch (error) {
       if (ctx) response = await errorResponse(ctx, error)

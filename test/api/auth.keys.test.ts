@@ -112,7 +112,7 @@ describe('every /v1 route answers 401 invalid_api_key', () => {
   beforeAll(async () => {
     owner = await server.tenant('owner')
     revokedKey = await server.extraKey(owner.organizationId)
-    revokeKey(server.app.services, CLI_ACTOR, { keyOrPublicId: revokedKey })
+    await revokeKey(server.app.services, CLI_ACTOR, { keyOrPublicId: revokedKey })
     ids = await ownedResources(server, owner.key)
     routes = await documentedRoutes(server)
     // The OpenAPI tests prove the document lists every operation; so this suite covers them all.

@@ -46,7 +46,7 @@ test("each key's maker is shown: the console user who made it, or the CLI", asyn
 
 test("a departed member's keys keep working, are marked on the keys page, and the removal says how many stay", async () => {
   const member = await addMember(server, operator, org, 'maker@example.com')
-  const makerId = findUserByEmail(server.app.services, 'maker@example.com')!.id
+  const makerId = (await findUserByEmail(server.app.services, 'maker@example.com'))!.id
   await operator.get(`/console/orgs/${org}/members`)
   expect((await operator.post(`/console/orgs/${org}/members/${makerId}/role`, { role: 'owner' })).status).toBe(303)
   const made: string[] = []

@@ -33,7 +33,7 @@ afterAll(() => server.stop())
 async function newMember(): Promise<{ email: string; id: string }> {
   const email = `person${++people}@example.com`
   await addMember(server, operator, org, email)
-  return { email, id: findUserByEmail(server.app.services, email)!.id }
+  return { email, id: (await findUserByEmail(server.app.services, email))!.id }
 }
 
 /** A sign-in form post from a client address (each test uses its own addresses). */

@@ -80,7 +80,7 @@ test('a full console journey leaves none of its secrets in the log', async () =>
 
   // The operator resets the member's password; the member signs in with it, then signs out everywhere.
   await operator.get('/console/admin')
-  const memberId = findUserByEmail(server.app.services, MEMBER)!.id
+  const memberId = (await findUserByEmail(server.app.services, MEMBER))!.id
   const reset = await operator.get((await operator.post(`/console/admin/users/${memberId}/reset-password`)).location!)
   const resetPassword = shown(reset.html, /id="new-password"[^>]*value="([^"]+)"/)
   secrets.add(resetPassword)

@@ -37,7 +37,7 @@ async function newMember(): Promise<{ client: ConsoleClient; email: string; id: 
   const email = `member${++people}@example.com`
   const client = await addMember(server, operator, org, email)
   await client.get('/console/account')
-  return { client, email, id: findUserByEmail(server.app.services, email)!.id }
+  return { client, email, id: (await findUserByEmail(server.app.services, email))!.id }
 }
 
 /** The inbox page's own stream, or (shared) the one stream a browser's pages share. */

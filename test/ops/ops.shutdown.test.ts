@@ -147,7 +147,7 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   const storage = openStorage(join(dir, 'db.sqlite'))
   const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
   const org = await createOrganization(cli, CLI_ACTOR, { name: 'sigterm', preset: 'hosted' })
-  const key = createApiKey(cli, CLI_ACTOR, { organizationId: org.id }).key
+  const key = (await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key
   storage.close()
   const auth = { authorization: `Bearer ${key}` }
   const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data

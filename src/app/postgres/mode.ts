@@ -11,10 +11,3 @@ export const POSTGRES_MODE_COMPLETE = false
 export function refuseIncompletePostgres(allowIncomplete: boolean): void {
   if (!POSTGRES_MODE_COMPLETE && !allowIncomplete) throw new ConfigError('DATABASE_URL', 'PostgreSQL mode is not complete in this build')
 }
-
-/**
- * True while an assembly runs PostgreSQL mode in a build that does not serve it yet (tests of
- * the coordination parts): start-up steps whose verbs are not on the storage port yet are
- * skipped then, and only then. Flipping POSTGRES_MODE_COMPLETE runs them everywhere.
- */
-export const skipsUnportedSteps = (postgresMode: boolean): boolean => postgresMode && !POSTGRES_MODE_COMPLETE

@@ -10,9 +10,9 @@ import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
-function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Promise<Response> {
+async function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Promise<Response> {
   const current = session.tokenSha256
-  const sessions = listSessions(ctx.s, user).map((row) => ({ ...row, current: row.tokenSha256 === current }))
+  const sessions = (await listSessions(ctx.s, user)).map((row) => ({ ...row, current: row.tokenSha256 === current }))
   return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
 }
 
@@ -41,9 +41,9 @@ export const accountRoutes: Route[] = [
     method: 'POST',
     path: PATHS.accountSignOutEverywhere,
     access: 'signed-in',
-    handler: (ctx, { user }) => {
-      signOutEverywhere(ctx.s, ctx.actor(), { user })
-      ctx.endSession()
+    handler: async (ctx, { user }) => {
+      await signOutEverywhere(ctx.s, ctx.actor(), { user })
+      await ctx.endSession()
       return redirect(PATHS.signIn.link())
     },
   }),

@@ -27,7 +27,7 @@ export const adminRoutes: Route[] = [
     handler: async (ctx, { user: me }) => {
       const mine = new Set((await membershipsOf(ctx.s, me)).map((m) => m.organizationId))
       const orgs = (await listOrganizations(ctx.s)).map((org) => ({ id: org.id, name: org.name, createdAt: org.createdAt, member: mine.has(org.id) }))
-      const page = <AdminPage orgs={orgs} users={listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={await listAudit(ctx.s, 'instance')} />
+      const page = <AdminPage orgs={orgs} users={await listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={await listAudit(ctx.s, 'instance')} />
       return renderPage(ctx, 'Operator', page)
     },
   }),
@@ -72,11 +72,11 @@ export const adminRoutes: Route[] = [
     path: PATHS.adminResetPassword,
     access: 'operator',
     handler: async (ctx, { user: me }) => {
-      const user = findUser(ctx.s, ctx.params.user)
+      const user = await findUser(ctx.s, ctx.params.user)
       if (!user) throw notFound()
       const done = (await resetPassword(ctx.s, ctx.actor(), { email: user.email }))!
       ctx.deps.streams.recheckUser(user.id)
-      if (user.id === me.id) ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
+      if (user.id === me.id) await ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'password', email: user.email, password: done.password })
       return redirect(withQuery(PATHS.adminPasswordReset.link(), { shown: id }))
@@ -96,10 +96,10 @@ export const adminRoutes: Route[] = [
     method: 'POST',
     path: PATHS.adminSignOutEverywhere,
     access: 'operator',
-    handler: (ctx) => {
-      const user = findUser(ctx.s, ctx.params.user)
+    handler: async (ctx) => {
+      const user = await findUser(ctx.s, ctx.params.user)
       if (!user) throw notFound()
-      signOutEverywhere(ctx.s, ctx.actor(), { user })
+      await signOutEverywhere(ctx.s, ctx.actor(), { user })
       ctx.deps.streams.recheckUser(user.id)
       return redirect(PATHS.admin.link())
     },

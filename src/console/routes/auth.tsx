@@ -42,10 +42,10 @@ export const authRoutes: Route[] = [
     method: 'GET',
     path: PATHS.signIn,
     access: 'public',
-    handler: (ctx, { user }) => {
+    handler: async (ctx, { user }) => {
       const next = safeNext(ctx.url.searchParams.get('next'))
       if (user) return redirect(next)
-      const notSetUp = countUsers(ctx.s) === 0
+      const notSetUp = (await countUsers(ctx.s)) === 0
       return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
     },
   }),
@@ -57,7 +57,7 @@ export const authRoutes: Route[] = [
       const next = safeNext(ctx.field('next'))
       try {
         const user = await signIn({ ...ctx.s, throttle: ctx.deps.throttle }, { clientAddress: ctx.clientAddress }, { email: ctx.field('email'), password: ctx.field('password') })
-        ctx.startSession(user.id)
+        await ctx.startSession(user.id)
         ctx.s.logger.info('console_signed_in', { user_id: user.id })
         return redirect(next)
       } catch (error) {
@@ -75,8 +75,8 @@ export const authRoutes: Route[] = [
     method: 'POST',
     path: PATHS.signOut,
     access: 'public',
-    handler: (ctx) => {
-      ctx.endSession()
+    handler: async (ctx) => {
+      await ctx.endSession()
       return redirect(PATHS.signIn.link())
     },
   }),

@@ -14,11 +14,11 @@ export const keyRoutes: Route[] = [
     method: 'GET',
     path: PATHS.keys,
     access: 'member',
-    handler: (ctx, { org }) => {
+    handler: async (ctx, { org }) => {
       const shownId = ctx.url.searchParams.get('created')
       const held = ctx.deps.shownOnce.get(ctx.sessionKey(), shownId, 'api_key')
       const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
-      const page = <KeysPage org={org} keys={listOrganizationKeys(ctx.s, org)} created={created} createdGone={shownId !== null && !created} />
+      const page = <KeysPage org={org} keys={await listOrganizationKeys(ctx.s, org)} created={created} createdGone={shownId !== null && !created} />
       return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
     },
   }),
@@ -26,9 +26,9 @@ export const keyRoutes: Route[] = [
     method: 'POST',
     path: PATHS.keys,
     access: 'owner',
-    handler: (ctx, { org }) => {
+    handler: async (ctx, { org }) => {
       const name = ctx.field('name')
-      const created = createApiKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, name })
+      const created = await createApiKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, name })
       // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
       const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
       return redirect(withQuery(PATHS.keys.link(org.organizationId), { created: id }))
@@ -38,8 +38,8 @@ export const keyRoutes: Route[] = [
     method: 'POST',
     path: PATHS.keyRevoke,
     access: 'owner',
-    handler: (ctx, { org }) => {
-      revokeOrganizationKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, publicId: ctx.params.key })
+    handler: async (ctx, { org }) => {
+      await revokeOrganizationKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, publicId: ctx.params.key })
       return redirect(PATHS.keys.link(org.organizationId))
     },
   }),

@@ -108,7 +108,7 @@ export const memberRoutes: Route[] = [
       const invite = await openInvite(ctx.s, { token })
       try {
         const { user } = await signUpWithInvite(ctx.s, { clientAddress: ctx.clientAddress }, { token, email: ctx.field('email'), password: ctx.field('password') })
-        ctx.startSession(user.id)
+        await ctx.startSession(user.id)
         return redirect(PATHS.organization.link(invite.organizationId))
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error

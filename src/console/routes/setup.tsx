@@ -13,9 +13,9 @@ export const setupRoutes: Route[] = [
     path: PATHS.setup,
     // Public: the one-time token in the query is the credential.
     access: 'public',
-    handler: (ctx) => {
+    handler: async (ctx) => {
       const token = ctx.url.searchParams.get('token')
-      if (!isSetupToken(ctx.s, { token })) throw notFound()
+      if (!(await isSetupToken(ctx.s, { token }))) throw notFound()
       return renderPage(ctx, 'Set up', <SetupForm token={token!} defaults={ctx.s.config.limits} suggested={suggestedPreset(ctx.s.publicUrls().baseUrl)} />)
     },
   }),
@@ -27,7 +27,7 @@ export const setupRoutes: Route[] = [
       const input = { token: ctx.field('token'), email: ctx.field('email'), password: ctx.field('password'), organization: ctx.field('organization'), preset: ctx.field('preset') }
       try {
         const done = await completeSetup(ctx.s, { clientAddress: ctx.clientAddress }, input)
-        ctx.startSession(done.user.id)
+        await ctx.startSession(done.user.id)
         ctx.s.logger.info('console_setup_completed', { user_id: done.user.id, organization_id: done.organization.id, key_public_id: done.key.publicId })
         return renderPage(ctx, 'Ready', <FirstSteps organizationId={done.organization.id} apiKey={done.key.key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress()} />)
       } catch (error) {

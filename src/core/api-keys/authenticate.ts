@@ -4,15 +4,12 @@
  * password hash would add latency to every request without adding safety.
  */
 import { createHash, timingSafeEqual } from 'node:crypto'
-import { eq, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { randomHex } from '../../ids.ts'
-import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { apiKeys, organizations } from '../../storage/schema.ts'
 import type { Services } from '../services.ts'
 import { storageFailureKind } from '../storage-health.ts'
 import { DomainError } from '../errors.ts'
-import { orgLimitColumns, resolveOrgLimits, type OrgLimits } from '../limits.ts'
+import { resolveOrgLimits, type OrgLimits } from '../limits.ts'
 
 const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/
@@ -39,34 +36,25 @@ export function parseApiKey(token: string): { publicId: string; secret: string }
 
 const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed, unknown or revoked API key.')
 
-const keyByPublicId = preparedPerDatabase((db) =>
-  db
-    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, ...orgLimitColumns })
-    .from(apiKeys)
-    .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
-    .where(eq(apiKeys.publicId, sql.placeholder('publicId')))
-    .prepare(),
-)
-
-/** Checks the Authorization header. The format is checked before the database is touched. */
-export function authenticate(s: Pick<Services, 'storage' | 'clock' | 'config'>, authorization: string | null): Principal {
-  const { db } = s.storage
+/**
+ * Checks the Authorization header. The format is checked before the database is touched; the
+ * key and its organisation's limits come from one read (prepared once, on SQLite).
+ */
+export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config'>, authorization: string | null): Promise<Principal> {
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
   if (!parsed) throw invalidKey()
-  const row = keyByPublicId(db).get({ publicId: parsed.publicId })
+  const row = await s.store.accounts.keyForAuthentication(parsed.publicId)
   // Hash both sides so the comparison is constant-time and length-independent.
   const given = Buffer.from(hashSecret(parsed.secret), 'hex')
   const stored = Buffer.from(row?.secretSha256 ?? '0'.repeat(64), 'hex')
   if (!row || !timingSafeEqual(given, stored) || row.revokedAt) throw invalidKey()
   const now = s.clock.now()
+  // At most one write a minute per key: the console shows the time to the minute.
   if (!row.lastUsedAt || now - Date.parse(row.lastUsedAt) >= 60_000) {
     try {
-      db.update(apiKeys)
-        .set({ lastUsedAt: isoTime(now) })
-        .where(eq(apiKeys.publicId, parsed.publicId))
-        .run()
+      await s.store.accounts.markKeyUsed({ publicId: parsed.publicId, at: isoTime(now) })
     } catch (error) {
       // Best effort: on a full, read-only or failing volume reads and deletes must still pass
       // authentication (the stamp is a convenience for the console, not a rule).

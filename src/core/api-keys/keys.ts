@@ -5,14 +5,12 @@
  * CI job's key keeps working when its maker leaves. The keys page names each key's maker and
  * marks a key whose maker is no longer a member, so an owner can rotate it.
  */
-import { and, asc, eq, isNull, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
-import type { DbOrTx } from '../../storage/database.ts'
-import { apiKeys, memberships, organizations, users } from '../../storage/schema.ts'
-import { recordAudit, type Actor } from '../audit/audit.ts'
+import type { AuditEntry } from '../../storage/port.ts'
+import type { ApiKeyRow } from '../../storage/rows.ts'
+import { auditEntry, type Actor } from '../audit/audit.ts'
 import { notFound, Refusal } from '../refusals.ts'
 import type { AccountServices } from '../services.ts'
-import { transaction } from '../transaction.ts'
 import { generateApiKey, hashSecret, parseApiKey } from './authenticate.ts'
 
 const MAX_KEY_NAME = 100
@@ -23,77 +21,47 @@ export function checkKeyName(raw: unknown): string {
   return name
 }
 
+/** A new key's row and audit row, for the operation that writes them (here, and first-run setup). */
+export function newApiKey(s: Pick<AccountServices, 'clock'>, actor: Actor, input: { organizationId: string; name?: unknown }): { key: string; row: ApiKeyRow; audit: AuditEntry } {
+  const { organizationId } = input
+  const name = checkKeyName(input.name ?? '')
+  const { key, publicId, secretSha256 } = generateApiKey()
+  const row: ApiKeyRow = { publicId, organizationId, secretSha256, name, createdAt: isoTime(s.clock.now()), lastUsedAt: null, revokedAt: null, createdBy: actor.userId }
+  return { key, row, audit: auditEntry(s, actor, { organizationId, action: 'key.created', target: publicId, detail: name }) }
+}
+
 /**
  * A new key of the organisation, audited in its log. Returns the full key, which is never
  * stored and cannot be shown again. An unknown organisation is not_found.
  */
-export function createApiKey(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; name?: unknown }): { key: string; publicId: string } {
-  const { organizationId } = input
-  const name = checkKeyName(input.name ?? '')
-  return transaction(s, (tx) => {
-    if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) throw notFound()
-    const { key, publicId, secretSha256 } = generateApiKey()
-    tx.insert(apiKeys)
-      .values({ publicId, organizationId, secretSha256, name, createdAt: isoTime(s.clock.now()), createdBy: actor.userId })
-      .run()
-    recordAudit(s, actor, { organizationId, action: 'key.created', target: publicId, detail: name })
-    return { key, publicId }
-  })
+export async function createApiKey(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { organizationId: string; name?: unknown }): Promise<{ key: string; publicId: string }> {
+  const { key, row, audit } = newApiKey(s, actor, input)
+  if ((await s.store.accounts.insertApiKey({ row, audit })) === 'no_organization') throw notFound()
+  return { key, publicId: row.publicId }
 }
 
 /**
  * The organisation's keys with their makers: `createdBy` is the maker's email, or null when
  * the CLI made the key; `creatorLeft` is true when that user is no longer a member.
  */
-export const listOrganizationKeys = (s: Pick<AccountServices, 'storage'>, scope: { organizationId: string }) =>
-  s.storage.db
-    .select({
-      publicId: apiKeys.publicId,
-      name: apiKeys.name,
-      createdAt: apiKeys.createdAt,
-      lastUsedAt: apiKeys.lastUsedAt,
-      revokedAt: apiKeys.revokedAt,
-      createdBy: users.email,
-      creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(Boolean),
-    })
-    .from(apiKeys)
-    .leftJoin(users, eq(users.id, apiKeys.createdBy))
-    .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
-    .where(eq(apiKeys.organizationId, scope.organizationId))
-    .orderBy(asc(apiKeys.createdAt))
-    .all()
+export const listOrganizationKeys = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string }) => s.store.accounts.listOrganizationKeys(scope.organizationId)
 
-/** Active keys of the organisation made by this user (what stays working when they leave); for verbs, in their transaction. */
-export const countActiveKeysMadeBy = (tx: DbOrTx, organizationId: string, userId: string): number =>
-  tx
-    .select({ n: sql<number>`count(*)` })
-    .from(apiKeys)
-    .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
-    .get()!.n
-
-/** Revokes the key (once) and audits it in its organisation's log, in one transaction. */
-function revoke(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, find: (tx: DbOrTx) => typeof apiKeys.$inferSelect | undefined): void {
-  transaction(s, (tx) => {
-    const row = find(tx)
-    if (!row) throw notFound()
-    if (row.revokedAt) return
-    tx.update(apiKeys)
-      .set({ revokedAt: isoTime(s.clock.now()) })
-      .where(eq(apiKeys.publicId, row.publicId))
-      .run()
-    recordAudit(s, actor, { organizationId: row.organizationId, action: 'key.revoked', target: row.publicId, detail: row.name })
-  })
+/**
+ * Revokes the key (once) and audits it in its organisation's log, in one transaction. The
+ * key's organisation and name never change, so they are read first; the revocation itself is
+ * conditional, so of two revocations at once one writes the audit row.
+ */
+async function revoke(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, publicId: string, accept: (row: ApiKeyRow) => boolean): Promise<void> {
+  const row = await s.store.accounts.findApiKey(publicId)
+  if (!row || !accept(row)) throw notFound()
+  if (row.revokedAt) return
+  const audit = auditEntry(s, actor, { organizationId: row.organizationId, action: 'key.revoked', target: row.publicId, detail: row.name })
+  await s.store.accounts.revokeApiKey({ publicId: row.publicId, revokedAt: isoTime(s.clock.now()), audit })
 }
 
 /** A member revokes a key of their organisation; another organisation's key is not found. Revoking twice is harmless. */
-export function revokeOrganizationKey(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { organizationId: string; publicId: string }): void {
-  revoke(s, actor, (tx) =>
-    tx
-      .select()
-      .from(apiKeys)
-      .where(and(eq(apiKeys.publicId, input.publicId), eq(apiKeys.organizationId, input.organizationId)))
-      .get(),
-  )
+export async function revokeOrganizationKey(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { organizationId: string; publicId: string }): Promise<void> {
+  await revoke(s, actor, input.publicId, (row) => row.organizationId === input.organizationId)
 }
 
 /**
@@ -101,11 +69,8 @@ export function revokeOrganizationKey(s: Pick<AccountServices, 'clock' | 'storag
  * id. not_found when no such key exists, including a full key whose secret does not match
  * (a typo must not revoke another key). Revoking twice is harmless.
  */
-export function revokeKey(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { keyOrPublicId: string }): void {
+export async function revokeKey(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { keyOrPublicId: string }): Promise<void> {
   const parsed = parseApiKey(input.keyOrPublicId)
   const publicId = parsed?.publicId ?? input.keyOrPublicId
-  revoke(s, actor, (tx) => {
-    const row = tx.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).get()
-    return row && (!parsed || hashSecret(parsed.secret) === row.secretSha256) ? row : undefined
-  })
+  await revoke(s, actor, publicId, (row) => !parsed || hashSecret(parsed.secret) === row.secretSha256)
 }

@@ -3,14 +3,12 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { and, eq, lt, sql } from 'drizzle-orm'
+import { lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import type { DbOrTx } from '../../storage/database.ts'
-import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { memberships, sessions, users } from '../../storage/schema.ts'
+import { sessions } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
-import { transaction } from '../transaction.ts'
-import { recordAudit, type Actor } from '../audit/audit.ts'
+import { auditEntry, type Actor } from '../audit/audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
 import type { User } from '../users/users.ts'
 
@@ -30,16 +28,15 @@ export interface ValidSession {
 }
 
 /** A new session of the user signing in (or just signed up) from `clientAddress`; the token goes in the cookie. */
-export function createSession(s: Pick<AccountServices, 'clock' | 'storage'>, user: { id: string }, input: { clientAddress: string; lifetime: SessionLifetime }): { token: string; expiresAt: number } {
+export async function createSession(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  user: { id: string },
+  input: { clientAddress: string; lifetime: SessionLifetime },
+): Promise<{ token: string; expiresAt: number }> {
   const token = newToken()
   const now = s.clock.now()
   const expiresAt = now + input.lifetime.days * DAY
-  transaction(s, (tx) =>
-    tx
-      .insert(sessions)
-      .values({ tokenSha256: sha256Hex(token), userId: user.id, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress: input.clientAddress })
-      .run(),
-  )
+  await s.store.accounts.insertSession({ tokenSha256: sha256Hex(token), userId: user.id, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress: input.clientAddress })
   return { token, expiresAt }
 }
 
@@ -47,77 +44,55 @@ export function createSession(s: Pick<AccountServices, 'clock' | 'storage'>, use
  * The session for a cookie token, or null. Past half its lifetime the expiry moves to a
  * full lifetime from now: one write per half-lifetime, not one per request.
  */
-export function validateSession(s: Pick<AccountServices, 'clock' | 'storage'>, input: { token: string | undefined; lifetime: SessionLifetime }): ValidSession | null {
+export async function validateSession(s: Pick<AccountServices, 'clock' | 'store'>, input: { token: string | undefined; lifetime: SessionLifetime }): Promise<ValidSession | null> {
   const { token, lifetime } = input
   if (!looksLikeToken(token)) return null
-  const { db } = s.storage
   const tokenSha256 = sha256Hex(token)
-  const row = db.select().from(sessions).innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenSha256, tokenSha256)).get()
-  if (!row) return null
   const now = s.clock.now()
-  let expiresAt = Date.parse(row.sessions.expiresAt)
-  if (expiresAt <= now) {
-    db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256)).run()
-    return null
-  }
-  let renewed = false
-  if (expiresAt - now < (lifetime.days * DAY) / 2) {
-    expiresAt = now + lifetime.days * DAY
-    db.update(sessions)
-      .set({ expiresAt: isoTime(expiresAt) })
-      .where(eq(sessions.tokenSha256, tokenSha256))
-      .run()
-    renewed = true
-  }
-  return { user: row.users, tokenSha256, expiresAt, renewed }
+  const found = await s.store.accounts.useSession({
+    tokenSha256,
+    now: isoTime(now),
+    renewBefore: isoTime(now + (lifetime.days * DAY) / 2),
+    renewTo: isoTime(now + lifetime.days * DAY),
+  })
+  if (!found) return null
+  return { user: found.user, tokenSha256, expiresAt: Date.parse(found.expiresAt), renewed: found.renewed }
 }
-
-// Prepared once per database: a live stream asks this before every event it sends.
-const sessionMembership = preparedPerDatabase((db) =>
-  db
-    .select({ expiresAt: sessions.expiresAt })
-    .from(sessions)
-    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, sql.placeholder('organizationId'))))
-    .where(eq(sessions.tokenSha256, sql.placeholder('tokenSha256')))
-    .prepare(),
-)
 
 /**
  * True while the session is unexpired and its user still belongs to the organisation: what
  * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
  * that checked them. Reads only; unlike validateSession it never extends the session.
  */
-export function sessionStillReads(s: Pick<AccountServices, 'clock' | 'storage'>, input: { tokenSha256: string; organizationId: string }): boolean {
-  const row = sessionMembership(s.storage.db).get(input)
-  return row !== undefined && Date.parse(row.expiresAt) > s.clock.now()
+export async function sessionStillReads(s: Pick<AccountServices, 'clock' | 'store'>, input: { tokenSha256: string; organizationId: string }): Promise<boolean> {
+  const expiresAt = await s.store.accounts.sessionExpiryInOrganization(input)
+  return expiresAt !== undefined && Date.parse(expiresAt) > s.clock.now()
 }
 
 /** Signs out this session (the sign-out button, or a cookie of a session that must end). */
-export const endSession = (s: Pick<AccountServices, 'storage'>, input: { tokenSha256: string }): void => {
-  transaction(s, (tx) => tx.delete(sessions).where(eq(sessions.tokenSha256, input.tokenSha256)).run())
-}
+export const endSession = (s: Pick<AccountServices, 'store'>, input: { tokenSha256: string }): Promise<void> => s.store.accounts.deleteSession(input.tokenSha256)
 
 /**
  * Sign out everywhere (the user's own button, or the operator's for a user): every session
  * ends and the audit row goes in with it, in one transaction.
  */
-export function signOutEverywhere(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, input: { user: { id: string; email: string } }): number {
+export async function signOutEverywhere(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { user: { id: string; email: string } }): Promise<number> {
   const { user } = input
-  return transaction(s, (tx) => {
-    const ended = tx.delete(sessions).where(eq(sessions.userId, user.id)).returning().all().length
-    recordAudit(s, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` })
-    return ended
+  return s.store.accounts.deleteSessionsOfUser({
+    userId: user.id,
+    audit: (ended) => auditEntry(s, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` }),
   })
 }
 
-export const listSessions = (s: Pick<AccountServices, 'storage'>, user: { id: string }) =>
-  s.storage.db
-    .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
-    .from(sessions)
-    .where(eq(sessions.userId, user.id))
-    .all()
+export const listSessions = (s: Pick<AccountServices, 'store'>, user: { id: string }) => s.store.accounts.listSessions(user.id)
 
-/** Expired rows are harmless (refused on use) but would pile up; the retention sweeper calls this. */
+/** Expired rows are harmless (refused on use) but would pile up; answers how many were deleted. */
+export const endExpiredSessions = (s: Pick<AccountServices, 'clock' | 'store'>): Promise<number> => s.store.accounts.deleteExpiredSessions(isoTime(s.clock.now()))
+
+/**
+ * The same inside a SQLite transaction, for the retention sweep until it calls
+ * endExpiredSessions.
+ */
 export const deleteExpiredSessions = (db: DbOrTx, now: number): void => {
   db.delete(sessions)
     .where(lt(sessions.expiresAt, isoTime(now)))

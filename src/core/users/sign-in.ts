@@ -23,7 +23,7 @@ function decoyHash(s: Pick<AccountServices, 'config'>): Promise<string> {
 const wrongCredentials = () => new Refusal('unauthenticated', 'Wrong email or password.')
 
 export async function signIn(
-  s: Pick<AccountServices, 'config' | 'storage'> & { throttle: SignInThrottle },
+  s: Pick<AccountServices, 'config' | 'store'> & { throttle: SignInThrottle },
   visitor: { clientAddress: string },
   input: { email: unknown; password: unknown },
 ): Promise<User> {
@@ -32,7 +32,7 @@ export async function signIn(
   const email = normaliseEmail(input.email)
   const password = typeof input.password === 'string' ? input.password : ''
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
-  const user = findUserByEmail(s, email)
+  const user = await findUserByEmail(s, email)
   // Counted before the await: a check recorded only afterwards let a parallel wave through.
   const waitMs = throttle.begin(email, clientAddress, credentialOf(user?.passwordHash))
   let outcome: AttemptOutcome = 'not_checked'

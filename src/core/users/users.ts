@@ -1,17 +1,14 @@
 /** Console accounts: email + argon2id password (Bun.password). */
-import { asc, eq, sql } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
 import { newId, randomHex } from '../../ids.ts'
-import type { DbOrTx } from '../../storage/database.ts'
-import { sessions, users } from '../../storage/schema.ts'
+import type { UserRow } from '../../storage/rows.ts'
 import type { AccountServices } from '../services.ts'
-import { transaction } from '../transaction.ts'
-import { recordAudit, type Actor } from '../audit/audit.ts'
+import { auditEntry, type Actor } from '../audit/audit.ts'
 import { Refusal } from '../refusals.ts'
 import { passwordGate, verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
 
-export type User = typeof users.$inferSelect
+export type User = UserRow
 
 export const MIN_PASSWORD_LENGTH = 10
 /** argon2 reads the whole input; a bound keeps one sign-in request from costing more than it should. */
@@ -31,7 +28,7 @@ export const hashPassword = (s: Pick<AccountServices, 'config'>, password: strin
  * the password is at hand (at sign-in). Until then its check takes longer or shorter than the
  * decoy of an unknown account, which would tell an observer that the account exists.
  */
-export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' | 'storage'>, user: User, password: string): Promise<User> {
+export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' | 'store'>, user: User, password: string): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
   let passwordHash: string
   try {
@@ -41,7 +38,7 @@ export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' |
     if (error instanceof Refusal && error.kind === 'throttled') return user
     throw error
   }
-  transaction(s, (tx) => tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run())
+  await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: 'none', audit: null })
   return { ...user, passwordHash }
 }
 
@@ -60,28 +57,23 @@ export function checkNewPassword(password: unknown): string {
   return password
 }
 
-/** Also right inside a verb's transaction: reads go through the same connection. */
-export const countUsers = (s: Pick<AccountServices, 'storage'>): number => s.storage.db.select({ n: sql<number>`count(*)` }).from(users).get()!.n
+export const countUsers = (s: Pick<AccountServices, 'store'>): Promise<number> => s.store.accounts.countUsers()
 
-export const findUserByEmail = (s: Pick<AccountServices, 'storage'>, email: string): User | undefined => s.storage.db.select().from(users).where(eq(users.email, email)).get()
+export const findUserByEmail = (s: Pick<AccountServices, 'store'>, email: string): Promise<User | undefined> => s.store.accounts.findUserByEmail(email)
 
-export const findUser = (s: Pick<AccountServices, 'storage'>, id: string): User | undefined => s.storage.db.select().from(users).where(eq(users.id, id)).get()
+export const findUser = (s: Pick<AccountServices, 'store'>, id: string): Promise<User | undefined> => s.store.accounts.findUser(id)
 
-export const listUsers = (s: Pick<AccountServices, 'storage'>) =>
-  s.storage.db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
+/** Every account, oldest first (the operator's page). */
+export const listUsers = (s: Pick<AccountServices, 'store'>) => s.store.accounts.listUsers()
 
-/**
- * Inserts the account, for verbs that make one in their transaction (setup, invite sign-up);
- * the verb hashed the password first (hashing is async, transactions are not).
- */
-export function insertUser(s: Pick<AccountServices, 'clock'>, tx: DbOrTx, input: { email: string; passwordHash: string; isOperator?: boolean }): User {
-  if (tx.select({ id: users.id }).from(users).where(eq(users.email, input.email)).get()) throw new Refusal('conflict', 'An account with this email already exists.')
-  return tx
-    .insert(users)
-    .values({ id: newId('user'), email: input.email, passwordHash: input.passwordHash, isOperator: input.isOperator ?? false, createdAt: isoTime(s.clock.now()) })
-    .returning()
-    .get()
-}
+/** A new account's row; the caller hashed the password and checked the email. */
+export const newUserRow = (s: Pick<AccountServices, 'clock'>, input: { email: string; passwordHash: string; isOperator?: boolean }): User => ({
+  id: newId('user'),
+  email: input.email,
+  passwordHash: input.passwordHash,
+  isOperator: input.isOperator ?? false,
+  createdAt: isoTime(s.clock.now()),
+})
 
 /** A password an operator hands over; 80 random bits, readable aloud in groups. */
 export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')
@@ -93,15 +85,13 @@ export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join
  * its record.
  */
 export async function resetPassword(s: AccountServices, actor: Actor, input: { email: string }): Promise<{ user: User; password: string } | null> {
-  const user = findUserByEmail(s, input.email)
+  const user = await findUserByEmail(s, input.email)
   if (!user) return null
   const password = generatePassword()
   const passwordHash = await hashPassword(s, password)
-  transaction(s, (tx) => {
-    tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
-    tx.delete(sessions).where(eq(sessions.userId, user.id)).run()
-    recordAudit(s, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
-  })
+  const audit = auditEntry(s, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
+  // The account may have been deleted while the hash was made: then there is nothing to reset.
+  if (!(await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: 'all', audit }))) return null
   return { user, password }
 }
 
@@ -111,7 +101,7 @@ export async function resetPassword(s: AccountServices, actor: Actor, input: { e
  * password counts for the account and the address) and the password gate.
  */
 export async function changePassword(
-  s: Pick<AccountServices, 'config' | 'storage'> & { throttle: SignInThrottle },
+  s: Pick<AccountServices, 'config' | 'store'> & { throttle: SignInThrottle },
   user: User,
   input: { current: string; next: unknown; keepSessionSha256: string; clientAddress: string },
 ): Promise<void> {
@@ -126,8 +116,5 @@ export async function changePassword(
   }
   if (outcome !== 'succeeded') throw new Refusal('invalid', 'The current password is wrong.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.next))
-  transaction(s, (tx) => {
-    tx.update(users).set({ passwordHash }).where(eq(users.id, user.id)).run()
-    tx.delete(sessions).where(sql`${sessions.userId} = ${user.id} and ${sessions.tokenSha256} <> ${input.keepSessionSha256}`).run()
-  })
+  await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: { keep: input.keepSessionSha256 }, audit: null })
 }
