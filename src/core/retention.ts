@@ -5,11 +5,10 @@
  */
 import { isoTime } from '../clock.ts'
 import { errorFields } from '../log.ts'
-import { deleteExpiredSessions } from './sessions/sessions.ts'
+import { endExpiredSessions } from './sessions/sessions.ts'
 import { DomainError } from './errors.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
-import { transaction } from './transaction.ts'
 
 const BATCH = 200
 const MAX_BATCHES_PER_SWEEP = 50
@@ -42,7 +41,7 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
   }
   const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
   await s.store.inbound.deleteBurstBucketsBefore(oldBuckets)
-  transaction(s, (tx) => deleteExpiredSessions(tx, s.clock.now()))
+  await endExpiredSessions(s)
   return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
 }
 
