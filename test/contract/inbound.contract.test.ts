@@ -18,6 +18,10 @@ import type { Reservation } from '../../src/core/inbound/reservations.ts'
 import { storeInboundMessage } from '../../src/core/inbound/store.ts'
 import { changeLimits, createOrganization } from '../../src/core/organizations/organizations.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
+import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
+import { deleteInbox } from '../../src/core/inboxes/delete-inbox.ts'
+import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
+import type { Principal } from '../../src/core/api-keys/authenticate.ts'
 import type { Services } from '../../src/core/services.ts'
 import { sha256Hex } from '../../src/core/stored-bytes.ts'
 import { newId } from '../../src/ids.ts'
@@ -47,8 +51,14 @@ interface Inbox {
   address: string
 }
 
-/** An inbox row in `state` (a fixture: the inboxes area's verbs may not be on the port yet, and none makes a 'creating' row at will). */
+const principalOf = (organizationId: string): Principal => ({ organizationId, keyPublicId: 'contract', limits: LOCAL_TESTING_LIMITS })
+
+/** An active inbox through createInbox; a 'creating' one (no verb leaves one behind at will) as a fixture row. */
 async function inbox(backend: Backend, organizationId: string, state: 'active' | 'creating' = 'active'): Promise<Inbox> {
+  if (state === 'active') {
+    const { body } = await createInbox(backend.services(), principalOf(organizationId), { body: '', idempotencyKey: null })
+    return { id: body.data.id, organizationId, address: body.data.address }
+  }
   const localPart = `c${newId('inbox').slice(-12)}`
   const row = { id: newId('inbox'), organizationId, localPart, address: `${localPart}@inbox.test`, state, createdAt: isoTime(clock.now()) }
   const sql = backend.postgres()
@@ -267,9 +277,7 @@ describeEachBackend(
       const kept = await inbox(backend, org)
       const gone = await inbox(backend, org)
       const recipients = [await admit(s, kept.address), await admit(s, gone.address)]
-      const sql = backend.postgres()
-      if (sql) await postgresDb(sql).delete(pg.inboxes).where(eq(pg.inboxes.id, gone.id))
-      else s.storage.db.delete(lite.inboxes).where(eq(lite.inboxes.id, gone.id)).run()
+      await deleteInbox(s, principalOf(org), gone.id)
       const result = await deliver(s, recipients)
       expect(result.map((m) => m.inboxId)).toEqual([kept.id])
       expect(await monthlyCount(backend, org, '2026-03')).toBe(1)
