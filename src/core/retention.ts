@@ -3,15 +3,12 @@
  * idempotency records, burst buckets no limit reads any more, and expired console sessions. Work is done in small
  * transactions with a yield between them, so ingest never waits long for the write lock.
  */
-import { inArray, lt, lte } from 'drizzle-orm'
 import { isoTime } from '../clock.ts'
 import { errorFields } from '../log.ts'
-import { inboundBursts, messages } from '../storage/schema.ts'
-import { deleteExpiredSessions } from './sessions/sessions.ts'
+import { endExpiredSessions } from './sessions/sessions.ts'
 import { DomainError } from './errors.ts'
 import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
 import type { Services } from './services.ts'
-import { transaction } from './transaction.ts'
 
 const BATCH = 200
 const MAX_BATCHES_PER_SWEEP = 50
@@ -19,24 +16,11 @@ const BURST_BUCKETS_KEPT_MS = 60 * 60_000
 
 const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve))
 
-function deleteExpiredMessages(s: Services): number {
+async function deleteExpiredMessages(s: Services): Promise<number> {
   const now = isoTime(s.clock.now())
-  return s.disk.freeing(() =>
-    transaction(s, (tx) => {
-      const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(BATCH).all()
-      if (expired.length > 0)
-        tx.delete(messages)
-          .where(
-            inArray(
-              messages.id,
-              expired.map((row) => row.id),
-            ),
-          )
-          .run()
-      for (const row of expired) s.notifier.bump(row.inboxId)
-      return expired.length
-    }),
-  )
+  const { inboxIds } = await s.disk.freeingAsync(() => s.store.inbound.deleteExpiredMessages(now, BATCH))
+  for (const inboxId of inboxIds) s.notifier.bump(inboxId)
+  return inboxIds.length
 }
 
 /** One full sweep; returns counts (tests call it directly with a moved clock). */
@@ -44,7 +28,7 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
   let messagesDeleted = 0
   let recordsDeleted = 0
   for (let i = 0; i < MAX_BATCHES_PER_SWEEP; i++) {
-    const n = deleteExpiredMessages(s)
+    const n = await deleteExpiredMessages(s)
     messagesDeleted += n
     if (n < BATCH) break
     await yieldToIngest()
@@ -56,8 +40,8 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
     await yieldToIngest()
   }
   const oldBuckets = isoTime(s.clock.now() - BURST_BUCKETS_KEPT_MS)
-  transaction(s, (tx) => tx.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, oldBuckets)).run())
-  transaction(s, (tx) => deleteExpiredSessions(tx, s.clock.now()))
+  await s.store.inbound.deleteBurstBucketsBefore(oldBuckets)
+  await endExpiredSessions(s)
   return { messages: messagesDeleted, idempotencyRecords: recordsDeleted }
 }
 

@@ -96,21 +96,23 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
       onRcptTo(address, session, callback) {
         guards.of(session.id)?.progressed()
         if (hasUnknownParameter(address, RCPT_PARAMETERS)) return callback(unknownParameter(session))
-        try {
-          const state = stateOf(session)
-          const envelope = session.envelope
-          const isLive = () => !state.closed && session.envelope === envelope
-          const reservation = admitRecipient(s, { address: address.address, isLive, admitted: state.reservations })
-          if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
-          callback()
-        } catch (error) {
-          const reply = refuse(session, error, { recipient_domain: address.address.split('@').pop() })
-          if (error instanceof InboundRefusal) {
-            const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-            s.refusedDeliveries.record(address.address, error.inboxId, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
-          }
-          callback(reply)
-        }
+        const state = stateOf(session)
+        const envelope = session.envelope
+        const isLive = () => !state.closed && session.envelope === envelope
+        admitRecipient(s, { address: address.address, isLive, admitted: state.reservations }).then(
+          (reservation) => {
+            if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
+            callback()
+          },
+          (error: unknown) => {
+            const reply = refuse(session, error, { recipient_domain: address.address.split('@').pop() })
+            if (error instanceof InboundRefusal) {
+              const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
+              s.refusedDeliveries.record(address.address, error.inboxId, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
+            }
+            callback(reply)
+          },
+        )
       },
 
       onData(stream: SMTPServerDataStream, session, callback) {

@@ -47,7 +47,7 @@ describe('GET /ready', () => {
       expect(response.body.checks.database).toBe('ok')
       expect(performance.now() - started).toBeLessThan(2_000) // the busy timeout is 5 s
       // A probe that writes now (the route's may reuse a success of the last 5 s) meets the lock too.
-      expect(readinessChecks(server.app.services, { smtpListening: () => true }, () => null, new WriteProbe()).database).toBe('ok')
+      expect((await readinessChecks(server.app.services, { smtpListening: () => true }, () => null, new WriteProbe())).database).toBe('ok')
       expect(server.logs.filter((line) => line.event === 'storage_failing' && line.kind === 'busy')).toEqual([]) // busy is writable
     } finally {
       other.exec('ROLLBACK')
@@ -89,8 +89,8 @@ test('a configured replica without Litestream as the parent process is not ready
     expect(response.status).toBe(503)
     expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok' })
     const services = unreplicated.app.services
-    expect(readinessChecks(services, { smtpListening: () => true }, () => 'litestream').litestream).toBe('ok')
-    expect(readinessChecks(services, { smtpListening: () => false }, () => 'litestream').smtp).toBe('failed')
+    expect((await readinessChecks(services, { smtpListening: () => true }, () => 'litestream')).litestream).toBe('ok')
+    expect((await readinessChecks(services, { smtpListening: () => false }, () => 'litestream')).smtp).toBe('failed')
   } finally {
     await unreplicated.stop()
     rmSync(replica, { recursive: true, force: true })

@@ -3,10 +3,7 @@
  * key, an expiry that slides forward while the session is used, and every session of a
  * user revocable at once.
  */
-import { lt } from 'drizzle-orm'
 import { isoTime } from '../../clock.ts'
-import type { DbOrTx } from '../../storage/database.ts'
-import { sessions } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
 import { looksLikeToken, newToken, sha256Hex } from '../helpers/tokens.ts'
@@ -88,13 +85,3 @@ export const listSessions = (s: Pick<AccountServices, 'store'>, user: { id: stri
 
 /** Expired rows are harmless (refused on use) but would pile up; answers how many were deleted. */
 export const endExpiredSessions = (s: Pick<AccountServices, 'clock' | 'store'>): Promise<number> => s.store.accounts.deleteExpiredSessions(isoTime(s.clock.now()))
-
-/**
- * The same inside a SQLite transaction, for the retention sweep until it calls
- * endExpiredSessions.
- */
-export const deleteExpiredSessions = (db: DbOrTx, now: number): void => {
-  db.delete(sessions)
-    .where(lt(sessions.expiresAt, isoTime(now)))
-    .run()
-}

@@ -6,9 +6,9 @@ import { HealthModel } from '../openapi/envelopes.ts'
 export const healthRoutes = (s: Services) =>
   new Elysia().get(
     '/health',
-    () => {
+    async () => {
       // Touch the database so a health check fails when storage does.
-      touchDatabase(s)
+      await touchDatabase(s)
       return { status: 'ok' as const, service: 'pigeonhole' as const }
     },
     { response: { 200: HealthModel } },

@@ -32,9 +32,15 @@ export function parentCommand(procRoot = '/proc', ppid = process.ppid): string |
 }
 
 /** `database`: PostgreSQL mode's probe result, already awaited; the SQLite heartbeat write otherwise. */
-export function readinessChecks(s: Services, probes: ReadinessProbes, parent: () => string | null = parentCommand, heartbeat = new WriteProbe(), database?: Check): Record<string, Check> {
+export async function readinessChecks(
+  s: Services,
+  probes: ReadinessProbes,
+  parent: () => string | null = parentCommand,
+  heartbeat = new WriteProbe(),
+  database?: Check,
+): Promise<Record<string, Check>> {
   return {
-    database: database ?? heartbeat.check(s),
+    database: database ?? (await heartbeat.check(s)),
     smtp: probes.smtpListening() ? 'ok' : 'failed',
     litestream: litestreamCheck(s, parent),
     replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
@@ -55,19 +61,19 @@ export class WriteProbe {
   private lastAt = -Infinity
   private last: Check = 'ok'
 
-  check(s: Services): Check {
+  async check(s: Services): Promise<Check> {
     // Only a success is reused: while failing, every check writes again (a refused write costs
     // no fsync), and a write that failed elsewhere since the last commit (mail, an API call)
     // is checked at once instead of trusting a success from a few seconds ago.
     const fresh = performance.now() - this.lastAt < WRITE_PROBE_INTERVAL_MS
     if (fresh && this.last === 'ok' && s.storageHealth.failing === null) return 'ok'
     this.lastAt = performance.now()
-    this.last = this.write(s)
+    this.last = await this.write(s)
     return this.last
   }
 
-  private write(s: Services): Check {
-    const outcome = probeHeartbeatWrite(s)
+  private async write(s: Services): Promise<Check> {
+    const outcome = await probeHeartbeatWrite(s)
     // A lock held for a moment (the CLI) is writable. But once a real write has waited out
     // the whole busy timeout and failed, and nothing has committed since, the holder is
     // still there: the next commit would fail the same way, so this is not ready.
@@ -86,7 +92,7 @@ export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = ne
     '/ready',
     async ({ set }) => {
       const database = probes.database ? await probes.database() : undefined
-      const checks = readinessChecks(s, probes, parentCommand, heartbeat, database)
+      const checks = await readinessChecks(s, probes, parentCommand, heartbeat, database)
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'

@@ -1,7 +1,189 @@
-/** The PostgreSQL side of InboundStore (../../port/inbound.ts). */
-import type { InboundStore } from '../../port/inbound.ts'
-import type { PostgresDb } from '../db.ts'
+/**
+ * The PostgreSQL side of InboundStore (../../port/inbound.ts). Unlike SQLite, writers from any
+ * number of machines run at once, so the store serialises what must be exact itself:
+ * - received_at only moves forward inside an inbox: a transaction-scoped advisory lock per
+ *   inbox orders the stores of one inbox, so the newest received_at read under it is final.
+ * - the inbox row is read FOR SHARE: deleting it waits for the store to commit (and then takes
+ *   its messages along) instead of the store inserting under an inbox already gone.
+ * - counters are increments in place (INSERT … ON CONFLICT DO UPDATE), never read-then-write.
+ * - locks are taken in one order (inboxes sorted, then counter rows by organisation and inbox),
+ *   so two stores naming the same inboxes in another order cannot deadlock.
+ * The counts a store re-checks against are committed counts; quota reservations of SMTP
+ * transactions in flight live in each machine's memory (core), so across machines admission
+ * is exact for stored mail and per machine for mail in flight.
+ */
+import { and, asc, desc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
+import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
+import type { PostgresDb, PostgresDbOrTx, PostgresTx } from '../db.ts'
+import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import { WAKE_CHANNEL } from '../wake-bus.ts'
 
-export function postgresInbound(_db: PostgresDb): InboundStore {
-  return {}
+/** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
+const HEARTBEAT_LOCK_WAIT = '1s'
+/** lock_not_available: a lock wait ran past lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03'
+
+/** Counts and limits for the active inbox matching `where`, in `periods`: one round trip. */
+async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, periods: InboundPeriods): Promise<AdmissionFacts | null> {
+  const accepted = (subject: typeof inboxes.id | typeof inboxes.organizationId) =>
+    sql<number>`coalesce((select ${inboundBursts.accepted} from ${inboundBursts} where ${inboundBursts.subjectId} = ${subject} and ${inboundBursts.bucketStartsAt} = ${periods.bucket}), 0)::int`
+  const [row] = await db
+    .select({
+      inboxId: inboxes.id,
+      organizationId: inboxes.organizationId,
+      monthlyEmails: organizations.limitMonthlyEmails,
+      inboxBurst: organizations.limitInboxBurst,
+      orgBurst: organizations.limitOrgBurst,
+      monthReceived: sql<number>`coalesce((select ${monthlyEmailUsage.received} from ${monthlyEmailUsage} where ${monthlyEmailUsage.organizationId} = ${inboxes.organizationId} and ${monthlyEmailUsage.month} = ${periods.month}), 0)::int`,
+      inboxAccepted: accepted(inboxes.id),
+      orgAccepted: accepted(inboxes.organizationId),
+    })
+    .from(inboxes)
+    .leftJoin(organizations, eq(organizations.id, inboxes.organizationId))
+    .where(and(where, eq(inboxes.state, 'active')))
+    .limit(1)
+  if (!row) return null
+  return {
+    inboxId: row.inboxId,
+    organizationId: row.organizationId,
+    limits: { monthlyEmails: row.monthlyEmails, inboxBurst: row.inboxBurst, orgBurst: row.orgBurst },
+    counts: { monthReceived: row.monthReceived, inboxAccepted: row.inboxAccepted, orgAccepted: row.orgAccepted },
+  }
+}
+
+/**
+ * notifyInbox's statement (../wake-bus.ts) for a stored message, whose payload is the bare inbox
+ * id, through Drizzle's transaction: delivered only when it commits. In PostgreSQL mode this is
+ * the only wake-up of a stored message (src/app/postgres/notifier.ts), on every machine.
+ */
+async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
+  await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`)
+}
+
+const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
+  a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
+
+async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, periods: InboundPeriods): Promise<boolean> {
+  const { message, decide } = input
+  const [inbox] = await tx
+    .select({ address: inboxes.address })
+    .from(inboxes)
+    .where(and(eq(inboxes.id, delivery.inboxId), eq(inboxes.state, 'active')))
+    .for('share')
+  if (!inbox) return false // deleted since RCPT TO
+  if (decide.recheckNeeded(delivery)) {
+    const facts = await factsWhere(tx, eq(inboxes.id, delivery.inboxId), periods)
+    if (!facts || !decide.recheck(delivery, facts)) return false
+  }
+  const [newest] = await tx.select({ at: messages.receivedAt }).from(messages).where(eq(messages.inboxId, delivery.inboxId)).orderBy(desc(messages.receivedAt)).limit(1)
+  const { receivedAt, expiresAt } = decide.times(delivery, newest?.at)
+  const { messageId, organizationId } = delivery
+  await tx.insert(messages).values({
+    id: messageId,
+    inboxId: delivery.inboxId,
+    organizationId,
+    fromName: message.fromName,
+    fromAddress: message.fromAddress,
+    toAddress: inbox.address,
+    subject: message.subject,
+    preview: message.preview,
+    sizeBytes: message.sizeBytes,
+    receivedAt,
+    expiresAt,
+    searchSubject: message.searchSubject,
+    searchSender: message.searchSender,
+    searchSenderDomain: message.searchSenderDomain,
+    internetMessageId: message.internetMessageId,
+  })
+  await tx.insert(messageContents).values({ messageId, textBody: message.textBody, htmlBody: message.htmlBody, headersJson: message.headersJson })
+  await tx.insert(messageSearchTexts).values({ messageId, text: message.searchText })
+  await tx.insert(messageSources).values({ messageId, raw: message.raw, sha256: message.rawSha256 })
+  if (message.attachments.length > 0) {
+    const ids = message.attachments.map((_, position) => delivery.attachmentIds[position]!)
+    await tx.insert(attachments).values(
+      message.attachments.map((attachment, position) => ({
+        id: ids[position]!,
+        messageId,
+        organizationId,
+        position,
+        filename: attachment.filename,
+        contentType: attachment.contentType,
+        sizeBytes: attachment.sizeBytes,
+        disposition: attachment.disposition,
+        contentId: attachment.contentId,
+      })),
+    )
+    await tx.insert(attachmentContents).values(message.attachments.map((attachment, position) => ({ attachmentId: ids[position]!, content: attachment.content, sha256: attachment.sha256 })))
+  }
+  await tx
+    .insert(monthlyEmailUsage)
+    .values({ organizationId, month: periods.month, received: 1 })
+    .onConflictDoUpdate({ target: [monthlyEmailUsage.organizationId, monthlyEmailUsage.month], set: { received: sql`${monthlyEmailUsage.received} + 1` } })
+  for (const subjectId of [delivery.inboxId, organizationId])
+    await tx
+      .insert(inboundBursts)
+      .values({ subjectId, bucketStartsAt: periods.bucket, accepted: 1 })
+      .onConflictDoUpdate({ target: [inboundBursts.subjectId, inboundBursts.bucketStartsAt], set: { accepted: sql`${inboundBursts.accepted} + 1` } })
+  await queueWake(tx, delivery.inboxId)
+  decide.stored(delivery)
+  return true
+}
+
+async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): Promise<void> {
+  await db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } })
+}
+
+export function postgresInbound(db: PostgresDb): InboundStore {
+  return {
+    admissionFacts: (localPart, periods) => factsWhere(db, eq(inboxes.localPart, localPart), periods),
+
+    async storeMessage(input) {
+      const ordered = [...input.deliveries].sort(byOrganizationThenInbox)
+      return db.transaction(async (tx) => {
+        // Every inbox's lock first, in one order: see the file's comment.
+        for (const delivery of [...ordered].sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0)))
+          await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`)
+        const periods = input.decide.begin()
+        const done: typeof ordered = []
+        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods)) done.push(delivery)
+        return done
+      })
+    },
+
+    async deleteExpiredMessages(now, limit) {
+      // SKIP LOCKED: a second sweeper (another machine) takes other rows instead of waiting
+      // for these or failing; contents, sources, search texts and attachments go by cascade.
+      const batch = db.select({ id: messages.id }).from(messages).where(lte(messages.expiresAt, now)).orderBy(asc(messages.expiresAt)).limit(limit).for('update', { skipLocked: true })
+      const deleted = await db.delete(messages).where(inArray(messages.id, batch)).returning({ inboxId: messages.inboxId })
+      return { inboxIds: deleted.map((row) => row.inboxId) }
+    },
+
+    async deleteBurstBucketsBefore(before) {
+      // Two sweepers deleting the same old buckets: the second waits for the first and finds them gone.
+      await db.delete(inboundBursts).where(lt(inboundBursts.bucketStartsAt, before))
+    },
+
+    recordHeartbeat: (name, value) => upsertSetting(db, name, value),
+
+    async probeHeartbeat(name, value) {
+      // Every machine writes the same row, so another machine's heartbeat holds its lock for
+      // a moment: waited for up to HEARTBEAT_LOCK_WAIT, then 'busy'. Anything else is 'failed'.
+      try {
+        await db.transaction(async (tx) => {
+          await tx.execute(sql.raw(`set local lock_timeout = '${HEARTBEAT_LOCK_WAIT}'`))
+          await upsertSetting(tx, name, value)
+        })
+        return { outcome: 'committed' }
+      } catch (error) {
+        // Drizzle wraps the driver's error; the SQLSTATE is on it or on its cause.
+        const code = (error as { code?: string }).code ?? (error as { cause?: { code?: string } }).cause?.code
+        if (code === LOCK_NOT_AVAILABLE) return { outcome: 'busy' }
+        return { outcome: 'failed', error }
+      }
+    },
+
+    async touch() {
+      await db.execute(sql`select 1`)
+    },
+  }
 }

@@ -6,8 +6,8 @@
  * these run inside the store's write transaction like any `tx` query would.
  */
 import { and, desc, eq, sql } from 'drizzle-orm'
-import { preparedPerDatabase } from '../../storage/prepared.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../storage/schema.ts'
+import { preparedPerDatabase } from '../../prepared.ts'
+import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../../schema.ts'
 
 const p = sql.placeholder
 
@@ -55,6 +55,16 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .from(inboxes)
     .where(and(eq(inboxes.id, p('inboxId')), eq(inboxes.state, 'active')))
     .prepare(),
+  limitOverrides: db
+    .select({ monthlyEmails: organizations.limitMonthlyEmails, inboxBurst: organizations.limitInboxBurst, orgBurst: organizations.limitOrgBurst })
+    .from(organizations)
+    .where(eq(organizations.id, p('organizationId')))
+    .prepare(),
+  receivedInMonth: db
+    .select({ received: monthlyEmailUsage.received })
+    .from(monthlyEmailUsage)
+    .where(and(eq(monthlyEmailUsage.organizationId, p('organizationId')), eq(monthlyEmailUsage.month, p('month'))))
+    .prepare(),
   acceptedInBucket: db
     .select({ accepted: inboundBursts.accepted })
     .from(inboundBursts)
@@ -95,5 +105,10 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .insert(inboundBursts)
     .values({ subjectId: p('subjectId'), bucketStartsAt: p('bucket'), accepted: 1 })
     .onConflictDoUpdate({ target: [inboundBursts.subjectId, inboundBursts.bucketStartsAt], set: { accepted: sql`${inboundBursts.accepted} + 1` } })
+    .prepare(),
+  writeSetting: db
+    .insert(settings)
+    .values({ name: p('name'), value: p('value') })
+    .onConflictDoUpdate({ target: settings.name, set: { value: sql`excluded.value` } })
     .prepare(),
 }))
