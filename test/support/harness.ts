@@ -1,7 +1,17 @@
 /**
  * Starts the real server (HTTP and SMTP on ports the OS picks) on a fresh temp SQLite
  * file, and offers small helpers to speak real HTTP to it. Nothing of ours is mocked.
+ *
+ * PIGEONHOLE_TEST_BACKEND picks the storage the server runs on:
+ * - `sqlite` (the default): one server on a fresh SQLite file.
+ * - `postgres`: one server with DATABASE_URL on a fresh database of the run's cluster.
+ * - `postgres-pair`: two servers (machines A and B) on one fresh database, each port behind
+ *   a retrying proxy, so consecutive HTTP requests and SMTP connections alternate between
+ *   the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
+ *   is machine A's.
+ * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
+import { describe } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
@@ -12,6 +22,8 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
+import { migratedDatabase } from './postgres.ts'
+import { startRetryingProxy } from './retrying-proxy.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned } from './tls-seed.ts'
 
@@ -24,6 +36,33 @@ import { layDownSelfSigned } from './tls-seed.ts'
  */
 const TEST_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: '8' }
 export const REAL_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: String(loadConfig({}).consolePasswordMemoryKib) }
+
+export type TestBackend = 'sqlite' | 'postgres' | 'postgres-pair'
+const BACKENDS: TestBackend[] = ['sqlite', 'postgres', 'postgres-pair']
+
+/** The backend PIGEONHOLE_TEST_BACKEND names (sqlite when unset); an unknown name stops the run. */
+export function testBackend(): TestBackend {
+  const named = process.env.PIGEONHOLE_TEST_BACKEND || 'sqlite'
+  if (!BACKENDS.includes(named as TestBackend)) throw new Error(`PIGEONHOLE_TEST_BACKEND must be one of ${BACKENDS.join(', ')}, not ${named}`)
+  return named as TestBackend
+}
+
+const skipsReported = new Set<string>()
+
+/**
+ * `describe` on the listed backends; on any other, `describe.skip` with one line saying why
+ * (the test opens the SQLite file, kills a process, reads one process's state...). Every
+ * use is a place where the PostgreSQL modes are not proven by the API suite: keep it rare.
+ */
+export function describeForBackends(backends: TestBackend[], reason: string, label: string, body: () => void): void {
+  const backend = testBackend()
+  const runs = backends.includes(backend)
+  if (!runs && !skipsReported.has(label)) {
+    skipsReported.add(label)
+    console.warn(`skipped on ${backend}: ${label} (${reason})`)
+  }
+  describe.skipIf(!runs)(label, body)
+}
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -60,7 +99,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
+  const app = await startBackend(config, options, logger, dir)
 
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
@@ -104,6 +143,41 @@ export async function startTestServer(options: TestServerOptions = {}) {
     async stop() {
       await app.stop()
       rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/**
+ * The server(s) for the chosen backend. In the pair, machine B gets its own folder (its
+ * spool and TLS files are per machine, as on Fly) and the same config otherwise; logs of
+ * both machines go to one list.
+ */
+async function startBackend(config: ReturnType<typeof loadConfig>, options: TestServerOptions, logger: ReturnType<typeof createLogger>, dir: string): Promise<RunningApp> {
+  const backend = testBackend()
+  if (backend === 'sqlite') return startApp({ config, clock: options.clock, routing: options.routing, logger })
+  const withUrl = { ...config, databaseUrl: await migratedDatabase(), databasePoolSize: Math.min(config.databasePoolSize, 4) }
+  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+  if (backend === 'postgres') return a
+  const bPath = join(dir, 'b', 'pigeonhole.db')
+  await layDownSelfSigned(bPath, config.receivingDomain)
+  let b: RunningApp
+  try {
+    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+  } catch (error) {
+    await a.stop()
+    throw error
+  }
+  const http = startRetryingProxy(() => [a.httpPort, b.httpPort])
+  const smtp = startRetryingProxy(() => [a.smtpPort, b.smtpPort])
+  return {
+    ...a,
+    httpPort: http.port,
+    smtpPort: smtp.port,
+    httpUrl: `http://127.0.0.1:${http.port}`,
+    async stop() {
+      await Promise.all([a.stop(), b.stop()])
+      http.stop()
+      smtp.stop()
     },
   }
 }
