@@ -11,7 +11,7 @@
  *   is machine A's.
  * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
-import { describe } from 'bun:test'
+import { describe, setDefaultTimeout } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
@@ -22,7 +22,7 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
-import { migratedDatabase } from './postgres.ts'
+import { migratedDatabase, testCluster } from './postgres.ts'
 import { startRetryingProxy } from './retrying-proxy.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned } from './tls-seed.ts'
@@ -45,6 +45,15 @@ export function testBackend(): TestBackend {
   const named = process.env.PIGEONHOLE_TEST_BACKEND || 'sqlite'
   if (!BACKENDS.includes(named as TestBackend)) throw new Error(`PIGEONHOLE_TEST_BACKEND must be one of ${BACKENDS.join(', ')}, not ${named}`)
   return named as TestBackend
+}
+
+// The cluster starts when this module loads (a few seconds on busy cores), not inside the
+// first test's hook, whose 5 s timeout would cut initdb off. A server there also migrates a
+// fresh database and, for the pair, starts two assemblies: hooks and tests get 20 s (a file
+// that sets its own default after its imports keeps it).
+if (testBackend() !== 'sqlite') {
+  testCluster()
+  setDefaultTimeout(20_000)
 }
 
 const skipsReported = new Set<string>()
@@ -99,7 +108,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app = await startBackend(config, options, logger, dir)
+  const { app, machines } = await startBackend(config, options, logger, dir)
 
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
@@ -123,6 +132,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
 
   return {
     app,
+    /** Every server behind `url`: one, or machines A and B of the pair (per-machine state lives there). */
+    machines,
     config,
     logs,
     databasePath,
@@ -152,12 +163,20 @@ export async function startTestServer(options: TestServerOptions = {}) {
  * spool and TLS files are per machine, as on Fly) and the same config otherwise; logs of
  * both machines go to one list.
  */
-async function startBackend(config: ReturnType<typeof loadConfig>, options: TestServerOptions, logger: ReturnType<typeof createLogger>, dir: string): Promise<RunningApp> {
+async function startBackend(
+  config: ReturnType<typeof loadConfig>,
+  options: TestServerOptions,
+  logger: ReturnType<typeof createLogger>,
+  dir: string,
+): Promise<{ app: RunningApp; machines: RunningApp[] }> {
   const backend = testBackend()
-  if (backend === 'sqlite') return startApp({ config, clock: options.clock, routing: options.routing, logger })
+  if (backend === 'sqlite') {
+    const app = await startApp({ config, clock: options.clock, routing: options.routing, logger })
+    return { app, machines: [app] }
+  }
   const withUrl = { ...config, databaseUrl: await migratedDatabase(), databasePoolSize: Math.min(config.databasePoolSize, 4) }
   const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
-  if (backend === 'postgres') return a
+  if (backend === 'postgres') return { app: a, machines: [a] }
   const bPath = join(dir, 'b', 'pigeonhole.db')
   await layDownSelfSigned(bPath, config.receivingDomain)
   let b: RunningApp
@@ -169,7 +188,7 @@ async function startBackend(config: ReturnType<typeof loadConfig>, options: Test
   }
   const http = startRetryingProxy(() => [a.httpPort, b.httpPort])
   const smtp = startRetryingProxy(() => [a.smtpPort, b.smtpPort])
-  return {
+  const app: RunningApp = {
     ...a,
     httpPort: http.port,
     smtpPort: smtp.port,
@@ -180,6 +199,7 @@ async function startBackend(config: ReturnType<typeof loadConfig>, options: Test
       smtp.stop()
     },
   }
+  return { app, machines: [a, b] }
 }
 
 /** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */
