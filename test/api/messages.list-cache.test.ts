@@ -135,7 +135,7 @@ test('a waiting request with a bad cursor answers 422 even when every long-poll 
   )
   const principal = { organizationId: tenant.organizationId, keyPublicId: tenant.key.slice(8, 24) }
   // Slots held on every machine behind the URL (two when the suite runs on a pair).
-  const held = () => server.machines.reduce((sum, machine) => sum + machine.services.longPolls.count(principal).key, 0)
+  const held = () => server.sum((services) => services.longPolls.count(principal).key)
   await until(() => held() === 10, '10 polls to hold slots')
   expect(held()).toBe(10)
   const full = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)

@@ -22,6 +22,7 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
+import type { Services } from '../../src/core/services.ts'
 import { migratedDatabase, testCluster } from './postgres.ts'
 import { startRetryingProxy } from './retrying-proxy.ts'
 import { scratchDir } from './scratch.ts'
@@ -134,6 +135,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
     app,
     /** Every server behind `url`: one, or machines A and B of the pair (per-machine state lives there). */
     machines,
+    /** A per-machine count (waits held, listeners) summed over every machine behind `url`. */
+    sum: (count: (services: Services) => number): number => machines.reduce((total, machine) => total + count(machine.services), 0),
     config,
     logs,
     databasePath,
