@@ -11,7 +11,7 @@
  *   is machine A's.
  * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
-import { describe, setDefaultTimeout } from 'bun:test'
+import { describe } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
@@ -23,6 +23,8 @@ import { createOrganization } from '../../src/core/organizations/organizations.t
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
 import type { Services } from '../../src/core/services.ts'
+import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { countRows } from './messages.ts'
 import { migratedDatabase, testCluster } from './postgres.ts'
 import { startRetryingProxy } from './retrying-proxy.ts'
 import { scratchDir } from './scratch.ts'
@@ -49,13 +51,10 @@ export function testBackend(): TestBackend {
 }
 
 // The cluster starts when this module loads (a few seconds on busy cores), not inside the
-// first test's hook, whose 5 s timeout would cut initdb off. A server there also migrates a
-// fresh database and, for the pair, starts two assemblies: hooks and tests get 20 s (a file
-// that sets its own default after its imports keeps it).
-if (testBackend() !== 'sqlite') {
-  testCluster()
-  setDefaultTimeout(20_000)
-}
+// first test's hook, whose timeout would cut initdb off. Starting a server there also
+// migrates a fresh database (and, for the pair, starts two assemblies): run these backends
+// with `bun test --timeout 20000` (.ci/run does).
+if (testBackend() !== 'sqlite') testCluster()
 
 const skipsReported = new Set<string>()
 
@@ -109,7 +108,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const { app, machines } = await startBackend(config, options, logger, dir)
+  const { app, machines, databaseUrl } = await startBackend(config, options, logger, dir)
 
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
@@ -150,6 +149,24 @@ export async function startTestServer(options: TestServerOptions = {}) {
     async extraKey(organizationId: string): Promise<string> {
       return (await createApiKey(app.services, CLI_ACTOR, { organizationId })).key
     },
+    /**
+     * `SELECT count(*) AS n ...` with `?` parameters, read straight from the database as an
+     * operator would (the SQLite file read-only, or the PostgreSQL database).
+     */
+    async countRows(sql: string, ...params: string[]): Promise<number> {
+      if (!databaseUrl) return countRows(databasePath, sql, ...params)
+      const pg = openPostgres(databaseUrl, { max: 1 })
+      try {
+        let n = 0
+        const [row] = await pg.unsafe(
+          sql.replaceAll('?', () => `$${++n}`),
+          params,
+        )
+        return Number(row!.n)
+      } finally {
+        await pg.end()
+      }
+    },
     request,
     get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),
     delete: <T = any>(path: string, key?: string | null) => request<T>('DELETE', path, { key }),
@@ -171,15 +188,16 @@ async function startBackend(
   options: TestServerOptions,
   logger: ReturnType<typeof createLogger>,
   dir: string,
-): Promise<{ app: RunningApp; machines: RunningApp[] }> {
+): Promise<{ app: RunningApp; machines: RunningApp[]; databaseUrl?: string }> {
   const backend = testBackend()
   if (backend === 'sqlite') {
     const app = await startApp({ config, clock: options.clock, routing: options.routing, logger })
     return { app, machines: [app] }
   }
-  const withUrl = { ...config, databaseUrl: await migratedDatabase(), databasePoolSize: Math.min(config.databasePoolSize, 4) }
+  const databaseUrl = await migratedDatabase()
+  const withUrl = { ...config, databaseUrl, databasePoolSize: Math.min(config.databasePoolSize, 4) }
   const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
-  if (backend === 'postgres') return { app: a, machines: [a] }
+  if (backend === 'postgres') return { app: a, machines: [a], databaseUrl }
   const bPath = join(dir, 'b', 'pigeonhole.db')
   await layDownSelfSigned(bPath, config.receivingDomain)
   let b: RunningApp
@@ -202,7 +220,7 @@ async function startBackend(
       smtp.stop()
     },
   }
-  return { app, machines: [a, b] }
+  return { app, machines: [a, b], databaseUrl }
 }
 
 /** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */
