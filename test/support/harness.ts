@@ -110,6 +110,19 @@ export async function startTestServer(options: TestServerOptions = {}) {
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const { app, machines, databaseUrl } = await startBackend(config, options, logger, dir)
 
+  let pg: ReturnType<typeof openPostgres> | undefined
+  async function query(sql: string, ...params: unknown[]): Promise<Record<string, any>[]> {
+    if (!databaseUrl) return app.services.storage.sqlite.query(sql).all(...(params as string[])) as Record<string, any>[]
+    pg ??= openPostgres(databaseUrl, { max: 1 })
+    let n = 0
+    return [
+      ...(await pg.unsafe(
+        sql.replaceAll('?', () => `$${++n}`),
+        params as string[],
+      )),
+    ]
+  }
+
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
     if (init.key) headers.authorization = `Bearer ${init.key}`
@@ -155,23 +168,21 @@ export async function startTestServer(options: TestServerOptions = {}) {
      */
     async countRows(sql: string, ...params: string[]): Promise<number> {
       if (!databaseUrl) return countRows(databasePath, sql, ...params)
-      const pg = openPostgres(databaseUrl, { max: 1 })
-      try {
-        let n = 0
-        const [row] = await pg.unsafe(
-          sql.replaceAll('?', () => `$${++n}`),
-          params,
-        )
-        return Number(row!.n)
-      } finally {
-        await pg.end()
-      }
+      const [row] = await query(sql, ...params)
+      return Number(row!.n)
     },
+    /**
+     * One SQL statement with `?` parameters straight on the server's database, behind the
+     * server's back (to seed what the API cannot make, or to damage stored bytes). Written
+     * in the SQL both dialects share.
+     */
+    query,
     request,
     get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),
     delete: <T = any>(path: string, key?: string | null) => request<T>('DELETE', path, { key }),
     post: <T = any>(path: string, key: string | null, body?: unknown, headers?: Record<string, string>) => request<T>('POST', path, { key, body, headers }),
     async stop() {
+      await pg?.end()
       await app.stop()
       rmSync(dir, { recursive: true, force: true })
     },
