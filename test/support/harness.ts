@@ -152,6 +152,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
     config,
     logs,
     databasePath,
+    /** DATABASE_URL of the PostgreSQL backends; undefined on SQLite. */
+    databaseUrl,
     url: app.httpUrl,
     /** A new organisation with one key, made as the operator's `cli orgs create` and `cli keys create` make them. */
     async tenant(name = 'test-org'): Promise<Tenant> {
