@@ -26,7 +26,7 @@ import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
 import { freePort, spawnChild, waitHttp, waitTcp, type Child } from '../lib/proc.ts'
 import { round } from '../lib/stats.ts'
-import { pigeonholeEnv, ROOT, runCli, SERVER_ENTRY, tempDir } from '../lib/targets.ts'
+import { pigeonholeEnv, profileFlags, ROOT, runCli, SERVER_ENTRY, tempDir } from '../lib/targets.ts'
 import { emptySamples, pigeonholeEndToEnd } from './end-to-end.ts'
 import { ingestRound, type IngestRound } from './ingest.ts'
 import { pigeonholeLatency, summarize, type LatencyResult } from './latency.ts'
@@ -92,7 +92,7 @@ async function startMachine(name: string, entry: string, url: string, key: strin
   const dir = tempDir(`pg-${name}`)
   const [port, smtpPort] = [await freePort(), await freePort()]
   const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE) }
-  const child = spawnChild(`pigeonhole-postgres-${name}`, [process.execPath, entry], env, ROOT)
+  const child = spawnChild(`pigeonhole-postgres-${name}`, [process.execPath, ...profileFlags(), entry], env, ROOT)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
   await waitTcp(child, smtpPort)
