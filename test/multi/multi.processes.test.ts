@@ -5,7 +5,8 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { type MachineProcess, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
-import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -48,5 +49,72 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     expect(woken.body.data).toHaveLength(1)
     expect(woken.body.data[0].subject).toBe('across machines')
     expect(woken.body.data[0].text).toContain('woken on B')
+  })
+
+  test('kill -9 of machine A in the middle of ingest: every message that got 250 is readable through B, which served throughout', async () => {
+    const key = a.tenants[0]!.keys[0]!
+    const senders = 4
+    const inboxes: { id: string; address: string }[] = []
+    for (let i = 0; i < senders; i++) {
+      const created = await api(b, 'POST', '/v1/inboxes', key)
+      expect(created.status).toBe(201)
+      inboxes.push(created.body.data)
+    }
+    const acknowledged: string[][] = inboxes.map(() => [])
+    let unanswered = 0
+    let killed = false
+    // Each sender keeps one connection to A and sends transaction after transaction until A dies.
+    const sending = inboxes.map(async ({ address }, i) => {
+      const client = await SmtpClient.connect(a.smtp)
+      try {
+        await client.command('EHLO sender.test')
+        for (let n = 0; ; n++) {
+          const subject = `kill-${i}-${n}`
+          const reply = await Promise.race([client.transaction({ to: [address] }, simpleMessage({ to: address, subject })), client.closed().then(() => null)])
+          if (reply?.data?.code === 250) acknowledged[i]!.push(subject)
+          else {
+            // The connection died with A (a transaction cut short, never acknowledged).
+            if (killed) unanswered++
+            else throw new Error(`A refused ${subject} before the kill: ${JSON.stringify(reply)}`)
+            return
+          }
+        }
+      } finally {
+        client.destroy()
+      }
+    })
+    // B serves reads throughout: before, during and after A's death.
+    const bStatuses: number[] = []
+    let watching = true
+    const watchB = (async () => {
+      while (watching) {
+        bStatuses.push((await api(b, 'GET', '/v1/inboxes', key)).status)
+        await Bun.sleep(50)
+      }
+    })()
+    await until(() => acknowledged.every((list) => list.length >= 5), 'every sender to have messages acknowledged by A', { timeoutMs: 30_000 })
+    killed = true
+    await a.kill()
+    await Promise.all(sending)
+    // B also still takes mail after A's death.
+    const afterwards = await sendMail(b.smtp, { to: [inboxes[0]!.address] }, simpleMessage({ to: inboxes[0]!.address, subject: 'after-the-kill' }))
+    expect(afterwards.data?.code).toBe(250)
+    watching = false
+    await watchB
+    expect(bStatuses.length).toBeGreaterThan(0)
+    expect(bStatuses.filter((status) => status !== 200)).toEqual([])
+    for (const [i, inbox] of inboxes.entries()) {
+      const stored = new Set<string>()
+      for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+        const listed = await api(b, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, key)
+        expect(listed.status).toBe(200)
+        for (const message of listed.body.data) stored.add(message.subject)
+        cursor = listed.body.next_cursor
+      }
+      expect(acknowledged[i]!.filter((subject) => !stored.has(subject))).toEqual([])
+    }
+    console.info(`kill -9 during ingest: ${acknowledged.flat().length} messages acknowledged by A, all readable on B; ${unanswered} transactions cut short`)
+    // A comes back on the same database for the tests after this one.
+    await a.start()
   })
 })
