@@ -26,6 +26,35 @@ const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port
 export type HttpServer = Server<undefined>
 type Answer = (request: Request, peer: () => string) => Response | Promise<Response>
 
+/**
+ * Servers whose drain has begun. `stop(false)` only stops accepting: a client (or a proxy such
+ * as Fly's) that keeps a connection alive could send request after request on it for as long as
+ * the drain lasts, new long polls included, and a patient drain would never end. So from the
+ * drain on, every answer says `Connection: close`, and the next request opens a connection,
+ * which the proxy gives to a machine that still listens.
+ */
+const draining = new WeakSet<HttpServer>()
+
+function closingConnection(response: Response): Response {
+  try {
+    response.headers.set('connection', 'close')
+  } catch {
+    // Immutable headers (a response passed through as it came): closed by the stop's end instead.
+  }
+  return response
+}
+
+/** An answer decided after the drain began closes its connection (see `draining`). */
+function answerClosingWhenDraining(server: HttpServer, response: Response | Promise<Response>): Response | Promise<Response> {
+  if (response instanceof Promise) return response.then((settled) => (draining.has(server) ? closingConnection(settled) : settled))
+  return draining.has(server) ? closingConnection(response) : response
+}
+
+function beginDrain(http: HttpServer): Promise<void> {
+  draining.add(http)
+  return http.stop(false)
+}
+
 /** One port for the API and the console; `answer` gets the peer's address lazily (only the console reads it). */
 export function listenHttp(config: Config, answer: Answer): HttpServer {
   try {
@@ -37,7 +66,11 @@ export function listenHttp(config: Config, answer: Answer): HttpServer {
       // Bun would answer an oversized body with a bare 413; we refuse it ourselves with the error
       // envelope, reading at most 64 KiB of any body (src/web/body.ts).
       maxRequestBodySize: 1024 * 1024 * 1024,
-      fetch: (request, server) => answer(request, () => server.requestIP(request)?.address ?? ''),
+      fetch: (request, server) =>
+        answerClosingWhenDraining(
+          server,
+          answer(request, () => server.requestIP(request)?.address ?? ''),
+        ),
     })
   } catch (error) {
     throw explainListenError(error, 'PORT', config.port)
@@ -106,7 +139,7 @@ const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, 
  * SHUTDOWN_TIMEOUT_MS.
  */
 export async function drain(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number): Promise<void> {
-  const httpIdle = http.stop(false)
+  const httpIdle = beginDrain(http)
   const smtpClosed = closeSmtp(smtp)
   const giveUp = new AbortController()
   const waitsOnly = onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)
@@ -132,7 +165,7 @@ function until(done: () => boolean): Promise<void> {
  * is cut by the HTTP stop, as in SQLite mode.
  */
 export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number, endLiveStreams: () => void, longPollsMs = LONG_POLL_DRAIN_MS): Promise<void> {
-  const httpIdle = http.stop(false)
+  const httpIdle = beginDrain(http)
   const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
   let gaveUp = false
   // No request in flight at all means nothing waits, whatever a count says.

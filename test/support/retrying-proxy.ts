@@ -5,6 +5,15 @@
  * Bytes are piped both ways unchanged, so it carries HTTP and SMTP alike. A connection
  * already open to a backend that then closes is closed on the client's side too, once what
  * the backend sent has been passed on: the client sees the close, as it would in production.
+ *
+ * With `{ http: true }` it keeps HTTP clients' connections as Fly's HTTP proxy does: a client's
+ * keep-alive connection is to the proxy, not to a machine. A backend that closes a connection
+ * (a stopping server closing its idle keep-alive connections) leaves the client's open, and
+ * the client's next request goes to a backend that listens. Request bytes that a backend
+ * closed on without answering a byte (sent as it was closing) are sent again to the next
+ * backend, as Fly's proxy retries a request a machine did not take: a stopping server closes
+ * only connections with no request in progress, so nothing is done twice. Not for SMTP,
+ * whose session cannot move to another server mid-way.
  */
 import type { Socket, TCPSocketListener } from 'bun'
 
@@ -19,6 +28,10 @@ interface Link {
   toClient: Outbox
   toBackend: Outbox
   closed: boolean
+  /** HTTP mode: client bytes the current backend has not answered yet (sent again if it closes). */
+  unanswered: Uint8Array[]
+  /** HTTP mode: a backend connection is being opened. */
+  connecting: boolean
 }
 
 function send(out: Outbox, chunk: Uint8Array): void {
@@ -60,7 +73,7 @@ export interface RetryingProxy {
 }
 
 /** Listens on 127.0.0.1 on a free port; `backends()` is read per connection (ports may change). */
-export function startRetryingProxy(backends: () => number[]): RetryingProxy {
+export function startRetryingProxy(backends: () => number[], options: { http?: boolean } = {}): RetryingProxy {
   let next = 0
   let failed = 0
   const routed: number[] = []
@@ -72,7 +85,19 @@ export function startRetryingProxy(backends: () => number[]): RetryingProxy {
     endAfterQueue(link.toBackend)
   }
 
+  /** HTTP mode: the backend went away; the client's connection stays, unanswered bytes go again. */
+  function detach(link: Link, backend: Socket<Link>): void {
+    if (backend !== link.toBackend.socket) return // an earlier backend's late close
+    if (!options.http || link.closed) {
+      close(link)
+      return
+    }
+    link.toBackend = { socket: null, queue: link.unanswered.map((chunk) => new Uint8Array(chunk)), ending: false }
+    if (link.unanswered.length > 0) void connectBackend(link)
+  }
+
   async function connectBackend(link: Link): Promise<void> {
+    link.connecting = true
     const ports = backends()
     for (let attempt = 0; attempt < ports.length; attempt++) {
       const index = next++ % ports.length
@@ -82,22 +107,36 @@ export function startRetryingProxy(backends: () => number[]): RetryingProxy {
           port: ports[index]!,
           data: link,
           socket: {
-            data: (_socket, chunk) => send(link.toClient, chunk),
+            data: (_socket, chunk) => {
+              link.unanswered = []
+              send(link.toClient, chunk)
+            },
             drain: () => flush(link.toBackend),
-            close: () => close(link),
-            error: () => close(link),
+            close: (socket) => detach(link, socket),
+            error: (socket) => detach(link, socket),
           },
         })
         routed[index] = (routed[index] ?? 0) + 1
         link.toBackend.socket = backend
-        flush(link.toBackend)
+        link.connecting = false
+        if (link.closed) backend.end()
+        else flush(link.toBackend)
         return
       } catch {
         // Refused: this backend is not listening now; try the next one.
       }
     }
     failed++
+    link.connecting = false
     close(link)
+  }
+
+  function fromClient(link: Link, chunk: Uint8Array): void {
+    if (options.http) {
+      link.unanswered.push(new Uint8Array(chunk))
+      if (!link.toBackend.socket && !link.connecting) void connectBackend(link)
+    }
+    send(link.toBackend, chunk)
   }
 
   const listener: TCPSocketListener<Link> = Bun.listen<Link>({
@@ -105,11 +144,11 @@ export function startRetryingProxy(backends: () => number[]): RetryingProxy {
     port: 0,
     socket: {
       open(client) {
-        const link: Link = { toClient: { socket: client, queue: [], ending: false }, toBackend: { socket: null, queue: [], ending: false }, closed: false }
+        const link: Link = { toClient: { socket: client, queue: [], ending: false }, toBackend: { socket: null, queue: [], ending: false }, closed: false, unanswered: [], connecting: false }
         client.data = link
         void connectBackend(link)
       },
-      data: (client, chunk) => send(client.data.toBackend, chunk),
+      data: (client, chunk) => fromClient(client.data, chunk),
       drain: (client) => flush(client.data.toClient),
       close: (client) => close(client.data),
       error: (client) => close(client.data),

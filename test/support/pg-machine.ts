@@ -1,0 +1,44 @@
+/**
+ * One PostgreSQL-mode machine as its own process, for test/multi/ tests that need a real
+ * kill -9 and a real SIGTERM. Run as `bun test/support/pg-machine.ts` with the server's
+ * environment (DATABASE_URL, DATABASE_PATH, PORT, SMTP_PORT, ...). It starts the same
+ * assembly `bun src/index.ts` starts, passing `allowIncompletePostgres` so it runs whether or
+ * not this build has switched PostgreSQL mode on (the option does nothing once it has), stops
+ * the same way on SIGTERM, and prints one JSON line on stdout once both listeners accept:
+ * `{"http":<port>,"smtp":<port>,"tenants":[...]}`. The tenants are organisations with their keys
+ * that PG_MACHINE_TENANTS asks this machine to make (as `cli orgs create` and `cli keys create`
+ * would), for the test to use on every machine. test/support/pg-processes.ts drives it.
+ */
+import { startApp } from '../../src/app.ts'
+import { loadConfigOrExit } from '../../src/config.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
+import { errorFields } from '../../src/log.ts'
+
+const app = await startApp({ config: loadConfigOrExit(), allowIncompletePostgres: true })
+const { logger } = app.services
+process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))
+process.on('uncaughtException', (error) => logger.error('uncaught_exception', errorFields(error)))
+let stopping = false
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return
+    stopping = true
+    app.stop().then(
+      () => process.exit(0),
+      () => process.exit(1),
+    )
+  })
+}
+// PG_MACHINE_TENANTS: `preset:keys` per organisation, comma-separated (`hosted:4,local:1`).
+const tenants: { organizationId: string; keys: string[] }[] = []
+for (const [index, spec] of (process.env.PG_MACHINE_TENANTS ?? '').split(',').filter(Boolean).entries()) {
+  const [preset, count] = spec.split(':')
+  if (preset !== 'hosted' && preset !== 'local') throw new Error(`PG_MACHINE_TENANTS: unknown preset ${preset}`)
+  const org = await createOrganization(app.services, CLI_ACTOR, { name: `multi-${index}`, preset })
+  const keys: string[] = []
+  for (let i = 0; i < Number(count ?? '1'); i++) keys.push((await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key)
+  tenants.push({ organizationId: org.id, keys })
+}
+process.stdout.write(`${JSON.stringify({ http: app.httpPort, smtp: app.smtpPort, tenants })}\n`)

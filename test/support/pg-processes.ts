@@ -1,0 +1,123 @@
+/**
+ * PostgreSQL-mode machines as child processes (test/support/pg-machine.ts), so that a test's
+ * kill -9 and SIGTERM are real signals to a real process. Each machine keeps its own folder
+ * (DATABASE_PATH: its spool and its STARTTLS certificate) across restarts, as a Fly machine
+ * keeps its volume, and listens on ports the OS picks anew at every start.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { ROOT } from './entry-process.ts'
+import { scratchDir } from './scratch.ts'
+import { layDownSelfSigned, SEED_DOMAIN } from './tls-seed.ts'
+
+export interface MachineTenant {
+  organizationId: string
+  keys: string[]
+}
+
+export interface MachineProcess {
+  readonly name: string
+  /** This start's ports; 0 while stopped. */
+  http: number
+  smtp: number
+  readonly httpUrl: string
+  readonly running: boolean
+  /** Tenants made by the first start (PG_MACHINE_TENANTS). */
+  tenants: MachineTenant[]
+  /** Everything the process wrote so far (all starts), for failure messages. */
+  output(): string
+  /** Starts the process (again) and waits for its listeners. */
+  start(extraEnv?: Record<string, string>): Promise<void>
+  /** SIGTERM (PostgreSQL mode's patient drain); resolves with the exit code. */
+  stop(): Promise<number | null>
+  /** SIGKILL, as a crash; resolves once the process is gone. */
+  kill(): Promise<void>
+  /** Kills the process if it runs and removes its folder. */
+  remove(): Promise<void>
+}
+
+const exited = (child: ChildProcess) =>
+  new Promise<number | null>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode)
+    else child.once('exit', (code) => resolve(code))
+  })
+
+export function pgMachine(name: string, databaseUrl: string, env: Record<string, string> = {}): MachineProcess {
+  const dir = scratchDir(`pigeonhole-machine-${name}-`)
+  const databasePath = join(dir, 'pigeonhole.db')
+  let child: ChildProcess | null = null
+  let log = ''
+  const machine: MachineProcess = {
+    name,
+    http: 0,
+    smtp: 0,
+    get httpUrl() {
+      return `http://127.0.0.1:${machine.http}`
+    },
+    get running() {
+      return child !== null && child.exitCode === null && child.signalCode === null
+    },
+    tenants: [],
+    output: () => log,
+    async start(extraEnv = {}) {
+      if (machine.running) throw new Error(`machine ${name} is already running`)
+      await layDownSelfSigned(databasePath, SEED_DOMAIN)
+      const spawned = spawn(process.execPath, ['test/support/pg-machine.ts'], {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH ?? '',
+          HOME: process.env.HOME ?? dir,
+          HOST: '127.0.0.1',
+          PORT: '0',
+          SMTP_PORT: '0',
+          DATABASE_PATH: databasePath,
+          DATABASE_URL: databaseUrl,
+          DATABASE_POOL_SIZE: '4',
+          RECEIVING_DOMAIN: SEED_DOMAIN,
+          LOG_LEVEL: 'warn',
+          ...env,
+          ...extraEnv,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      })
+      child = spawned
+      spawned.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+        log += chunk
+      })
+      const started = await new Promise<{ http: number; smtp: number; tenants: MachineTenant[] }>((resolve, reject) => {
+        let stdout = ''
+        spawned.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+          log += chunk
+          stdout += chunk
+          const line = stdout.split('\n').find((l) => l.startsWith('{"http"'))
+          if (line) resolve(JSON.parse(line))
+        })
+        spawned.once('exit', (code, signal) => reject(new Error(`machine ${name} exited (${code ?? signal}) before listening:\n${log}`)))
+      })
+      machine.http = started.http
+      machine.smtp = started.smtp
+      if (started.tenants.length > 0) machine.tenants = started.tenants
+    },
+    async stop() {
+      if (!child || !machine.running) return child?.exitCode ?? null
+      const running = child
+      running.kill('SIGTERM')
+      const code = await exited(running)
+      machine.http = machine.smtp = 0
+      return code
+    },
+    async kill() {
+      if (!child || !machine.running) return
+      const running = child
+      running.kill('SIGKILL')
+      await exited(running)
+      machine.http = machine.smtp = 0
+    },
+    async remove() {
+      await machine.kill()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+  return machine
+}
