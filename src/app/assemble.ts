@@ -158,7 +158,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
-      reservations: new InboundReservations(),
+      reservations: postgres?.reservations ?? new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
       parser,
       spool,
