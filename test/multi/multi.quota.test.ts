@@ -171,4 +171,40 @@ describeWithPostgres('quota reservations across two machines', () => {
       rmSync(c.dir, { recursive: true, force: true })
     }
   })
+
+  test("a stopping machine gives back what it still holds: quota units and createInbox's claims in progress, at once", async () => {
+    const target = await inboxWith({ monthlyEmails: 1 })
+    const c = await startMachine(url, clock)
+    let running = true
+    try {
+      const sc = c.app.services
+      // Held with no SMTP session to release it: only the machine's close can.
+      const facts = {
+        inboxId: target.inboxId,
+        organizationId: target.organizationId,
+        limits: { monthlyEmails: null, inboxBurst: null, orgBurst: null },
+        counts: { monthReceived: 0, inboxAccepted: 0, orgAccepted: 0 },
+      }
+      await sc.reservations.hold({ facts, periods: { month: '2026-03', bucket: '2026-03-10T09:15:00.000Z' }, limits: { monthlyEmails: 1, inboxBurst: 10, orgBurst: 25 }, isLive: () => true })
+      const claim = {
+        organizationId: target.organizationId,
+        key: 'stopping-key',
+        fingerprint: 'f1',
+        now: new Date(clock.now()).toISOString(),
+        expiresAt: new Date(clock.now() + 86_400_000).toISOString(),
+      }
+      expect((await sc.store.inboxes.claimIdempotencyKey(claim)).outcome).toBe('claimed')
+      expect((await b.app.services.store.inboxes.claimIdempotencyKey(claim)).outcome).toBe('in_progress')
+      expect(await held(target.organizationId)).toBe(1)
+
+      await c.app.stop()
+      running = false
+      expect(await held(target.organizationId)).toBe(0)
+      // Without the stopped machine's lease, the key is taken over now rather than after 30 s.
+      expect((await b.app.services.store.inboxes.claimIdempotencyKey(claim)).outcome).toBe('claimed')
+    } finally {
+      if (running) await c.app.stop()
+      rmSync(c.dir, { recursive: true, force: true })
+    }
+  })
 })

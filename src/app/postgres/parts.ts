@@ -56,7 +56,10 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   const slots = createSlotLeases(sql, { holder, clock })
   const quota = createQuotaReservations(sql, { holder, clock })
   let notifier: PostgresInboxNotifier | undefined
+  let store: Store | undefined
   const giveBack = async () => {
+    // The store's own leases (idempotency claims of createInbox) and their heartbeat.
+    await store?.close().catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     // Freed now rather than in 30 s: the other machines may hand these slots out at once.
     await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     // SMTP transactions have ended by now (the drain finished them): any row left is a unit
@@ -76,10 +79,11 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     notifier = new PostgresInboxNotifier(sql, logger)
     slots.start()
     quota.start()
+    store = createPostgresStore(sql, quota)
     return {
       sql,
       holder,
-      store: createPostgresStore(sql, quota),
+      store,
       notifier,
       requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, clock, subjects)),
       longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),

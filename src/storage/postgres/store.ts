@@ -11,12 +11,14 @@ import { postgresOrganizations } from './store/organizations.ts'
 /** `quota` converts the units admission holds in the database (see store/inbound.ts). */
 export function createPostgresStore(sql: Sql, quota: HoldConverter | null = null): Store {
   const db = postgresDb(sql)
+  const inboxes = postgresInboxes(db)
   return {
     dialect: 'postgres',
     organizations: postgresOrganizations(db),
     accounts: postgresAccounts(db),
-    inboxes: postgresInboxes(db),
+    inboxes,
     messages: postgresMessages(db),
     inbound: postgresInbound(db, quota),
+    close: () => inboxes.close(),
   }
 }
