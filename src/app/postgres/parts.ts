@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
+import { MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../console/live-streams.ts'
 import { SharedInboundReservations } from '../../core/inbound/shared-reservations.ts'
 import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
 import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
@@ -20,6 +21,7 @@ import type { Storage } from '../../storage/database.ts'
 import type { Store } from '../../storage/port.ts'
 import { openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
+import { createLiveStreamLeases, type LiveStreamLeases } from '../../storage/postgres/live-stream-leases.ts'
 import { createQuotaReservations, type QuotaReservations } from '../../storage/postgres/quota-reservations.ts'
 import { admitRequest } from '../../storage/postgres/request-counter.ts'
 import { createSlotLeases, type SlotLeases } from '../../storage/postgres/slot-leases.ts'
@@ -43,6 +45,8 @@ export interface PostgresParts {
   /** Quota units held at RCPT TO, as rows with this machine's lease. */
   quota: QuotaReservations
   reservations: SharedInboundReservations
+  /** The console's live-stream bounds, as slot leases of this machine. */
+  streamSlots: LiveStreamLeases
   messagePages: NeverHitPageCache
   probe: DatabaseProbe
   close(): Promise<void>
@@ -55,6 +59,8 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   const slots = createSlotLeases(sql, { holder, clock })
   const quota = createQuotaReservations(sql, { holder, clock })
+  // Same holder and table as the long-poll slots: the close below frees both.
+  const streamSlots = createLiveStreamLeases(sql, { holder, clock, bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION } })
   let notifier: PostgresInboxNotifier | undefined
   let store: Store | undefined
   const giveBack = async () => {
@@ -70,6 +76,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   const close = async () => {
     slots.stop()
     quota.stop()
+    streamSlots.stop()
     // A database that does not answer must not hold the stop: the leases then run out by themselves.
     await Promise.race([giveBack(), Bun.sleep(CLOSE_WAIT_MS)])
     // Ending a pool whose connections the server already dropped may report that drop: nothing is left to undo.
@@ -79,6 +86,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     notifier = new PostgresInboxNotifier(sql, logger)
     slots.start()
     quota.start()
+    streamSlots.start()
     store = createPostgresStore(sql, quota)
     return {
       sql,
@@ -89,6 +97,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
       longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),
       slots,
       quota,
+      streamSlots,
       reservations: new SharedInboundReservations(quota, (error) => logger.warn('quota_release_failed', errorFields(error))),
       messagePages: new NeverHitPageCache(),
       probe: new DatabaseProbe(sql, health),
