@@ -12,6 +12,7 @@ import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
 import { MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../console/live-streams.ts'
+import { SharedSignInThrottle, SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
 import { SharedInboundReservations } from '../../core/inbound/shared-reservations.ts'
 import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
 import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
@@ -22,6 +23,7 @@ import type { Store } from '../../storage/port.ts'
 import { openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
 import { createLiveStreamLeases, type LiveStreamLeases } from '../../storage/postgres/live-stream-leases.ts'
+import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
 import { createQuotaReservations, type QuotaReservations } from '../../storage/postgres/quota-reservations.ts'
 import { admitRequest } from '../../storage/postgres/request-counter.ts'
 import { createSlotLeases, type SlotLeases } from '../../storage/postgres/slot-leases.ts'
@@ -47,6 +49,8 @@ export interface PostgresParts {
   reservations: SharedInboundReservations
   /** The console's live-stream bounds, as slot leases of this machine. */
   streamSlots: LiveStreamLeases
+  /** The console's password-guess counts, in the database. */
+  signInThrottle: SharedSignInThrottle
   messagePages: NeverHitPageCache
   probe: DatabaseProbe
   close(): Promise<void>
@@ -98,6 +102,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
       slots,
       quota,
       streamSlots,
+      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, clock, SIGN_IN_RULES), (error) => logger.warn('sign_in_count_failed', errorFields(error))),
       reservations: new SharedInboundReservations(quota, (error) => logger.warn('quota_release_failed', errorFields(error))),
       messagePages: new NeverHitPageCache(),
       probe: new DatabaseProbe(sql, health),
