@@ -1,6 +1,4 @@
 import { isoTime } from '../clock.ts'
-import type { Db } from '../storage/database.ts'
-import { emailsReceivedIn } from '../storage/sqlite/store/messages.ts'
 import type { Principal } from './api-keys/authenticate.ts'
 import type { Usage } from './models.ts'
 import type { Services } from './services.ts'
@@ -11,14 +9,6 @@ export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: n
   const startsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1)
   const endsAt = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)
   return { key: isoTime(startsAt).slice(0, 7), startsAt, endsAt }
-}
-
-/**
- * Messages stored for the organisation in the month `monthKey` (committed ones only), read
- * from SQLite directly: RCPT admission's count, until admission reads through the port.
- */
-export function emailsReceived(db: Db, organizationId: string, monthKey: string): number {
-  return emailsReceivedIn(db, organizationId, monthKey)
 }
 
 /**

@@ -4,10 +4,14 @@
  * the inbox; the searched part of a subject is bounded, so a listing stays cheap, and the
  * filter still finds what a real subject holds.
  */
-import { afterAll, beforeAll, expect, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { SEARCH_SUBJECT_CHARS } from '../../src/core/inbound/store.ts'
 import type { TestServer, Tenant } from '../support/harness.ts'
 import { deliver, startWithInbox } from '../support/messages.ts'
+
+// Three 1 MB headers parsed and stored before the tests: seconds on a machine other work keeps
+// busy, past bun's 5 s default for the hook. A deadline, not a speed (the bound below is CPU time).
+setDefaultTimeout(30_000)
 
 let server: TestServer
 let tenant: Tenant

@@ -3,9 +3,13 @@
  * an interval after doing work; none while it keeps working, none while it stays idle.
  * Short intervals stand in for the server's seconds.
  */
-import { expect, test } from 'bun:test'
+import { expect, setDefaultTimeout, test } from 'bun:test'
 import { collectWhenQuiet } from '../../src/quiet-collection.ts'
 import { until } from '../support/wait.ts'
+
+// 360 ms of this thread's CPU takes seconds of wall time when other work holds the cores; the
+// waits below are deadlines for a hang, and bun's 5 s default must not cut them short.
+setDefaultTimeout(30_000)
 
 const threadCpuMs = () => {
   const { user, system } = process.threadCpuUsage()

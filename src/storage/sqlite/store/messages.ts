@@ -227,7 +227,7 @@ export function searchSelect(db: Db, { organizationId, now, filters, window, aft
 
 // ---- Usage.
 
-// Prepared once: RCPT admission reads the month's count for every recipient.
+// Prepared once: getUsage reads it on every call, and the console's pages show it.
 const receivedInMonth = preparedPerDatabase((db) =>
   db
     .select({ received: monthlyEmailUsage.received })
@@ -237,7 +237,7 @@ const receivedInMonth = preparedPerDatabase((db) =>
 )
 
 /** Messages stored for the organisation in the month 'YYYY-MM' (committed ones only). */
-export const emailsReceivedIn = (db: Db, organizationId: string, month: string): number => receivedInMonth(db).get({ organizationId, month })?.received ?? 0
+const emailsReceivedIn = (db: Db, organizationId: string, month: string): number => receivedInMonth(db).get({ organizationId, month })?.received ?? 0
 
 export function sqliteMessages(storage: Storage): MessageStore {
   const { db } = storage
