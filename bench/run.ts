@@ -22,6 +22,7 @@ import { memoryPhase } from './phases/memory.ts'
 import { type BigMailFloodResult, bigMailFloodPhase } from './phases/big-mail-flood.ts'
 import { readsPhase } from './phases/reads.ts'
 import { POSTGRES_FULL, POSTGRES_QUICK, postgresPhase } from './phases/postgres.ts'
+import { POSTGRES_SERVERS_FULL, POSTGRES_SERVERS_QUICK, postgresServersPhase } from './phases/postgres-servers.ts'
 
 const quick = process.argv.includes('--quick')
 const settings = quick
@@ -41,6 +42,7 @@ const settings = quick
       longPolls: 100,
       startupRuns: 2,
       postgres: POSTGRES_QUICK,
+      postgresServers: POSTGRES_SERVERS_QUICK,
     }
   : {
       ingestRounds: 3,
@@ -58,6 +60,7 @@ const settings = quick
       longPolls: 1000,
       startupRuns: 7,
       postgres: POSTGRES_FULL,
+      postgresServers: POSTGRES_SERVERS_FULL,
     }
 
 const log = (message: string) => console.error(`[bench ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
@@ -160,6 +163,9 @@ try {
   log('postgres: wake-ups across two pools, admission, slot leases, quota reservations, idempotency claims')
   const postgres = await postgresPhase({ ...settings.postgres, log })
   if ('skipped' in postgres) log(`postgres: skipped (${postgres.skipped})`)
+  log('postgres servers: ingest with one and two machines, connect → content, wake-up across machines')
+  const postgresServers = await postgresServersPhase(shapes.text_2kb, { ...settings.postgresServers, log })
+  if ('skipped' in postgresServers) log(`postgres servers: skipped (${postgresServers.skipped})`)
 
   // Full mode only: it moves about 1.8 GB and needs a memory cgroup (root).
   let bigMailFlood: BigMailFloodResult = { skipped: 'quick mode' }
@@ -185,6 +191,7 @@ try {
     memory,
     capacity,
     postgres,
+    postgres_servers: postgresServers,
     big_mail_flood: bigMailFlood,
   }
   const { text, summary } = summarizeRun(results)
@@ -196,12 +203,13 @@ try {
   console.log(`\nRaw figures written to ${file}`)
 
   const missing = missingFigures(summary)
-  const unverified = ingest.filter((round) => !round.verified)
+  const postgresIngest = 'skipped' in postgresServers ? [] : [...postgresServers.ingest.one, ...postgresServers.ingest.two]
+  const unverified = [...ingest, ...postgresIngest].filter((round) => !round.verified)
   // .ci/run installs PostgreSQL and sets this, as for the tests: a broken install fails CI instead of skipping.
-  const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && 'skipped' in postgres
+  const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && ('skipped' in postgres || 'skipped' in postgresServers)
   if (missing.length > 0 || unverified.length > 0 || postgresMissing) {
     console.error(
-      `Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}${postgresMissing ? `; the PostgreSQL phase was skipped (${postgres.skipped})` : ''}`,
+      `Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}${postgresMissing ? `; a PostgreSQL phase was skipped (${'skipped' in postgres ? postgres.skipped : 'skipped' in postgresServers ? postgresServers.skipped : ''})` : ''}`,
     )
     process.exit(1)
   }

@@ -9,6 +9,7 @@ import type { IngestRound } from './phases/ingest.ts'
 import { summarize as latencySummary } from './phases/latency.ts'
 import type { MemoryResult } from './phases/memory.ts'
 import type { PostgresResult } from './phases/postgres.ts'
+import type { PostgresIngest, PostgresServersResult } from './phases/postgres-servers.ts'
 import type { ReadRound } from './phases/reads.ts'
 
 interface Results {
@@ -24,6 +25,7 @@ interface Results {
   memory: MemoryResult
   capacity: CapacityResult
   postgres: PostgresResult
+  postgres_servers: PostgresServersResult
 }
 
 const pct = (value: number) => `${fmt(value * 100)}%`
@@ -153,6 +155,39 @@ export function summarize(results: Results) {
     }
   }
 
+  const pgs = results.postgres_servers
+  let postgresServers: Record<string, unknown> = {}
+  if (!('skipped' in pgs)) {
+    const per = (rounds: PostgresIngest[], machine: 'A' | 'B', field: 'perSecond' | 'cpuMsPerMessage' | 'mainThreadCpuMsPerMessage' | 'databaseCpuMsPerMessage') =>
+      median(rounds.filter((r) => r.machine === machine).map((r) => r[field]))
+    const ingestRow = (rounds: PostgresIngest[], machine: 'A' | 'B') => ({
+      perSecond: per(rounds, machine, 'perSecond'),
+      cpuMsPerMessage: per(rounds, machine, 'cpuMsPerMessage'),
+      mainThreadCpuMsPerMessage: per(rounds, machine, 'mainThreadCpuMsPerMessage'),
+      databaseCpuMsPerMessage: per(rounds, machine, 'databaseCpuMsPerMessage'),
+    })
+    const one = ingestRow(pgs.ingest.one, 'A')
+    const two = { A: ingestRow(pgs.ingest.two, 'A'), B: ingestRow(pgs.ingest.two, 'B') }
+    const c2c = pgs.connectToContent
+    const wakeX = pgs.wakeAcrossMachines
+    goals.push(goal('postgres connect to content p50 (ms)', c2c.p50Ms, '<=', 15, ' ms'))
+    goals.push(goal('postgres connect to content p99 (ms)', c2c.p99Ms, '<=', 40, ' ms'))
+    goals.push(goal('postgres wake-up across machines p99 (ms)', wakeX.p99Ms, '<=', 20, ' ms'))
+    const [c2cP50, c2cP99, wakeGoal] = goals.slice(-3) as [Goal, Goal, Goal]
+    const cpu = (r: ReturnType<typeof ingestRow>) => `${fmt(r.cpuMsPerMessage, 2)}, ${fmt(r.mainThreadCpuMsPerMessage, 2)}; ${fmt(r.databaseCpuMsPerMessage, 2)}`
+    rows.push([`PostgreSQL mode servers (${pgs.entry}, pool ${pgs.poolSize} per machine)`, '', '', '', '', '', ''])
+    rows.push([`  ingest ${results.shapes.text_2kb?.label ?? '2 KB'}, one machine (msg/s)`, fmt(one.perSecond), '', '', '', '', ''])
+    rows.push(['    CPU per message: server, its main thread; database (ms)', cpu(one), '', '', '', '', ''])
+    rows.push(['  ingest, two machines at once: A + B (msg/s)', `${fmt(two.A.perSecond)} + ${fmt(two.B.perSecond)}`, '', '', '', '', ''])
+    rows.push(['    CPU per message on A: server, main thread; database (ms)', cpu(two.A), '', '', '', '', ''])
+    rows.push(['    CPU per message on B: server, main thread; database (ms)', cpu(two.B), '', '', '', '', ''])
+    rows.push([`  TCP connect → content (ms p50 / p90 / p99, n=${c2c.samples})`, spread(c2c), '', '', '', '<= 15 / - / <= 40', mark(c2cP50, c2cP99)])
+    rows.push([`  wake-up, A's 250 → B's answer (ms p50 / p90 / p99, n=${wakeX.samples})`, spread(wakeX), '', '', '', '<= 20 (p99)', mark(wakeGoal)])
+    postgresServers = { ingest_one_machine: one, ingest_two_machines: two, connect_to_content_ms: c2c, wake_across_machines_ms: wakeX }
+  }
+  const postgresServersSkipped = 'skipped' in pgs ? `PostgreSQL servers phase skipped: ${pgs.skipped}` : ''
+  const skips = [postgresSkipped, postgresServersSkipped].filter(Boolean)
+
   const header: Row = ['Measure', 'Pigeonhole', `maildev ${results.machine.maildev}`, 'ceiling', 'ratio', 'goal', '']
   const mc = results.machine
   const intro = `Machine: ${mc.nproc} cores, ${mc.cpu}, ${mc.memory_gib} GiB; Bun ${mc.bun}, node ${mc.node}. Command: ${results.command}`
@@ -160,7 +195,7 @@ export function summarize(results: Results) {
     'Ceilings: ingest = smtp-server on Bun that discards each message; reads = bare Bun.serve returning the same bytes.\n' +
     'Ratios: ingest and reads = Pigeonhole / maildev and Pigeonhole / ceiling; latency = maildev / Pigeonhole (at p50). Medians of alternating rounds;\n' +
     'latencies pool every sample. "→ content": a new SMTP connection per message, ending when the waiting long poll (include=content) or maildev\'s feed has the message.'
-  const text = [intro, '', table(header, rows), ...(postgresSkipped ? [postgresSkipped] : []), '', notes].join('\n')
+  const text = [intro, '', table(header, rows), ...skips, '', notes].join('\n')
   const summary = {
     ingest,
     wake_latency_ms: wake,
@@ -170,8 +205,9 @@ export function summarize(results: Results) {
     startup_ms: m.startupMs,
     capacity: c,
     postgres: pg,
+    postgres_servers: postgresServers,
     goals,
-    markdown: [intro, '', markdown(header, rows), ...(postgresSkipped ? ['', postgresSkipped] : [])].join('\n'),
+    markdown: [intro, '', markdown(header, rows), ...(skips.length > 0 ? ['', ...skips] : [])].join('\n'),
   }
   return { text, summary }
 }

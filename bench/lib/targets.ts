@@ -46,7 +46,7 @@ export function pigeonholeEnv(databasePath: string, port: number, smtpPort: numb
 }
 
 /** BENCH_CPU_PROF_DIR=<dir> runs the server under Bun's CPU profiler (written as Markdown on exit). */
-function profileFlags(): string[] {
+export function profileFlags(): string[] {
   const dir = process.env.BENCH_CPU_PROF_DIR
   return dir ? ['--cpu-prof', '--cpu-prof-md', `--cpu-prof-dir=${dir}`] : []
 }

@@ -27,14 +27,15 @@ export function summarize(target: string, samples: number[]): LatencyResult {
   return { target, samples: samples.length, p50Ms: percentile(samples, 50), p90Ms: percentile(samples, 90), p99Ms: percentile(samples, 99), maxMs: Math.max(...samples) }
 }
 
-export async function pigeonholeLatency(api: PigeonholeApi, smtpPort: number, shape: Shape, count: number): Promise<number[]> {
+/** `waiter` (by default `api`, the same server) holds the long poll: another machine for the wake-up across machines. */
+export async function pigeonholeLatency(api: PigeonholeApi, smtpPort: number, shape: Shape, count: number, waiter: PigeonholeApi = api): Promise<number[]> {
   const client = await SmtpClient.connect(smtpPort)
   const samples: number[] = []
   for (let i = 0; i < count + WARM_UP; i++) {
     // A fresh inbox per sample, as in the recommended test flow; nothing matches until the mail lands.
     const inbox = await api.createInbox()
-    const url = `${api.base}/v1/inboxes/${inbox.id}/messages?wait_seconds=30&limit=1&include=content`
-    const answered = fetch(url, { headers: api.headers }).then(async (response) => {
+    const url = `${waiter.base}/v1/inboxes/${inbox.id}/messages?wait_seconds=30&limit=1&include=content`
+    const answered = fetch(url, { headers: waiter.headers }).then(async (response) => {
       const body = await response.text()
       return { at: performance.now(), status: response.status, body }
     })

@@ -72,7 +72,7 @@ const figures = (samples: number[]): LatencyFigures => ({
 })
 
 /** User + system CPU of the cluster's processes (the postmaster and every child: backends, walwriter…). */
-function serverCpuMs(port: number): number {
+export function serverCpuMs(port: number): number {
   const pids = readdirSync('/proc').filter((name) => /^\d+$/.test(name))
   const statOf = (pid: string) => {
     try {

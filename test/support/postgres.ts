@@ -10,7 +10,7 @@
  * line saying why (`describeWithPostgres`), so `bun test` passes with Bun alone; .ci/run
  * installs Debian's `postgresql` so CI always runs them.
  *
- * The bench's PostgreSQL phase (bench/phases/postgres.ts) starts its cluster here too.
+ * The bench's PostgreSQL phases (bench/phases/postgres.ts, postgres-servers.ts) start their cluster here too.
  */
 import { describe } from 'bun:test'
 import { chmodSync, chownSync, existsSync, readdirSync, readFileSync } from 'node:fs'

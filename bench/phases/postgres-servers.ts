@@ -1,0 +1,209 @@
+/**
+ * The server itself in PostgreSQL mode: one and two server processes (the production bundle,
+ * DATABASE_URL set) on one database of the throwaway local cluster (test/support/postgres.ts,
+ * `fsync=off`), measured the way the SQLite phases measure the SQLite server:
+ *
+ * - Ingest of 2 KB messages, 8 connections per machine (bench/phases/ingest.ts): with one
+ *   machine, then with two taking mail at the same time (each its own inbox of one
+ *   organisation). Per machine: messages a second and the server process's CPU per message;
+ *   beside it the cluster's CPU per message (postmaster and every backend, from /proc).
+ * - Connect → content on one machine (bench/phases/end-to-end.ts): the long poll waits, a new
+ *   SMTP connection delivers, the sample ends when the poll's answer is read.
+ * - Wake-up across machines (bench/phases/latency.ts): the long poll waits on B, the mail goes
+ *   into A on a kept connection; the sample is from A's `250` to B's answer.
+ *
+ * The organisation and key are made with the admin CLI in a SQLite file and moved over with
+ * `db copy --to`, as an operator moving to PostgreSQL does (the CLI's other commands speak
+ * SQLite only). Until src/app/postgres/mode.ts switches the mode on, the servers run
+ * bench/servers/postgres-server.ts bundled the same way as dist/server.js; after that, the
+ * bundle itself.
+ */
+import { mkdirSync, rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { POSTGRES_MODE_COMPLETE } from '../../src/app/postgres/mode.ts'
+import { freshDatabase, testCluster } from '../../test/support/postgres.ts'
+import type { Shape } from '../lib/messages.ts'
+import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
+import { freePort, spawnChild, waitHttp, waitTcp, type Child } from '../lib/proc.ts'
+import { round } from '../lib/stats.ts'
+import { pigeonholeEnv, profileFlags, ROOT, runCli, SERVER_ENTRY, tempDir } from '../lib/targets.ts'
+import { emptySamples, pigeonholeEndToEnd } from './end-to-end.ts'
+import { ingestRound, type IngestRound } from './ingest.ts'
+import { pigeonholeLatency, summarize, type LatencyResult } from './latency.ts'
+import { serverCpuMs } from './postgres.ts'
+
+export interface PostgresServersSettings {
+  ingestRounds: number
+  ingestMs: number
+  warmUpMs: number
+  endToEndSamples: number
+  wakeSamples: number
+  log: (message: string) => void
+}
+
+/** `bun run bench`. */
+export const POSTGRES_SERVERS_FULL = { ingestRounds: 3, ingestMs: 2000, warmUpMs: 300, endToEndSamples: 200, wakeSamples: 300 }
+/** `--quick` (CI): about ten seconds, two server starts included. */
+export const POSTGRES_SERVERS_QUICK = { ingestRounds: 1, ingestMs: 400, warmUpMs: 150, endToEndSamples: 20, wakeSamples: 30 }
+
+/** Ingest of one round on one machine, with the cluster's CPU spread over the round's messages. */
+export interface PostgresIngest extends IngestRound {
+  machine: 'A' | 'B'
+  databaseCpuMsPerMessage: number
+}
+
+export type PostgresServersResult =
+  | { skipped: string }
+  | {
+      entry: string
+      poolSize: number
+      /** Rounds with A alone, and rounds with A and B at once (one row per machine). */
+      ingest: { one: PostgresIngest[]; two: PostgresIngest[] }
+      connectToContent: LatencyResult
+      wakeAcrossMachines: LatencyResult
+    }
+
+/** Connections each machine's pool opens (DATABASE_POOL_SIZE's default). */
+const POOL_SIZE = 10
+
+interface Machine {
+  child: Child
+  api: PigeonholeApi
+  smtpPort: number
+  stop(): Promise<void>
+}
+
+/** The entry the servers run: the bundle once the mode is switched on, else the bench's entry beside it. */
+function serverEntry(): string {
+  if (POSTGRES_MODE_COMPLETE) return SERVER_ENTRY
+  // Measuring the source (BENCH_SERVER_ENTRY=src/index.ts): the entry's source too.
+  if (SERVER_ENTRY.endsWith('.ts')) return 'bench/servers/postgres-server.ts'
+  const outfile = join('dist', 'bench-postgres-server.js')
+  const built = Bun.spawnSync({
+    cmd: [process.execPath, 'build', 'bench/servers/postgres-server.ts', '--target=bun', '--minify', `--outfile=${outfile}`],
+    cwd: ROOT,
+  })
+  if (built.exitCode !== 0) throw new Error(`building the PostgreSQL entry failed: ${built.stderr.toString()}`)
+  return outfile
+}
+
+async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number]): Promise<Machine> {
+  // Each machine keeps its spool (and its self-signed certificate) beside its own DATABASE_PATH.
+  const dir = tempDir(`pg-${name}`)
+  const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE) }
+  const child = spawnChild(`pigeonhole-postgres-${name}`, [process.execPath, ...profileFlags(), entry], env, ROOT)
+  const base = `http://127.0.0.1:${port}`
+  await waitHttp(child, `${base}/health`)
+  await waitTcp(child, smtpPort)
+  return {
+    child,
+    api: new PigeonholeApi(base, key),
+    smtpPort,
+    async stop() {
+      await child.stop()
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
+}
+
+/** One organisation and key made by the CLI in SQLite, copied into the empty database `url`. */
+function seed(url: string): string {
+  const dir = tempDir('pg-seed')
+  try {
+    mkdirSync(dir, { recursive: true })
+    const env = { DATABASE_PATH: join(dir, 'seed.db'), RECEIVING_DOMAIN: 'bench.test' }
+    // --local: the limits a test run never meets (LOCAL_TESTING_LIMITS), above what even the
+    // full run asks of one key (about 500 inboxes, 1,100 requests in a minute at most).
+    const org = runCli(env, 'orgs', 'create', 'bench', '--local', '--create')
+    const key = runCli(env, 'keys', 'create', org)
+    runCli(env, 'db', 'copy', '--to', url)
+    return key
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+async function ingestOn(machine: Machine, name: 'A' | 'B', shape: Shape, durationMs: number): Promise<IngestRound & { machine: 'A' | 'B' }> {
+  const round = await ingestRound(
+    {
+      name: `pigeonhole_postgres_${name}`,
+      pid: machine.child.pid,
+      smtpPort: machine.smtpPort,
+      async prepare() {
+        const inbox = await machine.api.createInbox()
+        return { to: inbox.address, stored: () => machine.api.countMessages(inbox.id) }
+      },
+    },
+    shape,
+    durationMs,
+  )
+  return { ...round, machine: name }
+}
+
+/** Runs the machines' rounds at once; the cluster's CPU over them is shared by all their messages. */
+async function ingestTogether(machines: [Machine, 'A' | 'B'][], shape: Shape, durationMs: number, port: number): Promise<PostgresIngest[]> {
+  const before = serverCpuMs(port)
+  const rounds = await Promise.all(machines.map(([machine, name]) => ingestOn(machine, name, shape, durationMs)))
+  const accepted = rounds.reduce((sum, r) => sum + r.accepted, 0)
+  const databaseCpuMsPerMessage = round((serverCpuMs(port) - before) / accepted, 3)
+  return rounds.map((r) => ({ ...r, databaseCpuMsPerMessage }))
+}
+
+export async function postgresServersPhase(shape: Shape, settings: PostgresServersSettings): Promise<PostgresServersResult> {
+  let url: string
+  let port: number
+  try {
+    port = testCluster().port
+    url = await freshDatabase()
+  } catch (error) {
+    return { skipped: error instanceof Error ? error.message : String(error) }
+  }
+  const entry = serverEntry()
+  const key = seed(url)
+  const machines: Machine[] = []
+  try {
+    // Ports picked one after the other (picked at once, two could be the same free port), then
+    // both machines started together.
+    const ports: [number, number][] = []
+    for (let i = 0; i < 2; i++) ports.push([await freePort(), await freePort()])
+    const started = await Promise.allSettled([startMachine('A', entry, url, key, ports[0]!), startMachine('B', entry, url, key, ports[1]!)])
+    for (const result of started) if (result.status === 'fulfilled') machines.push(result.value)
+    const failed = started.find((result) => result.status === 'rejected')
+    if (failed) throw failed.reason
+    const [a, b] = machines as [Machine, Machine]
+
+    const one: PostgresIngest[] = []
+    const two: PostgresIngest[] = []
+    // A discarded round first on each: JIT, pools' connections, parse workers.
+    await ingestTogether([[a, 'A']], shape, settings.warmUpMs, port)
+    await ingestTogether([[b, 'B']], shape, settings.warmUpMs, port)
+    for (let r = 1; r <= settings.ingestRounds; r++) {
+      const alone = await ingestTogether([[a, 'A']], shape, settings.ingestMs, port)
+      one.push(...alone)
+      const both = await ingestTogether(
+        [
+          [a, 'A'],
+          [b, 'B'],
+        ],
+        shape,
+        settings.ingestMs,
+        port,
+      )
+      two.push(...both)
+      const line = (x: PostgresIngest) => `${x.machine} ${Math.round(x.perSecond)} msg/s, ${x.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${x.stored}/${x.accepted}`
+      settings.log(`postgres servers ingest round ${r}: one machine ${line(alone[0]!)}; two machines ${both.map(line).join('; ')}; database ${both[0]!.databaseCpuMsPerMessage} ms CPU/msg`)
+    }
+
+    const endToEnd = emptySamples()
+    await pigeonholeEndToEnd(a.api, a.smtpPort, shape, settings.endToEndSamples, endToEnd)
+    const connectToContent = summarize('pigeonhole_postgres', endToEnd.connect)
+    settings.log(`postgres servers connect → content: p50 ${connectToContent.p50Ms.toFixed(1)} ms, p99 ${connectToContent.p99Ms.toFixed(1)} ms`)
+
+    const wakeAcrossMachines = summarize('pigeonhole_postgres', await pigeonholeLatency(a.api, a.smtpPort, shape, settings.wakeSamples, b.api))
+    settings.log(`postgres servers wake-up from A's 250 to B's answer: p50 ${wakeAcrossMachines.p50Ms.toFixed(2)} ms, p99 ${wakeAcrossMachines.p99Ms.toFixed(2)} ms`)
+
+    return { entry, poolSize: POOL_SIZE, ingest: { one, two }, connectToContent, wakeAcrossMachines }
+  } finally {
+    await Promise.all(machines.map((m) => m.stop()))
+  }
+}
