@@ -15,6 +15,8 @@
  *   bun src/cli.ts db copy --to <postgres-url>   (copies the stopped server's SQLite file into an empty PostgreSQL database)
  *
  * The database file it opened is named on stderr; a missing one is created only with --create.
+ * With DATABASE_URL set, every command but `db copy` works on that PostgreSQL database
+ * instead (migrated first, as the server does at start); `db copy` still reads DATABASE_PATH.
  */
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
@@ -23,7 +25,12 @@ import { configTable, loadConfigOrExit } from './config.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
-import { openStorage } from './storage/database.ts'
+import { noSqliteStorage } from './app/postgres/parts.ts'
+import { openStorage, type Storage } from './storage/database.ts'
+import { openPostgres, type Sql } from './storage/postgres/client.ts'
+import { migratePostgres } from './storage/postgres/migrate.ts'
+import { createPostgresStore } from './storage/postgres/store.ts'
+import type { Store } from './storage/port.ts'
 import { CopyRefused, copySqliteFileToPostgres, describePostgresUrl } from './storage/postgres/copy-file.ts'
 import { createSqliteStore } from './storage/sqlite/store.ts'
 import { organizations } from './storage/schema.ts'
@@ -60,11 +67,14 @@ if (group === 'config') {
 }
 
 const config = loadConfigOrExit()
+// PostgreSQL mode: the server's database is DATABASE_URL. `db copy` reads the SQLite file
+// whatever DATABASE_URL says: it is how a file gets into PostgreSQL in the first place.
+const postgresMode = config.databaseUrl !== '' && group !== 'db'
 const databaseFile = resolve(config.databasePath)
-if (!existsSync(databaseFile) && !allowCreate) {
+if (!postgresMode && !existsSync(databaseFile) && !allowCreate) {
   fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
 }
-console.error(`database: ${databaseFile}`)
+console.error(`database: ${postgresMode ? describePostgresUrl(config.databaseUrl) : databaseFile}`)
 if (group === 'db') {
   const url = rest[0]
   if (action !== 'copy' || arg !== '--to' || !url || !/^postgres(ql)?:\/\/./.test(url)) fail(USAGE, 64)
@@ -79,14 +89,27 @@ if (group === 'db') {
   }
   process.exit(0)
 }
-const storage = openStorage(config.databasePath)
+let storage: Storage
+let store: Store
+let sql: Sql | null = null
+if (postgresMode) {
+  // Migrated as the server migrates at start (under its lock): a CLI run first on a new
+  // database leaves it as a server expects it.
+  await migratePostgres(config.databaseUrl)
+  sql = openPostgres(config.databaseUrl, { max: 2 })
+  store = createPostgresStore(sql)
+  storage = noSqliteStorage()
+} else {
+  storage = openStorage(config.databasePath)
+  store = createSqliteStore(storage)
+}
 /** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
 const table = (rows: Record<string, unknown>[], columns: string[]) => {
   console.log(columns.map((c) => c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)).join('\t'))
   for (const row of rows) console.log(columns.map((c) => row[c] ?? '-').join('\t'))
 }
 
-const cli = { config, storage, store: createSqliteStore(storage), clock: systemClock, fail }
+const cli = { config, storage, store, clock: systemClock, fail }
 
 try {
   switch (group === 'setup-link' ? group : `${group} ${action}`) {
@@ -125,5 +148,6 @@ try {
       fail(USAGE, 64)
   }
 } finally {
-  storage.sqlite.close()
+  if (sql) await sql.end()
+  else storage.sqlite.close()
 }

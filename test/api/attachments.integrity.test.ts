@@ -29,7 +29,6 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
-const sql = () => server.app.services.storage.sqlite
 const corruptLines = () => server.logs.filter((line) => line.event === 'stored_bytes_corrupt')
 
 async function corruptCount(kind: string): Promise<number> {
@@ -38,11 +37,11 @@ async function corruptCount(kind: string): Promise<number> {
 }
 
 /** Flips the lowest bit of one byte in the middle of a stored blob, as a bad sector or a bad restore would. */
-function flipOneBit(table: string, column: string, idColumn: string, id: string): void {
-  const row = sql().query(`SELECT ${column} AS bytes FROM ${table} WHERE ${idColumn} = ?`).get(id) as { bytes: Uint8Array }
-  const bytes = Buffer.from(row.bytes)
+async function flipOneBit(table: string, column: string, idColumn: string, id: string): Promise<void> {
+  const [row] = (await server.query(`SELECT ${column} AS bytes FROM ${table} WHERE ${idColumn} = ?`, id)) as { bytes: Uint8Array }[]
+  const bytes = Buffer.from(row!.bytes)
   bytes[bytes.length >> 1]! ^= 1
-  sql().query(`UPDATE ${table} SET ${column} = ? WHERE ${idColumn} = ?`).run(bytes, id)
+  await server.query(`UPDATE ${table} SET ${column} = ? WHERE ${idColumn} = ?`, bytes, id)
 }
 
 async function storedRichMessage(): Promise<{ messageId: string; attachmentId: string }> {
@@ -63,10 +62,10 @@ test('every stored source and attachment carries the SHA-256 of its bytes, parse
   const [small] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'small, parsed on the event loop' }))
   const { messageId } = await storedRichMessage()
   for (const id of [small!, messageId]) {
-    const row = sql().query('SELECT raw, sha256 FROM message_sources WHERE message_id = ?').get(id) as { raw: Uint8Array; sha256: string }
-    expect(row.sha256).toBe(sha256(row.raw))
+    const [row] = (await server.query('SELECT raw, sha256 FROM message_sources WHERE message_id = ?', id)) as { raw: Uint8Array; sha256: string }[]
+    expect(row!.sha256).toBe(sha256(row!.raw))
   }
-  const attachments = sql().query('SELECT c.content, c.sha256 FROM attachment_contents c JOIN attachments a ON a.id = c.attachment_id WHERE a.message_id = ?').all(messageId) as Array<{
+  const attachments = (await server.query('SELECT c.content, c.sha256 FROM attachment_contents c JOIN attachments a ON a.id = c.attachment_id WHERE a.message_id = ?', messageId)) as Array<{
     content: Uint8Array
     sha256: string
   }>
@@ -81,7 +80,7 @@ test('one flipped bit in an attachment: 500 internal_error, one error line, the 
   expect(Buffer.from(await intact.arrayBuffer()).equals(BINARY)).toBe(true)
   const before = { lines: corruptLines().length, metric: await corruptCount('attachment') }
 
-  flipOneBit('attachment_contents', 'content', 'attachment_id', attachmentId)
+  await flipOneBit('attachment_contents', 'content', 'attachment_id', attachmentId)
   const refused = await asApi(await downloadAttachment(server, attachmentId, key))
   expectError(refused, 500, 'internal_error')
   expect(corruptLines().length).toBe(before.lines + 1)
@@ -102,7 +101,7 @@ test('one flipped bit in a raw source: the console .eml download answers 500 and
   expect((await fetch(`${server.url}${path}`, { headers: { cookie } })).status).toBe(200)
   const before = { lines: corruptLines().length, metric: await corruptCount('message_source') }
 
-  flipOneBit('message_sources', 'raw', 'message_id', messageId)
+  await flipOneBit('message_sources', 'raw', 'message_id', messageId)
   const refused = await fetch(`${server.url}${path}`, { headers: { cookie } })
   expect(refused.status).toBe(500)
   expect(refused.headers.get('content-type')).toContain('text/html')
@@ -117,23 +116,23 @@ test("a corrupt inline image leaves the console's message view up, with that ima
   const view = () => fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/html`, { headers: { cookie } })
   const intact = await (await view()).text()
   expect(intact).toContain(`data:image/png;base64,${PNG.toString('base64')}`)
-  const image = sql().query("SELECT a.id FROM attachments a WHERE a.message_id = ? AND a.content_id = 'logo@zurich'").get(messageId) as { id: string }
+  const [image] = (await server.query("SELECT a.id FROM attachments a WHERE a.message_id = ? AND a.content_id = 'logo@zurich'", messageId)) as { id: string }[]
   const before = corruptLines().length
 
-  flipOneBit('attachment_contents', 'content', 'attachment_id', image.id)
+  await flipOneBit('attachment_contents', 'content', 'attachment_id', image!.id)
   const shown = await view()
   expect(shown.status).toBe(200)
   const html = await shown.text()
   expect(html).toContain('cid:logo@zurich')
   expect(html).not.toContain('data:image/png;base64,')
   expect(corruptLines().length).toBe(before + 1)
-  expect(corruptLines().at(-1)).toMatchObject({ kind: 'attachment', id: image.id })
+  expect(corruptLines().at(-1)).toMatchObject({ kind: 'attachment', id: image!.id })
 })
 
 test('rows stored before the hashes existed (sha256 null) are served as they are', async () => {
   const { messageId, attachmentId } = await storedRichMessage()
-  sql().query('UPDATE attachment_contents SET sha256 = NULL WHERE attachment_id = ?').run(attachmentId)
-  sql().query('UPDATE message_sources SET sha256 = NULL WHERE message_id = ?').run(messageId)
+  await server.query('UPDATE attachment_contents SET sha256 = NULL WHERE attachment_id = ?', attachmentId)
+  await server.query('UPDATE message_sources SET sha256 = NULL WHERE message_id = ?', messageId)
   const file = await downloadAttachment(server, attachmentId, key)
   expect(file.status).toBe(200)
   expect(Buffer.from(await file.arrayBuffer()).equals(BINARY)).toBe(true)

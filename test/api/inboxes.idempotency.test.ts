@@ -4,7 +4,7 @@ import { startApp } from '../../src/app.ts'
 import { ManualClock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 import { SteerableRouting } from '../support/routing-double.ts'
 import { expectError, expectInbox } from '../support/shapes.ts'
 
@@ -319,7 +319,7 @@ test('an unreadable cached result is 503 idempotency_unavailable', async () => {
   const { key, organizationId } = await server.tenant()
   const idem = freshKey()
   expect((await create(key, idem)).status).toBe(201)
-  server.app.services.storage.sqlite.query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?').run('{not json', organizationId, idem)
+  await server.query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?', '{not json', organizationId, idem)
   expectError(await create(key, idem), 503, 'idempotency_unavailable')
 })
 
@@ -352,7 +352,7 @@ describe('routing rule lifecycle', () => {
   }
 })
 
-describe('restart on the same SQLite file', () => {
+describeForBackends(['sqlite'], 'restarts a server on its own SQLite file', 'restart on the same SQLite file', () => {
   /** The process on `first`'s file after it died, as after a crash and a restart (one server per file: `first` is stopped). */
   async function restart(first: TestServer) {
     await first.app.stop()

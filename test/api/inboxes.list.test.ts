@@ -1,7 +1,7 @@
 /** listInboxes: order, paging, limit and cursor validation, cursor tampering. */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type ApiResponse, type TestServer } from '../support/harness.ts'
 import { expectError, expectInbox } from '../support/shapes.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
@@ -135,29 +135,31 @@ describe('paging', () => {
     expect(seen).toEqual([...ids].reverse())
   })
 
-  test('a cursor keeps working after the server restarts on the same file', async () => {
-    // A server of its own, stopped before the restart (one server per database file).
-    const own = await startTestServer({ clock })
-    const { key } = await own.tenant()
-    await createMany(key, 3, 1, own)
-    const first = await own.get('/v1/inboxes?limit=1', key)
-    await own.app.stop()
-    const { startApp } = await import('../../src/app.ts')
-    const { loadConfig } = await import('../../src/config.ts')
-    const { createLogger } = await import('../../src/log.ts')
-    const again = await startApp({
-      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: own.databasePath, LOG_LEVEL: 'silent' }),
-      clock,
-      logger: createLogger('silent'),
+  describeForBackends(['sqlite'], 'restarts a server on its own SQLite file; a cursor read on another machine is in test/multi', 'on the same file', () => {
+    test('a cursor keeps working after the server restarts on the same file', async () => {
+      // A server of its own, stopped before the restart (one server per database file).
+      const own = await startTestServer({ clock })
+      const { key } = await own.tenant()
+      await createMany(key, 3, 1, own)
+      const first = await own.get('/v1/inboxes?limit=1', key)
+      await own.app.stop()
+      const { startApp } = await import('../../src/app.ts')
+      const { loadConfig } = await import('../../src/config.ts')
+      const { createLogger } = await import('../../src/log.ts')
+      const again = await startApp({
+        config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: own.databasePath, LOG_LEVEL: 'silent' }),
+        clock,
+        logger: createLogger('silent'),
+      })
+      try {
+        const response = await fetch(`${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: { authorization: `Bearer ${key}` } })
+        expect(response.status).toBe(200)
+        expect(((await response.json()) as any).data.length).toBe(2)
+      } finally {
+        await again.stop()
+        await own.stop()
+      }
     })
-    try {
-      const response = await fetch(`${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: { authorization: `Bearer ${key}` } })
-      expect(response.status).toBe(200)
-      expect(((await response.json()) as any).data.length).toBe(2)
-    } finally {
-      await again.stop()
-      await own.stop()
-    }
   })
 })
 

@@ -36,7 +36,7 @@ test('after the clock steps back an hour, the next message is still the newest a
   // The README's pattern: wait for anything at or after the previous message + 1 ms.
   const after = iso(Date.parse(first.received_at) + 1)
   const wait = server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=10&limit=1&received_after=${encodeURIComponent(after)}`, tenant.key)
-  await until(() => server.app.services.notifier.listenerCount(inbox.id) === 1, 'the wait to subscribe')
+  await until(() => server.sum((services) => services.notifier.listenerCount(inbox.id)) === 1, 'the wait to subscribe')
   await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'after the step' }))
 
   const woke = await wait

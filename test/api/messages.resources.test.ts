@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { BINARY, PDF_NAME, PNG, richMessage } from '../support/fixture-mail.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, countRows, deliver, downloadAttachment, newInbox, sortedKeys, startWithInbox } from '../support/messages.ts'
+import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, deliver, downloadAttachment, newInbox, sortedKeys, startWithInbox } from '../support/messages.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -78,13 +78,13 @@ describe('getMessage', () => {
 })
 
 describe('deletion', () => {
-  const rows = (sql: string, ...params: string[]) => countRows(server.databasePath, sql, ...params)
+  const rows = (sql: string, ...params: string[]) => server.countRows(sql, ...params)
 
   test('deleteMessage answers 204, then the message, its attachments and their bytes are gone', async () => {
     const [id] = await deliver(server, inbox.address, richMessage(inbox.address))
     const attachmentIds: string[] = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data.attachments.map((a: { id: string }) => a.id)
-    expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(1)
-    expect(rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(2)
+    expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(1)
+    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(2)
 
     const deleted = await server.delete(`/v1/messages/${id}`, tenant.key)
     expect(deleted.status).toBe(204)
@@ -99,10 +99,10 @@ describe('deletion', () => {
       expect(gone.status).toBe(404)
       expect(errorCode(gone)).toBe('attachment_not_found')
     }
-    expect(rows('SELECT count(*) AS n FROM messages WHERE id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM messages WHERE id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(0)
     // It is gone from the listing too.
     const listed = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data.map((m: { id: string }) => m.id)
     expect(listed).not.toContain(id)
@@ -118,19 +118,19 @@ describe('deletion', () => {
         `SELECT count(*) AS n FROM ${table} WHERE ${column} IN (SELECT a.id FROM ${table === 'attachment_contents' ? 'attachments a JOIN messages m ON a.message_id = m.id' : 'messages a'} WHERE ${table === 'attachment_contents' ? 'm' : 'a'}.inbox_id = ?)`,
         inboxId,
       )
-    expect(count('message_sources', 'message_id', doomed.id)).toBe(1)
-    expect(count('attachment_contents', 'attachment_id', doomed.id)).toBe(2)
+    expect(await count('message_sources', 'message_id', doomed.id)).toBe(1)
+    expect(await count('attachment_contents', 'attachment_id', doomed.id)).toBe(2)
     const usageBefore = (await server.get('/v1/usage', tenant.key)).body.emails.received
 
     expect((await server.delete(`/v1/inboxes/${doomed.id}`, tenant.key)).status).toBe(204)
-    expect(rows('SELECT count(*) AS n FROM messages WHERE inbox_id = ?', doomed.id)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', doomedId!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', doomedId!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)')).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM messages WHERE inbox_id = ?', doomed.id)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', doomedId!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', doomedId!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)')).toBe(0)
     expect(errorCode(await server.get(`/v1/messages/${doomedId}`, tenant.key))).toBe('message_not_found')
     // The copy in the other inbox is untouched, bytes included.
     expect((await server.get(`/v1/messages/${keptId}`, tenant.key)).status).toBe(200)
-    expect(count('attachment_contents', 'attachment_id', kept.id)).toBe(2)
+    expect(await count('attachment_contents', 'attachment_id', kept.id)).toBe(2)
     // Usage counts what arrived, not what is left.
     expect((await server.get('/v1/usage', tenant.key)).body.emails.received).toBe(usageBefore)
   })

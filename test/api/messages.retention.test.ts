@@ -8,7 +8,7 @@ import { ManualClock, isoTime } from '../../src/clock.ts'
 import { sweepOnce } from '../../src/core/retention.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
-import { countRows, deliver, newInbox, startRoomyServer } from '../support/messages.ts'
+import { deliver, newInbox, startRoomyServer } from '../support/messages.ts'
 import { richMessage } from '../support/fixture-mail.ts'
 
 // 30 days after the first of January is still January, so usage is read in one month.
@@ -24,7 +24,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const rows = (sql: string, ...params: string[]) => countRows(server.databasePath, sql, ...params)
+const rows = (sql: string, ...params: string[]) => server.countRows(sql, ...params)
 const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received
 
 describe('retention', () => {
@@ -52,13 +52,13 @@ describe('retention', () => {
     expect(await visible()).toEqual({ get: 404, list: 0, download: 404 })
     expect(errorCode(await server.get(`/v1/messages/${id}`, tenant.key))).toBe('message_not_found')
     // Invisible but not yet swept: the bytes are still in the file until the sweeper runs.
-    expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(1)
+    expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(1)
 
     expect((await sweepOnce(server.app.services)).messages).toBe(1)
-    expect(rows('SELECT count(*) AS n FROM messages WHERE id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', id!)).toBe(0)
-    expect(rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id = ?', attachmentId)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM messages WHERE id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', id!)).toBe(0)
+    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id = ?', attachmentId)).toBe(0)
     expect(await received()).toBe(1)
     // The inbox itself is not subject to retention.
     expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(200)
@@ -88,9 +88,9 @@ describe('retention', () => {
     clock.set(T0 + 31 * DAY + 1000)
     const swept = await sweepOnce(server.app.services)
     expect(swept.messages).toBe(220)
-    expect(rows('SELECT count(*) AS n FROM messages')).toBe(1)
-    expect(rows('SELECT count(*) AS n FROM message_sources')).toBe(1)
-    expect(rows('SELECT count(*) AS n FROM attachment_contents')).toBe(2) // `fresh` has two
+    expect(await rows('SELECT count(*) AS n FROM messages')).toBe(1)
+    expect(await rows('SELECT count(*) AS n FROM message_sources')).toBe(1)
+    expect(await rows('SELECT count(*) AS n FROM attachment_contents')).toBe(2) // `fresh` has two
     expect((await server.get(`/v1/messages/${fresh}`, tenant.key)).status).toBe(200)
     clock.set(T0 + 2 * DAY) // usage is per month: read January's again
     expect(await received()).toBe(before + 221)
@@ -113,17 +113,17 @@ describe('idempotency records', () => {
     const created = await server.post('/v1/inboxes', tenant.key, { prefix: 'sweep-me' }, { 'idempotency-key': 'retention-key-1' })
     expect(created.status).toBe(201)
     const records = () => rows('SELECT count(*) AS n FROM idempotency_records WHERE organization_id = ?', tenant.organizationId)
-    expect(records()).toBe(1)
+    expect(await records()).toBe(1)
 
     clock.set(T0 + 6 * DAY - 1)
     expect((await sweepOnce(server.app.services)).idempotencyRecords).toBe(0)
-    expect(records()).toBe(1)
+    expect(await records()).toBe(1)
     // Still remembered: the same request replays the same inbox.
     const replay = await server.post('/v1/inboxes', tenant.key, { prefix: 'sweep-me' }, { 'idempotency-key': 'retention-key-1' })
     expect(replay.body.data.id).toBe(created.body.data.id)
 
     clock.set(T0 + 6 * DAY)
     expect((await sweepOnce(server.app.services)).idempotencyRecords).toBe(1)
-    expect(records()).toBe(0)
+    expect(await records()).toBe(0)
   })
 })

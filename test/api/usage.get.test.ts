@@ -20,8 +20,8 @@ afterAll(() => server.stop())
  * Seeds the monthly counter directly: real mail can never push it past the limit (SMTP refuses
  * it), but a lowered LIMIT_MONTHLY_EMAILS can. The tests at the end of this file count real SMTP mail.
  */
-function seedReceived(organizationId: string, month: string, received: number): void {
-  server.app.services.storage.sqlite.query('INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)').run(organizationId, month, received)
+async function seedReceived(organizationId: string, month: string, received: number): Promise<void> {
+  await server.query('INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)', organizationId, month, received)
 }
 
 test('a new organisation: the bare Usage object with every counter', async () => {
@@ -75,8 +75,8 @@ describe('the period is the UTC calendar month', () => {
 
 test('emails count only the current UTC month and switch at the boundary', async () => {
   const { key, organizationId } = await server.tenant()
-  seedReceived(organizationId, '2026-03', 5)
-  seedReceived(organizationId, '2026-04', 40)
+  await seedReceived(organizationId, '2026-03', 5)
+  await seedReceived(organizationId, '2026-04', 40)
   const before = clock.now()
   try {
     clock.set('2026-03-31T23:59:59.999Z')

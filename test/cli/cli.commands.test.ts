@@ -1,5 +1,4 @@
 /** The admin CLI run as a real process against a running server's file. */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -26,7 +25,8 @@ interface Run {
 async function cli(...args: string[]): Promise<Run> {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath },
+    // The server's database, whichever the run's backend (PIGEONHOLE_TEST_BACKEND) is.
+    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '' },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -37,6 +37,8 @@ async function cli(...args: string[]): Promise<Run> {
 async function newOrg(name: string): Promise<string> {
   const run = await cli('orgs', 'create', name)
   expect(run.code).toBe(0)
+  // It worked on the server's database: the PostgreSQL one (named without a password) when the run's backend is PostgreSQL.
+  expect(run.stderr).toContain(server.databaseUrl ? 'database: postgres://postgres@127.0.0.1:' : `database: ${server.databasePath}`)
   return run.lastLine
 }
 
@@ -77,17 +79,12 @@ describe('keys', () => {
 
     const secret = key.split('_').at(-1)!
     const publicId = key.slice('ph_live_'.length, 'ph_live_'.length + 16)
-    const db = new Database(server.databasePath, { readonly: true })
-    try {
-      const rows = db.query('SELECT * FROM api_keys WHERE public_id = ?').all(publicId) as Record<string, unknown>[]
-      expect(rows.length).toBe(1)
-      const stored = JSON.stringify(rows)
-      expect(stored).not.toContain(secret)
-      expect(stored).not.toContain(key)
-      expect(stored).not.toContain(secret.slice(0, 16))
-    } finally {
-      db.close()
-    }
+    const rows = await server.query('SELECT * FROM api_keys WHERE public_id = ?', publicId)
+    expect(rows.length).toBe(1)
+    const stored = JSON.stringify(rows)
+    expect(stored).not.toContain(secret)
+    expect(stored).not.toContain(key)
+    expect(stored).not.toContain(secret.slice(0, 16))
     // Nor anywhere in the file or its WAL, in any table.
     for (const file of [server.databasePath, `${server.databasePath}-wal`]) {
       const bytes = (await Bun.file(file).exists()) ? Buffer.from(await Bun.file(file).arrayBuffer()) : Buffer.alloc(0)

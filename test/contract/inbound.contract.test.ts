@@ -379,6 +379,20 @@ describeEachBackend(
       expect(await monthlyCount(backend, two, '2026-03')).toBe(8)
     })
 
+    test('the stored copies come back in the order the recipients were given (the 250 lists ids in RCPT order)', async () => {
+      clock.set('2026-03-06T10:00:00.000Z')
+      const s = backend.services()
+      const [one, two] = [await organization(backend), await organization(backend)]
+      const boxes = [await inbox(backend, one), await inbox(backend, two), await inbox(backend, one), await inbox(backend, two)]
+      // Both this order and its reverse: whatever order the store locks in, the answer follows the caller's.
+      for (const order of [boxes, [...boxes].reverse()]) {
+        const recipients: Reservation[] = []
+        for (const box of order) recipients.push(await admit(s, box.address))
+        const stored = await deliver(s, recipients)
+        expect(stored.map((copy) => copy.inboxId)).toEqual(order.map((box) => box.id))
+      }
+    })
+
     test('a message stored after the clock stepped back is still the newest of its inbox', async () => {
       clock.set('2026-03-05T12:00:00.000Z')
       const s = backend.services()

@@ -1,6 +1,6 @@
 /** Hostile input never yields a 500 or takes the process down. */
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'bun:test'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 import { rawHttp, rawRequest } from '../support/raw-http.ts'
 import { expectError } from '../support/shapes.ts'
 
@@ -192,18 +192,20 @@ test('50 concurrent junk requests leave the server healthy', async () => {
   for (const response of responses) expect(response.status).toBe(422)
 })
 
-test('an unexpected failure is 500 internal_error with the envelope and the request id', async () => {
-  const broken = await startTestServer()
-  try {
-    const tenant = await broken.tenant()
-    broken.app.services.storage.sqlite.close() // storage gone from under a running server
-    for (const response of [await broken.get('/health'), await broken.get('/v1/inboxes', tenant.key)]) {
-      expectError(response, 500, 'internal_error')
-      expect(response.text).not.toContain('sqlite')
+describeForBackends(['sqlite'], 'closes the SQLite handle under a running server; a PostgreSQL database going away is test/multi/multi.faults.test.ts', 'a failure nothing expects', () => {
+  test('an unexpected failure is 500 internal_error with the envelope and the request id', async () => {
+    const broken = await startTestServer()
+    try {
+      const tenant = await broken.tenant()
+      broken.app.services.storage.sqlite.close() // storage gone from under a running server
+      for (const response of [await broken.get('/health'), await broken.get('/v1/inboxes', tenant.key)]) {
+        expectError(response, 500, 'internal_error')
+        expect(response.text).not.toContain('sqlite')
+      }
+      expect(broken.logs.some((line) => line.event === 'unhandled_error' && line.request_id)).toBe(true)
+    } finally {
+      await broken.app.stop().catch(() => {})
+      await broken.stop().catch(() => {})
     }
-    expect(broken.logs.some((line) => line.event === 'unhandled_error' && line.request_id)).toBe(true)
-  } finally {
-    await broken.app.stop().catch(() => {})
-    await broken.stop().catch(() => {})
-  }
+  })
 })

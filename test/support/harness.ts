@@ -1,7 +1,17 @@
 /**
  * Starts the real server (HTTP and SMTP on ports the OS picks) on a fresh temp SQLite
  * file, and offers small helpers to speak real HTTP to it. Nothing of ours is mocked.
+ *
+ * PIGEONHOLE_TEST_BACKEND picks the storage the server runs on:
+ * - `sqlite` (the default): one server on a fresh SQLite file.
+ * - `postgres`: one server with DATABASE_URL on a fresh database of the run's cluster.
+ * - `postgres-pair`: two servers (machines A and B) on one fresh database, each port behind
+ *   a retrying proxy, so consecutive HTTP requests and SMTP connections alternate between
+ *   the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
+ *   is machine A's.
+ * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
+import { describe } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
@@ -12,6 +22,11 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
+import type { Services } from '../../src/core/services.ts'
+import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { countRows } from './messages.ts'
+import { migratedDatabase, testCluster } from './postgres.ts'
+import { startRetryingProxy } from './retrying-proxy.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned } from './tls-seed.ts'
 
@@ -24,6 +39,39 @@ import { layDownSelfSigned } from './tls-seed.ts'
  */
 const TEST_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: '8' }
 export const REAL_PASSWORD_COST = { CONSOLE_PASSWORD_MEMORY_KIB: String(loadConfig({}).consolePasswordMemoryKib) }
+
+export type TestBackend = 'sqlite' | 'postgres' | 'postgres-pair'
+const BACKENDS: TestBackend[] = ['sqlite', 'postgres', 'postgres-pair']
+
+/** The backend PIGEONHOLE_TEST_BACKEND names (sqlite when unset); an unknown name stops the run. */
+export function testBackend(): TestBackend {
+  const named = process.env.PIGEONHOLE_TEST_BACKEND || 'sqlite'
+  if (!BACKENDS.includes(named as TestBackend)) throw new Error(`PIGEONHOLE_TEST_BACKEND must be one of ${BACKENDS.join(', ')}, not ${named}`)
+  return named as TestBackend
+}
+
+// The cluster starts when this module loads (a few seconds on busy cores), not inside the
+// first test's hook, whose timeout would cut initdb off. Starting a server there also
+// migrates a fresh database (and, for the pair, starts two assemblies): run these backends
+// with `bun test --timeout 20000` (.ci/run does).
+if (testBackend() !== 'sqlite') testCluster()
+
+const skipsReported = new Set<string>()
+
+/**
+ * `describe` on the listed backends; on any other, `describe.skip` with one line saying why
+ * (the test opens the SQLite file, kills a process, reads one process's state...). Every
+ * use is a place where the PostgreSQL modes are not proven by the API suite: keep it rare.
+ */
+export function describeForBackends(backends: TestBackend[], reason: string, label: string, body: () => void): void {
+  const backend = testBackend()
+  const runs = backends.includes(backend)
+  if (!runs && !skipsReported.has(label)) {
+    skipsReported.add(label)
+    console.warn(`skipped on ${backend}: ${label} (${reason})`)
+  }
+  describe.skipIf(!runs)(label, body)
+}
 
 export interface TestServerOptions {
   env?: Record<string, string>
@@ -60,7 +108,20 @@ export async function startTestServer(options: TestServerOptions = {}) {
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app: RunningApp = await startApp({ config, clock: options.clock, routing: options.routing, logger })
+  const { app, machines, databaseUrl } = await startBackend(config, options, logger, dir)
+
+  let pg: ReturnType<typeof openPostgres> | undefined
+  async function query(sql: string, ...params: unknown[]): Promise<Record<string, any>[]> {
+    if (!databaseUrl) return app.services.storage.sqlite.query(sql).all(...(params as string[])) as Record<string, any>[]
+    pg ??= openPostgres(databaseUrl, { max: 1 })
+    let n = 0
+    return [
+      ...(await pg.unsafe(
+        sql.replaceAll('?', () => `$${++n}`),
+        params as string[],
+      )),
+    ]
+  }
 
   async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
@@ -84,9 +145,15 @@ export async function startTestServer(options: TestServerOptions = {}) {
 
   return {
     app,
+    /** Every server behind `url`: one, or machines A and B of the pair (per-machine state lives there). */
+    machines,
+    /** A per-machine count (waits held, listeners) summed over every machine behind `url`. */
+    sum: (count: (services: Services) => number): number => machines.reduce((total, machine) => total + count(machine.services), 0),
     config,
     logs,
     databasePath,
+    /** DATABASE_URL of the PostgreSQL backends; undefined on SQLite. */
+    databaseUrl,
     url: app.httpUrl,
     /** A new organisation with one key, made as the operator's `cli orgs create` and `cli keys create` make them. */
     async tenant(name = 'test-org'): Promise<Tenant> {
@@ -97,15 +164,76 @@ export async function startTestServer(options: TestServerOptions = {}) {
     async extraKey(organizationId: string): Promise<string> {
       return (await createApiKey(app.services, CLI_ACTOR, { organizationId })).key
     },
+    /**
+     * `SELECT count(*) AS n ...` with `?` parameters, read straight from the database as an
+     * operator would (the SQLite file read-only, or the PostgreSQL database).
+     */
+    async countRows(sql: string, ...params: string[]): Promise<number> {
+      if (!databaseUrl) return countRows(databasePath, sql, ...params)
+      const [row] = await query(sql, ...params)
+      return Number(row!.n)
+    },
+    /**
+     * One SQL statement with `?` parameters straight on the server's database, behind the
+     * server's back (to seed what the API cannot make, or to damage stored bytes). Written
+     * in the SQL both dialects share.
+     */
+    query,
     request,
     get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),
     delete: <T = any>(path: string, key?: string | null) => request<T>('DELETE', path, { key }),
     post: <T = any>(path: string, key: string | null, body?: unknown, headers?: Record<string, string>) => request<T>('POST', path, { key, body, headers }),
     async stop() {
+      await pg?.end()
       await app.stop()
       rmSync(dir, { recursive: true, force: true })
     },
   }
+}
+
+/**
+ * The server(s) for the chosen backend. In the pair, machine B gets its own folder (its
+ * spool and TLS files are per machine, as on Fly) and the same config otherwise; logs of
+ * both machines go to one list.
+ */
+async function startBackend(
+  config: ReturnType<typeof loadConfig>,
+  options: TestServerOptions,
+  logger: ReturnType<typeof createLogger>,
+  dir: string,
+): Promise<{ app: RunningApp; machines: RunningApp[]; databaseUrl?: string }> {
+  const backend = testBackend()
+  if (backend === 'sqlite') {
+    const app = await startApp({ config, clock: options.clock, routing: options.routing, logger })
+    return { app, machines: [app] }
+  }
+  const databaseUrl = await migratedDatabase()
+  const withUrl = { ...config, databaseUrl, databasePoolSize: Math.min(config.databasePoolSize, 4) }
+  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+  if (backend === 'postgres') return { app: a, machines: [a], databaseUrl }
+  const bPath = join(dir, 'b', 'pigeonhole.db')
+  await layDownSelfSigned(bPath, config.receivingDomain)
+  let b: RunningApp
+  try {
+    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+  } catch (error) {
+    await a.stop()
+    throw error
+  }
+  const http = startRetryingProxy(() => [a.httpPort, b.httpPort])
+  const smtp = startRetryingProxy(() => [a.smtpPort, b.smtpPort])
+  const app: RunningApp = {
+    ...a,
+    httpPort: http.port,
+    smtpPort: smtp.port,
+    httpUrl: `http://127.0.0.1:${http.port}`,
+    async stop() {
+      await Promise.all([a.stop(), b.stop()])
+      http.stop()
+      smtp.stop()
+    },
+  }
+  return { app, machines: [a, b], databaseUrl }
 }
 
 /** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */

@@ -27,6 +27,18 @@ const at = customType<{ data: string; driverData: string }>({
 const bytes = (name: string) => bigint(name, { mode: 'number' })
 /** Raw bytes as Buffers, like bun:sqlite's blob columns. */
 const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () => 'bytea' })
+/**
+ * Text taken from received mail (subject, names, bodies, headers, file names). Mail may carry
+ * NUL, which SQLite stores and PostgreSQL text refuses; the API serves it as sent in both
+ * modes. So NUL is written as U+FFFF '0' and U+FFFF itself as U+FFFF '1' (a noncharacter,
+ * rare in mail; every U+FFFF stored is followed by one of the two digits, so reading back is
+ * exact). Substring search on these columns is unchanged for filters without NUL or U+FFFF;
+ * filters holding NUL match nothing without a query (store/messages.ts).
+ */
+const ESCAPE = '\uffff'
+export const encodeMailText = (value: string): string => (value.includes('\0') || value.includes(ESCAPE) ? value.replaceAll(ESCAPE, `${ESCAPE}1`).replaceAll('\0', `${ESCAPE}0`) : value)
+export const decodeMailText = (value: string): string => (value.includes(ESCAPE) ? value.replace(/\uffff([01])/g, (_, digit: string) => (digit === '0' ? '\0' : ESCAPE)) : value)
+const mailText = customType<{ data: string; driverData: string }>({ dataType: () => 'text', toDriver: encodeMailText, fromDriver: decodeMailText })
 
 export const organizations = pgTable('organizations', {
   id: text('id').primaryKey(),
@@ -126,18 +138,18 @@ export const messages = pgTable(
       .notNull()
       .references(() => inboxes.id, { onDelete: 'cascade' }),
     organizationId: text('organization_id').notNull(),
-    fromName: text('from_name').notNull(),
-    fromAddress: text('from_address').notNull(),
+    fromName: mailText('from_name').notNull(),
+    fromAddress: mailText('from_address').notNull(),
     toAddress: text('to_address').notNull(),
-    subject: text('subject').notNull(),
-    preview: text('preview').notNull(),
+    subject: mailText('subject').notNull(),
+    preview: mailText('preview').notNull(),
     sizeBytes: bytes('size_bytes').notNull(),
     receivedAt: at('received_at').notNull(),
     expiresAt: at('expires_at').notNull(),
-    searchSubject: text('search_subject').notNull(),
-    searchSender: text('search_sender').notNull(),
-    searchSenderDomain: text('search_sender_domain').notNull(),
-    internetMessageId: text('internet_message_id'),
+    searchSubject: mailText('search_subject').notNull(),
+    searchSender: mailText('search_sender').notNull(),
+    searchSenderDomain: mailText('search_sender_domain').notNull(),
+    internetMessageId: mailText('internet_message_id'),
   },
   (table) => [
     index('messages_by_inbox_newest').on(table.inboxId, table.receivedAt, table.id),
@@ -150,16 +162,16 @@ export const messageContents = pgTable('message_contents', {
   messageId: text('message_id')
     .primaryKey()
     .references(() => messages.id, { onDelete: 'cascade' }),
-  textBody: text('text_body'),
-  htmlBody: text('html_body'),
-  headersJson: text('headers_json').notNull(), // kept as text, not jsonb: served back byte for byte
+  textBody: mailText('text_body'),
+  htmlBody: mailText('html_body'),
+  headersJson: mailText('headers_json').notNull(), // kept as text, not jsonb: served back byte for byte
 })
 
 export const messageSearchTexts = pgTable('message_search_texts', {
   messageId: text('message_id')
     .primaryKey()
     .references(() => messages.id, { onDelete: 'cascade' }),
-  text: text('text').notNull(),
+  text: mailText('text').notNull(),
 })
 
 export const messageSources = pgTable('message_sources', {
@@ -179,11 +191,11 @@ export const attachments = pgTable(
       .references(() => messages.id, { onDelete: 'cascade' }),
     organizationId: text('organization_id').notNull(),
     position: integer('position').notNull(),
-    filename: text('filename').notNull(),
-    contentType: text('content_type').notNull(),
+    filename: mailText('filename').notNull(),
+    contentType: mailText('content_type').notNull(),
     sizeBytes: bytes('size_bytes').notNull(),
     disposition: text('disposition', { enum: ['attachment', 'inline'] }).notNull(),
-    contentId: text('content_id'),
+    contentId: mailText('content_id'),
   },
   (table) => [index('attachments_by_message').on(table.messageId, table.position)],
 )

@@ -168,9 +168,10 @@ export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = nu
         for (const delivery of [...ordered].sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0)))
           await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`)
         const periods = input.decide.begin()
-        const done: typeof ordered = []
-        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods, quota)) done.push(delivery)
-        return done
+        const done = new Set<(typeof ordered)[number]>()
+        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods, quota)) done.add(delivery)
+        // Stored in lock order, answered in the caller's (RCPT) order.
+        return input.deliveries.filter((delivery) => done.has(delivery))
       })
     },
 

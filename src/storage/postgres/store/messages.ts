@@ -17,7 +17,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { FullMessageRows, InboxListing, MessageFilters, MessageStore, OwnedItem } from '../../port/messages.ts'
 import type { MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
-import { attachmentContents, attachments, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
+import { attachmentContents, attachments, encodeMailText, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 
 const summaryColumns = {
   id: messages.id,
@@ -32,7 +32,8 @@ const summaryColumns = {
   expiresAt: messages.expiresAt,
 }
 
-const contains = (column: PgColumn, value: string): SQL => sql`strpos(${column}, ${value}) > 0`
+/** The needle is escaped as the mail text columns are (schema.ts), so a U+FFFF in it matches exactly. */
+const contains = (column: PgColumn, value: string): SQL => sql`strpos(${column}, ${encodeMailText(value)}) > 0`
 
 const textContains = (folded: string): SQL =>
   sql`(${contains(messages.searchSubject, folded)} or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and ${contains(messageSearchTexts.text, folded)}))`
@@ -82,8 +83,9 @@ async function withContent(tx: PostgresDbOrTx, rows: MessageRow[]): Promise<Full
 }
 
 /**
- * PostgreSQL text cannot hold NUL: no stored value contains one, and a parameter with one is
- * an error, not a non-match. A filter holding NUL matches nothing, as in SQLite, without a query.
+ * PostgreSQL text cannot hold NUL: stored mail text carries it escaped (schema.ts), and a
+ * parameter with one is an error, not a non-match. A filter holding NUL matches nothing, as
+ * in SQLite, without a query.
  */
 const matchesNothing = (filters: MessageFilters): boolean => Object.values(filters).some((value) => typeof value === 'string' && value.includes('\0'))
 
