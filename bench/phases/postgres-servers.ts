@@ -13,10 +13,8 @@
  *   into A on a kept connection; the sample is from A's `250` to B's answer.
  *
  * The organisation and key are made with the admin CLI in a SQLite file and moved over with
- * `db copy --to`, as an operator moving to PostgreSQL does (the CLI's other commands speak
- * SQLite only). Until src/app/postgres/mode.ts switches the mode on, the servers run
- * bench/servers/postgres-server.ts bundled the same way as dist/server.js; after that, the
- * bundle itself.
+ * `db copy --to`, as an operator moving to PostgreSQL does. The servers run the production
+ * bundle, dist/server.js.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
