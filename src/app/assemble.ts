@@ -158,7 +158,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
-      reservations: new InboundReservations(),
+      reservations: postgres?.reservations ?? new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
       parser,
       spool,
@@ -192,7 +192,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const connections = new ConnectionTimeouts()
     const probes = { smtpListening: () => smtp.server.listening, database: postgres ? () => postgres!.probe.check() : undefined }
     const api = buildHttpApp(services, probes, connections, metrics)
-    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress())
+    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress(), postgres ? { streamSlots: postgres.streamSlots, signInThrottle: postgres.signInThrottle } : null)
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
     // One port: the console's paths go to its own router, everything else to the API (whose
