@@ -46,7 +46,6 @@ import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
 import { ListenAddresses } from './addresses.ts'
-import { refuseIncompletePostgres } from './postgres/mode.ts'
 import { noSqliteStorage, openPostgresParts, type PostgresParts } from './postgres/parts.ts'
 
 export interface AppOptions {
@@ -55,8 +54,6 @@ export interface AppOptions {
   logger?: Logger
   /** Replaces the provider chosen by EMAIL_ROUTING (tests use a controllable double). */
   routing?: RoutingProvider
-  /** Tests only: assembles PostgreSQL mode although this build does not serve it yet (./postgres/mode.ts). */
-  allowIncompletePostgres?: boolean
 }
 
 /** Every part built, nothing listening. */
@@ -104,8 +101,6 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const postgresMode = config.databaseUrl !== ''
-  // First of all: a build that cannot serve PostgreSQL mode says so before touching anything.
-  if (postgresMode) refuseIncompletePostgres(options.allowIncompletePostgres === true)
   const tls = await prepareSmtpTls(config, logger)
   const clock = options.clock ?? systemClock
   const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')

@@ -29,7 +29,7 @@ async function startMachine(url: string): Promise<Machine> {
   const databasePath = join(dir, 'pigeonhole.db')
   const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test' })
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app = await startApp({ config, logger: createLogger('error', () => {}), allowIncompletePostgres: true })
+  const app = await startApp({ config, logger: createLogger('error', () => {}) })
   return { app, dir }
 }
 

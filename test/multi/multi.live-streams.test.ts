@@ -37,7 +37,7 @@ async function startMachine(url: string, clock: ManualClock, sql: Sql, holder: s
   const databasePath = join(dir, 'pigeonhole.db')
   const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '2', RECEIVING_DOMAIN: 'inbox.test' })
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app = await startApp({ config, clock, logger: createLogger('error', () => {}), allowIncompletePostgres: true })
+  const app = await startApp({ config, clock, logger: createLogger('error', () => {}) })
   return { app, dir, streams: new LiveStreams(createLiveStreamLeases(sql, { holder, clock, bounds })) }
 }
 

@@ -22,6 +22,7 @@ import type { Storage } from '../../storage/database.ts'
 import type { Store } from '../../storage/port.ts'
 import { openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
+import { describePostgresUrl } from '../../storage/postgres/copy-file.ts'
 import { createLiveStreamLeases, type LiveStreamLeases } from '../../storage/postgres/live-stream-leases.ts'
 import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
 import { createQuotaReservations, type QuotaReservations } from '../../storage/postgres/quota-reservations.ts'
@@ -56,8 +57,23 @@ export interface PostgresParts {
   close(): Promise<void>
 }
 
+/** The database could not be reached (or migrated) at start. */
+export class DatabaseUnreachableError extends Error {
+  constructor(target: string, cause: unknown) {
+    super(`Cannot start on PostgreSQL at ${target}: ${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`)
+    this.name = 'DatabaseUnreachableError'
+  }
+}
+
 export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
-  const { applied } = await migratePostgres(config.databaseUrl)
+  let applied: number
+  try {
+    ;({ applied } = await migratePostgres(config.databaseUrl))
+  } catch (error) {
+    // Nothing is open yet: the start ends here with one line naming the database (never the
+    // password); a platform that restarts machines (Fly) tries again.
+    throw new DatabaseUnreachableError(describePostgresUrl(config.databaseUrl), error)
+  }
   logger.info('postgres_migrated', { applied })
   const sql = openPostgres(config.databaseUrl, { max: config.databasePoolSize, onNotice: (message) => logger.debug('postgres_notice', { message }) })
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
