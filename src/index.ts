@@ -3,13 +3,14 @@ import { PortInUseError, startApp } from './app.ts'
 import { exitOnConfigError, loadConfigOrExit } from './config.ts'
 import { errorFields } from './log.ts'
 import { startupBanner } from './startup-banner.ts'
+import { DatabaseUnreachableError } from './app/postgres/parts.ts'
 import { DatabaseInUseError } from './storage/server-lock.ts'
 
 let app: Awaited<ReturnType<typeof startApp>>
 try {
   app = await exitOnConfigError(() => startApp({ config: loadConfigOrExit() }))
 } catch (error) {
-  if (!(error instanceof PortInUseError || error instanceof DatabaseInUseError)) throw error
+  if (!(error instanceof PortInUseError || error instanceof DatabaseInUseError || error instanceof DatabaseUnreachableError)) throw error
   console.error(error.message)
   process.exit(1)
 }

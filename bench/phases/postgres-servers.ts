@@ -13,14 +13,11 @@
  *   into A on a kept connection; the sample is from A's `250` to B's answer.
  *
  * The organisation and key are made with the admin CLI in a SQLite file and moved over with
- * `db copy --to`, as an operator moving to PostgreSQL does (the CLI's other commands speak
- * SQLite only). Until src/app/postgres/mode.ts switches the mode on, the servers run
- * bench/servers/postgres-server.ts bundled the same way as dist/server.js; after that, the
- * bundle itself.
+ * `db copy --to`, as an operator moving to PostgreSQL does. The servers run the production
+ * bundle, dist/server.js.
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { POSTGRES_MODE_COMPLETE } from '../../src/app/postgres/mode.ts'
 import { freshDatabase, testCluster } from '../../test/support/postgres.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
@@ -71,20 +68,6 @@ interface Machine {
   api: PigeonholeApi
   smtpPort: number
   stop(): Promise<void>
-}
-
-/** The entry the servers run: the bundle once the mode is switched on, else the bench's entry beside it. */
-function serverEntry(): string {
-  if (POSTGRES_MODE_COMPLETE) return SERVER_ENTRY
-  // Measuring the source (BENCH_SERVER_ENTRY=src/index.ts): the entry's source too.
-  if (SERVER_ENTRY.endsWith('.ts')) return 'bench/servers/postgres-server.ts'
-  const outfile = join('dist', 'bench-postgres-server.js')
-  const built = Bun.spawnSync({
-    cmd: [process.execPath, 'build', 'bench/servers/postgres-server.ts', '--target=bun', '--minify', `--outfile=${outfile}`],
-    cwd: ROOT,
-  })
-  if (built.exitCode !== 0) throw new Error(`building the PostgreSQL entry failed: ${built.stderr.toString()}`)
-  return outfile
 }
 
 async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number]): Promise<Machine> {
@@ -158,7 +141,7 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
   } catch (error) {
     return { skipped: error instanceof Error ? error.message : String(error) }
   }
-  const entry = serverEntry()
+  const entry = SERVER_ENTRY
   const key = seed(url)
   const machines: Machine[] = []
   try {

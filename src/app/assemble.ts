@@ -46,7 +46,6 @@ import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
 import { ListenAddresses } from './addresses.ts'
-import { refuseIncompletePostgres } from './postgres/mode.ts'
 import { noSqliteStorage, openPostgresParts, type PostgresParts } from './postgres/parts.ts'
 
 export interface AppOptions {
@@ -55,8 +54,6 @@ export interface AppOptions {
   logger?: Logger
   /** Replaces the provider chosen by EMAIL_ROUTING (tests use a controllable double). */
   routing?: RoutingProvider
-  /** Tests only: assembles PostgreSQL mode although this build does not serve it yet (./postgres/mode.ts). */
-  allowIncompletePostgres?: boolean
 }
 
 /** Every part built, nothing listening. */
@@ -104,8 +101,6 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const postgresMode = config.databaseUrl !== ''
-  // First of all: a build that cannot serve PostgreSQL mode says so before touching anything.
-  if (postgresMode) refuseIncompletePostgres(options.allowIncompletePostgres === true)
   const tls = await prepareSmtpTls(config, logger)
   const clock = options.clock ?? systemClock
   const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')
@@ -158,7 +153,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
-      reservations: new InboundReservations(),
+      reservations: postgres?.reservations ?? new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
       parser,
       spool,
@@ -192,7 +187,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const connections = new ConnectionTimeouts()
     const probes = { smtpListening: () => smtp.server.listening, database: postgres ? () => postgres!.probe.check() : undefined }
     const api = buildHttpApp(services, probes, connections, metrics)
-    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress())
+    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress(), postgres ? { streamSlots: postgres.streamSlots, signInThrottle: postgres.signInThrottle } : null)
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
     // One port: the console's paths go to its own router, everything else to the API (whose

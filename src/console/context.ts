@@ -6,7 +6,7 @@
 import type { Actor } from '../core/audit/audit.ts'
 import { Refusal } from '../core/refusals.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
-import type { SignInThrottle } from '../core/users/sign-in-throttle.ts'
+import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
 import { newToken, sha256Hex } from '../core/helpers/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
@@ -19,7 +19,7 @@ import type { ShownOnce } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
-  throttle: SignInThrottle
+  throttle: GuessThrottle
   lifetime: SessionLifetime
   /** BASE_URL is https: cookies get `Secure`. */
   secureCookies: boolean

@@ -3,11 +3,11 @@
  * /console/... on the same port. The composition root (src/app.ts) sends those paths
  * here before the API sees them. Every route is listed in one place below.
  */
-import { SignInThrottle } from '../core/users/sign-in-throttle.ts'
+import { type GuessThrottle, SignInThrottle } from '../core/users/sign-in-throttle.ts'
 import type { Services } from '../core/services.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
-import { LiveStreams } from './live-streams.ts'
+import { LiveStreams, type SharedStreamSlots } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
 import { ShownOnce } from './shown-once.ts'
 import { accountRoutes } from './routes/account.tsx'
@@ -43,15 +43,24 @@ export interface Console {
   deps: ConsoleDeps
 }
 
-/** `smtpAddress` names the SMTP listener for the pages' examples; it is known once it listens. */
-export function buildConsole(s: Services, connections: ConnectionTimeouts, smtpAddress: () => string): Console {
+/** What PostgreSQL mode counts across machines instead of in this process. */
+export interface SharedConsoleCounts {
+  streamSlots: SharedStreamSlots
+  signInThrottle: GuessThrottle
+}
+
+/**
+ * `smtpAddress` names the SMTP listener for the pages' examples; it is known once it listens.
+ * `shared` (PostgreSQL mode) counts the live-stream bounds and password guesses across machines.
+ */
+export function buildConsole(s: Services, connections: ConnectionTimeouts, smtpAddress: () => string, shared: SharedConsoleCounts | null = null): Console {
   const deps: ConsoleDeps = {
     s,
-    throttle: new SignInThrottle(s.clock),
+    throttle: shared?.signInThrottle ?? new SignInThrottle(s.clock),
     lifetime: { days: s.config.consoleSessionDays },
     secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
     smtpAddress,
-    streams: new LiveStreams(),
+    streams: new LiveStreams(shared?.streamSlots ?? null),
     connections,
     shownOnce: new ShownOnce(s.clock),
   }

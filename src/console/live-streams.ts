@@ -4,7 +4,10 @@
  * polls). A stream ends when the browser leaves, when the inbox is deleted, when the
  * server begins shutting down, and when its access ends (see StreamAccess). Open streams
  * are bounded per user and per organisation, since each one holds a connection and a
- * listener for as long as a tab stays open.
+ * listener for as long as a tab stays open. In SQLite mode one process counts them here; in
+ * PostgreSQL mode a person's tabs land on different machines, so the bounds are counted in
+ * the database (SharedStreamSlots: slot leases that a dead machine's streams hold no longer
+ * than their lease).
  */
 import { Refusal } from '../core/refusals.ts'
 import type { Services } from '../core/services.ts'
@@ -31,7 +34,18 @@ export interface StreamAccess {
   stillAllowed: () => boolean | Promise<boolean>
 }
 
+/** The bounds counted across machines (PostgreSQL mode: createLiveStreamLeases). */
+export interface SharedStreamSlots {
+  open(owner: { userId: string; organizationId: string }): Promise<{ opened: true; lease: { release(): Promise<void> } } | { opened: false; full: 'user' | 'organization' }>
+}
+
+const perUserRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
+const perOrganizationRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
+
 export class LiveStreams {
+  /** `shared` counts the bounds across machines; without it this process counts them. */
+  constructor(private readonly shared: SharedStreamSlots | null = null) {}
+
   private readonly perUser = new Map<string, number>()
   private readonly perOrganization = new Map<string, number>()
   /** Each open stream's recheck, by user, so ending a user's access reaches only their streams. */
@@ -58,15 +72,23 @@ export class LiveStreams {
    * Given several inboxes (one browser's shared stream, see routes/live.ts), it carries the
    * events of all of them, each naming its inbox, and stays open when one is deleted.
    */
-  stream(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[]): Response {
+  stream(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[]): Response | Promise<Response> {
+    if (this.shared) {
+      return this.shared.open(owner).then((admission) => {
+        if (!admission.opened) throw admission.full === 'user' ? perUserRefusal() : perOrganizationRefusal()
+        // A release that fails leaves the slots to run out with this machine's lease.
+        return this.opened(s, signal, owner, inboxIds, () => void admission.lease.release().catch(() => {}))
+      })
+    }
+    if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) throw perUserRefusal()
+    if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION) throw perOrganizationRefusal()
+    return this.opened(s, signal, owner, inboxIds, () => {})
+  }
+
+  /** The stream, once admitted; `release` gives its shared slots back when it ends. */
+  private opened(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[], release: () => void): Response {
     const watched = typeof inboxIds === 'string' ? [inboxIds] : inboxIds
     const inboxId = watched.join(',')
-    if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) {
-      throw new Refusal('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
-    }
-    if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION) {
-      throw new Refusal('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
-    }
     adjust(this.perUser, owner.userId, 1)
     adjust(this.perOrganization, owner.organizationId, 1)
     let close = () => {}
@@ -138,6 +160,7 @@ export class LiveStreams {
           s.stopping.removeEventListener('abort', close)
           adjust(this.perUser, owner.userId, -1)
           adjust(this.perOrganization, owner.organizationId, -1)
+          release()
           if (s.stopping.aborted) ending = 'shutdown'
           s.logger.info('console_stream_ended', { inbox_id: inboxId, user_id: owner.userId, reason: ending, open_ms: Math.round(performance.now() - openedAt) })
           try {

@@ -11,7 +11,7 @@ import type { ParsePool } from './inbound/parse-pool.ts'
 import type { DiskGuard } from './disk-guard.ts'
 import type { StorageHealth } from './storage-health.ts'
 import type { ReplicationMonitor } from './replication.ts'
-import type { InboundReservations } from './inbound/reservations.ts'
+import type { QuotaHolds } from './inbound/reservations.ts'
 import type { RefusedDeliveries } from './inbound/refused-deliveries.ts'
 import type { LongPollAdmission } from './long-poll-slots.ts'
 import type { MessagePageCache } from './messages/page-cache.ts'
@@ -69,7 +69,7 @@ export interface Services {
   longPolls: LongPollAdmission
   /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */
   messagePages: MessagePageCache
-  reservations: InboundReservations
+  reservations: QuotaHolds
   /** Recent refusals at RCPT TO per address, for the console's inbox page (memory only). */
   refusedDeliveries: RefusedDeliveries
   /** Parses inbound mail off the event loop. */

@@ -33,6 +33,8 @@ export class GuardedSmtpServer extends SMTPServer {
     private readonly refusal: string,
     /** Present with SMTP_PROXY_PROTOCOL=on. */
     private readonly proxy: ProxyTrust | null = null,
+    /** Told after smtp-server resets a session's transaction (RSET, HELO/EHLO, after DATA). */
+    private readonly transactionReset: ((sessionId: string) => void) | null = null,
   ) {
     // Whose PROXY line is awaited is decided below, never by smtp-server's own list.
     super({ ...options, useProxy: false })
@@ -71,7 +73,24 @@ export class GuardedSmtpServer extends SMTPServer {
       if (connection.id !== id) continue
       this.guard.opened(connection)
       this.proxy?.refuseLateHeaders(connection)
+      this.watchResets(connection, id)
       return
+    }
+  }
+
+  /**
+   * smtp-server has no hook for RSET; its handler ends in _resetSession, which also runs for
+   * HELO/EHLO and after DATA. Reservations held in the database must go at that moment, not
+   * at the next command or the disconnect (in memory, their isLive check covers it lazily).
+   */
+  private watchResets(connection: SmtpConnection, id: string): void {
+    const onReset = this.transactionReset
+    if (!onReset) return
+    const internals = connection as unknown as { _resetSession(): void }
+    const reset = internals._resetSession.bind(connection)
+    internals._resetSession = () => {
+      reset()
+      onReset(id)
     }
   }
 }

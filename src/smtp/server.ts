@@ -46,11 +46,16 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
     }
     if (state.envelope !== session.envelope) {
       // A new transaction began (RSET, MAIL FROM after a finished one): drop the old holds.
-      for (const reservation of state.reservations) s.reservations.release(reservation)
+      releaseIfReset(state)
       state.envelope = session.envelope
-      state.reservations = []
     }
     return state
+  }
+
+  /** Releases the transaction's units (a reset or a finished DATA); the next transaction starts with none. */
+  const releaseIfReset = (state: ConnectionState) => {
+    for (const reservation of state.reservations) s.reservations.release(reservation)
+    state.reservations = []
   }
 
   const refuse = (session: SMTPServerSession, failure: unknown, extra: Record<string, unknown> = {}) => {
@@ -132,6 +137,11 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
     SmtpGuards.refusalLine(),
     // With it on, a PROXY line is awaited from TRUSTED_PROXIES only (src/smtp/proxy-trust.ts).
     s.config.smtpProxyProtocol === 'on' ? new ProxyTrust(s.config.trustedProxies, limits.smtpGreetingTimeoutMs, s.logger) : null,
+    // A reset transaction gives its units back now (stateOf sees the new envelope).
+    (sessionId) => {
+      const state = connections.get(sessionId)
+      if (state && !state.closed) releaseIfReset(state)
+    },
   )
   // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
   const reported = new WeakSet<object>()

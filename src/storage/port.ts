@@ -39,4 +39,10 @@ export interface Store {
   readonly messages: MessageStore
   /** Admission counts, storing inbound mail, retention, the readiness heartbeat. */
   readonly inbound: InboundStore
+  /**
+   * Stops what the adapter runs in the background (PostgreSQL: the heartbeat of idempotency
+   * leases) and gives back the leases this process holds, so other machines need not wait for
+   * them to run out. The connection or file stays open: its owner closes it after.
+   */
+  close(): Promise<void>
 }

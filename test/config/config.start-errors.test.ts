@@ -73,8 +73,11 @@ test('TLS files that are not a PEM certificate and key exit 78 with one line nam
   expect(code).toBe(78)
 })
 
-test('DATABASE_URL in a build whose PostgreSQL mode is not complete exits 78 with one line, before connecting, without the password', async () => {
+test('DATABASE_URL naming a database nobody answers for: exit 1 with one line naming it, without the password', async () => {
   const { code, lines } = await start({ DATABASE_URL: 'postgres://pigeonhole:s3cret-pass@127.0.0.1:1/pigeonhole' })
-  expect(lines).toEqual(['Invalid configuration: DATABASE_URL: PostgreSQL mode is not complete in this build'])
-  expect(code).toBe(78)
+  expect(lines.filter((line) => !line.startsWith('{'))).toEqual([
+    'Cannot start on PostgreSQL at postgres://pigeonhole@127.0.0.1:1/pigeonhole: connect ECONNREFUSED 127.0.0.1:1. Start again once the database answers.',
+  ])
+  expect(lines.join('\n')).not.toContain('s3cret-pass')
+  expect(code).toBe(1)
 })

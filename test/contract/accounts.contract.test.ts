@@ -224,7 +224,9 @@ describeEachBackend(
 
     test('authentication refuses what is missing, malformed, unknown, wrong or revoked; stamps use once a minute', async () => {
       const { key, publicId } = await createApiKey(s(), CLI_ACTOR, { organizationId, name: 'auth' })
-      for (const header of [null, '', 'Bearer', `Basic ${key}`, 'Bearer ph_live_short', `Bearer ph_live_${'0'.repeat(16)}_${'a'.repeat(48)}`, `Bearer ${key.slice(0, -1)}0`]) {
+      // The secret with its last digit changed (to another digit: a key ending in 0 stays wrong).
+      const wrongSecret = `${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`
+      for (const header of [null, '', 'Bearer', `Basic ${key}`, 'Bearer ph_live_short', `Bearer ph_live_${'0'.repeat(16)}_${'a'.repeat(48)}`, `Bearer ${wrongSecret}`]) {
         expect(await refusal(authenticate(s(), header))).toBe('invalid_api_key')
       }
       const lastUsed = async () => (await listOrganizationKeys(s(), { organizationId })).find((k) => k.publicId === publicId)!.lastUsedAt

@@ -39,7 +39,7 @@ async function startMachine(url: string, clock: ManualClock): Promise<Machine> {
   const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test' })
   const logs: Record<string, any>[] = []
   await layDownSelfSigned(databasePath, config.receivingDomain)
-  const app = await startApp({ config, clock, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))), allowIncompletePostgres: true })
+  const app = await startApp({ config, clock, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))) })
   return { app, logs, dir }
 }
 

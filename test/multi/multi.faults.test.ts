@@ -80,7 +80,7 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     const databasePath = join(dir, 'pigeonhole.db')
     const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: relayed.href, DATABASE_POOL_SIZE: '2', RECEIVING_DOMAIN: 'inbox.test' })
     await layDownSelfSigned(databasePath, config.receivingDomain)
-    app = await startApp({ config, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))), allowIncompletePostgres: true })
+    app = await startApp({ config, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))) })
   })
   afterAll(async () => {
     relay?.restore()

@@ -23,14 +23,23 @@ async function api(machine: MachineProcess, method: string, path: string, key: s
   return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
 }
 
+// /metrics tells how many long polls each machine holds, so a test knows when they are parked.
+const METRICS_TOKEN = 'multi-processes-metrics-token'
+
+async function waitsHeld(machine: MachineProcess): Promise<number> {
+  const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
+  return Number(line?.split(' ')[1] ?? Number.NaN)
+}
+
 describeWithPostgres('two server processes on one PostgreSQL database', () => {
   let a: MachineProcess
   let b: MachineProcess
 
   beforeAll(async () => {
     const url = await migratedDatabase()
-    a = pgMachine('a', url)
-    b = pgMachine('b', url)
+    a = pgMachine('a', url, { METRICS_TOKEN })
+    b = pgMachine('b', url, { METRICS_TOKEN })
     await Promise.all([a.start({ PG_MACHINE_TENANTS: 'local:1,hosted:1,hosted:4' }), b.start()])
   })
   afterAll(async () => {
@@ -52,6 +61,40 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     expect(woken.body.data).toHaveLength(1)
     expect(woken.body.data[0].subject).toBe('across machines')
     expect(woken.body.data[0].text).toContain('woken on B')
+  })
+
+  test('the 31st concurrent wait of an organisation spread over A and B gets 429', async () => {
+    const { keys } = a.tenants[2]! // a hosted organisation: 10 waits per key, 30 per organisation
+    const inbox = await api(a, 'POST', '/v1/inboxes', keys[0]!)
+    expect(inbox.status).toBe(201)
+    const path = `/v1/inboxes/${inbox.body.data.id}/messages?wait_seconds=60`
+    // 30 waits over four keys (8, 8, 7, 7: under each key's 10), alternating machines.
+    const settled: number[] = []
+    const waits = Array.from({ length: 30 }, (_, i) =>
+      api(i % 2 === 0 ? a : b, 'GET', path, keys[i % 4]!).then((answer) => {
+        settled.push(answer.status)
+        return answer
+      }),
+    )
+    // The 31st goes in only once all 30 hold their slot (15 on each machine). Sent earlier, it
+    // races them: it is admitted and one of the 30 gets the 429 instead, which is still exact.
+    await until(async () => (await waitsHeld(a)) === 15 && (await waitsHeld(b)) === 15, 'the 30 waits to be parked, 15 on each machine', {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    })
+    expect(settled).toEqual([])
+    // Key 3 holds 7 of its 10: only the organisation's 30 refuses it, on either machine.
+    for (const machine of [b, a]) {
+      const extra = await api(machine, 'GET', path.replace('wait_seconds=60', 'wait_seconds=1'), keys[3]!)
+      expect(extra.status, `${machine.name}: ${extra.text}`).toBe(429)
+      expect(extra.body.error.code).toBe('long_poll_limit_exceeded')
+    }
+    expect(settled).toEqual([])
+    // Deleting the inbox ends the 30 waits on both machines, and frees their slots.
+    expect((await api(b, 'DELETE', `/v1/inboxes/${inbox.body.data.id}`, keys[0]!)).status).toBe(204)
+    const ended = await Promise.all(waits)
+    expect(ended.map((w) => w.body?.error?.code)).toEqual(Array(30).fill('inbox_not_found'))
+    await until(async () => (await waitsHeld(a)) === 0 && (await waitsHeld(b)) === 0, 'every slot to be freed', { timeoutMs: 10_000, intervalMs: 50 })
   })
 
   test('kill -9 of machine A in the middle of ingest: every message that got 250 is readable through B, which served throughout', async () => {

@@ -3,12 +3,16 @@
  * recommended rules), names its schemas, types its parameters as what they mean, and
  * lists the error codes of each operation, while the wire keeps answering the spec's 422s.
  */
-import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { Validator } from '@seriousme/openapi-schema-validator'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
+
+// redocly is a Node program started per lint: seconds when other work holds the cores, past
+// bun's 5 s default (which then kills it mid-answer). A deadline, not a speed.
+setDefaultTimeout(30_000)
 
 const ROOT = join(import.meta.dir, '..', '..')
 let server: TestServer

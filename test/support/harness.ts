@@ -209,13 +209,13 @@ async function startBackend(
   }
   const databaseUrl = await migratedDatabase()
   const withUrl = { ...config, databaseUrl, databasePoolSize: Math.min(config.databasePoolSize, 4) }
-  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger })
   if (backend === 'postgres') return { app: a, machines: [a], databaseUrl }
   const bPath = join(dir, 'b', 'pigeonhole.db')
   await layDownSelfSigned(bPath, config.receivingDomain)
   let b: RunningApp
   try {
-    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger, allowIncompletePostgres: true })
+    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger })
   } catch (error) {
     await a.stop()
     throw error

@@ -2,9 +2,8 @@
  * One PostgreSQL-mode machine as its own process, for test/multi/ tests that need a real
  * kill -9 and a real SIGTERM. Run as `bun test/support/pg-machine.ts` with the server's
  * environment (DATABASE_URL, DATABASE_PATH, PORT, SMTP_PORT, ...). It starts the same
- * assembly `bun src/index.ts` starts, passing `allowIncompletePostgres` so it runs whether or
- * not this build has switched PostgreSQL mode on (the option does nothing once it has), stops
- * the same way on SIGTERM, and prints one JSON line on stdout once both listeners accept:
+ * assembly `bun src/index.ts` starts, stops the same way on SIGTERM, and prints one JSON
+ * line on stdout once both listeners accept:
  * `{"http":<port>,"smtp":<port>,"tenants":[...]}`. The tenants are organisations with their keys
  * that PG_MACHINE_TENANTS asks this machine to make (as `cli orgs create` and `cli keys create`
  * would), for the test to use on every machine. test/support/pg-processes.ts drives it.
@@ -16,7 +15,7 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { errorFields } from '../../src/log.ts'
 
-const app = await startApp({ config: loadConfigOrExit(), allowIncompletePostgres: true })
+const app = await startApp({ config: loadConfigOrExit() })
 const { logger } = app.services
 process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))
 process.on('uncaughtException', (error) => logger.error('uncaught_exception', errorFields(error)))

@@ -118,10 +118,12 @@ function createCluster(): TestCluster {
   }
   start()
   // A watcher outlives this process by at most a second and then stops the server and removes
-  // its folder, however the run ends (an exit handler would miss a kill or a crash).
+  // its folder, however the run ends (an exit handler would miss a kill or a crash). It runs
+  // in a session of its own (setsid): Ctrl+C, or a kill of the run's process group, reaches
+  // every process of the group, and a watcher killed with the run left its cluster running.
   const stopCommand = [pgCtl, '-D', data, '-m', 'immediate', 'stop'].map(shellQuote).join(' ')
   const asServerUser = isRoot ? `su postgres -s /bin/sh -c ${shellQuote(stopCommand)}` : stopCommand
-  const watcher = Bun.spawn(['sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${shellQuote(folder)}`], {
+  const watcher = Bun.spawn(['setsid', 'sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${shellQuote(folder)}`], {
     stdio: ['ignore', 'ignore', 'ignore'],
   })
   watcher.unref()

@@ -1,8 +1,8 @@
 /**
  * What PostgreSQL mode builds instead of the SQLite mode's file, lock and in-memory
  * coordination: the migrated database, this machine's pool, the storage port's PostgreSQL
- * adapter, the notifier on the wake bus, the shared request counter and long-poll leases
- * (with their heartbeat) and the readiness probe.
+ * adapter, the notifier on the wake bus, the shared request counter, long-poll leases and
+ * quota reservations (with their heartbeats) and the readiness probe.
  * `close()` undoes it: the heartbeat stops, this machine's leases are released (the other
  * machines count them no longer, without waiting for them to run out), LISTEN stops, the
  * pool ends.
@@ -11,6 +11,9 @@ import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
 import type { Config } from '../../config.ts'
+import { MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../console/live-streams.ts'
+import { SharedSignInThrottle, SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
+import { SharedInboundReservations } from '../../core/inbound/shared-reservations.ts'
 import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
 import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
 import type { StorageHealth } from '../../core/storage-health.ts'
@@ -19,6 +22,10 @@ import type { Storage } from '../../storage/database.ts'
 import type { Store } from '../../storage/port.ts'
 import { openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
+import { describePostgresUrl } from '../../storage/postgres/copy-file.ts'
+import { createLiveStreamLeases, type LiveStreamLeases } from '../../storage/postgres/live-stream-leases.ts'
+import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
+import { createQuotaReservations, type QuotaReservations } from '../../storage/postgres/quota-reservations.ts'
 import { admitRequest } from '../../storage/postgres/request-counter.ts'
 import { createSlotLeases, type SlotLeases } from '../../storage/postgres/slot-leases.ts'
 import { createPostgresStore } from '../../storage/postgres/store.ts'
@@ -38,25 +45,58 @@ export interface PostgresParts {
   requestLimiter: SharedRequestRateLimiter
   longPolls: SharedLongPollSlots
   slots: SlotLeases
+  /** Quota units held at RCPT TO, as rows with this machine's lease. */
+  quota: QuotaReservations
+  reservations: SharedInboundReservations
+  /** The console's live-stream bounds, as slot leases of this machine. */
+  streamSlots: LiveStreamLeases
+  /** The console's password-guess counts, in the database. */
+  signInThrottle: SharedSignInThrottle
   messagePages: NeverHitPageCache
   probe: DatabaseProbe
   close(): Promise<void>
 }
 
+/** The database could not be reached (or migrated) at start. */
+export class DatabaseUnreachableError extends Error {
+  constructor(target: string, cause: unknown) {
+    super(`Cannot start on PostgreSQL at ${target}: ${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`)
+    this.name = 'DatabaseUnreachableError'
+  }
+}
+
 export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
-  const { applied } = await migratePostgres(config.databaseUrl)
+  let applied: number
+  try {
+    ;({ applied } = await migratePostgres(config.databaseUrl))
+  } catch (error) {
+    // Nothing is open yet: the start ends here with one line naming the database (never the
+    // password); a platform that restarts machines (Fly) tries again.
+    throw new DatabaseUnreachableError(describePostgresUrl(config.databaseUrl), error)
+  }
   logger.info('postgres_migrated', { applied })
   const sql = openPostgres(config.databaseUrl, { max: config.databasePoolSize, onNotice: (message) => logger.debug('postgres_notice', { message }) })
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   const slots = createSlotLeases(sql, { holder, clock })
+  const quota = createQuotaReservations(sql, { holder, clock })
+  // Same holder and table as the long-poll slots: the close below frees both.
+  const streamSlots = createLiveStreamLeases(sql, { holder, clock, bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION } })
   let notifier: PostgresInboxNotifier | undefined
+  let store: Store | undefined
   const giveBack = async () => {
+    // The store's own leases (idempotency claims of createInbox) and their heartbeat.
+    await store?.close().catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     // Freed now rather than in 30 s: the other machines may hand these slots out at once.
     await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
+    // SMTP transactions have ended by now (the drain finished them): any row left is a unit
+    // whose release failed; it would otherwise count until its lease ran out.
+    await sql`delete from quota_reservations where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     await notifier?.close().catch(() => {})
   }
   const close = async () => {
     slots.stop()
+    quota.stop()
+    streamSlots.stop()
     // A database that does not answer must not hold the stop: the leases then run out by themselves.
     await Promise.race([giveBack(), Bun.sleep(CLOSE_WAIT_MS)])
     // Ending a pool whose connections the server already dropped may report that drop: nothing is left to undo.
@@ -65,14 +105,21 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   try {
     notifier = new PostgresInboxNotifier(sql, logger)
     slots.start()
+    quota.start()
+    streamSlots.start()
+    store = createPostgresStore(sql, quota)
     return {
       sql,
       holder,
-      store: createPostgresStore(sql),
+      store,
       notifier,
       requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, clock, subjects)),
       longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),
       slots,
+      quota,
+      streamSlots,
+      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, clock, SIGN_IN_RULES), (error) => logger.warn('sign_in_count_failed', errorFields(error))),
+      reservations: new SharedInboundReservations(quota, (error) => logger.warn('quota_release_failed', errorFields(error))),
       messagePages: new NeverHitPageCache(),
       probe: new DatabaseProbe(sql, health),
       close,

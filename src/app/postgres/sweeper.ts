@@ -8,9 +8,11 @@
 import { DomainError } from '../../core/errors.ts'
 import { sweepOnce } from '../../core/retention.ts'
 import type { Services } from '../../core/services.ts'
+import { SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
 import { errorFields } from '../../log.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 import { sweepRequestCounts } from '../../storage/postgres/request-counter.ts'
+import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
 import { runOnce } from '../../storage/postgres/run-once.ts'
 
 /** One turn on whichever machine gets the lock; `{ ran: false }` elsewhere. */
@@ -18,7 +20,9 @@ export function sweepOnceAcrossMachines(s: Services, sql: Sql) {
   return runOnce(sql, 'retention', async () => {
     const counts = await sweepOnce(s)
     const requestCounts = await sweepRequestCounts(sql, s.clock)
-    return { ...counts, requestCounts }
+    // The sign-in throttle's ended windows: they count for nothing, only take room.
+    const signInFailures = await createSignInFailures(sql, s.clock, SIGN_IN_RULES).sweep()
+    return { ...counts, requestCounts, signInFailures }
   })
 }
 

@@ -196,7 +196,7 @@ export const inboxRoutes: Route[] = [
       // A HEAD has no body to stream; it must not hold a slot.
       if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
       const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: org.organizationId }) }
-      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
+      const stream = await ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
       // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       return stream

@@ -63,7 +63,7 @@ export const liveRoutes: Route[] = [
       // It ends when the session ends or any of its memberships does; the worker reconnects,
       // and the new stream reports the inboxes no longer visible as gone.
       const stillAllowed = async () => (await Promise.all([...organizations].map((id) => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: id })))).every(Boolean)
-      const stream = ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
+      const stream = await ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       if (gone.length === 0) return stream
       // Tell the pages of inboxes that are gone, ahead of the live events.

@@ -1,10 +1,11 @@
 /**
  * RCPT TO checks: the address must name an active inbox on RECEIVING_DOMAIN, and the
  * monthly quota and both five-minute burst limits must have room, counting what is stored
- * plus what other transactions in flight have reserved. Passing reserves one unit.
+ * plus what other transactions in flight have reserved (Services.reservations: in memory in
+ * SQLite mode, in the database across machines in PostgreSQL mode). Passing reserves one unit.
  */
 import { isoTime } from '../../clock.ts'
-import type { AdmissionFacts, InboundPeriods } from '../../storage/port/inbound.ts'
+import type { AdmissionFacts, InboundLimitCode, InboundLimits, InboundPeriods } from '../../storage/port/inbound.ts'
 import type { Services } from '../services.ts'
 import { utcMonth } from '../usage.ts'
 import { InboundRefusal } from './refusal.ts'
@@ -25,25 +26,38 @@ function localPartOf(address: string, receivingDomain: string): string | null {
   return address.slice(0, at).toLowerCase()
 }
 
-/**
- * Why one more message for this inbox cannot be counted in `periods` now (the monthly quota,
- * then the inbox and organisation bursts), or null when it can. `facts` are the stored counts
- * in those periods and the organisation's overrides (null follows the environment's limit);
- * what live transactions have reserved in the same periods counts too.
- */
-export function limitRefusal(s: Services, facts: AdmissionFacts, { month, bucket }: InboundPeriods): InboundRefusal | null {
-  const org = facts.organizationId
-  const inboxId = facts.inboxId
+/** The limits in force for the inbox of `facts`: the organisation's overrides, else the environment's. */
+export function limitsFor(s: Services, facts: AdmissionFacts): InboundLimits {
   const defaults = s.config.limits
-  const monthlyEmails = facts.limits.monthlyEmails ?? defaults.monthlyEmails
-  const inboxBurst = facts.limits.inboxBurst ?? defaults.inboxBurst
-  const orgBurst = facts.limits.orgBurst ?? defaults.orgBurst
-  const monthUsed = facts.counts.monthReceived + s.reservations.count((r) => r.organizationId === org && r.month === month)
-  if (monthUsed >= monthlyEmails) return new InboundRefusal('monthly_quota_exceeded', `limit ${monthlyEmails} per UTC month`)
-  const inboxUsed = facts.counts.inboxAccepted + s.reservations.count((r) => r.inboxId === inboxId && r.bucket === bucket)
-  if (inboxUsed >= inboxBurst) return new InboundRefusal('inbox_burst_exceeded', `limit ${inboxBurst} per inbox per 5 minutes`)
-  const orgUsed = facts.counts.orgAccepted + s.reservations.count((r) => r.organizationId === org && r.bucket === bucket)
-  if (orgUsed >= orgBurst) return new InboundRefusal('organization_burst_exceeded', `limit ${orgBurst} per organization per 5 minutes`)
+  return {
+    monthlyEmails: facts.limits.monthlyEmails ?? defaults.monthlyEmails,
+    inboxBurst: facts.limits.inboxBurst ?? defaults.inboxBurst,
+    orgBurst: facts.limits.orgBurst ?? defaults.orgBurst,
+  }
+}
+
+/** The spec's refusal for a full limit, with its detail text. */
+export function quotaRefusal(code: InboundLimitCode, limit: number): InboundRefusal {
+  if (code === 'monthly_quota_exceeded') return new InboundRefusal(code, `limit ${limit} per UTC month`)
+  if (code === 'inbox_burst_exceeded') return new InboundRefusal(code, `limit ${limit} per inbox per 5 minutes`)
+  return new InboundRefusal(code, `limit ${limit} per organization per 5 minutes`)
+}
+
+/** Units used in one month and bucket: stored counts plus whatever is held for transactions in flight. */
+export interface UnitsUsed {
+  month: number
+  inbox: number
+  org: number
+}
+
+/**
+ * Why one more message cannot be counted (the monthly quota, then the inbox and organisation
+ * bursts, in the spec's order), or null when every limit has room.
+ */
+export function limitRefusal(limits: InboundLimits, used: UnitsUsed): InboundRefusal | null {
+  if (used.month >= limits.monthlyEmails) return quotaRefusal('monthly_quota_exceeded', limits.monthlyEmails)
+  if (used.inbox >= limits.inboxBurst) return quotaRefusal('inbox_burst_exceeded', limits.inboxBurst)
+  if (used.org >= limits.orgBurst) return quotaRefusal('organization_burst_exceeded', limits.orgBurst)
   return null
 }
 
@@ -67,12 +81,8 @@ export async function admitRecipient(s: Services, { address, isLive, admitted = 
   const again = admitted.find((r) => r.inboxId === facts.inboxId)
   if (again) return again
 
-  // Counted against the reservations live now, after the read: nothing can slip in between,
-  // because from here to `add` runs without an await.
-  const refusal = limitRefusal(s, facts, periods)
-  if (refusal) throw refusal.forInbox(facts.inboxId)
-
-  const reservation: Reservation = { organizationId: facts.organizationId, inboxId: facts.inboxId, ...periods, isLive }
-  s.reservations.add(reservation)
-  return reservation
+  // Holding the unit checks the limits against stored counts plus every unit held now:
+  // in memory (SQLite mode, without an await between check and hold) or in the database
+  // under the organisation's lock (PostgreSQL mode, across machines).
+  return s.reservations.hold({ facts, periods, limits: limitsFor(s, facts), isLive })
 }

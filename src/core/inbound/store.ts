@@ -10,7 +10,7 @@ import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import type { InboundDecider, InboundDelivery, InboundMessage, InboundPeriods } from '../../storage/port/inbound.ts'
 import type { Services } from '../services.ts'
-import { inboundPeriods, limitRefusal } from './admission.ts'
+import { inboundPeriods, limitsFor, quotaRefusal } from './admission.ts'
 import type { ParsedMail } from './parse.ts'
 import { monotonicReceivedAt } from './received-at.ts'
 import type { InboundRefusal } from './refusal.ts'
@@ -85,6 +85,7 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
       messageId: newId('msg'),
       attachmentIds: mail.attachments.map(() => newId('att')),
       reservation,
+      ...(reservation.hold ? { hold: reservation.hold } : {}),
     })
   }
 
@@ -107,9 +108,12 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
       // re-check would count it against itself (one unit left, RCPT at 10:04:59, DATA
       // ending at 10:05:00 gave a false "quota exceeded").
       s.reservations.release(reservation)
-      const refusal = limitRefusal(s, facts, periods)
+      const refusal = s.reservations.recheck(facts, periods, limitsFor(s, facts))
       if (refusal) refusals.push(refusal)
       return refusal === null
+    },
+    refused(_delivery, code, limit) {
+      refusals.push(quotaRefusal(code, limit))
     },
     times(_delivery, newestInInbox) {
       // Never earlier than the inbox's newest message, even after a wall-clock step back.
@@ -117,13 +121,14 @@ export async function storeInboundMessage(s: Services, raw: Buffer, mail: Parsed
       return { receivedAt: isoTime(at), expiresAt: isoTime(at + s.config.limits.retentionDays * DAY) }
     },
     stored({ reservation, inboxId }) {
-      // Its unit is a stored count now; releasing here keeps later jobs of this same batch
-      // from counting it twice (once stored, once reserved).
-      s.reservations.release(reservation)
+      // Its unit is a stored count now; in memory, releasing here keeps later jobs of this
+      // same batch from counting it twice (once stored, once reserved).
+      s.reservations.stored(reservation)
       s.notifier.bump(inboxId)
     },
   }
   const stored = await s.store.inbound.storeMessage({ message: inboundMessage(raw, mail), deliveries, decide })
+  for (const delivery of stored) s.reservations.committed(delivery.reservation)
   for (const message of stored) s.notifier.emit(message.inboxId, 'message_stored')
   if (stored.length === 0 && refusals[0]) throw refusals[0]
   return stored.map(({ messageId, inboxId }) => ({ messageId, inboxId }))

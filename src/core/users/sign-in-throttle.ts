@@ -1,7 +1,10 @@
 /**
  * Password-guess throttling, for sign-in and for the current password of a password change.
- * In memory, like the HTTP rate limiter: one process serves the console, and a restart
- * forgiving a window is harmless next to argon2id's cost per guess.
+ * SignInThrottle counts in memory (SQLite mode: one process serves the console, and a restart
+ * forgiving a window is harmless next to argon2id's cost per guess); SharedSignInThrottle
+ * (PostgreSQL mode) keeps the same counts in the database, so a guesser spreading attempts
+ * over machines meets the same limits as on one. Both follow the same rules and refuse with
+ * the same words.
  *
  * The rules are chosen so that an attacker cannot aim a lockout at somebody else:
  * - **account + address**: FAILURES_PER_ACCOUNT_AND_ADDRESS failures in a window refuse that
@@ -54,9 +57,23 @@ export function waitInWords(seconds: number): string {
   return `${minutes} minutes`
 }
 
+/** What a password check goes through, whichever mode counts it. */
+export interface GuessThrottle {
+  /** Admits and counts one password check (throws `throttled`), answering the wait for its turn in ms. */
+  begin(email: string, clientAddress: string, credential?: string): number | Promise<number>
+  /** Ends an attempt `begin` admitted: a success or an attempt never checked takes its counts back. */
+  finish(email: string, clientAddress: string, outcome: AttemptOutcome): void | Promise<void>
+}
+
+const REASONS = {
+  pair: 'Too many wrong passwords for this account from your address.',
+  address: 'Too many wrong passwords from your address.',
+  account: 'This account has had many wrong passwords, so its sign-ins are spaced out.',
+} as const
+
 const refused = (reason: string, retryAfterSeconds: number) => new Refusal('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
 
-export class SignInThrottle {
+export class SignInThrottle implements GuessThrottle {
   // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).
   private readonly failures = new BoundedKeyMap<Entry>()
 
@@ -78,11 +95,11 @@ export class SignInThrottle {
     const now = this.clock.now()
     const pair = this.live(pairSlot(email, clientAddress), credential, now)
     if (pair && pair.count >= FAILURES_PER_ACCOUNT_AND_ADDRESS) {
-      throw refused('Too many wrong passwords for this account from your address.', Math.ceil((pair.windowEndsAt - now) / 1000))
+      throw refused(REASONS.pair, Math.ceil((pair.windowEndsAt - now) / 1000))
     }
     const address = this.live(addressSlot(clientAddress), '', now)
     if (address && address.count >= FAILURES_PER_ADDRESS) {
-      throw refused('Too many wrong passwords from your address.', Math.ceil((address.windowEndsAt - now) / 1000))
+      throw refused(REASONS.address, Math.ceil((address.windowEndsAt - now) / 1000))
     }
   }
 
@@ -101,7 +118,7 @@ export class SignInThrottle {
       const turn = Math.max(now, account.nextCheckAt ?? now)
       waitMs = turn - now
       if (waitMs > MAX_ACCOUNT_WAIT_MS) {
-        throw refused('This account has had many wrong passwords, so its sign-ins are spaced out.', Math.ceil((waitMs - MAX_ACCOUNT_WAIT_MS) / 1000))
+        throw refused(REASONS.account, Math.ceil((waitMs - MAX_ACCOUNT_WAIT_MS) / 1000))
       }
       account.nextCheckAt = turn + ACCOUNT_CHECK_SPACING_MS
     }
@@ -147,3 +164,37 @@ export class SignInThrottle {
 const accountSlot = (email: string) => `account:${email}`
 const addressSlot = (clientAddress: string) => `address:${clientAddress}`
 const pairSlot = (email: string, clientAddress: string) => `pair:${clientAddress}|${email}`
+
+/** The rules above, for the database's counts. */
+export const SIGN_IN_RULES = {
+  windowMs: SIGN_IN_WINDOW_MS,
+  failuresPerAccountAndAddress: FAILURES_PER_ACCOUNT_AND_ADDRESS,
+  failuresPerAddress: FAILURES_PER_ADDRESS,
+  accountSlowAfter: ACCOUNT_SLOW_AFTER,
+  accountCheckSpacingMs: ACCOUNT_CHECK_SPACING_MS,
+  maxAccountWaitMs: MAX_ACCOUNT_WAIT_MS,
+}
+
+/** The counts across machines (PostgreSQL mode: createSignInFailures with SIGN_IN_RULES). */
+export interface SharedSignInFailures {
+  begin(email: string, clientAddress: string, credential?: string): Promise<{ admitted: true; waitMs: number } | { admitted: false; refused: keyof typeof REASONS; retryAfterSeconds: number }>
+  finish(email: string, clientAddress: string, outcome: AttemptOutcome): Promise<void>
+}
+
+export class SharedSignInThrottle implements GuessThrottle {
+  constructor(
+    private readonly failures: SharedSignInFailures,
+    /** A give-back that failed leaves the attempt counted as a failure: the safe side. */
+    private readonly finishFailed: (error: unknown) => void,
+  ) {}
+
+  async begin(email: string, clientAddress: string, credential = ''): Promise<number> {
+    const admission = await this.failures.begin(email, clientAddress, credential)
+    if (!admission.admitted) throw refused(REASONS[admission.refused], admission.retryAfterSeconds)
+    return admission.waitMs
+  }
+
+  async finish(email: string, clientAddress: string, outcome: AttemptOutcome): Promise<void> {
+    await this.failures.finish(email, clientAddress, outcome).catch(this.finishFailed)
+  }
+}

@@ -2,7 +2,7 @@
 import type { AccountServices } from '../services.ts'
 import { Refusal } from '../refusals.ts'
 import { verifyPassword } from './password-gate.ts'
-import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
+import { type AttemptOutcome, credentialOf, type GuessThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'
 
 // Verified against when the account does not exist, so the answer takes as long either way.
@@ -23,7 +23,7 @@ function decoyHash(s: Pick<AccountServices, 'config'>): Promise<string> {
 const wrongCredentials = () => new Refusal('unauthenticated', 'Wrong email or password.')
 
 export async function signIn(
-  s: Pick<AccountServices, 'config' | 'store'> & { throttle: SignInThrottle },
+  s: Pick<AccountServices, 'config' | 'store'> & { throttle: GuessThrottle },
   visitor: { clientAddress: string },
   input: { email: unknown; password: unknown },
 ): Promise<User> {
@@ -34,14 +34,14 @@ export async function signIn(
   if (!email || password === '' || password.length > MAX_PASSWORD_LENGTH) throw wrongCredentials()
   const user = await findUserByEmail(s, email)
   // Counted before the await: a check recorded only afterwards let a parallel wave through.
-  const waitMs = throttle.begin(email, clientAddress, credentialOf(user?.passwordHash))
+  const waitMs = await throttle.begin(email, clientAddress, credentialOf(user?.passwordHash))
   let outcome: AttemptOutcome = 'not_checked'
   try {
     if (waitMs > 0) await Bun.sleep(waitMs)
     const hash = user?.passwordHash ?? (await decoyHash(s))
     outcome = (await verifyPassword(password, hash)) && user ? 'succeeded' : 'failed'
   } finally {
-    throttle.finish(email, clientAddress, outcome)
+    await throttle.finish(email, clientAddress, outcome)
   }
   if (!user || outcome !== 'succeeded') throw wrongCredentials()
   return rehashAtConfiguredCost(s, user, password)

@@ -6,7 +6,7 @@ import type { AccountServices } from '../services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
 import { Refusal } from '../refusals.ts'
 import { passwordGate, verifyPassword } from './password-gate.ts'
-import { type AttemptOutcome, credentialOf, type SignInThrottle } from './sign-in-throttle.ts'
+import { type AttemptOutcome, credentialOf, type GuessThrottle } from './sign-in-throttle.ts'
 
 export type User = UserRow
 
@@ -101,18 +101,18 @@ export async function resetPassword(s: AccountServices, actor: Actor, input: { e
  * password counts for the account and the address) and the password gate.
  */
 export async function changePassword(
-  s: Pick<AccountServices, 'config' | 'store'> & { throttle: SignInThrottle },
+  s: Pick<AccountServices, 'config' | 'store'> & { throttle: GuessThrottle },
   user: User,
   input: { current: string; next: unknown; keepSessionSha256: string; clientAddress: string },
 ): Promise<void> {
   const { throttle } = s
-  const waitMs = throttle.begin(user.email, input.clientAddress, credentialOf(user.passwordHash))
+  const waitMs = await throttle.begin(user.email, input.clientAddress, credentialOf(user.passwordHash))
   let outcome: AttemptOutcome = 'not_checked'
   try {
     if (waitMs > 0) await Bun.sleep(waitMs)
     outcome = input.current.length <= MAX_PASSWORD_LENGTH && (await verifyPassword(input.current, user.passwordHash)) ? 'succeeded' : 'failed'
   } finally {
-    throttle.finish(user.email, input.clientAddress, outcome)
+    await throttle.finish(user.email, input.clientAddress, outcome)
   }
   if (outcome !== 'succeeded') throw new Refusal('invalid', 'The current password is wrong.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.next))

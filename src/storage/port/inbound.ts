@@ -62,6 +62,33 @@ export interface InboundMessage {
   attachments: InboundAttachment[]
 }
 
+/** The three inbound limits in force for one inbox (overrides already applied). */
+export interface InboundLimits {
+  monthlyEmails: number
+  inboxBurst: number
+  orgBurst: number
+}
+
+/** The spec's refusal codes of the inbound limits, checked in this order. */
+export type InboundLimitCode = 'monthly_quota_exceeded' | 'inbox_burst_exceeded' | 'organization_burst_exceeded'
+
+/**
+ * PostgreSQL mode: one unit of quota held in the database since RCPT TO, shared by every
+ * machine. The storing transaction turns it into stored counts (or refuses it when its period
+ * turned and the new one is full); core releases it when no message is stored.
+ */
+export interface InboundHold {
+  id: string
+  organizationId: string
+  inboxId: string
+  /** 'YYYY-MM' at admission. */
+  month: string
+  /** The five-minute bucket at admission, RFC 3339. */
+  bucketStartsAt: string
+  /** The limits admission checked, checked again if the period turned before the store. */
+  limits: InboundLimits
+}
+
 /** One inbox to store a copy in, with the ids its rows get. */
 export interface InboundDelivery {
   inboxId: string
@@ -69,6 +96,8 @@ export interface InboundDelivery {
   messageId: string
   /** One id per attachment of the message, in order. */
   attachmentIds: string[]
+  /** PostgreSQL mode: the unit admission holds, converted by the storing transaction; absent in SQLite mode. */
+  hold?: InboundHold
 }
 
 /**
@@ -89,6 +118,8 @@ export interface InboundDecider<D extends InboundDelivery> {
   times(delivery: D, newestInInbox: string | undefined): { receivedAt: string; expiresAt: string }
   /** The copy is written (not yet committed). */
   stored(delivery: D): void
+  /** A delivery with a hold whose new period has no room: not stored, for this limit. */
+  refused(delivery: D, code: InboundLimitCode, limit: number): void
 }
 
 export interface StoreInboundInput<D extends InboundDelivery> {

@@ -106,6 +106,27 @@ function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; l
   return null
 }
 
+/**
+ * Counts one stored message for `target` in `month` and `bucket`: the monthly usage and both
+ * burst buckets, as increments in place. The one place inbound mail is counted in PostgreSQL
+ * mode: convert() calls it for a held unit, the inbound adapter for a delivery without one.
+ */
+export async function countStoredMessage(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string): Promise<void> {
+  // Sent together (postgres.js pipelines one connection's statements, run in the order sent):
+  // the organisation's month, then the inbox's and the organisation's bursts, one lock order.
+  const burst = (subject: string) =>
+    tx`
+    insert into inbound_bursts (subject_id, bucket_starts_at, accepted) values (${subject}, ${bucket}, 1)
+    on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + 1`.execute()
+  await Promise.all([
+    tx`
+      insert into monthly_email_usage (organization_id, month, received) values (${target.organizationId}, ${month}, 1)
+      on conflict (organization_id, month) do update set received = monthly_email_usage.received + 1`.execute(),
+    burst(target.inboxId),
+    burst(target.organizationId),
+  ])
+}
+
 export function createQuotaReservations(sql: Sql, options: QuotaReservationOptions): QuotaReservations {
   const { holder, clock } = options
   const leaseMs = options.leaseMs ?? 30_000
@@ -158,14 +179,7 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
         if (refused) return { counted: false, ...refused }
       }
-      await tx`
-        insert into monthly_email_usage (organization_id, month, received) values (${reservation.organizationId}, ${month}, 1)
-        on conflict (organization_id, month) do update set received = monthly_email_usage.received + 1`
-      for (const subject of [reservation.inboxId, reservation.organizationId]) {
-        await tx`
-          insert into inbound_bursts (subject_id, bucket_starts_at, accepted) values (${subject}, ${bucket}, 1)
-          on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + 1`
-      }
+      await countStoredMessage(tx, reservation, month, bucket)
       return { counted: true }
     },
 

@@ -44,9 +44,12 @@ interface Row {
   slot: string
   credential: string
   failures: number
-  window_ends_at: Date
-  next_check_at: Date | null
+  // A Date from a plain pool, a string once Drizzle shares the pool (it reads timestamps as text).
+  window_ends_at: Date | string
+  next_check_at: Date | string | null
 }
+
+const msOf = (at: Date | string): number => new Date(at).getTime()
 
 /** Slots hold client input: a long one is stored as its digest, so a row stays small. */
 const stored = (slot: string): string => (slot.length <= 200 ? slot : `sha256:${createHash('sha256').update(slot).digest('hex')}`)
@@ -60,14 +63,14 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
   /** The live rows of these slots: an ended window or another password's count is none. */
   const liveRows = async (tx: Queryable, marks: Record<string, string>, now: number): Promise<Map<string, Row>> => {
     const rows = await tx<Row[]>`select slot, credential, failures, window_ends_at, next_check_at from sign_in_failures where slot in ${tx(Object.keys(marks))}`
-    return new Map(rows.filter((r) => r.window_ends_at.getTime() > now && r.credential === marks[r.slot]).map((r) => [r.slot, r]))
+    return new Map(rows.filter((r) => msOf(r.window_ends_at) > now && r.credential === marks[r.slot]).map((r) => [r.slot, r]))
   }
 
   const refusalOf = (live: Map<string, Row>, slots: ReturnType<typeof slotsOf>, now: number): SignInRefusal | null => {
     const pair = live.get(slots.pair)
-    if (pair && pair.failures >= rules.failuresPerAccountAndAddress) return { refused: 'pair', retryAfterSeconds: Math.ceil((pair.window_ends_at.getTime() - now) / 1000) }
+    if (pair && pair.failures >= rules.failuresPerAccountAndAddress) return { refused: 'pair', retryAfterSeconds: Math.ceil((msOf(pair.window_ends_at) - now) / 1000) }
     const address = live.get(slots.address)
-    if (address && address.failures >= rules.failuresPerAddress) return { refused: 'address', retryAfterSeconds: Math.ceil((address.window_ends_at.getTime() - now) / 1000) }
+    if (address && address.failures >= rules.failuresPerAddress) return { refused: 'address', retryAfterSeconds: Math.ceil((msOf(address.window_ends_at) - now) / 1000) }
     return null
   }
 
@@ -113,7 +116,7 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
         const nextCheckAt = new Map<string, number>()
         const account = live.get(slots.account)
         if (account && account.failures >= rules.accountSlowAfter) {
-          const turn = Math.max(now, account.next_check_at?.getTime() ?? now)
+          const turn = Math.max(now, account.next_check_at ? msOf(account.next_check_at) : now)
           waitMs = turn - now
           if (waitMs > rules.maxAccountWaitMs) return { admitted: false, refused: 'account', retryAfterSeconds: Math.ceil((waitMs - rules.maxAccountWaitMs) / 1000) }
           nextCheckAt.set(slots.account, turn + rules.accountCheckSpacingMs)

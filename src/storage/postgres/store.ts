@@ -3,19 +3,22 @@ import type { Store } from '../port.ts'
 import type { Sql } from './client.ts'
 import { postgresDb } from './db.ts'
 import { postgresAccounts } from './store/accounts.ts'
-import { postgresInbound } from './store/inbound.ts'
+import { type HoldConverter, postgresInbound } from './store/inbound.ts'
 import { postgresInboxes } from './store/inboxes.ts'
 import { postgresMessages } from './store/messages.ts'
 import { postgresOrganizations } from './store/organizations.ts'
 
-export function createPostgresStore(sql: Sql): Store {
+/** `quota` converts the units admission holds in the database (see store/inbound.ts). */
+export function createPostgresStore(sql: Sql, quota: HoldConverter | null = null): Store {
   const db = postgresDb(sql)
+  const inboxes = postgresInboxes(db)
   return {
     dialect: 'postgres',
     organizations: postgresOrganizations(db),
     accounts: postgresAccounts(db),
-    inboxes: postgresInboxes(db),
+    inboxes,
     messages: postgresMessages(db),
-    inbound: postgresInbound(db),
+    inbound: postgresInbound(db, quota),
+    close: () => inboxes.close(),
   }
 }

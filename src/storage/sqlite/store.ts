@@ -10,6 +10,8 @@ import { sqliteOrganizations } from './store/organizations.ts'
 export function createSqliteStore(storage: Storage): Store {
   return {
     dialect: 'sqlite',
+    // Nothing runs in the background and nothing is leased: one process owns the file.
+    close: async () => {},
     organizations: sqliteOrganizations(storage),
     accounts: sqliteAccounts(storage),
     inboxes: sqliteInboxes(storage),

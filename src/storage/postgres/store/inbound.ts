@@ -8,13 +8,16 @@
  * - counters are increments in place (INSERT … ON CONFLICT DO UPDATE), never read-then-write.
  * - locks are taken in one order (inboxes sorted, then counter rows by organisation and inbox),
  *   so two stores naming the same inboxes in another order cannot deadlock.
- * The counts a store re-checks against are committed counts; quota reservations of SMTP
- * transactions in flight live in each machine's memory (core), so across machines admission
- * is exact for stored mail and per machine for mail in flight.
+ * A delivery admitted in PostgreSQL mode carries its hold: a unit of quota held in the database
+ * since RCPT TO (../quota-reservations.ts), which every machine counts. The store converts it
+ * in this transaction (the row goes, the stored counts go up), so across machines admission is
+ * exact for stored mail and for mail in flight alike. countStoredMessage is the one place that
+ * counts, for held deliveries and for deliveries without a hold.
  */
 import { and, asc, desc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
-import type { PostgresDb, PostgresDbOrTx, PostgresTx } from '../db.ts'
+import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
+import { countStoredMessage, type QuotaReservations } from '../quota-reservations.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
 import { WAKE_CHANNEL } from '../wake-bus.ts'
 
@@ -63,15 +66,27 @@ async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
 const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
   a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
 
-async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, periods: InboundPeriods): Promise<boolean> {
+/** What converts a held unit inside the storing transaction: createQuotaReservations. */
+export type HoldConverter = Pick<QuotaReservations, 'convert'>
+
+async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, periods: InboundPeriods, quota: HoldConverter | null): Promise<boolean> {
   const { message, decide } = input
   const [inbox] = await tx
     .select({ address: inboxes.address })
     .from(inboxes)
     .where(and(eq(inboxes.id, delivery.inboxId), eq(inboxes.state, 'active')))
     .for('share')
-  if (!inbox) return false // deleted since RCPT TO
-  if (decide.recheckNeeded(delivery)) {
+  if (!inbox) return false // deleted since RCPT TO (core then releases the hold)
+  const { hold } = delivery
+  if (hold) {
+    if (!quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+    // Converted first: when its period turned and the new one is full, nothing is written.
+    const converted = await quota.convert(rawTransaction(tx), hold, hold.limits)
+    if (!converted.counted) {
+      decide.refused(delivery, converted.refusal, converted.limit)
+      return false
+    }
+  } else if (decide.recheckNeeded(delivery)) {
     const facts = await factsWhere(tx, eq(inboxes.id, delivery.inboxId), periods)
     if (!facts || !decide.recheck(delivery, facts)) return false
   }
@@ -128,22 +143,9 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
         .values(message.attachments.map((attachment, position) => ({ attachmentId: ids[position]!, content: attachment.content, sha256: attachment.sha256 })))
         .execute(),
     )
-  // The counters in the file's lock order: organisation's month, then the inbox's and the organisation's bursts.
-  pipelined.push(
-    tx
-      .insert(monthlyEmailUsage)
-      .values({ organizationId, month: periods.month, received: 1 })
-      .onConflictDoUpdate({ target: [monthlyEmailUsage.organizationId, monthlyEmailUsage.month], set: { received: sql`${monthlyEmailUsage.received} + 1` } })
-      .execute(),
-  )
-  for (const subjectId of [delivery.inboxId, organizationId])
-    pipelined.push(
-      tx
-        .insert(inboundBursts)
-        .values({ subjectId, bucketStartsAt: periods.bucket, accepted: 1 })
-        .onConflictDoUpdate({ target: [inboundBursts.subjectId, inboundBursts.bucketStartsAt], set: { accepted: sql`${inboundBursts.accepted} + 1` } })
-        .execute(),
-    )
+  // A held unit was counted by its conversion; otherwise the counters here (quota-reservations.ts
+  // counts in the file's lock order: the organisation's month, then the inbox's and the organisation's bursts).
+  if (!hold) pipelined.push(countStoredMessage(rawTransaction(tx), delivery, periods.month, periods.bucket))
   pipelined.push(queueWake(tx, delivery.inboxId))
   await Promise.all(pipelined)
   decide.stored(delivery)
@@ -154,7 +156,8 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
   await db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } })
 }
 
-export function postgresInbound(db: PostgresDb): InboundStore {
+/** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
+export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = null): InboundStore {
   return {
     admissionFacts: (localPart, periods) => factsWhere(db, eq(inboxes.localPart, localPart), periods),
 
@@ -166,7 +169,7 @@ export function postgresInbound(db: PostgresDb): InboundStore {
           await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`)
         const periods = input.decide.begin()
         const done = new Set<(typeof ordered)[number]>()
-        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods)) done.add(delivery)
+        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods, quota)) done.add(delivery)
         // Stored in lock order, answered in the caller's (RCPT) order.
         return input.deliveries.filter((delivery) => done.has(delivery))
       })

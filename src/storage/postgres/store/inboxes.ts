@@ -47,7 +47,8 @@ async function dropOwnLease(tx: PostgresDbOrTx, claim: IdempotencyClaim): Promis
 /** Thrown inside a transaction to roll it back and answer "not done" (never leaves the adapter). */
 class NotDone extends Error {}
 
-export function postgresInboxes(db: PostgresDb): InboxStore {
+/** InboxStore with close(): the lease heartbeat stops and this holder's idempotency leases go. */
+export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise<void> } {
   // This adapter's name in the lease table: one per process, like a machine's.
   const holder = `machine_${randomBytes(8).toString('hex')}`
   const heartbeat = leaseHeartbeat(LEASE_SECONDS * 1000, async () => {
@@ -58,6 +59,13 @@ export function postgresInboxes(db: PostgresDb): InboxStore {
   })
 
   return {
+    async close() {
+      heartbeat.stop()
+      // A request of this machine still in progress is over once it stops: without its lease,
+      // the next request with that key on another machine takes the key over at once.
+      await db.delete(idempotencyLeases).where(eq(idempotencyLeases.holder, holder))
+    },
+
     reserveInbox({ organizationId, activeInboxLimit, candidates, createdAt }) {
       return db.transaction(async (tx) => {
         // Two machines creating the organisation's last allowed inbox: the second waits here and
