@@ -99,8 +99,12 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
   async function connectBackend(link: Link): Promise<void> {
     link.connecting = true
     const ports = backends()
+    // This connection's own walk through the backends from its turn: with a counter shared by
+    // connections opened at the same moment, two attempts of one could land on the same
+    // refusing backend and never try the one that listens.
+    const first = next++
     for (let attempt = 0; attempt < ports.length; attempt++) {
-      const index = next++ % ports.length
+      const index = (first + attempt) % ports.length
       try {
         const backend = await Bun.connect<Link>({
           hostname: '127.0.0.1',
