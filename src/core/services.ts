@@ -52,8 +52,8 @@ export interface Services {
   /** Resolved once the HTTP listener has its port (see resolvePublicUrls). */
   publicUrls: () => PublicUrls
   /**
-   * The SQLite handle, for what has not moved onto `store` yet and for SQLite's own
-   * mechanisms (WAL truncation, the disk guard, replication).
+   * The SQLite handle, for SQLite's own mechanisms only (the disk guard's WAL truncation and
+   * page counts, replication). In PostgreSQL mode there is no file: it throws, naming itself.
    */
   storage: Storage
   /** The storage port (src/storage/port.ts): SQLite or PostgreSQL. Core's verbs query through it. */
@@ -97,4 +97,4 @@ export interface Services {
  * The slice of Services the account verbs (organisations, keys, users, sessions, members,
  * audit, setup) use: what the admin CLI can build without starting a server.
  */
-export type AccountServices = Pick<Services, 'clock' | 'config' | 'storage' | 'store'>
+export type AccountServices = Pick<Services, 'clock' | 'config' | 'store'>

@@ -1,24 +1,22 @@
 /**
- * A verb's transaction (src/core/transaction.ts): a verb called inside another verb's
- * transaction, or inside a job of the group commit, joins it instead of opening a second one,
- * so the two commit together or not at all.
+ * The SQLite adapter's transaction (src/storage/sqlite/transaction.ts): an operation called
+ * inside another's transaction, or inside a job of the group commit, joins it instead of
+ * opening a second one, so the two commit together or not at all.
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { transaction, transactionInGroup } from '../../src/core/transaction.ts'
 import { openStorage, type Storage, type Tx } from '../../src/storage/database.ts'
 import { organizations } from '../../src/storage/schema.ts'
+import { transaction, transactionInGroup } from '../../src/storage/sqlite/transaction.ts'
 import { scratchDir } from '../support/scratch.ts'
 
 let dir: string
 let storage: Storage
-let s: { storage: Storage }
 beforeEach(() => {
   dir = scratchDir('pigeonhole-nested-')
   storage = openStorage(join(dir, 'db.sqlite'))
-  s = { storage }
 })
 afterEach(() => {
   storage.close()
@@ -38,10 +36,10 @@ function committedIds(): string[] {
 test('a nested transaction joins the outer one: both commit together', () => {
   let innerTx: Tx | undefined
   let outerTx: Tx | undefined
-  transaction(s, (tx) => {
+  transaction(storage, (tx) => {
     outerTx = tx
     insertOrg(tx, 'org_outer')
-    transaction(s, (inner) => {
+    transaction(storage, (inner) => {
       innerTx = inner
       insertOrg(inner, 'org_inner')
     })
@@ -54,15 +52,15 @@ test('a nested transaction joins the outer one: both commit together', () => {
 
 test('a throw after the nested call rolls back what the nested call wrote', () => {
   expect(() =>
-    transaction(s, (tx) => {
-      transaction(s, (inner) => insertOrg(inner, 'org_inner'))
+    transaction(storage, (tx) => {
+      transaction(storage, (inner) => insertOrg(inner, 'org_inner'))
       insertOrg(tx, 'org_outer')
       throw new Error('the outer verb fails after its nested verb')
     }),
   ).toThrow('the outer verb fails')
   expect(committedIds()).toEqual([])
   // The handle is usable again: the next transaction is a fresh one that commits.
-  transaction(s, (tx) => insertOrg(tx, 'org_after'))
+  transaction(storage, (tx) => insertOrg(tx, 'org_after'))
   expect(committedIds()).toEqual(['org_after'])
 })
 
@@ -70,16 +68,16 @@ test('a verb called from a group-commit job joins the batch instead of beginning
   let jobTx: Tx | undefined
   let innerTx: Tx | undefined
   const ids = await Promise.all([
-    transactionInGroup(s, (tx) => {
+    transactionInGroup(storage, (tx) => {
       jobTx = tx
       insertOrg(tx, 'org_a')
-      transaction(s, (inner) => {
+      transaction(storage, (inner) => {
         innerTx = inner
         insertOrg(inner, 'org_a_nested')
       })
       return 'a'
     }),
-    transactionInGroup(s, (tx) => {
+    transactionInGroup(storage, (tx) => {
       insertOrg(tx, 'org_b')
       return 'b'
     }),

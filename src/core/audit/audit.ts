@@ -1,14 +1,12 @@
 /**
  * The audit log: one row per change of keys, members, invites, limits and accounts. Each
- * verb that changes something records its row itself, inside the change's transaction, so
- * a crash or a refusal keeps both or neither.
+ * verb that changes something hands its row (auditEntry) to the storage operation making the
+ * change, which writes both in one transaction, so a crash or a refusal keeps both or neither.
  */
 import { isoTime } from '../../clock.ts'
 import type { AuditEntry } from '../../storage/port.ts'
 import type { AuditEventRow } from '../../storage/rows.ts'
-import { auditEvents } from '../../storage/schema.ts'
 import type { AccountServices } from '../services.ts'
-import { transaction } from '../transaction.ts'
 
 /** Who did it: a signed-in user (their email) from a client address, or the admin CLI. */
 export interface Actor {
@@ -46,16 +44,6 @@ export function auditEntry(s: Pick<AccountServices, 'clock'>, actor: Actor, even
     clientAddress: actor.clientAddress,
     createdAt: isoTime(s.clock.now()),
   }
-}
-
-/** Called by verbs inside their own transaction (which it joins); on its own it opens one. */
-export function recordAudit(s: Pick<AccountServices, 'clock' | 'storage'>, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): void {
-  transaction(s, (tx) =>
-    tx
-      .insert(auditEvents)
-      .values(auditEntry(s, actor, event))
-      .run(),
-  )
 }
 
 export const AUDIT_PAGE_SIZE = 100
