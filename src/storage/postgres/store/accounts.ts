@@ -10,7 +10,7 @@ import { apiKeys, memberships, organizations, sessions, settings, users } from '
 import { insertAudit } from './audit.ts'
 
 const SETUP_TOKEN = 'setup_token'
-/** The advisory lock first-run setup takes; the same name as first-run-setup.ts, so both exclude each other. */
+/** The advisory lock that makes first-run setup happen once across machines. */
 const SETUP_LOCK = 'pigeonhole.first-run-setup'
 
 const limitColumns = {
