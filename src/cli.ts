@@ -21,7 +21,7 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
-import { configTable, loadConfigOrExit } from './config.ts'
+import { configTable, isPostgresUrl, loadConfigOrExit } from './config.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
@@ -31,7 +31,8 @@ import { openPostgres, type Sql } from './storage/postgres/client.ts'
 import { migratePostgres } from './storage/postgres/migrate.ts'
 import { createPostgresStore } from './storage/postgres/store.ts'
 import type { Store } from './storage/port.ts'
-import { CopyRefused, copySqliteFileToPostgres, describePostgresUrl } from './storage/postgres/copy-file.ts'
+import { describePostgresUrl } from './storage/postgres/client.ts'
+import { CopyRefused, copySqliteFileToPostgres } from './storage/postgres/copy-file.ts'
 import { createSqliteStore } from './storage/sqlite/store.ts'
 import { organizations } from './storage/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
@@ -77,7 +78,7 @@ if (!postgresMode && !existsSync(databaseFile) && !allowCreate) {
 console.error(`database: ${postgresMode ? describePostgresUrl(config.databaseUrl) : databaseFile}`)
 if (group === 'db') {
   const url = rest[0]
-  if (action !== 'copy' || arg !== '--to' || !url || !/^postgres(ql)?:\/\/./.test(url)) fail(USAGE, 64)
+  if (action !== 'copy' || arg !== '--to' || !url || !isPostgresUrl(url)) fail(USAGE, 64)
   try {
     const report = await copySqliteFileToPostgres(config.databasePath, url, (line) => console.error(line))
     console.log('table\trows\tsha256')

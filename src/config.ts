@@ -7,6 +7,9 @@
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
 import { TrustedNetworks } from './core/trusted-networks.ts'
 
+/** A URL that selects PostgreSQL: what DATABASE_URL and `cli db copy --to` accept. */
+export const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\/\S+$/.test(value)
+
 export { ConfigError, exitOnConfigError } from './config-kinds.ts'
 
 const MiB = 1024 * 1024
@@ -495,7 +498,7 @@ function checkCombinations(config: Config): void {
   }
   // Checked here rather than by a pattern, whose message would repeat the password.
   if (config.databaseUrl !== '') {
-    if (!/^postgres(ql)?:\/\/\S+$/.test(config.databaseUrl)) throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL')
+    if (!isPostgresUrl(config.databaseUrl)) throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL')
     // The provider's backups replace Litestream's; a replica of the unused SQLite file would copy nothing.
     if (config.litestreamReplica !== 'none') throw new ConfigError('LITESTREAM_REPLICA', 'must be none when DATABASE_URL is set (PostgreSQL keeps the data)')
   }

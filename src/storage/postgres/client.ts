@@ -30,3 +30,13 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
     connection: { TimeZone: 'UTC' },
   })
 }
+
+/** The URL as it may be printed or logged: user, host, port and database, never the password. */
+export function describePostgresUrl(url: string): string {
+  try {
+    const parsed = new URL(url)
+    return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`
+  } catch {
+    return '(an unreadable URL)'
+  }
+}

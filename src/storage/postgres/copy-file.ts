@@ -7,19 +7,9 @@
  */
 import { openStorage } from '../database.ts'
 import { DatabaseInUseError, lockServerDatabase } from '../server-lock.ts'
-import { openPostgres } from './client.ts'
+import { describePostgresUrl, openPostgres } from './client.ts'
 import { type CopyReport, CopyMismatch, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from './copy-from-sqlite.ts'
 import { migratePostgres } from './migrate.ts'
-
-/** The URL as it may be printed or logged: user, host, port and database, never the password. */
-export function describePostgresUrl(url: string): string {
-  try {
-    const parsed = new URL(url)
-    return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`
-  } catch {
-    return '(an unreadable URL)'
-  }
-}
 
 /** Why nothing was copied, in words an operator acts on; the URL's password never appears. */
 export class CopyRefused extends Error {}
