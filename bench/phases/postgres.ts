@@ -22,7 +22,7 @@ import { createQuotaReservations } from '../../src/storage/postgres/quota-reserv
 import { admitRequest } from '../../src/storage/postgres/request-counter.ts'
 import { createSlotLeases } from '../../src/storage/postgres/slot-leases.ts'
 import { createWakeBus, notifyInbox } from '../../src/storage/postgres/wake-bus.ts'
-import { migratedDatabase, testCluster } from '../../test/support/postgres.ts'
+import { migratedDatabase, testCluster, useDurableCluster } from '../../test/support/postgres.ts'
 import { cpuMs } from '../lib/proc.ts'
 import { percentile, round } from '../lib/stats.ts'
 
@@ -143,6 +143,8 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
   let port: number
   let url: string
   try {
+    // PostgreSQL's default durability (every commit flushed), as the server phase after it.
+    useDurableCluster()
     port = testCluster().port
     url = await migratedDatabase()
   } catch (error) {
