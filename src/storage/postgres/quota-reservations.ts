@@ -56,8 +56,11 @@ export interface QuotaReservations {
    * message in the stored usage. When the month or bucket has turned since admission, or the
    * lease ran out (another machine may have used the unit), the unit is checked again against
    * the current counts and may be refused; the caller then does not store the message.
+   * With `sent`, the counting statements are sent but not awaited: their promise goes into
+   * `sent` for the caller to await with the statements it sends next (one round trip for all);
+   * the transaction must not commit before it settles.
    */
-  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits): Promise<ConvertResult>
+  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
   /** Extends every reservation this machine holds; the timer of `start()` calls it. */
   renew(): Promise<void>
   start(): void
@@ -74,7 +77,8 @@ export interface QuotaReservationOptions {
 
 const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
 const bucketOf = (ms: number): string => new Date(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES).toISOString()
-const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`
+/** Sent at once (`execute()`): see usedNow. */
+const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`.execute()
 
 interface Used {
   month_used: number
@@ -85,10 +89,12 @@ interface Used {
 /**
  * Stored usage plus live reservations for one inbox in `month` and `bucket`, in one statement.
  * Run under the organisation's lock; a reservation counts while its lease has not run out.
+ * The statement is sent at once (`execute()`), so a caller may send it in one go with the
+ * lock it must follow (postgres.js pipelines a connection's statements, run in the order sent).
  */
-async function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
+function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
   const { organizationId: org, inboxId: inbox } = target
-  const [row] = await tx<Used[]>`
+  return tx<Used[]>`
     select
       coalesce((select received from monthly_email_usage where organization_id = ${org} and month = ${month}), 0)
         + (select count(*) from quota_reservations where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
@@ -96,7 +102,8 @@ async function usedNow(tx: Queryable, target: { organizationId: string; inboxId:
         + (select count(*) from quota_reservations where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket} and expires_at > ${now}) as inbox_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
         + (select count(*) from quota_reservations where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
-  return { month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }
+    .execute()
+    .then(([row]) => ({ month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }))
 }
 
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
@@ -112,7 +119,7 @@ function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; l
  * mode: convert() calls it for a held unit, the inbound adapter for a delivery without one.
  */
 export async function countStoredMessage(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string): Promise<void> {
-  // Sent together (postgres.js pipelines one connection's statements, run in the order sent):
+  // Sent together, at the call (the caller may await it with statements it sends after) (postgres.js pipelines one connection's statements, run in the order sent):
   // the organisation's month, then the inbox's and the organisation's bursts, one lock order.
   const burst = (subject: string) =>
     tx`
@@ -150,10 +157,14 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
       return sql.begin(async (tx): Promise<ReserveResult> => {
-        await lockOrganization(tx, target.organizationId)
-        // Tidy under the same lock: rows of dead machines no longer count anyway.
-        await tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`
-        const refused = refusalFor(await usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now), limits)
+        // One round trip for the three (run in the order sent): the lock, a tidy under it
+        // (rows of dead machines no longer count anyway), then the counts, read after both.
+        const [, , used] = await Promise.all([
+          lockOrganization(tx, target.organizationId),
+          tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
+          usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
+        ])
+        const refused = refusalFor(used, limits)
         if (refused) return { reserved: false, ...refused }
         await tx`
           insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
@@ -166,20 +177,25 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
       await sql`delete from quota_reservations where id = ${reservation.id}`
     },
 
-    async convert(tx, reservation, limits) {
+    async convert(tx, reservation, limits, sent) {
       const nowMs = clock.now()
       const now = new Date(nowMs).toISOString()
       const month = monthOf(nowMs)
       const bucket = bucketOf(nowMs)
-      await lockOrganization(tx, reservation.organizationId)
-      const [held] = await tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`
+      // The lock and the delete under it in one round trip (run in the order sent).
+      const [, [held]] = await Promise.all([
+        lockOrganization(tx, reservation.organizationId),
+        tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`.execute(),
+      ])
       // Its own row is gone, so the re-check does not count the unit against itself.
       const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
       if (!stillHeld) {
         const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
         if (refused) return { counted: false, ...refused }
       }
-      await countStoredMessage(tx, reservation, month, bucket)
+      const counting = countStoredMessage(tx, reservation, month, bucket)
+      if (sent) sent.push(counting)
+      else await counting
       return { counted: true }
     },
 
