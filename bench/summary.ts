@@ -146,7 +146,7 @@ export function summarize(results: Results) {
       slot_lease: 'slot lease acquire+release',
       quota_reservation: 'quota reserve+convert',
       quota_reservation_8_orgs: 'the same over 8 organisations',
-      idempotency_claim: 'idempotency claim+complete',
+      idempotency_claim: 'createInbox with Idempotency-Key (claim, reserve, activate)',
     }
     for (const [name, op] of Object.entries(pg.operations)) {
       rows.push([`  ${names[name as keyof typeof names]} alone p50 / p99 (ms)`, pair(op.alone), '', '', '', '', ''])
