@@ -3,6 +3,10 @@
  * cutting closes every relayed connection and refuses new ones (accepted, then closed at
  * once), as a database that went away or is restarting looks to its clients; restoring
  * relays again. The listener itself stays, so its port never changes.
+ *
+ * It also counts round trips: a client's turn to speak after the server has answered it (or
+ * its first bytes on a connection) is one. Statements a client pipelines go out in one turn,
+ * however many TCP segments carry them; a statement awaited before the next is sent costs one.
  */
 import type { Socket, TCPSocketListener } from 'bun'
 
@@ -13,6 +17,8 @@ interface Pair {
   pending: Uint8Array[]
   /** Bytes not yet taken by the client socket (under backpressure). */
   back: Uint8Array[]
+  /** The server has sent something since the client last did: the client's next bytes start a turn. */
+  answered: boolean
 }
 
 /** Writes what the socket takes and keeps the rest, in order, for its drain. */
@@ -35,11 +41,14 @@ export interface TcpCut {
   cut(): void
   restore(): void
   stop(): void
+  /** Round trips begun by clients over every relayed connection so far. */
+  turns(): number
 }
 
 export function tcpCut(targetHost: string, targetPort: number): TcpCut {
   const pairs = new Set<Pair>()
   let open = true
+  let turns = 0
   const listener: TCPSocketListener<Pair> = Bun.listen<Pair>({
     hostname: '127.0.0.1',
     port: 0,
@@ -49,7 +58,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
-        const pair: Pair = { client, upstream: null, pending: [], back: [] }
+        const pair: Pair = { client, upstream: null, pending: [], back: [], answered: true }
         client.data = pair
         pairs.add(pair)
         Bun.connect<undefined>({
@@ -61,6 +70,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
               write(upstream, pair.pending)
             },
             data(_upstream, chunk) {
+              pair.answered = true
               write(client, pair.back, chunk)
             },
             drain(upstream) {
@@ -78,6 +88,8 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       },
       data(client, chunk) {
         const pair = client.data
+        if (pair.answered) turns++
+        pair.answered = false
         if (pair.upstream) write(pair.upstream, pair.pending, chunk)
         else pair.pending.push(new Uint8Array(chunk))
       },
@@ -109,5 +121,6 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       this.cut()
       listener.stop(true)
     },
+    turns: () => turns,
   }
 }
