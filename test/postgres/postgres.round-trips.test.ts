@@ -29,12 +29,12 @@ setDefaultTimeout(60_000)
 
 /**
  * One message to one recipient, by statement group: admission facts (1); the quota hold's
- * BEGIN, lock + tidy + counts, insert, COMMIT (4); the store's BEGIN, inbox lock + inbox row +
- * newest received_at, quota lock + hold's delete, every row + counters + NOTIFY, COMMIT (5).
+ * BEGIN, lock + tidy + counts + its row, COMMIT (3); the store's BEGIN, inbox lock + inbox row
+ * + newest received_at + quota lock + hold's delete, every row + counters + NOTIFY, COMMIT (4).
  * Awaited one statement at a time, with Drizzle's statements unprepared (a describe before
  * each), it was 29, and the full read 9.
  */
-const DELIVERY_ROUND_TRIPS = 10
+const DELIVERY_ROUND_TRIPS = 8
 
 describeWithPostgres('round trips to PostgreSQL per delivered and per read message', () => {
   let relay: TcpCut

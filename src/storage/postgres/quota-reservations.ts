@@ -46,6 +46,11 @@ export interface QuotaReservation {
 export type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
 export type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
 
+export interface PendingConversion {
+  answered: Promise<void>
+  finish(limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+}
+
 export interface QuotaReservations {
   /** Holds one unit for a message to `target`, or refuses with the first limit that has no room. */
   reserve(target: { organizationId: string; inboxId: string }, limits: QuotaLimits): Promise<ReserveResult>
@@ -61,6 +66,14 @@ export interface QuotaReservations {
    * the transaction must not commit before it settles.
    */
   convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+  /**
+   * convert in two steps, so its first statements can go out with the caller's: the
+   * organisation's lock and the reservation's delete are sent at the call (`answered` settles
+   * when both have answered); `finish` decides and counts, as convert does. A caller that
+   * learns meanwhile that the message will not be stored (its inbox is gone) skips `finish`:
+   * the unit is then freed with nothing counted, and the caller's later release is harmless.
+   */
+  beginConvert(tx: Queryable, reservation: QuotaReservation): PendingConversion
   /** Extends every reservation this machine holds; the timer of `start()` calls it. */
   renew(): Promise<void>
   start(): void
@@ -106,6 +119,13 @@ function usedNow(tx: Queryable, target: { organizationId: string; inboxId: strin
     .then(([row]) => ({ month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }))
 }
 
+/** Thrown inside reserve's transaction to roll it back when a count leaves no room. */
+class NoRoom extends Error {
+  constructor(readonly refused: { refusal: QuotaRefusal; limit: number }) {
+    super(refused.refusal)
+  }
+}
+
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
   if (used.month_used >= limits.monthlyEmails) return { refusal: 'monthly_quota_exceeded', limit: limits.monthlyEmails }
   if (used.inbox_used >= limits.inboxBurst) return { refusal: 'inbox_burst_exceeded', limit: limits.inboxBurst }
@@ -144,6 +164,35 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
   }
   const heartbeat = leaseHeartbeat(leaseMs, renew)
 
+  const beginConvert = (tx: Queryable, reservation: QuotaReservation): PendingConversion => {
+    const nowMs = clock.now()
+    const now = new Date(nowMs).toISOString()
+    const month = monthOf(nowMs)
+    const bucket = bucketOf(nowMs)
+    // The lock and the delete under it, sent now: they go out with whatever the caller sends
+    // in the same turn and run in the order sent.
+    const deleted = Promise.all([
+      lockOrganization(tx, reservation.organizationId),
+      tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`.execute(),
+    ]).then(([, rows]) => rows[0])
+    return {
+      answered: deleted.then(() => {}),
+      async finish(limits, sent) {
+        const held = await deleted
+        // Its own row is gone, so the re-check does not count the unit against itself.
+        const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
+        if (!stillHeld) {
+          const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
+          if (refused) return { counted: false, ...refused }
+        }
+        const counting = countStoredMessage(tx, reservation, month, bucket)
+        if (sent) sent.push(counting)
+        else await counting
+        return { counted: true }
+      },
+    }
+  }
+
   return {
     async reserve(target, limits) {
       const nowMs = clock.now()
@@ -156,47 +205,38 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         bucketStartsAt: bucketOf(nowMs),
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
-      return sql.begin(async (tx): Promise<ReserveResult> => {
-        // One round trip for the three (run in the order sent): the lock, a tidy under it
-        // (rows of dead machines no longer count anyway), then the counts, read after both.
-        const [, , used] = await Promise.all([
-          lockOrganization(tx, target.organizationId),
-          tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
-          usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
-        ])
-        const refused = refusalFor(used, limits)
-        if (refused) return { reserved: false, ...refused }
-        await tx`
-          insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
-          values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`
-        return { reserved: true, reservation }
-      })
+      try {
+        return await sql.begin(async (tx): Promise<ReserveResult> => {
+          // One round trip for the four (run in the order sent): the lock, a tidy under it (rows
+          // of dead machines no longer count anyway), the counts read after both, and the
+          // reservation's row, which the counts do not see. When the counts leave no room the
+          // transaction rolls back, row and tidy alike.
+          const [, , used] = await Promise.all([
+            lockOrganization(tx, target.organizationId),
+            tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
+            usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
+            tx`
+              insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
+              values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
+          ])
+          const refused = refusalFor(used, limits)
+          if (refused) throw new NoRoom(refused)
+          return { reserved: true, reservation }
+        })
+      } catch (error) {
+        if (error instanceof NoRoom) return { reserved: false, ...error.refused }
+        throw error
+      }
     },
 
     async release(reservation) {
       await sql`delete from quota_reservations where id = ${reservation.id}`
     },
 
-    async convert(tx, reservation, limits, sent) {
-      const nowMs = clock.now()
-      const now = new Date(nowMs).toISOString()
-      const month = monthOf(nowMs)
-      const bucket = bucketOf(nowMs)
-      // The lock and the delete under it in one round trip (run in the order sent).
-      const [, [held]] = await Promise.all([
-        lockOrganization(tx, reservation.organizationId),
-        tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`.execute(),
-      ])
-      // Its own row is gone, so the re-check does not count the unit against itself.
-      const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
-      if (!stillHeld) {
-        const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
-        if (refused) return { counted: false, ...refused }
-      }
-      const counting = countStoredMessage(tx, reservation, month, bucket)
-      if (sent) sent.push(counting)
-      else await counting
-      return { counted: true }
+    beginConvert,
+
+    convert(tx, reservation, limits, sent) {
+      return beginConvert(tx, reservation).finish(limits, sent)
     },
 
     renew,

@@ -18,7 +18,7 @@ import { and, asc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
 import type postgres from 'postgres'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
 import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
-import { countStoredMessage, type QuotaReservations } from '../quota-reservations.ts'
+import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
 import { rfc3339FromPostgres } from '../time.ts'
 import { WAKE_CHANNEL } from '../wake-bus.ts'
@@ -69,50 +69,51 @@ const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
   a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
 
 /** What converts a held unit inside the storing transaction: createQuotaReservations. */
-export type HoldConverter = Pick<QuotaReservations, 'convert'>
+export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
 
 /**
- * What storing into one inbox must read first, under its lock: the inbox row FOR SHARE and the
- * inbox's newest received_at. Both statements are sent at the call, raw (postgres.js sends a
- * statement one microtask after `execute()`; Drizzle's builders take more hops, so mixing the
- * two could reorder what is sent), so they can go out in one round trip with the locks before
- * them.
+ * What storing one delivery must read first, under its inbox's lock: the inbox row FOR SHARE,
+ * the inbox's newest received_at, and for a held delivery the first half of its conversion
+ * (the organisation's quota lock and the hold's delete). Every statement is sent at the call,
+ * raw (postgres.js sends a statement one microtask after `execute()`; Drizzle's builders take
+ * more hops, so mixing the two could reorder what is sent), so they go out in one round trip,
+ * with the inbox locks before them for the first delivery.
  */
-interface InboxReads {
+interface DeliveryReads {
   inbox: Promise<{ address: string }[]>
   newest: Promise<{ at: string }[]>
+  conversion: PendingConversion | null
 }
 
-function readInbox(raw: postgres.TransactionSql, inboxId: string): InboxReads {
+function readFor(raw: postgres.TransactionSql, delivery: InboundDelivery, quota: HoldConverter | null): DeliveryReads {
+  const { inboxId, hold } = delivery
+  if (hold && !quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
   return {
     inbox: raw<{ address: string }[]>`select address from inboxes where id = ${inboxId} and state = 'active' for share`.execute(),
     // As text, whatever the client's type parsers: the same text Drizzle's column reads.
     newest: raw<{ at: string }[]>`select received_at::text as at from messages where inbox_id = ${inboxId} order by received_at desc limit 1`.execute(),
+    conversion: hold && quota ? quota.beginConvert(raw, hold) : null,
   }
 }
 
-async function storeOne<D extends InboundDelivery>(
-  tx: PostgresTx,
-  input: StoreInboundInput<D>,
-  delivery: D,
-  reads: InboxReads,
-  periods: InboundPeriods,
-  quota: HoldConverter | null,
-): Promise<boolean> {
+const answered = (reads: DeliveryReads): Promise<unknown>[] => [reads.inbox, reads.newest, ...(reads.conversion ? [reads.conversion.answered] : [])]
+
+async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, reads: DeliveryReads, periods: InboundPeriods): Promise<boolean> {
   const { message, decide } = input
-  const [[inbox], [newest]] = await Promise.all([reads.inbox, reads.newest])
-  if (!inbox) return false // deleted since RCPT TO (core then releases the hold)
+  const [[inbox], [newest]] = await Promise.all([reads.inbox, reads.newest, ...answered(reads)])
+  // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
+  // of the hold then finds it gone).
+  if (!inbox) return false
   // Everything from here to the end goes out together and is awaited once: postgres.js
   // pipelines what is sent on one connection, the server runs it in the order sent, and a
   // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
   // Rows another row references are sent first: the message, the attachments before their contents.
   const pipelined: Promise<unknown>[] = []
   const { hold } = delivery
-  if (hold) {
-    if (!quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+  if (hold && reads.conversion) {
     // Converted first: when its period turned and the new one is full, nothing is written.
     // Its counting statements are sent, and awaited with the rows below.
-    const converted = await quota.convert(rawTransaction(tx), hold, hold.limits, pipelined)
+    const converted = await reads.conversion.finish(hold.limits, pipelined)
     if (!converted.counted) {
       decide.refused(delivery, converted.refusal, converted.limit)
       return false
@@ -206,11 +207,11 @@ export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = nu
         const locks = [...ordered]
           .sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0))
           .map((delivery) => raw`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`.execute())
-        const reads = ordered.map((delivery, i) => (i === 0 ? readInbox(raw, delivery.inboxId) : null))
-        await Promise.all([...locks, ...(reads[0] ? [reads[0].inbox, reads[0].newest] : [])])
+        const reads = ordered.map((delivery, i) => (i === 0 ? readFor(raw, delivery, quota) : null))
+        await Promise.all([...locks, ...(reads[0] ? answered(reads[0]) : [])])
         const periods = input.decide.begin()
         const done = new Set<(typeof ordered)[number]>()
-        for (const [i, delivery] of ordered.entries()) if (await storeOne(tx, input, delivery, reads[i] ?? readInbox(raw, delivery.inboxId), periods, quota)) done.add(delivery)
+        for (const [i, delivery] of ordered.entries()) if (await storeOne(tx, input, delivery, reads[i] ?? readFor(raw, delivery, quota), periods)) done.add(delivery)
         // Stored in lock order, answered in the caller's (RCPT) order.
         return input.deliveries.filter((delivery) => done.has(delivery))
       })
