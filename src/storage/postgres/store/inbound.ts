@@ -59,7 +59,8 @@ async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, peri
 /**
  * notifyInbox's statement (../wake-bus.ts) for a stored message, whose payload is the bare inbox
  * id, through Drizzle's transaction: delivered only when it commits. In PostgreSQL mode this is
- * the only wake-up of a stored message (src/app/postgres/notifier.ts), on every machine.
+ * what wakes every machine's listeners (src/app/postgres/notifier.ts); the storing machine's
+ * long polls also hear the commit at once.
  */
 async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
   await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`)
@@ -104,10 +105,11 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
   // of the hold then finds it gone).
   if (!inbox) return false
-  // Everything from here to the end goes out together and is awaited once: postgres.js
+  // The counters, the rows and the NOTIFY go out together and are awaited once: postgres.js
   // pipelines what is sent on one connection, the server runs it in the order sent, and a
   // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
-  // Rows another row references are sent first: the message, the attachments before their contents.
+  // Rows another row references are sent first: the message, the attachments before their
+  // contents. Only a re-check (a period turned since RCPT TO) waits for an answer before them.
   const pipelined: Promise<unknown>[] = []
   const { hold } = delivery
   if (hold && reads.conversion) {
