@@ -188,10 +188,11 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
   //
   // What a cycle may retry, and why (anything else fails the cycle):
   // - The send, through sendRetrying (test/support/retrying-sender.ts), as a real sender: a
-  //   connection that closes before the message's 250 (a stopping machine refuses or cuts
-  //   connections it has not served; the proxy then closes the client's), or a 421/451 at any
-  //   step. Nothing was acknowledged, so nothing is lost. A 5xx, any other 4xx or a step
-  //   without an answer is never retried.
+  //   connection that closes before the message's 250 (one a stopping machine's kernel had
+  //   queued when its listener closed is reset, and the proxy then closes the client's), or a
+  //   421/451 at any step (a stopping machine answers 421 to a command outside a transaction,
+  //   and cuts what is left after 5 s). Nothing was acknowledged, so nothing is lost. A 5xx,
+  //   any other 4xx or a step without an answer (10 s) is never retried.
   // - Nothing after the 250: the wait, parked before the send, must answer with that message.
   // - No HTTP request is retried here. The proxy retries a connection a machine refused and a
   //   request a stopping machine closed unread (on an idle keep-alive connection); an answer a
