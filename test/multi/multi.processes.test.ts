@@ -13,15 +13,20 @@ import { until } from '../support/wait.ts'
 setDefaultTimeout(60_000)
 
 async function api(machine: MachineProcess, method: string, path: string, key: string, body?: unknown, timeoutMs = 45_000) {
-  const response = await fetch(`${machine.httpUrl}${path}`, {
-    method,
-    // Longer than any wait a test asks for: a request that hangs fails its test with its name.
-    signal: AbortSignal.timeout(timeoutMs),
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await response.text()
-  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
+  try {
+    const response = await fetch(`${machine.httpUrl}${path}`, {
+      method,
+      // Longer than any wait a test asks for: a request that hangs fails its test with its name.
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
+  } catch (error) {
+    if ((error as Error)?.name !== 'TimeoutError') throw error
+    throw new Error(`${method} ${path} got no whole answer within ${timeoutMs} ms`)
+  }
 }
 
 /** `work`, or a failure naming what it waited for once `ms` have passed. */
