@@ -109,7 +109,8 @@ export class GuardedSmtpServer extends SMTPServer {
     const onCommand = connection._onCommand.bind(connection)
     connection._onCommand = (command, callback) => {
       // A STARTTLS handshake in flight is smtp-server's to handle (it discards such bytes).
-      if (!this.draining || connection._upgrading || connection.session.envelope.mailFrom) {
+      // Before the greeting (SMTP_GREETING_DELAY_MS) the session has no envelope yet.
+      if (!this.draining || connection._upgrading || connection.session.envelope?.mailFrom) {
         onCommand(command, callback)
         return
       }

@@ -106,6 +106,32 @@ test('a transaction begun before the stop finishes after it; a session without o
   await server.stop()
 })
 
+test('a client that talks before the greeting while the server stops gets 421, and the stop ends', async () => {
+  // With a greeting delay the session has no transaction state yet when the command comes.
+  const server = await startTestServer({ env: { SMTP_GREETING_DELAY_MS: '5000' } })
+  const early = connect(server.app.smtpPort, '127.0.0.1')
+  let received = ''
+  early.setEncoding('utf8').on('data', (chunk: string) => {
+    received += chunk
+  })
+  const closed = new Promise<void>((resolve) => early.once('close', () => resolve()))
+  await until(() => /^pigeonhole_smtp_sessions_open 1$/m.test(server.app.metrics.render()), 'the server to hold the session')
+  const stopping = server.app.stop()
+  await until(
+    async () =>
+      fetch(`${server.url}/health`).then(
+        () => false,
+        () => true,
+      ),
+    'the listeners to stop accepting',
+  )
+  early.write('EHLO early.test\r\n')
+  await closed
+  expect(received).toBe('421 Server shutting down\r\n')
+  await stopping
+  await server.stop()
+})
+
 test('a stop never answers a waiting poll with 204: it closes the connection, so the client retries', async () => {
   const own = await startRoomyServer()
   const tenant = await own.tenant()
