@@ -225,6 +225,7 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
       const failures: string[] = []
       const retriedSends: string[] = []
       let running = true
+      let interrupted: unknown = null
 
       const stepped = <T>(name: string, work: Promise<T>) => {
         return work.catch((error) => {
@@ -274,9 +275,15 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
           // The restarted machine takes its share again before the next one stops.
           await until(() => cycles.length >= done + 8, `cycles to run after ${machine.name} restarted`, { timeoutMs: MACHINE_MS })
         }
+      } catch (error) {
+        interrupted = error
+      }
+      running = false
+      try {
+        // A failure of the restart itself (above) is named here too, or this wait's would hide it.
+        const why = interrupted ? `, after ${interrupted instanceof Error ? interrupted.message : String(interrupted)}` : ''
+        await within(Promise.all(loops), LOOPS_END_MS, () => `the loops to end their last cycles${why}; failures so far: ${JSON.stringify(failures)}`)
       } finally {
-        running = false
-        await within(Promise.all(loops), LOOPS_END_MS, () => `the loops to end their last cycles; failures so far: ${JSON.stringify(failures)}`)
         http.stop()
         smtp.stop()
       }
@@ -285,6 +292,8 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         `rolling restart: ${cycles.length} cycles, ${overlapped} overlapped a restart, ${failures.length} failed, ${retriedSends.length} send attempts retried; proxies routed http ${http.routed} smtp ${smtp.routed}`,
       )
       if (retriedSends.length > 0) console.info(`retried: ${retriedSends.join('\n')}`)
+      if (failures.length > 0) console.info(`failed cycles: ${failures.join('\n')}`)
+      if (interrupted) throw interrupted
       expect(failures).toEqual([])
       expect(overlapped).toBeGreaterThan(0)
       expect(http.failed + smtp.failed).toBe(0)
