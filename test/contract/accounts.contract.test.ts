@@ -231,7 +231,7 @@ describeEachBackend(
       const now = isoTime(clock.now())
       const userIds = ['user_tie_c', 'user_tie_b', 'user_tie_a']
       for (const id of userIds) {
-        const invite = await createInvite(s(), actor, { organizationId, role: 'member' })
+        const invite = await createInvite(s(), { ...actor, userId: operator.id }, { organizationId, role: 'member' })
         const result = await s().store.organizations.acceptInvite({
           tokenSha256: sha256Hex(invite.token),
           userId: id,
