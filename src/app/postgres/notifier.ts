@@ -12,15 +12,33 @@
  *
  * After the LISTEN connection comes back, every local listener is told `message_stored` once
  * (a notification sent during the outage is lost, not queued): each re-queries.
+ *
+ * The bus also carries the console's ended accesses (`accessEnded`): a sign-out or a removal
+ * on one machine ends the user's live views on every machine at once, not at their next
+ * keep-alive. After a lost connection every live view checks its access once.
  */
 import type { Logger } from '../../log.ts'
 import { errorFields } from '../../log.ts'
 import { type InboxEvent, InboxNotifier } from '../../notifier.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
-import { createWakeBus, notifyInbox, type WakeBus } from '../../storage/postgres/wake-bus.ts'
+import type { AccessEnded } from '../../console/live-streams.ts'
+import { createWakeBus, notifyAccessEnded, notifyInbox, type WakeBus } from '../../storage/postgres/wake-bus.ts'
 
 export class PostgresInboxNotifier extends InboxNotifier {
   readonly bus: WakeBus
+  /** The console's live views hear here whose access ended on any machine (null: anyone's may have). */
+  private readonly accessListeners = new Set<(userId: string | null) => void>()
+  readonly accessEnded: AccessEnded = {
+    announce: (userId) => {
+      notifyAccessEnded(this.sql, userId).catch((error: unknown) => {
+        // This machine's own views were rechecked already; the others' notice within a keep-alive.
+        this.logger.warn('access_notify_failed', { user_id: userId, ...errorFields(error) })
+      })
+    },
+    listen: (listener) => {
+      this.accessListeners.add(listener)
+    },
+  }
 
   constructor(
     private readonly sql: Sql,
@@ -33,6 +51,10 @@ export class PostgresInboxNotifier extends InboxNotifier {
         const inboxes = this.watched()
         logger.info('wake_bus_reconnected', { listening_inboxes: inboxes.length })
         for (const inboxId of inboxes) this.deliver(inboxId, 'message_stored')
+        for (const listener of this.accessListeners) listener(null)
+      },
+      onAccessEnded: (userId) => {
+        for (const listener of this.accessListeners) listener(userId)
       },
     })
   }
