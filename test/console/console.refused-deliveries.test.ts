@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ConsoleClient, PASSWORD, setUp, setupPath } from '../support/console-client.ts'
 import { ManualClock } from '../../src/clock.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
 import { testNeeding } from '../support/tools.ts'
 
@@ -32,27 +32,41 @@ async function createInbox(prefix: string): Promise<string> {
   return made.location!
 }
 
-test('an inbox over its burst lists the refused delivery with time, sender and reply', async () => {
-  const page = await createInbox('burst-test')
-  expect((await owner.get(page)).html).not.toContain('Refused deliveries')
-  expect((await mail('app@shop.example', 'burst-test@inbox.test')).data?.code).toBe(250)
-  clock.advance(1_000)
-  expect((await mail('billing@shop.example', 'Burst-Test@inbox.test')).rcpt[0]!.code).toBe(450)
-  const html = (await owner.get(page)).html
-  const section = html.slice(html.indexOf('id="refused-deliveries"'))
-  expect(section).toContain('Refused deliveries')
-  expect(section).toContain('billing@shop.example')
-  expect(section).toContain('450 Inbox receive rate exceeded, try again later')
-  expect(section).toContain('2026-04-02T08:15:01.000Z')
-  expect(section).not.toContain('app@shop.example')
-})
+describeForBackends(
+  ['sqlite', 'postgres'],
+  'the list of refused deliveries is kept in the memory of the machine that refused them (docs/scaling.md, known limits)',
+  'refused deliveries shown by the machine that refused them',
+  () => {
+    test('an inbox over its burst lists the refused delivery with time, sender and reply', async () => {
+      const page = await createInbox('burst-test')
+      expect((await owner.get(page)).html).not.toContain('Refused deliveries')
+      expect((await mail('app@shop.example', 'burst-test@inbox.test')).data?.code).toBe(250)
+      clock.advance(1_000)
+      expect((await mail('billing@shop.example', 'Burst-Test@inbox.test')).rcpt[0]!.code).toBe(450)
+      const html = (await owner.get(page)).html
+      const section = html.slice(html.indexOf('id="refused-deliveries"'))
+      expect(section).toContain('Refused deliveries')
+      expect(section).toContain('billing@shop.example')
+      expect(section).toContain('450 Inbox receive rate exceeded, try again later')
+      expect(section).toContain('2026-04-02T08:15:01.000Z')
+      expect(section).not.toContain('app@shop.example')
+    })
+  },
+)
 
-test('mail sent before the inbox existed shows on its page as refused, unknown address', async () => {
-  expect((await mail('early@shop.example', 'too-early@inbox.test')).rcpt[0]!.code).toBe(550)
-  const html = (await owner.get(await createInbox('too-early'))).html
-  expect(html).toContain('early@shop.example')
-  expect(html).toContain('550 Recipient address rejected')
-})
+describeForBackends(
+  ['sqlite', 'postgres'],
+  'the list of refused deliveries is kept in the memory of the machine that refused them (docs/scaling.md, known limits)',
+  'early refusals claimed on the machine that refused them',
+  () => {
+    test('mail sent before the inbox existed shows on its page as refused, unknown address', async () => {
+      expect((await mail('early@shop.example', 'too-early@inbox.test')).rcpt[0]!.code).toBe(550)
+      const html = (await owner.get(await createInbox('too-early'))).html
+      expect(html).toContain('early@shop.example')
+      expect(html).toContain('550 Recipient address rejected')
+    })
+  },
+)
 
 testNeeding('curl')('an empty inbox offers a curl line that sends it mail', async () => {
   const page = await createInbox('curl-offer')
@@ -91,17 +105,24 @@ testNeeding('curl')('the first-run page\'s "Try it" runs as shown: it sends with
   }
 })
 
-test("an address handed on shows none of the earlier owner's refusals, early sends included", async () => {
-  // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.
-  const other = await server.tenant('other-org')
-  expect((await mail('early@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
-  const theirs = (await server.post('/v1/inboxes', other.key, { prefix: 'handed-on' })).body.data
-  expect((await mail('first@other.example', 'handed-on@inbox.test')).data?.code).toBe(250)
-  expect((await mail('app@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(450)
-  expect((await server.delete(`/v1/inboxes/${theirs.id}`, other.key)).status).toBe(204)
-  // Mail for the free address before the next owner takes it is the next owner's to see.
-  expect((await mail('late@shop.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
-  const html = (await owner.get(await createInbox('handed-on'))).html
-  expect(html).not.toContain('other.example')
-  expect(html).toContain('late@shop.example')
-})
+describeForBackends(
+  ['sqlite', 'postgres'],
+  'the list of refused deliveries is kept in the memory of the machine that refused them (docs/scaling.md, known limits)',
+  'an address handed on, with refusals kept per machine',
+  () => {
+    test("an address handed on shows none of the earlier owner's refusals, early sends included", async () => {
+      // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.
+      const other = await server.tenant('other-org')
+      expect((await mail('early@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
+      const theirs = (await server.post('/v1/inboxes', other.key, { prefix: 'handed-on' })).body.data
+      expect((await mail('first@other.example', 'handed-on@inbox.test')).data?.code).toBe(250)
+      expect((await mail('app@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(450)
+      expect((await server.delete(`/v1/inboxes/${theirs.id}`, other.key)).status).toBe(204)
+      // Mail for the free address before the next owner takes it is the next owner's to see.
+      expect((await mail('late@shop.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
+      const html = (await owner.get(await createInbox('handed-on'))).html
+      expect(html).not.toContain('other.example')
+      expect(html).toContain('late@shop.example')
+    })
+  },
+)
