@@ -154,7 +154,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
       reservations: postgres?.reservations ?? new InboundReservations(),
-      refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
+      refusedDeliveries: new RefusedDeliveries(config.receivingDomain, postgres?.notifier.refusals ?? null),
       parser,
       spool,
       metrics,
