@@ -6,8 +6,8 @@
  * - `sqlite` (the default): one server on a fresh SQLite file.
  * - `postgres`: one server with DATABASE_URL on a fresh database of the run's cluster.
  * - `postgres-pair`: two servers (machines A and B) on one fresh database, each port behind
- *   a retrying proxy, so consecutive HTTP requests and SMTP connections alternate between
- *   the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
+ *   a retrying proxy, so consecutive HTTP requests (each on a new connection) and SMTP
+ *   connections alternate between the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
  *   is machine A's.
  * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
@@ -57,6 +57,24 @@ export function testBackend(): TestBackend {
 // migrates a fresh database (and, for the pair, starts two assemblies): run these backends
 // with `bun test --timeout 20000` (.ci/run does).
 if (testBackend() !== 'sqlite') testCluster()
+
+/**
+ * The pair's HTTP proxies, by port. fetch keeps a connection alive between requests, and the
+ * proxy picks a machine per connection, so a test's consecutive requests would mostly go to
+ * one machine. Requests to a pair's proxy go out on a new connection each, so they alternate
+ * between A and B as a load balancer may route each request: a form or a cursor from one
+ * machine is used on the other, a rate counted on both.
+ */
+const pairProxyPorts = new Set<number>()
+if (testBackend() === 'postgres-pair') {
+  const keepAliveFetch = globalThis.fetch
+  const newConnectionPerRequest = (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : input)
+    const toPair = url.hostname === '127.0.0.1' || url.hostname === 'localhost' ? pairProxyPorts.has(Number(url.port)) : false
+    return keepAliveFetch(input, toPair ? { ...init, keepalive: false } : init)
+  }
+  globalThis.fetch = Object.assign(newConnectionPerRequest, keepAliveFetch)
+}
 
 const skipsReported = new Set<string>()
 
@@ -223,6 +241,7 @@ async function startBackend(
   let ports: { a: RunningApp; b: RunningApp } | undefined
   const http = startRetryingProxy(() => (ports ? [ports.a.httpPort, ports.b.httpPort] : []))
   const smtp = startRetryingProxy(() => (ports ? [ports.a.smtpPort, ports.b.smtpPort] : []))
+  pairProxyPorts.add(http.port)
   const publicConfig = { ...withUrl, ...publicAddress(config, http.port) }
   const machine = async (machineConfig: typeof config) => {
     const assembly = await assemble({ config: machineConfig, clock: options.clock, routing: options.routing, logger })
@@ -252,6 +271,7 @@ async function startBackend(
       await Promise.all([first.stop(), b.stop()])
       http.stop()
       smtp.stop()
+      pairProxyPorts.delete(http.port)
     },
   }
   return { app, machines: [a, b], databaseUrl }
