@@ -31,9 +31,14 @@ afterAll(() => server.stop())
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')
 const corruptLines = () => server.logs.filter((line) => line.event === 'stored_bytes_corrupt')
 
+/** The metric summed over every machine behind `server.url`: /metrics counts what its own machine served. */
 async function corruptCount(kind: string): Promise<number> {
-  const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
-  return Number(new RegExp(`^pigeonhole_stored_bytes_corrupt_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1])
+  let total = 0
+  for (const machine of server.machines) {
+    const text = await (await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+    total += Number(new RegExp(`^pigeonhole_stored_bytes_corrupt_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1])
+  }
+  return total
 }
 
 /** Flips the lowest bit of one byte in the middle of a stored blob, as a bad sector or a bad restore would. */

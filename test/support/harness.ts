@@ -6,8 +6,8 @@
  * - `sqlite` (the default): one server on a fresh SQLite file.
  * - `postgres`: one server with DATABASE_URL on a fresh database of the run's cluster.
  * - `postgres-pair`: two servers (machines A and B) on one fresh database, each port behind
- *   a retrying proxy, so consecutive HTTP requests and SMTP connections alternate between
- *   the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
+ *   a retrying proxy, so consecutive HTTP requests (each on a new connection) and SMTP
+ *   connections alternate between the machines. `url`, `app.httpUrl` and `app.smtpPort` are the proxies'; `app.services`
  *   is machine A's.
  * A test that cannot hold on a backend says so with `describeForBackends` (one line why).
  */
@@ -15,6 +15,8 @@ import { describe } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
+import { assemble } from '../../src/app/assemble.ts'
+import { start } from '../../src/app/start.ts'
 import type { Clock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createApiKey } from '../../src/core/api-keys/keys.ts'
@@ -55,6 +57,24 @@ export function testBackend(): TestBackend {
 // migrates a fresh database (and, for the pair, starts two assemblies): run these backends
 // with `bun test --timeout 20000` (.ci/run does).
 if (testBackend() !== 'sqlite') testCluster()
+
+/**
+ * The pair's HTTP proxies, by port. fetch keeps a connection alive between requests, and the
+ * proxy picks a machine per connection, so a test's consecutive requests would mostly go to
+ * one machine. Requests to a pair's proxy go out on a new connection each, so they alternate
+ * between A and B as a load balancer may route each request: a form or a cursor from one
+ * machine is used on the other, a rate counted on both.
+ */
+const pairProxyPorts = new Set<number>()
+if (testBackend() === 'postgres-pair') {
+  const keepAliveFetch = globalThis.fetch
+  const newConnectionPerRequest = (input: string | URL | Request, init?: RequestInit) => {
+    const url = new URL(input instanceof Request ? input.url : input)
+    const toPair = url.hostname === '127.0.0.1' || url.hostname === 'localhost' ? pairProxyPorts.has(Number(url.port)) : false
+    return keepAliveFetch(input, toPair ? { ...init, keepalive: false } : init)
+  }
+  globalThis.fetch = Object.assign(newConnectionPerRequest, keepAliveFetch)
+}
 
 const skipsReported = new Set<string>()
 
@@ -209,31 +229,59 @@ async function startBackend(
   }
   const databaseUrl = await migratedDatabase()
   const withUrl = { ...config, databaseUrl, databasePoolSize: Math.min(config.databasePoolSize, 4) }
-  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger })
-  if (backend === 'postgres') return { app: a, machines: [a], databaseUrl }
+  if (backend === 'postgres') {
+    const app = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger })
+    return { app, machines: [app], databaseUrl }
+  }
   const bPath = join(dir, 'b', 'pigeonhole.db')
   await layDownSelfSigned(bPath, config.receivingDomain)
+  // The proxies are the pair's public address, as Fly's proxy is: both machines name it in
+  // what they write (download links, setup links, the console's example commands), so a page
+  // or a link from one machine is the same as from the other.
+  let ports: { a: RunningApp; b: RunningApp } | undefined
+  const http = startRetryingProxy(() => (ports ? [ports.a.httpPort, ports.b.httpPort] : []))
+  const smtp = startRetryingProxy(() => (ports ? [ports.a.smtpPort, ports.b.smtpPort] : []))
+  pairProxyPorts.add(http.port)
+  const publicConfig = { ...withUrl, ...publicAddress(config, http.port) }
+  const machine = async (machineConfig: typeof config) => {
+    const assembly = await assemble({ config: machineConfig, clock: options.clock, routing: options.routing, logger })
+    const running = await start(assembly)
+    assembly.addresses.smtpListening(smtp.port)
+    return running
+  }
+  let a: RunningApp | undefined
   let b: RunningApp
   try {
-    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger })
+    a = await machine(publicConfig)
+    b = await machine({ ...publicConfig, databasePath: bPath })
   } catch (error) {
-    await a.stop()
+    await a?.stop()
+    http.stop()
+    smtp.stop()
     throw error
   }
-  const http = startRetryingProxy(() => [a.httpPort, b.httpPort])
-  const smtp = startRetryingProxy(() => [a.smtpPort, b.smtpPort])
+  ports = { a, b }
+  const first = a
   const app: RunningApp = {
     ...a,
     httpPort: http.port,
     smtpPort: smtp.port,
     httpUrl: `http://127.0.0.1:${http.port}`,
     async stop() {
-      await Promise.all([a.stop(), b.stop()])
+      await Promise.all([first.stop(), b.stop()])
       http.stop()
       smtp.stop()
+      pairProxyPorts.delete(http.port)
     },
   }
   return { app, machines: [a, b], databaseUrl }
+}
+
+/** BASE_URL and FILES_URL naming the pair's HTTP proxy, where the test left them at their defaults. */
+function publicAddress(config: ReturnType<typeof loadConfig>, port: number): { baseUrl: string; filesUrl: string } {
+  // The defaults: BASE_URL names PORT (0 here), FILES_URL is BASE_URL.
+  const baseUrl = config.baseUrl === `http://localhost:${config.port}` ? `http://localhost:${port}` : config.baseUrl
+  return { baseUrl, filesUrl: config.filesUrl === config.baseUrl ? baseUrl : config.filesUrl }
 }
 
 /** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */
