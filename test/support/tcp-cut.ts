@@ -78,11 +78,12 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       },
       data(client, chunk) {
         const pair = client.data
+        if (!pair) return // refused while cut: what it sends before it sees the close goes nowhere
         if (pair.upstream) write(pair.upstream, pair.pending, chunk)
         else pair.pending.push(new Uint8Array(chunk))
       },
       drain(client) {
-        write(client, client.data.back)
+        if (client.data) write(client, client.data.back)
       },
       close(client) {
         const pair = client.data
