@@ -7,6 +7,7 @@
  * `storage_unavailable` on the API, 451 on SMTP), in PostgreSQL mode only.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { sql as drizzleSql } from 'drizzle-orm'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { type RunningApp, startApp } from '../../src/app.ts'
@@ -16,6 +17,7 @@ import { toErrorResponse } from '../../src/http/errors.ts'
 import { createLogger } from '../../src/log.ts'
 import type { InboxEvent } from '../../src/notifier.ts'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { postgresDb } from '../../src/storage/postgres/db.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
@@ -45,6 +47,40 @@ describe('classifying PostgreSQL failures', () => {
     expect(toErrorResponse(terminated, undefined, quiet, 'req_2', new StorageHealth(quiet, () => {}, 'postgres'), false)).toMatchObject({ status: 500, code: 'internal_error' })
     const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
     expect(toErrorResponse(reset, undefined, quiet, 'req_3', new StorageHealth(quiet, () => {}, 'sqlite'))).toMatchObject({ status: 500, code: 'internal_error' })
+  })
+
+  test("a failure that reaches us wrapped by the ORM is classified by its cause, and logged with the driver's code", async () => {
+    const nobody = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const port = nobody.port
+    nobody.stop(true)
+    const sql = openPostgres(`postgres://nobody@127.0.0.1:${port}/none`, { max: 1 })
+    try {
+      // Every statement through Drizzle arrives as its "Failed query" error with the driver's as `cause`.
+      const error = await postgresDb(sql)
+        .execute(drizzleSql`select 1`)
+        .then(
+          () => null,
+          (e: unknown) => e,
+        )
+      expect((error as { code?: unknown }).code).toBeUndefined()
+      expect((error as { cause?: { code?: unknown } }).cause?.code).toBe('ECONNREFUSED')
+      const logged: Record<string, unknown>[] = []
+      const health = new StorageHealth(
+        createLogger('debug', (line) => logged.push(JSON.parse(line))),
+        () => {},
+        'postgres',
+      )
+      expect(health.kindOf(error)).toBe('unreachable')
+      expect(health.failing).toBeNull() // kindOf records nothing
+      expect(health.failed(error)).toBe('unreachable')
+      expect(logged).toEqual([expect.objectContaining({ event: 'storage_failing', kind: 'unreachable', postgres_code: 'ECONNREFUSED' })])
+      // A chain that loops ends the search instead of the process.
+      const looped: { cause?: unknown } = {}
+      looped.cause = looped
+      expect(health.kindOf(looped)).toBeNull()
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
   })
 
   test("the client's own error for a server nobody listens on is classified", async () => {
