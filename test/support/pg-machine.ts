@@ -68,7 +68,8 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
       clock.set(command.clock)
     }
     if (command.sweep) {
-      sweepSql ??= openPostgres(config.databaseUrl, { max: 1 })
+      // Two: the lock holds one connection for the whole turn, the turn's own statements need another.
+      sweepSql ??= openPostgres(config.databaseUrl, { max: 2 })
       const began = wallClock()
       const turn = await sweepOnceAcrossMachines(app.services, sweepSql)
       reply = { turn, began, ended: wallClock() }
