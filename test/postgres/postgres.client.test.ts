@@ -228,4 +228,18 @@ describeWithPostgres('the PostgreSQL client', () => {
       relay.stop()
     }
   })
+  test('a server that accepts and never answers: the query and all waiting behind it fail at the connect timeout, none later', async () => {
+    // As a database host that went silent looks: the connection opens, the start-up is never answered.
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const sql = openPostgres(`postgres://nobody@127.0.0.1:${silent.port}/none`, { max: 1 })
+    try {
+      const answers = await Promise.all(Array.from({ length: 5 }, () => outcome(sql`select 1`, 20_000)))
+      expect(answers.map((answer) => answer.result)).toEqual(Array(5).fill('CONNECT_TIMEOUT'))
+      // The connect timeout is 5 s (client.ts); the ones waiting used to wait for attempts of their own, 5 s each.
+      expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(9_000)
+    } finally {
+      await sql.end({ timeout: 1 })
+      silent.stop(true)
+    }
+  })
 })
