@@ -7,9 +7,10 @@
  * throughout with /health prompt.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { connect, type Socket } from 'node:net'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
-import { type Reply, SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 
 setDefaultTimeout(60_000)
 
@@ -36,6 +37,33 @@ async function metric(machine: MachineProcess, name: string): Promise<number> {
   return Number(line?.split(' ')[1] ?? Number.NaN)
 }
 
+/**
+ * The first line a new connection from `localAddress` hears: its greeting or refusal; 'closed'
+ * when the server closes it before a whole line, 'no answer' after 10 s (never a hang). A
+ * greeted connection is kept open in `held`, as a flooder holds what it gets.
+ */
+function firstLine(port: number, localAddress: string, held: Socket[]): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect({ port, host: '127.0.0.1', localAddress })
+    let text = ''
+    const done = (line: string) => {
+      clearTimeout(timer)
+      if (line.startsWith('220 ')) held.push(socket)
+      else socket.destroy()
+      resolve(line)
+    }
+    const timer = setTimeout(() => done('no answer'), 10_000)
+    socket.setEncoding('utf8')
+    socket.on('data', (chunk: string) => {
+      text += chunk
+      const end = text.indexOf('\r\n')
+      if (end >= 0) done(text.slice(0, end))
+    })
+    socket.on('close', () => done('closed'))
+    socket.on('error', () => {})
+  })
+}
+
 /** Writes `text` one byte every `everyMs` until the connection closes. */
 function trickle(client: SmtpClient, text: string, everyMs: number): () => void {
   let at = 0
@@ -58,7 +86,8 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
       SMTP_MAX_CLIENTS_PER_ADDRESS: '8',
       SMTP_GREETING_TIMEOUT_MS: '1500',
       SMTP_COMMAND_TIMEOUT_MS: '2500',
-      SMTP_DATA_TIMEOUT_MS: '3000',
+      // Longer than three 10 MiB messages take to arrive on a busy machine, which must meet their size limit, not this.
+      SMTP_DATA_TIMEOUT_MS: '6000',
     })
     b = pgMachine('b', url, { METRICS_TOKEN })
     await Promise.all([a.start({ PG_MACHINE_TENANTS: 'local:1' }), b.start()])
@@ -109,19 +138,18 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
     expect((await noEnd.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
     expect((await noEnd.command('DATA')).code).toBe(354)
     const stopData = trickle(noEnd, simpleMessage({ to: inbox.address, subject: 'drip-fed' }), 1_000)
-    const slowReplies = Promise.all([noGreeting.next(), noCommand.next(), noEnd.next()])
+    // Each reply, or null if the connection closed without one (never a hang).
+    const replyOrClose = (client: SmtpClient) => Promise.race([client.next(), client.closed().then(() => null)])
+    const slowReplies = Promise.all([noGreeting, noCommand, noEnd].map(replyOrClose))
 
-    // A flood from one address: it holds its 8 connections and reconnects in a loop.
+    // A flood from one address: connections as fast as it can, holding every one it is given
+    // (each until the greeting deadline closes it, as none says EHLO).
     const flooder = '127.0.0.11'
-    const held = await Promise.all(Array.from({ length: 8 }, () => SmtpClient.connect(a.smtp, '127.0.0.1', flooder)))
+    const held: Socket[] = []
     let flooding = true
-    const refusals: Reply[] = []
+    const refusals: string[] = []
     const flood = (async () => {
-      while (flooding) {
-        const attempt = await SmtpClient.open(a.smtp, flooder)
-        if (attempt.greeting.code !== 220) refusals.push(attempt.greeting)
-        attempt.client.destroy()
-      }
+      while (flooding) refusals.push(await firstLine(a.smtp, flooder, held))
     })()
 
     // Three messages over the spec's 10 MiB at once, from a third address.
@@ -136,20 +164,27 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
 
     const sizes = await tooLarge
     for (const sent of sizes) expect(sent.data).toEqual({ code: 552, text: `Message size exceeds fixed maximum message size (at most ${10 * MiB} bytes)` })
-    expect(await slowReplies).toEqual([
-      { code: 421, text: 'Timeout waiting for EHLO/HELO, closing connection' },
-      { code: 421, text: 'Timeout waiting for the next command, closing connection' },
-      { code: 421, text: 'Message data took too long, closing connection' },
-    ])
+    // Each slow client gets its deadline's 421; should this busy test process miss a byte's
+    // second by more than the command time, smtp-server's idle timeout (the same length) may
+    // come first, with its own 421: either way refused and closed.
+    const idleTimeout = { code: 421, text: 'Timeout - closing connection' }
+    const [greetingReply, commandReply, dataReply] = await slowReplies
+    expect([{ code: 421, text: 'Timeout waiting for EHLO/HELO, closing connection' }, idleTimeout]).toContainEqual(greetingReply!)
+    expect([{ code: 421, text: 'Timeout waiting for the next command, closing connection' }, idleTimeout]).toContainEqual(commandReply!)
+    expect([{ code: 421, text: 'Message data took too long, closing connection' }, idleTimeout]).toContainEqual(dataReply!)
     for (const stop of [stopGreeting, stopCommand, stopData]) stop()
     flooding = false
     await flood
-    for (const client of [noGreeting, noCommand, noEnd, ...held]) client.destroy()
+    for (const client of [noGreeting, noCommand, noEnd]) client.destroy()
+    for (const socket of held) socket.destroy()
     watching = false
     await watch
 
-    expect(refusals.length).toBeGreaterThan(0)
-    expect(new Set(refusals.map((reply) => JSON.stringify(reply)))).toEqual(new Set([JSON.stringify({ code: 421, text: 'Too many connections from your address, try again later' })]))
+    // Refused while the address holds its 8; greeted when the greeting deadline has closed a
+    // held one and freed its slot. Never closed without a word.
+    const refused = refusals.filter((line) => line === '421 Too many connections from your address, try again later').length
+    expect(refused).toBeGreaterThan(refusals.length / 2)
+    expect(refusals.filter((line) => !line.startsWith('421 Too many connections') && !line.startsWith('220 '))).toEqual([])
     // Only the legitimate messages were stored.
     expect((await subjects(inbox.id)).sort()).toEqual(['legitimate on A', 'legitimate on B'])
     expect(health.length).toBeGreaterThan(0)
@@ -163,7 +198,7 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
     expect(await metric(a, 'pigeonhole_smtp_data_buffered_bytes')).toBe(0)
     expect((await machineApi(a, 'GET', '/health')).status).toBe(200)
     console.info(
-      `hostile SMTP at A: ${refusals.length} flood connections refused, 3 oversize 552, 3 slow 421; A RSS ${Math.round(idle / MiB)} MiB idle, ${Math.round(peak / MiB)} MiB at its peak, DATA held in memory at most ${Math.round(Math.max(...buffered) / 1024)} KiB; B /health slowest ${Math.round(slowest)} ms over ${health.length}`,
+      `hostile SMTP at A: ${refused} of ${refusals.length} flood connections refused, 3 oversize 552, 3 slow 421; A RSS ${Math.round(idle / MiB)} MiB idle, ${Math.round(peak / MiB)} MiB at its peak, DATA held in memory at most ${Math.round(Math.max(...buffered) / 1024)} KiB; B /health slowest ${Math.round(slowest)} ms over ${health.length}`,
     )
   })
 })

@@ -116,8 +116,9 @@ export class SmtpClient {
     return { mail, rcpt, data }
   }
 
+  /** QUIT, then the socket is gone; a connection the server already closed (after a 421) is only destroyed, never waited on. */
   async quit(): Promise<void> {
-    await this.command('QUIT').catch(() => undefined)
+    if (!this.socket.destroyed && this.socket.readyState !== 'closed') await Promise.race([this.command('QUIT').catch(() => undefined), this.closed()])
     this.socket.destroy()
   }
 
