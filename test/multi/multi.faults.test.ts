@@ -12,6 +12,9 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { type RunningApp, startApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { postgresFailureKind, StorageHealth } from '../../src/core/storage-health.ts'
 import { toErrorResponse } from '../../src/http/errors.ts'
 import { createLogger } from '../../src/log.ts'
@@ -154,6 +157,33 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     expect(logs.some((line) => line.event === 'wake_bus_reconnected')).toBe(true)
     unsubscribe()
   })
+  test('a long poll whose query meets the database going away waits out its time: answered at its deadline, not before', async () => {
+    const org = await createOrganization(app.services, CLI_ACTOR, { name: 'riding out', preset: 'local' })
+    const { key } = await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })
+    const created = await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    expect(created.status).toBe(201)
+    const inboxId = ((await created.json()) as { data: { id: string } }).data.id
+    const began = performance.now()
+    const poll = fetch(`${app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=3`, { headers: { authorization: `Bearer ${key}` } })
+    // Cut the moment the poll holds its slot: its first query, right after, meets the cut.
+    // (Should the query win the race, the poll is parked and answers at its deadline anyway.)
+    await until(() => app.services.longPolls.total() === 1, 'the poll to take its slot', { intervalMs: 1 })
+    relay.cut()
+    try {
+      const answer = await poll
+      const waited = performance.now() - began
+      // It used to answer this 500 at once, its query having failed: a blip of the database
+      // cut short a wait the client had asked for.
+      expect(waited).toBeGreaterThanOrEqual(3_000 - 50)
+      expect(answer.status).toBe(500)
+      expect(answer.headers.get('retry-after')).toBe('5')
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('internal_error')
+    } finally {
+      relay.restore()
+    }
+    await until(async () => (await ready()).status === 200, 'the database to be back', { timeoutMs: 20_000, intervalMs: 100 })
+  })
+
   test('a machine stops while its database is away: the stop ends, the leases are left to run out', async () => {
     relay.cut()
     const began = performance.now()
