@@ -8,6 +8,8 @@
  * With SMTP_PROXY_PROTOCOL=on it also decides whose socket must open with a PROXY line
  * (src/smtp/proxy-trust.ts), through two underscore methods of smtp-server (pinned in
  * package.json; its typings declare them, so an upgrade that drops them fails typecheck).
+ *
+ * It also lets a stop finish the transactions in progress (see close()).
  */
 import type { Socket } from 'node:net'
 import { SMTPServer, type SMTPServerOptions } from 'smtp-server'
@@ -27,6 +29,9 @@ export interface ConnectionGuard {
 const REFUSAL_LINGER_MS = 1_000
 
 export class GuardedSmtpServer extends SMTPServer {
+  /** close() began: only transactions in progress go on (see close()). */
+  private draining = false
+
   constructor(
     options: SMTPServerOptions,
     private readonly guard: ConnectionGuard,
@@ -74,7 +79,43 @@ export class GuardedSmtpServer extends SMTPServer {
       this.guard.opened(connection)
       this.proxy?.refuseLateHeaders(connection)
       this.watchResets(connection, id)
+      this.refuseNewTransactionsWhenDraining(connection)
       return
+    }
+  }
+
+  /**
+   * smtp-server answers every command `421 Server shutting down` from the moment close() is
+   * called, the RCPT or DATA of a transaction begun before it included: that message's sender
+   * must send it again, though the stop is there to let transactions in progress finish. So
+   * the drain is decided here, per command (refuseNewTransactionsWhenDraining): a session in a
+   * transaction (MAIL accepted, not yet ended by the reply to its message or RSET) goes on;
+   * any other command gets smtp-server's own 421, which closes the connection. Stopping the
+   * listener and the closeTimeout that ends every session left are smtp-server's, unchanged.
+   */
+  override close(callback?: (() => void) | null): void {
+    super.close(callback)
+    this.draining = true
+    // smtp-server's per-command 421 test reads this field; its timer is held here instead and
+    // cleared, as smtp-server clears it, once the last connection has gone.
+    const forcedEnd = this._closeTimeout
+    this._closeTimeout = false
+    this.server.once('close', () => {
+      if (forcedEnd) clearTimeout(forcedEnd)
+    })
+  }
+
+  private refuseNewTransactionsWhenDraining(connection: SmtpConnection): void {
+    const onCommand = connection._onCommand.bind(connection)
+    connection._onCommand = (command, callback) => {
+      // A STARTTLS handshake in flight is smtp-server's to handle (it discards such bytes).
+      // Before the greeting (SMTP_GREETING_DELAY_MS) the session has no envelope yet.
+      if (!this.draining || connection._upgrading || connection.session.envelope?.mailFrom) {
+        onCommand(command, callback)
+        return
+      }
+      const name = (command ?? '').toString().split(' ')[0]!.toUpperCase()
+      connection.send(421, 'Server shutting down', name) // 421 also closes the connection
     }
   }
 

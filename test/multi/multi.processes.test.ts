@@ -6,21 +6,40 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { type MachineProcess, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { type RetryingProxy, startRetryingProxy } from '../support/retrying-proxy.ts'
-import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { sendRetrying } from '../support/retrying-sender.ts'
+import { SmtpClient, SmtpConnectionClosedError, sendMail, simpleMessage } from '../support/smtp.ts'
 import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
-async function api(machine: MachineProcess, method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${machine.httpUrl}${path}`, {
-    method,
-    // Longer than any wait a test asks for: a request that hangs fails its test with its name.
-    signal: AbortSignal.timeout(45_000),
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
+async function api(machine: MachineProcess, method: string, path: string, key: string, body?: unknown, timeoutMs = 45_000) {
+  try {
+    const response = await fetch(`${machine.httpUrl}${path}`, {
+      method,
+      // Longer than any wait a test asks for: a request that hangs fails its test with its name.
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    const text = await response.text()
+    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
+  } catch (error) {
+    if ((error as Error)?.name !== 'TimeoutError') throw error
+    throw new Error(`${method} ${path} got no whole answer within ${timeoutMs} ms`)
+  }
+}
+
+/** `work`, or a failure naming what it waited for once `ms` have passed. */
+async function within<T>(work: Promise<T>, ms: number, what: () => string): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`gave up after ${ms} ms waiting for ${what()}`)), ms)
   })
-  const text = await response.text()
-  return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
+  try {
+    return await Promise.race([work, expired])
+  } finally {
+    clearTimeout(timer)
+  }
 }
 
 // /metrics tells how many long polls each machine holds, so a test knows when they are parked.
@@ -116,7 +135,11 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         await client.command('EHLO sender.test')
         for (let n = 0; ; n++) {
           const subject = `kill-${i}-${n}`
-          const reply = await Promise.race([client.transaction({ to: [address] }, simpleMessage({ to: address, subject })), client.closed().then(() => null)])
+          // A connection that dies with A fails the transaction's wait for its reply.
+          const reply = await client.transaction({ to: [address] }, simpleMessage({ to: address, subject })).catch((error: unknown) => {
+            if (error instanceof SmtpConnectionClosedError) return null
+            throw error
+          })
           if (reply?.data?.code === 250) acknowledged[i]!.push(subject)
           else {
             // The connection died with A (a transaction cut short, never acknowledged).
@@ -164,75 +187,117 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     await a.start()
   })
 
-  // Opt-in (PIGEONHOLE_ROLLING_RESTART=1) because it is not reliable yet: in about one run of
-  // two a cycle's SMTP send never finishes. Traced to the test's side, not the server's: the
-  // proxy closed that client's connection when no backend took it, and SmtpClient waits for a
-  // greeting on a closed connection forever; the poll for that cycle, on a running or a
-  // stopping machine, had no message to find (none was sent) and ran to its own deadline.
-  // Every cycle that sent its message was answered (docs/scaling.md, "Deploys without a failed test").
-  test.skipIf(process.env.PIGEONHOLE_ROLLING_RESTART !== '1')('a rolling restart behind retrying proxies fails no create → send → wait → assert → delete cycle', async () => {
-    const key = a.tenants[0]!.keys[0]!
-    const listening = (ports: number[]) => ports.filter((port) => port > 0)
-    const http: RetryingProxy = startRetryingProxy(() => listening([a.http, b.http]), { http: true })
-    const smtp: RetryingProxy = startRetryingProxy(() => listening([a.smtp, b.smtp]))
-    const through = { httpUrl: `http://127.0.0.1:${http.port}` } as MachineProcess
-    const restarts: { from: number; to: number }[] = []
-    const cycles: { from: number; to: number }[] = []
-    const failures: string[] = []
-    let running = true
+  // A deploy's rolling restart under test traffic: A, then B, gets SIGTERM (the patient drain)
+  // and starts again, while four loops run create → wait → send → assert → delete through
+  // retrying proxies (test/support/retrying-proxy.ts), as tests run through Fly's proxy.
+  //
+  // What a cycle may retry, and why (anything else fails the cycle):
+  // - The send, through sendRetrying (test/support/retrying-sender.ts), as a real sender: a
+  //   connection that closes before the message's 250 (one a stopping machine's kernel had
+  //   queued when its listener closed is reset, and the proxy then closes the client's), or a
+  //   421/451 at any step (a stopping machine answers 421 to a command outside a transaction,
+  //   and cuts what is left after 5 s). Nothing was acknowledged, so nothing is lost. A 5xx,
+  //   any other 4xx or a step without an answer (10 s) is never retried.
+  // - Nothing after the 250: the wait, parked before the send, must answer with that message.
+  // - No HTTP request is retried here. The proxy retries a connection a machine refused and a
+  //   request a stopping machine closed unread (on an idle keep-alive connection); an answer a
+  //   stopping machine gives with `Connection: close` is a whole answer, read like any other
+  //   (the next request opens a new connection, which the proxy gives to a listening machine).
+  //   So a create, wait or delete with any other status than expected fails the cycle.
+  //
+  // Every wait is bounded and fails naming what it waited for: each HTTP request (the long poll
+  // 20 s + 10 s, the others 10 s), each SMTP attempt (10 s), each stop (SIGTERM to exit) and
+  // start, the cycles between restarts, and the loops' end. The test's own timeout is their sum.
+  const WAIT_SECONDS = 20
+  const STEP_MS = 10_000
+  const MACHINE_MS = 30_000
+  const LOOPS_END_MS = WAIT_SECONDS * 1000 + 3 * STEP_MS
+  test(
+    'a rolling restart behind retrying proxies fails no create → send → wait → assert → delete cycle',
+    async () => {
+      const key = a.tenants[0]!.keys[0]!
+      const listening = (ports: number[]) => ports.filter((port) => port > 0)
+      const http: RetryingProxy = startRetryingProxy(() => listening([a.http, b.http]), { http: true })
+      const smtp: RetryingProxy = startRetryingProxy(() => listening([a.smtp, b.smtp]))
+      const through = { httpUrl: `http://127.0.0.1:${http.port}` } as MachineProcess
+      const restarts: { from: number; to: number }[] = []
+      const cycles: { from: number; to: number }[] = []
+      const failures: string[] = []
+      const retriedSends: string[] = []
+      let running = true
+      let interrupted: unknown = null
 
-    const stepped = <T>(name: string, work: Promise<T>) => {
-      return work.catch((error) => {
-        throw new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`)
-      })
-    }
-    async function cycle(loop: number, n: number): Promise<void> {
-      const created = await stepped('create', api(through, 'POST', '/v1/inboxes', key))
-      if (created.status !== 201) throw new Error(`create answered ${created.status} ${created.text}`)
-      const { id, address } = created.body.data
-      const subject = `rolling-${loop}-${n}`
-      const waiting = stepped('wait', api(through, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key))
-      // Sent whether or not the wait is parked yet: a wait that starts late finds it stored.
-      const sent = await stepped('send', sendMail(smtp.port, { to: [address] }, simpleMessage({ to: address, subject, text: `cycle ${n}` })))
-      if (sent.data?.code !== 250) throw new Error(`send answered ${JSON.stringify(sent)}`)
-      const woken = await waiting
-      if (woken.status !== 200 || woken.body.data[0]?.subject !== subject) throw new Error(`wait answered ${woken.status} ${woken.text}`)
-      const deleted = await stepped('delete', api(through, 'DELETE', `/v1/inboxes/${id}`, key))
-      if (deleted.status !== 204) throw new Error(`delete answered ${deleted.status} ${deleted.text}`)
-    }
+      const stepped = <T>(name: string, work: Promise<T>) => {
+        return work.catch((error) => {
+          throw new Error(`${name}: ${error instanceof Error ? error.message : String(error)}`)
+        })
+      }
+      async function cycle(loop: number, n: number): Promise<void> {
+        const created = await stepped('create', api(through, 'POST', '/v1/inboxes', key, undefined, STEP_MS))
+        if (created.status !== 201) throw new Error(`create answered ${created.status} ${created.text}`)
+        const { id, address } = created.body.data
+        const subject = `rolling-${loop}-${n}`
+        const waiting = stepped('wait', api(through, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=${WAIT_SECONDS}&include=content&limit=1`, key, undefined, WAIT_SECONDS * 1000 + STEP_MS))
+        waiting.catch(() => undefined) // read below; a send that fails first must not leave it unheard
+        // Sent whether or not the wait is parked yet: a wait that starts late finds it stored.
+        const sendStarted = performance.now()
+        const sent = await stepped('send', sendRetrying(smtp.port, { to: address }, simpleMessage({ to: address, subject, text: `cycle ${n}` }), { attemptTimeoutMs: STEP_MS }))
+        const sendTook = `the send took ${Math.round(performance.now() - sendStarted)} ms${sent.retried.length > 0 ? ` after retrying ${sent.retried.join('; ')}` : ''}`
+        for (const why of sent.retried) retriedSends.push(`loop ${loop} cycle ${n}: ${why}`)
+        // Acknowledged: from here on, nothing is retried.
+        const woken = await waiting
+        if (woken.status !== 200 || woken.body.data[0]?.subject !== subject) throw new Error(`wait answered ${woken.status} ${woken.text} (${sendTook})`)
+        if (woken.body.data[0].text.trim() !== `cycle ${n}`) throw new Error(`wait answered the wrong content: ${woken.text}`)
+        const deleted = await stepped('delete', api(through, 'DELETE', `/v1/inboxes/${id}`, key, undefined, STEP_MS))
+        if (deleted.status !== 204) throw new Error(`delete answered ${deleted.status} ${deleted.text}`)
+      }
 
-    const loops = Array.from({ length: 4 }, async (_, loop) => {
-      for (let n = 0; running; n++) {
-        const from = performance.now()
-        try {
-          await cycle(loop, n)
-        } catch (error) {
-          failures.push(`loop ${loop} cycle ${n}: ${error instanceof Error ? error.message : String(error)}`)
+      const loops = Array.from({ length: 4 }, async (_, loop) => {
+        for (let n = 0; running; n++) {
+          const from = performance.now()
+          try {
+            await cycle(loop, n)
+          } catch (error) {
+            failures.push(`loop ${loop} cycle ${n}: ${error instanceof Error ? error.message : String(error)}`)
+          }
+          cycles.push({ from, to: performance.now() })
         }
-        cycles.push({ from, to: performance.now() })
+      })
+      try {
+        await until(() => cycles.length >= 8, 'cycles to run through both machines before the restart', { timeoutMs: MACHINE_MS })
+        for (const machine of [a, b]) {
+          const from = performance.now()
+          const code = await within(machine.stop(), MACHINE_MS, () => `${machine.name} to exit after SIGTERM:\n${machine.output().slice(-4000)}`)
+          expect(code, machine.output().slice(-4000)).toBe(0)
+          await within(machine.start(), MACHINE_MS, () => `${machine.name} to start again:\n${machine.output().slice(-4000)}`)
+          restarts.push({ from, to: performance.now() })
+          const done = cycles.length
+          // The restarted machine takes its share again before the next one stops.
+          await until(() => cycles.length >= done + 8, `cycles to run after ${machine.name} restarted`, { timeoutMs: MACHINE_MS })
+        }
+      } catch (error) {
+        interrupted = error
       }
-    })
-    try {
-      await until(() => cycles.length >= 8, 'cycles to run through both machines before the restart', { timeoutMs: 30_000 })
-      for (const machine of [a, b]) {
-        const from = performance.now()
-        expect(await machine.stop()).toBe(0)
-        await machine.start()
-        restarts.push({ from, to: performance.now() })
-        const done = cycles.length
-        // The restarted machine takes its share again before the next one stops.
-        await until(() => cycles.length >= done + 8, `cycles to run after ${machine.name} restarted`, { timeoutMs: 30_000 })
-      }
-    } finally {
       running = false
-      await Promise.all(loops)
-      http.stop()
-      smtp.stop()
-    }
-    const overlapped = cycles.filter((c) => restarts.some((r) => c.from < r.to && c.to > r.from)).length
-    console.info(`rolling restart: ${cycles.length} cycles, ${overlapped} overlapped a restart, ${failures.length} failed; proxies routed http ${http.routed} smtp ${smtp.routed}`)
-    expect(failures).toEqual([])
-    expect(overlapped).toBeGreaterThan(0)
-    expect(http.failed + smtp.failed).toBe(0)
-  })
+      try {
+        // A failure of the restart itself (above) is named here too, or this wait's would hide it.
+        const why = interrupted ? `, after ${interrupted instanceof Error ? interrupted.message : String(interrupted)}` : ''
+        await within(Promise.all(loops), LOOPS_END_MS, () => `the loops to end their last cycles${why}; failures so far: ${JSON.stringify(failures)}`)
+      } finally {
+        http.stop()
+        smtp.stop()
+      }
+      const overlapped = cycles.filter((c) => restarts.some((r) => c.from < r.to && c.to > r.from)).length
+      console.info(
+        `rolling restart: ${cycles.length} cycles, ${overlapped} overlapped a restart, ${failures.length} failed, ${retriedSends.length} send attempts retried; proxies routed http ${http.routed} smtp ${smtp.routed}`,
+      )
+      if (retriedSends.length > 0) console.info(`retried: ${retriedSends.join('\n')}`)
+      if (failures.length > 0) console.info(`failed cycles: ${failures.join('\n')}`)
+      if (interrupted) throw interrupted
+      expect(failures).toEqual([])
+      expect(overlapped).toBeGreaterThan(0)
+      expect(http.failed + smtp.failed).toBe(0)
+    },
+    MACHINE_MS * (1 + 3 * 2) + LOOPS_END_MS + 10_000,
+  )
 })

@@ -79,6 +79,59 @@ test('stop drains in-flight work and refuses new work', async () => {
   await server.stop()
 })
 
+test('a transaction begun before the stop finishes after it; a session without one gets 421 at its next command', async () => {
+  const server = await startTestServer()
+  const tenant = await server.tenant()
+  const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
+  const sending = await SmtpClient.connect(server.app.smtpPort)
+  await sending.command('EHLO sending.test')
+  expect((await sending.command('MAIL FROM:<a@example.com>')).code).toBe(250)
+  const idle = await SmtpClient.connect(server.app.smtpPort)
+  expect((await idle.command('EHLO idle.test')).code).toBe(250)
+
+  const stopping = server.app.stop()
+  // The transaction in progress (MAIL accepted) runs to its 250, RCPT and DATA included.
+  expect((await sending.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
+  expect((await sending.data(simpleMessage({ to: inbox.address, subject: 'begun before the stop' }))).code).toBe(250)
+  // A new transaction on either connection is refused, so the stop is not held by fresh mail.
+  expect(await sending.command('MAIL FROM:<a@example.com>')).toEqual({ code: 421, text: 'Server shutting down' })
+  expect(await idle.command('MAIL FROM:<a@example.com>')).toEqual({ code: 421, text: 'Server shutting down' })
+  await Promise.all([sending.closed(), idle.closed()])
+  await stopping
+
+  const db = new Database(server.databasePath, { readonly: true })
+  const row = db.query('SELECT subject FROM messages WHERE inbox_id = ?').get(inbox.id) as { subject: string } | null
+  db.close()
+  expect(row?.subject).toBe('begun before the stop')
+  await server.stop()
+})
+
+test('a client that talks before the greeting while the server stops gets 421, and the stop ends', async () => {
+  // With a greeting delay the session has no transaction state yet when the command comes.
+  const server = await startTestServer({ env: { SMTP_GREETING_DELAY_MS: '5000' } })
+  const early = connect(server.app.smtpPort, '127.0.0.1')
+  let received = ''
+  early.setEncoding('utf8').on('data', (chunk: string) => {
+    received += chunk
+  })
+  const closed = new Promise<void>((resolve) => early.once('close', () => resolve()))
+  await until(() => /^pigeonhole_smtp_sessions_open 1$/m.test(server.app.metrics.render()), 'the server to hold the session')
+  const stopping = server.app.stop()
+  await until(
+    async () =>
+      fetch(`${server.url}/health`).then(
+        () => false,
+        () => true,
+      ),
+    'the listeners to stop accepting',
+  )
+  early.write('EHLO early.test\r\n')
+  await closed
+  expect(received).toBe('421 Server shutting down\r\n')
+  await stopping
+  await server.stop()
+})
+
 test('a stop never answers a waiting poll with 204: it closes the connection, so the client retries', async () => {
   const own = await startRoomyServer()
   const tenant = await own.tenant()

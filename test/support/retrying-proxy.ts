@@ -16,51 +16,18 @@
  * whose session cannot move to another server mid-way.
  */
 import type { Socket, TCPSocketListener } from 'bun'
-
-/** One direction of a link: bytes the socket has not taken yet, and whether to end it after them. */
-interface Outbox {
-  socket: Socket<Link> | null
-  queue: Uint8Array[]
-  ending: boolean
-}
+import { WriteQueue } from './write-queue.ts'
 
 interface Link {
-  toClient: Outbox
-  toBackend: Outbox
+  toClient: WriteQueue
+  toBackend: WriteQueue
+  /** The backend connection the link uses now (null while none is open). */
+  backend: Socket<Link> | null
   closed: boolean
   /** HTTP mode: client bytes the current backend has not answered yet (sent again if it closes). */
   unanswered: Uint8Array[]
   /** HTTP mode: a backend connection is being opened. */
   connecting: boolean
-}
-
-function send(out: Outbox, chunk: Uint8Array): void {
-  if (!out.socket || out.queue.length > 0) {
-    out.queue.push(new Uint8Array(chunk)) // copied: the chunk's memory may be reused
-    return
-  }
-  const written = out.socket.write(chunk)
-  if (written < chunk.byteLength) out.queue.push(new Uint8Array(chunk.subarray(written)))
-}
-
-function flush(out: Outbox): void {
-  if (!out.socket) return
-  while (out.queue.length > 0) {
-    const chunk = out.queue[0]!
-    const written = out.socket.write(chunk)
-    if (written < chunk.byteLength) {
-      out.queue[0] = chunk.subarray(written)
-      return
-    }
-    out.queue.shift()
-  }
-  if (out.ending) out.socket.end()
-}
-
-/** Ends the socket once its queue has gone out. */
-function endAfterQueue(out: Outbox): void {
-  out.ending = true
-  if (out.queue.length === 0) out.socket?.end()
 }
 
 export interface RetryingProxy {
@@ -81,18 +48,20 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
   function close(link: Link): void {
     if (link.closed) return
     link.closed = true
-    endAfterQueue(link.toClient)
-    endAfterQueue(link.toBackend)
+    link.toClient.end()
+    link.toBackend.end()
   }
 
   /** HTTP mode: the backend went away; the client's connection stays, unanswered bytes go again. */
   function detach(link: Link, backend: Socket<Link>): void {
-    if (backend !== link.toBackend.socket) return // an earlier backend's late close
+    if (backend !== link.backend) return // an earlier backend's late close
     if (!options.http || link.closed) {
       close(link)
       return
     }
-    link.toBackend = { socket: null, queue: link.unanswered.map((chunk) => new Uint8Array(chunk)), ending: false }
+    link.backend = null
+    link.toBackend = new WriteQueue()
+    for (const chunk of link.unanswered) link.toBackend.write(chunk)
     if (link.unanswered.length > 0) void connectBackend(link)
   }
 
@@ -113,18 +82,20 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
           socket: {
             data: (_socket, chunk) => {
               link.unanswered = []
-              send(link.toClient, chunk)
+              link.toClient.write(chunk)
             },
-            drain: () => flush(link.toBackend),
+            drain: (socket) => {
+              if (socket === link.backend) link.toBackend.flush()
+            },
             close: (socket) => detach(link, socket),
             error: (socket) => detach(link, socket),
           },
         })
         routed[index] = (routed[index] ?? 0) + 1
-        link.toBackend.socket = backend
+        link.backend = backend
         link.connecting = false
         if (link.closed) backend.end()
-        else flush(link.toBackend)
+        else link.toBackend.attach(backend)
         return
       } catch {
         // Refused: this backend is not listening now; try the next one.
@@ -138,9 +109,9 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
   function fromClient(link: Link, chunk: Uint8Array): void {
     if (options.http) {
       link.unanswered.push(new Uint8Array(chunk))
-      if (!link.toBackend.socket && !link.connecting) void connectBackend(link)
+      if (!link.backend && !link.connecting) void connectBackend(link)
     }
-    send(link.toBackend, chunk)
+    link.toBackend.write(chunk)
   }
 
   const listener: TCPSocketListener<Link> = Bun.listen<Link>({
@@ -148,12 +119,13 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
     port: 0,
     socket: {
       open(client) {
-        const link: Link = { toClient: { socket: client, queue: [], ending: false }, toBackend: { socket: null, queue: [], ending: false }, closed: false, unanswered: [], connecting: false }
+        const link: Link = { toClient: new WriteQueue(), toBackend: new WriteQueue(), backend: null, closed: false, unanswered: [], connecting: false }
+        link.toClient.attach(client)
         client.data = link
         void connectBackend(link)
       },
       data: (client, chunk) => fromClient(client.data, chunk),
-      drain: (client) => flush(client.data.toClient),
+      drain: (client) => client.data.toClient.flush(),
       close: (client) => close(client.data),
       error: (client) => close(client.data),
     },

@@ -12,14 +12,21 @@ export interface Reply {
 
 export class SmtpClient {
   private buffer = ''
-  private waiters: Array<(reply: Reply) => void> = []
+  private waiters: Array<{ awaiting: string; resolve: (reply: Reply) => void; reject: (error: Error) => void }> = []
   private replies: Reply[] = []
   private lines: string[] = []
+  /** Set once the socket closed (with the error that closed it, if any): no reply can come after it. */
+  private ended: { error?: Error } | null = null
 
   private constructor(readonly socket: Socket) {
     socket.setEncoding('utf8')
     socket.on('data', (chunk: string) => this.onData(chunk))
-    socket.on('error', () => {})
+    // An error is always followed by 'close'; it is kept to say why the connection ended.
+    let failure: Error | undefined
+    socket.on('error', (error) => {
+      failure = error
+    })
+    socket.on('close', () => this.onClose(failure))
   }
 
   static async connect(port: number, host = '127.0.0.1', localAddress?: string): Promise<SmtpClient> {
@@ -40,7 +47,7 @@ export class SmtpClient {
     })
     const client = new SmtpClient(socket)
     if (preamble) socket.write(preamble)
-    return { client, greeting: await client.next() }
+    return { client, greeting: await client.next('the greeting') }
   }
 
   /** Resolves when the server has closed the connection. */
@@ -69,30 +76,52 @@ export class SmtpClient {
       const reply = { code: Number(line.slice(0, 3)), text: this.lines.join('\n') }
       this.lines = []
       const waiter = this.waiters.shift()
-      if (waiter) waiter(reply)
+      if (waiter) waiter.resolve(reply)
       else this.replies.push(reply)
     }
   }
 
-  next(): Promise<Reply> {
+  /**
+   * A connection that closes (or fails) with replies still awaited fails them, naming what each
+   * waited for, as a real sender sees a closed connection: a failure it may retry, never a wait
+   * without end. Replies that arrived before the close are still handed out first.
+   */
+  private onClose(error: Error | undefined): void {
+    this.ended = { error }
+    for (const waiter of this.waiters.splice(0)) waiter.reject(this.closedError(waiter.awaiting))
+  }
+
+  private closedError(awaiting: string): Error {
+    const why = this.ended?.error ? ` (${this.ended.error.message})` : ''
+    return new SmtpConnectionClosedError(`SMTP connection closed before ${awaiting}${why}`, awaiting)
+  }
+
+  /** The next reply; rejects with SmtpConnectionClosedError if the connection closes first. */
+  next(awaiting = 'the next reply'): Promise<Reply> {
     const ready = this.replies.shift()
     if (ready) return Promise.resolve(ready)
-    return new Promise((resolve) => this.waiters.push(resolve))
+    if (this.ended) return Promise.reject(this.closedError(awaiting))
+    return new Promise((resolve, reject) => this.waiters.push({ awaiting, resolve, reject }))
   }
 
   async command(line: string): Promise<Reply> {
-    this.socket.write(`${line}\r\n`)
-    return this.next()
+    if (!this.ended) this.socket.write(`${line}\r\n`)
+    return this.next(`the reply to ${line.split(' ')[0]}`)
   }
 
   /** DATA, the dot-stuffed body, and the final dot; returns the reply to the message. */
   async data(raw: string | Buffer): Promise<Reply> {
     const go = await this.command('DATA')
     if (go.code !== 354) return go
+    return this.message(raw)
+  }
+
+  /** After DATA's 354: the dot-stuffed body and the final dot; returns the reply to the message. */
+  message(raw: string | Buffer): Promise<Reply> {
     const endsWithNewline = /\n$/.test(Buffer.isBuffer(raw) ? raw.subarray(-1).toString('latin1') : raw)
     this.writeBody(raw)
     this.socket.write(endsWithNewline ? '.\r\n' : '\r\n.\r\n')
-    return this.next()
+    return this.next('the reply to the message (after the final dot)')
   }
 
   writeBody(raw: string | Buffer): void {
@@ -116,14 +145,25 @@ export class SmtpClient {
     return { mail, rcpt, data }
   }
 
-  /** QUIT, then the socket is gone; a connection the server already closed (after a 421) is only destroyed, never waited on. */
   async quit(): Promise<void> {
-    if (!this.socket.destroyed && this.socket.readyState !== 'closed') await Promise.race([this.command('QUIT').catch(() => undefined), this.closed()])
+    await this.command('QUIT').catch(() => undefined)
     this.socket.destroy()
   }
 
   destroy(): void {
     this.socket.destroy()
+  }
+}
+
+/** The connection closed (or failed) before a reply the client waited for: nothing was acknowledged by it. */
+export class SmtpConnectionClosedError extends Error {
+  constructor(
+    message: string,
+    /** What the client waited for: "the greeting", "the reply to RCPT", … */
+    readonly awaiting: string,
+  ) {
+    super(message)
+    this.name = 'SmtpConnectionClosedError'
   }
 }
 

@@ -5,28 +5,15 @@
  * relays again. The listener itself stays, so its port never changes.
  */
 import type { Socket, TCPSocketListener } from 'bun'
+import { WriteQueue } from './write-queue.ts'
 
 interface Pair {
   client: Socket<Pair>
   upstream: Socket<undefined> | null
-  /** Bytes not yet taken by the upstream socket (before it opened, or under backpressure). */
-  pending: Uint8Array[]
-  /** Bytes not yet taken by the client socket (under backpressure). */
-  back: Uint8Array[]
-}
-
-/** Writes what the socket takes and keeps the rest, in order, for its drain. */
-function write(socket: Socket<any>, queue: Uint8Array[], chunk?: Uint8Array): void {
-  if (chunk) queue.push(new Uint8Array(chunk)) // copied: the chunk's memory may be reused
-  while (queue.length > 0) {
-    const head = queue[0]!
-    const written = socket.write(head)
-    if (written < head.byteLength) {
-      queue[0] = head.subarray(Math.max(0, written))
-      return
-    }
-    queue.shift()
-  }
+  /** Bytes for the upstream socket (before it opened, or under backpressure). */
+  pending: WriteQueue
+  /** Bytes for the client socket (under backpressure). */
+  back: WriteQueue
 }
 
 export interface TcpCut {
@@ -49,7 +36,8 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
-        const pair: Pair = { client, upstream: null, pending: [], back: [] }
+        const pair: Pair = { client, upstream: null, pending: new WriteQueue(), back: new WriteQueue() }
+        pair.back.attach(client)
         client.data = pair
         pairs.add(pair)
         Bun.connect<undefined>({
@@ -58,17 +46,17 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           socket: {
             open(upstream) {
               pair.upstream = upstream
-              write(upstream, pair.pending)
+              pair.pending.attach(upstream)
             },
             data(_upstream, chunk) {
-              write(client, pair.back, chunk)
+              pair.back.write(chunk)
             },
-            drain(upstream) {
-              write(upstream, pair.pending)
+            drain() {
+              pair.pending.flush()
             },
             close() {
               pairs.delete(pair)
-              client.end()
+              pair.back.end() // what the upstream sent before closing still reaches the client
             },
             error() {
               client.end()
@@ -77,19 +65,17 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
         }).catch(() => client.end())
       },
       data(client, chunk) {
-        const pair = client.data
-        if (!pair) return // refused while cut: what it sends before it sees the close goes nowhere
-        if (pair.upstream) write(pair.upstream, pair.pending, chunk)
-        else pair.pending.push(new Uint8Array(chunk))
+        // Refused while cut (no pair): what it sends before it sees the close goes nowhere.
+        client.data?.pending.write(chunk)
       },
       drain(client) {
-        if (client.data) write(client, client.data.back)
+        client.data?.back.flush()
       },
       close(client) {
         const pair = client.data
         if (!pair) return
         pairs.delete(pair)
-        pair.upstream?.end()
+        pair.pending.end() // also an upstream still connecting, once it opens
       },
     },
   })

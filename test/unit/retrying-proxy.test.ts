@@ -116,3 +116,60 @@ test('with every backend refusing, the client is closed and the failure counted'
   expect(answer.byteLength).toBe(0)
   expect(proxy.failed).toBe(1)
 })
+
+/** An HTTP backend that counts the requests it took and names itself in every answer. */
+function httpServer(name: string, headers: Record<string, string> = {}) {
+  const taken: string[] = []
+  const server = Bun.serve({
+    hostname: '127.0.0.1',
+    port: 0,
+    fetch: async (request) => {
+      taken.push(`${request.method} ${new URL(request.url).pathname}`)
+      return new Response(`${name} took ${request.method}`, { headers })
+    },
+  })
+  stops.push(() => server.stop(true))
+  return { port: server.port!, taken }
+}
+
+test('HTTP mode: an answer with Connection: close is whole and final; the request is never sent again', async () => {
+  // A stopping machine answers so; the next request must go to a machine that listens.
+  const stopping = httpServer('a', { connection: 'close' })
+  const other = httpServer('b')
+  const proxy = startRetryingProxy(() => [stopping.port, other.port], { http: true })
+  stops.push(() => proxy.stop())
+  const first = await fetch(`http://127.0.0.1:${proxy.port}/v1/inboxes`, { method: 'POST' })
+  expect(first.headers.get('connection')).toBe('close')
+  expect(await first.text()).toBe('a took POST')
+  const second = await fetch(`http://127.0.0.1:${proxy.port}/v1/inboxes/x`, { method: 'DELETE' })
+  expect(await second.text()).toBe('b took DELETE')
+  // Each request taken exactly once: the closed connection after an answer resends nothing.
+  await Bun.sleep(100) // the window in which a wrongly resent request would arrive
+  expect(stopping.taken).toEqual(['POST /v1/inboxes'])
+  expect(other.taken).toEqual(['DELETE /v1/inboxes/x'])
+})
+
+test('HTTP mode: a request a backend closed unanswered goes to the next backend, once', async () => {
+  // A stopping machine closing an idle keep-alive connection just as a request arrives on it.
+  let unread = 0
+  const closing = Bun.listen({
+    hostname: '127.0.0.1',
+    port: 0,
+    socket: {
+      data: (socket) => {
+        unread++
+        socket.end()
+      },
+    },
+  })
+  stops.push(() => closing.stop(true))
+  const other = httpServer('b')
+  const proxy = startRetryingProxy(() => [closing.port, other.port], { http: true })
+  stops.push(() => proxy.stop())
+  const answer = await fetch(`http://127.0.0.1:${proxy.port}/v1/inboxes`, { method: 'POST' })
+  expect(answer.status).toBe(200)
+  expect(await answer.text()).toBe('b took POST')
+  expect(unread).toBe(1)
+  expect(other.taken).toEqual(['POST /v1/inboxes'])
+  expect(proxy.failed).toBe(0)
+})
