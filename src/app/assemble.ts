@@ -154,7 +154,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
       reservations: postgres?.reservations ?? new InboundReservations(),
-      refusedDeliveries: new RefusedDeliveries(config.receivingDomain),
+      refusedDeliveries: new RefusedDeliveries(config.receivingDomain, postgres?.notifier.refusals ?? null),
       parser,
       spool,
       metrics,
@@ -187,7 +187,12 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const connections = new ConnectionTimeouts()
     const probes = { smtpListening: () => smtp.server.listening, database: postgres ? () => postgres!.probe.check() : undefined }
     const api = buildHttpApp(services, probes, connections, metrics)
-    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress(), postgres ? { streamSlots: postgres.streamSlots, signInThrottle: postgres.signInThrottle } : null)
+    const consoleApp = buildConsole(
+      services,
+      connections,
+      () => addresses.smtpAddress(),
+      postgres ? { streamSlots: postgres.streamSlots, signInThrottle: postgres.signInThrottle, accessEnded: postgres.notifier.accessEnded } : null,
+    )
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
     // One port: the console's paths go to its own router, everything else to the API (whose

@@ -7,7 +7,7 @@ import type { Actor } from '../core/audit/audit.ts'
 import { Refusal } from '../core/refusals.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
 import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
-import { newToken, sha256Hex } from '../core/helpers/tokens.ts'
+import { newToken } from '../core/helpers/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
 import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
@@ -15,7 +15,7 @@ import { sessionCsrfToken } from './csrf.ts'
 import { PATHS } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
-import type { ShownOnce } from './shown-once.ts'
+import { type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -29,7 +29,7 @@ export interface ConsoleDeps {
   streams: LiveStreams
   /** Lets a live stream's connection outlast HTTP_IDLE_TIMEOUT_SECONDS. */
   connections: ConnectionTimeouts
-  /** Values shown once, held for the GET a create redirects to. */
+  /** Seals values shown once into a cookie for the GET a create redirects to. */
   shownOnce: ShownOnce
 }
 
@@ -101,9 +101,20 @@ export class ConsoleRequest<Name extends string = string> {
     return this.sessionToken ? sessionCsrfToken(this.sessionToken) : this.anonCsrf
   }
 
-  /** Names this browser's current session (a new one after startSession), never the token itself. */
-  sessionKey(): string | undefined {
-    return this.sessionToken ? sha256Hex(this.sessionToken) : undefined
+  /**
+   * Holds a value shown once for this browser's current session (a new one after
+   * startSession), in a sealed cookie on this response; returns the id its GET page names.
+   */
+  holdShown(value: ShownValue): string {
+    if (!this.sessionToken) throw new Refusal('unauthenticated', 'Sign in to continue.')
+    const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.sessionToken, value)
+    this.setCookies.push(cookie(shownCookieName(id), sealed, { secure: this.deps.secureCookies, maxAgeSeconds }))
+    return id
+  }
+
+  /** The value shown once that the page `id` names, while this session may still see it. */
+  shown<K extends ShownValue['kind']>(id: string | null, kind: K): Extract<ShownValue, { kind: K }> | undefined {
+    return this.deps.shownOnce.open(this.sessionToken, id, id ? readCookie(this.request, shownCookieName(id)) : undefined, kind)
   }
 
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */

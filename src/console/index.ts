@@ -7,7 +7,7 @@ import { type GuessThrottle, SignInThrottle } from '../core/users/sign-in-thrott
 import type { Services } from '../core/services.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
-import { LiveStreams, type SharedStreamSlots } from './live-streams.ts'
+import { type AccessEnded, LiveStreams, type SharedStreamSlots } from './live-streams.ts'
 import { consoleRouter, type Route } from './router.ts'
 import { ShownOnce } from './shown-once.ts'
 import { accountRoutes } from './routes/account.tsx'
@@ -47,6 +47,8 @@ export interface Console {
 export interface SharedConsoleCounts {
   streamSlots: SharedStreamSlots
   signInThrottle: GuessThrottle
+  /** Ended sessions and memberships, told to every machine's live streams. */
+  accessEnded: AccessEnded
 }
 
 /**
@@ -60,7 +62,7 @@ export function buildConsole(s: Services, connections: ConnectionTimeouts, smtpA
     lifetime: { days: s.config.consoleSessionDays },
     secureCookies: s.publicUrls().baseUrl.startsWith('https:'),
     smtpAddress,
-    streams: new LiveStreams(shared?.streamSlots ?? null),
+    streams: new LiveStreams(shared?.streamSlots ?? null, shared?.accessEnded ?? null),
     connections,
     shownOnce: new ShownOnce(s.clock),
   }

@@ -25,13 +25,24 @@ const encoder = new TextEncoder()
  * Who a stream is for, and how to tell that they may still read it. A stream outlives the
  * request that checked the session and the membership, so `stillAllowed` is asked again
  * before every event and keep-alive (which catches an expiry, or a reset made by the CLI in
- * another process, within one keep-alive), and at once when this process ends a session or
+ * another process, within one keep-alive), and at once when any machine ends a session or
  * a membership of the user (recheckUser). A stream that is no longer allowed ends unsent.
  */
 export interface StreamAccess {
   userId: string
   organizationId: string
   stillAllowed: () => boolean | Promise<boolean>
+}
+
+/**
+ * PostgreSQL mode: ended accesses told to every machine (the wake bus), so a sign-out on one
+ * machine ends the user's streams on another at once.
+ */
+export interface AccessEnded {
+  /** Tells every machine, after the change committed, that a session or membership of the user ended. */
+  announce(userId: string): void
+  /** Hears every announcement, this machine's included; `null` when some may have gone unheard (recheck all). */
+  listen(listener: (userId: string | null) => void): void
 }
 
 /** The bounds counted across machines (PostgreSQL mode: createLiveStreamLeases). */
@@ -43,8 +54,16 @@ const perUserRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER
 const perOrganizationRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
 
 export class LiveStreams {
-  /** `shared` counts the bounds across machines; without it this process counts them. */
-  constructor(private readonly shared: SharedStreamSlots | null = null) {}
+  /**
+   * `shared` counts the bounds across machines; without it this process counts them.
+   * `accessEnded` carries recheckUser to every machine (without it, this process is all).
+   */
+  constructor(
+    private readonly shared: SharedStreamSlots | null = null,
+    private readonly accessEnded: AccessEnded | null = null,
+  ) {
+    accessEnded?.listen((userId) => (userId === null ? this.recheckEveryone() : this.recheckHere(userId)))
+  }
 
   private readonly perUser = new Map<string, number>()
   private readonly perOrganization = new Map<string, number>()
@@ -64,7 +83,17 @@ export class LiveStreams {
    * its `stillAllowed` and ends if the answer is no.
    */
   recheckUser(userId: string): void {
+    this.recheckHere(userId)
+    // The other machines' streams of the user; this machine hears it too, a second cheap check.
+    this.accessEnded?.announce(userId)
+  }
+
+  private recheckHere(userId: string): void {
     for (const recheck of [...(this.rechecks.get(userId) ?? [])]) recheck()
+  }
+
+  private recheckEveryone(): void {
+    for (const userId of [...this.rechecks.keys()]) this.recheckHere(userId)
   }
 
   /**

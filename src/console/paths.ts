@@ -92,3 +92,9 @@ export function withQuery(path: string, query: Record<string, string | number | 
   if (pairs.length === 0) return path
   return `${path}?${pairs.map(([name, value]) => `${name}=${encodeURIComponent(value)}`).join('&')}`
 }
+
+/**
+ * No id, token or watch key holds a control character. PostgreSQL refuses a NUL in a text
+ * parameter outright (an error, not "no such row"), so such a value never reaches a query.
+ */
+export const hasControlCharacter = (value: string): boolean => /\p{Cc}/u.test(value)

@@ -18,7 +18,7 @@ import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
 import { asConsoleError, STATUS } from './errors.ts'
 import { renderError } from './pages/error.tsx'
-import { PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
+import { hasControlCharacter, PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
 import { sameOrigin, securityHeaders } from './security.ts'
 
 /** A route as its file declares it: the pattern from PATHS, who may reach it, and the handler. */
@@ -94,6 +94,8 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     } catch {
       throw new Refusal('not_found', 'Not found.')
     }
+    // A NUL would reach PostgreSQL as an error, not as "no such row" (see hasControlCharacter).
+    if (Object.values(ctx.params).some(hasControlCharacter)) throw new Refusal('not_found', 'Not found.')
     if (method === 'POST') {
       const refusal = await readForm(ctx)
       if (refusal) return refusal

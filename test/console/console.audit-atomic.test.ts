@@ -3,7 +3,6 @@
  * fail (a trigger on audit_events, as a crash between two writes would) and checks that the
  * change itself did not happen: a record can never be lost while its change is kept.
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -23,26 +22,28 @@ const MEMBER = 'member@example.com'
 /** The member's password: the CLI reset test replaces it with the one the CLI prints. */
 let memberPassword = 'member password 1'
 
-function sql<T>(query: string): T[] {
-  const db = new Database(server.databasePath)
-  try {
-    return db.query(query).all() as T[]
-  } finally {
-    db.close()
+/** A statement on the server's database, behind its back (either dialect). */
+const sql = async <T = Record<string, unknown>>(query: string): Promise<T[]> => (await server.query(query)) as T[]
+
+/** Makes every audit insert fail, as a crash between the change and its record would. */
+async function failAudits(): Promise<void> {
+  if (!server.databaseUrl) {
+    await sql(`create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`)
+    return
   }
+  await sql(`create or replace function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`)
+  await sql('create or replace trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()')
 }
+const allowAudits = () => sql(server.databaseUrl ? 'drop trigger if exists refuse_audit on audit_events' : 'drop trigger if exists refuse_audit')
+const passwordHashOf = async (email: string) => (await sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`))[0]!.password_hash
+const sessionCount = (userId: string) => server.countRows(`select count(*) as n from sessions where user_id = '${userId}'`)
+const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}' order by id`)
 
-const failAudits = () => sql(`create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`)
-const allowAudits = () => sql('drop trigger if exists refuse_audit')
-const passwordHashOf = (email: string) => sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`)[0]!.password_hash
-const sessionCount = (userId: string) => sql<{ n: number }>(`select count(*) as n from sessions where user_id = '${userId}'`)[0]!.n
-const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}'`)
-
-/** The admin CLI as a real process on the server's database file. */
+/** The admin CLI as a real process on the server's database. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -56,101 +57,101 @@ beforeAll(async () => {
   operator = done.client
   organizationId = done.organizationId
   await addMember(server, operator, done.organizationId, MEMBER, 'member password 1')
-  memberId = sql<{ id: string }>(`select id from users where email = '${MEMBER}'`)[0]!.id
+  memberId = (await sql<{ id: string }>(`select id from users where email = '${MEMBER}'`))[0]!.id
   await operator.get('/console/admin')
 })
 afterAll(() => server.stop())
 
 test("the operator's password reset: no audit row, no new password and no ended sessions", async () => {
   await signedIn(server, MEMBER, memberPassword)
-  const before = passwordHashOf(MEMBER)
-  const sessions = sessionCount(memberId)
-  failAudits()
+  const before = await passwordHashOf(MEMBER)
+  const sessions = await sessionCount(memberId)
+  await failAudits()
   try {
     const page = await operator.post(`/console/admin/users/${memberId}/reset-password`)
     expect(page.status).toBe(500)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(passwordHashOf(MEMBER)).toBe(before)
-  expect(sessionCount(memberId)).toBe(sessions)
-  expect(auditRows('user.password_reset')).toEqual([])
+  expect(await passwordHashOf(MEMBER)).toBe(before)
+  expect(await sessionCount(memberId)).toBe(sessions)
+  expect(await auditRows('user.password_reset')).toEqual([])
 })
 
 test("the operator's sign-out-everywhere for a user: no audit row, no ended session", async () => {
   await signedIn(server, MEMBER, memberPassword)
-  const sessions = sessionCount(memberId)
-  failAudits()
+  const sessions = await sessionCount(memberId)
+  await failAudits()
   try {
     expect((await operator.post(`/console/admin/users/${memberId}/revoke-sessions`)).status).toBe(500)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(sessionCount(memberId)).toBe(sessions)
-  expect(auditRows('user.sessions_revoked')).toEqual([])
+  expect(await sessionCount(memberId)).toBe(sessions)
+  expect(await auditRows('user.sessions_revoked')).toEqual([])
 })
 
 test("a user's own sign-out-everywhere is audited with it, or does not happen", async () => {
   const member = await signedIn(server, MEMBER, memberPassword)
   await member.get('/console/account')
-  failAudits()
+  await failAudits()
   try {
     expect((await member.post('/console/account/sessions/revoke')).status).toBe(500)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
   expect((await member.get('/console/account')).status).toBe(200)
   expect((await member.post('/console/account/sessions/revoke')).status).toBe(303)
-  expect(sessionCount(memberId)).toBe(0)
-  expect(auditRows('user.sessions_revoked')).toEqual([{ actor: MEMBER, target: MEMBER }])
+  expect(await sessionCount(memberId)).toBe(0)
+  expect(await auditRows('user.sessions_revoked')).toEqual([{ actor: MEMBER, target: MEMBER }])
 })
 
 test('the CLI password reset: the command fails and the password stays; without the fault it is audited as cli', async () => {
-  const before = passwordHashOf(MEMBER)
-  failAudits()
+  const before = await passwordHashOf(MEMBER)
+  await failAudits()
   try {
     expect((await cli('users', 'reset-password', MEMBER)).code).not.toBe(0)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(passwordHashOf(MEMBER)).toBe(before)
-  expect(auditRows('user.password_reset')).toEqual([])
+  expect(await passwordHashOf(MEMBER)).toBe(before)
+  expect(await auditRows('user.password_reset')).toEqual([])
   const done = await cli('users', 'reset-password', MEMBER)
   expect(done.code).toBe(0)
   memberPassword = done.stdout.trimEnd().split('\n').at(-1)!
-  expect(passwordHashOf(MEMBER)).not.toBe(before)
-  expect(auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
+  expect(await passwordHashOf(MEMBER)).not.toBe(before)
+  expect(await auditRows('user.password_reset')).toEqual([{ actor: 'cli', target: MEMBER }])
 })
 
 test('the CLI sign-out: refused audit, sessions kept; otherwise they end and the row says cli', async () => {
   await signedIn(server, MEMBER, memberPassword)
-  const sessions = sessionCount(memberId)
+  const sessions = await sessionCount(memberId)
   expect(sessions).toBeGreaterThan(0)
-  failAudits()
+  await failAudits()
   try {
     expect((await cli('users', 'sign-out', MEMBER)).code).not.toBe(0)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(sessionCount(memberId)).toBe(sessions)
-  const before = auditRows('user.sessions_revoked').length
+  expect(await sessionCount(memberId)).toBe(sessions)
+  const before = (await await auditRows('user.sessions_revoked')).length
   const done = await cli('users', 'sign-out', MEMBER)
   expect(done.code).toBe(0)
   expect(done.stdout).toContain(`ended ${sessions} session`)
-  expect(sessionCount(memberId)).toBe(0)
-  expect(auditRows('user.sessions_revoked').slice(before)).toEqual([{ actor: 'cli', target: MEMBER }])
+  expect(await sessionCount(memberId)).toBe(0)
+  expect((await await auditRows('user.sessions_revoked')).slice(before)).toEqual([{ actor: 'cli', target: MEMBER }])
 })
 
 test('every other audited console action: with the audit refused, nothing changes', async () => {
   const org = `/console/orgs/${organizationId}`
-  const snapshot = () => ({
-    keys: sql('select public_id, revoked_at from api_keys order by public_id'),
-    invites: sql('select id, used_at from invites order by id'),
-    members: sql('select user_id, role from memberships order by user_id'),
-    organizations: sql('select * from organizations order by id'),
-    audit: sql('select id from audit_events'),
+  const snapshot = async () => ({
+    keys: await sql('select public_id, revoked_at from api_keys order by public_id'),
+    invites: await sql('select id, used_at from invites order by id'),
+    members: await sql('select user_id, role from memberships order by user_id'),
+    organizations: await sql('select * from organizations order by id'),
+    audit: await sql('select id from audit_events'),
   })
-  const keyId = sql<{ public_id: string }>(`select public_id from api_keys limit 1`)[0]!.public_id
+  const keyId = (await sql<{ public_id: string }>(`select public_id from api_keys limit 1`))[0]!.public_id
   await operator.get(`${org}/members`)
   const invited = await operator.post(`${org}/invites`, { role: 'member' })
   const inviteId = /\/invites\/(invite_[0-9a-f]{32})\/withdraw/.exec((await operator.get(`${org}/members`)).html)![1]!
@@ -165,17 +166,17 @@ test('every other audited console action: with the audit refused, nothing change
     ['limits.changed', `/console/admin/orgs/${organizationId}/limits`, { activeInboxes: '7' }],
     ['organization.created', '/console/admin/orgs', { name: 'Refused', preset: 'hosted' }],
   ]
-  const before = snapshot()
-  failAudits()
+  const before = await snapshot()
+  await failAudits()
   try {
     for (const [action, path, fields] of actions) {
       await operator.get('/console/admin')
       expect({ action, status: (await operator.post(path, fields)).status }).toEqual({ action, status: 500 })
     }
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(snapshot()).toEqual(before)
+  expect(await snapshot()).toEqual(before)
 })
 
 test('an invite sign-up makes the account and joins in one transaction: with the audit refused, no account is left and the link still works', async () => {
@@ -185,26 +186,26 @@ test('an invite sign-up makes the account and joins in one transaction: with the
   const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec((await operator.get(made.location!)).html)![1]!
   const visitor = new ConsoleClient(server.url)
   await visitor.get(link)
-  const users = sql('select id from users').length
-  failAudits()
+  const users = (await sql('select id from users')).length
+  await failAudits()
   try {
     expect((await visitor.post(link, { email: 'joiner@example.com', password: 'joiner password 1' })).status).toBe(500)
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(sql('select id from users').length).toBe(users)
-  expect(sql(`select id from users where email = 'joiner@example.com'`)).toEqual([])
+  expect((await sql('select id from users')).length).toBe(users)
+  expect(await sql(`select id from users where email = 'joiner@example.com'`)).toEqual([])
   await visitor.get(link)
   expect((await visitor.post(link, { email: 'joiner@example.com', password: 'joiner password 1' })).status).toBe(303)
-  expect(sql(`select role from memberships join users on users.id = memberships.user_id where email = 'joiner@example.com'`)).toEqual([{ role: 'member' }])
-  expect(auditRows('member.joined').filter((row) => row.actor === 'joiner@example.com')).toEqual([{ actor: 'joiner@example.com', target: 'joiner@example.com' }])
+  expect(await sql(`select role from memberships join users on users.id = memberships.user_id where email = 'joiner@example.com'`)).toEqual([{ role: 'member' }])
+  expect((await await auditRows('member.joined')).filter((row) => row.actor === 'joiner@example.com')).toEqual([{ actor: 'joiner@example.com', target: 'joiner@example.com' }])
 })
 
 test("the CLI's organisations and keys: with the audit refused, nothing is made or revoked", async () => {
-  const snapshot = () => ({ keys: sql('select public_id, revoked_at from api_keys order by public_id'), organizations: sql('select id from organizations order by id') })
-  const keyId = sql<{ public_id: string }>(`select public_id from api_keys where revoked_at is null limit 1`)[0]!.public_id
-  const before = snapshot()
-  failAudits()
+  const snapshot = async () => ({ keys: await sql('select public_id, revoked_at from api_keys order by public_id'), organizations: await sql('select id from organizations order by id') })
+  const keyId = (await sql<{ public_id: string }>(`select public_id from api_keys where revoked_at is null limit 1`))[0]!.public_id
+  const before = await snapshot()
+  await failAudits()
   try {
     for (const args of [
       ['orgs', 'create', 'Refused'],
@@ -214,17 +215,17 @@ test("the CLI's organisations and keys: with the audit refused, nothing is made 
       expect({ args, failed: (await cli(...args)).code !== 0 }).toEqual({ args, failed: true })
     }
   } finally {
-    allowAudits()
+    await allowAudits()
   }
-  expect(snapshot()).toEqual(before)
+  expect(await snapshot()).toEqual(before)
 })
 
 test("the harness's tenants are made the operator's way: the organisation and its key are audited as cli", async () => {
   const tenant = await server.tenant('harness-made')
-  const created = sql<{ actor: string; organization_id: string | null; detail: string }>(
+  const created = await sql<{ actor: string; organization_id: string | null; detail: string }>(
     `select actor, organization_id, detail from audit_events where action = 'organization.created' and target = '${tenant.organizationId}'`,
   )
   expect(created).toEqual([{ actor: 'cli', organization_id: null, detail: 'harness-made (hosted free plan limits)' }])
-  const keys = sql<{ actor: string }>(`select actor from audit_events where action = 'key.created' and organization_id = '${tenant.organizationId}'`)
+  const keys = await sql<{ actor: string }>(`select actor from audit_events where action = 'key.created' and organization_id = '${tenant.organizationId}'`)
   expect(keys).toEqual([{ actor: 'cli' }])
 })

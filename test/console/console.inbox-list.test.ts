@@ -14,7 +14,7 @@ import { SEARCH_WINDOW, searchWindow, type SearchQuery } from '../../src/core/me
 import { searchSelect } from '../../src/storage/sqlite/store/messages.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 
 let server: TestServer
 let owner: ConsoleClient
@@ -27,13 +27,15 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-test('the count and last arrival read the messages index, not the table', () => {
-  const { sql, params } = inboxStatsQuery(server.app.services.storage.db, ['inbox_a', 'inbox_b'], new Date().toISOString()).toSQL()
-  const db = new Database(server.databasePath, { readonly: true })
-  const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail)
-  db.close()
-  expect(plan.join('\n')).toContain('USING INDEX messages_by_inbox_newest (inbox_id=?)')
-  expect(plan.join('\n')).not.toMatch(/SCAN messages\b(?! USING)/)
+describeForBackends(['sqlite'], "it reads SQLite's own query plan of the SQLite adapter", "the SQLite adapter's inbox count plan", () => {
+  test('the count and last arrival read the messages index, not the table', () => {
+    const { sql, params } = inboxStatsQuery(server.app.services.storage.db, ['inbox_a', 'inbox_b'], new Date().toISOString()).toSQL()
+    const db = new Database(server.databasePath, { readonly: true })
+    const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail)
+    db.close()
+    expect(plan.join('\n')).toContain('USING INDEX messages_by_inbox_newest (inbox_id=?)')
+    expect(plan.join('\n')).not.toMatch(/SCAN messages\b(?! USING)/)
+  })
 })
 
 test('the filter form maps onto the API filters', () => {
@@ -57,21 +59,23 @@ test('a bad filter value is a 400 on the page; a forged cursor is refused, not a
   expect((await owner.get(`/console/orgs/${org}/inboxes?cursor=forged`)).status).toBe(400)
 })
 
-test('search across inboxes walks the organisation index, bounded, never a scan of messages', () => {
-  // The adapter's query as core's searchOrganization asks for it.
-  const searchQuery = (query: SearchQuery) =>
-    searchSelect(server.app.services.storage.db, { organizationId: org, now: isoTime(Date.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 })
-  const { sql, params } = searchQuery({ subject: 'reset', senderDomain: 'shop.example' }).toSQL()
-  const db = new Database(server.databasePath, { readonly: true })
-  const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as (string | number)[])) as { detail: string }[]).map((row) => row.detail).join('\n')
-  db.close()
-  expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
-  expect(plan).not.toMatch(/SCAN messages(?! USING)/)
-  expect(sql).toContain(`limit ?`)
-  // A subject query looks through the smaller window, as a text query does; others through the larger.
-  expect(params).toContain(TEXT_SEARCH_WINDOW)
-  expect(params).not.toContain(SEARCH_WINDOW)
-  expect(searchQuery({ senderDomain: 'shop.example' }).toSQL().params).toContain(SEARCH_WINDOW)
+describeForBackends(['sqlite'], "it reads SQLite's own query plan of the SQLite adapter", "the SQLite adapter's search plan", () => {
+  test('search across inboxes walks the organisation index, bounded, never a scan of messages', () => {
+    // The adapter's query as core's searchOrganization asks for it.
+    const searchQuery = (query: SearchQuery) =>
+      searchSelect(server.app.services.storage.db, { organizationId: org, now: isoTime(Date.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 })
+    const { sql, params } = searchQuery({ subject: 'reset', senderDomain: 'shop.example' }).toSQL()
+    const db = new Database(server.databasePath, { readonly: true })
+    const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as (string | number)[])) as { detail: string }[]).map((row) => row.detail).join('\n')
+    db.close()
+    expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
+    expect(plan).not.toMatch(/SCAN messages(?! USING)/)
+    expect(sql).toContain(`limit ?`)
+    // A subject query looks through the smaller window, as a text query does; others through the larger.
+    expect(params).toContain(TEXT_SEARCH_WINDOW)
+    expect(params).not.toContain(SEARCH_WINDOW)
+    expect(searchQuery({ senderDomain: 'shop.example' }).toSQL().params).toContain(SEARCH_WINDOW)
+  })
 })
 
 test('search finds matches in every active inbox of the organisation, and only there', async () => {

@@ -4,7 +4,6 @@
  * getUsage and every enforcement point (createInbox, RCPT admission, rate limit, long
  * polls) follow from the next request on.
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
@@ -149,7 +148,7 @@ describe('limits set by the operator', () => {
     const waiting = new AbortController()
     const first = fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${key}` }, signal: waiting.signal }).catch(() => undefined)
     const principal = { organizationId, keyPublicId: key.slice(8, 24) }
-    await until(() => server.app.services.longPolls.count(principal).key === 1, 'the first poll to hold its slot')
+    await until(() => server.sum((machine) => machine.longPolls.count(principal).key) === 1, 'the first poll to hold its slot')
     const second = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, key)
     expect([second.status, second.body.error.code]).toEqual([429, 'long_poll_limit_exceeded'])
     waiting.abort()
@@ -196,9 +195,7 @@ describe('admin CLI for organisations', () => {
     expect((await cli('setup-link')).code).not.toBe(0)
     const reset = await cli('users', 'reset-password', 'op@example.com')
     expect(reset.code).toBe(0)
-    const db = new Database(server.databasePath, { readonly: true })
-    const { password_hash } = db.query("select password_hash from users where email = 'op@example.com'").get() as { password_hash: string }
-    db.close()
+    const [{ password_hash }] = (await server.query("select password_hash from users where email = 'op@example.com'")) as [{ password_hash: string }]
     expect(password_hash).toStartWith(`$argon2id$v=19$m=${server.config.consolePasswordMemoryKib},t=2,p=1$`)
     const client = new ConsoleClient(server.url)
     await client.get('/console/sign-in')
@@ -212,7 +209,13 @@ describe('admin CLI for organisations', () => {
 async function cli(...args: string[]) {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
     cwd: join(import.meta.dir, '..', '..'),
-    env: { ...process.env, DATABASE_PATH: server.databasePath, BASE_URL: server.app.publicUrls.baseUrl, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: {
+      ...process.env,
+      DATABASE_PATH: server.databasePath,
+      DATABASE_URL: server.databaseUrl ?? '',
+      BASE_URL: server.app.publicUrls.baseUrl,
+      CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib),
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })

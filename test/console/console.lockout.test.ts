@@ -86,7 +86,7 @@ test("the operator's reset, from the console or the CLI, lifts the lockout of th
   await lockOut('10.7.4.2')
   const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', email], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
     stdout: 'pipe',
     stderr: 'pipe',
   })

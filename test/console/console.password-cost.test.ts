@@ -10,7 +10,7 @@ import { startApp } from '../../src/app.ts'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { hashPassword } from '../../src/core/users/users.ts'
 import { createLogger } from '../../src/log.ts'
-import { startTestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 
 const parametersOf = (hash: string) => /^\$argon2id\$v=19\$(m=\d+,t=\d+,p=\d+)\$/.exec(hash)?.[1]
@@ -47,32 +47,34 @@ test('every password hash in src is made by hashPassword, which reads the settin
   expect(hashing).toEqual(['core/users/users.ts'])
 })
 
-test('after the cost changes, a password set under the old one still signs in and is rehashed at the new cost; a changed password takes the new one', async () => {
-  const first = await startTestServer({ env: { CONSOLE_PASSWORD_MEMORY_KIB: '16' } })
-  try {
-    await setUp(first, { email: 'op@example.com' })
-    await first.app.stop()
-    expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=16,t=2,p=1' })
-
-    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: first.databasePath, RECEIVING_DOMAIN: 'inbox.test', CONSOLE_PASSWORD_MEMORY_KIB: '32' })
-    const again = await startApp({ config, logger: createLogger('silent') })
+describeForBackends(['sqlite'], "it restarts a server with a new setting on the first one's SQLite file", 'a password cost changed across a restart', () => {
+  test('after the cost changes, a password set under the old one still signs in and is rehashed at the new cost; a changed password takes the new one', async () => {
+    const first = await startTestServer({ env: { CONSOLE_PASSWORD_MEMORY_KIB: '16' } })
     try {
-      const operator = await signedIn({ url: again.httpUrl }, 'op@example.com')
-      // Signing in remade the hash at the new cost, so its check takes as long as the decoy's.
-      expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
-      expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).cookies.has('ph_session')).toBe(true)
-      await operator.get('/console/account')
-      expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(200)
-      expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
-      expect((await signedIn({ url: again.httpUrl }, 'op@example.com', 'new password 123')).cookies.has('ph_session')).toBe(true)
-      // An unknown account is checked against a decoy made at the new cost: still a plain 401.
-      const stranger = new ConsoleClient(again.httpUrl)
-      await stranger.get('/console/sign-in')
-      expect((await stranger.post('/console/sign-in', { email: 'nobody@example.com', password: PASSWORD })).status).toBe(401)
+      await setUp(first, { email: 'op@example.com' })
+      await first.app.stop()
+      expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=16,t=2,p=1' })
+
+      const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: first.databasePath, RECEIVING_DOMAIN: 'inbox.test', CONSOLE_PASSWORD_MEMORY_KIB: '32' })
+      const again = await startApp({ config, logger: createLogger('silent') })
+      try {
+        const operator = await signedIn({ url: again.httpUrl }, 'op@example.com')
+        // Signing in remade the hash at the new cost, so its check takes as long as the decoy's.
+        expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
+        expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).cookies.has('ph_session')).toBe(true)
+        await operator.get('/console/account')
+        expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(200)
+        expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
+        expect((await signedIn({ url: again.httpUrl }, 'op@example.com', 'new password 123')).cookies.has('ph_session')).toBe(true)
+        // An unknown account is checked against a decoy made at the new cost: still a plain 401.
+        const stranger = new ConsoleClient(again.httpUrl)
+        await stranger.get('/console/sign-in')
+        expect((await stranger.post('/console/sign-in', { email: 'nobody@example.com', password: PASSWORD })).status).toBe(401)
+      } finally {
+        await again.stop()
+      }
     } finally {
-      await again.stop()
+      await first.stop()
     }
-  } finally {
-    await first.stop()
-  }
+  })
 })

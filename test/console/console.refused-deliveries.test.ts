@@ -1,8 +1,8 @@
 /**
  * The inbox page lists the deliveries refused for its address at RCPT TO (time, sender,
- * reply), so a test whose mail never came can see a limit or an early send at work; an
- * empty inbox offers a curl line as well as swaks, and the first-run page's "Try it" is
- * curl alone and runs as shown.
+ * reply), so a test whose mail never came can see a limit or an early send at work, on
+ * whichever machine refused it and whichever shows the page; an empty inbox offers a curl
+ * line as well as swaks, and the first-run page's "Try it" is curl alone and runs as shown.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ConsoleClient, PASSWORD, setUp, setupPath } from '../support/console-client.ts'
@@ -10,6 +10,7 @@ import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
 import { testNeeding } from '../support/tools.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(30_000)
 
@@ -26,6 +27,28 @@ afterAll(() => server.stop())
 
 const mail = (from: string, to: string) => sendMail(server.app.smtpPort, { from, to: [to] }, `From: ${from}\r\nTo: ${to}\r\nSubject: hi\r\n\r\nhi\r\n`)
 
+/**
+ * Every machine keeps the refusal for `address`, which no inbox has yet: on two machines the
+ * one that refused it tells the other a moment later, and an inbox made before that would
+ * not find it there.
+ */
+const keptEverywhere = (address: string) => until(() => server.machines.every((machine) => machine.services.refusedDeliveries.waiting(address) > 0), `every machine to keep the refusal for ${address}`)
+
+/**
+ * The inbox page once its refused deliveries list `text` (on two machines, a moment after the
+ * refusal); then as many reads again as there are machines, each a new connection and so each
+ * from the next machine, must list it too.
+ */
+async function pageListing(page: string, text: string): Promise<string> {
+  let html = ''
+  await until(async () => {
+    html = (await owner.get(page)).html
+    return html.includes(text)
+  }, `the inbox page to list ${text}`)
+  for (const _ of server.machines) expect((await owner.get(page)).html).toContain(text)
+  return html
+}
+
 async function createInbox(prefix: string): Promise<string> {
   const made = await owner.post(`/console/orgs/${org}/inboxes`, { prefix })
   expect(made.status).toBe(303)
@@ -38,7 +61,7 @@ test('an inbox over its burst lists the refused delivery with time, sender and r
   expect((await mail('app@shop.example', 'burst-test@inbox.test')).data?.code).toBe(250)
   clock.advance(1_000)
   expect((await mail('billing@shop.example', 'Burst-Test@inbox.test')).rcpt[0]!.code).toBe(450)
-  const html = (await owner.get(page)).html
+  const html = await pageListing(page, 'billing@shop.example')
   const section = html.slice(html.indexOf('id="refused-deliveries"'))
   expect(section).toContain('Refused deliveries')
   expect(section).toContain('billing@shop.example')
@@ -49,7 +72,8 @@ test('an inbox over its burst lists the refused delivery with time, sender and r
 
 test('mail sent before the inbox existed shows on its page as refused, unknown address', async () => {
   expect((await mail('early@shop.example', 'too-early@inbox.test')).rcpt[0]!.code).toBe(550)
-  const html = (await owner.get(await createInbox('too-early'))).html
+  await keptEverywhere('too-early@inbox.test')
+  const html = await pageListing(await createInbox('too-early'), 'early@shop.example')
   expect(html).toContain('early@shop.example')
   expect(html).toContain('550 Recipient address rejected')
 })
@@ -95,13 +119,15 @@ test("an address handed on shows none of the earlier owner's refusals, early sen
   // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.
   const other = await server.tenant('other-org')
   expect((await mail('early@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
+  await keptEverywhere('handed-on@inbox.test')
   const theirs = (await server.post('/v1/inboxes', other.key, { prefix: 'handed-on' })).body.data
   expect((await mail('first@other.example', 'handed-on@inbox.test')).data?.code).toBe(250)
   expect((await mail('app@other.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(450)
   expect((await server.delete(`/v1/inboxes/${theirs.id}`, other.key)).status).toBe(204)
   // Mail for the free address before the next owner takes it is the next owner's to see.
   expect((await mail('late@shop.example', 'handed-on@inbox.test')).rcpt[0]!.code).toBe(550)
-  const html = (await owner.get(await createInbox('handed-on'))).html
+  await keptEverywhere('handed-on@inbox.test')
+  const html = await pageListing(await createInbox('handed-on'), 'late@shop.example')
   expect(html).not.toContain('other.example')
   expect(html).toContain('late@shop.example')
 })

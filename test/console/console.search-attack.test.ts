@@ -4,7 +4,6 @@
  * live-list header where it means nothing; and the search text written at ingest, which
  * odd mail cannot turn into a refused `250` and which goes with its message.
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { CONSOLE_ROUTES } from '../../src/console/index.ts'
 import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
@@ -37,22 +36,13 @@ async function inbox(client: ConsoleClient, org: string, prefix: string) {
   return { id, address: `${prefix}@inbox.test` }
 }
 
-function searchTextRows(where: string, ...values: string[]): number {
-  const db = new Database(server.databasePath, { readonly: true })
-  try {
-    return (db.query(`select count(*) as n from message_search_texts t join messages m on m.id = t.message_id where ${where}`).get(...values) as { n: number }).n
-  } finally {
-    db.close()
-  }
+/** Search-text rows of the messages `where` picks, read from the database behind the server's back. */
+function searchTextRows(where: string, ...values: string[]): Promise<number> {
+  return server.countRows(`select count(*) as n from message_search_texts t join messages m on m.id = t.message_id where ${where}`, ...values)
 }
 
-function orphanSearchTexts(): number {
-  const db = new Database(server.databasePath, { readonly: true })
-  try {
-    return (db.query('select count(*) as n from message_search_texts t where not exists (select 1 from messages m where m.id = t.message_id)').get() as { n: number }).n
-  } finally {
-    db.close()
-  }
+function orphanSearchTexts(): Promise<number> {
+  return server.countRows('select count(*) as n from message_search_texts t where not exists (select 1 from messages m where m.id = t.message_id)')
 }
 
 beforeAll(async () => {
@@ -169,7 +159,7 @@ test('odd mail is stored with a search text and a 250: HTML only, no text part, 
   await send(c.address, `${head('nul', 'text/plain; charset=utf-8')}\r\nnul\u0000inside\r\n`)
   await send(c.address, `${head('unknown charset', 'text/plain; charset=x-made-up')}\r\nplain words\r\n`)
   await send(c.address, `${head('huge', 'text/plain; charset=utf-8')}\r\n${'İ'.repeat(400_000)}\r\n`)
-  expect(searchTextRows('m.to_address = ?', c.address)).toBe(6)
+  expect(await searchTextRows('m.to_address = ?', c.address)).toBe(6)
   const find = async (text: string) => subjectsOf((await operator.get(`/console/orgs/${orgA}/inboxes/${c.id}?text=${encodeURIComponent(text)}`)).html)
   expect(await find('only markup here')).toEqual(['html only'])
   expect(await find('before')).toEqual(['bad utf8'])
@@ -180,16 +170,16 @@ test('odd mail is stored with a search text and a 250: HTML only, no text part, 
 test('deleting a message or an inbox, in the console or over /v1, deletes its search text', async () => {
   const d = await inbox(operator, orgA, 'deleting')
   for (const subject of ['one', 'two', 'three']) await send(d.address, simpleMessage({ to: d.address, subject, text: `body ${subject}` }))
-  expect(searchTextRows('m.inbox_id = ?', d.id)).toBe(3)
+  expect(await searchTextRows('m.inbox_id = ?', d.id)).toBe(3)
   const page = await operator.get(`/console/orgs/${orgA}/inboxes/${d.id}`)
   const ids = [...page.html.matchAll(/\/messages\/(msg_[0-9a-f]{32})/g)].map((m) => m[1]!)
   expect((await operator.post(`/console/orgs/${orgA}/messages/${ids[0]}/delete`)).status).toBe(303)
-  expect(searchTextRows('m.inbox_id = ?', d.id)).toBe(2)
-  expect(orphanSearchTexts()).toBe(0)
+  expect(await searchTextRows('m.inbox_id = ?', d.id)).toBe(2)
+  expect(await orphanSearchTexts()).toBe(0)
   await operator.get(`/console/orgs/${orgA}/inboxes/${d.id}`)
   expect((await operator.post(`/console/orgs/${orgA}/inboxes/${d.id}/delete`)).status).toBe(303)
-  expect(orphanSearchTexts()).toBe(0)
-  expect(searchTextRows('m.inbox_id = ?', d.id)).toBe(0)
+  expect(await orphanSearchTexts()).toBe(0)
+  expect(await searchTextRows('m.inbox_id = ?', d.id)).toBe(0)
   expect(subjectsOf((await operator.get(`/console/orgs/${orgA}/search?text=body`)).html)).toEqual([])
 })
 

@@ -15,7 +15,7 @@ import { TEXT_SEARCH_WINDOW } from '../../src/core/messages/search-filters.ts'
 import { searchWindow } from '../../src/core/messages/search-organization.ts'
 import { listingSql, searchSelect } from '../../src/storage/sqlite/store/messages.ts'
 import { type ConsoleClient, setUp } from '../support/console-client.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 const clock = new ManualClock('2026-11-25T14:30:00.000Z')
@@ -77,37 +77,39 @@ afterAll(() => server.stop())
 const inbox = async (id: string, query: string) => owner.get(`/console/orgs/${org}/inboxes/${id}?${query}`)
 const search = async (query: string) => owner.get(`/console/orgs/${org}/search?${query}`)
 
-test("each filter's query reads an index, or a bounded window of one, never a scan of a table", () => {
-  const db = new Database(server.databasePath, { readonly: true })
-  const planOf = ({ sql, params }: { sql: string; params: unknown[] }) =>
-    (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail).join('\n')
-  const noScan = (plan: string) => expect(plan).not.toMatch(/SCAN (messages|message_search_texts|attachments)\b(?! USING)/)
-  const sdb = server.app.services.storage.db
+describeForBackends(['sqlite'], "it reads SQLite's own query plans of the SQLite adapter", "the SQLite adapter's search plans", () => {
+  test("each filter's query reads an index, or a bounded window of one, never a scan of a table", () => {
+    const db = new Database(server.databasePath, { readonly: true })
+    const planOf = ({ sql, params }: { sql: string; params: unknown[] }) =>
+      (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail).join('\n')
+    const noScan = (plan: string) => expect(plan).not.toMatch(/SCAN (messages|message_search_texts|attachments)\b(?! USING)/)
+    const sdb = server.app.services.storage.db
 
-  const text = listingSql(sdb, { text: true }, TEXT_SEARCH_WINDOW)
-  expect(text.params).toContain(TEXT_SEARCH_WINDOW)
-  expect(planOf(text)).toContain('SEARCH message_search_texts USING INDEX sqlite_autoindex_message_search_texts_1 (message_id=?)')
-  expect(planOf(text)).toContain('LIST SUBQUERY')
-  noScan(planOf(text))
-  const attachment = planOf(listingSql(sdb, { hasAttachment: true }, TEXT_SEARCH_WINDOW))
-  expect(attachment).toContain('SEARCH attachments EXISTS USING INDEX attachments_by_message (message_id=?)')
-  noScan(attachment)
-  const range = planOf(listingSql(sdb, { receivedAfter: true, receivedBefore: true }, TEXT_SEARCH_WINDOW))
-  expect(range).toContain('messages_by_inbox_newest (inbox_id=? AND received_at>? AND received_at<?)')
-  const until = planOf(listingSql(sdb, { receivedBefore: true }, TEXT_SEARCH_WINDOW))
-  expect(until).toContain('messages_by_inbox_newest (inbox_id=? AND received_at<?)')
-  const recipient = planOf(listingSql(sdb, { recipient: true }, TEXT_SEARCH_WINDOW))
-  expect(recipient).toContain('messages_by_inbox_newest (inbox_id=?)')
-  noScan(recipient)
+    const text = listingSql(sdb, { text: true }, TEXT_SEARCH_WINDOW)
+    expect(text.params).toContain(TEXT_SEARCH_WINDOW)
+    expect(planOf(text)).toContain('SEARCH message_search_texts USING INDEX sqlite_autoindex_message_search_texts_1 (message_id=?)')
+    expect(planOf(text)).toContain('LIST SUBQUERY')
+    noScan(planOf(text))
+    const attachment = planOf(listingSql(sdb, { hasAttachment: true }, TEXT_SEARCH_WINDOW))
+    expect(attachment).toContain('SEARCH attachments EXISTS USING INDEX attachments_by_message (message_id=?)')
+    noScan(attachment)
+    const range = planOf(listingSql(sdb, { receivedAfter: true, receivedBefore: true }, TEXT_SEARCH_WINDOW))
+    expect(range).toContain('messages_by_inbox_newest (inbox_id=? AND received_at>? AND received_at<?)')
+    const until = planOf(listingSql(sdb, { receivedBefore: true }, TEXT_SEARCH_WINDOW))
+    expect(until).toContain('messages_by_inbox_newest (inbox_id=? AND received_at<?)')
+    const recipient = planOf(listingSql(sdb, { recipient: true }, TEXT_SEARCH_WINDOW))
+    expect(recipient).toContain('messages_by_inbox_newest (inbox_id=?)')
+    noScan(recipient)
 
-  for (const query of [{ text: 'x' }, { hasAttachment: true }, { recipient: 'x' }, { receivedAfter: 0, receivedBefore: 1 }, { text: 'x', hasAttachment: true, recipient: 'x', receivedBefore: 1 }]) {
-    const sql = searchSelect(sdb, { organizationId: org, now: isoTime(clock.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 }).toSQL()
-    const plan = planOf(sql)
-    expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
-    noScan(plan)
-    expect(sql.params).toContain('text' in query ? TEXT_SEARCH_WINDOW : 5000)
-  }
-  db.close()
+    for (const query of [{ text: 'x' }, { hasAttachment: true }, { recipient: 'x' }, { receivedAfter: 0, receivedBefore: 1 }, { text: 'x', hasAttachment: true, recipient: 'x', receivedBefore: 1 }]) {
+      const sql = searchSelect(sdb, { organizationId: org, now: isoTime(clock.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 }).toSQL()
+      const plan = planOf(sql)
+      expect(plan).toContain('messages_by_organization_newest (organization_id=?)')
+      noScan(plan)
+      expect(sql.params).toContain('text' in query ? TEXT_SEARCH_WINDOW : 5000)
+    }
+    db.close()
+  })
 })
 
 test('text contains: subject or body, any case, white space folded, HTML without its tags', async () => {
@@ -211,10 +213,8 @@ test('the URL carries the filters and paging keeps them', async () => {
 test('the searched text is bounded: a 1 MB body keeps its first TEXT_SEARCH_CHARS characters', async () => {
   const c = (await server.post('/v1/inboxes', key)).body.data
   await send(c.address, simpleMessage({ to: c.address, subject: 'Long', text: `early ${'a'.repeat(TEXT_SEARCH_CHARS)} late ${'b'.repeat(1_000_000)}` }))
-  const db = new Database(server.databasePath, { readonly: true })
-  const lengths = db.query('select length(t.text) as n from message_search_texts t join messages m on m.id = t.message_id where m.inbox_id = ?').all(c.id) as { n: number }[]
-  db.close()
-  expect(lengths).toEqual([{ n: TEXT_SEARCH_CHARS }])
+  const lengths = await server.query('select length(t.text) as n from message_search_texts t join messages m on m.id = t.message_id where m.inbox_id = ?', c.id)
+  expect(lengths.map((row) => Number(row.n))).toEqual([TEXT_SEARCH_CHARS])
   expect(subjectsOf((await inbox(c.id, 'text=early')).html)).toEqual(['Long'])
   expect(subjectsOf((await inbox(c.id, 'text=late')).html)).toEqual([])
 })

@@ -1,9 +1,9 @@
 /**
  * Post/redirect/get for values shown once: creating a key, an invite link or a reset
  * password redirects to a page that shows the value; reloading that page shows the same
- * value and makes nothing new. Only the session that made it sees it, for 10 minutes.
+ * value and makes nothing new. Only the session that made it sees it, for 10 minutes, on
+ * whichever machine answers (the value is sealed in the browser's cookie).
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -20,15 +20,10 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const count = (sql: string) => {
-  const db = new Database(server.databasePath, { readonly: true })
-  const { n } = db.query(sql).get() as { n: number }
-  db.close()
-  return n
-}
+const count = (sql: string) => server.countRows(sql)
 
 test('a reload after "Create key" shows the same key and makes no second one; another session and a later visit see nothing', async () => {
-  const keysBefore = count('select count(*) as n from api_keys')
+  const keysBefore = await count('select count(*) as n from api_keys')
   await owner.get(`/console/orgs/${organizationId}/keys`)
   const made = await owner.post(`/console/orgs/${organizationId}/keys`, { name: 'CI' })
   expect(made.status).toBe(303)
@@ -37,7 +32,7 @@ test('a reload after "Create key" shows the same key and makes no second one; an
   const reload = await owner.get(made.location!)
   const key = /value="(ph_live_[0-9a-f_]+)"/.exec(first.html)![1]!
   expect(/value="(ph_live_[0-9a-f_]+)"/.exec(reload.html)![1]).toBe(key)
-  expect(count('select count(*) as n from api_keys')).toBe(keysBefore + 1)
+  expect(await count('select count(*) as n from api_keys')).toBe(keysBefore + 1)
 
   // The same URL in another session of the same user shows no key.
   const other = await signedIn(server, 'op@example.com')
@@ -45,6 +40,16 @@ test('a reload after "Create key" shows the same key and makes no second one; an
   expect(elsewhere.status).toBe(200)
   expect(elsewhere.html).not.toContain(key)
   expect(elsewhere.html).toContain('no longer shown')
+  // The value rides in this browser's cookie, sealed under its session token: the cookie
+  // copied into the other session opens nothing, nor does one altered by a byte.
+  const [name, sealed] = [...owner.cookies].find(([cookie]) => cookie.startsWith('ph_shown_'))!
+  other.cookies.set(name, sealed)
+  expect((await other.get(made.location!)).html).not.toContain(key)
+  const altered = `${sealed.slice(0, 20)}${sealed[20] === 'A' ? 'B' : 'A'}${sealed.slice(21)}`
+  owner.cookies.set(name, altered)
+  expect((await owner.get(made.location!)).html).toContain('no longer shown')
+  owner.cookies.set(name, sealed)
+  expect((await owner.get(made.location!)).html).toContain(key)
   // Nor does this session once the 10 minutes are over.
   clock.advance(10 * 60_000)
   const later = await owner.get(made.location!)
@@ -53,7 +58,7 @@ test('a reload after "Create key" shows the same key and makes no second one; an
 })
 
 test('a reload after "Create invite link" shows the same link and opens no second invite', async () => {
-  const invitesBefore = count('select count(*) as n from invites')
+  const invitesBefore = await count('select count(*) as n from invites')
   await owner.get(`/console/orgs/${organizationId}/members`)
   const made = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
   expect(made.status).toBe(303)
@@ -61,7 +66,7 @@ test('a reload after "Create invite link" shows the same link and opens no secon
   const reload = await owner.get(made.location!)
   const link = /value="(http[^"]+\/console\/invites\/[^"]+)"/.exec(first.html)![1]!
   expect(reload.html).toContain(link)
-  expect(count('select count(*) as n from invites')).toBe(invitesBefore + 1)
+  expect(await count('select count(*) as n from invites')).toBe(invitesBefore + 1)
   const other = await signedIn(server, 'op@example.com')
   const elsewhere = await other.get(made.location!)
   expect(elsewhere.status).toBe(404)
@@ -81,7 +86,7 @@ test("the operator's reset password is shown on a GET, to that session only", as
   const first = await owner.get(made.location!)
   const password = /value="([0-9a-f]{5}(-[0-9a-f]{5})+)"/.exec(first.html)![1]!
   expect((await owner.get(made.location!)).html).toContain(password)
-  expect(count("select count(*) as n from audit_events where action = 'user.password_reset'")).toBe(1)
+  expect(await count("select count(*) as n from audit_events where action = 'user.password_reset'")).toBe(1)
   const other = await signedIn(server, 'op@example.com')
   expect((await other.get(made.location!)).status).toBe(404)
   expect((await signedIn(server, 'm@example.com', password)).cookies.has('ph_session')).toBe(true)

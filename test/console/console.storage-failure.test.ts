@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { type ConsoleClient, setUp } from '../support/console-client.ts'
-import { startTestServer, type TestServer } from '../support/harness.ts'
+import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
 
 let server: TestServer
 let operator: ConsoleClient
@@ -17,27 +17,29 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-test('a read-only database: a console form answers 503 with Retry-After, logged once, no stack', async () => {
-  const { sqlite } = server.app.services.storage
-  await operator.get(`/console/orgs/${organizationId}/keys`)
-  const logsBefore = server.logs.length
-  sqlite.exec('PRAGMA query_only = 1')
-  try {
-    for (const name of ['first', 'second']) {
-      const page = await operator.post(`/console/orgs/${organizationId}/keys`, { name })
-      expect(page.status).toBe(503)
-      expect(page.headers.get('retry-after')).toBe('5')
-      expect(page.html).toContain('storage')
+describeForBackends(['sqlite'], 'it turns the SQLite file read-only; a PostgreSQL that fails is test/multi/multi.faults.test.ts', 'a read-only SQLite file in the console', () => {
+  test('a read-only database: a console form answers 503 with Retry-After, logged once, no stack', async () => {
+    const { sqlite } = server.app.services.storage
+    await operator.get(`/console/orgs/${organizationId}/keys`)
+    const logsBefore = server.logs.length
+    sqlite.exec('PRAGMA query_only = 1')
+    try {
+      for (const name of ['first', 'second']) {
+        const page = await operator.post(`/console/orgs/${organizationId}/keys`, { name })
+        expect(page.status).toBe(503)
+        expect(page.headers.get('retry-after')).toBe('5')
+        expect(page.html).toContain('storage')
+      }
+    } finally {
+      sqlite.exec('PRAGMA query_only = 0')
     }
-  } finally {
-    sqlite.exec('PRAGMA query_only = 0')
-  }
-  const lines = server.logs.slice(logsBefore)
-  expect(lines.filter((line) => line.event === 'storage_failing')).toHaveLength(1)
-  expect(lines.filter((line) => line.level === 'error')).toEqual([])
-  expect(lines.filter((line) => 'stack' in line)).toEqual([])
-  // Writable again: the same form works.
-  const made = await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })
-  expect(made.status).toBe(303) // post/redirect/get: the new key is shown on the page it redirects to
-  expect((await operator.get(made.location!)).html).toMatch(/value="ph_live_[0-9a-f_]+"/)
+    const lines = server.logs.slice(logsBefore)
+    expect(lines.filter((line) => line.event === 'storage_failing')).toHaveLength(1)
+    expect(lines.filter((line) => line.level === 'error')).toEqual([])
+    expect(lines.filter((line) => 'stack' in line)).toEqual([])
+    // Writable again: the same form works.
+    const made = await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })
+    expect(made.status).toBe(303) // post/redirect/get: the new key is shown on the page it redirects to
+    expect((await operator.get(made.location!)).html).toMatch(/value="ph_live_[0-9a-f_]+"/)
+  })
 })

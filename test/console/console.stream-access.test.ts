@@ -4,7 +4,6 @@
  * operator's reset) or its user leaves the organisation, and it sends nothing more once the
  * session expired or was ended by the CLI in another process.
  */
-import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
@@ -130,14 +129,12 @@ test('a reset by the CLI, in another process, stops the stream before the next e
   const stream = await openStream(member.client)
   const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', member.email], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
     stdout: 'pipe',
     stderr: 'pipe',
   })
   expect(await cli.exited).toBe(0)
-  const db = new Database(server.databasePath, { readonly: true })
-  expect(db.query('select count(*) as n from sessions where user_id = ?').get(member.id)).toEqual({ n: 0 })
-  db.close()
+  expect(await server.countRows('select count(*) as n from sessions where user_id = ?', member.id)).toBe(0)
   await mail()
   expect(await stream.next()).toBeNull()
 })

@@ -8,9 +8,11 @@ import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { isoTime, ManualClock } from '../../src/clock.ts'
 import { authenticate } from '../../src/core/api-keys/authenticate.ts'
 import { createApiKey, listOrganizationKeys, revokeKey, revokeOrganizationKey } from '../../src/core/api-keys/keys.ts'
-import { CLI_ACTOR, listAudit, type Actor } from '../../src/core/audit/audit.ts'
+import { auditEntry, CLI_ACTOR, listAudit, type Actor } from '../../src/core/audit/audit.ts'
 import { DomainError } from '../../src/core/errors.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
+import { createInvite } from '../../src/core/members/invites.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { Refusal } from '../../src/core/refusals.ts'
 import { createSession, endExpiredSessions, endSession, listSessions, sessionStillReads, signOutEverywhere, validateSession } from '../../src/core/sessions/sessions.ts'
 import { completeSetup, isSetupToken, setupToken } from '../../src/core/users/setup.ts'
@@ -220,6 +222,36 @@ describeEachBackend(
         ['cli', byCli.publicId, ''],
       ])
       expect((await authenticate(s(), `Bearer ${byMember.key}`)).keyPublicId).toBe(byMember.publicId)
+    })
+
+    test('accounts and keys made in the same millisecond list in id order, whatever order they were written in', async () => {
+      // Inserted highest id first: without the id as a tie-breaker both dialects hand equal
+      // timestamps back in the order they were written (or any order), and pages shift.
+      clock.advance(1000)
+      const now = isoTime(clock.now())
+      const userIds = ['user_tie_c', 'user_tie_b', 'user_tie_a']
+      for (const id of userIds) {
+        const invite = await createInvite(s(), { ...actor, userId: operator.id }, { organizationId, role: 'member' })
+        const result = await s().store.organizations.acceptInvite({
+          tokenSha256: sha256Hex(invite.token),
+          userId: id,
+          now,
+          newUser: { id, email: `${id}@example.com`, passwordHash: 'unused', isOperator: false, createdAt: now },
+          audit: (row) => auditEntry(s(), actor, { organizationId: row.organizationId, action: 'member.joined', target: id }),
+        })
+        expect(result).toEqual({ accepted: { organizationId, role: 'member' } })
+      }
+      const listedUsers = await listUsers(s())
+      expect(listedUsers.slice(-3).map((u) => [u.id, u.createdAt])).toEqual([...userIds].sort().map((id) => [id, now]))
+
+      const tied = await createOrganization(s(), CLI_ACTOR, { name: 'Ties', preset: 'hosted' })
+      const publicIds = ['00000000000000ff', '0000000000000002', '0000000000000001']
+      for (const publicId of publicIds) {
+        const row = { publicId, organizationId: tied.id, secretSha256: sha256Hex(publicId), name: publicId, createdAt: now, lastUsedAt: null, revokedAt: null, createdBy: null }
+        expect(await s().store.accounts.insertApiKey({ row, audit: null })).toBe('created')
+      }
+      const listedKeys = await listOrganizationKeys(s(), { organizationId: tied.id })
+      expect(listedKeys.map((k) => k.publicId)).toEqual([...publicIds].sort())
     })
 
     test('authentication refuses what is missing, malformed, unknown, wrong or revoked; stamps use once a minute', async () => {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createWakeBus, notifyInbox, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
+import { createWakeBus, notifyAccessEnded, notifyInbox, notifyRefusal, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
 import { until } from '../support/wait.ts'
 
@@ -98,6 +98,28 @@ describeWithPostgres('wake bus', () => {
       await store('inbox_7')
       await until(() => heard.length === 2, 'the hook to hear both notifications')
       expect(heard).toEqual(['inbox_deleted inbox_6', 'message_stored inbox_7'])
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test("the console's news (an access ended, a refused delivery) reaches its hooks and wakes no inbox waiter", async () => {
+    const heard: string[] = []
+    const hooked = createWakeBus(machineA, {
+      onWake: (inboxId, event) => heard.push(`wake ${event} ${inboxId}`),
+      onAccessEnded: (userId) => heard.push(`access ${userId}`),
+      onRefusal: (body) => heard.push(`refusal ${body}`),
+    })
+    try {
+      await hooked.ready()
+      const waiter = await hooked.subscribe('inbox_8')
+      await notifyAccessEnded(machineB, 'user_1')
+      await notifyRefusal(machineB, '{"news":1}')
+      await until(() => heard.length === 2, 'the hooks to hear both notifications')
+      expect(heard).toEqual(['access user_1', 'refusal {"news":1}'])
+      // Proves that nothing happens: neither is a message for an inbox.
+      expect(await settlesWithin(waiter.woken, 300)).toBe(false)
+      waiter.close()
     } finally {
       await hooked.close()
     }

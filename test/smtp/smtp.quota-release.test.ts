@@ -40,6 +40,23 @@ async function probe(): Promise<number> {
   return reply.code
 }
 
+/**
+ * Makes storing a message fail in the database itself: SQLite's file turns read-only, and a
+ * PostgreSQL trigger refuses every new message row (the storing transaction rolls back).
+ */
+async function refuseStoring(refuse: boolean): Promise<void> {
+  if (!server.databaseUrl) {
+    server.app.services.storage.sqlite.exec(`PRAGMA query_only = ${refuse ? 'ON' : 'OFF'}`)
+    return
+  }
+  if (!refuse) {
+    await server.query('drop trigger if exists refuse_messages on messages')
+    return
+  }
+  await server.query(`create or replace function refuse_messages() returns trigger language plpgsql as $$ begin raise exception 'storing refused'; end $$`)
+  await server.query('create or replace trigger refuse_messages before insert on messages for each row execute function refuse_messages()')
+}
+
 const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
 const stored = async () => (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data.length as number
 
@@ -121,9 +138,9 @@ describe('quota reservation', () => {
   test('is released when storing fails, and nothing half-written is visible', async () => {
     const holder = await openTransaction()
     // Make the real database refuse writes, as a full disk or I/O error would.
-    server.app.services.storage.sqlite.exec('PRAGMA query_only = ON')
+    await refuseStoring(true)
     const reply = await holder.data(simpleMessage({ to: address }))
-    server.app.services.storage.sqlite.exec('PRAGMA query_only = OFF')
+    await refuseStoring(false)
     expect(reply.code).toBe(451)
     expect(await received()).toBe(0)
     expect(await stored()).toBe(0)

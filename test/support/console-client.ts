@@ -1,7 +1,8 @@
 /**
  * A browser stand-in for console tests over real HTTP: keeps cookies, follows nothing by
  * itself (redirects are asserted), sends the Origin a browser would, and repeats the last
- * page's CSRF token in forms unless told otherwise.
+ * page's CSRF token in forms unless told otherwise. Each request is a new connection, so on
+ * the two-machine backend (harness.ts) consecutive requests go to alternate machines.
  */
 import type { TestServer } from './harness.ts'
 
@@ -31,7 +32,9 @@ export class ConsoleClient {
 
   private async send(path: string, init: RequestInit & { headers: Record<string, string> }): Promise<Page> {
     if (this.cookies.size > 0) init.headers.cookie = this.cookieHeader()
-    const response = await fetch(this.baseUrl + path, { ...init, redirect: 'manual' })
+    // A new connection per request, as a browser behind Fly's proxy may be answered by a
+    // different machine each time: on the pair every console request alternates machines.
+    const response = await fetch(this.baseUrl + path, { ...init, redirect: 'manual', keepalive: false })
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(';')
       const eq = pair!.indexOf('=')

@@ -15,6 +15,8 @@ import { describe } from 'bun:test'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { startApp, type RunningApp } from '../../src/app.ts'
+import { assemble } from '../../src/app/assemble.ts'
+import { start } from '../../src/app/start.ts'
 import type { Clock } from '../../src/clock.ts'
 import { loadConfig } from '../../src/config.ts'
 import { createApiKey } from '../../src/core/api-keys/keys.ts'
@@ -209,31 +211,57 @@ async function startBackend(
   }
   const databaseUrl = await migratedDatabase()
   const withUrl = { ...config, databaseUrl, databasePoolSize: Math.min(config.databasePoolSize, 4) }
-  const a = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger })
-  if (backend === 'postgres') return { app: a, machines: [a], databaseUrl }
+  if (backend === 'postgres') {
+    const app = await startApp({ config: withUrl, clock: options.clock, routing: options.routing, logger })
+    return { app, machines: [app], databaseUrl }
+  }
   const bPath = join(dir, 'b', 'pigeonhole.db')
   await layDownSelfSigned(bPath, config.receivingDomain)
+  // The proxies are the pair's public address, as Fly's proxy is: both machines name it in
+  // what they write (download links, setup links, the console's example commands), so a page
+  // or a link from one machine is the same as from the other.
+  let ports: { a: RunningApp; b: RunningApp } | undefined
+  const http = startRetryingProxy(() => (ports ? [ports.a.httpPort, ports.b.httpPort] : []))
+  const smtp = startRetryingProxy(() => (ports ? [ports.a.smtpPort, ports.b.smtpPort] : []))
+  const publicConfig = { ...withUrl, ...publicAddress(config, http.port) }
+  const machine = async (machineConfig: typeof config) => {
+    const assembly = await assemble({ config: machineConfig, clock: options.clock, routing: options.routing, logger })
+    const running = await start(assembly)
+    assembly.addresses.smtpListening(smtp.port)
+    return running
+  }
+  let a: RunningApp | undefined
   let b: RunningApp
   try {
-    b = await startApp({ config: { ...withUrl, databasePath: bPath }, clock: options.clock, routing: options.routing, logger })
+    a = await machine(publicConfig)
+    b = await machine({ ...publicConfig, databasePath: bPath })
   } catch (error) {
-    await a.stop()
+    await a?.stop()
+    http.stop()
+    smtp.stop()
     throw error
   }
-  const http = startRetryingProxy(() => [a.httpPort, b.httpPort])
-  const smtp = startRetryingProxy(() => [a.smtpPort, b.smtpPort])
+  ports = { a, b }
+  const first = a
   const app: RunningApp = {
     ...a,
     httpPort: http.port,
     smtpPort: smtp.port,
     httpUrl: `http://127.0.0.1:${http.port}`,
     async stop() {
-      await Promise.all([a.stop(), b.stop()])
+      await Promise.all([first.stop(), b.stop()])
       http.stop()
       smtp.stop()
     },
   }
   return { app, machines: [a, b], databaseUrl }
+}
+
+/** BASE_URL and FILES_URL naming the pair's HTTP proxy, where the test left them at their defaults. */
+function publicAddress(config: ReturnType<typeof loadConfig>, port: number): { baseUrl: string; filesUrl: string } {
+  // The defaults: BASE_URL names PORT (0 here), FILES_URL is BASE_URL.
+  const baseUrl = config.baseUrl === `http://localhost:${config.port}` ? `http://localhost:${port}` : config.baseUrl
+  return { baseUrl, filesUrl: config.filesUrl === config.baseUrl ? baseUrl : config.filesUrl }
 }
 
 /** Asserts the error envelope shape and that request_id equals the X-Request-Id header. */

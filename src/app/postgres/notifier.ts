@@ -12,19 +12,53 @@
  *
  * After the LISTEN connection comes back, every local listener is told `message_stored` once
  * (a notification sent during the outage is lost, not queued): each re-queries.
+ *
+ * The bus also carries the console's ended accesses (`accessEnded`): a sign-out or a removal
+ * on one machine ends the user's live views on every machine at once, not at their next
+ * keep-alive. After a lost connection every live view checks its access once. And it carries
+ * the refused deliveries each machine keeps for the inbox pages (`refusals`), tagged with the
+ * machine that refused them so it does not keep them twice.
  */
 import type { Logger } from '../../log.ts'
 import { errorFields } from '../../log.ts'
 import { type InboxEvent, InboxNotifier } from '../../notifier.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
-import { createWakeBus, notifyInbox, type WakeBus } from '../../storage/postgres/wake-bus.ts'
+import type { AccessEnded } from '../../console/live-streams.ts'
+import type { RefusalNews, RefusalsShared } from '../../core/inbound/refused-deliveries.ts'
+import { createWakeBus, MAX_REFUSAL_BYTES, notifyAccessEnded, notifyInbox, notifyRefusal, type WakeBus } from '../../storage/postgres/wake-bus.ts'
 
 export class PostgresInboxNotifier extends InboxNotifier {
   readonly bus: WakeBus
+  /** The console's live views hear here whose access ended on any machine (null: anyone's may have). */
+  private readonly accessListeners = new Set<(userId: string | null) => void>()
+  readonly accessEnded: AccessEnded = {
+    announce: (userId) => {
+      notifyAccessEnded(this.sql, userId).catch((error: unknown) => {
+        // This machine's own views were rechecked already; the others' notice within a keep-alive.
+        this.logger.warn('access_notify_failed', { user_id: userId, ...errorFields(error) })
+      })
+    },
+    listen: (listener) => {
+      this.accessListeners.add(listener)
+    },
+  }
+  private readonly refusalListeners = new Set<(news: RefusalNews) => void>()
+  readonly refusals: RefusalsShared = {
+    announce: (news) => {
+      const body = JSON.stringify({ origin: this.origin, news })
+      if (Buffer.byteLength(body) > MAX_REFUSAL_BYTES) return // bounded fields make this unreachable; a debugging aid is not worth an error
+      notifyRefusal(this.sql, body).catch((error: unknown) => this.logger.warn('refusal_notify_failed', { kind: news.kind, ...errorFields(error) }))
+    },
+    listen: (listener) => {
+      this.refusalListeners.add(listener)
+    },
+  }
 
+  /** `origin` names this machine in what it announces (its lease holder name). */
   constructor(
     private readonly sql: Sql,
     private readonly logger: Logger,
+    private readonly origin: string,
   ) {
     super()
     this.bus = createWakeBus(sql, {
@@ -33,6 +67,15 @@ export class PostgresInboxNotifier extends InboxNotifier {
         const inboxes = this.watched()
         logger.info('wake_bus_reconnected', { listening_inboxes: inboxes.length })
         for (const inboxId of inboxes) this.deliver(inboxId, 'message_stored')
+        for (const listener of this.accessListeners) listener(null)
+      },
+      onAccessEnded: (userId) => {
+        for (const listener of this.accessListeners) listener(userId)
+      },
+      onRefusal: (body) => {
+        const heard = parseRefusal(body)
+        if (!heard || heard.origin === this.origin) return
+        for (const listener of this.refusalListeners) listener(heard.news)
       },
     })
   }
@@ -53,4 +96,21 @@ export class PostgresInboxNotifier extends InboxNotifier {
   close(): Promise<void> {
     return this.bus.close()
   }
+}
+
+/** A refusal announcement, or null for anything malformed (the channel is ours, but a payload is still checked). */
+function parseRefusal(body: string): { origin: string; news: RefusalNews } | null {
+  let value: { origin?: unknown; news?: Record<string, unknown> }
+  try {
+    value = JSON.parse(body)
+  } catch {
+    return null
+  }
+  const news = value.news
+  if (typeof value.origin !== 'string' || !news || typeof news !== 'object') return null
+  const text = (key: string) => typeof news[key] === 'string'
+  const entry = news.entry as Record<string, unknown> | undefined
+  const entryOk = !!entry && typeof entry.at === 'number' && typeof entry.sender === 'string' && typeof entry.reply === 'string'
+  const ok = (news.kind === 'inbox' && text('inboxId') && entryOk) || (news.kind === 'address' && text('address') && entryOk) || (news.kind === 'claim' && text('address') && text('inboxId'))
+  return ok ? { origin: value.origin, news: news as unknown as RefusalNews } : null
 }

@@ -78,7 +78,7 @@ export const adminRoutes: Route[] = [
       ctx.deps.streams.recheckUser(user.id)
       if (user.id === me.id) await ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
-      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'password', email: user.email, password: done.password })
+      const id = ctx.holdShown({ kind: 'password', email: user.email, password: done.password })
       return redirect(withQuery(PATHS.adminPasswordReset.link(), { shown: id }))
     },
   }),
@@ -87,7 +87,7 @@ export const adminRoutes: Route[] = [
     path: PATHS.adminPasswordReset,
     access: 'operator',
     handler: (ctx) => {
-      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'password')
+      const held = ctx.shown(ctx.url.searchParams.get('shown'), 'password')
       if (!held) return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back={PATHS.admin.link()} />, { status: 404 })
       return renderPage(ctx, 'Password reset', <PasswordReset email={held.email} password={held.password} />)
     },

@@ -16,7 +16,7 @@ export const keyRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { org }) => {
       const shownId = ctx.url.searchParams.get('created')
-      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), shownId, 'api_key')
+      const held = ctx.shown(shownId, 'api_key')
       const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
       const page = <KeysPage org={org} keys={await listOrganizationKeys(ctx.s, org)} created={created} createdGone={shownId !== null && !created} />
       return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
@@ -30,7 +30,7 @@ export const keyRoutes: Route[] = [
       const name = ctx.field('name')
       const created = await createApiKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, name })
       // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
-      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
+      const id = ctx.holdShown({ kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
       return redirect(withQuery(PATHS.keys.link(org.organizationId), { created: id }))
     },
   }),

@@ -19,7 +19,7 @@ import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
 import { DomainError } from '../../core/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { memberOf } from '../access.ts'
-import { PATHS } from '../paths.ts'
+import { hasControlCharacter, PATHS } from '../paths.ts'
 import { route, type Route } from '../router.ts'
 
 /** More inbox tabs than this in one browser share no stream beyond these (the rest reload to see mail). */
@@ -41,6 +41,10 @@ export const liveRoutes: Route[] = [
       const organizations = new Set<string>()
       for (const key of keys) {
         const [org = '', inbox = ''] = key.split(':')
+        if (hasControlCharacter(key)) {
+          gone.push(inbox)
+          continue
+        }
         try {
           const member = await memberOf(ctx, org)
           watched.push((await findActiveInbox(ctx.s, member.principal, inbox)).id)

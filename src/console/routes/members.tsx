@@ -59,7 +59,7 @@ export const memberRoutes: Route[] = [
       const invite = await createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
       const link = `${ctx.s.publicUrls().baseUrl}${PATHS.invite.link(invite.token)}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
-      const id = ctx.deps.shownOnce.put(ctx.sessionKey()!, { kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
+      const id = ctx.holdShown({ kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
       return redirect(withQuery(PATHS.inviteCreated.link(org.organizationId), { shown: id }))
     },
   }),
@@ -68,7 +68,7 @@ export const memberRoutes: Route[] = [
     path: PATHS.inviteCreated,
     access: 'owner',
     handler: (ctx, { org }) => {
-      const held = ctx.deps.shownOnce.get(ctx.sessionKey(), ctx.url.searchParams.get('shown'), 'invite')
+      const held = ctx.shown(ctx.url.searchParams.get('shown'), 'invite')
       if (held?.organizationId !== org.organizationId) {
         return renderPage(ctx, `Invite · ${org.name}`, <ShownValueGone what="invite link" back={PATHS.members.link(org.organizationId)} />, { org, section: 'members', status: 404 })
       }

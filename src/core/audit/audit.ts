@@ -50,7 +50,11 @@ export const AUDIT_PAGE_SIZE = 100
 
 /**
  * Newest first; `before` (an event id) pages back. The scope is an organisation the caller
- * belongs to (its membership), or `instance` for the operator's own events.
+ * belongs to (its membership), or `instance` for the operator's own events. A `before` that
+ * is no event id (from a hand-edited URL: a fraction, a negative, an infinity, past what a
+ * bigint holds) gives the first page: PostgreSQL would refuse it with an error.
  */
 export const listAudit = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string } | 'instance', input: { before?: number } = {}): Promise<AuditEventRow[]> =>
-  s.store.organizations.listAudit({ organizationId: scope === 'instance' ? null : scope.organizationId, before: input.before || null, limit: AUDIT_PAGE_SIZE })
+  s.store.organizations.listAudit({ organizationId: scope === 'instance' ? null : scope.organizationId, before: isEventId(input.before) ? input.before : null, limit: AUDIT_PAGE_SIZE })
+
+const isEventId = (value: number | undefined): value is number => Number.isSafeInteger(value) && value! > 0

@@ -16,6 +16,11 @@
  * addresses are kept apart from inboxes, and only those an inbox could take (a valid
  * prefix at the receiving domain, so a few dozen bytes each), so mail sprayed at made-up
  * addresses cannot push out an inbox's entries.
+ *
+ * In PostgreSQL mode a refusal on one machine and the inbox page on another must agree: each
+ * refusal kept and each claim is also told to the other machines (`RefusalsShared`, over the
+ * wake bus), which keep it in their own memory the same way. A notification lost (the
+ * database briefly unreachable) leaves that one entry off the other machines' pages.
  */
 import { PREFIX_PATTERN } from '../local-part.ts'
 
@@ -32,6 +37,8 @@ const PER_KEY = 10
 const KEYS = 2_000
 /** An address is at most 254 characters (RFC 5321); longer senders are cut, not refused here. */
 const SENDER_CHARS = 254
+/** Our replies are one short line; the cut only bounds what a machine tells the others. */
+const REPLY_CHARS = 512
 
 /** Lists of at most PER_KEY entries for at most KEYS keys, the least recently added-to dropped first. */
 class RecentLists {
@@ -58,30 +65,67 @@ class RecentLists {
   }
 }
 
+/** What one machine tells the others: a refusal it kept (for an inbox, or an address no inbox had), or a claim. */
+export type RefusalNews =
+  | { kind: 'inbox'; inboxId: string; entry: RefusedDelivery }
+  | { kind: 'address'; address: string; entry: RefusedDelivery }
+  | { kind: 'claim'; address: string; inboxId: string }
+
+/** PostgreSQL mode: the other machines' refusals and claims (src/app/postgres/notifier.ts). */
+export interface RefusalsShared {
+  /** Tells the other machines; never echoed back to this one. */
+  announce(news: RefusalNews): void
+  /** Hears what the other machines announce. */
+  listen(listener: (news: RefusalNews) => void): void
+}
+
 export class RefusedDeliveries {
   private readonly byInbox = new RecentLists()
   /** By lowercased address: refusals for addresses that had no inbox when they came. */
   private readonly unclaimed = new RecentLists()
 
-  constructor(private readonly receivingDomain: string) {}
+  constructor(
+    private readonly receivingDomain: string,
+    private readonly shared: RefusalsShared | null = null,
+  ) {
+    shared?.listen((news) => this.apply(news))
+  }
 
   /** A refusal for `recipient`, which named the inbox `inboxId`, or no inbox (null). */
   record(recipient: string, inboxId: string | null, refusal: RefusedDelivery): void {
-    const entry = { ...refusal, sender: refusal.sender.slice(0, SENDER_CHARS) }
+    const entry = { at: refusal.at, sender: refusal.sender.slice(0, SENDER_CHARS), reply: refusal.reply.slice(0, REPLY_CHARS) }
     if (inboxId !== null) {
-      this.byInbox.add(inboxId, [entry])
+      this.keep({ kind: 'inbox', inboxId, entry })
       return
     }
     // Kept only where an inbox could take the address later: a prefix a test may choose.
     const address = recipient.toLowerCase()
     const at = address.lastIndexOf('@')
-    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at))) this.unclaimed.add(address, [entry])
+    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at))) this.keep({ kind: 'address', address, entry })
   }
 
   /** An inbox took `address`: the refusals that came while no inbox had it are its own from now on. */
   claim(address: string, inboxId: string): void {
-    const waiting = this.unclaimed.take(address.toLowerCase())
-    if (waiting.length > 0) this.byInbox.add(inboxId, waiting)
+    this.keep({ kind: 'claim', address: address.toLowerCase(), inboxId })
+  }
+
+  private keep(news: RefusalNews): void {
+    this.apply(news)
+    this.shared?.announce(news)
+  }
+
+  private apply(news: RefusalNews): void {
+    if (news.kind === 'inbox') this.byInbox.add(news.inboxId, [news.entry])
+    else if (news.kind === 'address') this.unclaimed.add(news.address, [news.entry])
+    else {
+      const waiting = this.unclaimed.take(news.address)
+      if (waiting.length > 0) this.byInbox.add(news.inboxId, waiting)
+    }
+  }
+
+  /** How many refusals wait for an inbox to take `address` (tests: a refusal heard by every machine). */
+  waiting(address: string): number {
+    return this.unclaimed.get(address.toLowerCase()).length
   }
 
   /** The inbox's refusals, newest first. */

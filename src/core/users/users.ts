@@ -42,11 +42,11 @@ export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' |
   return { ...user, passwordHash }
 }
 
-/** Lowercased and checked for one '@' with something on both sides; null when it is not an address. */
+/** Lowercased and checked for one '@' with something on both sides, no control characters; null when it is not an address. */
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null
   const email = raw.trim().toLowerCase()
-  if (email.length > MAX_EMAIL_LENGTH || !/^[^\s@]+@[^\s@]+$/.test(email)) return null
+  if (email.length > MAX_EMAIL_LENGTH || !/^[^\s@\p{Cc}]+@[^\s@\p{Cc}]+$/u.test(email)) return null
   return email
 }
 

@@ -49,7 +49,7 @@ export interface AccountStore {
   countUsers(): Promise<number>
   findUserByEmail(email: string): Promise<UserRow | undefined>
   findUser(id: string): Promise<UserRow | undefined>
-  /** Every account, oldest first. */
+  /** Every account, oldest first; accounts made in the same millisecond by id, so the order is stable. */
   listUsers(): Promise<ListedUser[]>
   /**
    * Sets the user's password hash and, in the same transaction, ends the sessions `endSessions`
@@ -98,7 +98,7 @@ export interface AccountStore {
 
   /** Inserts the key and writes `audit` with it; 'no_organization' (nothing written) when its organisation does not exist. */
   insertApiKey(input: { row: ApiKeyRow; audit: AuditEntry | null }): Promise<'created' | 'no_organization'>
-  /** The organisation's keys with their makers, oldest first. */
+  /** The organisation's keys with their makers, oldest first; keys made in the same millisecond by public id. */
   listOrganizationKeys(organizationId: string): Promise<ListedKey[]>
   findApiKey(publicId: string): Promise<ApiKeyRow | undefined>
   /**

@@ -12,6 +12,11 @@
  * message committed while the LISTEN connection was down would wake nobody. When the client
  * reconnects and listens again, every local waiter is woken once; each re-queries and
  * either finds its message or subscribes again.
+ *
+ * The same channel carries the console's "a user's access ended" (a sign-out on one machine
+ * ends the live views the user holds open on another): `notifyAccessEnded`, heard by the
+ * `onAccessEnded` hook; and the refused deliveries each machine keeps for the console
+ * (`notifyRefusal`, heard by `onRefusal`). Those wake no inbox waiter.
  */
 import type { Queryable, Sql } from './client.ts'
 
@@ -22,6 +27,12 @@ export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
 export type WakeEvent = 'message_stored' | 'inbox_deleted'
 
 const DELETED_PREFIX = 'deleted:'
+/** A user's session or membership ended; the payload's tail is the user id (no inbox id starts so). */
+const ACCESS_ENDED_PREFIX = 'access-ended:'
+/** A refused delivery or a claim for the console's list; the payload's tail is its JSON. */
+const REFUSAL_PREFIX = 'refused:'
+/** NOTIFY refuses a payload of 8,000 bytes or more. */
+export const MAX_REFUSAL_BYTES = 7_900
 
 const payloadOf = (inboxId: string, event: WakeEvent) => (event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId)
 
@@ -35,6 +46,10 @@ export interface WakeHooks {
   onWake?(inboxId: string, event: WakeEvent): void
   /** LISTEN is active again after a lost connection: notifications in between were lost. */
   onReconnect?(): void
+  /** A user's console access ended on some machine (this one's included): see notifyAccessEnded. */
+  onAccessEnded?(userId: string): void
+  /** A refused delivery or claim announced by some machine (this one's included): see notifyRefusal. */
+  onRefusal?(body: string): void
 }
 
 export interface WakeSubscription {
@@ -61,6 +76,20 @@ export async function notifyInbox(sql: Queryable, inboxId: string, event: WakeEv
 }
 
 /**
+ * Tells every machine that a session or membership of `userId` ended, so each machine's live
+ * views of that user check their access at once. Send it after the change committed (the
+ * machines read the database when they hear it).
+ */
+export async function notifyAccessEnded(sql: Queryable, userId: string): Promise<void> {
+  await sql`select pg_notify(${WAKE_CHANNEL}, ${ACCESS_ENDED_PREFIX + userId})`
+}
+
+/** Tells every machine about a refused delivery or a claim (`body`, at most MAX_REFUSAL_BYTES). */
+export async function notifyRefusal(sql: Queryable, body: string): Promise<void> {
+  await sql`select pg_notify(${WAKE_CHANNEL}, ${REFUSAL_PREFIX + body})`
+}
+
+/**
  * Starts this machine's LISTEN. `sql` is the machine's pool: postgres.js runs LISTEN on a
  * connection of its own beside the pool, reconnects it after a failure and listens again.
  */
@@ -68,6 +97,14 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
   const waiters = new Map<string, Set<() => void>>()
 
   const wake = (payload: string) => {
+    if (payload.startsWith(ACCESS_ENDED_PREFIX)) {
+      hooks.onAccessEnded?.(payload.slice(ACCESS_ENDED_PREFIX.length))
+      return
+    }
+    if (payload.startsWith(REFUSAL_PREFIX)) {
+      hooks.onRefusal?.(payload.slice(REFUSAL_PREFIX.length))
+      return
+    }
     const { inboxId, event } = parsePayload(payload)
     hooks.onWake?.(inboxId, event)
     const set = waiters.get(inboxId)

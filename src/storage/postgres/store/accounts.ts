@@ -52,7 +52,7 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
       return (await db.select().from(users).where(eq(users.id, id)).limit(1))[0]
     },
 
-    listUsers: () => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)),
+    listUsers: () => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt), asc(users.id)),
 
     setPasswordHash({ userId, passwordHash, endSessions, audit }) {
       return db.transaction(async (tx) => {
@@ -180,7 +180,7 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
         .leftJoin(users, eq(users.id, apiKeys.createdBy))
         .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
         .where(eq(apiKeys.organizationId, organizationId))
-        .orderBy(asc(apiKeys.createdAt)),
+        .orderBy(asc(apiKeys.createdAt), asc(apiKeys.publicId)),
 
     async findApiKey(publicId) {
       return (await db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).limit(1))[0]

@@ -69,7 +69,7 @@ export function sqliteAccounts(storage: Storage): AccountStore {
     },
 
     async listUsers() {
-      return db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt)).all()
+      return db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt), asc(users.id)).all()
     },
 
     async setPasswordHash({ userId, passwordHash, endSessions, audit }) {
@@ -183,7 +183,7 @@ export function sqliteAccounts(storage: Storage): AccountStore {
         .leftJoin(users, eq(users.id, apiKeys.createdBy))
         .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
         .where(eq(apiKeys.organizationId, organizationId))
-        .orderBy(asc(apiKeys.createdAt))
+        .orderBy(asc(apiKeys.createdAt), asc(apiKeys.publicId))
         .all()
     },
 
