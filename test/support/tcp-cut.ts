@@ -65,10 +65,11 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
         }).catch(() => client.end())
       },
       data(client, chunk) {
-        client.data.pending.write(chunk)
+        // Refused while cut (no pair): what it sends before it sees the close goes nowhere.
+        client.data?.pending.write(chunk)
       },
       drain(client) {
-        client.data.back.flush()
+        client.data?.back.flush()
       },
       close(client) {
         const pair = client.data
