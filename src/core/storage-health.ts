@@ -73,7 +73,7 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
 }
 
 /** Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails, a PostgreSQL server away. */
-function failureKindOf(error: unknown, dialect: Dialect): StorageFailureKind | null {
+function ownFailureKind(error: unknown, dialect: Dialect): StorageFailureKind | null {
   // Only where a PostgreSQL client runs: in SQLite mode a reset socket is a client's, not storage's.
   const kind = storageFailureKind(error) ?? (dialect === 'postgres' ? postgresFailureKind(error) : null)
   if (kind) return kind
@@ -81,6 +81,24 @@ function failureKindOf(error: unknown, dialect: Dialect): StorageFailureKind | n
   if (errno === 'EROFS') return 'read_only'
   if (errno === 'ENOSPC' || errno === 'EDQUOT') return 'full'
   if (errno === 'EIO') return 'io_error'
+  return null
+}
+
+/** How deep a chain of causes is followed; a loop in it ends there too. */
+const MAX_CAUSES = 5
+
+/**
+ * The failure and the error that carries its code. Drizzle wraps what the driver threw in its
+ * own error ("Failed query: ...") with the driver's error as `cause`, so every query through
+ * the ORM arrives wrapped: the code is looked for along the chain of causes, not only on top.
+ */
+function classify(error: unknown, dialect: Dialect): { kind: StorageFailureKind; carrier: unknown } | null {
+  let current: unknown = error
+  for (let depth = 0; depth < MAX_CAUSES && current !== null && current !== undefined; depth++) {
+    const kind = ownFailureKind(current, dialect)
+    if (kind) return { kind, carrier: current }
+    current = typeof current === 'object' ? (current as { cause?: unknown }).cause : undefined
+  }
   return null
 }
 
@@ -102,6 +120,11 @@ export class StorageHealth implements StorageObserver {
     return this.firstKind
   }
 
+  /** The storage state `error` stands for, or null; records nothing (for a failure a caller may ignore). */
+  kindOf(error: unknown): StorageFailureKind | null {
+    return classify(error, this.dialect)?.kind ?? null
+  }
+
   /** Called after every successful commit: ends a failing state. */
   committed(): void {
     if (this.failingSince === null) return
@@ -120,8 +143,9 @@ export class StorageHealth implements StorageObserver {
    * failure (the caller then treats it as before). Logs only when a failing state begins.
    */
   failed(error: unknown): StorageFailureKind | null {
-    const kind = failureKindOf(error, this.dialect)
-    if (!kind) return null
+    const classified = classify(error, this.dialect)
+    if (!classified) return null
+    const { kind, carrier } = classified
     if (typeof error === 'object' && error !== null) {
       if (this.seen.has(error)) return kind
       this.seen.add(error)
@@ -131,7 +155,8 @@ export class StorageHealth implements StorageObserver {
     if (this.failingSince === null) {
       this.failingSince = performance.now()
       this.firstKind = kind
-      const { code, message } = error as { code?: unknown; message?: unknown }
+      // The driver's code and message, not the ORM's wrapper (which repeats the whole statement).
+      const { code, message } = carrier as { code?: unknown; message?: unknown }
       this.logger.warn('storage_failing', { kind, [this.dialect === 'sqlite' ? 'sqlite_code' : 'postgres_code']: code, error: String(message ?? error) })
     }
     return kind

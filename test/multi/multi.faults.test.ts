@@ -7,15 +7,20 @@
  * `storage_unavailable` on the API, 451 on SMTP), in PostgreSQL mode only.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { sql as drizzleSql } from 'drizzle-orm'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { type RunningApp, startApp } from '../../src/app.ts'
 import { loadConfig } from '../../src/config.ts'
+import { createApiKey } from '../../src/core/api-keys/keys.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { postgresFailureKind, StorageHealth } from '../../src/core/storage-health.ts'
 import { toErrorResponse } from '../../src/http/errors.ts'
 import { createLogger } from '../../src/log.ts'
 import type { InboxEvent } from '../../src/notifier.ts'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { postgresDb } from '../../src/storage/postgres/db.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
@@ -45,6 +50,40 @@ describe('classifying PostgreSQL failures', () => {
     expect(toErrorResponse(terminated, undefined, quiet, 'req_2', new StorageHealth(quiet, () => {}, 'postgres'), false)).toMatchObject({ status: 500, code: 'internal_error' })
     const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
     expect(toErrorResponse(reset, undefined, quiet, 'req_3', new StorageHealth(quiet, () => {}, 'sqlite'))).toMatchObject({ status: 500, code: 'internal_error' })
+  })
+
+  test("a failure that reaches us wrapped by the ORM is classified by its cause, and logged with the driver's code", async () => {
+    const nobody = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const port = nobody.port
+    nobody.stop(true)
+    const sql = openPostgres(`postgres://nobody@127.0.0.1:${port}/none`, { max: 1 })
+    try {
+      // Every statement through Drizzle arrives as its "Failed query" error with the driver's as `cause`.
+      const error = await postgresDb(sql)
+        .execute(drizzleSql`select 1`)
+        .then(
+          () => null,
+          (e: unknown) => e,
+        )
+      expect((error as { code?: unknown }).code).toBeUndefined()
+      expect((error as { cause?: { code?: unknown } }).cause?.code).toBe('ECONNREFUSED')
+      const logged: Record<string, unknown>[] = []
+      const health = new StorageHealth(
+        createLogger('debug', (line) => logged.push(JSON.parse(line))),
+        () => {},
+        'postgres',
+      )
+      expect(health.kindOf(error)).toBe('unreachable')
+      expect(health.failing).toBeNull() // kindOf records nothing
+      expect(health.failed(error)).toBe('unreachable')
+      expect(logged).toEqual([expect.objectContaining({ event: 'storage_failing', kind: 'unreachable', postgres_code: 'ECONNREFUSED' })])
+      // A chain that loops ends the search instead of the process.
+      const looped: { cause?: unknown } = {}
+      looped.cause = looped
+      expect(health.kindOf(looped)).toBeNull()
+    } finally {
+      await sql.end({ timeout: 1 })
+    }
   })
 
   test("the client's own error for a server nobody listens on is classified", async () => {
@@ -118,6 +157,33 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     expect(logs.some((line) => line.event === 'wake_bus_reconnected')).toBe(true)
     unsubscribe()
   })
+  test('a long poll whose query meets the database going away waits out its time: answered at its deadline, not before', async () => {
+    const org = await createOrganization(app.services, CLI_ACTOR, { name: 'riding out', preset: 'local' })
+    const { key } = await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })
+    const created = await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    expect(created.status).toBe(201)
+    const inboxId = ((await created.json()) as { data: { id: string } }).data.id
+    const began = performance.now()
+    const poll = fetch(`${app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=3`, { headers: { authorization: `Bearer ${key}` } })
+    // Cut the moment the poll holds its slot: its first query, right after, meets the cut.
+    // (Should the query win the race, the poll is parked and answers at its deadline anyway.)
+    await until(() => app.services.longPolls.total() === 1, 'the poll to take its slot', { intervalMs: 1 })
+    relay.cut()
+    try {
+      const answer = await poll
+      const waited = performance.now() - began
+      // It used to answer this 500 at once, its query having failed: a blip of the database
+      // cut short a wait the client had asked for.
+      expect(waited).toBeGreaterThanOrEqual(3_000 - 50)
+      expect(answer.status).toBe(500)
+      expect(answer.headers.get('retry-after')).toBe('5')
+      expect(((await answer.json()) as { error: { code: string } }).error.code).toBe('internal_error')
+    } finally {
+      relay.restore()
+    }
+    await until(async () => (await ready()).status === 200, 'the database to be back', { timeoutMs: 20_000, intervalMs: 100 })
+  })
+
   test('a machine stops while its database is away: the stop ends, the leases are left to run out', async () => {
     relay.cut()
     const began = performance.now()

@@ -2,13 +2,16 @@
  * The behaviours of the PostgreSQL client (postgres.js) that PostgreSQL mode builds on,
  * checked against a real server rather than taken from its documentation: LISTEN on a
  * connection of its own, a hook on every (re)connection of that listener, pools that recover
- * by themselves after the server restarts, a pool that never opens more than `max`, and a
- * connection reset just after its handshake that reaches only the query that was waiting.
+ * by themselves after the server restarts, a pool that never opens more than `max`, a
+ * connection reset just after its handshake that reaches only the query that was waiting, and
+ * the database going away (`support/tcp-cut.ts`): every query fails promptly, none waits
+ * forever, and the pool connects again cleanly once it is back (patches/postgres@3.4.9.patch).
  */
 import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Socket } from 'bun'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
+import { tcpCut } from '../support/tcp-cut.ts'
 import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
@@ -173,6 +176,70 @@ describeWithPostgres('the PostgreSQL client', () => {
     } finally {
       await sql.end({ timeout: 1 })
       relay.stop()
+    }
+  })
+  /** The outcome of a query and how long it took to come, capped at `capMs` (then 'no answer'). */
+  async function outcome(query: Promise<unknown>, capMs = 8_000): Promise<{ result: string; ms: number }> {
+    const began = performance.now()
+    const result = await Promise.race([
+      query.then(
+        () => 'ok',
+        (e: { code?: string }) => e.code ?? 'error',
+      ),
+      Bun.sleep(capMs).then(() => 'no answer'),
+    ])
+    return { result, ms: performance.now() - began }
+  }
+
+  test('the database cut off: every query fails promptly, however many wait; once it is back every connection opens', async () => {
+    // A cut relay accepts each new connection and closes it before the server's first answer,
+    // as a proxy in front of a database that is down does. The client used to retry such a
+    // connection forever with its query held (the query never answered), to keep a query handed
+    // to a connection between its socket's error and its close waiting forever, to make queries
+    // that waited for a connection wait for attempts one at a time behind a backoff growing to
+    // 20 s, and, once the database was back, to open a connection with bytes left from the
+    // closed one whose start-up message was never sent (a connect timeout 5 s later).
+    const direct = new URL(url)
+    const relay = tcpCut(direct.hostname, Number(direct.port))
+    const relayed = new URL(url)
+    relayed.port = String(relay.port)
+    const sql = openPostgres(relayed.href, { max: 4 })
+    try {
+      for (let round = 0; round < 2; round++) {
+        const opened = await Promise.all([1, 2, 3, 4].map(() => outcome(sql`select pg_sleep(0.05)`)))
+        expect(opened.map((o) => o.result)).toEqual(['ok', 'ok', 'ok', 'ok'])
+        relay.cut()
+        const oneByOne: { result: string; ms: number }[] = []
+        for (let i = 0; i < 12; i++) oneByOne.push(await outcome(sql`select 1`))
+        expect(oneByOne.filter((o) => !['ECONNRESET', 'CONNECTION_CLOSED'].includes(o.result))).toEqual([])
+        // The backoff is 50 ms doubling to 1 s (client.ts); the bound adds room for a busy machine.
+        expect(Math.max(...oneByOne.map((o) => o.ms))).toBeLessThan(3_000)
+        const together = await Promise.all(Array.from({ length: 40 }, () => outcome(sql`select 1`)))
+        expect(new Set(together.map((o) => o.result))).toEqual(new Set(['CONNECTION_CLOSED']))
+        expect(Math.max(...together.map((o) => o.ms))).toBeLessThan(3_000)
+        relay.restore()
+      }
+      const after = await Promise.all([1, 2, 3, 4].map(() => outcome(sql`select pg_sleep(0.05)`)))
+      expect(after.map((o) => o.result)).toEqual(['ok', 'ok', 'ok', 'ok'])
+      expect(Math.max(...after.map((o) => o.ms))).toBeLessThan(3_000)
+    } finally {
+      relay.restore()
+      await sql.end({ timeout: 1 })
+      relay.stop()
+    }
+  })
+  test('a server that accepts and never answers: the query and all waiting behind it fail at the connect timeout, none later', async () => {
+    // As a database host that went silent looks: the connection opens, the start-up is never answered.
+    const silent = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+    const sql = openPostgres(`postgres://nobody@127.0.0.1:${silent.port}/none`, { max: 1 })
+    try {
+      const answers = await Promise.all(Array.from({ length: 5 }, () => outcome(sql`select 1`, 20_000)))
+      expect(answers.map((answer) => answer.result)).toEqual(Array(5).fill('CONNECT_TIMEOUT'))
+      // The connect timeout is 5 s (client.ts); the ones waiting used to wait for attempts of their own, 5 s each.
+      expect(Math.max(...answers.map((answer) => answer.ms))).toBeLessThan(9_000)
+    } finally {
+      await sql.end({ timeout: 1 })
+      silent.stop(true)
     }
   })
 })

@@ -7,15 +7,28 @@
  * `{"http":<port>,"smtp":<port>,"tenants":[...]}`. The tenants are organisations with their keys
  * that PG_MACHINE_TENANTS asks this machine to make (as `cli orgs create` and `cli keys create`
  * would), for the test to use on every machine. test/support/pg-processes.ts drives it.
+ *
+ * PG_MACHINE_CLOCK (an instant) runs the machine on a ManualClock starting there, as the
+ * in-process tests do, so that rules by the UTC minute or by the day hold whenever the test
+ * runs. The test then moves it, and asks for a retention turn, over stdin: one JSON command a
+ * line, `{"id":1,"clock":<ms>}` or `{"id":2,"sweep":true}`, each answered on stdout by
+ * `{"reply":<id>,...}` once done (the sweep: the turn, as the machine's own sweeper takes it,
+ * with when it began and ended).
  */
+import { createInterface } from 'node:readline'
 import { startApp } from '../../src/app.ts'
+import { sweepOnceAcrossMachines } from '../../src/app/postgres/sweeper.ts'
+import { ManualClock } from '../../src/clock.ts'
 import { loadConfigOrExit } from '../../src/config.ts'
 import { createApiKey } from '../../src/core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { errorFields } from '../../src/log.ts'
+import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 
-const app = await startApp({ config: loadConfigOrExit() })
+const clock = process.env.PG_MACHINE_CLOCK ? new ManualClock(process.env.PG_MACHINE_CLOCK) : undefined
+const config = loadConfigOrExit()
+const app = await startApp({ config, clock })
 const { logger } = app.services
 process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))
 process.on('uncaughtException', (error) => logger.error('uncaught_exception', errorFields(error)))
@@ -41,3 +54,28 @@ for (const [index, spec] of (process.env.PG_MACHINE_TENANTS ?? '').split(',').fi
   tenants.push({ organizationId: org.id, keys })
 }
 process.stdout.write(`${JSON.stringify({ http: app.httpPort, smtp: app.smtpPort, tenants })}\n`)
+
+// The test's commands (see above). The sweep takes its own connection: the advisory lock
+// belongs to a session, and any session of this process stands for this machine.
+let sweepSql: Sql | null = null
+const wallClock = () => performance.timeOrigin + performance.now()
+createInterface({ input: process.stdin }).on('line', async (line) => {
+  const command = JSON.parse(line) as { id: number; clock?: number; sweep?: boolean }
+  let reply: Record<string, unknown> = {}
+  try {
+    if (command.clock !== undefined) {
+      if (!clock) throw new Error('PG_MACHINE_CLOCK is not set: this machine runs on the system clock')
+      clock.set(command.clock)
+    }
+    if (command.sweep) {
+      // Two: the lock holds one connection for the whole turn, the turn's own statements need another.
+      sweepSql ??= openPostgres(config.databaseUrl, { max: 2 })
+      const began = wallClock()
+      const turn = await sweepOnceAcrossMachines(app.services, sweepSql)
+      reply = { turn, began, ended: wallClock() }
+    }
+  } catch (error) {
+    reply = { error: String(error) }
+  }
+  process.stdout.write(`${JSON.stringify({ reply: command.id, ...reply })}\n`)
+})

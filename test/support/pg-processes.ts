@@ -35,6 +35,17 @@ export interface MachineProcess {
   kill(): Promise<void>
   /** Kills the process if it runs and removes its folder. */
   remove(): Promise<void>
+  /** Sets the machine's clock (started with PG_MACHINE_CLOCK) to `at`; resolves once it is set. */
+  setClock(at: string | number): Promise<void>
+  /** One retention turn on this machine, as its sweeper takes it (runOnce across machines). */
+  sweep(): Promise<SweepTurn>
+}
+
+export interface SweepTurn {
+  turn: { ran: false } | { ran: true; result: { messages: number; idempotencyRecords: number } }
+  /** Wall-clock milliseconds (fractional) when the turn began and ended, comparable across processes. */
+  began: number
+  ended: number
 }
 
 const exited = (child: ChildProcess) =>
@@ -48,6 +59,18 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
   const databasePath = join(dir, 'pigeonhole.db')
   let child: ChildProcess | null = null
   let log = ''
+  // Commands over stdin, answered by `{"reply":<id>,...}` lines on stdout (pg-machine.ts).
+  let commands = 0
+  const awaiting = new Map<number, (reply: Record<string, any>) => void>()
+  const command = (fields: Record<string, unknown>): Promise<Record<string, any>> => {
+    if (!child || !machine.running) return Promise.reject(new Error(`machine ${name} is not running`))
+    const id = ++commands
+    const answered = new Promise<Record<string, any>>((resolve, reject) => {
+      awaiting.set(id, (reply) => (reply.error ? reject(new Error(`machine ${name}: ${reply.error}`)) : resolve(reply)))
+    })
+    child.stdin!.write(`${JSON.stringify({ id, ...fields })}\n`)
+    return answered
+  }
   const machine: MachineProcess = {
     name,
     http: 0,
@@ -75,13 +98,19 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
           DATABASE_URL: databaseUrl,
           DATABASE_POOL_SIZE: '4',
           RECEIVING_DOMAIN: SEED_DOMAIN,
-          LOG_LEVEL: 'warn',
+          // PG_MACHINE_LOG_LEVEL=debug shows a failing test what each machine did (output() in its message).
+          LOG_LEVEL: process.env.PG_MACHINE_LOG_LEVEL ?? 'warn',
           ...env,
           ...extraEnv,
         },
-        stdio: ['ignore', 'pipe', 'pipe'],
+        stdio: ['pipe', 'pipe', 'pipe'],
       })
       child = spawned
+      spawned.stdin!.on('error', () => {}) // a killed machine's stdin: nothing waits on it any more
+      spawned.once('exit', (code, signal) => {
+        for (const answer of awaiting.values()) answer({ error: `exited (${code ?? signal}) before answering` })
+        awaiting.clear()
+      })
       spawned.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         log += chunk
       })
@@ -90,8 +119,15 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
         spawned.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
           log += chunk
           stdout += chunk
-          const line = stdout.split('\n').find((l) => l.startsWith('{"http"'))
-          if (line) resolve(JSON.parse(line))
+          const lines = stdout.split('\n')
+          stdout = lines.pop()!
+          for (const line of lines) {
+            if (line.startsWith('{"http"')) resolve(JSON.parse(line))
+            if (!line.startsWith('{"reply"')) continue
+            const reply = JSON.parse(line)
+            awaiting.get(reply.reply)?.(reply)
+            awaiting.delete(reply.reply)
+          }
         })
         spawned.once('exit', (code, signal) => reject(new Error(`machine ${name} exited (${code ?? signal}) before listening:\n${log}`)))
       })
@@ -118,6 +154,38 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
       await machine.kill()
       rmSync(dir, { recursive: true, force: true })
     },
+    async setClock(at) {
+      await command({ clock: typeof at === 'number' ? at : Date.parse(at) })
+    },
+    async sweep() {
+      return (await command({ sweep: true })) as unknown as SweepTurn
+    },
   }
   return machine
+}
+
+export interface MachineAnswer {
+  status: number
+  headers: Headers
+  body: any
+  text: string
+}
+
+/** One API request to a machine over real HTTP; the body parsed when there is one. */
+export async function machineApi(machine: Pick<MachineProcess, 'httpUrl'>, method: string, path: string, key?: string, body?: unknown): Promise<MachineAnswer> {
+  const response = await fetch(`${machine.httpUrl}${path}`, {
+    method,
+    // Longer than any wait a test asks for: a request that hangs fails its test with its name.
+    signal: AbortSignal.timeout(45_000),
+    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  })
+  const text = await response.text()
+  let parsed: unknown
+  try {
+    parsed = text ? JSON.parse(text) : undefined
+  } catch {
+    parsed = undefined
+  }
+  return { status: response.status, headers: response.headers, body: parsed, text }
 }

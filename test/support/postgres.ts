@@ -160,11 +160,20 @@ export function testCluster(): TestCluster {
   return shared
 }
 
+/**
+ * A cluster of the caller's own, for a test that stops or restarts its server: the run's
+ * cluster serves the other test files at the same time. Removed when the run ends, as the
+ * run's is; `stop()` it when done to give its memory back sooner.
+ */
+export function ownCluster(): TestCluster {
+  if (unavailable) throw new Error(unavailable)
+  return createCluster()
+}
+
 let databases = 0
 
-/** A new empty database on the run's cluster; returns its URL. */
-export async function freshDatabase(): Promise<string> {
-  const cluster = testCluster()
+/** A new empty database on the run's cluster (or on `cluster`); returns its URL. */
+export async function freshDatabase(cluster: TestCluster = testCluster()): Promise<string> {
   const name = `t${process.pid}_${++databases}_${Date.now().toString(36)}`
   const admin = openPostgres(cluster.url(), { max: 1 })
   try {
@@ -176,8 +185,8 @@ export async function freshDatabase(): Promise<string> {
 }
 
 /** A fresh database with PostgreSQL mode's schema migrated into it. */
-export async function migratedDatabase(): Promise<string> {
-  const url = await freshDatabase()
+export async function migratedDatabase(cluster?: TestCluster): Promise<string> {
+  const url = await freshDatabase(cluster)
   await migratePostgres(url)
   return url
 }

@@ -75,13 +75,15 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
         }).catch(() => client.end())
       },
       data(client, chunk) {
+        // Refused while cut (no pair): what it sends before it sees the close goes nowhere.
         const pair = client.data
+        if (!pair) return
         if (pair.answered) turns++
         pair.answered = false
         pair.pending.write(chunk)
       },
       drain(client) {
-        client.data.back.flush()
+        client.data?.back.flush()
       },
       close(client) {
         const pair = client.data

@@ -7,7 +7,6 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
 import { randomHex } from '../../ids.ts'
 import type { Services } from '../services.ts'
-import { storageFailureKind } from '../storage-health.ts'
 import { DomainError } from '../errors.ts'
 import { resolveOrgLimits, type OrgLimits } from '../limits.ts'
 
@@ -40,7 +39,7 @@ const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed,
  * Checks the Authorization header. The format is checked before the database is touched; the
  * key and its organisation's limits come from one read (prepared once, on SQLite).
  */
-export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config'>, authorization: string | null): Promise<Principal> {
+export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config' | 'storageHealth'>, authorization: string | null): Promise<Principal> {
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
@@ -58,7 +57,7 @@ export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config
     } catch (error) {
       // Best effort: on a full, read-only or failing volume reads and deletes must still pass
       // authentication (the stamp is a convenience for the console, not a rule).
-      if (!storageFailureKind(error)) throw error
+      if (!s.storageHealth.kindOf(error)) throw error
     }
   }
   return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, s.config.limits) }

@@ -2,7 +2,8 @@
  * listOrWaitForMessages. With wait_seconds > 0 and nothing matching, the request holds a
  * long-poll slot and re-runs the query each time the inbox signals a stored message,
  * until a match, the deadline (null → HTTP 204), or the client leaving (which is also how
- * a stopping server ends it: by closing the connection).
+ * a stopping server ends it: by closing the connection). Storage that goes away while it
+ * waits does not end it early: it answers at its deadline.
  * The subscription is made before the first query, so a message committed while the
  * poll is being set up is never missed.
  */
@@ -11,6 +12,9 @@ import { DomainError } from '../errors.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
+
+/** A waiting poll whose query met unavailable storage asks again this soon, if nothing wakes it first. */
+const RETRY_AFTER_STORAGE_FAILURE_MS = 1_000
 
 interface ListOrWaitInput {
   inboxId: string
@@ -60,24 +64,41 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   const signals = [wait.signal, s.stopped]
   for (const signal of signals) signal.addEventListener('abort', finish)
   if (signals.some((signal) => signal.aborted)) finished = true
+  let retry: ReturnType<typeof setTimeout> | undefined
   try {
     await s.notifier.ready() // PostgreSQL mode: LISTEN is active before the first query
     for (;;) {
       const seen = changes
-      const page = await run()
-      if (page.data.length > 0) {
+      let page: MessagePage | undefined
+      try {
+        page = await run()
+      } catch (error) {
+        // Storage away for a moment (PostgreSQL restarting or cut off, a failing volume): the
+        // poll rides it out instead of failing before its time. It asks again when woken (the
+        // listening connection's return wakes every waiter) or after a pause, and at its
+        // deadline asks once more; only a failure then is answered, as the 500 every
+        // operation may answer: a 204 would claim that nothing arrived, which it cannot know.
+        if (finished || !s.storageHealth.kindOf(error)) throw error
+      }
+      if (page && page.data.length > 0) {
         if (signalledAt) s.metrics.longPollWake.observe((performance.now() - signalledAt) / 1000)
         return page
       }
       if (deleted) throw new DomainError('inbox_not_found', 'The inbox was deleted while waiting.')
-      if (finished) return null
+      if (finished) {
+        if (page) return null
+        continue // the deadline came while the query was failing: the last try
+      }
       if (changes !== seen) continue
       await new Promise<void>((resolve) => {
         wake = resolve
+        if (!page) retry = setTimeout(resolve, RETRY_AFTER_STORAGE_FAILURE_MS)
       })
+      clearTimeout(retry)
       wake = null
     }
   } finally {
+    clearTimeout(retry)
     clearTimeout(timer)
     for (const signal of signals) signal.removeEventListener('abort', finish)
     unsubscribe()

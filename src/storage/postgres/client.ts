@@ -26,6 +26,11 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
     idle_timeout: 60,
     // Fail fast when the server is unreachable rather than the default 30 s: callers answer 451/503.
     connect_timeout: 5,
+    // Between failed connection attempts postgres.js waits 3^n/100 s, up to 20 s by default, and
+    // a query arriving meanwhile waits for the next attempt: after a dozen refusals every request
+    // took 10 to 20 s to be refused. Doubling from 50 ms up to 1 s keeps a refusal prompt (451,
+    // 503) and is still no storm: a machine has a handful of connections.
+    backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2),
     // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
     connection: { TimeZone: 'UTC' },
   })
