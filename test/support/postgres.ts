@@ -90,7 +90,7 @@ export interface TestCluster {
   start(): void
 }
 
-function createCluster(durable: boolean): TestCluster {
+function createCluster(durable = false): TestCluster {
   const folder = scratchDir('pigeonhole-pg-')
   const data = join(folder, 'data')
   if (isRoot) {
