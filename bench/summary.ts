@@ -146,7 +146,7 @@ export function summarize(results: Results) {
       slot_lease: 'slot lease acquire+release',
       quota_reservation: 'quota reserve+convert',
       quota_reservation_8_orgs: 'the same over 8 organisations',
-      idempotency_claim: 'idempotency claim+complete',
+      idempotency_claim: 'createInbox with Idempotency-Key (claim, reserve, activate)',
     }
     for (const [name, op] of Object.entries(pg.operations)) {
       rows.push([`  ${names[name as keyof typeof names]} alone p50 / p99 (ms)`, pair(op.alone), '', '', '', '', ''])
@@ -175,7 +175,15 @@ export function summarize(results: Results) {
     goals.push(goal('postgres wake-up across machines p99 (ms)', wakeX.p99Ms, '<=', 20, ' ms'))
     const [c2cP50, c2cP99, wakeGoal] = goals.slice(-3) as [Goal, Goal, Goal]
     const cpu = (r: ReturnType<typeof ingestRow>) => `${fmt(r.cpuMsPerMessage, 2)}, ${fmt(r.mainThreadCpuMsPerMessage, 2)}; ${fmt(r.databaseCpuMsPerMessage, 2)}`
-    rows.push([`PostgreSQL mode servers (${pgs.entry}, pool ${pgs.poolSize} per machine)`, '', '', '', '', '', ''])
+    rows.push([
+      `PostgreSQL mode servers (${pgs.entry}, pool ${pgs.poolSize} per machine, fsync ${pgs.durability.fsync}, synchronous_commit ${pgs.durability.synchronousCommit})`,
+      '',
+      '',
+      '',
+      '',
+      '',
+      '',
+    ])
     rows.push([`  ingest ${results.shapes.text_2kb?.label ?? '2 KB'}, one machine (msg/s)`, fmt(one.perSecond), '', '', '', '', ''])
     rows.push(['    CPU per message: server, its main thread; database (ms)', cpu(one), '', '', '', '', ''])
     rows.push(['  ingest, two machines at once: A + B (msg/s)', `${fmt(two.A.perSecond)} + ${fmt(two.B.perSecond)}`, '', '', '', '', ''])

@@ -15,13 +15,27 @@ export type InboxEvent = 'message_stored' | 'inbox_deleted'
 
 const ALWAYS_READY = Promise.resolve()
 
+export interface SubscribeOptions {
+  /**
+   * Also hear this machine's own stored messages at once, before the database's NOTIFY brings
+   * them back (PostgreSQL mode; in SQLite mode every event is heard once, at once). Such a
+   * listener may hear one message twice, so only one that merely re-queries on every event
+   * (a long poll) asks for it: the NOTIFY's hop through the database no longer stands between
+   * the commit and its query.
+   */
+  early?: boolean
+}
+
 export class InboxNotifier {
   private readonly emitter = new EventEmitter()
+  /** The listeners that asked to hear early (they are in `emitter` too). */
+  private readonly early = new EventEmitter()
   private readonly versions = new Map<string, number>()
 
   constructor() {
     // One listener per waiting poll; thousands may wait on the same busy inbox.
     this.emitter.setMaxListeners(0)
+    this.early.setMaxListeners(0)
   }
 
   emit(inboxId: string, event: InboxEvent): void {
@@ -40,9 +54,13 @@ export class InboxNotifier {
   }
 
   /** Subscribes; returns the unsubscribe function. */
-  subscribe(inboxId: string, listener: (event: InboxEvent) => void): () => void {
+  subscribe(inboxId: string, listener: (event: InboxEvent) => void, options: SubscribeOptions = {}): () => void {
     this.emitter.on(inboxId, listener)
-    return () => this.emitter.off(inboxId, listener)
+    if (options.early) this.early.on(inboxId, listener)
+    return () => {
+      this.emitter.off(inboxId, listener)
+      if (options.early) this.early.off(inboxId, listener)
+    }
   }
 
   /**
@@ -62,6 +80,11 @@ export class InboxNotifier {
   /** Hands the event to this process's listeners. */
   protected deliver(inboxId: string, event: InboxEvent): void {
     this.emitter.emit(inboxId, event)
+  }
+
+  /** Hands the event to the listeners that asked to hear early only. */
+  protected deliverEarly(inboxId: string, event: InboxEvent): void {
+    this.early.emit(inboxId, event)
   }
 
   /** The inboxes someone listens to right now. */

@@ -1,7 +1,9 @@
 /**
  * The server itself in PostgreSQL mode: one and two server processes (the production bundle,
  * DATABASE_URL set) on one database of the throwaway local cluster (test/support/postgres.ts,
- * `fsync=off`), measured the way the SQLite phases measure the SQLite server:
+ * with PostgreSQL's default durability: fsync and synchronous_commit on, so every commit is
+ * flushed to disk before the `250`, as the SQLite server's are), measured the way the SQLite
+ * phases measure the SQLite server:
  *
  * - Ingest of 2 KB messages, 8 connections per machine (bench/phases/ingest.ts): with one
  *   machine, then with two taking mail at the same time (each its own inbox of one
@@ -18,7 +20,8 @@
  */
 import { mkdirSync, rmSync } from 'node:fs'
 import { join } from 'node:path'
-import { freshDatabase, testCluster } from '../../test/support/postgres.ts'
+import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { freshDatabase, testCluster, useDurableCluster } from '../../test/support/postgres.ts'
 import type { Shape } from '../lib/messages.ts'
 import { PigeonholeApi } from '../lib/pigeonhole-api.ts'
 import { freePort, spawnChild, waitHttp, waitTcp, type Child } from '../lib/proc.ts'
@@ -54,6 +57,8 @@ export type PostgresServersResult =
   | {
       entry: string
       poolSize: number
+      /** The cluster's fsync and synchronous_commit, read from the server: what every figure was measured with. */
+      durability: Durability
       /** Rounds with A alone, and rounds with A and B at once (one row per machine). */
       ingest: { one: PostgresIngest[]; two: PostgresIngest[] }
       connectToContent: LatencyResult
@@ -63,14 +68,31 @@ export type PostgresServersResult =
 /** Connections each machine's pool opens (DATABASE_POOL_SIZE's default). */
 const POOL_SIZE = 10
 
-interface Machine {
+export interface Durability {
+  fsync: string
+  synchronousCommit: string
+}
+
+/** The durability settings the server at `url` runs with (SHOW, not what was asked for). */
+export async function durabilityOf(url: string): Promise<Durability> {
+  const sql = openPostgres(url, { max: 1 })
+  try {
+    const [fsync] = await sql`show fsync`
+    const [synchronousCommit] = await sql`show synchronous_commit`
+    return { fsync: String(fsync!.fsync), synchronousCommit: String(synchronousCommit!.synchronous_commit) }
+  } finally {
+    await sql.end()
+  }
+}
+
+export interface Machine {
   child: Child
   api: PigeonholeApi
   smtpPort: number
   stop(): Promise<void>
 }
 
-async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number]): Promise<Machine> {
+export async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number]): Promise<Machine> {
   // Each machine keeps its spool (and its self-signed certificate) beside its own DATABASE_PATH.
   const dir = tempDir(`pg-${name}`)
   const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE) }
@@ -90,7 +112,7 @@ async function startMachine(name: string, entry: string, url: string, key: strin
 }
 
 /** One organisation and key made by the CLI in SQLite, copied into the empty database `url`. */
-function seed(url: string): string {
+export function seed(url: string): string {
   const dir = tempDir('pg-seed')
   try {
     mkdirSync(dir, { recursive: true })
@@ -136,12 +158,15 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
   let url: string
   let port: number
   try {
+    useDurableCluster()
     port = testCluster().port
     url = await freshDatabase()
   } catch (error) {
     return { skipped: error instanceof Error ? error.message : String(error) }
   }
   const entry = SERVER_ENTRY
+  const durability = await durabilityOf(url)
+  settings.log(`postgres servers: cluster with fsync=${durability.fsync}, synchronous_commit=${durability.synchronousCommit}`)
   const key = seed(url)
   const machines: Machine[] = []
   try {
@@ -185,7 +210,7 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
     const wakeAcrossMachines = summarize('pigeonhole_postgres', await pigeonholeLatency(a.api, a.smtpPort, shape, settings.wakeSamples, b.api))
     settings.log(`postgres servers wake-up from A's 250 to B's answer: p50 ${wakeAcrossMachines.p50Ms.toFixed(2)} ms, p99 ${wakeAcrossMachines.p99Ms.toFixed(2)} ms`)
 
-    return { entry, poolSize: POOL_SIZE, ingest: { one, two }, connectToContent, wakeAcrossMachines }
+    return { entry, poolSize: POOL_SIZE, durability, ingest: { one, two }, connectToContent, wakeAcrossMachines }
   } finally {
     await Promise.all(machines.map((m) => m.stop()))
   }

@@ -10,19 +10,21 @@
  * - Wake-up across machines: pool B's wake bus is subscribed to an inbox, pool A commits a
  *   transaction that notifies it; the sample is from A's commit returning to B's waiter
  *   being woken.
- * - Per operation (admission, slot lease, quota reservation, idempotency claim): latency one
+ * - Per operation (admission, slot lease, quota reservation, createInbox with an
+ *   Idempotency-Key through the inboxes adapter): latency one
  *   at a time, then throughput with `concurrency` operations in flight from each pool, and the
  *   CPU per operation of this process and of the PostgreSQL server's processes.
  */
 import { readdirSync, readFileSync } from 'node:fs'
 import { systemClock } from '../../src/clock.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createIdempotencyClaims } from '../../src/storage/postgres/idempotency-claims.ts'
+import { postgresDb } from '../../src/storage/postgres/db.ts'
+import { postgresInboxes } from '../../src/storage/postgres/store/inboxes.ts'
 import { createQuotaReservations } from '../../src/storage/postgres/quota-reservations.ts'
 import { admitRequest } from '../../src/storage/postgres/request-counter.ts'
 import { createSlotLeases } from '../../src/storage/postgres/slot-leases.ts'
 import { createWakeBus, notifyInbox } from '../../src/storage/postgres/wake-bus.ts'
-import { migratedDatabase, testCluster } from '../../test/support/postgres.ts'
+import { migratedDatabase, testCluster, useDurableCluster } from '../../test/support/postgres.ts'
 import { cpuMs } from '../lib/proc.ts'
 import { percentile, round } from '../lib/stats.ts'
 
@@ -143,6 +145,8 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
   let port: number
   let url: string
   try {
+    // PostgreSQL's default durability (every commit flushed), as the server phase after it.
+    useDurableCluster()
     port = testCluster().port
     url = await migratedDatabase()
   } catch (error) {
@@ -229,12 +233,25 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       const converted = await pools[m].begin((tx) => quotas[m]!.convert(tx, result.reservation, limits))
       if (!converted.counted) throw new Error(`conversion refused: ${converted.refusal}`)
     }
-    // createInbox with an Idempotency-Key: claim, then complete in the storing transaction.
-    const claims = pools.map((sql, m) => createIdempotencyClaims(sql, { holder: `bench-${m}`, clock: systemClock, retentionMs: 24 * 3_600_000 }))
+    // createInbox with an Idempotency-Key, as the server runs it (the inboxes adapter): claim the
+    // key, reserve the inbox, activate it and complete the claim in the activating transaction.
+    const inboxStores = pools.map((sql) => postgresInboxes(postgresDb(sql)))
     const claim = async (m: 0 | 1, i: number) => {
-      const outcome = await claims[m]!.claim(org, `key-${m}-${i}`, 'fingerprint')
+      const store = inboxStores[m]!
+      const now = new Date().toISOString()
+      const key = `key-${m}-${i}`
+      const outcome = await store.claimIdempotencyKey({ organizationId: org, key, fingerprint: 'fingerprint', now, expiresAt: new Date(Date.now() + 24 * 3_600_000).toISOString() })
       if (outcome.outcome !== 'claimed') throw new Error(`claim not taken: ${outcome.outcome}`)
-      await pools[m].begin((tx) => claims[m]!.complete(tx, outcome.claim, { data: { id: `inb_${i}` } }))
+      const local = `idem-${m}-${i}`
+      const reserved = await store.reserveInbox({
+        organizationId: org,
+        activeInboxLimit: many,
+        candidates: [{ id: `inb_idem_${m}_${i}`, localPart: local, address: `${local}@bench.test` }],
+        createdAt: now,
+      })
+      if (!('row' in reserved)) throw new Error(`inbox not reserved: ${reserved.refused}`)
+      const active = await store.activateInbox({ inboxId: reserved.row.id, routingRuleId: null, idempotency: { claim: outcome.claim, responseBody: `{"id":"${reserved.row.id}"}` } })
+      if (!active) throw new Error('inbox not activated')
     }
 
     const operations = {} as Extract<PostgresResult, { operations: unknown }>['operations']
@@ -261,6 +278,7 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
         `postgres ${name}: alone p50 ${figuresAlone.p50Ms} / p99 ${figuresAlone.p99Ms} ms; ${settings.concurrency}+${settings.concurrency} in flight: ${figuresLoaded.perSecond}/s, p50 ${figuresLoaded.p50Ms} / p99 ${figuresLoaded.p99Ms} ms, CPU ${figuresLoaded.benchCpuMsPerOp} ms bench + ${figuresLoaded.serverCpuMsPerOp} ms server per op`,
       )
     }
+    await Promise.all(inboxStores.map((store) => store.close()))
     return { postgresVersion, concurrency: settings.concurrency, wake, operations }
   } finally {
     await Promise.all(pools.map((sql) => sql.end({ timeout: 5 })))

@@ -101,6 +101,29 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     }
   })
 
+  test("a machine's own stored message reaches its early listeners (long polls) at once, before the NOTIFY; the others only through it", async () => {
+    const inboxId = 'inb_wake_early'
+    const heard: Record<string, InboxEvent[]> = { early: [], plain: [], elsewhere: [] }
+    const stops = [
+      b.app.services.notifier.subscribe(inboxId, (event) => heard.early!.push(event), { early: true }),
+      b.app.services.notifier.subscribe(inboxId, (event) => heard.plain!.push(event)),
+      a.app.services.notifier.subscribe(inboxId, (event) => heard.elsewhere!.push(event), { early: true }),
+    ]
+    await Promise.all([a.app.services.notifier.ready(), b.app.services.notifier.ready()])
+    try {
+      // What core does after B's storing transaction commits; no NOTIFY is sent here, so only
+      // the local delivery can reach anyone, and only B's early listener.
+      b.app.services.notifier.emit(inboxId, 'message_stored')
+      expect(heard).toEqual({ early: ['message_stored'], plain: [], elsewhere: [] })
+      // The NOTIFY of the commit then reaches everyone, the early listener a second time.
+      await sql.begin((tx) => notifyInbox(tx, inboxId))
+      await until(() => heard.plain!.length === 1 && heard.elsewhere!.length === 1 && heard.early!.length === 2, 'every listener to hear the NOTIFY')
+      expect(heard).toEqual({ early: ['message_stored', 'message_stored'], plain: ['message_stored'], elsewhere: ['message_stored'] })
+    } finally {
+      for (const stop of stops) stop()
+    }
+  })
+
   test("an inbox deleted on one machine ends the other machine's waits on it", async () => {
     const inboxId = 'inb_deleted_elsewhere'
     const heard: InboxEvent[] = []

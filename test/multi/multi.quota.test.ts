@@ -15,6 +15,7 @@ import { loadConfig } from '../../src/config.ts'
 import type { Principal } from '../../src/core/api-keys/authenticate.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
+import { deleteInbox } from '../../src/core/inboxes/delete-inbox.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
 import { changeLimits, createOrganization } from '../../src/core/organizations/organizations.ts'
 import { newId } from '../../src/ids.ts'
@@ -70,7 +71,7 @@ describeWithPostgres('quota reservations across two machines', () => {
     await changeLimits(s, CLI_ACTOR, { organizationId: org.id, overrides: limits })
     const principal: Principal = { organizationId: org.id, keyPublicId: 'quota', limits: LOCAL_TESTING_LIMITS }
     const { body } = await createInbox(s, principal, { body: '', idempotencyKey: null })
-    return { organizationId: org.id, inboxId: body.data.id, address: body.data.address }
+    return { organizationId: org.id, inboxId: body.data.id, address: body.data.address, principal }
   }
 
   /** An SMTP session on `machine` with MAIL FROM given, ready for RCPT TO. */
@@ -104,6 +105,18 @@ describeWithPostgres('quota reservations across two machines', () => {
     expect(await b2.command(`RCPT TO:<${target.address}>`)).toEqual({ code: 550, text: 'Monthly recipient quota exceeded (limit 3 per UTC month)' })
     const fresh = await session(a)
     expect((await fresh.command(`RCPT TO:<${target.address}>`)).code).toBe(550)
+  })
+
+  test('an inbox deleted between RCPT TO and DATA: nothing is stored or counted, and its unit is no longer held', async () => {
+    const target = await inboxWith({ monthlyEmails: 5 })
+    const client = await session(a)
+    expect((await client.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
+    expect(await held(target.organizationId)).toBe(1)
+    await deleteInbox(b.app.services, target.principal, target.inboxId)
+    expect((await client.data(simpleMessage({ to: target.address, subject: 'too late' }))).code).toBe(550)
+    expect(await held(target.organizationId)).toBe(0)
+    expect(await stored(target.inboxId)).toBe(0)
+    expect(await sql`select received from monthly_email_usage where organization_id = ${target.organizationId}`).toHaveLength(0)
   })
 
   test('the inbox burst counts units held on both machines, with its own reply', async () => {

@@ -90,7 +90,7 @@ export interface TestCluster {
   start(): void
 }
 
-function createCluster(): TestCluster {
+function createCluster(durable = false): TestCluster {
   const folder = scratchDir('pigeonhole-pg-')
   const data = join(folder, 'data')
   if (isRoot) {
@@ -103,9 +103,11 @@ function createCluster(): TestCluster {
   const out = join(folder, 'commands.log')
   run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'], out)
   const port = freePort()
-  // fsync off: the cluster dies with the run, and a test cannot observe power loss anyway.
+  // fsync off for the tests: the cluster dies with the run, and a test cannot observe power
+  // loss anyway. The bench keeps PostgreSQL's own defaults (fsync and synchronous_commit on):
+  // a figure measured without the flush of every commit would flatter the server.
   // The socket lives in the scratch folder so no system folder is needed.
-  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200`
+  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1${durable ? '' : ' -c fsync=off'} -c max_connections=200`
   let running = false
   const start = () => {
     if (running) return
@@ -140,11 +142,21 @@ function createCluster(): TestCluster {
 }
 
 let shared: TestCluster | null = null
+let durable = false
+
+/**
+ * Asks for the run's cluster with PostgreSQL's default durability (fsync on, every commit
+ * flushed before it returns) instead of fsync off: the bench calls it before its first use.
+ */
+export function useDurableCluster(): void {
+  if (shared && !durable) throw new Error("the run's PostgreSQL cluster already started with fsync off")
+  durable = true
+}
 
 /** The run's cluster, started on first use. */
 export function testCluster(): TestCluster {
   if (unavailable) throw new Error(unavailable)
-  shared ??= createCluster()
+  shared ??= createCluster(durable)
   return shared
 }
 

@@ -3,6 +3,10 @@
  * cutting closes every relayed connection and refuses new ones (accepted, then closed at
  * once), as a database that went away or is restarting looks to its clients; restoring
  * relays again. The listener itself stays, so its port never changes.
+ *
+ * It also counts round trips: a client's turn to speak after the server has answered it (or
+ * its first bytes on a connection) is one. Statements a client pipelines go out in one turn,
+ * however many TCP segments carry them; a statement awaited before the next is sent costs one.
  */
 import type { Socket, TCPSocketListener } from 'bun'
 import { WriteQueue } from './write-queue.ts'
@@ -14,6 +18,8 @@ interface Pair {
   pending: WriteQueue
   /** Bytes for the client socket (under backpressure). */
   back: WriteQueue
+  /** The server has sent something since the client last did: the client's next bytes start a turn. */
+  answered: boolean
 }
 
 export interface TcpCut {
@@ -22,11 +28,14 @@ export interface TcpCut {
   cut(): void
   restore(): void
   stop(): void
+  /** Round trips begun by clients over every relayed connection so far. */
+  turns(): number
 }
 
 export function tcpCut(targetHost: string, targetPort: number): TcpCut {
   const pairs = new Set<Pair>()
   let open = true
+  let turns = 0
   const listener: TCPSocketListener<Pair> = Bun.listen<Pair>({
     hostname: '127.0.0.1',
     port: 0,
@@ -36,7 +45,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
-        const pair: Pair = { client, upstream: null, pending: new WriteQueue(), back: new WriteQueue() }
+        const pair: Pair = { client, upstream: null, pending: new WriteQueue(), back: new WriteQueue(), answered: true }
         pair.back.attach(client)
         client.data = pair
         pairs.add(pair)
@@ -49,6 +58,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
               pair.pending.attach(upstream)
             },
             data(_upstream, chunk) {
+              pair.answered = true
               pair.back.write(chunk)
             },
             drain() {
@@ -66,7 +76,11 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       },
       data(client, chunk) {
         // Refused while cut (no pair): what it sends before it sees the close goes nowhere.
-        client.data?.pending.write(chunk)
+        const pair = client.data
+        if (!pair) return
+        if (pair.answered) turns++
+        pair.answered = false
+        pair.pending.write(chunk)
       },
       drain(client) {
         client.data?.back.flush()
@@ -96,5 +110,6 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
       this.cut()
       listener.stop(true)
     },
+    turns: () => turns,
   }
 }

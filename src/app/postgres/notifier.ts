@@ -3,8 +3,9 @@
  * views waiting on every machine: the storing transaction sends NOTIFY (delivered at commit),
  * and this machine's one LISTEN connection (the wake bus) hands each notification to the
  * local listeners, this machine's own writes included. So a local `emit` of a stored message
- * only bumps the version: its listeners hear it through the bus, once, as the other
- * machines' listeners do.
+ * bumps the version and reaches only the listeners that asked to hear early (long polls,
+ * which re-query on any event and so do not mind hearing it again): the others hear it
+ * through the bus, once, as the other machines' listeners do.
  *
  * An inbox deletion is not notified by storage; `emit` sends it after the commit. Should that
  * fail (the database just went away), the local listeners still hear it at once; the other
@@ -82,7 +83,12 @@ export class PostgresInboxNotifier extends InboxNotifier {
 
   override emit(inboxId: string, event: InboxEvent): void {
     this.bump(inboxId)
-    if (event === 'message_stored') return // the storing transaction's NOTIFY brings it back here
+    if (event === 'message_stored') {
+      // Emitted after the commit: a long poll's query may start now, without waiting for the
+      // NOTIFY's hop through the database (which brings it back to every listener here).
+      this.deliverEarly(inboxId, event)
+      return
+    }
     notifyInbox(this.sql, inboxId, event).catch((error: unknown) => {
       this.logger.warn('wake_notify_failed', { inbox_id: inboxId, event, ...errorFields(error) })
       this.deliver(inboxId, event)

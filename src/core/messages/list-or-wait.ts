@@ -38,12 +38,20 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   let deleted = false
   let signalledAt = 0 // the notifier fires right after the commit
   let wake: (() => void) | null = null
-  const unsubscribe = s.notifier.subscribe(inbox.id, (event) => {
-    changes++
-    if (event === 'message_stored') signalledAt = performance.now()
-    if (event === 'inbox_deleted') deleted = true
-    wake?.()
-  })
+  // Early: in PostgreSQL mode this machine's own commits wake the poll at once; a second
+  // signal for the same message (the NOTIFY) costs at most one more query.
+  const unsubscribe = s.notifier.subscribe(
+    inbox.id,
+    (event) => {
+      changes++
+      // The signal that wakes a parked poll; while a query runs, a second signal of the same
+      // message (the NOTIFY after the early one) would make the wake look faster than it was.
+      if (event === 'message_stored' && (wake || !signalledAt)) signalledAt = performance.now()
+      if (event === 'inbox_deleted') deleted = true
+      wake?.()
+    },
+    { early: true },
+  )
   // The wait ends at the deadline or when the client leaves. A stopping server does not end
   // it: mail may still arrive while SMTP drains; then the server closes its connection
   // without an answer, so the client retries instead of reading "nothing arrived".

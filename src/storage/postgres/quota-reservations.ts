@@ -46,6 +46,11 @@ export interface QuotaReservation {
 export type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
 export type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
 
+export interface PendingConversion {
+  answered: Promise<void>
+  finish(limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+}
+
 export interface QuotaReservations {
   /** Holds one unit for a message to `target`, or refuses with the first limit that has no room. */
   reserve(target: { organizationId: string; inboxId: string }, limits: QuotaLimits): Promise<ReserveResult>
@@ -56,8 +61,19 @@ export interface QuotaReservations {
    * message in the stored usage. When the month or bucket has turned since admission, or the
    * lease ran out (another machine may have used the unit), the unit is checked again against
    * the current counts and may be refused; the caller then does not store the message.
+   * With `sent`, the counting statements are sent but not awaited: their promise goes into
+   * `sent` for the caller to await with the statements it sends next (one round trip for all);
+   * the transaction must not commit before it settles.
    */
-  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits): Promise<ConvertResult>
+  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+  /**
+   * convert in two steps, so its first statements can go out with the caller's: the
+   * organisation's lock and the reservation's delete are sent at the call (`answered` settles
+   * when both have answered); `finish` decides and counts, as convert does. A caller that
+   * learns meanwhile that the message will not be stored (its inbox is gone) skips `finish`:
+   * the unit is then freed with nothing counted, and the caller's later release is harmless.
+   */
+  beginConvert(tx: Queryable, reservation: QuotaReservation): PendingConversion
   /** Extends every reservation this machine holds; the timer of `start()` calls it. */
   renew(): Promise<void>
   start(): void
@@ -74,7 +90,8 @@ export interface QuotaReservationOptions {
 
 const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
 const bucketOf = (ms: number): string => new Date(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES).toISOString()
-const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`
+/** Sent at once (`execute()`): see usedNow. */
+const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`.execute()
 
 interface Used {
   month_used: number
@@ -85,10 +102,12 @@ interface Used {
 /**
  * Stored usage plus live reservations for one inbox in `month` and `bucket`, in one statement.
  * Run under the organisation's lock; a reservation counts while its lease has not run out.
+ * The statement is sent at once (`execute()`), so a caller may send it in one go with the
+ * lock it must follow (postgres.js pipelines a connection's statements, run in the order sent).
  */
-async function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
+function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
   const { organizationId: org, inboxId: inbox } = target
-  const [row] = await tx<Used[]>`
+  return tx<Used[]>`
     select
       coalesce((select received from monthly_email_usage where organization_id = ${org} and month = ${month}), 0)
         + (select count(*) from quota_reservations where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
@@ -96,7 +115,15 @@ async function usedNow(tx: Queryable, target: { organizationId: string; inboxId:
         + (select count(*) from quota_reservations where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket} and expires_at > ${now}) as inbox_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
         + (select count(*) from quota_reservations where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
-  return { month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }
+    .execute()
+    .then(([row]) => ({ month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }))
+}
+
+/** Thrown inside reserve's transaction to roll it back when a count leaves no room. */
+class NoRoom extends Error {
+  constructor(readonly refused: { refusal: QuotaRefusal; limit: number }) {
+    super(refused.refusal)
+  }
 }
 
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
@@ -112,7 +139,7 @@ function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; l
  * mode: convert() calls it for a held unit, the inbound adapter for a delivery without one.
  */
 export async function countStoredMessage(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string): Promise<void> {
-  // Sent together (postgres.js pipelines one connection's statements, run in the order sent):
+  // Sent together, at the call (the caller may await it with statements it sends after) (postgres.js pipelines one connection's statements, run in the order sent):
   // the organisation's month, then the inbox's and the organisation's bursts, one lock order.
   const burst = (subject: string) =>
     tx`
@@ -137,6 +164,35 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
   }
   const heartbeat = leaseHeartbeat(leaseMs, renew)
 
+  const beginConvert = (tx: Queryable, reservation: QuotaReservation): PendingConversion => {
+    const nowMs = clock.now()
+    const now = new Date(nowMs).toISOString()
+    const month = monthOf(nowMs)
+    const bucket = bucketOf(nowMs)
+    // The lock and the delete under it, sent now: they go out with whatever the caller sends
+    // in the same turn and run in the order sent.
+    const deleted = Promise.all([
+      lockOrganization(tx, reservation.organizationId),
+      tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`.execute(),
+    ]).then(([, rows]) => rows[0])
+    return {
+      answered: deleted.then(() => {}),
+      async finish(limits, sent) {
+        const held = await deleted
+        // Its own row is gone, so the re-check does not count the unit against itself.
+        const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
+        if (!stillHeld) {
+          const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
+          if (refused) return { counted: false, ...refused }
+        }
+        const counting = countStoredMessage(tx, reservation, month, bucket)
+        if (sent) sent.push(counting)
+        else await counting
+        return { counted: true }
+      },
+    }
+  }
+
   return {
     async reserve(target, limits) {
       const nowMs = clock.now()
@@ -149,38 +205,38 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         bucketStartsAt: bucketOf(nowMs),
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
-      return sql.begin(async (tx): Promise<ReserveResult> => {
-        await lockOrganization(tx, target.organizationId)
-        // Tidy under the same lock: rows of dead machines no longer count anyway.
-        await tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`
-        const refused = refusalFor(await usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now), limits)
-        if (refused) return { reserved: false, ...refused }
-        await tx`
-          insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
-          values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`
-        return { reserved: true, reservation }
-      })
+      try {
+        return await sql.begin(async (tx): Promise<ReserveResult> => {
+          // One round trip for the four (run in the order sent): the lock, a tidy under it (rows
+          // of dead machines no longer count anyway), the counts read after both, and the
+          // reservation's row, which the counts do not see. When the counts leave no room the
+          // transaction rolls back, row and tidy alike.
+          const [, , used] = await Promise.all([
+            lockOrganization(tx, target.organizationId),
+            tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
+            usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
+            tx`
+              insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
+              values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
+          ])
+          const refused = refusalFor(used, limits)
+          if (refused) throw new NoRoom(refused)
+          return { reserved: true, reservation }
+        })
+      } catch (error) {
+        if (error instanceof NoRoom) return { reserved: false, ...error.refused }
+        throw error
+      }
     },
 
     async release(reservation) {
       await sql`delete from quota_reservations where id = ${reservation.id}`
     },
 
-    async convert(tx, reservation, limits) {
-      const nowMs = clock.now()
-      const now = new Date(nowMs).toISOString()
-      const month = monthOf(nowMs)
-      const bucket = bucketOf(nowMs)
-      await lockOrganization(tx, reservation.organizationId)
-      const [held] = await tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`
-      // Its own row is gone, so the re-check does not count the unit against itself.
-      const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
-      if (!stillHeld) {
-        const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
-        if (refused) return { counted: false, ...refused }
-      }
-      await countStoredMessage(tx, reservation, month, bucket)
-      return { counted: true }
+    beginConvert,
+
+    convert(tx, reservation, limits, sent) {
+      return beginConvert(tx, reservation).finish(limits, sent)
     },
 
     renew,

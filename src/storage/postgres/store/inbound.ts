@@ -14,11 +14,13 @@
  * exact for stored mail and for mail in flight alike. countStoredMessage is the one place that
  * counts, for held deliveries and for deliveries without a hold.
  */
-import { and, asc, desc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
+import type postgres from 'postgres'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
 import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
-import { countStoredMessage, type QuotaReservations } from '../quota-reservations.ts'
+import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import { rfc3339FromPostgres } from '../time.ts'
 import { WAKE_CHANNEL } from '../wake-bus.ts'
 
 /** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
@@ -57,7 +59,8 @@ async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, peri
 /**
  * notifyInbox's statement (../wake-bus.ts) for a stored message, whose payload is the bare inbox
  * id, through Drizzle's transaction: delivered only when it commits. In PostgreSQL mode this is
- * the only wake-up of a stored message (src/app/postgres/notifier.ts), on every machine.
+ * what wakes every machine's listeners (src/app/postgres/notifier.ts); the storing machine's
+ * long polls also hear the commit at once.
  */
 async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
   await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`)
@@ -67,21 +70,52 @@ const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
   a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
 
 /** What converts a held unit inside the storing transaction: createQuotaReservations. */
-export type HoldConverter = Pick<QuotaReservations, 'convert'>
+export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
 
-async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, periods: InboundPeriods, quota: HoldConverter | null): Promise<boolean> {
+/**
+ * What storing one delivery must read first, under its inbox's lock: the inbox row FOR SHARE,
+ * the inbox's newest received_at, and for a held delivery the first half of its conversion
+ * (the organisation's quota lock and the hold's delete). Every statement is sent at the call,
+ * raw (postgres.js sends a statement one microtask after `execute()`; Drizzle's builders take
+ * more hops, so mixing the two could reorder what is sent), so they go out in one round trip,
+ * with the inbox locks before them for the first delivery.
+ */
+interface DeliveryReads {
+  inbox: Promise<{ address: string }[]>
+  newest: Promise<{ at: string }[]>
+  conversion: PendingConversion | null
+}
+
+function readFor(raw: postgres.TransactionSql, delivery: InboundDelivery, quota: HoldConverter | null): DeliveryReads {
+  const { inboxId, hold } = delivery
+  if (hold && !quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+  return {
+    inbox: raw<{ address: string }[]>`select address from inboxes where id = ${inboxId} and state = 'active' for share`.execute(),
+    // As text, whatever the client's type parsers: the same text Drizzle's column reads.
+    newest: raw<{ at: string }[]>`select received_at::text as at from messages where inbox_id = ${inboxId} order by received_at desc limit 1`.execute(),
+    conversion: hold && quota ? quota.beginConvert(raw, hold) : null,
+  }
+}
+
+const answered = (reads: DeliveryReads): Promise<unknown>[] => [reads.inbox, reads.newest, ...(reads.conversion ? [reads.conversion.answered] : [])]
+
+async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, reads: DeliveryReads, periods: InboundPeriods): Promise<boolean> {
   const { message, decide } = input
-  const [inbox] = await tx
-    .select({ address: inboxes.address })
-    .from(inboxes)
-    .where(and(eq(inboxes.id, delivery.inboxId), eq(inboxes.state, 'active')))
-    .for('share')
-  if (!inbox) return false // deleted since RCPT TO (core then releases the hold)
+  const [[inbox], [newest]] = await Promise.all([reads.inbox, reads.newest, ...answered(reads)])
+  // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
+  // of the hold then finds it gone).
+  if (!inbox) return false
+  // The counters, the rows and the NOTIFY go out together and are awaited once: postgres.js
+  // pipelines what is sent on one connection, the server runs it in the order sent, and a
+  // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
+  // Rows another row references are sent first: the message, the attachments before their
+  // contents. Only a re-check (a period turned since RCPT TO) waits for an answer before them.
+  const pipelined: Promise<unknown>[] = []
   const { hold } = delivery
-  if (hold) {
-    if (!quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+  if (hold && reads.conversion) {
     // Converted first: when its period turned and the new one is full, nothing is written.
-    const converted = await quota.convert(rawTransaction(tx), hold, hold.limits)
+    // Its counting statements are sent, and awaited with the rows below.
+    const converted = await reads.conversion.finish(hold.limits, pipelined)
     if (!converted.counted) {
       decide.refused(delivery, converted.refusal, converted.limit)
       return false
@@ -90,52 +124,57 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
     const facts = await factsWhere(tx, eq(inboxes.id, delivery.inboxId), periods)
     if (!facts || !decide.recheck(delivery, facts)) return false
   }
-  const [newest] = await tx.select({ at: messages.receivedAt }).from(messages).where(eq(messages.inboxId, delivery.inboxId)).orderBy(desc(messages.receivedAt)).limit(1)
-  const { receivedAt, expiresAt } = decide.times(delivery, newest?.at)
+  // Read under the inbox's lock, which this transaction holds until it commits: no other
+  // store of this inbox can have written a newer one since.
+  const { receivedAt, expiresAt } = decide.times(delivery, newest ? rfc3339FromPostgres(newest.at) : undefined)
   const { messageId, organizationId } = delivery
-  await tx.insert(messages).values({
-    id: messageId,
-    inboxId: delivery.inboxId,
-    organizationId,
-    fromName: message.fromName,
-    fromAddress: message.fromAddress,
-    toAddress: inbox.address,
-    subject: message.subject,
-    preview: message.preview,
-    sizeBytes: message.sizeBytes,
-    receivedAt,
-    expiresAt,
-    searchSubject: message.searchSubject,
-    searchSender: message.searchSender,
-    searchSenderDomain: message.searchSenderDomain,
-    internetMessageId: message.internetMessageId,
-  })
-  // Each statement below is a round trip of its own when awaited one by one (eleven for a
-  // message with attachments). They go out together instead: postgres.js pipelines what is
-  // sent on one connection, the server runs it in the order sent (each `execute()` below puts
-  // its statement on the connection's queue at once, in this order), and a failing one aborts
-  // the transaction, so Promise.all rejects and nothing commits. Rows another row references are written first: the message above, the
-  // attachments before their contents.
+  pipelined.push(
+    tx
+      .insert(messages)
+      .values({
+        id: messageId,
+        inboxId: delivery.inboxId,
+        organizationId,
+        fromName: message.fromName,
+        fromAddress: message.fromAddress,
+        toAddress: inbox.address,
+        subject: message.subject,
+        preview: message.preview,
+        sizeBytes: message.sizeBytes,
+        receivedAt,
+        expiresAt,
+        searchSubject: message.searchSubject,
+        searchSender: message.searchSender,
+        searchSenderDomain: message.searchSenderDomain,
+        internetMessageId: message.internetMessageId,
+      })
+      .execute(),
+  )
   const ids = message.attachments.map((_, position) => delivery.attachmentIds[position]!)
   if (message.attachments.length > 0)
-    await tx.insert(attachments).values(
-      message.attachments.map((attachment, position) => ({
-        id: ids[position]!,
-        messageId,
-        organizationId,
-        position,
-        filename: attachment.filename,
-        contentType: attachment.contentType,
-        sizeBytes: attachment.sizeBytes,
-        disposition: attachment.disposition,
-        contentId: attachment.contentId,
-      })),
+    pipelined.push(
+      tx
+        .insert(attachments)
+        .values(
+          message.attachments.map((attachment, position) => ({
+            id: ids[position]!,
+            messageId,
+            organizationId,
+            position,
+            filename: attachment.filename,
+            contentType: attachment.contentType,
+            sizeBytes: attachment.sizeBytes,
+            disposition: attachment.disposition,
+            contentId: attachment.contentId,
+          })),
+        )
+        .execute(),
     )
-  const pipelined: Promise<unknown>[] = [
+  pipelined.push(
     tx.insert(messageContents).values({ messageId, textBody: message.textBody, htmlBody: message.htmlBody, headersJson: message.headersJson }).execute(),
     tx.insert(messageSearchTexts).values({ messageId, text: message.searchText }).execute(),
     tx.insert(messageSources).values({ messageId, raw: message.raw, sha256: message.rawSha256 }).execute(),
-  ]
+  )
   if (message.attachments.length > 0)
     pipelined.push(
       tx
@@ -164,12 +203,17 @@ export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = nu
     async storeMessage(input) {
       const ordered = [...input.deliveries].sort(byOrganizationThenInbox)
       return db.transaction(async (tx) => {
-        // Every inbox's lock first, in one order: see the file's comment.
-        for (const delivery of [...ordered].sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0)))
-          await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`)
+        const raw = rawTransaction(tx)
+        // Every inbox's lock first, in one order (see the file's comment), and the first
+        // delivery's reads after them: one round trip, run in the order sent.
+        const locks = [...ordered]
+          .sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0))
+          .map((delivery) => raw`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`.execute())
+        const reads = ordered.map((delivery, i) => (i === 0 ? readFor(raw, delivery, quota) : null))
+        await Promise.all([...locks, ...(reads[0] ? answered(reads[0]) : [])])
         const periods = input.decide.begin()
         const done = new Set<(typeof ordered)[number]>()
-        for (const delivery of ordered) if (await storeOne(tx, input, delivery, periods, quota)) done.add(delivery)
+        for (const [i, delivery] of ordered.entries()) if (await storeOne(tx, input, delivery, reads[i] ?? readFor(raw, delivery, quota), periods)) done.add(delivery)
         // Stored in lock order, answered in the caller's (RCPT) order.
         return input.deliveries.filter((delivery) => done.has(delivery))
       })

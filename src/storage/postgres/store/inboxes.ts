@@ -4,8 +4,7 @@
  * - the active-inbox quota: a transaction-scoped advisory lock on the organisation;
  * - a taken local part: the unique index, with ON CONFLICT DO NOTHING;
  * - an idempotency key: a transaction-scoped advisory lock on (organisation, key), and a lease
- *   per 'in_progress' record (`idempotency_leases`, the approach of ../idempotency-claims.ts)
- *   that this machine's heartbeat renews. A request on another machine that finds a live lease
+ *   per 'in_progress' record (`idempotency_leases`) that this machine's heartbeat renews. A request on another machine that finds a live lease
  *   answers in_progress; once a dead machine's lease has run out, the next request with that
  *   key takes it over, and the old holder can no longer complete it.
  * Leases run on the database's clock (`now()`), which every machine shares: they measure
@@ -27,7 +26,7 @@ const keyset = { at: inboxes.createdAt, id: inboxes.id }
 
 const lockOrganizationQuota = (tx: PostgresDbOrTx, organizationId: string) => tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.inbox-quota.${organizationId}`}, 0))`)
 
-// The same name as ../idempotency-claims.ts, so both serialise on one key.
+// One lock per (organisation, key): claim, completion and release of a key serialise on it.
 const lockIdempotencyKey = (tx: PostgresDbOrTx, organizationId: string, key: string) =>
   tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.idempotency.${organizationId}\n${key}`}, 0))`)
 

@@ -7,17 +7,16 @@
  * wildcard. Ordering is (received_at, id) descending; ids are lowercase hex, which every
  * collation orders as bytes, so ties fall the same way as in SQLite.
  *
- * Reads that take several statements (a full message: its row, content and attachments) run
- * in one REPEATABLE READ transaction, so a delete committed on another machine meanwhile
- * cannot leave half a message. A delete is one conditional statement, so two machines
+ * A full message (its row, content and attachments) is read in one statement, so a delete
+ * committed on another machine meanwhile cannot leave half a message. A delete is one conditional statement, so two machines
  * deleting the same message see exactly one success.
  */
-import { and, asc, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, desc, eq, getTableColumns, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import type { FullMessageRows, InboxListing, MessageFilters, MessageStore, OwnedItem } from '../../port/messages.ts'
-import type { MessageRow } from '../../rows.ts'
+import type { AttachmentRow, MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
-import { attachmentContents, attachments, encodeMailText, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
+import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 
 const summaryColumns = {
   id: messages.id,
@@ -71,15 +70,67 @@ function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, a
   )
 }
 
-async function withContent(tx: PostgresDbOrTx, rows: MessageRow[]): Promise<FullMessageRows[]> {
+/** An attachment row as json_build_object in withContent writes it: mail text still escaped. */
+interface AttachmentJson {
+  id: string
+  messageId: string
+  organizationId: string
+  position: number
+  filename: string
+  contentType: string
+  sizeBytes: number
+  disposition: 'attachment' | 'inline'
+  contentId: string | null
+}
+
+const attachmentFromJson = (a: AttachmentJson): AttachmentRow => ({
+  ...a,
+  filename: decodeMailText(a.filename),
+  contentType: decodeMailText(a.contentType),
+  sizeBytes: Number(a.sizeBytes),
+  contentId: a.contentId === null ? null : decodeMailText(a.contentId),
+})
+
+/**
+ * The messages matching `where` (newest first, at most `limit`) and, for the first `contentOf`
+ * of them, their content and attachments: ONE statement, so one snapshot of the database
+ * without a transaction (a delete committed meanwhile cannot leave half a message) and one
+ * round trip, which is most of what a woken long poll with include=content waits for. The
+ * attachments come as one JSON array per message, in position order.
+ */
+async function withContent(db: PostgresDbOrTx, where: SQL | undefined, limit: number, contentOf: number): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }> {
+  const firsts = db.select({ id: messages.id }).from(messages).where(where).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(contentOf)
+  const attachmentsJson = sql<AttachmentJson[] | string | null>`case when ${messageContents.messageId} is null then null else (
+    select coalesce(json_agg(json_build_object(
+      'id', a.id, 'messageId', a.message_id, 'organizationId', a.organization_id, 'position', a.position, 'filename', a.filename,
+      'contentType', a.content_type, 'sizeBytes', a.size_bytes, 'disposition', a.disposition, 'contentId', a.content_id
+    ) order by a.position), '[]'::json) from ${attachments} a where a.message_id = ${messages.id}) end`
+  const found = await db
+    .select({
+      message: getTableColumns(messages),
+      contentMessageId: messageContents.messageId,
+      textBody: messageContents.textBody,
+      htmlBody: messageContents.htmlBody,
+      headersJson: messageContents.headersJson,
+      attachments: attachmentsJson,
+    })
+    .from(messages)
+    .leftJoin(messageContents, and(eq(messageContents.messageId, messages.id), inArray(messageContents.messageId, firsts)))
+    .where(where)
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(limit)
   const full: FullMessageRows[] = []
-  for (const message of rows) {
-    // Written in the same transaction as the message, so it is there in this snapshot.
-    const [content] = await tx.select().from(messageContents).where(eq(messageContents.messageId, message.id)).limit(1)
-    const parts = await tx.select().from(attachments).where(eq(attachments.messageId, message.id)).orderBy(asc(attachments.position))
-    full.push({ message, content: content!, attachments: parts })
+  for (const row of found) {
+    // Written in the same transaction as the message, so there whenever the message is.
+    if (row.contentMessageId === null || row.headersJson === null) continue
+    const parts = typeof row.attachments === 'string' ? (JSON.parse(row.attachments) as AttachmentJson[]) : (row.attachments ?? [])
+    full.push({
+      message: row.message,
+      content: { messageId: row.contentMessageId, textBody: row.textBody, htmlBody: row.htmlBody, headersJson: row.headersJson },
+      attachments: parts.map(attachmentFromJson),
+    })
   }
-  return full
+  return { rows: found.map((row) => row.message), full }
 }
 
 /**
@@ -91,9 +142,6 @@ const matchesNothing = (filters: MessageFilters): boolean => Object.values(filte
 
 const ownedWhere = ({ organizationId, id, now }: OwnedItem) => and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now))
 
-/** One snapshot for reads of several statements. */
-const snapshot = <T>(db: PostgresDb, work: (tx: PostgresDbOrTx) => Promise<T>): Promise<T> => db.transaction(work, { isolationLevel: 'repeatable read', accessMode: 'read only' })
-
 export function postgresMessages(db: PostgresDb): MessageStore {
   return {
     async listInbox(listing) {
@@ -103,17 +151,12 @@ export function postgresMessages(db: PostgresDb): MessageStore {
 
     async listInboxWithContent(listing, contentOf) {
       if (matchesNothing(listing.filters)) return { rows: [], full: [] }
-      return snapshot(db, async (tx) => {
-        const rows = await tx.select().from(messages).where(listingWhere(tx, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
-        return { rows, full: await withContent(tx, rows.slice(0, contentOf)) }
-      })
+      return withContent(db, listingWhere(db, listing), listing.limit, contentOf)
     },
 
     async getFull(item) {
-      return snapshot(db, async (tx) => {
-        const [row] = await tx.select().from(messages).where(ownedWhere(item)).limit(1)
-        return row ? (await withContent(tx, [row]))[0]! : null
-      })
+      const { full } = await withContent(db, ownedWhere(item), 1, 1)
+      return full[0] ?? null
     },
 
     async getSource(item) {

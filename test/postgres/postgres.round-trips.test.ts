@@ -1,0 +1,90 @@
+/**
+ * Round trips to PostgreSQL on the path a test waits on: delivering a message over SMTP
+ * (RCPT's admission and quota hold, the storing transaction) and reading a message in full
+ * (what a woken long poll with include=content reads). Each round trip is a wake-up of the
+ * database's process and of ours, which on a busy machine is most of the latency; statements
+ * that do not depend on each other's answers go out together. Counted by a relay in front
+ * of the cluster (test/support/tcp-cut.ts), after warm-up deliveries so the statements are
+ * prepared on the pool's connection (the first use of a statement on a connection costs one
+ * more round trip to learn its parameter types).
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { rmSync } from 'node:fs'
+import { join } from 'node:path'
+import { type RunningApp, startApp } from '../../src/app.ts'
+import { loadConfig } from '../../src/config.ts'
+import type { Principal } from '../../src/core/api-keys/authenticate.ts'
+import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
+import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
+import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
+import { createOrganization } from '../../src/core/organizations/organizations.ts'
+import { createLogger } from '../../src/log.ts'
+import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+import { scratchDir } from '../support/scratch.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
+import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
+import { layDownSelfSigned } from '../support/tls-seed.ts'
+
+setDefaultTimeout(60_000)
+
+/**
+ * One message to one recipient, by statement group: admission facts (1); the quota hold's
+ * BEGIN, lock + tidy + counts + its row, COMMIT (3); the store's BEGIN, inbox lock + inbox row
+ * + newest received_at + quota lock + hold's delete, every row + counters + NOTIFY, COMMIT (4).
+ * Awaited one statement at a time, with Drizzle's statements unprepared (a describe before
+ * each), it was 29, and the full read 9.
+ */
+const DELIVERY_ROUND_TRIPS = 8
+
+describeWithPostgres('round trips to PostgreSQL per delivered and per read message', () => {
+  let relay: TcpCut
+  let app: RunningApp
+  let dir: string
+  let inbox: { id: string; address: string }
+
+  beforeAll(async () => {
+    const direct = new URL(await migratedDatabase())
+    relay = tcpCut(direct.hostname, Number(direct.port))
+    const relayed = new URL(direct)
+    relayed.port = String(relay.port)
+    dir = scratchDir('pigeonhole-round-trips-')
+    const databasePath = join(dir, 'pigeonhole.db')
+    // One connection in the pool: every statement's first use (its describe) is in the warm-up.
+    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: relayed.href, DATABASE_POOL_SIZE: '1', RECEIVING_DOMAIN: 'inbox.test' })
+    await layDownSelfSigned(databasePath, config.receivingDomain)
+    app = await startApp({ config, logger: createLogger('error', () => {}) })
+    const s = app.services
+    const org = await createOrganization(s, CLI_ACTOR, { name: 'round trips', preset: 'local' })
+    const principal: Principal = { organizationId: org.id, keyPublicId: 'round-trips', limits: LOCAL_TESTING_LIMITS }
+    inbox = (await createInbox(s, principal, { body: '', idempotencyKey: null })).body.data
+    for (let i = 0; i < 2; i++) expect((await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: `warm-up ${i}` }))).data?.code).toBe(250)
+  })
+  afterAll(async () => {
+    await app?.stop()
+    relay?.stop()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
+
+  test(`an SMTP delivery of one message costs ${DELIVERY_ROUND_TRIPS} round trips`, async () => {
+    const before = relay.turns()
+    expect((await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'counted' }))).data?.code).toBe(250)
+    expect(relay.turns() - before).toBe(DELIVERY_ROUND_TRIPS)
+  })
+
+  test('a page with its first message in full (a woken include=content poll) is one round trip, as is getFull', async () => {
+    const { store } = app.services
+    const listing = { inboxId: inbox.id, now: new Date().toISOString(), filters: {}, textWindow: 1000, after: undefined, limit: 2 }
+    await store.messages.listInboxWithContent(listing, 1) // prepared on the connection
+    let before = relay.turns()
+    const { rows, full } = await store.messages.listInboxWithContent(listing, 1)
+    expect(relay.turns() - before).toBe(1)
+    expect(rows).toHaveLength(2)
+    expect(full.map((f) => f.message.subject)).toEqual(['counted'])
+
+    const item = { organizationId: rows[0]!.organizationId, id: rows[0]!.id, now: listing.now }
+    await store.messages.getFull(item)
+    before = relay.turns()
+    expect((await store.messages.getFull(item))?.message.id).toBe(rows[0]!.id)
+    expect(relay.turns() - before).toBe(1)
+  })
+})
