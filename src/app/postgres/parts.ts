@@ -76,7 +76,8 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   logger.info('postgres_migrated', { applied })
   const sql = openPostgres(config.databaseUrl, {
     max: config.databasePoolSize,
-    statementTimeoutMs: config.databaseStatementTimeoutMs,
+    // 0: the operator turned the bound off (docs/scaling.md).
+    statementTimeoutMs: config.databaseStatementTimeoutMs || undefined,
     onNotice: (message) => logger.debug('postgres_notice', { message }),
   })
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
