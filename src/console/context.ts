@@ -10,12 +10,12 @@ import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
 import { newToken } from '../core/helpers/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
-import { ANON_CSRF_COOKIE, clearCookie, cookie, readCookie, SESSION_COOKIE } from './cookies.ts'
+import { ANON_CSRF_COOKIE, clearCookie, cookie, cookieNames, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import { PATHS } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
-import { type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
+import { isShownCookie, type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -108,6 +108,10 @@ export class ConsoleRequest<Name extends string = string> {
   holdShown(value: ShownValue): string {
     if (!this.sessionToken) throw new Refusal('unauthenticated', 'Sign in to continue.')
     const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.sessionToken, value)
+    // The newest value replaces those held before: otherwise each create added a cookie of
+    // about 300 bytes for 10 minutes, and a few dozen creates in that time would push the
+    // browser's Cookie header past the server's header limit, failing every console page.
+    for (const held of cookieNames(this.request).filter(isShownCookie)) this.setCookies.push(clearCookie(held, this.deps.secureCookies))
     this.setCookies.push(cookie(shownCookieName(id), sealed, { secure: this.deps.secureCookies, maxAgeSeconds }))
     return id
   }

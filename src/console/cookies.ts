@@ -13,6 +13,17 @@ export function readCookie(request: Request, name: string): string | undefined {
   return undefined
 }
 
+/** The names of the cookies the request carries. */
+export function cookieNames(request: Request): string[] {
+  const header = request.headers.get('cookie')
+  if (!header) return []
+  return header
+    .split(';')
+    .filter((part) => part.includes('='))
+    .map((part) => part.slice(0, part.indexOf('=')).trim())
+    .filter((name) => name !== '')
+}
+
 export function cookie(name: string, value: string, options: { secure: boolean; maxAgeSeconds?: number }): string {
   const parts = [`${name}=${value}`, 'HttpOnly', 'SameSite=Lax', 'Path=/']
   if (options.maxAgeSeconds !== undefined) parts.push(`Max-Age=${Math.max(0, Math.floor(options.maxAgeSeconds))}`)

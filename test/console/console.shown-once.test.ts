@@ -91,3 +91,24 @@ test("the operator's reset password is shown on a GET, to that session only", as
   expect((await other.get(made.location!)).status).toBe(404)
   expect((await signedIn(server, 'm@example.com', password)).cookies.has('ph_session')).toBe(true)
 })
+
+test('each new value replaces the one held before: the browser holds one sealed cookie however many keys it makes', async () => {
+  const held = () => [...owner.cookies.keys()].filter((name) => name.startsWith('ph_shown_'))
+  let previous: string | undefined
+  for (let i = 0; i < 60; i++) {
+    await owner.get(`/console/orgs/${organizationId}/keys`)
+    const made = await owner.post(`/console/orgs/${organizationId}/keys`, { name: `bulk ${i}` })
+    expect(made.status).toBe(303)
+    // Without the replacement, 60 cookies of about 300 bytes (18 KB) outgrow the header limit.
+    expect(held()).toHaveLength(1)
+    const page = await owner.get(made.location!)
+    expect(page.status).toBe(200)
+    expect(page.html).toMatch(/value="ph_live_[0-9a-f_]+"/)
+    previous = made.location!
+  }
+  // The page of an earlier key no longer shows it once a newer one was made; the newest still does.
+  await owner.get(`/console/orgs/${organizationId}/keys`)
+  const last = await owner.post(`/console/orgs/${organizationId}/keys`, { name: 'last' })
+  expect((await owner.get(previous!)).html).not.toMatch(/value="ph_live_[0-9a-f_]+"/)
+  expect((await owner.get(last.location!)).html).toMatch(/value="ph_live_[0-9a-f_]+"/)
+})
