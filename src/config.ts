@@ -43,6 +43,14 @@ export const SETTINGS = [
     description: "PostgreSQL mode: connections this machine's pool opens at most (plus one for LISTEN). Keep the sum over machines under the server's `max_connections`.",
   },
   {
+    env: 'DATABASE_STATEMENT_TIMEOUT_MS',
+    key: 'databaseStatementTimeoutMs',
+    kind: { type: 'int', min: 0, max: 600_000 },
+    default: '10000',
+    description:
+      "PostgreSQL mode: the server's `statement_timeout` on this machine's pool (no statement of ours legitimately runs longer), and the bound on a database that goes silent: a statement that hears nothing for this long plus 2 s has its connection closed and fails as an outage (SMTP 451, API 503). The start-up migration and `cli db copy` are not bound. 0 turns both off (a statement sent to a silent database then waits for the OS to give its connection up: minutes); see docs/scaling.md for poolers.",
+  },
+  {
     env: 'RECEIVING_DOMAIN',
     key: 'receivingDomain',
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },

@@ -51,6 +51,8 @@ const UNREACHABLE_CLIENT_CODES = new Set([
   'CONNECTION_CLOSED',
   'CONNECTION_ENDED',
   'CONNECTION_DESTROYED',
+  // Our patch to postgres.js: a statement heard nothing past its deadline (a silent database).
+  'CONNECTION_SILENT',
   'CONNECT_TIMEOUT',
   'PROBE_TIMEOUT',
 ])
@@ -58,7 +60,8 @@ const UNREACHABLE_CLIENT_CODES = new Set([
 /**
  * PostgreSQL mode: the database could not be used now. SQLSTATE class 08 (connection
  * exceptions) and 57P01–57P03 (the server shutting down, crashed, or still starting: a
- * restart or failover) are unreachable; 53300 (too many connections) busy; 53100 (disk full)
+ * restart or failover) are unreachable; 53300 (too many connections) and 57014 (a statement
+ * cancelled by our statement_timeout) busy; 53100 (disk full)
  * full; 25006 (a read-only transaction: connected to a standby after a failover) read-only.
  * Anything else (a constraint, a bug in our SQL) is not a storage state.
  */
@@ -66,7 +69,9 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
   const code = (error as { code?: unknown } | null)?.code
   if (typeof code !== 'string') return null
   if (UNREACHABLE_CLIENT_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code)) return 'unreachable'
-  if (code === '53300') return 'busy'
+  // 57014: a statement ran past the pool's statement_timeout (DATABASE_STATEMENT_TIMEOUT_MS):
+  // a database too slow to answer now, as a lock held too long is in SQLite mode.
+  if (code === '53300' || code === '57014') return 'busy'
   if (code === '53100') return 'full'
   if (code === '25006') return 'read_only'
   return null

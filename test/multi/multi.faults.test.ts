@@ -33,10 +33,26 @@ const quiet = createLogger('error', () => {})
 
 describe('classifying PostgreSQL failures', () => {
   test("an unreachable, restarting or shutting-down server is 'unreachable'; other database errors are not storage states", () => {
-    for (const code of ['ECONNREFUSED', 'ECONNRESET', 'CONNECTION_CLOSED', 'CONNECTION_ENDED', 'CONNECTION_DESTROYED', 'CONNECT_TIMEOUT', '57P01', '57P02', '57P03', '08006', '08001', '08P01']) {
+    for (const code of [
+      'ECONNREFUSED',
+      'ECONNRESET',
+      'CONNECTION_CLOSED',
+      'CONNECTION_ENDED',
+      'CONNECTION_DESTROYED',
+      'CONNECTION_SILENT',
+      'CONNECT_TIMEOUT',
+      '57P01',
+      '57P02',
+      '57P03',
+      '08006',
+      '08001',
+      '08P01',
+    ]) {
       expect(postgresFailureKind({ code })).toBe('unreachable')
     }
     expect(postgresFailureKind({ code: '53300' })).toBe('busy')
+    // A statement past the pool's statement_timeout: the database too slow to answer now.
+    expect(postgresFailureKind({ code: '57014' })).toBe('busy')
     expect(postgresFailureKind({ code: '53100' })).toBe('full')
     expect(postgresFailureKind({ code: '25006' })).toBe('read_only')
     for (const code of ['23505', '42P01', '40001', 'SQLITE_CONSTRAINT', undefined]) expect(postgresFailureKind({ code })).toBeNull()

@@ -5,11 +5,14 @@
  * by themselves after the server restarts, a pool that never opens more than `max`, a
  * connection reset just after its handshake that reaches only the query that was waiting, and
  * the database going away (`support/tcp-cut.ts`): every query fails promptly, none waits
- * forever, and the pool connects again cleanly once it is back (patches/postgres@3.4.9.patch).
+ * forever, and the pool connects again cleanly once it is back (patches/postgres@3.4.9.patch);
+ * the database going silent (the same relay holding every byte): a statement sent into the
+ * silence fails at the statement timeout plus a margin, its connection replaced, and LISTEN,
+ * with nothing pending, is left alone.
  */
 import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Socket } from 'bun'
-import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { openPostgres, SILENCE_MARGIN_MS } from '../../src/storage/postgres/client.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
 import { tcpCut } from '../support/tcp-cut.ts'
 import { until } from '../support/wait.ts'
@@ -225,6 +228,47 @@ describeWithPostgres('the PostgreSQL client', () => {
     } finally {
       relay.restore()
       await sql.end({ timeout: 1 })
+      relay.stop()
+    }
+  })
+  test("a path gone silent under open connections: their statements fail at the statement timeout plus the margin; LISTEN stays and hears what was held; a slow statement is the server's 57014", async () => {
+    const direct = new URL(url)
+    const relay = tcpCut(direct.hostname, Number(direct.port))
+    const relayed = new URL(url)
+    relayed.port = String(relay.port)
+    const statementTimeoutMs = 500
+    const sql = openPostgres(relayed.href, { max: 2, statementTimeoutMs })
+    const sender = openPostgres(url, { max: 1 })
+    const heard: string[] = []
+    try {
+      await sql.listen('silence_test', (payload) => heard.push(payload))
+      // A reachable server answers a statement past the timeout with its own error, on a connection that stays.
+      expect((await outcome(sql`select pg_sleep(2)`)).result).toBe('57014')
+      expect((await Promise.all([outcome(sql`select pg_sleep(0.05)`), outcome(sql`select pg_sleep(0.05)`)])).map((o) => o.result)).toEqual(['ok', 'ok'])
+
+      relay.silence()
+      const deadline = statementTimeoutMs + SILENCE_MARGIN_MS
+      // Without the deadline these waited until the OS gave the connection up: 'no answer' within the cap.
+      const answers = await Promise.all(Array.from({ length: 4 }, () => outcome(sql`select 1`, 20_000)))
+      // On an open connection: CONNECTION_SILENT at the deadline. One that waited for a new
+      // connection (the relay accepts, the start-up goes unanswered): the connect timeout, 5 s.
+      expect(answers.filter((o) => !['CONNECTION_SILENT', 'CONNECT_TIMEOUT'].includes(o.result))).toEqual([])
+      const silent = answers.filter((o) => o.result === 'CONNECTION_SILENT')
+      expect(silent.length).toBeGreaterThanOrEqual(1)
+      expect(Math.min(...silent.map((o) => o.ms))).toBeGreaterThanOrEqual(deadline - 50)
+      expect(Math.max(...answers.map((o) => o.ms))).toBeLessThan(9_000)
+      await sender.notify('silence_test', 'held')
+
+      relay.restore()
+      // The LISTEN connection had nothing pending: it was left alone, and the notification
+      // held on the silent path reaches it once the path is back.
+      await until(() => heard.includes('held'), 'the held notification', { timeoutMs: 10_000 })
+      const after = await Promise.all([1, 2].map(() => outcome(sql`select pg_sleep(0.05)`)))
+      expect(after.map((o) => o.result)).toEqual(['ok', 'ok'])
+    } finally {
+      relay.restore()
+      await sql.end({ timeout: 1 })
+      await sender.end({ timeout: 1 })
       relay.stop()
     }
   })

@@ -74,7 +74,12 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     throw new DatabaseUnreachableError(describePostgresUrl(config.databaseUrl), error)
   }
   logger.info('postgres_migrated', { applied })
-  const sql = openPostgres(config.databaseUrl, { max: config.databasePoolSize, onNotice: (message) => logger.debug('postgres_notice', { message }) })
+  const sql = openPostgres(config.databaseUrl, {
+    max: config.databasePoolSize,
+    // 0: the operator turned the bound off (docs/scaling.md).
+    statementTimeoutMs: config.databaseStatementTimeoutMs || undefined,
+    onNotice: (message) => logger.debug('postgres_notice', { message }),
+  })
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   const slots = createSlotLeases(sql, { holder, clock })
   const quota = createQuotaReservations(sql, { holder, clock })

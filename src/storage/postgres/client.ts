@@ -15,7 +15,22 @@ export interface ClientOptions {
   max?: number
   /** Where the server's notices (warnings) go; dropped by default, they are not errors of ours. */
   onNotice?: (message: string) => void
+  /**
+   * The server's `statement_timeout` for this pool's connections, and with it the silence
+   * deadline: a connection whose statement hears nothing for this long plus SILENCE_MARGIN_MS
+   * is destroyed and its statements fail with CONNECTION_SILENT (an outage to
+   * core/storage-health.ts). Unset: neither (the migration waits for another machine's under
+   * its lock; `cli db copy` runs long statements).
+   */
+  statementTimeoutMs?: number
 }
+
+/**
+ * Beyond the statement timeout, how long a silent connection is given before it is taken for
+ * lost: the server's cancel needs a moment to run and its error a round trip, even on a busy
+ * machine. A reachable server answers within the statement timeout, with rows or that error.
+ */
+export const SILENCE_MARGIN_MS = 2_000
 
 /** A pooled client for `url` (postgres:// or postgresql://). Connections open lazily, on first use. */
 export function openPostgres(url: string, options: ClientOptions = {}): Sql {
@@ -31,8 +46,15 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
     // took 10 to 20 s to be refused. Doubling from 50 ms up to 1 s keeps a refusal prompt (451,
     // 503) and is still no storm: a machine has a handful of connections.
     backoff: (retries: number) => Math.min(0.05 * 2 ** retries, 1) * (0.5 + Math.random() / 2),
-    // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
-    connection: { TimeZone: 'UTC' },
+    // A database that goes silent (a network path dropping every packet, a frozen server) would
+    // otherwise hold a sent statement, and the request behind it, until the OS gives the
+    // connection up: minutes. The silence deadline is our patch to postgres.js.
+    ...(options.statementTimeoutMs === undefined ? {} : { silence_timeout: (options.statementTimeoutMs + SILENCE_MARGIN_MS) / 1000 }),
+    connection: {
+      // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
+      TimeZone: 'UTC',
+      ...(options.statementTimeoutMs === undefined ? {} : { statement_timeout: options.statementTimeoutMs }),
+    },
   })
 }
 
