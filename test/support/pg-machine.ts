@@ -18,31 +18,18 @@
 import { createInterface } from 'node:readline'
 import { startApp } from '../../src/app.ts'
 import { sweepOnceAcrossMachines } from '../../src/app/postgres/sweeper.ts'
+import { runAsProcess } from '../../src/app/process.ts'
 import { ManualClock } from '../../src/clock.ts'
 import { loadConfigOrExit } from '../../src/config.ts'
 import { createApiKey } from '../../src/core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
-import { errorFields } from '../../src/log.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 
 const clock = process.env.PG_MACHINE_CLOCK ? new ManualClock(process.env.PG_MACHINE_CLOCK) : undefined
 const config = loadConfigOrExit()
 const app = await startApp({ config, clock })
-const { logger } = app.services
-process.on('unhandledRejection', (reason) => logger.error('unhandled_rejection', errorFields(reason)))
-process.on('uncaughtException', (error) => logger.error('uncaught_exception', errorFields(error)))
-let stopping = false
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return
-    stopping = true
-    app.stop().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    )
-  })
-}
+runAsProcess(app)
 // PG_MACHINE_TENANTS: `preset:keys` per organisation, comma-separated (`hosted:4,local:1`).
 const tenants: { organizationId: string; keys: string[] }[] = []
 for (const [index, spec] of (process.env.PG_MACHINE_TENANTS ?? '').split(',').filter(Boolean).entries()) {
