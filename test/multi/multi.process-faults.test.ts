@@ -9,12 +9,12 @@
  * on each, without a restart.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
+import { type MachineProcess, machineApi, pgMachine, longPollsWaiting } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase, ownCluster, type TestCluster } from '../support/postgres.ts'
 import { expectError } from '../support/shapes.ts'
 import { type Reply, SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
-import { until } from '../support/wait.ts'
+import { until, timed } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -26,12 +26,6 @@ setDefaultTimeout(60_000)
 const PROMPT_MS = 5_000
 /** The wait a long poll asks for while the database goes away: its answer must come by then. */
 const WAIT_SECONDS = 4
-
-const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> => {
-  const began = performance.now()
-  const value = await work()
-  return { value, ms: performance.now() - began }
-}
 
 async function ready(machine: MachineProcess): Promise<number> {
   return (await machineApi(machine, 'GET', '/ready')).status
@@ -190,11 +184,7 @@ async function outage(machines: MachineProcess[], key: string, away: () => void 
 
 const METRICS_TOKEN = 'multi-process-faults-metrics-token'
 
-async function waitsHeld(machine: MachineProcess): Promise<number> {
-  const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-  const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
-  return Number(line?.split(' ')[1] ?? Number.NaN)
-}
+const waitsHeld = (machine: MachineProcess) => longPollsWaiting(machine, METRICS_TOKEN)
 
 describeWithPostgres('two server processes whose database is cut off', () => {
   const relays: TcpCut[] = []

@@ -3,7 +3,7 @@
  * and SMTP: mail into one wakes a wait on the other, and limits count across both.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { type MachineProcess, pgMachine } from '../support/pg-processes.ts'
+import { longPollsWaiting, type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { type RetryingProxy, startRetryingProxy } from '../support/retrying-proxy.ts'
 import { sendRetrying } from '../support/retrying-sender.ts'
@@ -11,23 +11,6 @@ import { SmtpClient, SmtpConnectionClosedError, sendMail, simpleMessage } from '
 import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
-
-async function api(machine: MachineProcess, method: string, path: string, key: string, body?: unknown, timeoutMs = 45_000) {
-  try {
-    const response = await fetch(`${machine.httpUrl}${path}`, {
-      method,
-      // Longer than any wait a test asks for: a request that hangs fails its test with its name.
-      signal: AbortSignal.timeout(timeoutMs),
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    })
-    const text = await response.text()
-    return { status: response.status, headers: response.headers, body: text ? JSON.parse(text) : undefined, text }
-  } catch (error) {
-    if ((error as Error)?.name !== 'TimeoutError') throw error
-    throw new Error(`${method} ${path} got no whole answer within ${timeoutMs} ms`)
-  }
-}
 
 /** `work`, or a failure naming what it waited for once `ms` have passed. */
 async function within<T>(work: Promise<T>, ms: number, what: () => string): Promise<T> {
@@ -45,11 +28,7 @@ async function within<T>(work: Promise<T>, ms: number, what: () => string): Prom
 // /metrics tells how many long polls each machine holds, so a test knows when they are parked.
 const METRICS_TOKEN = 'multi-processes-metrics-token'
 
-async function waitsHeld(machine: MachineProcess): Promise<number> {
-  const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-  const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
-  return Number(line?.split(' ')[1] ?? Number.NaN)
-}
+const waitsHeld = (machine: MachineProcess) => longPollsWaiting(machine, METRICS_TOKEN)
 
 describeWithPostgres('two server processes on one PostgreSQL database', () => {
   let a: MachineProcess
@@ -67,10 +46,10 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
 
   test('mail into machine A wakes a long poll waiting on machine B, with the message', async () => {
     const key = a.tenants[0]!.keys[0]!
-    const inbox = await api(a, 'POST', '/v1/inboxes', key)
+    const inbox = await machineApi(a, 'POST', '/v1/inboxes', key)
     expect(inbox.status).toBe(201)
     const { id, address: email } = inbox.body.data
-    const waiting = api(b, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key)
+    const waiting = machineApi(b, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key)
     // The wait must be parked on B before the mail goes in, or a plain query would find it.
     await Bun.sleep(300)
     const sent = await sendMail(a.smtp, { to: [email] }, simpleMessage({ to: email, subject: 'across machines', text: 'woken on B' }))
@@ -84,13 +63,13 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
 
   test('the 31st concurrent wait of an organisation spread over A and B gets 429', async () => {
     const { keys } = a.tenants[2]! // a hosted organisation: 10 waits per key, 30 per organisation
-    const inbox = await api(a, 'POST', '/v1/inboxes', keys[0]!)
+    const inbox = await machineApi(a, 'POST', '/v1/inboxes', keys[0]!)
     expect(inbox.status).toBe(201)
     const path = `/v1/inboxes/${inbox.body.data.id}/messages?wait_seconds=60`
     // 30 waits over four keys (8, 8, 7, 7: under each key's 10), alternating machines.
     const settled: number[] = []
     const waits = Array.from({ length: 30 }, (_, i) =>
-      api(i % 2 === 0 ? a : b, 'GET', path, keys[i % 4]!).then((answer) => {
+      machineApi(i % 2 === 0 ? a : b, 'GET', path, keys[i % 4]!).then((answer) => {
         settled.push(answer.status)
         return answer
       }),
@@ -104,13 +83,13 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     expect(settled).toEqual([])
     // Key 3 holds 7 of its 10: only the organisation's 30 refuses it, on either machine.
     for (const machine of [b, a]) {
-      const extra = await api(machine, 'GET', path.replace('wait_seconds=60', 'wait_seconds=1'), keys[3]!)
+      const extra = await machineApi(machine, 'GET', path.replace('wait_seconds=60', 'wait_seconds=1'), keys[3]!)
       expect(extra.status, `${machine.name}: ${extra.text}`).toBe(429)
       expect(extra.body.error.code).toBe('long_poll_limit_exceeded')
     }
     expect(settled).toEqual([])
     // Deleting the inbox ends the 30 waits on both machines, and frees their slots.
-    expect((await api(b, 'DELETE', `/v1/inboxes/${inbox.body.data.id}`, keys[0]!)).status).toBe(204)
+    expect((await machineApi(b, 'DELETE', `/v1/inboxes/${inbox.body.data.id}`, keys[0]!)).status).toBe(204)
     const ended = await Promise.all(waits)
     expect(ended.map((w) => w.body?.error?.code)).toEqual(Array(30).fill('inbox_not_found'))
     await until(async () => (await waitsHeld(a)) === 0 && (await waitsHeld(b)) === 0, 'every slot to be freed', { timeoutMs: 10_000, intervalMs: 50 })
@@ -121,7 +100,7 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     const senders = 4
     const inboxes: { id: string; address: string }[] = []
     for (let i = 0; i < senders; i++) {
-      const created = await api(b, 'POST', '/v1/inboxes', key)
+      const created = await machineApi(b, 'POST', '/v1/inboxes', key)
       expect(created.status).toBe(201)
       inboxes.push(created.body.data)
     }
@@ -157,7 +136,7 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     let watching = true
     const watchB = (async () => {
       while (watching) {
-        bStatuses.push((await api(b, 'GET', '/v1/inboxes', key)).status)
+        bStatuses.push((await machineApi(b, 'GET', '/v1/inboxes', key)).status)
         await Bun.sleep(50)
       }
     })()
@@ -175,7 +154,7 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     for (const [i, inbox] of inboxes.entries()) {
       const stored = new Set<string>()
       for (let cursor: string | null = null, first = true; first || cursor; first = false) {
-        const listed = await api(b, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, key)
+        const listed = await machineApi(b, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, key)
         expect(listed.status).toBe(200)
         for (const message of listed.body.data) stored.add(message.subject)
         cursor = listed.body.next_cursor
@@ -233,11 +212,11 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         })
       }
       async function cycle(loop: number, n: number): Promise<void> {
-        const created = await stepped('create', api(through, 'POST', '/v1/inboxes', key, undefined, STEP_MS))
+        const created = await stepped('create', machineApi(through, 'POST', '/v1/inboxes', key, undefined, STEP_MS))
         if (created.status !== 201) throw new Error(`create answered ${created.status} ${created.text}`)
         const { id, address } = created.body.data
         const subject = `rolling-${loop}-${n}`
-        const waiting = stepped('wait', api(through, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=${WAIT_SECONDS}&include=content&limit=1`, key, undefined, WAIT_SECONDS * 1000 + STEP_MS))
+        const waiting = stepped('wait', machineApi(through, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=${WAIT_SECONDS}&include=content&limit=1`, key, undefined, WAIT_SECONDS * 1000 + STEP_MS))
         waiting.catch(() => undefined) // read below; a send that fails first must not leave it unheard
         // Sent whether or not the wait is parked yet: a wait that starts late finds it stored.
         const sendStarted = performance.now()
@@ -248,7 +227,7 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         const woken = await waiting
         if (woken.status !== 200 || woken.body.data[0]?.subject !== subject) throw new Error(`wait answered ${woken.status} ${woken.text} (${sendTook})`)
         if (woken.body.data[0].text.trim() !== `cycle ${n}`) throw new Error(`wait answered the wrong content: ${woken.text}`)
-        const deleted = await stepped('delete', api(through, 'DELETE', `/v1/inboxes/${id}`, key, undefined, STEP_MS))
+        const deleted = await stepped('delete', machineApi(through, 'DELETE', `/v1/inboxes/${id}`, key, undefined, STEP_MS))
         if (deleted.status !== 204) throw new Error(`delete answered ${deleted.status} ${deleted.text}`)
       }
 

@@ -11,12 +11,12 @@
  * once the path is back A recovers by itself: a create → send → wait → delete cycle.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
+import { type MachineProcess, machineApi, pgMachine, longPollsWaiting } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { expectError } from '../support/shapes.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
-import { until } from '../support/wait.ts'
+import { until, timed } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -31,17 +31,7 @@ const STATEMENT_TIMEOUT_MS = 1_000
 const BOUND_MS = 8_000
 const METRICS_TOKEN = 'multi-silent-metrics-token'
 
-const timed = async <T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> => {
-  const began = performance.now()
-  const value = await work()
-  return { value, ms: performance.now() - began }
-}
-
-async function waitsHeld(machine: MachineProcess): Promise<number> {
-  const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
-  const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
-  return Number(line?.split(' ')[1] ?? Number.NaN)
-}
+const waitsHeld = (machine: MachineProcess) => longPollsWaiting(machine, METRICS_TOKEN)
 
 describeWithPostgres('a machine whose path to the database goes silent', () => {
   let relay: TcpCut

@@ -26,6 +26,7 @@ import { createLogger } from '../../src/log.ts'
 import type { RoutingProvider } from '../../src/core/routing.ts'
 import type { Services } from '../../src/core/services.ts'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { type ApiResponse, readApiResponse } from './api-response.ts'
 import { countRows } from './messages.ts'
 import { migratedDatabase, testCluster } from './postgres.ts'
 import { startRetryingProxy } from './retrying-proxy.ts'
@@ -99,12 +100,7 @@ export interface TestServerOptions {
   routing?: RoutingProvider
 }
 
-export interface ApiResponse<T = any> {
-  status: number
-  headers: Headers
-  body: T
-  text: string
-}
+export type { ApiResponse }
 
 export interface Tenant {
   organizationId: string
@@ -152,15 +148,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
       body = JSON.stringify(init.body)
       headers['content-type'] = 'application/json'
     }
-    const response = await fetch(`${app.httpUrl}${path}`, { method, headers, body })
-    const text = await response.text()
-    let parsed: unknown
-    try {
-      parsed = text ? JSON.parse(text) : undefined
-    } catch {
-      parsed = undefined
-    }
-    return { status: response.status, headers: response.headers, body: parsed as T, text }
+    return readApiResponse<T>(await fetch(`${app.httpUrl}${path}`, { method, headers, body }))
   }
 
   return {

@@ -7,6 +7,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
+import { type ApiResponse, readApiResponse } from './api-response.ts'
 import { ROOT } from './entry-process.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned, SEED_DOMAIN } from './tls-seed.ts'
@@ -164,28 +165,31 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
   return machine
 }
 
-export interface MachineAnswer {
-  status: number
-  headers: Headers
-  body: any
-  text: string
+export type MachineAnswer = ApiResponse
+
+/**
+ * One API request to a machine over real HTTP; the body parsed when there is one. A request
+ * with no whole answer within `timeoutMs` (longer than any wait a test asks for) fails, naming
+ * itself, rather than hanging until the runner's timeout.
+ */
+export async function machineApi(machine: Pick<MachineProcess, 'httpUrl'>, method: string, path: string, key?: string, body?: unknown, timeoutMs = 45_000): Promise<MachineAnswer> {
+  try {
+    const response = await fetch(`${machine.httpUrl}${path}`, {
+      method,
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    })
+    return await readApiResponse(response)
+  } catch (error) {
+    if ((error as Error)?.name !== 'TimeoutError') throw error
+    throw new Error(`${method} ${path} got no whole answer within ${timeoutMs} ms`)
+  }
 }
 
-/** One API request to a machine over real HTTP; the body parsed when there is one. */
-export async function machineApi(machine: Pick<MachineProcess, 'httpUrl'>, method: string, path: string, key?: string, body?: unknown): Promise<MachineAnswer> {
-  const response = await fetch(`${machine.httpUrl}${path}`, {
-    method,
-    // Longer than any wait a test asks for: a request that hangs fails its test with its name.
-    signal: AbortSignal.timeout(45_000),
-    headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  })
-  const text = await response.text()
-  let parsed: unknown
-  try {
-    parsed = text ? JSON.parse(text) : undefined
-  } catch {
-    parsed = undefined
-  }
-  return { status: response.status, headers: response.headers, body: parsed, text }
+/** How many long polls `machine` holds now, from its /metrics (`metricsToken` is its METRICS_TOKEN). */
+export async function longPollsWaiting(machine: Pick<MachineProcess, 'httpUrl'>, metricsToken: string): Promise<number> {
+  const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
+  const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
+  return Number(line?.split(' ')[1] ?? Number.NaN)
 }

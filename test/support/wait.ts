@@ -31,3 +31,10 @@ export async function until(condition: () => boolean | Promise<boolean>, what: s
     await Bun.sleep(intervalMs)
   }
 }
+
+/** Runs `work` and says how long it took, for a test that asserts a bound. */
+export async function timed<T>(work: () => Promise<T>): Promise<{ value: T; ms: number }> {
+  const began = performance.now()
+  const value = await work()
+  return { value, ms: performance.now() - began }
+}
