@@ -10,7 +10,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { connect, type Socket } from 'node:net'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
-import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
+import { SmtpClient, sendMail, simpleMessage, trickle } from '../support/smtp.ts'
 
 setDefaultTimeout(60_000)
 
@@ -62,16 +62,6 @@ function firstLine(port: number, localAddress: string, held: Socket[]): Promise<
     socket.on('close', () => done('closed'))
     socket.on('error', () => {})
   })
-}
-
-/** Writes `text` one byte every `everyMs` until the connection closes. */
-function trickle(client: SmtpClient, text: string, everyMs: number): () => void {
-  let at = 0
-  const timer = setInterval(() => {
-    if (client.socket.destroyed) return clearInterval(timer)
-    client.socket.write(text[at++ % text.length]!)
-  }, everyMs)
-  return () => clearInterval(timer)
 }
 
 describeWithPostgres('hostile SMTP clients at one of two real server processes', () => {

@@ -5,21 +5,15 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { ACCOUNT_CHECK_SPACING_MS, ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, MAX_ACCOUNT_WAIT_MS, SIGN_IN_WINDOW_MS } from '../../src/core/users/sign-in-throttle.ts'
+import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_RULES, SIGN_IN_WINDOW_MS } from '../../src/core/users/sign-in-throttle.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { createSignInFailures, type SignInFailures } from '../../src/storage/postgres/sign-in-failures.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 
 setDefaultTimeout(60_000)
 
-const rules = {
-  windowMs: SIGN_IN_WINDOW_MS,
-  failuresPerAccountAndAddress: FAILURES_PER_ACCOUNT_AND_ADDRESS,
-  failuresPerAddress: FAILURES_PER_ADDRESS,
-  accountSlowAfter: ACCOUNT_SLOW_AFTER,
-  accountCheckSpacingMs: ACCOUNT_CHECK_SPACING_MS,
-  maxAccountWaitMs: MAX_ACCOUNT_WAIT_MS,
-}
+// The rules core hands the PostgreSQL counts in production.
+const rules = SIGN_IN_RULES
 
 describeWithPostgres('sign-in throttle counts across two machines', () => {
   let machineA: Sql

@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { startTestServer, type TestServer, type Tenant } from '../support/harness.ts'
-import { SmtpClient, simpleMessage } from '../support/smtp.ts'
+import { SmtpClient, simpleMessage, trickle } from '../support/smtp.ts'
 
 let server: TestServer
 
@@ -27,16 +27,6 @@ async function ownInbox(name: string): Promise<{ tenant: Tenant; inbox: { id: st
   return { tenant, inbox: (await server.post('/v1/inboxes', tenant.key)).body.data }
 }
 const received = async (tenant: Tenant) => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
-
-/** Writes `text` one byte every `everyMs` until the connection closes. */
-function trickle(client: SmtpClient, text: string, everyMs = 25): () => void {
-  let at = 0
-  const timer = setInterval(() => {
-    if (client.socket.destroyed) return clearInterval(timer)
-    client.socket.write(text[at++ % text.length]!)
-  }, everyMs)
-  return () => clearInterval(timer)
-}
 
 describe.concurrent('deadlines', () => {
   test('no EHLO/HELO within the greeting time: 421, even while bytes keep arriving', async () => {

@@ -199,3 +199,13 @@ export function simpleMessage(fields: { from?: string; to: string; subject?: str
   ]
   return lines.join('\r\n')
 }
+
+/** Writes `text` to `client` one byte every `everyMs` (a slow client) until the connection closes; returns the stop. */
+export function trickle(client: SmtpClient, text: string, everyMs = 25): () => void {
+  let at = 0
+  const timer = setInterval(() => {
+    if (client.socket.destroyed) return clearInterval(timer)
+    client.socket.write(text[at++ % text.length]!)
+  }, everyMs)
+  return () => clearInterval(timer)
+}
