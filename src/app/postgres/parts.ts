@@ -10,7 +10,7 @@
 import { randomBytes } from 'node:crypto'
 import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
-import type { Config } from '../../config.ts'
+import { ConfigError, type Config } from '../../config.ts'
 import { MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../console/live-streams.ts'
 import { SharedSignInThrottle, SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
 import { SharedInboundReservations } from '../../core/inbound/shared-reservations.ts'
@@ -22,6 +22,7 @@ import type { Storage } from '../../storage/database.ts'
 import type { Store } from '../../storage/port.ts'
 import { describePostgresUrl, openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
+import { checkSessionSemantics, SessionNotKeptError } from '../../storage/postgres/session-check.ts'
 import { createLiveStreamLeases, type LiveStreamLeases } from '../../storage/postgres/live-stream-leases.ts'
 import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
 import { createQuotaReservations, type QuotaReservations } from '../../storage/postgres/quota-reservations.ts'
@@ -64,11 +65,23 @@ export class DatabaseUnreachableError extends Error {
   }
 }
 
+/** One exit line (code 78, like any configuration error) naming the database, never its password. */
+function sessionNotKept(url: string, error: SessionNotKeptError): ConfigError {
+  return new ConfigError(
+    'DATABASE_URL',
+    `${describePostgresUrl(url)} does not keep a session per connection (${error.problem}). LISTEN/NOTIFY and session advisory locks need a direct connection or a pooler in session mode, not transaction mode (docs/scaling.md, "Connections and poolers").`,
+  )
+}
+
 export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
   let applied: number
   try {
+    // Before the migration, whose own lock is a session lock: a URL that does not keep sessions
+    // (a transaction-mode pooler) is a configuration to fix, not an outage to wait out.
+    await checkSessionSemantics(config.databaseUrl)
     ;({ applied } = await migratePostgres(config.databaseUrl))
   } catch (error) {
+    if (error instanceof SessionNotKeptError) throw sessionNotKept(config.databaseUrl, error)
     // Nothing is open yet: the start ends here with one line naming the database (never the
     // password); a platform that restarts machines (Fly) tries again.
     throw new DatabaseUnreachableError(describePostgresUrl(config.databaseUrl), error)
