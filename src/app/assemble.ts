@@ -185,7 +185,11 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
 
     const smtp = createSmtpServer(services, metrics, tls)
     const connections = new ConnectionTimeouts()
-    const probes = { smtpListening: () => smtp.server.listening, database: postgres ? () => postgres!.probe.check() : undefined }
+    const probes = {
+      smtpListening: () => smtp.server.listening,
+      database: postgres ? () => postgres!.probe.check() : undefined,
+      proxyLines: () => smtp.proxyLineReadiness(),
+    }
     const api = buildHttpApp(services, probes, connections, metrics)
     const consoleApp = buildConsole(
       services,

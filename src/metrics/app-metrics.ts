@@ -39,6 +39,12 @@ export class AppMetrics {
   readonly routingCalls = this.registry.add(
     new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
   )
+  readonly proxyLines = this.registry.add(
+    new Counter<'outcome'>(
+      'pigeonhole_smtp_proxy_lines_total',
+      'PROXY lines by outcome: accepted (from TRUSTED_PROXIES), refused (from a peer outside them), refused_repeated (a second line behind a trusted proxy).',
+    ),
+  )
   readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
   readonly storageFailures = this.registry.add(new Counter<'kind'>('pigeonhole_storage_failures_total', 'Reads and writes the storage refused, by kind (read_only, io_error, full, busy, corrupt).'))
   readonly storedBytesCorrupt = this.registry.add(
@@ -53,6 +59,7 @@ export class AppMetrics {
     this.messagesStored.inc({}, 0)
     for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
     for (const kind of ['messages', 'idempotency_records']) this.sweeperDeleted.inc({ kind }, 0)
+    for (const outcome of ['accepted', 'refused', 'refused_repeated']) this.proxyLines.inc({ outcome }, 0)
     for (const kind of known.storageFailureKinds) this.storageFailures.inc({ kind }, 0)
     for (const kind of known.storedBytesKinds) this.storedBytesCorrupt.inc({ kind }, 0)
     const source = () => {

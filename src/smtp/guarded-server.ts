@@ -45,6 +45,11 @@ export class GuardedSmtpServer extends SMTPServer {
     super({ ...options, useProxy: false })
   }
 
+  /** For /ready (src/smtp/proxy-lines.ts); `not_configured` with SMTP_PROXY_PROTOCOL off. */
+  proxyLineReadiness(): 'ok' | 'failed' | 'not_configured' {
+    return this.proxy?.readiness() ?? 'not_configured'
+  }
+
   override _expectsProxyHeader(socket: Socket): boolean {
     return this.proxy?.expectsHeader(socket.remoteAddress) ?? false
   }
@@ -69,6 +74,9 @@ export class GuardedSmtpServer extends SMTPServer {
   override connect(socket: Parameters<SMTPServer['connect']>[0], socketOptions?: SocketOptions): void {
     const id = socketOptions?.id
     const address = socketOptions?.remoteAddress ?? socket.remoteAddress ?? ''
+    // From a trusted proxy, smtp-server has read and believed its PROXY line by now.
+    const viaProxy = this._expectsProxyHeader(socket as Socket)
+    if (viaProxy) this.proxy?.headerAccepted()
     if (!id || !this.guard.admit(id, address)) {
       refuse(socket, this.refusal)
       return
@@ -77,7 +85,7 @@ export class GuardedSmtpServer extends SMTPServer {
     for (const connection of this.connections) {
       if (connection.id !== id) continue
       this.guard.opened(connection)
-      this.proxy?.refuseLateHeaders(connection)
+      this.proxy?.refuseLateHeaders(connection, viaProxy)
       this.watchResets(connection, id)
       this.refuseNewTransactionsWhenDraining(connection)
       return

@@ -4,7 +4,7 @@
  * collects it up to the size limit and answers 250 only after the message is committed.
  * The guards against floods and slow clients live in guards.ts.
  */
-import type { SMTPServer, SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
+import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
 import { admitRecipient } from '../core/inbound/admission.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
@@ -14,6 +14,7 @@ import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { type DataPhase, receiveData } from './data-phase.ts'
 import { GuardedSmtpServer } from './guarded-server.ts'
 import { SmtpGuards } from './guards.ts'
+import { ProxyLineWatch } from './proxy-lines.ts'
 import { ProxyTrust } from './proxy-trust.ts'
 import { guardReply, smtpReply } from './replies.ts'
 import { assertSizeCheckHook } from './size-declaration.ts'
@@ -31,7 +32,7 @@ const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
 const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
-export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustBufferedBytes'>, tls?: SmtpTls): SMTPServer {
+export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustBufferedBytes' | 'proxyLines'>, tls?: SmtpTls): GuardedSmtpServer {
   assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
@@ -136,7 +137,14 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
     guards,
     SmtpGuards.refusalLine(),
     // With it on, a PROXY line is awaited from TRUSTED_PROXIES only (src/smtp/proxy-trust.ts).
-    s.config.smtpProxyProtocol === 'on' ? new ProxyTrust(s.config.trustedProxies, limits.smtpGreetingTimeoutMs, s.logger) : null,
+    s.config.smtpProxyProtocol === 'on'
+      ? new ProxyTrust(
+          s.config.trustedProxies,
+          limits.smtpGreetingTimeoutMs,
+          s.logger,
+          new ProxyLineWatch(s.clock, s.logger, s.config.trustedProxies, (outcome) => metrics.proxyLines.inc({ outcome })),
+        )
+      : null,
     // A reset transaction gives its units back now (stateOf sees the new envelope).
     (sessionId) => {
       const state = connections.get(sessionId)

@@ -45,7 +45,7 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     const send = async (subject: string, size: number) => (await sendMail(entry.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject, text: 'x'.repeat(size) }))).data?.code
     expect(await send('first', 100)).toBe(250)
     await untilEntry('/ready with the replica current', async () => (await ready(entry)).status === 200)
-    expect(await ready(entry)).toEqual({ status: 200, checks: { database: 'ok', smtp: 'ok', litestream: 'ok', replication: 'ok' } })
+    expect(await ready(entry)).toEqual({ status: 200, checks: { database: 'ok', smtp: 'ok', litestream: 'ok', replication: 'ok', proxy_lines: 'not_configured' } })
 
     renameSync(deployment.replicaPath, `${deployment.replicaPath}.away`)
     writeFileSync(deployment.replicaPath, 'not a folder')

@@ -202,7 +202,13 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
   test('/ready checks the database with a query; there is no SQLite file or server lock', async () => {
     const response = await fetch(`${a.app.httpUrl}/ready`)
     expect(response.status).toBe(200)
-    expect(((await response.json()) as { checks: Record<string, string> }).checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured' })
+    expect(((await response.json()) as { checks: Record<string, string> }).checks).toEqual({
+      database: 'ok',
+      smtp: 'ok',
+      litestream: 'not_configured',
+      replication: 'not_configured',
+      proxy_lines: 'not_configured',
+    })
     expect(await Bun.file(a.app.services.config.databasePath).exists()).toBe(false)
     // The metrics render without a SQLite file; an unreachable database has its own failure series.
     expect(a.app.metrics.render()).toContain('pigeonhole_storage_failures_total{kind="unreachable"} 0')

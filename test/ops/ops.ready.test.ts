@@ -17,7 +17,7 @@ describe('GET /ready', () => {
   test('ready: 200 with each check named; no key needed', async () => {
     const response = await server.get('/ready')
     expect(response.status).toBe(200)
-    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured' } })
+    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured', proxy_lines: 'not_configured' } })
   })
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
@@ -87,7 +87,7 @@ test('a configured replica without Litestream as the parent process is not ready
   try {
     const response = await unreplicated.get('/ready')
     expect(response.status).toBe(503)
-    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok' })
+    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok', proxy_lines: 'not_configured' })
     const services = unreplicated.app.services
     expect((await readinessChecks(services, { smtpListening: () => true }, () => 'litestream')).litestream).toBe('ok')
     expect((await readinessChecks(services, { smtpListening: () => false }, () => 'litestream')).smtp).toBe('failed')

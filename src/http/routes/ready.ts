@@ -4,7 +4,8 @@
  * succeed now and backups are current": a real write commits (a heartbeat row, at most every
  * few seconds) and no write has failed since the last commit, the SMTP listener is listening,
  * and, when a replica is configured, Litestream is running (the server is its `-exec` child,
- * so it is the parent process) and the replica holds every write older than the lag bound.
+ * so it is the parent process) and the replica holds every write older than the lag bound;
+ * with SMTP_PROXY_PROTOCOL=on, not every PROXY line of the last minute was refused.
  */
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
@@ -18,6 +19,11 @@ export interface ReadinessProbes {
    * Without it, the SQLite heartbeat write decides.
    */
   database?: () => Promise<Check>
+  /**
+   * With SMTP_PROXY_PROTOCOL=on: failed while every PROXY line of the last minute was refused
+   * (TRUSTED_PROXIES misses the real proxy, so all inbound mail is refused).
+   */
+  proxyLines?: () => Check
 }
 
 export type Check = 'ok' | 'failed' | 'not_configured'
@@ -44,6 +50,7 @@ export async function readinessChecks(
     smtp: probes.smtpListening() ? 'ok' : 'failed',
     litestream: litestreamCheck(s, parent),
     replication: s.replication ? (s.replication.current() ? 'ok' : 'failed') : 'not_configured',
+    proxy_lines: probes.proxyLines?.() ?? 'not_configured',
   }
 }
 
