@@ -24,7 +24,7 @@ export async function probeHeartbeatWrite(s: Pick<Services, 'store' | 'clock'>):
   return probe.outcome
 }
 
-/** One read of the database, so /health fails when the file cannot be read. */
+/** One read of the database (the storage port's cheapest round trip). */
 export function touchDatabase(s: Pick<Services, 'store'>): Promise<void> {
   return s.store.inbound.touch()
 }

@@ -97,7 +97,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
       })
     })
     .use(openApiRoutes(s))
-    .use(healthRoutes(s))
+    .use(healthRoutes())
     .use(readyRoutes(s, probes))
     .use(metricsRoutes(s, metrics))
     .use(inboxRoutes(s, requests))
