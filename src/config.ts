@@ -167,12 +167,13 @@ export const SETTINGS = [
     key: 'trustedProxies',
     // Checked whole in checkCombinations, which names the bad entry.
     kind: { type: 'string' },
-    // Fly's proxy reaches a machine over the machine's private IPv4 network, which Fly takes
-    // from 172.16.0.0/12 (docs/operations.md, "Trusted networks"). Its 6PN (fdaa::/16) is left
-    // out on purpose: every machine of the organisation can connect over it.
+    // One private IPv4 network. Fly's docs say only that its proxy reaches a machine over a
+    // private IPv4 address, so fly.toml names all three RFC 1918 networks itself; a narrower
+    // default trusts fewer neighbours elsewhere (docs/operations.md, "Trusted networks"). The
+    // 6PN (fdaa::/16) is never meant: every machine of the organisation can connect over it.
     default: '172.16.0.0/12',
     description:
-      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is the private network Fly's proxy connects from. `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
+      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is one private IPv4 network; `fly.toml` sets the three private IPv4 networks, since Fly's proxy connects over a private IPv4 address. A PROXY line refused from a peer outside them is counted, warned about and fails `/ready` when no line is accepted (docs/operations.md). `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
   },
   { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
   {
@@ -390,11 +391,11 @@ export const SETTINGS = [
   {
     env: 'METRICS_HOST',
     key: 'metricsHost',
-    kind: { type: 'string', pattern: /^[A-Za-z0-9.:_-]+$/, hint: 'an address or host name such as 127.0.0.1 or fly-local-6pn' },
+    kind: { type: 'string', pattern: /^[A-Za-z0-9.:_-]+$/, hint: 'an address or host name such as 127.0.0.1 or 0.0.0.0' },
     // Not HOST: the API listens on every interface by default, and a listener without a token must not.
     default: '127.0.0.1',
     description:
-      "Bind address of the `METRICS_PORT` listener. The default, loopback, serves only scrapers on the same machine; on Fly, `fly-local-6pn` (the machine's private network address, which Fly's Prometheus scrapes) as `fly.toml` sets it. Never a public address: the listener asks for no token.",
+      "Bind address of the `METRICS_PORT` listener. The default, loopback, serves only scrapers on the same machine; on Fly, `0.0.0.0` as `fly.toml` sets it (Fly's metrics page asks for it; IPv4 only, so not the organisation's 6PN, and no service publishes the port). Never a public address: the listener asks for no token.",
   },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   {
