@@ -5,6 +5,7 @@
  * several independent servers in one process.
  */
 import { type AppOptions, assemble } from './app/assemble.ts'
+import { refuseBusyPorts } from './app/listeners.ts'
 import { type RunningApp, start } from './app/start.ts'
 
 export type { AppOptions } from './app/assemble.ts'
@@ -12,5 +13,7 @@ export { PortInUseError } from './app/listeners.ts'
 export type { RunningApp } from './app/start.ts'
 
 export async function startApp(options: AppOptions): Promise<RunningApp> {
+  // First, so a busy port is one line with nothing created and nothing logged before it.
+  await refuseBusyPorts(options.config)
   return start(await assemble(options))
 }

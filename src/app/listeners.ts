@@ -1,14 +1,16 @@
 /**
  * Binding the listeners, and the words for a bind that fails: a taken PORT or SMTP_PORT is
- * a one-line message naming the variable, an unusable METRICS_PORT or METRICS_HOST a
- * configuration error. Also the drain a stop waits for.
+ * a one-line message naming the variable (checked once before anything starts, and again by
+ * the bind), an unusable METRICS_PORT or METRICS_HOST a configuration error. Also the drain a
+ * stop waits for.
  */
-import type { AddressInfo } from 'node:net'
+import { type AddressInfo, createServer } from 'node:net'
 import type { Server } from 'bun'
 import type { SMTPServer } from 'smtp-server'
 import { type Config, ConfigError } from '../config.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { startPrivateMetricsListener } from '../metrics/private-listener.ts'
+import { DatabaseInUseError, runningServer } from '../storage/server-lock.ts'
 
 /** A listener could not bind: names the variable that picks its port, for a one-line message. */
 export class PortInUseError extends Error {
@@ -18,6 +20,43 @@ export class PortInUseError extends Error {
   ) {
     super(`Port ${port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
     this.name = 'PortInUseError'
+  }
+}
+
+/** True unless another socket holds the port (any other failure is left to the real bind to report). */
+async function portFree(host: string, port: number): Promise<boolean> {
+  const probe = createServer()
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject)
+      probe.listen({ port, host, exclusive: true }, resolve)
+    })
+    return true
+  } catch (error) {
+    return (error as { code?: string })?.code !== 'EADDRINUSE'
+  } finally {
+    await new Promise((resolve) => probe.close(resolve))
+  }
+}
+
+/**
+ * Run before anything else (no TLS material, no data folder, no database, no log line): a
+ * PORT or SMTP_PORT another process holds stops the start with the one line that says what
+ * to do. When the holder is another Pigeonhole server on this same SQLite file, its refusal
+ * names that server instead, which is the more useful answer (a second `bun run start` in the
+ * same folder). A port taken between this check and the listener's bind still gets the line,
+ * after the start's own log lines.
+ */
+export async function refuseBusyPorts(config: Config): Promise<void> {
+  const ports = [
+    ['PORT', config.port],
+    ['SMTP_PORT', config.smtpPort],
+  ] as const
+  for (const [variable, port] of ports) {
+    if (port === 0 || (await portFree(config.host, port))) continue
+    const holder = config.databaseUrl === '' ? runningServer(config.databasePath) : null
+    if (holder && (holder.http_port === port || holder.smtp_port === port)) throw new DatabaseInUseError(config.databasePath, holder)
+    throw new PortInUseError(variable, port)
   }
 }
 

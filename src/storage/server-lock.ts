@@ -20,7 +20,7 @@ import { Database } from 'bun:sqlite'
 import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { dirname } from 'node:path'
 
-interface Holder {
+export interface Holder {
   pid: number
   http_port: number | null
   smtp_port: number | null
@@ -64,6 +64,15 @@ function readHolder(infoPath: string): Holder | null {
   } catch {
     return null
   }
+}
+
+/**
+ * The running server that holds the file's lock, as its note names it, without taking the
+ * lock or creating anything (a start that is about to be refused must leave no trace).
+ */
+export function runningServer(databasePath: string): Holder | null {
+  if (databasePath === ':memory:' || !existsSync(databasePath)) return null
+  return readHolder(`${realpathSync(databasePath)}.server-lock.json`)
 }
 
 export function lockServerDatabase(databasePath: string): ServerLock {

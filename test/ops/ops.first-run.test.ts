@@ -21,6 +21,12 @@ const finished = async (child: ReturnType<typeof run>) => {
   return { stdout, stderr, code }
 }
 
+async function freePort(): Promise<number> {
+  const { port, server } = await occupiedPort()
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
+
 async function occupiedPort(): Promise<{ port: number; server: Server }> {
   const server = createServer()
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
@@ -79,18 +85,47 @@ test('every .tsx file under src/ names its JSX runtime, so no tsconfig is needed
 })
 
 for (const variable of ['PORT', 'SMTP_PORT'] as const) {
-  test(`a busy ${variable} is one line naming it, and a non-zero exit`, async () => {
+  test(`a busy ${variable} on a fresh data folder is one line naming it, nothing before it and nothing created`, async () => {
     const busy = await occupiedPort()
+    const dataFolder = join(dir, `fresh-${variable}`, 'data')
     try {
       const other = variable === 'PORT' ? 'SMTP_PORT' : 'PORT'
-      const result = await finished(run(['bun', 'src/index.ts'], { [variable]: String(busy.port), [other]: '0', DATABASE_PATH: join(dir, `${variable}.db`) }))
+      const result = await finished(run(['bun', 'src/index.ts'], { [variable]: String(busy.port), [other]: '0', DATABASE_PATH: join(dataFolder, 'pigeonhole.db') }))
       expect(result.code).not.toBe(0)
       expect(result.stderr.trim()).toBe(`Port ${busy.port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+      // No log line (TLS created, stopping, stopped) before it, and no certificate, database or lock left behind.
+      expect(result.stdout).toBe('')
+      expect(existsSync(dataFolder)).toBe(false)
     } finally {
       busy.server.close()
     }
   }, 20_000)
 }
+
+test('a second start in the same folder, on the same ports, names the server already running there', async () => {
+  const ports = { PORT: String(await freePort()), SMTP_PORT: String(await freePort()) }
+  const env = { ...ports, DATABASE_PATH: join(dir, 'twice', 'pigeonhole.db') }
+  const first = run(['bun', 'src/index.ts'], env)
+  try {
+    const reader = first.stdout.getReader()
+    let out = ''
+    while (!out.includes('"smtp_listening"')) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`exited early: ${out}`)
+      out += new TextDecoder().decode(value)
+    }
+    reader.releaseLock()
+    const second = await finished(run(['bun', 'src/index.ts'], env))
+    expect(second.code).not.toBe(0)
+    expect(second.stdout).toBe('')
+    expect(second.stderr.trim()).toBe(
+      `Another Pigeonhole server (process ${first.pid}, HTTP port ${ports.PORT}, SMTP port ${ports.SMTP_PORT}) is using ${env.DATABASE_PATH}: stop it first, or give this one another DATABASE_PATH.`,
+    )
+  } finally {
+    first.kill('SIGTERM')
+    await first.exited
+  }
+}, 30_000) // two server processes start here, slowly when both cores are busy
 
 test('the CLI refuses to create a database unless asked, naming the path and the way out', async () => {
   const elsewhere = mkdtempSync(join(dir, 'elsewhere-'))

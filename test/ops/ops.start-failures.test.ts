@@ -2,13 +2,17 @@
  * A start that fails part-way leaves nothing behind: when step N of start() fails, steps 1
  * to N-1 stop in reverse order and the database is closed and unlocked, so the same file
  * starts cleanly at once. The failures are real (a taken PORT, SMTP_PORT or METRICS_PORT);
- * the order is read from the debug lines the start and stop steps log.
+ * the order is read from the debug lines the start and stop steps log. startApp() refuses a
+ * PORT or SMTP_PORT already taken before any step; the steps' own unwinding covers a port
+ * taken after that check, which these tests reach by running assemble() and start() directly.
  */
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { createServer, type Server } from 'node:net'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { PortInUseError, startApp } from '../../src/app.ts'
+import { assemble } from '../../src/app/assemble.ts'
+import { start } from '../../src/app/start.ts'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
 import { scratchDir } from '../support/scratch.ts'
@@ -25,13 +29,16 @@ async function occupiedPort(): Promise<{ port: number; server: Server }> {
   return { port: (server.address() as { port: number }).port, server }
 }
 
-/** Starts a server on `databasePath` with `env`, keeping its log lines. */
-async function startLogged(databasePath: string, env: Record<string, string> = {}) {
+/**
+ * Starts a server on `databasePath` with `env`, keeping its log lines. `steps`: without
+ * startApp's check of the ports first, as when a port is taken between that check and the bind.
+ */
+async function startLogged(databasePath: string, env: Record<string, string> = {}, how: 'startApp' | 'steps' = 'startApp') {
   const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, RECEIVING_DOMAIN: 'inbox.test', ...env })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const logs: Array<Record<string, unknown>> = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
-  const started = startApp({ config, logger }).then(
+  const started = (how === 'steps' ? assemble({ config, logger }).then(start) : startApp({ config, logger })).then(
     (app) => ({ app, error: null }),
     (error: unknown) => ({ app: null, error }),
   )
@@ -79,7 +86,7 @@ test.each([
   const busy = await occupiedPort()
   const databasePath = join(dir, `${variable}.db`)
   try {
-    const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1', ...(variable === 'METRICS_PORT' ? {} : { METRICS_PORT: '' }) })
+    const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1', ...(variable === 'METRICS_PORT' ? {} : { METRICS_PORT: '' }) }, 'steps')
     expect(run.app).toBeNull()
     if (variable === 'METRICS_PORT') {
       expect(run.error).toBeInstanceOf(ConfigError)
@@ -93,6 +100,19 @@ test.each([
     // Whatever listened before the failure listens no more.
     const httpListening = run.logs.find((line) => line.event === 'http_listening')
     if (httpListening) expect(await refusesConnections(httpListening.port as number)).toBe(true)
+  } finally {
+    busy.server.close()
+  }
+  await startsAgain(databasePath)
+})
+
+test.each(['PORT', 'SMTP_PORT'])('startApp refuses a %s already taken before any step: nothing starts, nothing is logged', async (variable) => {
+  const busy = await occupiedPort()
+  const databasePath = join(dir, `checked-${variable}.db`)
+  try {
+    const run = await startLogged(databasePath, { [variable]: String(busy.port) })
+    expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
+    expect(run.logs).toEqual([])
   } finally {
     busy.server.close()
   }
