@@ -6,7 +6,7 @@
 import { createApiKey, revokeKey } from '../core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../core/audit/audit.ts'
 import { Refusal } from '../core/refusals.ts'
-import { changeLimits, createOrganization, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
+import { changeLimits, createOrganization, organizationsNamed, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
 import { setupToken, setupUrl } from '../core/users/setup.ts'
 import { signOutEverywhere } from '../core/sessions/sessions.ts'
 import { findUserByEmail, normaliseEmail, resetPassword } from '../core/users/users.ts'
@@ -27,12 +27,23 @@ export async function printSetupLink(cli: CliContext): Promise<void> {
   console.log(setupUrl(cli.config.baseUrl, token))
 }
 
-/** `orgs create <name> [--local]`: prints the organisation id as the last line. */
+/**
+ * `orgs create <name> [--local]`: prints the organisation id as the last line. A name already
+ * in use is refused with the existing id, which is usually what a second run was after.
+ */
 export async function createOrg(cli: CliContext, args: string[]): Promise<void> {
   const local = args.includes('--local')
   const name = args.filter((arg) => arg !== '--local')[0]
   if (!name) cli.fail('usage: bun src/cli.ts orgs create <name> [--local]', 64)
   try {
+    const existing = await organizationsNamed(cli, name)
+    if (existing.length > 0) {
+      const [first] = existing
+      cli.fail(
+        `An organization named "${first!.name}" already exists: ${existing.map((org) => `${org.id} (created ${org.createdAt})`).join(', ')}.\n` +
+          `Use its id (bun src/cli.ts keys create ${first!.id}), or choose another name.`,
+      )
+    }
     const org = await createOrganization(cli, CLI_ACTOR, { name, preset: local ? 'local' : 'hosted' })
     console.log(`created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`)
     console.log(org.id)

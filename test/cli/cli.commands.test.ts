@@ -62,6 +62,21 @@ describe('orgs', () => {
     expect(header.length).toBe(row!.split('\t').length)
   })
 
+  test('create refuses a name already in use (any case), naming the existing id; nothing is created', async () => {
+    const id = await newOrg('twice-team')
+    for (const again of [['twice-team'], ['Twice-Team', '--local']]) {
+      const run = await cli('orgs', 'create', ...again)
+      expect(run.code).toBe(1)
+      expect(run.stdout).toBe('')
+      expect(run.stderr).toContain(`An organization named "twice-team" already exists: ${id} (created `)
+      expect(run.stderr).toContain(`Use its id (bun src/cli.ts keys create ${id}), or choose another name.`)
+    }
+    const list = await cli('orgs', 'list')
+    expect(list.stdout.split('\n').filter((line) => line.split('\t')[1]?.toLowerCase() === 'twice-team')).toHaveLength(1)
+    // Another name is still fine.
+    expect(await newOrg('twice-team 2')).toMatch(/^org_/)
+  })
+
   test('create without a name fails with usage and a non-zero code', async () => {
     const run = await cli('orgs', 'create')
     expect(run.code).not.toBe(0)

@@ -60,6 +60,16 @@ export function organizationToCreate(s: Pick<AccountServices, 'clock'>, actor: A
 /** Every organisation of the instance, oldest first (the operator's list and `cli orgs list`). */
 export const listOrganizations = (s: Pick<AccountServices, 'store'>): Promise<OrganizationRow[]> => s.store.organizations.listOrganizations()
 
+/**
+ * The organisations already called `name`, oldest first, compared as a person reads a list:
+ * trimmed and in any case ("My-Team" is "my-team"). `cli orgs create` refuses a name in use,
+ * since a script run twice would otherwise make a second organisation nobody can tell apart.
+ */
+export async function organizationsNamed(s: Pick<AccountServices, 'store'>, raw: unknown): Promise<OrganizationRow[]> {
+  const name = checkOrganizationName(raw).toLowerCase()
+  return (await listOrganizations(s)).filter((org) => org.name.toLowerCase() === name)
+}
+
 export const membershipsOf = (s: Pick<AccountServices, 'store'>, user: { id: string }): Promise<Membership[]> => s.store.organizations.membershipsOf(user.id)
 
 /**
