@@ -2,7 +2,8 @@
  * Runs every example against a real server, as a user would: starts `bun src/index.ts` on
  * a fresh database and free ports, makes an organisation and key with the admin CLI, starts
  * the demo sign-up app, then runs the curl flow, the recommended flow, the bun test example
- * and the Playwright example (CHROMIUM_PATH names the browser, e.g. /usr/bin/chromium).
+ * and the Playwright example, the last copied into a new project as README.md says and run
+ * there with `npx playwright test` (CHROMIUM_PATH names the browser, e.g. /usr/bin/chromium).
  *
  *   CHROMIUM_PATH=/usr/bin/chromium bun scripts/run-examples.ts
  */
@@ -10,6 +11,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { spawnDemoApp } from '../examples/demo-app/spawn.ts'
+import { copyAsReadmeSays, newProject } from '../test/support/example-project.ts'
 
 const ROOT = join(import.meta.dir, '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-examples-'))
@@ -49,16 +51,18 @@ const exampleEnv = {
   APP_URL: demo.url,
 }
 
-const examples: Array<[string, string[]]> = [
-  ['curl flow', ['bash', 'examples/curl-flow.sh']],
-  ['recommended flow', [process.execPath, 'examples/recommended-flow.ts']],
-  ['bun test', [process.execPath, 'test', './examples/bun/signup.example.ts']],
-  ['Playwright', ['node', 'node_modules/@playwright/test/cli.js', 'test', '--config', 'examples/playwright/playwright.config.ts']],
+const userProject = newProject()
+copyAsReadmeSays(userProject, 'playwright')
+const examples: Array<[string, string[], string]> = [
+  ['curl flow', ['bash', 'examples/curl-flow.sh'], ROOT],
+  ['recommended flow', [process.execPath, 'examples/recommended-flow.ts'], ROOT],
+  ['bun test', [process.execPath, 'test', './examples/bun-signup.example.ts'], ROOT],
+  ['Playwright, copied into a new project', ['npx', 'playwright', 'test'], userProject.dir],
 ]
 let failed = 0
 try {
-  for (const [name, cmd] of examples) {
-    const run = Bun.spawnSync(cmd, { cwd: ROOT, env: exampleEnv, stdout: 'inherit', stderr: 'inherit' })
+  for (const [name, cmd, cwd] of examples) {
+    const run = Bun.spawnSync(cmd, { cwd, env: exampleEnv, stdout: 'inherit', stderr: 'inherit' })
     console.log(`example ${name}: ${run.exitCode === 0 ? 'passed' : `FAILED (exit ${run.exitCode})`}`)
     if (run.exitCode !== 0) failed++
   }
@@ -67,6 +71,7 @@ try {
   server.kill('SIGTERM')
   await server.exited
   rmSync(dir, { recursive: true, force: true })
+  userProject.cleanup()
 }
 console.log(failed === 0 ? `examples: all ${examples.length} passed` : `examples: ${failed} of ${examples.length} FAILED`)
 process.exit(failed === 0 ? 0 : 1)

@@ -1,6 +1,7 @@
 /**
  * A Playwright fixture: every test that asks for `inbox` gets a fresh Pigeonhole inbox,
- * deleted after the test whatever its outcome. Copy with ../pigeonhole.ts.
+ * deleted after the test whatever its outcome. Copied with ../pigeonhole.ts and
+ * ../playwright.config.ts, keeping their places (see that config).
  */
 import { test as base } from '@playwright/test'
 import { Pigeonhole, type Inbox, uniquePrefix } from '../pigeonhole.ts'

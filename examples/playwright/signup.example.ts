@@ -1,4 +1,4 @@
-/** A Playwright sign-up test: copy it as signup.spec.ts with fixtures.ts and ../pigeonhole.ts. */
+/** A Playwright sign-up test, copied as playwright/signup.spec.ts (../playwright.config.ts). */
 import { extractCode, extractLink } from '../pigeonhole.ts'
 import { expect, test } from './fixtures.ts'
 
@@ -8,7 +8,7 @@ test('sign up, receive the welcome mail, confirm the address', async ({ page, pi
   await page.getByRole('button', { name: 'Sign up' }).click()
   await expect(page.getByRole('status')).toContainText(inbox.address)
 
-  // The wait stays below this test's timeout (playwright.config.ts: 30 s).
+  // The wait stays below this test's timeout (../playwright.config.ts: 30 s).
   const message = await pigeonhole.waitForMessage(inbox, { subject: 'Welcome', timeout: 20_000 })
   expect(extractCode(message)).toMatch(/^[0-9]{6}$/)
 

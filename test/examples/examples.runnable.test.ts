@@ -75,9 +75,9 @@ describe('examples/curl-flow.sh', () => {
   })
 })
 
-test('examples/bun/signup.example.ts passes under bun test against the demo app', async () => {
+test('examples/bun-signup.example.ts passes under bun test against the demo app', async () => {
   const tenant = await server.tenant()
-  const result = await run(['bun', 'test', './examples/bun/signup.example.ts'], { PIGEONHOLE_KEY: tenant.key })
+  const result = await run(['bun', 'test', './examples/bun-signup.example.ts'], { PIGEONHOLE_KEY: tenant.key })
   expect(`${result.code}\n${result.stderr}`).toContain('0\n')
   expect(result.stderr).toContain(' 2 pass')
   expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([])

@@ -1,12 +1,15 @@
 /**
- * A sign-up test with `bun test`, copyable into your suite as signup.test.ts. For Vitest,
- * change the import line to 'vitest'; nothing else is Bun-specific.
+ * A sign-up test with `bun test`. Copy it into a folder of your suite as signup.test.ts,
+ * with the client beside it (README.md, "In your own project"):
  *
- *   PIGEONHOLE_URL=http://localhost:3000 PIGEONHOLE_KEY=ph_live_... APP_URL=http://127.0.0.1:4000 \
- *     bun test ./examples/bun/signup.example.ts
+ *   cp path/to/pigeonhole/examples/pigeonhole.ts tests/
+ *   cp path/to/pigeonhole/examples/bun-signup.example.ts tests/signup.test.ts
+ *   PIGEONHOLE_KEY=ph_live_... APP_URL=http://127.0.0.1:4000 bun test
+ *
+ * For Vitest, change the import line to 'vitest'; nothing else is Bun-specific.
  */
 import { afterEach, beforeEach, expect, test } from 'bun:test'
-import { extractCode, extractLink, Pigeonhole, type Inbox, uniquePrefix } from '../pigeonhole.ts'
+import { extractCode, extractLink, Pigeonhole, type Inbox, uniquePrefix } from './pigeonhole.ts'
 
 const appUrl = process.env.APP_URL || 'http://127.0.0.1:4000'
 const pigeonhole = Pigeonhole.fromEnv() // PIGEONHOLE_URL, PIGEONHOLE_KEY
