@@ -1,20 +1,24 @@
 /**
  * openapi-typescript turns the served document into TypeScript types, and a small client
- * (client/client.ts) type-checks against them with the project's compiler.
+ * (client/client.ts), docs/api.md's openapi-fetch snippet and what that snippet's text says
+ * of openapi-fetch (client/openapi-fetch.ts) type-check against them with the project's
+ * compiler.
  */
 import { afterAll, beforeAll, expect, mock, test } from 'bun:test'
-import { rmSync, writeFileSync } from 'node:fs'
+import { readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const CLIENT_DIR = join(import.meta.dir, 'client')
+/** Written by this test, ignored by git: the generated types (under two names: the client's and the one the docs' snippet imports) and that snippet. */
+const GENERATED = ['types.ts', 'pigeonhole-api.ts', 'docs-snippet.ts']
 let server: TestServer
 beforeAll(async () => {
   server = await startTestServer()
 })
 afterAll(async () => {
-  rmSync(join(CLIENT_DIR, 'types.ts'), { force: true })
+  for (const file of GENERATED) rmSync(join(CLIENT_DIR, file), { force: true })
   await server.stop()
 })
 
@@ -29,6 +33,12 @@ test('generated types type-check a small client', async () => {
   expect(source).toContain('Inbox: {')
   expect(source).toContain('wait_seconds?: number')
   writeFileSync(join(CLIENT_DIR, 'types.ts'), source)
+  writeFileSync(join(CLIENT_DIR, 'pigeonhole-api.ts'), source)
+  // The snippet exactly as docs/api.md shows it.
+  const docs = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8')
+  const snippet = /<!-- typechecked: test\/openapi\/openapi\.types\.test\.ts -->\n```ts\n([\s\S]*?)```\n/.exec(docs)
+  expect(snippet).not.toBeNull()
+  writeFileSync(join(CLIENT_DIR, 'docs-snippet.ts'), snippet![1]!)
 
   const check = Bun.spawnSync(
     [
@@ -45,9 +55,11 @@ test('generated types type-check a small client', async () => {
       '--lib',
       'esnext,dom',
       '--types',
-      '',
+      'node', // the docs' snippet reads process.env
       '--ignoreConfig',
       join(CLIENT_DIR, 'client.ts'),
+      join(CLIENT_DIR, 'openapi-fetch.ts'),
+      join(CLIENT_DIR, 'docs-snippet.ts'),
     ],
     { cwd: ROOT },
   )

@@ -67,7 +67,7 @@ const descriptions: Record<string, string> = {
   MessageSummaryPage: 'The page listOrWaitForMessages answers without `include`: message summaries, newest first.',
   MessageContentPage: 'The page listOrWaitForMessages answers with `include=content` (and `limit=1`): at most one message, with all content fields.',
   MessagePage:
-    'One page of messages, newest first: a `MessageSummaryPage` without `include`, a `MessageContentPage` with `include=content`. A generated client narrows by the request it made, e.g. `components["schemas"]["MessageContentPage"]` after asking with `include=content`.',
+    'One page of messages, newest first: a `MessageSummaryPage` without `include`, a `MessageContentPage` with `include=content`. OpenAPI cannot tie the shape to the query, so a generated client sees either: an `in` check on `text` picks the content one.',
   InboxResponse: 'A single inbox.',
   MessageResponse: 'A single message with all content fields.',
 }
@@ -83,8 +83,8 @@ export function componentSchemas(): Record<string, Json> {
   const plain = new Map(NAMED.map(([name, schema]) => [name, toJsonSchema(schema)]))
   const wrappers: Array<[string, Json]> = [
     ['InboxPage', toJsonSchema(page(InboxModel))],
-    // One body shape per `include`, named, so a generated client can pick the type matching
-    // the request it made and read `text` without an `in` check; MessagePage is either.
+    // One body shape per `include`, named, so a client can name the one it asked for;
+    // MessagePage is either (a generated client narrows to the content one with an `in` check).
     ['MessageSummaryPage', toJsonSchema(page(MessageSummaryModel))],
     ['MessageContentPage', messageContentPage()],
     ['MessagePage', { anyOf: [ref('MessageSummaryPage'), ref('MessageContentPage')] }],
