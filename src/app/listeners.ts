@@ -44,8 +44,9 @@ async function portFree(host: string, port: number): Promise<boolean> {
  * PORT or SMTP_PORT another process holds stops the start with the one line that says what
  * to do. When the holder is another Pigeonhole server on this same SQLite file, its refusal
  * names that server instead, which is the more useful answer (a second `bun run start` in the
- * same folder). A port taken between this check and the listener's bind still gets the line,
- * after the start's own log lines.
+ * same folder). A busy METRICS_PORT is the configuration error its bind would give. A port
+ * taken between this check and the listener's bind still gets its line, after the start's
+ * own log lines.
  */
 export async function refuseBusyPorts(config: Config): Promise<void> {
   const ports = [
@@ -57,6 +58,10 @@ export async function refuseBusyPorts(config: Config): Promise<void> {
     const holder = config.databaseUrl === '' ? runningServer(config.databasePath) : null
     if (holder && (holder.http_port === port || holder.smtp_port === port)) throw new DatabaseInUseError(config.databasePath, holder)
     throw new PortInUseError(variable, port)
+  }
+  const metricsPort = config.metricsPort === '' ? 0 : Number(config.metricsPort)
+  if (metricsPort !== 0 && !(await portFree(config.metricsHost, metricsPort))) {
+    throw new ConfigError('METRICS_PORT', `cannot listen on ${config.metricsHost} port ${metricsPort}: another process uses it`)
   }
 }
 

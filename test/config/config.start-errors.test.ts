@@ -1,12 +1,13 @@
 /**
  * Settings that are wrong in ways the value pattern cannot see still stop `bun src/index.ts`
  * with one line naming the variable and exit code 78 (EX_CONFIG), before anything listens:
- * a METRICS_PORT past 65535, a METRICS_HOST that cannot be bound, and TLS files that cannot be
+ * a METRICS_PORT past 65535 or held by another process, a METRICS_HOST that cannot be bound, and TLS files that cannot be
  * read or do not belong together; DATABASE_URL in a build whose PostgreSQL mode is not complete.
  */
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 
 setDefaultTimeout(30_000)
@@ -41,6 +42,19 @@ test('a METRICS_HOST that cannot be bound exits 78 with one line naming it, the 
   expect(lines.at(-1)).toStartWith('Invalid configuration: METRICS_HOST: cannot listen on no-such-host.invalid port 0 (')
   expect(lines.some((line) => line.includes('"event":"stopped"'))).toBe(true)
   expect(code).toBe(78)
+})
+
+test('a METRICS_PORT another process holds exits 78 with one line naming it, and nothing before it', async () => {
+  const holder = createServer()
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve))
+  const { port } = holder.address() as { port: number }
+  try {
+    const { code, lines } = await start({ METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
+    expect(lines).toEqual([`Invalid configuration: METRICS_PORT: cannot listen on 127.0.0.1 port ${port}: another process uses it`])
+    expect(code).toBe(78)
+  } finally {
+    holder.close()
+  }
 })
 
 test('a missing SMTP_TLS_CERT_FILE exits 78 with one line naming it', async () => {

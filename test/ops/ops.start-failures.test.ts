@@ -106,12 +106,13 @@ test.each([
   await startsAgain(databasePath)
 })
 
-test.each(['PORT', 'SMTP_PORT'])('startApp refuses a %s already taken before any step: nothing starts, nothing is logged', async (variable) => {
+test.each(['PORT', 'SMTP_PORT', 'METRICS_PORT'])('startApp refuses a %s already taken before any step: nothing starts, nothing is logged', async (variable) => {
   const busy = await occupiedPort()
   const databasePath = join(dir, `checked-${variable}.db`)
   try {
-    const run = await startLogged(databasePath, { [variable]: String(busy.port) })
-    expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
+    const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1' })
+    if (variable === 'METRICS_PORT') expect(run.error).toEqual(new ConfigError('METRICS_PORT', `cannot listen on 127.0.0.1 port ${busy.port}: another process uses it`))
+    else expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
     expect(run.logs).toEqual([])
   } finally {
     busy.server.close()
