@@ -44,7 +44,7 @@ testNeeding('npx')("the Playwright example copied as the README says: `npx playw
     expect(`${listed.code}\n${listed.stderr}`).toBe('0\n')
     const report = JSON.parse(listed.stdout)
     expect(report.config.configFile).toBe(join(project.dir, 'playwright.config.ts'))
-    expect(report.config.filteredProjects[0].use).toEqual({ baseURL: demo.url, launchOptions: { executablePath: chromium } })
+    expect(report.config.filteredProjects[0].use).toMatchObject({ baseURL: demo.url, launchOptions: { executablePath: chromium } })
     expect(report.suites.map((suite: { file: string }) => suite.file)).toEqual(['signup.spec.ts'])
     expect(report.suites[0].specs.map((spec: { title: string }) => spec.title)).toEqual(['sign up, receive the welcome mail, confirm the address'])
   } finally {
