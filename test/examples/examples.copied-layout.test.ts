@@ -1,10 +1,11 @@
 /**
  * The examples where a user puts them: copied into a new project exactly as README.md (and
  * the example's own header) says, then run from that project's root with the user's own
- * command. Playwright must find the copied config there, or CHROMIUM_PATH is ignored and it
- * asks to download a browser; the `bun test` example must find the client beside it. The
- * browser run itself is in scripts/run-examples.ts (.ci/run, with Chromium); here Playwright
- * lists what it would run, with which settings.
+ * command. Playwright must find the copied config there, or it runs with none: no browser
+ * path from the environment, so it asks to download a browser. The `bun test` example must
+ * find the client beside it. `bun test` drives no browser (test/codebase/codebase.no-browser.test.ts): here
+ * Playwright only lists what it would run, with which settings; scripts/run-examples.ts
+ * (.ci/run, with Chromium) runs the copied project in the browser.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { mkdirSync, readFileSync } from 'node:fs'
@@ -39,12 +40,12 @@ testNeeding('npx')("the Playwright example copied as the README says: `npx playw
   const project = newProject()
   try {
     copyAsReadmeSays(project, 'playwright')
-    const chromium = '/opt/some/chromium' // only listed, never started here
-    const listed = await run(['npx', 'playwright', 'test', '--list', '--reporter=json'], project.dir, { CHROMIUM_PATH: chromium, APP_URL: demo.url })
+    const listed = await run(['npx', 'playwright', 'test', '--list', '--reporter=json'], project.dir, { APP_URL: demo.url })
     expect(`${listed.code}\n${listed.stderr}`).toBe('0\n')
     const report = JSON.parse(listed.stdout)
     expect(report.config.configFile).toBe(join(project.dir, 'playwright.config.ts'))
-    expect(report.config.filteredProjects[0].use).toMatchObject({ baseURL: demo.url, launchOptions: { executablePath: chromium } })
+    // The copied config's settings: its test folder, its timeout, and the application from APP_URL.
+    expect(report.config.filteredProjects[0]).toMatchObject({ testDir: join(project.dir, 'playwright'), timeout: 30_000, use: { baseURL: demo.url } })
     expect(report.suites.map((suite: { file: string }) => suite.file)).toEqual(['signup.spec.ts'])
     expect(report.suites[0].specs.map((spec: { title: string }) => spec.title)).toEqual(['sign up, receive the welcome mail, confirm the address'])
   } finally {
