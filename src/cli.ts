@@ -21,7 +21,8 @@
 import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
-import { configTable, isPostgresUrl, loadConfigOrExit } from './config.ts'
+import { configTable, loadConfigOrExit, postgresUrlProblem } from './config.ts'
+import { progressPrinter, summaryLine } from './cli/copy-progress.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
@@ -50,6 +51,7 @@ const USAGE = `usage:
   bun src/cli.ts keys revoke <key-or-public-id>
   bun src/cli.ts config
   bun src/cli.ts db copy --to postgres://user:password@host:5432/database
+                 (quote the URL in a shell; percent-encode '/', '?', '#' and '%' in the password)
 add --create to make a new database when DATABASE_PATH names none yet`
 
 function fail(message: string, code = 1): never {
@@ -78,9 +80,17 @@ if (!postgresMode && !existsSync(databaseFile) && !allowCreate) {
 console.error(`database: ${postgresMode ? describePostgresUrl(config.databaseUrl) : databaseFile}`)
 if (group === 'db') {
   const url = rest[0]
-  if (action !== 'copy' || arg !== '--to' || !url || !isPostgresUrl(url)) fail(USAGE, 64)
+  if (action !== 'copy' || arg !== '--to' || !url || rest.length > 1) fail(USAGE, 64)
+  const problem = postgresUrlProblem(url)
+  if (problem) fail(`db copy --to ${describePostgresUrl(url)}: ${problem}\n${USAGE}`, 64)
   try {
-    const report = await copySqliteFileToPostgres(config.databasePath, url, (line) => console.error(line))
+    const report = await copySqliteFileToPostgres(
+      config.databasePath,
+      url,
+      (line) => console.error(line),
+      progressPrinter((line) => console.error(line)),
+    )
+    console.error(summaryLine(report))
     console.log('table\trows\tsha256')
     for (const table of report.tables) console.log(`${table.table}\t${table.rows}\t${table.sha256}`)
     console.log(`copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} rows into ${describePostgresUrl(url)}`)

@@ -8,7 +8,27 @@ import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTa
 import { TrustedNetworks } from './core/trusted-networks.ts'
 
 /** A URL that selects PostgreSQL: what DATABASE_URL and `cli db copy --to` accept. */
-export const isPostgresUrl = (value: string): boolean => /^postgres(ql)?:\/\/\S+$/.test(value)
+/**
+ * Why `value` is not a PostgreSQL URL the client reads as meant, or null when it is. A user
+ * name or password may hold spaces (raw or as %20, both read as a space); '/', '?', '#' and
+ * '%' there must be percent-encoded, since the client reads the host after the first '/' or
+ * '?' and decodes every '%'. The host and database part holds no whitespace.
+ */
+export function postgresUrlProblem(value: string): string | null {
+  const scheme = /^postgres(ql)?:\/\//.exec(value)
+  if (!scheme) return 'expected a postgres:// or postgresql:// URL'
+  const rest = value.slice(scheme[0].length)
+  const at = rest.lastIndexOf('@')
+  const credentials = at < 0 ? '' : rest.slice(0, at)
+  const place = rest.slice(at + 1)
+  if (/[/?#]/.test(credentials)) return "percent-encode '/', '?' and '#' in the user name and password (%2F, %3F, %23)"
+  if (/%(?![0-9a-fA-F]{2})/.test(credentials)) return "percent-encode '%' in the user name and password as %25"
+  if (place === '' || /^[/?]/.test(place) || /\s/.test(place)) return 'expected a host (and no spaces) after the user name and password'
+  if (!URL.canParse(value)) return 'the URL cannot be read'
+  return null
+}
+
+export const isPostgresUrl = (value: string): boolean => postgresUrlProblem(value) === null
 
 export { ConfigError, exitOnConfigError } from './config-kinds.ts'
 

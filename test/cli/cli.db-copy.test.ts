@@ -1,6 +1,7 @@
 /**
  * `cli db copy --to <url>`: a team's SQLite file copied into an empty PostgreSQL database by
- * the CLI as a real process, against a real server's file and a real PostgreSQL.
+ * the CLI as a real process, against a real server's file and a real PostgreSQL (one that
+ * asks for a password with a space in it, for the URL forms users write).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { rmSync } from 'node:fs'
@@ -8,7 +9,8 @@ import { join } from 'node:path'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { newInbox } from '../support/messages.ts'
-import { describeWithPostgres, freshDatabase } from '../support/postgres.ts'
+import { copiedTables } from '../../src/storage/postgres/copy-from-sqlite.ts'
+import { describeWithPostgres, freshDatabase, ownCluster } from '../support/postgres.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 setDefaultTimeout(60_000)
@@ -94,5 +96,56 @@ describeWithPostgres('cli db copy', () => {
     expect(unreachable.code).toBe(1)
     expect(unreachable.stderr).toContain('copy failed, nothing was kept in postgres://u@127.0.0.1:1/none')
     expect(unreachable.stderr).not.toContain('hidden-pw')
+  })
+})
+
+describeWithPostgres('cli db copy: a password with a space, and progress', () => {
+  let cluster: ReturnType<typeof ownCluster>
+  let server: TestServer
+  const password = 'two words'
+
+  beforeAll(async () => {
+    cluster = ownCluster({ password })
+    server = await startTestServer()
+    for (let i = 0; i < 11; i++) await server.tenant(`org ${i}`) // 22 audit events: ids past 9 compare as numbers
+    await server.app.stop()
+  })
+  afterAll(() => {
+    cluster.stop()
+    rmSync(join(server.databasePath, '..'), { recursive: true, force: true })
+  })
+
+  test('the password works written raw or percent-encoded, and is never printed', async () => {
+    const encoded = await freshDatabase(cluster) // the cluster's URLs carry the password as %20
+    expect(encoded).toContain('two%20words@')
+    const raw = (await freshDatabase(cluster)).replace('two%20words@', 'two words@')
+    for (const url of [encoded, raw]) {
+      const run = await cli(server.databasePath, 'db', 'copy', '--to', url)
+      expect(run.stderr + run.stdout).not.toContain('two')
+      expect({ code: run.code, stderr: run.stderr }).toMatchObject({ code: 0 })
+      expect(run.stdout).toContain('\naudit_events\t22\t')
+    }
+    // A wrong password is the database's refusal, not the usage text.
+    const wrong = await cli(server.databasePath, 'db', 'copy', '--to', raw.replace('two words@', 'three words@'))
+    expect(wrong.code).toBe(1)
+    expect(wrong.stderr).toContain('copy failed, nothing was kept in postgres://postgres@127.0.0.1:')
+    expect(wrong.stderr).toContain('password authentication failed')
+    expect(wrong.stderr).not.toContain('words')
+  })
+
+  test('progress lines name each verified table, with rows, bytes and a rate; a summary closes', async () => {
+    const run = await cli(server.databasePath, 'db', 'copy', '--to', await freshDatabase(cluster))
+    expect(run.code).toBe(0)
+    const lines = run.stderr.split('\n')
+    expect(lines).toContainEqual(expect.stringMatching(/^verified organizations: 11 rows; \d+ of \d+ rows \(\d+%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s$/))
+    expect(lines.filter((line) => line.startsWith('verified '))).toHaveLength(copiedTables().length)
+    expect(lines).toContainEqual(expect.stringMatching(/^done: (\d+) of \1 rows \(100%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s, \d+ insert statements$/))
+  })
+
+  test('a URL the client would misread is refused saying what to encode, without the password', async () => {
+    const run = await cli(server.databasePath, 'db', 'copy', '--to', `postgres://postgres:sla/sh-secret@127.0.0.1:${cluster.port}/postgres`)
+    expect(run.code).toBe(64)
+    expect(run.stderr).toContain("percent-encode '/', '?' and '#' in the user name and password")
+    expect(run.stderr).not.toContain('sh-secret')
   })
 })

@@ -13,7 +13,7 @@
  * The bench's PostgreSQL phases (bench/phases/postgres.ts, postgres-servers.ts) start their cluster here too.
  */
 import { describe } from 'bun:test'
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
@@ -90,7 +90,7 @@ export interface TestCluster {
   start(): void
 }
 
-function createCluster(durable = false): TestCluster {
+function createCluster(durable = false, password?: string): TestCluster {
   const folder = scratchDir('pigeonhole-pg-')
   const data = join(folder, 'data')
   if (isRoot) {
@@ -101,7 +101,13 @@ function createCluster(durable = false): TestCluster {
   chmodSync(folder, 0o700)
   const pgCtl = join(bin!, 'pg_ctl')
   const out = join(folder, 'commands.log')
-  run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--locale=C', '--no-sync'], out)
+  // With a password, every connection must give it (scram); otherwise loopback is trusted.
+  const auth = password === undefined ? ['-A', 'trust'] : ['-A', 'scram-sha-256', `--pwfile=${join(folder, 'password')}`]
+  if (password !== undefined) {
+    writeFileSync(join(folder, 'password'), `${password}\n`)
+    if (isRoot) chownSync(join(folder, 'password'), Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()), 0)
+  }
+  run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], out)
   const port = freePort()
   // fsync off for the tests: the cluster dies with the run, and a test cannot observe power
   // loss anyway. The bench keeps PostgreSQL's own defaults (fsync and synchronous_commit on):
@@ -131,7 +137,7 @@ function createCluster(durable = false): TestCluster {
   watcher.unref()
   return {
     port,
-    url: (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`,
+    url: (name = 'postgres') => `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/${name}`,
     restart() {
       stop()
       start()
@@ -163,11 +169,13 @@ export function testCluster(): TestCluster {
 /**
  * A cluster of the caller's own, for a test that stops or restarts its server: the run's
  * cluster serves the other test files at the same time. Removed when the run ends, as the
- * run's is; `stop()` it when done to give its memory back sooner.
+ * run's is; `stop()` it when done to give its memory back sooner. With `password`, the
+ * superuser has that password and every connection must give it (its `url()` carries it,
+ * percent-encoded); without, loopback connections are trusted.
  */
-export function ownCluster(): TestCluster {
+export function ownCluster(options: { password?: string } = {}): TestCluster {
   if (unavailable) throw new Error(unavailable)
-  return createCluster()
+  return createCluster(false, options.password)
 }
 
 let databases = 0

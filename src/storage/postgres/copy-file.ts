@@ -8,13 +8,13 @@
 import { openStorage } from '../database.ts'
 import { DatabaseInUseError, lockServerDatabase } from '../server-lock.ts'
 import { describePostgresUrl, openPostgres } from './client.ts'
-import { type CopyReport, CopyMismatch, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from './copy-from-sqlite.ts'
+import { type CopyProgress, type CopyReport, CopyMismatch, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from './copy-from-sqlite.ts'
 import { migratePostgres } from './migrate.ts'
 
 /** Why nothing was copied, in words an operator acts on; the URL's password never appears. */
 export class CopyRefused extends Error {}
 
-export async function copySqliteFileToPostgres(databasePath: string, url: string, progress: (line: string) => void = () => {}): Promise<CopyReport> {
+export async function copySqliteFileToPostgres(databasePath: string, url: string, progress: (line: string) => void = () => {}, onProgress?: (progress: CopyProgress) => void): Promise<CopyReport> {
   const target = describePostgresUrl(url)
   let lock: ReturnType<typeof lockServerDatabase>
   try {
@@ -30,7 +30,8 @@ export async function copySqliteFileToPostgres(databasePath: string, url: string
     await migratePostgres(url)
     const sql = openPostgres(url, { max: 1 })
     try {
-      return await copyFromSqlite(databasePath, sql)
+      progress(`copying ${databasePath} into ${target} (one transaction; nothing is kept until every table is verified)`)
+      return await copyFromSqlite(databasePath, sql, { onProgress })
     } finally {
       await sql.end()
     }

@@ -15,9 +15,14 @@
  * - Refuses a target that holds any row, before writing anything.
  * - Verification: per table, the row count and a SHA-256 over the rows in primary-key order
  *   are computed from the SQLite rows as they are read and from the PostgreSQL rows read back
- *   inside the transaction; timestamps are compared in the core's RFC 3339 form (so a value
- *   that would not round-trip fails), bytes by their SHA-256 (computed by the server on the
- *   PostgreSQL side). Any difference throws and rolls everything back.
+ *   inside the transaction (copy-verify.ts); timestamps are compared in the core's RFC 3339
+ *   form (so a value that would not round-trip fails), mail text after the column's own
+ *   unescaping, bytes by their SHA-256 (computed by the server on the PostgreSQL side). Any
+ *   difference throws, naming the first row that differs, and rolls everything back.
+ * - Mail text is escaped by the column's own mapping, as PostgreSQL mode's ingest escapes it
+ *   (copy-columns.ts); a value PostgreSQL cannot take is refused naming its table and key, and
+ *   a batch PostgreSQL refuses is retried row by row under savepoints to name the row.
+ * - Progress: `onProgress` hears after every batch and every verified table.
  * - Identity columns (audit event ids) are copied as they are and their sequences set to the
  *   copied maximum, so the next event gets the next number.
  */
@@ -26,8 +31,11 @@ import { createHash } from 'node:crypto'
 import { is } from 'drizzle-orm'
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core'
 import type { Queryable, Sql } from './client.ts'
+import { describeKey, refusalOf, shapeOf, sizeOf, type TableShape, toPostgresValue } from './copy-columns.ts'
+import { firstDifference, hashPostgresTable, quote, sqliteLine, sqliteRows } from './copy-verify.ts'
 import * as schema from './schema.ts'
-import { rfc3339FromPostgres } from './time.ts'
+
+export type { TableShape } from './copy-columns.ts'
 
 /** Parents before children, so every foreign key finds its row (users before api_keys' created_by). */
 const ORDER: PgTable[] = [
@@ -51,35 +59,6 @@ const ORDER: PgTable[] = [
   schema.auditEvents,
 ]
 
-type Kind = 'text' | 'integer' | 'boolean' | 'timestamp' | 'bytes'
-
-interface TableShape {
-  name: string
-  columns: { name: string; kind: Kind }[]
-  primaryKey: string[]
-  identity: string[]
-}
-
-function kindOf(sqlType: string): Kind {
-  if (sqlType.startsWith('timestamp')) return 'timestamp'
-  if (sqlType === 'boolean') return 'boolean'
-  if (sqlType === 'bytea') return 'bytes'
-  if (sqlType === 'integer' || sqlType === 'bigint') return 'integer'
-  if (sqlType === 'text') return 'text'
-  throw new Error(`no copy rule for column type ${sqlType}`)
-}
-
-function shapeOf(table: PgTable): TableShape {
-  const config = getTableConfig(table)
-  const composite = config.primaryKeys[0]?.columns.map((c) => c.name)
-  return {
-    name: config.name,
-    columns: config.columns.map((c) => ({ name: c.name, kind: kindOf(c.getSQLType()) })),
-    primaryKey: composite ?? config.columns.filter((c) => c.primary).map((c) => c.name),
-    identity: config.columns.filter((c) => (c as { generatedIdentity?: unknown }).generatedIdentity).map((c) => c.name),
-  }
-}
-
 /** Every table of the mirrored schema, in copy order; a table missing from ORDER is a bug here. */
 export function copiedTables(): TableShape[] {
   const all = Object.values(schema as Record<string, unknown>).filter((t): t is PgTable => is(t, PgTable))
@@ -99,6 +78,24 @@ export interface CopyReport {
   tables: TableReport[]
   /** Insert statements sent, all tables together (how finely the copy was batched). */
   batches: number
+  /** Bytes of values sent (text as UTF-8, bytes as they are). */
+  bytes: number
+  /** From the start of the copy to its commit. */
+  elapsedMs: number
+}
+
+/** Where a long copy stands; passed to `onProgress` after every batch and at each table's end. */
+export interface CopyProgress {
+  /** 'copying' after a batch is written; 'verified' once the table's read-back matched. */
+  phase: 'copying' | 'verified'
+  table: string
+  tableRows: number
+  tableTotal: number
+  /** All tables together, so far and in the source. */
+  rows: number
+  totalRows: number
+  bytes: number
+  elapsedMs: number
 }
 
 export interface CopyOptions {
@@ -110,6 +107,7 @@ export interface CopyOptions {
    * both 100 and 400 MiB of mail (and ran faster than 8 MiB batches, which peaked at 244-423).
    */
   batchBytes?: number
+  onProgress?: (progress: CopyProgress) => void
 }
 
 export class TargetNotEmpty extends Error {
@@ -129,61 +127,41 @@ export class CopyMismatch extends Error {
   constructor(
     readonly table: string,
     detail: string,
+    /** The first row found to differ or be refused, by its primary key; null when none could be named. */
+    readonly key: string | null = null,
   ) {
-    super(`the copy of ${table} differs from the SQLite database (${detail}); nothing was kept`)
+    super(`the copy of ${table} differs from the SQLite database (${key === null ? '' : `row ${key}: `}${detail}); nothing was kept`)
   }
 }
 
-const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
-
-/** One row's canonical form for hashing: every value as text (or null), bytes as their SHA-256. */
-const rowLine = (values: (string | null)[]) => `${JSON.stringify(values)}\n`
-
-function canonicalFromSqlite(kind: Kind, value: unknown): string | null {
-  if (value === null || value === undefined) return null
-  switch (kind) {
-    case 'bytes':
-      return createHash('sha256')
-        .update(value as Uint8Array)
-        .digest('hex')
-    case 'boolean':
-      return value ? 'true' : 'false'
-    default:
-      return String(value)
+/** A row PostgreSQL refuses (a value it cannot hold, a constraint it breaks), named by table and key. */
+export class RowRefused extends CopyMismatch {
+  constructor(
+    table: string,
+    key: string,
+    readonly reason: string,
+  ) {
+    super(table, reason, key)
+    this.message = `row ${key} of ${table} cannot be copied: ${reason}; nothing was kept`
   }
 }
-
-function canonicalFromPostgres(kind: Kind, value: string | null): string | null {
-  if (value === null) return null
-  if (kind === 'timestamp') return rfc3339FromPostgres(value)
-  return value
-}
-
-function toPostgresValue(kind: Kind, value: unknown): unknown {
-  if (value === null || value === undefined) return null
-  if (kind === 'bytes') {
-    const view = value as Uint8Array
-    return Buffer.from(view.buffer, view.byteOffset, view.byteLength) // the same memory, not a copy
-  }
-  if (kind === 'boolean') return Boolean(value)
-  return value
-}
-
-const sizeOf = (value: unknown) => (value instanceof Uint8Array ? value.byteLength : typeof value === 'string' ? value.length * 2 : 8)
 
 /**
  * Copies `sqlitePath` into the database behind `sql`. Resolves with the verified report;
- * throws SourceSchemaMismatch, TargetNotEmpty, CopyMismatch, or the database's own error, having
- * written nothing.
+ * throws SourceSchemaMismatch, TargetNotEmpty, CopyMismatch (RowRefused naming the row), or the
+ * database's own error, having written nothing.
  */
 export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: CopyOptions = {}): Promise<CopyReport> {
-  const batchRows = options.batchRows ?? 500
-  const batchBytes = options.batchBytes ?? 2 * 1024 * 1024
   const tables = copiedTables()
   const source = new Database(sqlitePath, { readonly: true, strict: true })
+  const started = performance.now()
   try {
     source.run('BEGIN') // one snapshot for every table, however long the copy takes
     checkSourceSchema(source, tables)
+    const totals = new Map(tables.map((t) => [t.name, (source.query(`select count(*) as n from ${quote(t.name)}`).get() as { n: number }).n]))
+    const progress = { rows: 0, totalRows: [...totals.values()].reduce((a, b) => a + b, 0), bytes: 0 }
+    const tell = (phase: CopyProgress['phase'], table: string, tableRows: number) =>
+      options.onProgress?.({ phase, table, tableRows, tableTotal: totals.get(table) ?? 0, ...progress, elapsedMs: performance.now() - started })
     return await sql.begin(async (tx) => {
       // Two copies started at once into the same database: the second waits, then finds rows.
       await tx`select pg_advisory_xact_lock(hashtextextended('pigeonhole.copy-from-sqlite', 0))`
@@ -194,13 +172,19 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
       }
       if (occupied.length > 0) throw new TargetNotEmpty(occupied)
 
-      const report: CopyReport = { tables: [], batches: 0 }
+      const report: CopyReport = { tables: [], batches: 0, bytes: 0, elapsedMs: 0 }
       for (const table of tables) {
-        const copied = await copyTable(source, tx, table, batchRows, batchBytes)
+        const copied = await copyTable(source, tx, table, options, (rows, bytes, tableRows) => {
+          progress.rows += rows
+          progress.bytes += bytes
+          tell('copying', table.name, tableRows)
+        })
         report.batches += copied.batches
         const readBack = await hashPostgresTable(tx, table)
-        if (readBack.rows !== copied.rows) throw new CopyMismatch(table.name, `${copied.rows} rows in SQLite, ${readBack.rows} in PostgreSQL`)
-        if (readBack.sha256 !== copied.sha256) throw new CopyMismatch(table.name, 'content hashes differ')
+        if (readBack.rows !== copied.rows || readBack.sha256 !== copied.sha256) {
+          const first = await firstDifference(source, tx, table, copied.rows, readBack.rows)
+          throw new CopyMismatch(table.name, first.detail, first.key)
+        }
         for (const column of table.identity) {
           await tx.unsafe(`select setval(pg_get_serial_sequence($1, $2), max_id) from (select max(${quote(column)}) as max_id from ${quote(table.name)}) m where max_id is not null`, [
             table.name,
@@ -208,7 +192,10 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
           ])
         }
         report.tables.push({ table: table.name, rows: copied.rows, sha256: copied.sha256 })
+        tell('verified', table.name, copied.rows)
       }
+      report.bytes = progress.bytes
+      report.elapsedMs = performance.now() - started
       return report
     })
   } finally {
@@ -237,55 +224,68 @@ function checkSourceSchema(source: Database, tables: TableShape[]): void {
   if (differences.length > 0) throw new SourceSchemaMismatch(differences)
 }
 
-async function copyTable(source: Database, tx: Queryable, table: TableShape, batchRows: number, batchBytes: number) {
+async function copyTable(source: Database, tx: Queryable, table: TableShape, options: CopyOptions, sent: (rows: number, bytes: number, tableRows: number) => void) {
+  const batchRows = options.batchRows ?? 500
+  const batchBytes = options.batchBytes ?? 2 * 1024 * 1024
   const names = table.columns.map((c) => quote(c.name)).join(', ')
-  const order = table.primaryKey.map(quote).join(', ')
   const overriding = table.identity.length > 0 ? ' overriding system value' : ''
+  const width = table.columns.length
+  const insert = (rows: unknown[][]) => {
+    const tuples = rows.map((_, r) => `(${table.columns.map((_, c) => `$${r * width + c + 1}`).join(', ')})`).join(', ')
+    return tx.unsafe(`insert into ${quote(table.name)} (${names})${overriding} values ${tuples}`, rows.flat() as never[])
+  }
   const hash = createHash('sha256')
-  let rows = 0
-  let batches = 0
+  const state = { rows: 0, batches: 0 }
   let pending: unknown[][] = []
+  let keys: string[] = []
   let pendingBytes = 0
 
   const flush = async () => {
     if (pending.length === 0) return
-    const width = table.columns.length
-    const tuples = pending.map((_, r) => `(${table.columns.map((_, c) => `$${r * width + c + 1}`).join(', ')})`).join(', ')
-    await tx.unsafe(`insert into ${quote(table.name)} (${names})${overriding} values ${tuples}`, pending.flat() as never[])
-    batches++
+    // Each batch under a savepoint: when PostgreSQL refuses it, the rows are tried one by one
+    // to name the row it refused (the refusal itself names no row, or only a constraint's key).
+    try {
+      await (tx as Sql & { savepoint: Sql['begin'] }).savepoint(() => insert(pending))
+    } catch (error) {
+      throw await nameRefusedRow(tx, table, pending, keys, insert, error)
+    }
+    state.batches++
+    state.rows += pending.length
+    sent(pending.length, pendingBytes, state.rows)
     pending = []
+    keys = []
     pendingBytes = 0
   }
 
-  const statement = source.query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)} order by ${order}`)
-  for (const row of statement.iterate()) {
-    const values = table.columns.map((c) => row[c.name])
-    hash.update(rowLine(table.columns.map((c, i) => canonicalFromSqlite(c.kind, values[i]))))
-    const bytes = values.reduce<number>((sum, v) => sum + sizeOf(v), 0)
+  for (const row of sqliteRows(source, table)) {
+    for (const column of table.columns) {
+      const refused = refusalOf(column, row[column.name])
+      if (refused) throw new RowRefused(table.name, describeKey(table, row), refused)
+    }
+    hash.update(sqliteLine(table, row))
+    const bytes = table.columns.reduce((sum, c) => sum + sizeOf(row[c.name]), 0)
     if (pending.length > 0 && (pending.length >= batchRows || pendingBytes + bytes > batchBytes)) await flush()
-    pending.push(table.columns.map((c, i) => toPostgresValue(c.kind, values[i])))
+    pending.push(table.columns.map((c) => toPostgresValue(c, row[c.name])))
+    keys.push(describeKey(table, row))
     pendingBytes += bytes
-    rows++
   }
   await flush()
-  return { rows, batches, sha256: hash.digest('hex') }
+  return { rows: state.rows, batches: state.batches, sha256: hash.digest('hex') }
 }
 
-/** Reads the table back in primary-key order (byte order of text, as SQLite sorts), in pages. */
-async function hashPostgresTable(tx: Queryable, table: TableShape) {
-  const select = table.columns.map((c) => (c.kind === 'bytes' ? `encode(sha256(${quote(c.name)}), 'hex')` : `${quote(c.name)}::text`)).join(', ')
-  const order = table.primaryKey.map((c) => (table.columns.find((col) => col.name === c)?.kind === 'text' ? `${quote(c)} collate "C"` : quote(c))).join(', ')
-  const hash = createHash('sha256')
-  let rows = 0
-  const cursor = tx
-    .unsafe(`select ${select} from ${quote(table.name)} order by ${order}`)
-    .values()
-    .cursor(500)
-  for await (const page of cursor) {
-    for (const row of page as unknown as (string | null)[][]) {
-      hash.update(rowLine(table.columns.map((c, i) => canonicalFromPostgres(c.kind, row[i] ?? null))))
-      rows++
+async function nameRefusedRow(tx: Queryable, table: TableShape, rows: unknown[][], keys: string[], insert: (rows: unknown[][]) => Promise<unknown>, error: unknown): Promise<Error> {
+  const reason = (e: unknown) => {
+    const pg = e as { message?: string; detail?: string }
+    return `PostgreSQL refused it: ${pg.message ?? String(e)}${pg.detail ? ` (${pg.detail})` : ''}`
+  }
+  const savepoint = (tx as Sql & { savepoint: Sql['begin'] }).savepoint.bind(tx)
+  for (const [i, row] of rows.entries()) {
+    try {
+      await savepoint(() => insert([row]))
+    } catch (single) {
+      return new RowRefused(table.name, keys[i]!, reason(single))
     }
   }
-  return { rows, sha256: hash.digest('hex') }
+  // The rows pass one by one but not together (two rows of the batch clash): name the batch.
+  return new RowRefused(table.name, `${keys[0]} … ${keys.at(-1)}`, reason(error))
 }

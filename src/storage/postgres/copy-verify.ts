@@ -1,0 +1,79 @@
+/**
+ * The verification half of `db copy`: both sides read in primary-key order and hashed in one
+ * canonical form (copy-columns.ts), and, when the hashes differ, the first row that differs
+ * named by its key.
+ */
+import type { Database } from 'bun:sqlite'
+import { createHash } from 'node:crypto'
+import type { Queryable } from './client.ts'
+import { canonicalFromSqlite, describeKey, rowLine, type TableShape } from './copy-columns.ts'
+import { rfc3339FromPostgres } from './time.ts'
+
+export const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
+
+/** The table's rows from SQLite in primary-key order (SQLite sorts text by its bytes). */
+export function sqliteRows(source: Database, table: TableShape): IterableIterator<Record<string, unknown>> {
+  const names = table.columns.map((c) => quote(c.name)).join(', ')
+  const order = table.primaryKey.map(quote).join(', ')
+  return source.query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)} order by ${order}`).iterate()
+}
+
+export const sqliteLine = (table: TableShape, row: Record<string, unknown>) => rowLine(table.columns.map((c) => canonicalFromSqlite(c.kind, row[c.name])))
+
+/** The SELECT that reads a table back in primary-key order, each value as text, bytes as their SHA-256. */
+function readBackQuery(table: TableShape): string {
+  // Columns are qualified with the table's alias: a bare name in ORDER BY would sort by the
+  // output column of that name, the `::text` form (1, 10, 11, …, 2), not by the value.
+  const select = table.columns.map((c) => (c.kind === 'bytes' ? `encode(sha256(t.${quote(c.name)}), 'hex')` : `t.${quote(c.name)}::text`)).join(', ')
+  const order = table.primaryKey.map((c) => (table.columns.find((col) => col.name === c)?.kind === 'text' ? `t.${quote(c)} collate "C"` : `t.${quote(c)}`)).join(', ')
+  return `select ${select} from ${quote(table.name)} t order by ${order}`
+}
+
+const postgresLine = (table: TableShape, row: (string | null)[]) =>
+  rowLine(
+    table.columns.map((c, i) => {
+      const value = row[i] ?? null
+      if (value === null) return null
+      return c.kind === 'timestamp' ? rfc3339FromPostgres(value) : c.fromDriver(value)
+    }),
+  )
+
+async function* postgresRows(tx: Queryable, table: TableShape): AsyncGenerator<(string | null)[]> {
+  for await (const page of tx.unsafe(readBackQuery(table)).values().cursor(500)) {
+    for (const row of page as unknown as (string | null)[][]) yield row
+  }
+}
+
+/** Reads the table back in primary-key order (byte order of text, as SQLite sorts), in pages. */
+export async function hashPostgresTable(tx: Queryable, table: TableShape) {
+  const hash = createHash('sha256')
+  let rows = 0
+  for await (const row of postgresRows(tx, table)) {
+    hash.update(postgresLine(table, row))
+    rows++
+  }
+  return { rows, sha256: hash.digest('hex') }
+}
+
+/**
+ * The hashes differ: both sides are read again, row by row in the same order, to name the
+ * first row that differs and how (this runs only on the way to refusing the copy).
+ */
+export async function firstDifference(source: Database, tx: Queryable, table: TableShape, sqliteCount: number, postgresCount: number): Promise<{ key: string | null; detail: string }> {
+  const counts = sqliteCount === postgresCount ? '' : `; ${sqliteCount} rows in SQLite, ${postgresCount} in PostgreSQL`
+  const theirs = postgresRows(tx, table)
+  for (const row of sqliteRows(source, table)) {
+    const ours = sqliteLine(table, row)
+    const next = await theirs.next()
+    const copied = next.done ? null : postgresLine(table, next.value)
+    if (copied === ours) continue
+    await theirs.return(undefined)
+    const detail = copied === null ? 'missing from PostgreSQL' : `${clip(ours)} reads back as ${clip(copied)}`
+    return { key: describeKey(table, row), detail: `${detail}${counts}` }
+  }
+  await theirs.return(undefined)
+  return { key: null, detail: `content hashes differ${counts}` }
+}
+
+/** A row line short enough for a message (a message row may hold a megabyte of text). */
+const clip = (line: string) => (line.length > 300 ? `${line.slice(0, 300)}…` : line.trimEnd())
