@@ -13,6 +13,7 @@
  *   bun src/cli.ts keys revoke <key-or-public-id>
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
  *   bun src/cli.ts db copy --to <postgres-url>   (copies the stopped server's SQLite file into an empty PostgreSQL database)
+ *   bun src/cli.ts canary [--url U] [--key K] [--smtp HOST[:PORT]] [--timeout S]   (is mail flowing? from anywhere; no database)
  *
  * The database file it opened is named on stderr; a missing one is created only with --create.
  * With DATABASE_URL set, every command but `db copy` works on that PostgreSQL database
@@ -22,6 +23,7 @@ import { existsSync } from 'node:fs'
 import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit, postgresUrlProblem } from './config.ts'
+import { canaryCommand } from './cli/canary-command.ts'
 import { progressPrinter, summaryLine } from './cli/copy-progress.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
@@ -51,6 +53,8 @@ const USAGE = `usage:
   bun src/cli.ts keys revoke <key-or-public-id>
   bun src/cli.ts config
   bun src/cli.ts db copy --to postgres://user:password@host:5432/database
+  bun src/cli.ts canary [--url https://api.example] [--key ph_live_…] [--smtp host[:port]] [--timeout seconds]
+                 (defaults: PIGEONHOLE_URL or BASE_URL, PIGEONHOLE_KEY, PIGEONHOLE_SMTP or the domain's MX)
                  (quote the URL in a shell; percent-encode '/', '?', '#' and '%' in the password)
 add --create to make a new database when DATABASE_PATH names none yet`
 
@@ -68,6 +72,7 @@ if (group === 'config') {
   console.log(configTable())
   process.exit(0)
 }
+if (group === 'canary') await canaryCommand(argv.slice(1), fail, USAGE) // exits; needs no database
 
 const config = loadConfigOrExit()
 // PostgreSQL mode: the server's database is DATABASE_URL. `db copy` reads the SQLite file

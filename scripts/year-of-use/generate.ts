@@ -18,7 +18,7 @@ import { join } from 'node:path'
 import { awkwardMessage } from './awkward-mail.ts'
 import { ConsoleDriver } from './console-driver.ts'
 import { cli, startServer } from './server-process.ts'
-import { SmtpSender } from './smtp-sender.ts'
+import { SmtpSender } from '../../src/cli/smtp-sender.ts'
 
 export interface YearShape {
   messages: number
@@ -156,7 +156,7 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
     let sent = 0
     await Promise.all(
       Array.from({ length: shape.connections }, async (_, c) => {
-        const sender = await SmtpSender.open(server.smtpPort)
+        const sender = await SmtpSender.open(server.smtpPort, '127.0.0.1', { helo: 'year-of-use.test' })
         try {
           for (let n = c; n < shape.messages; n += shape.connections) {
             const inbox = inboxes[n % inboxes.length]!

@@ -1,7 +1,8 @@
 /**
- * A plain SMTP client that sends many messages over one connection (MAIL, RCPT, DATA, and
- * RSET-free repetition), as a test suite's mailer does: enough to fill a database quickly
- * without a dependency. Every reply is checked; anything but the expected code throws.
+ * A plain SMTP client (no TLS, no AUTH): the canary's sender, and the year-of-use script's,
+ * which sends many messages over one connection as a test suite's mailer does. Every reply
+ * is checked; anything but the expected code throws with the server's line. A connection or
+ * reply that takes longer than `timeoutMs` fails rather than hanging.
  */
 import { connect, type Socket } from 'node:net'
 
@@ -27,25 +28,36 @@ export class SmtpSender {
         end = this.buffered.indexOf('\r\n')
       }
     })
+    let failure: Error | undefined
+    socket.on('error', (error) => {
+      failure = error
+    })
     socket.on('close', () => {
-      for (const waiter of this.waiting.splice(0)) waiter.reject(new Error('the SMTP server closed the connection'))
+      this.closed = failure ?? new Error('the SMTP server closed the connection')
+      for (const waiter of this.waiting.splice(0)) waiter.reject(this.closed)
     })
   }
 
-  static async open(port: number, host = '127.0.0.1'): Promise<SmtpSender> {
+  static async open(port: number, host = '127.0.0.1', options: { helo?: string; timeoutMs?: number } = {}): Promise<SmtpSender> {
+    const timeoutMs = options.timeoutMs ?? 30_000
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ port, host }, () => resolve(s))
       s.once('error', reject)
+      s.setTimeout(timeoutMs, () => s.destroy(new Error(`no answer from ${host}:${port} within ${timeoutMs / 1000} s`)))
     })
+    socket.on('error', () => {}) // reported through the pending reply, by the close that follows
     const sender = new SmtpSender(socket)
     await sender.expect(220)
-    await sender.command('EHLO year-of-use.test', 250)
+    await sender.command(`EHLO ${options.helo ?? 'localhost'}`, 250)
     return sender
   }
+
+  private closed: Error | undefined
 
   private reply(): Promise<string> {
     const ready = this.lines.shift()
     if (ready !== undefined) return Promise.resolve(ready)
+    if (this.closed) return Promise.reject(this.closed)
     return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }))
   }
 
