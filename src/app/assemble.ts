@@ -97,12 +97,12 @@ function replicationMonitor(config: Config, storage: Storage, logger: Logger): R
 export async function assemble(options: AppOptions): Promise<Assembly> {
   const { config } = options
   // Series known in advance start at 0; their label values are core's.
-  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS })
+  const clock = options.clock ?? systemClock
+  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS }, () => clock.now())
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const postgresMode = config.databaseUrl !== ''
   const tls = await prepareSmtpTls(config, logger)
-  const clock = options.clock ?? systemClock
   const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')
   // Before the file opens: a second server on the same file stops here, naming the first.
   // PostgreSQL mode has no file to guard: its machines share the database by design.

@@ -53,8 +53,18 @@ export class AppMetrics {
   readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
   readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
 
-  /** The label values of the storage counters, known in advance: they start at 0 (the composition root passes core's lists). */
-  constructor(known: { storageFailureKinds: readonly string[]; storedBytesKinds: readonly string[] }) {
+  /** When this process last stored a message, or started (clock milliseconds). */
+  private lastStoredAt: number
+
+  /**
+   * The label values of the storage counters, known in advance: they start at 0 (the composition
+   * root passes core's lists). `now` is the injected clock, for the seconds since mail last arrived.
+   */
+  constructor(
+    known: { storageFailureKinds: readonly string[]; storedBytesKinds: readonly string[] },
+    private readonly now: () => number = Date.now,
+  ) {
+    this.lastStoredAt = now()
     // Series known in advance start at 0, so rate() and increase() see their first event.
     this.messagesStored.inc({}, 0)
     for (const code of ['rate_limit_exceeded', 'long_poll_limit_exceeded']) this.httpRefusals.inc({ code }, 0)
@@ -101,11 +111,24 @@ export class AppMetrics {
         () => source().replication?.localBytes() ?? [],
       ),
     )
+    this.registry.add(
+      new Gauge(
+        'pigeonhole_seconds_since_last_message_stored',
+        "Seconds since this process last stored a message (since it started, before its first). Across machines, the smallest is the service's.",
+        () => Math.max(0, Math.round(this.now() - this.lastStoredAt) / 1000),
+      ),
+    )
     this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
   }
 
   attach(sources: MetricSources): void {
     this.sources = sources
+  }
+
+  /** A message was committed and acknowledged (the `smtp_message_stored` event). */
+  messageStored(count: number): void {
+    this.messagesStored.inc({}, count)
+    this.lastStoredAt = this.now()
   }
 
   /** DATA bytes taken into (positive) or let go from (negative) memory. */

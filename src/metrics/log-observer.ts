@@ -35,7 +35,7 @@ const REFUSAL_CODES = new Set(['rate_limit_exceeded', 'long_poll_limit_exceeded'
 function observe(metrics: AppMetrics, event: string, fields: LogFields): void {
   switch (event) {
     case 'smtp_message_stored':
-      metrics.messagesStored.inc({}, Array.isArray(fields.message_ids) ? fields.message_ids.length : 1)
+      metrics.messageStored(Array.isArray(fields.message_ids) ? fields.message_ids.length : 1)
       return
     case 'smtp_refused':
       metrics.messagesRefused.inc({ reason: String(fields.reason) })
