@@ -30,9 +30,11 @@ export interface YearShape {
   inboxes: number
   /** SMTP connections sending at once. */
   connections: number
+  /** Organisations the admin CLI makes (custom limits, a key, a revoked key), beside the console's first. */
+  cliOrganizations: number
 }
 
-export const FULL_YEAR: YearShape = { messages: 10_000, auditEvents: 1_000, attachmentBytes: 4_096, inboxes: 40, connections: 4 }
+export const FULL_YEAR: YearShape = { messages: 10_000, auditEvents: 1_000, attachmentBytes: 4_096, inboxes: 40, connections: 4, cliOrganizations: 3 }
 
 export interface YearOfUse {
   databasePath: string
@@ -90,7 +92,7 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
     log('set up: operator, first organisation and key')
 
     // The operator's CLI: organisations with custom limits, keys, one revoked.
-    for (let i = 1; i <= 3; i++) {
+    for (let i = 1; i <= shape.cliOrganizations; i++) {
       const org = await cli(env, 'orgs', 'create', `Team ${i} ${TYPED}`)
       await cli(env, 'orgs', 'limits', org, '--active-inboxes', '500', '--emails-per-month', big, '--inbox-burst', big, '--org-burst', big, '--requests-per-key', String(100_000 + i))
       keys[org] = await cli(env, 'keys', 'create', org)
@@ -98,7 +100,7 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
       await cli(env, 'keys', 'revoke', spare)
     }
     await cli(env, 'orgs', 'limits', home, '--inbox-burst', big, '--org-burst', big, '--long-polls-per-key', '7')
-    log('cli: 3 more organisations with custom limits, keys, revocations')
+    log(`cli: ${shape.cliOrganizations} more organisations with custom limits, keys, revocations`)
 
     // Members: three join by invite (their sessions stay live), one leaves, one invite stays unused.
     await operator.get(`/console/orgs/${home}/members`) // a signed-in page: the session's CSRF token

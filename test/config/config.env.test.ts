@@ -176,6 +176,11 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ DATABASE_POOL_SIZE: '0' })).toThrow('DATABASE_POOL_SIZE')
   })
 
+  test('DATABASE_URL may carry a password with spaces, raw or as %20; a / in it must be encoded', () => {
+    for (const url of ['postgres://u:two words@db:5432/ph', 'postgres://u:two%20words@db:5432/ph']) expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://u:sla/sh@db/ph' })).toThrow('DATABASE_URL: expected a postgres:// or postgresql:// URL')
+  })
+
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
     const config = loadConfig({ BASE_URL: 'https://api.example.com/' })
     expect(config.baseUrl).toBe('https://api.example.com')
