@@ -13,7 +13,7 @@
  *   bun src/cli.ts keys revoke <key-or-public-id>
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
  *   bun src/cli.ts db copy --to <postgres-url>   (copies the stopped server's SQLite file into an empty PostgreSQL database)
- *   bun src/cli.ts canary [--url U] [--key K] [--smtp HOST[:PORT]] [--timeout S]   (is mail flowing? from anywhere; no database)
+ *   bun src/cli.ts canary [--url U] [--key K] [--smtp HOST[:PORT] | --dns R] [--timeout S]   (is mail flowing? from anywhere; no database)
  *
  * The database file it opened is named on stderr; a missing one is created only with --create.
  * With DATABASE_URL set, every command but `db copy` works on that PostgreSQL database
@@ -53,7 +53,7 @@ const USAGE = `usage:
   bun src/cli.ts keys revoke <key-or-public-id>
   bun src/cli.ts config
   bun src/cli.ts db copy --to postgres://user:password@host:5432/database
-  bun src/cli.ts canary [--url https://api.example] [--key ph_live_…] [--smtp host[:port]] [--timeout seconds]
+  bun src/cli.ts canary [--url https://api.example] [--key ph_live_…] [--smtp host[:port] | --dns resolver[,resolver]] [--timeout seconds]
                  (defaults: PIGEONHOLE_URL or BASE_URL, PIGEONHOLE_KEY, PIGEONHOLE_SMTP or the domain's MX)
                  (quote the URL in a shell; percent-encode '/', '?', '#' and '%' in the password)
 add --create to make a new database when DATABASE_PATH names none yet`

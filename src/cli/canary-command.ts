@@ -6,7 +6,7 @@ export async function canaryCommand(args: string[], fail: (message: string, code
   for (let i = 0; i < args.length; i += 2) {
     const name = args[i]
     const value = args[i + 1]
-    if (!name || !['--url', '--key', '--smtp', '--timeout'].includes(name) || value === undefined) fail(usage, 64)
+    if (!name || !['--url', '--key', '--smtp', '--timeout', '--dns'].includes(name) || value === undefined) fail(usage, 64)
     options[name.slice(2)] = value
   }
   const url = options.url ?? process.env.PIGEONHOLE_URL ?? process.env.BASE_URL
@@ -18,7 +18,8 @@ export async function canaryCommand(args: string[], fail: (message: string, code
   if (!Number.isInteger(timeoutSeconds) || timeoutSeconds < 1 || timeoutSeconds > 3600) fail('canary: --timeout is whole seconds, 1 to 3600', 64)
 
   const started = performance.now()
-  const result = await runCanary({ url, key, smtp, timeoutSeconds }, (step) => {
+  const dns = options.dns?.split(',')
+  const result = await runCanary({ url, key, smtp, timeoutSeconds, dns }, (step) => {
     console.log(`${step.step.padEnd(12)}  ${step.ok ? 'ok    ' : 'FAILED'}  ${step.seconds.toFixed(2)} s  ${step.detail}`)
   })
   const total = ((performance.now() - started) / 1000).toFixed(2)

@@ -7,7 +7,7 @@
  * uptime checker that runs commands).
  */
 import { randomBytes } from 'node:crypto'
-import { resolveMx } from 'node:dns/promises'
+import { Resolver } from 'node:dns/promises'
 import { hostname } from 'node:os'
 import { SmtpSender } from './smtp-sender.ts'
 
@@ -24,6 +24,8 @@ export interface CanaryOptions {
   smtp?: string
   /** How long the message may take to arrive (default 60 s). */
   timeoutSeconds?: number
+  /** DNS servers (ip or ip:port) to ask for the MX instead of the system's, e.g. a public resolver for the world's view. */
+  dns?: string[]
 }
 
 export interface StepResult {
@@ -68,14 +70,16 @@ async function api(options: CanaryOptions, step: CanaryStep, method: string, pat
 }
 
 /** Where mail for `domain` goes: the given host, else its MX records by preference, else the domain itself (RFC 5321 §5.1). */
-async function destinations(domain: string, smtp: string | undefined): Promise<{ host: string; port: number; why: string }[]> {
+async function destinations(domain: string, smtp: string | undefined, dns: string[] | undefined): Promise<{ host: string; port: number; why: string }[]> {
   if (smtp) {
     const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(smtp)
     if (!match) throw new StepFailed('send', `--smtp ${smtp} is not host or host:port`)
     return [{ host: match[1]!.replace(/^\[|\]$/g, ''), port: Number(match[2] ?? 25), why: 'as given' }]
   }
+  const resolver = new Resolver({ timeout: 5_000, tries: 2 })
+  if (dns) resolver.setServers(dns)
   try {
-    const records = await resolveMx(domain)
+    const records = await resolver.resolveMx(domain)
     if (records.length > 0) return records.sort((a, b) => a.priority - b.priority).map((r) => ({ host: r.exchange, port: 25, why: `MX ${r.priority} of ${domain}` }))
   } catch (error) {
     const code = (error as { code?: string }).code
@@ -87,7 +91,7 @@ async function destinations(domain: string, smtp: string | undefined): Promise<{
 async function send(options: CanaryOptions, address: string, subject: string): Promise<string> {
   const domain = address.slice(address.lastIndexOf('@') + 1)
   const failures: string[] = []
-  for (const to of await destinations(domain, options.smtp)) {
+  for (const to of await destinations(domain, options.smtp, options.dns)) {
     let sender: SmtpSender | undefined
     try {
       sender = await SmtpSender.open(to.port, to.host, { helo: hostname() || 'localhost', timeoutMs: REQUEST_TIMEOUT_MS })

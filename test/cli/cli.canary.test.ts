@@ -1,10 +1,12 @@
 /**
  * `cli canary` as a real process against a real server: it passes end to end and leaves no
  * inbox behind; against a stopped server it fails naming the step; a send that cannot connect
- * and a message that never arrives each fail at their own step, and the inbox is deleted all
- * the same.
+ * (to a given host, or to the MX hosts a real DNS exchange names, in order) and a message that
+ * never arrives each fail at their own step, and the inbox is deleted all the same.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
+import { createSocket } from 'node:dgram'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 
@@ -18,6 +20,62 @@ async function canary(...args: string[]) {
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
   return { code, stdout, stderr }
 }
+
+/**
+ * A DNS server on UDP that answers every MX question with `records` (none: an empty answer,
+ * as for a domain without MX records), enough of RFC 1035 for the canary's lookup.
+ */
+async function fakeDns(records: { preference: number; exchange: string }[]) {
+  const questions: string[] = []
+  const socket = createSocket('udp4')
+  const name = (host: string) => Buffer.concat([...host.split('.').map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)])), Buffer.from([0])])
+  socket.on('message', (query, peer) => {
+    let at = 12
+    const labels: string[] = []
+    while (query[at] !== 0) {
+      labels.push(query.subarray(at + 1, at + 1 + query[at]!).toString())
+      at += query[at]! + 1
+    }
+    questions.push(labels.join('.'))
+    const question = query.subarray(12, at + 5) // the name, its type and class
+    const header = Buffer.alloc(12)
+    query.copy(header, 0, 0, 2) // the id
+    header.writeUInt16BE(0x8180, 2) // a response, recursion desired and available, no error
+    header.writeUInt16BE(1, 4)
+    header.writeUInt16BE(records.length, 6)
+    const answers = records.map((r) => {
+      const data = Buffer.concat([Buffer.from([r.preference >> 8, r.preference & 0xff]), name(r.exchange)])
+      const fixed = Buffer.alloc(12)
+      fixed.writeUInt16BE(0xc00c, 0) // the question's name
+      fixed.writeUInt16BE(15, 2) // MX
+      fixed.writeUInt16BE(1, 4) // IN
+      fixed.writeUInt32BE(60, 6)
+      fixed.writeUInt16BE(data.length, 10)
+      return Buffer.concat([fixed, data])
+    })
+    socket.send(Buffer.concat([header, question, ...answers]), peer.port, peer.address)
+  })
+  await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', resolve))
+  return { address: `127.0.0.1:${socket.address().port}`, questions, close: () => socket.close() }
+}
+
+/** A port on 127.0.0.1 nobody listens on right now. */
+function closedPort(): number {
+  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
+  const port = probe.port
+  probe.stop(true)
+  return port
+}
+
+/** Whether something listens on 127.0.0.1:25 (a machine's own MTA): the MX tests need nothing there. */
+const port25Taken = await new Promise<boolean>((resolve) => {
+  const probe = connect({ host: '127.0.0.1', port: 25 }, () => {
+    probe.destroy()
+    resolve(true)
+  })
+  probe.on('error', () => resolve(false))
+})
+if (port25Taken) console.warn('skipped: the canary MX tests (something listens on 127.0.0.1:25 here)')
 
 /** An SMTP server that accepts every message and keeps none: mail "sent" that never arrives. */
 function blackHole() {
@@ -66,14 +124,40 @@ describe('cli canary', () => {
   })
 
   test('a send that cannot connect fails at "send", and the inbox is deleted all the same', async () => {
-    const closed = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-    const port = closed.port
-    closed.stop(true) // nothing listens there now
+    const port = closedPort()
     const run = await canary('--url', server.url, '--key', key, '--smtp', `127.0.0.1:${port}`)
     expect(run.code).toBe(3)
     expect(run.stderr.trimEnd()).toStartWith(`canary failed at send: no SMTP server took the connection: 127.0.0.1:${port} (as given): `)
     expect(run.stdout).toContain('delete inbox  ok')
     expect(await activeInboxes()).toBe(0)
+  })
+
+  test.skipIf(port25Taken)("without --smtp it sends to the domain's MX hosts in order of preference, trying the next when one cannot be reached", async () => {
+    // Port 25 of 127.0.0.1 and of localhost: no SMTP server listens there in the tests.
+    const dns = await fakeDns([
+      { preference: 20, exchange: 'localhost' },
+      { preference: 10, exchange: '127.0.0.1' },
+    ])
+    try {
+      const run = await canary('--url', server.url, '--key', key, '--dns', dns.address)
+      expect(dns.questions).toEqual(['inbox.test'])
+      expect(run.code).toBe(3)
+      expect(run.stderr).toMatch(/^canary failed at send: no SMTP server took the connection: 127\.0\.0\.1:25 \(MX 10 of inbox\.test\): .+; localhost:25 \(MX 20 of inbox\.test\): .+\n$/)
+      expect(await activeInboxes()).toBe(0)
+    } finally {
+      dns.close()
+    }
+  })
+
+  test.skipIf(port25Taken)('a domain without MX records is sent to the domain itself (RFC 5321 §5.1)', async () => {
+    const dns = await fakeDns([])
+    try {
+      const run = await canary('--url', server.url, '--key', key, '--dns', dns.address)
+      expect(run.code).toBe(3)
+      expect(run.stderr).toStartWith('canary failed at send: no SMTP server took the connection: inbox.test:25 (inbox.test itself (no MX record)): ')
+    } finally {
+      dns.close()
+    }
   })
 
   test('mail that never arrives fails at "wait" after the timeout', async () => {
