@@ -161,6 +161,24 @@ describeWithPostgres('db copy on any real database', () => {
     }
   })
 
+  test("a value that is not of its column's type is named by row: text for a time, a number out of range", async () => {
+    const path = tampered(server.databasePath, (db) => db.run("update organizations set created_at = 'next tuesday' where id = ?", [organizationId]))
+    const huge = tampered(server.databasePath, (db) => db.run('update organizations set limit_active_inboxes = 4294967296 where id = ?', [organizationId]))
+    const sql = openPostgres(await migratedDatabase(), { max: 2 })
+    try {
+      const refused = await copyFromSqlite(path, sql).catch((error: unknown) => error)
+      expect(refused).toBeInstanceOf(RowRefused)
+      expect((refused as Error).message).toBe(`row id=${organizationId} of organizations cannot be copied: created_at holds "next tuesday", not a time; nothing was kept`)
+      const tooBig = await copyFromSqlite(huge, sql).catch((error: unknown) => error)
+      expect((tooBig as Error).message).toBe(
+        `row id=${organizationId} of organizations cannot be copied: limit_active_inboxes holds 4294967296, out of range for its PostgreSQL type; nothing was kept`,
+      )
+      expect(await countAll(sql)).toBe(0)
+    } finally {
+      await sql.end()
+    }
+  })
+
   test('a value that reads back differently names its row and both forms', async () => {
     const path = tampered(server.databasePath, (db) => db.run("update organizations set created_at = '2026-03-10T09:00:00Z' where id = ?", [organizationId]))
     const sql = openPostgres(await migratedDatabase(), { max: 2 })

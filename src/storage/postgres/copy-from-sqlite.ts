@@ -30,7 +30,8 @@ import { Database } from 'bun:sqlite'
 import { createHash } from 'node:crypto'
 import { is } from 'drizzle-orm'
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core'
-import type { Queryable, Sql } from './client.ts'
+import postgres from 'postgres'
+import type { Sql } from './client.ts'
 import { describeKey, refusalOf, shapeOf, sizeOf, type TableShape, toPostgresValue } from './copy-columns.ts'
 import { firstDifference, hashPostgresTable, quote, sqliteLine, sqliteRows } from './copy-verify.ts'
 import * as schema from './schema.ts'
@@ -224,7 +225,7 @@ function checkSourceSchema(source: Database, tables: TableShape[]): void {
   if (differences.length > 0) throw new SourceSchemaMismatch(differences)
 }
 
-async function copyTable(source: Database, tx: Queryable, table: TableShape, options: CopyOptions, sent: (rows: number, bytes: number, tableRows: number) => void) {
+async function copyTable(source: Database, tx: postgres.TransactionSql, table: TableShape, options: CopyOptions, sent: (rows: number, bytes: number, tableRows: number) => void) {
   const batchRows = options.batchRows ?? 500
   const batchBytes = options.batchBytes ?? 2 * 1024 * 1024
   const names = table.columns.map((c) => quote(c.name)).join(', ')
@@ -245,9 +246,9 @@ async function copyTable(source: Database, tx: Queryable, table: TableShape, opt
     // Each batch under a savepoint: when PostgreSQL refuses it, the rows are tried one by one
     // to name the row it refused (the refusal itself names no row, or only a constraint's key).
     try {
-      await (tx as Sql & { savepoint: Sql['begin'] }).savepoint(() => insert(pending))
+      await tx.savepoint(() => insert(pending))
     } catch (error) {
-      throw await nameRefusedRow(tx, table, pending, keys, insert, error)
+      throw rowRelated(error) ? await nameRefusedRow(tx, table, pending, keys, insert, error) : error
     }
     state.batches++
     state.rows += pending.length
@@ -273,19 +274,22 @@ async function copyTable(source: Database, tx: Queryable, table: TableShape, opt
   return { rows: state.rows, batches: state.batches, sha256: hash.digest('hex') }
 }
 
-async function nameRefusedRow(tx: Queryable, table: TableShape, rows: unknown[][], keys: string[], insert: (rows: unknown[][]) => Promise<unknown>, error: unknown): Promise<Error> {
-  const reason = (e: unknown) => {
-    const pg = e as { message?: string; detail?: string }
-    return `PostgreSQL refused it: ${pg.message ?? String(e)}${pg.detail ? ` (${pg.detail})` : ''}`
-  }
-  const savepoint = (tx as Sql & { savepoint: Sql['begin'] }).savepoint.bind(tx)
+/**
+ * A refusal caused by the rows themselves: a data exception (class 22: a value the type cannot
+ * hold) or a broken constraint (class 23). A lost connection or a cancelled statement is not
+ * about any row and is passed on as it is.
+ */
+const rowRelated = (error: unknown) => error instanceof postgres.PostgresError && /^2[23]/.test(error.code)
+
+async function nameRefusedRow(tx: postgres.TransactionSql, table: TableShape, rows: unknown[][], keys: string[], insert: (rows: unknown[][]) => Promise<unknown>, error: unknown): Promise<unknown> {
+  const reason = (e: postgres.PostgresError) => `PostgreSQL refused it: ${e.message}${e.detail ? ` (${e.detail})` : ''}`
   for (const [i, row] of rows.entries()) {
     try {
-      await savepoint(() => insert([row]))
+      await tx.savepoint(() => insert([row]))
     } catch (single) {
-      return new RowRefused(table.name, keys[i]!, reason(single))
+      return rowRelated(single) ? new RowRefused(table.name, keys[i]!, reason(single as postgres.PostgresError)) : single
     }
   }
   // The rows pass one by one but not together (two rows of the batch clash): name the batch.
-  return new RowRefused(table.name, `${keys[0]} … ${keys.at(-1)}`, reason(error))
+  return new RowRefused(table.name, `${keys[0]} … ${keys.at(-1)}`, reason(error as postgres.PostgresError))
 }
