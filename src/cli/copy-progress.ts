@@ -4,7 +4,25 @@
  * table is verified, and a closing line with the totals. An operator moving a year of mail
  * sees that it moves and roughly when it will end.
  */
-import type { CopyProgress, CopyReport } from '../storage/postgres/copy-from-sqlite.ts'
+
+/** Where the copy stands (copy-from-sqlite.ts's CopyProgress; the CLI's commands import nothing from storage). */
+export interface CopyProgress {
+  phase: 'copying' | 'verified'
+  table: string
+  tableRows: number
+  tableTotal: number
+  rows: number
+  totalRows: number
+  bytes: number
+  elapsedMs: number
+}
+
+export interface CopyTotals {
+  tables: { rows: number }[]
+  batches: number
+  bytes: number
+  elapsedMs: number
+}
 
 const count = (n: number) => n.toLocaleString('en-US')
 const megabytes = (bytes: number) => `${(bytes / 1_000_000).toFixed(1)} MB`
@@ -31,7 +49,7 @@ export function progressPrinter(write: (line: string) => void, everyMs = 5_000):
   }
 }
 
-export function summaryLine(report: CopyReport): string {
+export function summaryLine(report: CopyTotals): string {
   const rows = report.tables.reduce((sum, t) => sum + t.rows, 0)
   return `done: ${totals({ rows, totalRows: rows, bytes: report.bytes, elapsedMs: report.elapsedMs })}, ${report.batches} insert statements`
 }
