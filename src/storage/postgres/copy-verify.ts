@@ -68,12 +68,28 @@ export async function firstDifference(source: Database, tx: Queryable, table: Ta
     const copied = next.done ? null : postgresLine(table, next.value)
     if (copied === ours) continue
     await theirs.return(undefined)
-    const detail = copied === null ? 'missing from PostgreSQL' : `${clip(ours)} reads back as ${clip(copied)}`
+    const detail = copied === null ? 'missing from PostgreSQL' : differingColumns(table, ours, copied)
     return { key: describeKey(table, row), detail: `${detail}${counts}` }
   }
   await theirs.return(undefined)
   return { key: null, detail: `content hashes differ${counts}` }
 }
 
-/** A row line short enough for a message (a message row may hold a megabyte of text). */
-const clip = (line: string) => (line.length > 300 ? `${line.slice(0, 300)}…` : line.trimEnd())
+/** Hashes of secrets: named when they differ, never printed. */
+const UNPRINTED = /(password_hash|_sha256)$/
+
+/** Each column that differs, with both values (cut short: a message body may be a megabyte). */
+function differingColumns(table: TableShape, ours: string, copied: string): string {
+  const a = JSON.parse(ours) as (string | null)[]
+  const b = JSON.parse(copied) as (string | null)[]
+  const shown = (value: string | null) => {
+    const text = JSON.stringify(value)
+    return text.length > 120 ? `${text.slice(0, 120)}…` : text
+  }
+  return table.columns
+    .flatMap((column, i) => {
+      if (a[i] === b[i]) return []
+      return [UNPRINTED.test(column.name) ? `${column.name} differs` : `${column.name} ${shown(a[i] ?? null)} reads back as ${shown(b[i] ?? null)}`]
+    })
+    .join(', ')
+}
