@@ -71,6 +71,14 @@ export const SETTINGS = [
       "PostgreSQL mode: the server's `statement_timeout` on this machine's pool (no statement of ours legitimately runs longer), and the bound on a database that goes silent: a statement that hears nothing for this long plus 2 s has its connection closed and fails as an outage (SMTP 451, API 503). The start-up migration and `cli db copy` are not bound. 0 turns both off (a statement sent to a silent database then waits for the OS to give its connection up: minutes); see docs/scaling.md for poolers.",
   },
   {
+    env: 'DATABASE_WAKE_PUBLISH',
+    key: 'databaseWakePublish',
+    kind: { type: 'enum', values: ['on', 'off'] },
+    default: 'on',
+    description:
+      "PostgreSQL mode: `on` publishes this machine's stored messages to the other machines after each commit, coalesced (one NOTIFY for many inboxes every few milliseconds), so a long poll on another machine answers within milliseconds. `off` publishes nothing: the other machines' waiters then hear a message by their once-a-second re-check. For measuring (the bench's wake-ups off), not for production.",
+  },
+  {
     env: 'RECEIVING_DOMAIN',
     key: 'receivingDomain',
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },

@@ -19,7 +19,7 @@ import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
 import { createLogger } from '../../src/log.ts'
 import type { InboxEvent } from '../../src/notifier.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { notifyInbox } from '../../src/storage/postgres/wake-bus.ts'
+import { publishStored } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { layDownSelfSigned } from '../support/tls-seed.ts'
@@ -84,17 +84,18 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     const stopB = b.app.services.notifier.subscribe(inboxId, (event) => heard.b!.push(event))
     await Promise.all([a.app.services.notifier.ready(), b.app.services.notifier.ready()])
     try {
-      // As the storing transaction of either machine sends it: delivered at commit.
-      await sql.begin((tx) => notifyInbox(tx, inboxId))
-      await until(() => heard.a!.length === 1 && heard.b!.length === 1, 'both machines to hear the commit')
-      expect(heard).toEqual({ a: ['message_stored'], b: ['message_stored'] })
-      // A local emit of a stored message only marks the version: the NOTIFY above is what
-      // every machine hears, so no listener hears one message twice.
+      // What core does after B's storing transaction commits: the version moves at once, and
+      // B publishes the inbox in its next NOTIFY, which every machine hears, B included.
       const before = b.app.services.notifier.version(inboxId)
       b.app.services.notifier.emit(inboxId, 'message_stored')
       expect(b.app.services.notifier.version(inboxId)).toBe(before + 1)
+      await until(() => heard.a!.length === 1 && heard.b!.length === 1, 'both machines to hear the publication')
+      // Proves that nothing more happens: no listener hears one message twice.
       await Bun.sleep(200)
       expect(heard).toEqual({ a: ['message_stored'], b: ['message_stored'] })
+      // A publication from anywhere (here the test's own session) reaches both machines too.
+      await publishStored(sql, [inboxId])
+      await until(() => heard.a!.length === 2 && heard.b!.length === 2, 'both machines to hear the second publication')
     } finally {
       stopA()
       stopB()
@@ -111,12 +112,11 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     ]
     await Promise.all([a.app.services.notifier.ready(), b.app.services.notifier.ready()])
     try {
-      // What core does after B's storing transaction commits; no NOTIFY is sent here, so only
-      // the local delivery can reach anyone, and only B's early listener.
+      // What core does after B's storing transaction commits: only B's early listener hears it
+      // in the same step; the publication is on its way through the database.
       b.app.services.notifier.emit(inboxId, 'message_stored')
       expect(heard).toEqual({ early: ['message_stored'], plain: [], elsewhere: [] })
-      // The NOTIFY of the commit then reaches everyone, the early listener a second time.
-      await sql.begin((tx) => notifyInbox(tx, inboxId))
+      // The publication then reaches everyone, the early listener a second time.
       await until(() => heard.plain!.length === 1 && heard.elsewhere!.length === 1 && heard.early!.length === 2, 'every listener to hear the NOTIFY')
       expect(heard).toEqual({ early: ['message_stored', 'message_stored'], plain: ['message_stored'], elsewhere: ['message_stored'] })
     } finally {

@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createWakeBus, notifyAccessEnded, notifyInbox, notifyRefusal, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
+import { createWakeBus, notifyAccessEnded, notifyInbox, notifyRefusal, publishStored, storedPayloads, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
 import { until } from '../support/wait.ts'
 
@@ -98,6 +98,27 @@ describeWithPostgres('wake bus', () => {
       await store('inbox_7')
       await until(() => heard.length === 2, 'the hook to hear both notifications')
       expect(heard).toEqual(['inbox_deleted inbox_6', 'message_stored inbox_7'])
+    } finally {
+      await hooked.close()
+    }
+  })
+
+  test('one publication names many inboxes: every one of them is heard, across NOTIFYs cut under the payload limit', async () => {
+    const ids = Array.from({ length: 600 }, (_, i) => `inb_${i.toString(16).padStart(32, '0')}`)
+    expect(storedPayloads(ids).length).toBeGreaterThan(1) // the statement must send several
+    const heard = new Set<string>()
+    const hooked = createWakeBus(machineA, { onWake: (inboxId, event) => event === 'message_stored' && heard.add(inboxId) })
+    try {
+      await hooked.ready()
+      const first = await hooked.subscribe(ids[0]!)
+      const last = await hooked.subscribe(ids.at(-1)!)
+      await publishStored(machineB, ids)
+      expect(await settlesWithin(Promise.all([first.woken, last.woken]), 10_000)).toBe(true)
+      await until(() => heard.size === ids.length, 'every inbox of the publication to be heard')
+      // The old single-id payload reads the same: a machine of the previous release is understood.
+      const single = await hooked.subscribe('inbox_single')
+      await notifyInbox(machineB, 'inbox_single')
+      expect(await settlesWithin(single.woken, 10_000)).toBe(true)
     } finally {
       await hooked.close()
     }

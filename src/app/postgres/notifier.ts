@@ -1,15 +1,20 @@
 /**
  * PostgreSQL mode's inbox notifier. Mail stored on any machine wakes the long polls and live
- * views waiting on every machine: the storing transaction sends NOTIFY (delivered at commit),
- * and this machine's one LISTEN connection (the wake bus) hands each notification to the
- * local listeners, this machine's own writes included. So a local `emit` of a stored message
- * bumps the version and reaches only the listeners that asked to hear early (long polls,
- * which re-query on any event and so do not mind hearing it again): the others hear it
- * through the bus, once, as the other machines' listeners do.
+ * views waiting on every machine: after the commit, a local `emit` of a stored message bumps
+ * the version, reaches at once the listeners that asked to hear early (long polls, which
+ * re-query on any event and so do not mind hearing it again), and queues the inbox for this
+ * machine's next coalesced NOTIFY (the wake publisher; the storing transaction sends none).
+ * This machine's one LISTEN connection (the wake bus) hands each notification to the local
+ * listeners, this machine's own publications included: the other listeners hear it there,
+ * once, as the other machines' listeners do.
+ *
+ * A publication can be lost (this machine dies after the commit, the database goes away, a
+ * LISTEN connection elsewhere is down): every machine's fallback re-reads the inboxes it
+ * watches once a second (wake-fallback.ts) and tells the listeners of any that changed.
  *
  * An inbox deletion is not notified by storage; `emit` sends it after the commit. Should that
  * fail (the database just went away), the local listeners still hear it at once; the other
- * machines' waiters then find no message until their deadline.
+ * machines' waiters hear it by their fallback's next reading (the inbox is gone).
  *
  * After the LISTEN connection comes back, every local listener is told `message_stored` once
  * (a notification sent during the outage is lost, not queued): each re-queries.
@@ -26,10 +31,22 @@ import { type InboxEvent, InboxNotifier } from '../../notifier.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 import type { AccessEnded } from '../../console/live-streams.ts'
 import type { RefusalNews, RefusalsShared } from '../../core/inbound/refused-deliveries.ts'
-import { createWakeBus, MAX_REFUSAL_BYTES, notifyAccessEnded, notifyInbox, notifyRefusal, type WakeBus } from '../../storage/postgres/wake-bus.ts'
+import { createWakeBus, MAX_REFUSAL_BYTES, newestPerInbox, notifyAccessEnded, notifyInbox, notifyRefusal, publishStored, type WakeBus } from '../../storage/postgres/wake-bus.ts'
+import { createWakePublisher, type WakePublisher } from '../../storage/postgres/wake-publisher.ts'
+import { startWakeFallback, WAKE_RECHECK_MS, type WakeFallback } from './wake-fallback.ts'
+
+export interface PostgresNotifierOptions {
+  /** Publish this machine's stored messages (DATABASE_WAKE_PUBLISH); off, the others hear them by their fallback only. */
+  publish?: boolean
+  /** The fallback's interval; tests shorten it. */
+  recheckMs?: number
+}
 
 export class PostgresInboxNotifier extends InboxNotifier {
   readonly bus: WakeBus
+  readonly publisher: WakePublisher
+  readonly fallback: WakeFallback
+  private readonly publishing: boolean
   /** The console's live views hear here whose access ended on any machine (null: anyone's may have). */
   private readonly accessListeners = new Set<(userId: string | null) => void>()
   readonly accessEnded: AccessEnded = {
@@ -60,8 +77,24 @@ export class PostgresInboxNotifier extends InboxNotifier {
     private readonly sql: Sql,
     private readonly logger: Logger,
     private readonly origin: string,
+    options: PostgresNotifierOptions = {},
   ) {
     super()
+    this.publishing = options.publish ?? true
+    this.publisher = createWakePublisher(
+      (inboxIds) => publishStored(sql, inboxIds),
+      (error, inboxes) => logger.warn('wake_publish_failed', { inboxes, ...errorFields(error) }),
+    )
+    this.fallback = startWakeFallback(
+      {
+        watched: () => this.watched(),
+        read: (inboxIds) => newestPerInbox(sql, inboxIds),
+        deliver: (inboxId, event) => this.deliver(inboxId, event),
+        // The database is away: storage_failing says so, and LISTEN's return wakes everyone.
+        onError: (error) => logger.debug('wake_recheck_failed', errorFields(error)),
+      },
+      options.recheckMs ?? WAKE_RECHECK_MS,
+    )
     this.bus = createWakeBus(sql, {
       onWake: (inboxId, event) => this.deliver(inboxId, event),
       onReconnect: () => {
@@ -87,6 +120,7 @@ export class PostgresInboxNotifier extends InboxNotifier {
       // Emitted after the commit: a long poll's query may start now, without waiting for the
       // NOTIFY's hop through the database (which brings it back to every listener here).
       this.deliverEarly(inboxId, event)
+      if (this.publishing) this.publisher.publish(inboxId)
       return
     }
     notifyInbox(this.sql, inboxId, event).catch((error: unknown) => {
@@ -99,8 +133,11 @@ export class PostgresInboxNotifier extends InboxNotifier {
     return this.bus.ready()
   }
 
-  close(): Promise<void> {
-    return this.bus.close()
+  async close(): Promise<void> {
+    this.fallback.stop()
+    // What this machine stored last still reaches the others at once, not by their fallback.
+    await this.publisher.flush()
+    await this.bus.close()
   }
 }
 

@@ -120,7 +120,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     await sql.end({ timeout: 5 }).catch((error: unknown) => logger.debug('postgres_end_failed', errorFields(error)))
   }
   try {
-    notifier = new PostgresInboxNotifier(sql, logger, holder)
+    notifier = new PostgresInboxNotifier(sql, logger, holder, { publish: config.databaseWakePublish === 'on' })
     slots.start()
     quota.start()
     streamSlots.start()

@@ -1,17 +1,22 @@
 /**
  * Wake-ups across machines: a message stored on any machine wakes the long polls waiting
- * for its inbox on every machine. The storing transaction runs `notifyInbox` (NOTIFY is
- * delivered only when that transaction commits, so a woken waiter always finds the row);
- * each machine keeps one LISTEN connection and fans a notification out to its local waiters.
+ * for its inbox on every machine. The storing transaction sends no NOTIFY: PostgreSQL takes
+ * one database-wide lock at the commit of every notifying transaction and holds it through
+ * the commit's flush, so notifying stores would commit one behind another, whatever the
+ * number of machines. After its commits, a machine publishes the inboxes it stored into,
+ * coalesced (`publishStored`, driven by ./wake-publisher.ts): many inboxes in one NOTIFY.
+ * Each machine keeps one LISTEN connection and fans a notification out to its local waiters.
  *
  * No lost wake-up: `subscribe` resolves only once LISTEN is active, and a waiter subscribes
  * BEFORE its first query. A message committed after that query but before the waiter starts
  * waiting still resolves `woken`, because the subscription was already listening.
  *
- * Outages: PostgreSQL does not queue notifications for a connection that is gone, so a
- * message committed while the LISTEN connection was down would wake nobody. When the client
- * reconnects and listens again, every local waiter is woken once; each re-queries and
- * either finds its message or subscribes again.
+ * A wake-up can still be lost: the machine that committed may die before it publishes, and
+ * PostgreSQL does not queue notifications for a LISTEN connection that is gone. When the
+ * client reconnects and listens again, every local waiter is woken once; each re-queries and
+ * either finds its message or subscribes again. And each machine re-reads the newest message
+ * of every inbox it watches once a second (`newestPerInbox`, src/app/postgres/wake-fallback.ts),
+ * so a lost publication costs at most that second of latency, never a missed message.
  *
  * The same channel carries the console's "a user's access ended" (a sign-out on one machine
  * ends the live views the user holds open on another): `notifyAccessEnded`, heard by the
@@ -20,8 +25,11 @@
  */
 import type { Queryable, Sql } from './client.ts'
 
-/** One channel for every inbox: the payload names the inbox (ids are 38 characters, under NOTIFY's 8,000-byte limit). */
+/** One channel for every inbox: the payload names the inboxes, separated by a space (no id holds one). */
 export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
+/** NOTIFY refuses a payload of 8,000 bytes or more; a publication of many inboxes is cut into payloads under this. */
+export const MAX_WAKE_PAYLOAD_BYTES = 7_900
+const ID_SEPARATOR = ' '
 
 /** What happened to the inbox: a stored message (the payload is the bare id) or its deletion. */
 export type WakeEvent = 'message_stored' | 'inbox_deleted'
@@ -36,8 +44,26 @@ export const MAX_REFUSAL_BYTES = 7_900
 
 const payloadOf = (inboxId: string, event: WakeEvent) => (event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId)
 
-function parsePayload(payload: string): { inboxId: string; event: WakeEvent } {
-  return payload.startsWith(DELETED_PREFIX) ? { inboxId: payload.slice(DELETED_PREFIX.length), event: 'inbox_deleted' } : { inboxId: payload, event: 'message_stored' }
+/** A deletion names one inbox; a publication of stored messages one or many (a single id is the same payload either way). */
+function parsePayload(payload: string): { inboxIds: string[]; event: WakeEvent } {
+  if (payload.startsWith(DELETED_PREFIX)) return { inboxIds: [payload.slice(DELETED_PREFIX.length)], event: 'inbox_deleted' }
+  return { inboxIds: payload.split(ID_SEPARATOR).filter(Boolean), event: 'message_stored' }
+}
+
+/** The payloads that name `inboxIds` as stored into: as few as fit, each under MAX_WAKE_PAYLOAD_BYTES. */
+export function storedPayloads(inboxIds: Iterable<string>): string[] {
+  const payloads: string[] = []
+  let current = ''
+  for (const id of inboxIds) {
+    // Ids are ASCII (prefixed, base32): length is bytes.
+    if (current && current.length + ID_SEPARATOR.length + id.length > MAX_WAKE_PAYLOAD_BYTES) {
+      payloads.push(current)
+      current = ''
+    }
+    current = current ? current + ID_SEPARATOR + id : id
+  }
+  if (current) payloads.push(current)
+  return payloads
 }
 
 /** What a machine does with every notification besides waking subscriptions: its notifier fans them out locally. */
@@ -68,6 +94,31 @@ export interface WakeBus {
   waiting(): number
   /** Stops listening; pending subscriptions stay unresolved and should be closed by their owners. */
   close(): Promise<void>
+}
+
+/**
+ * Tells every machine that messages were stored into `inboxIds`: one statement, outside any
+ * storing transaction (see the file's comment), one NOTIFY per payload (one for up to about
+ * 200 inboxes). Send it after those messages committed.
+ */
+export async function publishStored(sql: Sql, inboxIds: Iterable<string>): Promise<void> {
+  const payloads = storedPayloads(inboxIds)
+  if (payloads.length === 0) return
+  await sql`select pg_notify(${WAKE_CHANNEL}, payload) from unnest(${payloads}::text[]) as payload`
+}
+
+/**
+ * The newest message's received_at of each of `inboxIds` (null: none), and whether the inbox
+ * still exists: what the wake-up fallback compares from one second to the next. One index
+ * probe per inbox (messages_by_inbox_newest), however many messages an inbox holds.
+ */
+export async function newestPerInbox(sql: Sql, inboxIds: string[]): Promise<Map<string, { exists: boolean; newest: string | null }>> {
+  const rows = await sql<{ id: string; exists: boolean; newest: string | null }[]>`
+    select watched.id,
+      exists (select 1 from inboxes where inboxes.id = watched.id) as exists,
+      (select received_at::text from messages where messages.inbox_id = watched.id order by received_at desc limit 1) as newest
+    from unnest(${inboxIds}::text[]) as watched(id)`
+  return new Map(rows.map((row) => [row.id, { exists: row.exists, newest: row.newest }]))
 }
 
 /** Queues a wake-up for `inboxId` in the transaction (or session) `sql`; delivered at commit. */
@@ -105,12 +156,14 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
       hooks.onRefusal?.(payload.slice(REFUSAL_PREFIX.length))
       return
     }
-    const { inboxId, event } = parsePayload(payload)
-    hooks.onWake?.(inboxId, event)
-    const set = waiters.get(inboxId)
-    if (!set) return
-    waiters.delete(inboxId)
-    for (const resolve of set) resolve()
+    const { inboxIds, event } = parsePayload(payload)
+    for (const inboxId of inboxIds) {
+      hooks.onWake?.(inboxId, event)
+      const set = waiters.get(inboxId)
+      if (!set) continue
+      waiters.delete(inboxId)
+      for (const resolve of set) resolve()
+    }
   }
   const wakeEveryone = () => {
     const all = [...waiters.values()]

@@ -13,6 +13,10 @@
  * in this transaction (the row goes, the stored counts go up), so across machines admission is
  * exact for stored mail and for mail in flight alike. countStoredMessage is the one place that
  * counts, for held deliveries and for deliveries without a hold.
+ * The transaction sends no NOTIFY: PostgreSQL serialises the commits of notifying transactions
+ * on one database-wide lock held through the commit's flush, so every store of every machine
+ * would commit one behind another. Wake-ups go out after the commit, coalesced per machine
+ * (../wake-publisher.ts).
  */
 import { and, asc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
 import type postgres from 'postgres'
@@ -21,7 +25,6 @@ import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction }
 import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
 import { rfc3339FromPostgres } from '../time.ts'
-import { WAKE_CHANNEL } from '../wake-bus.ts'
 
 /** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
 const HEARTBEAT_LOCK_WAIT = '1s'
@@ -54,16 +57,6 @@ async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, peri
     limits: { monthlyEmails: row.monthlyEmails, inboxBurst: row.inboxBurst, orgBurst: row.orgBurst },
     counts: { monthReceived: row.monthReceived, inboxAccepted: row.inboxAccepted, orgAccepted: row.orgAccepted },
   }
-}
-
-/**
- * notifyInbox's statement (../wake-bus.ts) for a stored message, whose payload is the bare inbox
- * id, through Drizzle's transaction: delivered only when it commits. In PostgreSQL mode this is
- * what wakes every machine's listeners (src/app/postgres/notifier.ts); the storing machine's
- * long polls also hear the commit at once.
- */
-async function queueWake(tx: PostgresTx, inboxId: string): Promise<void> {
-  await tx.execute(sql`select pg_notify(${WAKE_CHANNEL}, ${inboxId})`)
 }
 
 const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
@@ -105,7 +98,7 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
   // of the hold then finds it gone).
   if (!inbox) return false
-  // The counters, the rows and the NOTIFY go out together and are awaited once: postgres.js
+  // The counters and the rows go out together and are awaited once: postgres.js
   // pipelines what is sent on one connection, the server runs it in the order sent, and a
   // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
   // Rows another row references are sent first: the message, the attachments before their
@@ -185,7 +178,6 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   // A held unit was counted by its conversion; otherwise the counters here (quota-reservations.ts
   // counts in the file's lock order: the organisation's month, then the inbox's and the organisation's bursts).
   if (!hold) pipelined.push(countStoredMessage(rawTransaction(tx), delivery, periods.month, periods.bucket))
-  pipelined.push(queueWake(tx, delivery.inboxId))
   await Promise.all(pipelined)
   decide.stored(delivery)
   return true
