@@ -155,8 +155,7 @@ export interface InboundStore {
    * contents, search text, raw source and attachments, and bumps the organisation's monthly
    * count and the inbox's and organisation's burst counts, all in one transaction; answers the
    * deliveries stored, in the order given (the 250 reply lists the ids in RCPT order), after
-   * the commit is durable. SQLite: a job of the group commit. PostgreSQL:
-   * the transaction also queues each inbox's wake-up (delivered at commit).
+   * the commit is durable. SQLite and PostgreSQL alike: a job of the adapter's group commit.
    */
   storeMessage<D extends InboundDelivery>(input: StoreInboundInput<D>): Promise<D[]>
 

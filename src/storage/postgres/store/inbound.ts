@@ -13,6 +13,8 @@
  * in this transaction (the row goes, the stored counts go up), so across machines admission is
  * exact for stored mail and for mail in flight alike. countStoredMessage is the one place that
  * counts, for held deliveries and for deliveries without a hold.
+ * Stores are group-committed (../group-store.ts): the deliveries of every message queued while
+ * earlier ones commit share one transaction, taking every inbox lock first, in one order.
  * The transaction sends no NOTIFY: PostgreSQL serialises the commits of notifying transactions
  * on one database-wide lock held through the commit's flush, so every store of every machine
  * would commit one behind another. Wake-ups go out after the commit, coalesced per machine
@@ -24,6 +26,7 @@ import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, Sto
 import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
 import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
 import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import { groupStore } from '../group-store.ts'
 import { rfc3339FromPostgres } from '../time.ts'
 
 /** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
@@ -92,9 +95,23 @@ function readFor(raw: postgres.TransactionSql, delivery: InboundDelivery, quota:
 
 const answered = (reads: DeliveryReads): Promise<unknown>[] => [reads.inbox, reads.newest, ...(reads.conversion ? [reads.conversion.answered] : [])]
 
-async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreInboundInput<D>, delivery: D, reads: DeliveryReads, periods: InboundPeriods): Promise<boolean> {
+/**
+ * Stores one delivery of a batch: its statements are pushed onto `pipelined` (sent, awaited by
+ * the caller with every other delivery's). `newestWritten` holds the received_at this batch
+ * gave each inbox so far: the newest read for a later delivery into the same inbox was sent
+ * before those rows were.
+ */
+async function storeOne<D extends InboundDelivery>(
+  tx: PostgresTx,
+  input: StoreInboundInput<D>,
+  delivery: D,
+  reads: DeliveryReads,
+  periods: InboundPeriods,
+  pipelined: Promise<unknown>[],
+  newestWritten: Map<string, string>,
+): Promise<boolean> {
   const { message, decide } = input
-  const [[inbox], [newest]] = await Promise.all([reads.inbox, reads.newest, ...answered(reads)])
+  const [[inbox], [newestRead]] = await Promise.all([reads.inbox, reads.newest, ...answered(reads)])
   // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
   // of the hold then finds it gone).
   if (!inbox) return false
@@ -103,7 +120,6 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
   // Rows another row references are sent first: the message, the attachments before their
   // contents. Only a re-check (a period turned since RCPT TO) waits for an answer before them.
-  const pipelined: Promise<unknown>[] = []
   const { hold } = delivery
   if (hold && reads.conversion) {
     // Converted first: when its period turned and the new one is full, nothing is written.
@@ -119,7 +135,9 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   }
   // Read under the inbox's lock, which this transaction holds until it commits: no other
   // store of this inbox can have written a newer one since.
-  const { receivedAt, expiresAt } = decide.times(delivery, newest ? rfc3339FromPostgres(newest.at) : undefined)
+  const newest = newestWritten.get(delivery.inboxId) ?? (newestRead ? rfc3339FromPostgres(newestRead.at) : undefined)
+  const { receivedAt, expiresAt } = decide.times(delivery, newest)
+  newestWritten.set(delivery.inboxId, receivedAt)
   const { messageId, organizationId } = delivery
   pipelined.push(
     tx
@@ -178,9 +196,48 @@ async function storeOne<D extends InboundDelivery>(tx: PostgresTx, input: StoreI
   // A held unit was counted by its conversion; otherwise the counters here (quota-reservations.ts
   // counts in the file's lock order: the organisation's month, then the inbox's and the organisation's bursts).
   if (!hold) pipelined.push(countStoredMessage(rawTransaction(tx), delivery, periods.month, periods.bucket))
-  await Promise.all(pipelined)
   decide.stored(delivery)
   return true
+}
+
+/** One delivery of one job of a batch. */
+interface BatchEntry {
+  job: number
+  input: StoreInboundInput<InboundDelivery>
+  delivery: InboundDelivery
+}
+
+/**
+ * Stores the messages of several jobs (../group-store.ts) in one transaction; answers each
+ * job's stored deliveries, in its caller's (RCPT) order. Round trips, however many jobs:
+ * BEGIN; every inbox's lock, then every delivery's reads (and held units' first half of the
+ * conversion); every row and counter; COMMIT.
+ */
+async function storeBatch(db: PostgresDb, quota: HoldConverter | null, inputs: StoreInboundInput<InboundDelivery>[]): Promise<InboundDelivery[][]> {
+  return db.transaction(async (tx) => {
+    const raw = rawTransaction(tx)
+    // Locks in one order (see the file's comment): every inbox's first, then deliveries by
+    // organisation and inbox, so two batches naming the same inboxes cannot deadlock.
+    const entries: BatchEntry[] = inputs.flatMap((input, job) => input.deliveries.map((delivery) => ({ job, input, delivery })))
+    entries.sort((a, b) => byOrganizationThenInbox(a.delivery, b.delivery) || a.job - b.job)
+    const inboxIds = [...new Set(entries.map((entry) => entry.delivery.inboxId))].sort()
+    const locks = inboxIds.map((inboxId) => raw`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${inboxId}`}, 0))`.execute())
+    const reads = entries.map((entry) => readFor(raw, entry.delivery, quota))
+    const sent = [...locks, ...reads.flatMap(answered)]
+    // A failure aborts the transaction and rejects every later answer too: those are awaited
+    // one by one below (or never, past the failure), so each is marked handled here.
+    for (const promise of sent) promise.catch(() => {})
+    await Promise.all(sent)
+    const periods = inputs.map((input) => input.decide.begin())
+    const done = new Set<InboundDelivery>()
+    const pipelined: Promise<unknown>[] = []
+    const newestWritten = new Map<string, string>()
+    for (const [i, entry] of entries.entries()) {
+      if (await storeOne(tx, entry.input, entry.delivery, reads[i]!, periods[entry.job]!, pipelined, newestWritten)) done.add(entry.delivery)
+    }
+    await Promise.all(pipelined)
+    return inputs.map((input) => input.deliveries.filter((delivery) => done.has(delivery)))
+  })
 }
 
 async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): Promise<void> {
@@ -189,27 +246,12 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
 
 /** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
 export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = null): InboundStore {
+  // Deliveries from many SMTP connections share a transaction (../group-store.ts).
+  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(db, quota, inputs))
   return {
     admissionFacts: (localPart, periods) => factsWhere(db, eq(inboxes.localPart, localPart), periods),
 
-    async storeMessage(input) {
-      const ordered = [...input.deliveries].sort(byOrganizationThenInbox)
-      return db.transaction(async (tx) => {
-        const raw = rawTransaction(tx)
-        // Every inbox's lock first, in one order (see the file's comment), and the first
-        // delivery's reads after them: one round trip, run in the order sent.
-        const locks = [...ordered]
-          .sort((a, b) => (a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0))
-          .map((delivery) => raw`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${delivery.inboxId}`}, 0))`.execute())
-        const reads = ordered.map((delivery, i) => (i === 0 ? readFor(raw, delivery, quota) : null))
-        await Promise.all([...locks, ...(reads[0] ? answered(reads[0]) : [])])
-        const periods = input.decide.begin()
-        const done = new Set<(typeof ordered)[number]>()
-        for (const [i, delivery] of ordered.entries()) if (await storeOne(tx, input, delivery, reads[i] ?? readFor(raw, delivery, quota), periods)) done.add(delivery)
-        // Stored in lock order, answered in the caller's (RCPT) order.
-        return input.deliveries.filter((delivery) => done.has(delivery))
-      })
-    },
+    storeMessage: <D extends InboundDelivery>(input: StoreInboundInput<D>) => store(input as unknown as StoreInboundInput<InboundDelivery>) as Promise<D[]>,
 
     async deleteExpiredMessages(now, limit) {
       // SKIP LOCKED: a second sweeper (another machine) takes other rows instead of waiting

@@ -1,0 +1,64 @@
+/**
+ * Group commit for PostgreSQL mode's stores: deliveries that arrive from many SMTP connections
+ * while earlier ones are being stored share one transaction (one BEGIN, one COMMIT, one flush
+ * of the commit record), as the SQLite adapter's group commit does (../sqlite/group-commit.ts).
+ * A commit's flush is most of what a stored message costs the database, and BEGIN and COMMIT
+ * two of its round trips; shared by a batch, both are paid once for many messages.
+ *
+ * At most MAX_BATCHES_IN_FLIGHT transactions run at once; jobs queued meanwhile wait for the
+ * next free one and then go together (at most MAX_BATCH_JOBS). A quiet machine's job starts at
+ * once, in a batch of one: no waiting added. If a batch fails, it rolled back as a whole and
+ * each of its jobs runs again alone, so one job's failure (or a deadlock, or a timeout) stays
+ * with that job; every promise settles only after its job's own transaction committed.
+ */
+
+/** Transactions storing at once; the machine's pool keeps the rest of its connections for reads and holds. */
+export const MAX_BATCHES_IN_FLIGHT = 2
+/** Jobs in one transaction: bounds how long its locks are held and how large its statements grow. */
+export const MAX_BATCH_JOBS = 32
+
+interface Job<I, O> {
+  input: I
+  resolve: (value: O) => void
+  reject: (error: unknown) => void
+}
+
+/** `run` stores its inputs in one transaction and answers one output per input, in order. */
+export function groupStore<I, O>(run: (inputs: I[]) => Promise<O[]>): (input: I) => Promise<O> {
+  let queue: Job<I, O>[] = []
+  let inFlight = 0
+
+  const runAlone = (job: Job<I, O>) =>
+    run([job.input]).then(
+      ([output]) => job.resolve(output as O),
+      (error: unknown) => job.reject(error),
+    )
+
+  const next = () => {
+    while (inFlight < MAX_BATCHES_IN_FLIGHT && queue.length > 0) {
+      const jobs = queue.slice(0, MAX_BATCH_JOBS)
+      queue = queue.slice(jobs.length)
+      inFlight++
+      const batch =
+        jobs.length === 1
+          ? runAlone(jobs[0]!)
+          : run(jobs.map((job) => job.input)).then(
+              (outputs) => {
+                for (const [i, job] of jobs.entries()) job.resolve(outputs[i] as O)
+              },
+              // Rolled back as a whole: each job again in a transaction of its own.
+              () => Promise.all(jobs.map(runAlone)),
+            )
+      void batch.finally(() => {
+        inFlight--
+        next()
+      })
+    }
+  }
+
+  return (input) =>
+    new Promise<O>((resolve, reject) => {
+      queue.push({ input, resolve, reject })
+      next()
+    })
+}
