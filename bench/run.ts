@@ -203,7 +203,7 @@ try {
   console.log(`\nRaw figures written to ${file}`)
 
   const missing = missingFigures(summary)
-  const postgresIngest = 'skipped' in postgresServers ? [] : [...postgresServers.ingest.one, ...postgresServers.ingest.two]
+  const postgresIngest = 'skipped' in postgresServers ? [] : [...postgresServers.ingest.one, ...postgresServers.ingest.two, ...postgresServers.sweep, ...postgresServers.sqlite]
   const unverified = [...ingest, ...postgresIngest].filter((round) => !round.verified)
   // .ci/run installs PostgreSQL and sets this, as for the tests: a broken install fails CI instead of skipping.
   const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && ('skipped' in postgres || 'skipped' in postgresServers)

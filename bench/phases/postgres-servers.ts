@@ -13,6 +13,9 @@
  *   SMTP connection delivers, the sample ends when the poll's answer is read.
  * - Wake-up across machines (bench/phases/latency.ts): the long poll waits on B, the mail goes
  *   into A on a kept connection; the sample is from A's `250` to B's answer.
+ * - The concurrency sweep (./postgres-sweep.ts): 4, 16 and 64 connections over two machines and
+ *   several organisations, wake-ups published and not; and the SQLite server's ingest in the
+ *   same run, beside one PostgreSQL machine's.
  *
  * The organisation and key are made with the admin CLI in a SQLite file and moved over with
  * `db copy --to`, as an operator moving to PostgreSQL does. The servers run the production
@@ -31,6 +34,7 @@ import { emptySamples, pigeonholeEndToEnd } from './end-to-end.ts'
 import { ingestRound, type IngestRound } from './ingest.ts'
 import { pigeonholeLatency, summarize, type LatencyResult } from './latency.ts'
 import { serverCpuMs } from './postgres.ts'
+import { postgresSweep, type SweepLevel, sqliteBeside } from './postgres-sweep.ts'
 
 export interface PostgresServersSettings {
   ingestRounds: number
@@ -63,10 +67,16 @@ export type PostgresServersResult =
       ingest: { one: PostgresIngest[]; two: PostgresIngest[] }
       connectToContent: LatencyResult
       wakeAcrossMachines: LatencyResult
+      /** 4, 16, 64 connections over two machines, wake-ups on then off. */
+      sweep: SweepLevel[]
+      /** The SQLite server's ingest rounds of the same shape in the same run (8 connections). */
+      sqlite: IngestRound[]
     }
 
 /** Connections each machine's pool opens (DATABASE_POOL_SIZE's default). */
 const POOL_SIZE = 10
+/** Organisations the sweep spreads its connections over: one organisation's quota lock serialises its mail. */
+const SWEEP_ORGANIZATIONS = 8
 
 export interface Durability {
   fsync: string
@@ -92,10 +102,10 @@ export interface Machine {
   stop(): Promise<void>
 }
 
-export async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number]): Promise<Machine> {
+export async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number], extraEnv: Record<string, string> = {}): Promise<Machine> {
   // Each machine keeps its spool (and its self-signed certificate) beside its own DATABASE_PATH.
   const dir = tempDir(`pg-${name}`)
-  const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE) }
+  const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE), ...extraEnv }
   const child = spawnChild(`pigeonhole-postgres-${name}`, [process.execPath, ...profileFlags(), entry], env, ROOT)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
@@ -111,8 +121,12 @@ export async function startMachine(name: string, entry: string, url: string, key
   }
 }
 
-/** One organisation and key made by the CLI in SQLite, copied into the empty database `url`. */
-export function seed(url: string): string {
+/**
+ * One organisation and key made by the CLI in SQLite and copied into the empty database `url`,
+ * as an operator moving over does; then `organizations - 1` more made by the CLI on
+ * PostgreSQL itself. Answers one key per organisation.
+ */
+export function seed(url: string, organizations = 1): string[] {
   const dir = tempDir('pg-seed')
   try {
     mkdirSync(dir, { recursive: true })
@@ -120,9 +134,11 @@ export function seed(url: string): string {
     // --local: the limits a test run never meets (LOCAL_TESTING_LIMITS), above what even the
     // full run asks of one key (about 500 inboxes, 1,100 requests in a minute at most).
     const org = runCli(env, 'orgs', 'create', 'bench', '--local', '--create')
-    const key = runCli(env, 'keys', 'create', org)
+    const keys = [runCli(env, 'keys', 'create', org)]
     runCli(env, 'db', 'copy', '--to', url)
-    return key
+    const onPostgres = { ...env, DATABASE_URL: url }
+    for (let i = 1; i < organizations; i++) keys.push(runCli(onPostgres, 'keys', 'create', runCli(onPostgres, 'orgs', 'create', `bench-${i}`, '--local')))
+    return keys
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
@@ -167,7 +183,8 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
   const entry = SERVER_ENTRY
   const durability = await durabilityOf(url)
   settings.log(`postgres servers: cluster with fsync=${durability.fsync}, synchronous_commit=${durability.synchronousCommit}`)
-  const key = seed(url)
+  const keys = seed(url, SWEEP_ORGANIZATIONS)
+  const key = keys[0]!
   const machines: Machine[] = []
   try {
     // Ports picked one after the other (picked at once, two could be the same free port), then
@@ -210,7 +227,14 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
     const wakeAcrossMachines = summarize('pigeonhole_postgres', await pigeonholeLatency(a.api, a.smtpPort, shape, settings.wakeSamples, b.api))
     settings.log(`postgres servers wake-up from A's 250 to B's answer: p50 ${wakeAcrossMachines.p50Ms.toFixed(2)} ms, p99 ${wakeAcrossMachines.p99Ms.toFixed(2)} ms`)
 
-    return { entry, poolSize: POOL_SIZE, durability, ingest: { one, two }, connectToContent, wakeAcrossMachines }
+    await Promise.all(machines.splice(0).map((m) => m.stop()))
+
+    const startSweepMachine = async (name: string, wakeUps: 'on' | 'off') => startMachine(name, entry, url, key, [await freePort(), await freePort()], { DATABASE_WAKE_PUBLISH: wakeUps })
+    const sweep = await postgresSweep(startSweepMachine, keys, shape, { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, log: settings.log }, port)
+    const sqlite = await sqliteBeside(shape, { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, rounds: settings.ingestRounds })
+    for (const r of sqlite) settings.log(`postgres servers: the SQLite server beside it, ${Math.round(r.perSecond)} msg/s, ${r.cpuMsPerMessage.toFixed(2)} ms CPU/msg`)
+
+    return { entry, poolSize: POOL_SIZE, durability, ingest: { one, two }, connectToContent, wakeAcrossMachines, sweep, sqlite }
   } finally {
     await Promise.all(machines.map((m) => m.stop()))
   }

@@ -47,14 +47,14 @@ testCluster()
 const url = await freshDatabase()
 const durability = await durabilityOf(url)
 log(`cluster: fsync=${durability.fsync}, synchronous_commit=${durability.synchronousCommit}; server ${SERVER_ENTRY}`)
-const key = seed(url)
+const [key] = seed(url) as [string]
 const postgres = await startMachine('A', SERVER_ENTRY, url, key, [await freePort(), await freePort()])
 const sqlite = postgresOnly ? null : await startPigeonhole()
 const targets = [{ name: 'postgres', api: postgres.api, smtpPort: postgres.smtpPort, samples: emptySamples(), loads: [] as string[] }]
 let before: Machine | null = null
 if (baseline) {
   const baselineUrl = await freshDatabase()
-  before = await startMachine('baseline', resolve(baseline, 'server.js'), baselineUrl, seed(baselineUrl), [await freePort(), await freePort()])
+  before = await startMachine('baseline', resolve(baseline, 'server.js'), baselineUrl, seed(baselineUrl)[0]!, [await freePort(), await freePort()])
   targets.push({ name: 'postgres_baseline', api: before.api, smtpPort: before.smtpPort, samples: emptySamples(), loads: [] })
 }
 if (sqlite) targets.push({ name: 'sqlite', api: new PigeonholeApi(sqlite.base, sqlite.key), smtpPort: sqlite.smtpPort, samples: emptySamples(), loads: [] })
