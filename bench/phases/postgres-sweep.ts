@@ -57,7 +57,7 @@ export async function sweepRound(machines: [Machine, Machine], keys: string[], c
       return { client: await SmtpClient.connect(machine.smtpPort), to: inbox.address, count: () => api.countMessages(inbox.id) }
     }),
   )
-  const pids = machines.map((machine) => machine.child.pid)
+  const pids = [...new Set(machines.map((machine) => machine.child.pid))]
   const serverBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0)
   const databaseBefore = serverCpuMs(clusterPort)
   let accepted = 0

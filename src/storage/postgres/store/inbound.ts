@@ -25,8 +25,9 @@ import type postgres from 'postgres'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
 import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
 import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import { inboundBursts, inboxes, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
 import { groupStore } from '../group-store.ts'
+import { sendMessageRows } from './inbound-rows.ts'
 import { rfc3339FromPostgres } from '../time.ts'
 
 /** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
@@ -138,61 +139,7 @@ async function storeOne<D extends InboundDelivery>(
   const newest = newestWritten.get(delivery.inboxId) ?? (newestRead ? rfc3339FromPostgres(newestRead.at) : undefined)
   const { receivedAt, expiresAt } = decide.times(delivery, newest)
   newestWritten.set(delivery.inboxId, receivedAt)
-  const { messageId, organizationId } = delivery
-  pipelined.push(
-    tx
-      .insert(messages)
-      .values({
-        id: messageId,
-        inboxId: delivery.inboxId,
-        organizationId,
-        fromName: message.fromName,
-        fromAddress: message.fromAddress,
-        toAddress: inbox.address,
-        subject: message.subject,
-        preview: message.preview,
-        sizeBytes: message.sizeBytes,
-        receivedAt,
-        expiresAt,
-        searchSubject: message.searchSubject,
-        searchSender: message.searchSender,
-        searchSenderDomain: message.searchSenderDomain,
-        internetMessageId: message.internetMessageId,
-      })
-      .execute(),
-  )
-  const ids = message.attachments.map((_, position) => delivery.attachmentIds[position]!)
-  if (message.attachments.length > 0)
-    pipelined.push(
-      tx
-        .insert(attachments)
-        .values(
-          message.attachments.map((attachment, position) => ({
-            id: ids[position]!,
-            messageId,
-            organizationId,
-            position,
-            filename: attachment.filename,
-            contentType: attachment.contentType,
-            sizeBytes: attachment.sizeBytes,
-            disposition: attachment.disposition,
-            contentId: attachment.contentId,
-          })),
-        )
-        .execute(),
-    )
-  pipelined.push(
-    tx.insert(messageContents).values({ messageId, textBody: message.textBody, htmlBody: message.htmlBody, headersJson: message.headersJson }).execute(),
-    tx.insert(messageSearchTexts).values({ messageId, text: message.searchText }).execute(),
-    tx.insert(messageSources).values({ messageId, raw: message.raw, sha256: message.rawSha256 }).execute(),
-  )
-  if (message.attachments.length > 0)
-    pipelined.push(
-      tx
-        .insert(attachmentContents)
-        .values(message.attachments.map((attachment, position) => ({ attachmentId: ids[position]!, content: attachment.content, sha256: attachment.sha256 })))
-        .execute(),
-    )
+  pipelined.push(...sendMessageRows(rawTransaction(tx), delivery, message, { toAddress: inbox.address, receivedAt, expiresAt }))
   // A held unit was counted by its conversion; otherwise the counters here (quota-reservations.ts
   // counts in the file's lock order: the organisation's month, then the inbox's and the organisation's bursts).
   if (!hold) pipelined.push(countStoredMessage(rawTransaction(tx), delivery, periods.month, periods.bucket))
