@@ -66,3 +66,19 @@ test('a batch that fails runs each job again alone: only the job that fails alon
   expect(await Promise.all(queued)).toEqual(['stored c', 'rolled back: bad', 'stored d'])
   expect(runs.batches.slice(2)).toEqual([['c', 'bad', 'd'], ['c'], ['bad'], ['d']])
 })
+
+test('a batch that fails for the database as a whole fails every job at once, without running each again', async () => {
+  const runs = heldRuns((inputs) => inputs.length > 1)
+  const store = groupStore(runs.run, () => false)
+  const first = [store('a'), store('b')]
+  const queued = ['c', 'd'].map((input) =>
+    store(input).then(
+      (answer) => answer,
+      (error: Error) => error.message,
+    ),
+  )
+  await runs.commitAll()
+  await Promise.all(first)
+  expect(await Promise.all(queued)).toEqual(['rolled back: c,d', 'rolled back: c,d'])
+  expect(runs.batches.slice(2)).toEqual([['c', 'd']])
+})

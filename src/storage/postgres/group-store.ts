@@ -8,8 +8,10 @@
  * At most MAX_BATCHES_IN_FLIGHT transactions run at once; jobs queued meanwhile wait for the
  * next free one and then go together (at most MAX_BATCH_JOBS). A quiet machine's job starts at
  * once, in a batch of one: no waiting added. If a batch fails, it rolled back as a whole and
- * each of its jobs runs again alone, so one job's failure (or a deadlock, or a timeout) stays
- * with that job; every promise settles only after its job's own transaction committed.
+ * each of its jobs runs again alone, so one job's failure (a constraint, a deadlock) stays with
+ * that job; every promise settles only after its job's own transaction committed. A failure of
+ * the database itself (`retryAlone` says no: unreachable, silent, out of connections) fails
+ * every job of the batch at once: running each again would only wait as long once more.
  */
 
 /** Transactions storing at once; the machine's pool keeps the rest of its connections for reads and holds. */
@@ -23,8 +25,11 @@ interface Job<I, O> {
   reject: (error: unknown) => void
 }
 
-/** `run` stores its inputs in one transaction and answers one output per input, in order. */
-export function groupStore<I, O>(run: (inputs: I[]) => Promise<O[]>): (input: I) => Promise<O> {
+/**
+ * `run` stores its inputs in one transaction and answers one output per input, in order;
+ * `retryAlone` says whether a batch's failure may be one job's (by default, any may).
+ */
+export function groupStore<I, O>(run: (inputs: I[]) => Promise<O[]>, retryAlone: (error: unknown) => boolean = () => true): (input: I) => Promise<O> {
   let queue: Job<I, O>[] = []
   let inFlight = 0
 
@@ -47,7 +52,10 @@ export function groupStore<I, O>(run: (inputs: I[]) => Promise<O[]>): (input: I)
                 for (const [i, job] of jobs.entries()) job.resolve(outputs[i] as O)
               },
               // Rolled back as a whole: each job again in a transaction of its own.
-              () => Promise.all(jobs.map(runAlone)),
+              (error: unknown) => {
+                if (retryAlone(error)) return Promise.all(jobs.map(runAlone))
+                for (const job of jobs) job.reject(error)
+              },
             )
       void batch.finally(() => {
         inFlight--

@@ -63,6 +63,17 @@ async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, peri
   }
 }
 
+/**
+ * Whether a batch's failure may be one job's: an error the server raised about the statements
+ * (a constraint, a deadlock), not one about the database as a whole: a connection lost or never
+ * made (the client's CONNECTION_* codes, SQLSTATE class 08), too many connections or no room
+ * (53), a server stopping or a statement past its timeout (57).
+ */
+const mayBeOneJob = (error: unknown): boolean => {
+  const code = (error as { code?: unknown; cause?: { code?: unknown } } | null)?.code ?? (error as { cause?: { code?: unknown } } | null)?.cause?.code
+  return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|53|57)/.test(code)
+}
+
 const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
   a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
 
@@ -194,7 +205,7 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
 /** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
 export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = null): InboundStore {
   // Deliveries from many SMTP connections share a transaction (../group-store.ts).
-  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(db, quota, inputs))
+  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(db, quota, inputs), mayBeOneJob)
   return {
     admissionFacts: (localPart, periods) => factsWhere(db, eq(inboxes.localPart, localPart), periods),
 
