@@ -133,6 +133,21 @@ describeWithPostgres('quota reservations across two machines', () => {
     clock.set('2026-03-10T10:02:30.000Z')
   })
 
+  test('a hold lost before its store (as a crash loses a hold whose commit was not yet flushed) is checked again: counted with room, refused without', async () => {
+    await newOrganization('org_lost', 98)
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const limits = { monthlyEmails: 100, inboxBurst: 1000, orgBurst: 1000 }
+    const first = await a.reserve({ organizationId: 'org_lost', inboxId: 'inb_l' }, limits)
+    const second = await a.reserve({ organizationId: 'org_lost', inboxId: 'inb_l' }, limits)
+    if (!first.reserved || !second.reserved) throw new Error('expected two units')
+    await machineA`delete from quota_reservations where organization_id = 'org_lost'`
+    // A third sender takes the room the lost holds no longer count.
+    expect((await a.reserve({ organizationId: 'org_lost', inboxId: 'inb_l' }, limits)).reserved).toBe(true)
+    expect(await machineA.begin((tx) => a.convert(tx, first.reservation, limits))).toEqual({ counted: true })
+    expect(await machineA.begin((tx) => a.convert(tx, second.reservation, limits))).toEqual({ counted: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+    expect(await stored('org_lost')).toBe(99)
+  })
+
   test("a dead machine's reservations count until its lease runs out; a live machine's heartbeat keeps its own", async () => {
     await newOrganization('org_lease', 90)
     const leaseMs = 30_000

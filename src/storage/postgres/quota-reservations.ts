@@ -211,7 +211,12 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
           // of dead machines no longer count anyway), the counts read after both, and the
           // reservation's row, which the counts do not see. When the counts leave no room the
           // transaction rolls back, row and tidy alike.
-          const [, , used] = await Promise.all([
+          // The hold's commit does not wait for its flush: it held the organisation's lock (which
+          // every other hold and store of the organisation waits for) through a disk write, per
+          // recipient. A hold that a database crash loses costs nothing exact: the store finds
+          // its row gone and checks the counts again under the lock (finish, below).
+          const [, , , used] = await Promise.all([
+            tx`set local synchronous_commit = off`.execute(),
             lockOrganization(tx, target.organizationId),
             tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
             usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
