@@ -18,7 +18,7 @@ export function createPostgresStore(sql: Sql, quota: HoldConverter | null = null
     accounts: postgresAccounts(db),
     inboxes,
     messages: postgresMessages(db),
-    inbound: postgresInbound(db, quota),
+    inbound: postgresInbound(db, sql, quota),
     close: () => inboxes.close(),
   }
 }

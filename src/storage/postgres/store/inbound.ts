@@ -20,12 +20,13 @@
  * would commit one behind another. Wake-ups go out after the commit, coalesced per machine
  * (../wake-publisher.ts).
  */
-import { and, asc, eq, inArray, lt, lte, sql } from 'drizzle-orm'
+import { asc, inArray, lt, lte, sql } from 'drizzle-orm'
 import type postgres from 'postgres'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
 import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
 import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
-import { inboundBursts, inboxes, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import type { Queryable, Sql } from '../client.ts'
+import { inboundBursts, messages, settings } from '../schema.ts'
 import { groupStore } from '../group-store.ts'
 import { sendMessageRows } from './inbound-rows.ts'
 import { rfc3339FromPostgres } from '../time.ts'
@@ -35,25 +36,32 @@ const HEARTBEAT_LOCK_WAIT = '1s'
 /** lock_not_available: a lock wait ran past lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03'
 
-/** Counts and limits for the active inbox matching `where`, in `periods`: one round trip. */
-async function factsWhere(db: PostgresDbOrTx, where: ReturnType<typeof eq>, periods: InboundPeriods): Promise<AdmissionFacts | null> {
-  const accepted = (subject: typeof inboxes.id | typeof inboxes.organizationId) =>
-    sql<number>`coalesce((select ${inboundBursts.accepted} from ${inboundBursts} where ${inboundBursts.subjectId} = ${subject} and ${inboundBursts.bucketStartsAt} = ${periods.bucket}), 0)::int`
-  const [row] = await db
-    .select({
-      inboxId: inboxes.id,
-      organizationId: inboxes.organizationId,
-      monthlyEmails: organizations.limitMonthlyEmails,
-      inboxBurst: organizations.limitInboxBurst,
-      orgBurst: organizations.limitOrgBurst,
-      monthReceived: sql<number>`coalesce((select ${monthlyEmailUsage.received} from ${monthlyEmailUsage} where ${monthlyEmailUsage.organizationId} = ${inboxes.organizationId} and ${monthlyEmailUsage.month} = ${periods.month}), 0)::int`,
-      inboxAccepted: accepted(inboxes.id),
-      orgAccepted: accepted(inboxes.organizationId),
-    })
-    .from(inboxes)
-    .leftJoin(organizations, eq(organizations.id, inboxes.organizationId))
-    .where(and(where, eq(inboxes.state, 'active')))
-    .limit(1)
+interface FactsRow {
+  inboxId: string
+  organizationId: string
+  monthlyEmails: number | null
+  inboxBurst: number | null
+  orgBurst: number | null
+  monthReceived: number
+  inboxAccepted: number
+  orgAccepted: number
+}
+
+/**
+ * Counts and limits for the active inbox with this local part (RCPT TO) or id (the store's
+ * re-check), in `periods`: one statement, hand-written (it runs for every recipient).
+ */
+async function factsOf(db: Queryable, by: { localPart: string } | { inboxId: string }, periods: InboundPeriods): Promise<AdmissionFacts | null> {
+  const match = 'localPart' in by ? db`i.local_part = ${by.localPart}` : db`i.id = ${by.inboxId}`
+  const [row] = await db<FactsRow[]>`
+    select i.id as "inboxId", i.organization_id as "organizationId",
+      o.limit_monthly_emails as "monthlyEmails", o.limit_inbox_burst as "inboxBurst", o.limit_org_burst as "orgBurst",
+      coalesce((select received from monthly_email_usage where organization_id = i.organization_id and month = ${periods.month}), 0)::int as "monthReceived",
+      coalesce((select accepted from inbound_bursts where subject_id = i.id and bucket_starts_at = ${periods.bucket}), 0)::int as "inboxAccepted",
+      coalesce((select accepted from inbound_bursts where subject_id = i.organization_id and bucket_starts_at = ${periods.bucket}), 0)::int as "orgAccepted"
+    from inboxes i left join organizations o on o.id = i.organization_id
+    where ${match} and i.state = 'active'
+    limit 1`
   if (!row) return null
   return {
     inboxId: row.inboxId,
@@ -142,7 +150,7 @@ async function storeOne<D extends InboundDelivery>(
       return false
     }
   } else if (decide.recheckNeeded(delivery)) {
-    const facts = await factsWhere(tx, eq(inboxes.id, delivery.inboxId), periods)
+    const facts = await factsOf(rawTransaction(tx), { inboxId: delivery.inboxId }, periods)
     if (!facts || !decide.recheck(delivery, facts)) return false
   }
   // Read under the inbox's lock, which this transaction holds until it commits: no other
@@ -203,11 +211,11 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
 }
 
 /** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
-export function postgresInbound(db: PostgresDb, quota: HoldConverter | null = null): InboundStore {
+export function postgresInbound(db: PostgresDb, pool: Sql, quota: HoldConverter | null = null): InboundStore {
   // Deliveries from many SMTP connections share a transaction (../group-store.ts).
   const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(db, quota, inputs), mayBeOneJob)
   return {
-    admissionFacts: (localPart, periods) => factsWhere(db, eq(inboxes.localPart, localPart), periods),
+    admissionFacts: (localPart, periods) => factsOf(pool, { localPart }, periods),
 
     storeMessage: <D extends InboundDelivery>(input: StoreInboundInput<D>) => store(input as unknown as StoreInboundInput<InboundDelivery>) as Promise<D[]>,
 
