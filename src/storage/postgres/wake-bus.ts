@@ -100,11 +100,19 @@ export interface WakeBus {
  * Tells every machine that messages were stored into `inboxIds`: one statement, outside any
  * storing transaction (see the file's comment), one NOTIFY per payload (one for up to about
  * 200 inboxes). Send it after those messages committed.
+ *
+ * Its own commit does not wait for its flush (synchronous_commit off for this statement's
+ * transaction alone): a notifying commit is stamped with a transaction id and so writes a
+ * commit record, and it holds the database-wide notify lock until it returns; waiting for
+ * the disk there would hold every other machine's publication behind this one's flush. A
+ * publication a crash loses is caught by the waiters' fallback, like any lost one.
  */
 export async function publishStored(sql: Sql, inboxIds: Iterable<string>): Promise<void> {
   const payloads = storedPayloads(inboxIds)
   if (payloads.length === 0) return
-  await sql`select pg_notify(${WAKE_CHANNEL}, payload) from unnest(${payloads}::text[]) as payload`
+  await sql`
+    select pg_notify(${WAKE_CHANNEL}, payload)
+    from (select set_config('synchronous_commit', 'off', true)) as unflushed, unnest(${payloads}::text[]) as payload`
 }
 
 /**
