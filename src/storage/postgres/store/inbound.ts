@@ -199,7 +199,11 @@ async function storeBatch(db: PostgresDb, quota: HoldConverter | null, inputs: S
     const pipelined: Promise<unknown>[] = []
     const newestWritten = new Map<string, string>()
     for (const [i, entry] of entries.entries()) {
-      if (await storeOne(tx, entry.input, entry.delivery, reads[i]!, periods[entry.job]!, pipelined, newestWritten)) done.add(entry.delivery)
+      const from = pipelined.length
+      const stored = await storeOne(tx, entry.input, entry.delivery, reads[i]!, periods[entry.job]!, pipelined, newestWritten)
+      // Awaited together below; a later delivery's wait (a re-check) may throw first, so each is marked handled now.
+      for (const promise of pipelined.slice(from)) promise.catch(() => {})
+      if (stored) done.add(entry.delivery)
     }
     await Promise.all(pipelined)
     return inputs.map((input) => input.deliveries.filter((delivery) => done.has(delivery)))
