@@ -4,7 +4,7 @@
  * environment (DATABASE_URL, DATABASE_PATH, PORT, SMTP_PORT, ...). It starts the same
  * assembly `bun src/index.ts` starts, stops the same way on SIGTERM, and prints one JSON
  * line on stdout once both listeners accept:
- * `{"http":<port>,"smtp":<port>,"tenants":[...]}`. The tenants are organisations with their keys
+ * `{"http":<port>,"smtp":<port>,"tenants":[...],"setupUrl":...}` (the console setup link, or null). The tenants are organisations with their keys
  * that PG_MACHINE_TENANTS asks this machine to make (as `cli orgs create` and `cli keys create`
  * would), for the test to use on every machine. test/support/pg-processes.ts drives it.
  *
@@ -40,7 +40,7 @@ for (const [index, spec] of (process.env.PG_MACHINE_TENANTS ?? '').split(',').fi
   for (let i = 0; i < Number(count ?? '1'); i++) keys.push((await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key)
   tenants.push({ organizationId: org.id, keys })
 }
-process.stdout.write(`${JSON.stringify({ http: app.httpPort, smtp: app.smtpPort, tenants })}\n`)
+process.stdout.write(`${JSON.stringify({ http: app.httpPort, smtp: app.smtpPort, tenants, setupUrl: app.setupUrl })}\n`)
 
 // The test's commands (see above). The sweep takes its own connection: the advisory lock
 // belongs to a session, and any session of this process stands for this machine.

@@ -26,6 +26,8 @@ export interface MachineProcess {
   readonly running: boolean
   /** Tenants made by the first start (PG_MACHINE_TENANTS). */
   tenants: MachineTenant[]
+  /** The console's first-run setup link this start printed; null once a console user exists. */
+  setupUrl: string | null
   /** Everything the process wrote so far (all starts), for failure messages. */
   output(): string
   /** Starts the process (again) and waits for its listeners. */
@@ -83,6 +85,7 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
       return child !== null && child.exitCode === null && child.signalCode === null
     },
     tenants: [],
+    setupUrl: null,
     output: () => log,
     async start(extraEnv = {}) {
       if (machine.running) throw new Error(`machine ${name} is already running`)
@@ -115,7 +118,7 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
       spawned.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         log += chunk
       })
-      const started = await new Promise<{ http: number; smtp: number; tenants: MachineTenant[] }>((resolve, reject) => {
+      const started = await new Promise<{ http: number; smtp: number; tenants: MachineTenant[]; setupUrl: string | null }>((resolve, reject) => {
         let stdout = ''
         spawned.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
           log += chunk
@@ -134,6 +137,7 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
       })
       machine.http = started.http
       machine.smtp = started.smtp
+      machine.setupUrl = started.setupUrl
       if (started.tenants.length > 0) machine.tenants = started.tenants
     },
     async stop() {

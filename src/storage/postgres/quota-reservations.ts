@@ -12,7 +12,9 @@
  * cannot both see one unit left and both take it. Storing converts the reservation in the
  * storing transaction: the row goes and the stored counts go up together, so a unit is never
  * counted twice nor dropped in between. A machine that dies leaves its rows to run out with
- * its lease (renewed by its heartbeat while it lives), not forever.
+ * its lease, not forever. While it lives, its heartbeat renews only the units still held, and
+ * a release that fails is retried until the database answers (lease-book.ts): a transaction
+ * that ended during an outage does not keep its unit once the database is back.
  *
  * Which limits apply (per-organisation overrides, configuration) stays in core; callers pass
  * them in. Times come from the injected clock.
@@ -20,7 +22,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import type { Queryable, Sql } from './client.ts'
-import { leaseHeartbeat } from './lease-heartbeat.ts'
+import { createLeaseBook } from './lease-book.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
@@ -54,7 +56,7 @@ export interface PendingConversion {
 export interface QuotaReservations {
   /** Holds one unit for a message to `target`, or refuses with the first limit that has no room. */
   reserve(target: { organizationId: string; inboxId: string }, limits: QuotaLimits): Promise<ReserveResult>
-  /** Frees a unit whose message will not be stored; twice is harmless. A failure leaves it to expire. */
+  /** Frees a unit whose message will not be stored; twice is harmless. A failure is retried in the background (and still rejects, for the log). */
   release(reservation: QuotaReservation): Promise<void>
   /**
    * Inside the transaction that stores the message: deletes the reservation and counts the
@@ -74,10 +76,13 @@ export interface QuotaReservations {
    * the unit is then freed with nothing counted, and the caller's later release is harmless.
    */
   beginConvert(tx: Queryable, reservation: QuotaReservation): PendingConversion
-  /** Extends every reservation this machine holds; the timer of `start()` calls it. */
+  /** Extends the reservations this machine still holds; the timer of `start()` calls it. */
   renew(): Promise<void>
   start(): void
   stop(): void
+  /** Units held on this machine, and releases waiting for a retry. */
+  readonly held: number
+  readonly pendingReleases: number
 }
 
 export interface QuotaReservationOptions {
@@ -158,13 +163,20 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
   const { holder, clock } = options
   const leaseMs = options.leaseMs ?? 30_000
 
-  const renew = async () => {
-    const expiresAt = new Date(clock.now() + leaseMs).toISOString()
-    await sql`update quota_reservations set expires_at = ${expiresAt} where holder = ${holder}`
-  }
-  const heartbeat = leaseHeartbeat(leaseMs, renew)
+  const book = createLeaseBook<true>({
+    leaseMs,
+    async renew(held) {
+      const expiresAt = new Date(clock.now() + leaseMs).toISOString()
+      await sql`update quota_reservations set expires_at = ${expiresAt} where id in ${sql([...held.keys()])}`
+    },
+    async release(owed) {
+      await sql`delete from quota_reservations where id in ${sql([...owed.keys()])}`
+    },
+  })
 
   const beginConvert = (tx: Queryable, reservation: QuotaReservation): PendingConversion => {
+    // The storing transaction deletes the row; should it roll back, the caller releases the unit.
+    book.forget(reservation.id)
     const nowMs = clock.now()
     const now = new Date(nowMs).toISOString()
     const month = monthOf(nowMs)
@@ -205,6 +217,7 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         bucketStartsAt: bucketOf(nowMs),
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
+      book.hold(reservation.id, true)
       try {
         return await sql.begin(async (tx): Promise<ReserveResult> => {
           // One round trip for the four (run in the order sent): the lock, a tidy under it (rows
@@ -229,13 +242,18 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
           return { reserved: true, reservation }
         })
       } catch (error) {
-        if (error instanceof NoRoom) return { reserved: false, ...error.refused }
+        if (error instanceof NoRoom) {
+          book.forget(reservation.id)
+          return { reserved: false, ...error.refused }
+        }
+        // The commit may have happened before the connection failed: give the unit back.
+        book.orphan(reservation.id, true)
         throw error
       }
     },
 
-    async release(reservation) {
-      await sql`delete from quota_reservations where id = ${reservation.id}`
+    release(reservation) {
+      return book.release(reservation.id, true)
     },
 
     beginConvert,
@@ -244,8 +262,14 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
       return beginConvert(tx, reservation).finish(limits, sent)
     },
 
-    renew,
-    start: heartbeat.start,
-    stop: heartbeat.stop,
+    renew: book.renew,
+    start: book.start,
+    stop: book.stop,
+    get held() {
+      return book.held
+    },
+    get pendingReleases() {
+      return book.pending
+    },
   }
 }

@@ -1,9 +1,11 @@
 /**
  * Concurrent slots held across machines, such as long polls (at most 10 per key and 30 per
  * organisation), which core/long-poll-slots.ts counts in memory for one process. Each slot
- * is a row with a lease: its machine renews all of its leases with a heartbeat, so the slots
- * of a machine that dies stop counting once their lease runs out (`leaseMs`, 30 s by default,
- * renewed every third of that), not when someone notices.
+ * is a row with a lease: its machine renews the slots still in use with a heartbeat, so the
+ * slots of a machine that dies stop counting once their lease runs out (`leaseMs`, 30 s by
+ * default, renewed every third of that), not when someone notices. A release that fails is
+ * retried until the database answers (lease-book.ts), so a slot whose request ended during an
+ * outage is free again within a second or so of the database's return.
  *
  * Acquiring takes a transaction-scoped advisory lock per subject (in one order everywhere),
  * so two machines cannot both see 29 held and both take the 30th. Times come from the
@@ -12,11 +14,11 @@
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import type { Sql } from './client.ts'
-import { leaseHeartbeat } from './lease-heartbeat.ts'
+import { createLeaseBook } from './lease-book.ts'
 import type { CountedSubject } from './request-counter.ts'
 
 export interface Lease {
-  /** Frees the slots; calling it twice is harmless. A failure leaves them to expire. */
+  /** Frees the slots; calling it twice is harmless. A failure is retried in the background (and still rejects, for the log). */
   release(): Promise<void>
 }
 
@@ -25,11 +27,14 @@ export type Acquisition = { acquired: true; lease: Lease } | { acquired: false; 
 export interface SlotLeases {
   /** Takes one slot of every subject, or none when any is at its limit. */
   acquire(subjects: CountedSubject[]): Promise<Acquisition>
-  /** Extends every lease this machine holds; the timer of `start()` calls it. */
+  /** Extends the leases of this machine's slots still in use; the timer of `start()` calls it. */
   renew(): Promise<void>
   /** Renews every `leaseMs / 3` until `stop()`. */
   start(): void
   stop(): void
+  /** Slots in use on this machine, and releases waiting for a retry. */
+  readonly held: number
+  readonly pendingReleases: number
 }
 
 export interface SlotLeaseOptions {
@@ -49,11 +54,17 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
   const { holder, clock } = options
   const leaseMs = options.leaseMs ?? 30_000
 
-  const renew = async () => {
-    const expiresAt = new Date(clock.now() + leaseMs).toISOString()
-    await sql`update slot_leases set expires_at = ${expiresAt} where holder = ${holder}`
-  }
-  const heartbeat = leaseHeartbeat(leaseMs, renew)
+  // One entry per acquisition: its rows (one per subject) are renewed and released together.
+  const book = createLeaseBook<string[]>({
+    leaseMs,
+    async renew(held) {
+      const expiresAt = new Date(clock.now() + leaseMs).toISOString()
+      await sql`update slot_leases set expires_at = ${expiresAt} where id in ${sql([...held.values()].flat())}`
+    },
+    async release(owed) {
+      await sql`delete from slot_leases where id in ${sql([...owed.values()].flat())}`
+    },
+  })
 
   return {
     async acquire(subjects) {
@@ -61,6 +72,9 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
       const expiresAt = new Date(clock.now() + leaseMs).toISOString()
       const ordered = [...subjects].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       const ids = ordered.map(() => `lease_${randomBytes(16).toString('hex')}`)
+      const entry = ids[0]!
+      // In use from before its rows exist, so the heartbeat never misses a slot being taken.
+      book.hold(entry, ids)
       try {
         await sql.begin(async (tx) => {
           for (const [i, subject] of ordered.entries()) {
@@ -72,7 +86,12 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
           }
         })
       } catch (error) {
-        if (error instanceof Full) return { acquired: false, full: error.subject }
+        if (error instanceof Full) {
+          book.forget(entry)
+          return { acquired: false, full: error.subject }
+        }
+        // The commit may have happened before the connection failed: give the rows back.
+        book.orphan(entry, ids)
         throw error
       }
       let released = false
@@ -82,13 +101,19 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
           async release() {
             if (released) return
             released = true
-            await sql`delete from slot_leases where id in ${sql(ids)}`
+            await book.release(entry, ids)
           },
         },
       }
     },
-    renew,
-    start: heartbeat.start,
-    stop: heartbeat.stop,
+    renew: book.renew,
+    start: book.start,
+    stop: book.stop,
+    get held() {
+      return book.held
+    },
+    get pendingReleases() {
+      return book.pending
+    },
   }
 }

@@ -8,7 +8,10 @@
  *   answers in_progress; once a dead machine's lease has run out, the next request with that
  *   key takes it over, and the old holder can no longer complete it.
  * Leases run on the database's clock (`now()`), which every machine shares: they measure
- * whether a machine is alive, not the service's (injectable) time.
+ * whether a machine is alive, not the service's (injectable) time. The heartbeat renews only
+ * the claims of requests still running here; a claim whose release failed (the database away)
+ * is released again until the database answers (lease-book.ts), so a retry with the same key
+ * is not answered in_progress for longer than the outage.
  */
 import { randomBytes } from 'node:crypto'
 import { and, count, eq, gt, inArray, lte, max, sql } from 'drizzle-orm'
@@ -16,7 +19,7 @@ import { newestFirst, olderThan } from '../../keyset.ts'
 import type { IdempotencyClaim, IdempotencyClaimOutcome, InboxStore } from '../../port/inboxes.ts'
 import { idempotencyLeases } from '../coordination-schema.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
-import { leaseHeartbeat } from '../lease-heartbeat.ts'
+import { createLeaseBook } from '../lease-book.ts'
 import { idempotencyRecords, inboxes, messages, settings } from '../schema.ts'
 
 /** How long a dead machine's request still blocks its key; renewed every third of it. */
@@ -50,16 +53,31 @@ class NotDone extends Error {}
 export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise<void> } {
   // This adapter's name in the lease table: one per process, like a machine's.
   const holder = `machine_${randomBytes(8).toString('hex')}`
-  const heartbeat = leaseHeartbeat(LEASE_SECONDS * 1000, async () => {
-    await db
-      .update(idempotencyLeases)
-      .set({ expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})` })
-      .where(eq(idempotencyLeases.holder, holder))
+  const releaseClaim = (claim: IdempotencyClaim) =>
+    db.transaction(async (tx) => {
+      await lockIdempotencyKey(tx, claim.organizationId, claim.key)
+      // Only our own record: after a takeover the row belongs to the request that took it.
+      if (await dropOwnLease(tx, claim)) {
+        await tx.delete(idempotencyRecords).where(and(recordOf(claim.organizationId, claim.key), eq(idempotencyRecords.state, 'in_progress')))
+      }
+    })
+  // Claims of requests running here, by claim id.
+  const claims = createLeaseBook<IdempotencyClaim>({
+    leaseMs: LEASE_SECONDS * 1000,
+    async renew(held) {
+      await db
+        .update(idempotencyLeases)
+        .set({ expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})` })
+        .where(inArray(idempotencyLeases.claimId, [...held.keys()]))
+    },
+    async release(owed) {
+      for (const claim of owed.values()) await releaseClaim(claim)
+    },
   })
 
   return {
     async close() {
-      heartbeat.stop()
+      claims.stop()
       // A request of this machine still in progress is over once it stops: without its lease,
       // the next request with that key on another machine takes the key over at once.
       await db.delete(idempotencyLeases).where(eq(idempotencyLeases.holder, holder))
@@ -90,7 +108,7 @@ export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise
 
     async activateInbox({ inboxId, routingRuleId, idempotency }) {
       try {
-        return await db.transaction(async (tx) => {
+        const activated = await db.transaction(async (tx) => {
           const [activated] = await tx.update(inboxes).set({ state: 'active', routingRuleId }).where(eq(inboxes.id, inboxId)).returning()
           if (!activated) throw new NotDone()
           if (idempotency) {
@@ -103,6 +121,9 @@ export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise
           }
           return activated
         })
+        // Completed with the inbox: the lease went in the same transaction.
+        if (idempotency?.claim.claimId) claims.forget(idempotency.claim.claimId)
+        return activated
       } catch (error) {
         if (error instanceof NotDone) return null
         throw error
@@ -165,44 +186,49 @@ export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise
     },
 
     async claimIdempotencyKey({ organizationId, key, fingerprint, now, expiresAt }) {
-      const outcome = await db.transaction(async (tx): Promise<IdempotencyClaimOutcome> => {
-        await lockIdempotencyKey(tx, organizationId, key)
-        const [existing] = await tx
-          .select({
-            fingerprint: idempotencyRecords.requestFingerprint,
-            state: idempotencyRecords.state,
-            responseBody: idempotencyRecords.responseBody,
-            expiresAt: idempotencyRecords.expiresAt,
-            leaseLive: sql<boolean | null>`${idempotencyLeases.expiresAt} > now()`,
-          })
-          .from(idempotencyRecords)
-          .leftJoin(idempotencyLeases, and(eq(idempotencyLeases.organizationId, idempotencyRecords.organizationId), eq(idempotencyLeases.idempotencyKey, idempotencyRecords.idempotencyKey)))
-          .where(recordOf(organizationId, key))
-        if (existing && Date.parse(existing.expiresAt) > Date.parse(now)) {
-          if (existing.fingerprint !== fingerprint) return { outcome: 'reused' }
-          if (existing.state === 'completed') return { outcome: 'cached', responseBody: existing.responseBody }
-          if (existing.leaseLive) return { outcome: 'in_progress' }
-          // In progress, but its machine stopped renewing: that request is dead; take the key over.
-        }
-        await tx.delete(idempotencyLeases).where(leaseOf(organizationId, key))
-        await tx.delete(idempotencyRecords).where(recordOf(organizationId, key))
-        const claim: IdempotencyClaim = { organizationId, key, claimId: `idem_${randomBytes(16).toString('hex')}` }
-        await tx.insert(idempotencyRecords).values({ organizationId, idempotencyKey: key, requestFingerprint: fingerprint, state: 'in_progress', createdAt: now, expiresAt })
-        await tx.insert(idempotencyLeases).values({ organizationId, idempotencyKey: key, claimId: claim.claimId!, holder, expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})` })
-        return { outcome: 'claimed', claim }
-      })
-      if (outcome.outcome === 'claimed') heartbeat.start()
+      // Chosen before the transaction: if its outcome is unknown (the connection dropped around
+      // the commit), this claim is released in the background like any failed release.
+      const claim: IdempotencyClaim = { organizationId, key, claimId: `idem_${randomBytes(16).toString('hex')}` }
+      claims.hold(claim.claimId!, claim)
+      claims.start()
+      let outcome: IdempotencyClaimOutcome
+      try {
+        outcome = await db.transaction(async (tx): Promise<IdempotencyClaimOutcome> => {
+          await lockIdempotencyKey(tx, organizationId, key)
+          const [existing] = await tx
+            .select({
+              fingerprint: idempotencyRecords.requestFingerprint,
+              state: idempotencyRecords.state,
+              responseBody: idempotencyRecords.responseBody,
+              expiresAt: idempotencyRecords.expiresAt,
+              leaseLive: sql<boolean | null>`${idempotencyLeases.expiresAt} > now()`,
+            })
+            .from(idempotencyRecords)
+            .leftJoin(idempotencyLeases, and(eq(idempotencyLeases.organizationId, idempotencyRecords.organizationId), eq(idempotencyLeases.idempotencyKey, idempotencyRecords.idempotencyKey)))
+            .where(recordOf(organizationId, key))
+          if (existing && Date.parse(existing.expiresAt) > Date.parse(now)) {
+            if (existing.fingerprint !== fingerprint) return { outcome: 'reused' }
+            if (existing.state === 'completed') return { outcome: 'cached', responseBody: existing.responseBody }
+            if (existing.leaseLive) return { outcome: 'in_progress' }
+            // In progress, but its machine stopped renewing: that request is dead; take the key over.
+          }
+          await tx.delete(idempotencyLeases).where(leaseOf(organizationId, key))
+          await tx.delete(idempotencyRecords).where(recordOf(organizationId, key))
+          await tx.insert(idempotencyRecords).values({ organizationId, idempotencyKey: key, requestFingerprint: fingerprint, state: 'in_progress', createdAt: now, expiresAt })
+          await tx.insert(idempotencyLeases).values({ organizationId, idempotencyKey: key, claimId: claim.claimId!, holder, expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})` })
+          return { outcome: 'claimed', claim }
+        })
+      } catch (error) {
+        claims.orphan(claim.claimId!, claim)
+        throw error
+      }
+      if (outcome.outcome !== 'claimed') claims.forget(claim.claimId!)
       return outcome
     },
 
     async releaseIdempotencyClaim(claim) {
-      await db.transaction(async (tx) => {
-        await lockIdempotencyKey(tx, claim.organizationId, claim.key)
-        // Only our own record: after a takeover the row belongs to the request that took it.
-        if (await dropOwnLease(tx, claim)) {
-          await tx.delete(idempotencyRecords).where(and(recordOf(claim.organizationId, claim.key), eq(idempotencyRecords.state, 'in_progress')))
-        }
-      })
+      if (claim.claimId === null) return
+      await claims.release(claim.claimId, claim)
     },
 
     async sweepExpiredIdempotencyRecords({ now, batch }) {
