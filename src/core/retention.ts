@@ -59,7 +59,7 @@ export function startRetentionSweeper(s: Services, intervalMs = 60_000): () => v
         // A failing or full volume was logged once when it began (storage-health.ts, the
         // guard); the sweep simply tries again next time, without a stack every minute.
         const full = error instanceof DomainError && error.code === 'insufficient_storage'
-        if (!full && !s.storageHealth.failed(error)) s.logger.error('retention_sweep_failed', errorFields(error))
+        if (!full && !s.storageHealth.failed(error, 'sweep')) s.logger.error('retention_sweep_failed', errorFields(error))
       })
       .finally(() => {
         running = false

@@ -13,6 +13,20 @@ import type { Dialect } from '../storage/port.ts'
 export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt' | 'unreachable'
 export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt', 'unreachable']
 
+/**
+ * What was being done when storage failed or succeeded: mail being stored, a request (API or
+ * console), the retention sweep, or PostgreSQL mode's readiness probe (a bounded real write
+ * that takes the locks mail takes).
+ */
+export type StorageWork = 'mail' | 'request' | 'sweep' | 'probe'
+
+/**
+ * PostgreSQL mode: how long no work may have failed before a success ends the failing state.
+ * Under a partial failure (too few connections) successes and failures interleave; without
+ * it the log would flap between storage_failing and storage_recovered.
+ */
+export const RECOVERY_QUIET_MS = 5_000
+
 /** Seconds a client is told to wait: long enough for a remount or a lock holder, short for a test. */
 export const STORAGE_RETRY_AFTER_SECONDS = 5
 
@@ -60,8 +74,8 @@ const UNREACHABLE_CLIENT_CODES = new Set([
 /**
  * PostgreSQL mode: the database could not be used now. SQLSTATE class 08 (connection
  * exceptions) and 57P01–57P03 (the server shutting down, crashed, or still starting: a
- * restart or failover) are unreachable; 53300 (too many connections) and 57014 (a statement
- * cancelled by our statement_timeout) busy; 53100 (disk full)
+ * restart or failover) are unreachable; 53300 (too many connections), 57014 (a statement
+ * cancelled by our statement_timeout) and 55P03 (a lock not granted in time) busy; 53100 (disk full)
  * full; 25006 (a read-only transaction: connected to a standby after a failover) read-only.
  * Anything else (a constraint, a bug in our SQL) is not a storage state.
  */
@@ -71,7 +85,8 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
   if (UNREACHABLE_CLIENT_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code)) return 'unreachable'
   // 57014: a statement ran past the pool's statement_timeout (DATABASE_STATEMENT_TIMEOUT_MS):
   // a database too slow to answer now, as a lock held too long is in SQLite mode.
-  if (code === '53300' || code === '57014') return 'busy'
+  // 55P03: a lock wait ran past a lock_timeout (the readiness probe's, on a table mail writes).
+  if (code === '53300' || code === '57014' || code === '55P03') return 'busy'
   if (code === '53100') return 'full'
   if (code === '25006') return 'read_only'
   return null
@@ -107,10 +122,22 @@ function classify(error: unknown, dialect: Dialect): { kind: StorageFailureKind;
   return null
 }
 
+/**
+ * The failing state: begun by the first failure, logged once, and ended once (logged with
+ * how much it refused). In SQLite mode any commit ends it: every write goes to the one file.
+ * In PostgreSQL mode work fails for different reasons (a lock on one table, a full disk,
+ * too few connections), so only a success of a kind of work that failed during the state
+ * ends it (the probe's success too, as the probe takes mail's locks and commits, unless the
+ * database's disk was full: a small write may fit where a message does not), and only once
+ * no work has failed for RECOVERY_QUIET_MS.
+ */
 export class StorageHealth implements StorageObserver {
   private failingSince: number | null = null
   private firstKind: StorageFailureKind | null = null
   private refused = 0
+  private readonly failedWork = new Set<StorageWork>()
+  private readonly failedKinds = new Set<StorageFailureKind>()
+  private lastFailureAt = -Infinity
   /** One refusal may be reported twice (the write that failed, then the transport answering it). */
   private readonly seen = new WeakSet<object>()
 
@@ -118,6 +145,7 @@ export class StorageHealth implements StorageObserver {
     private readonly logger: Logger,
     private readonly count: (kind: StorageFailureKind) => void,
     private readonly dialect: Dialect = 'sqlite',
+    private readonly now: () => number = () => performance.now(),
   ) {}
 
   /** The kind of the failure that began the current failing state, or null while writes succeed. */
@@ -130,27 +158,46 @@ export class StorageHealth implements StorageObserver {
     return classify(error, this.dialect)?.kind ?? null
   }
 
-  /** Called after every successful commit: ends a failing state. */
-  committed(): void {
+  /** The failing state also holds a full disk, which the readiness probe's small write may not meet. */
+  get full(): boolean {
+    return this.failedKinds.has('full')
+  }
+
+  /**
+   * Called after a success. Without `work` (SQLite's observer: any commit) it ends a failing
+   * state; with it, only a success of the failing kind of work does, after the quiet time.
+   */
+  committed(work?: StorageWork): void {
     if (this.failingSince === null) return
+    if (work !== undefined) {
+      // SQLite mode: the storage's own commit (above, without `work`) is the only proof.
+      if (this.dialect === 'sqlite') return
+      const vouches = this.failedWork.has(work) || (work === 'probe' && !this.failedKinds.has('full'))
+      if (!vouches || this.now() - this.lastFailureAt < RECOVERY_QUIET_MS) return
+    }
     this.logger.warn('storage_recovered', {
       kind: this.firstKind,
       refused: this.refused,
-      failing_ms: Math.round(performance.now() - this.failingSince),
+      failing_ms: Math.round(this.now() - this.failingSince),
     })
     this.failingSince = null
     this.firstKind = null
     this.refused = 0
+    this.failedWork.clear()
+    this.failedKinds.clear()
   }
 
   /**
    * Records a failed write or read; returns its kind, or null when the error is not a storage
    * failure (the caller then treats it as before). Logs only when a failing state begins.
    */
-  failed(error: unknown): StorageFailureKind | null {
+  failed(error: unknown, work: StorageWork = 'request'): StorageFailureKind | null {
     const classified = classify(error, this.dialect)
     if (!classified) return null
     const { kind, carrier } = classified
+    this.failedWork.add(work)
+    this.failedKinds.add(kind)
+    this.lastFailureAt = this.now()
     if (typeof error === 'object' && error !== null) {
       if (this.seen.has(error)) return kind
       this.seen.add(error)
@@ -158,7 +205,7 @@ export class StorageHealth implements StorageObserver {
     this.count(kind)
     this.refused++
     if (this.failingSince === null) {
-      this.failingSince = performance.now()
+      this.failingSince = this.now()
       this.firstKind = kind
       // The driver's code and message, not the ORM's wrapper (which repeats the whole statement).
       const { code, message } = carrier as { code?: unknown; message?: unknown }

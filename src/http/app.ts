@@ -82,6 +82,9 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
     .onAfterResponse(({ request, set }) => {
       const state = requests.get(request)
       if (!state) return
+      // A write the API did (an authenticated POST or DELETE that did not fail): PostgreSQL
+      // mode's storage state may end with it (storage-health.ts). Reads prove no write.
+      if (state.principal && request.method !== 'GET' && Number(set.status) < 500) s.storageHealth.committed('request')
       s.logger.info('http_request', {
         request_id: state.id,
         method: request.method,

@@ -62,7 +62,7 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
   const refuse = (session: SMTPServerSession, failure: unknown, extra: Record<string, unknown> = {}) => {
     // A failing volume met at RCPT or DATA is a 451 like any storage failure, logged once when
     // it begins (storage-health.ts), not as an error with a stack per message.
-    const error = !(failure instanceof InboundRefusal) && s.storageHealth.failed(failure) ? new InboundRefusal('storage_failed') : failure
+    const error = !(failure instanceof InboundRefusal) && s.storageHealth.failed(failure, 'mail') ? new InboundRefusal('storage_failed') : failure
     if (!(error instanceof InboundRefusal)) s.logger.error('smtp_error', { session_id: session.id, ...errorFields(error) })
     else s.logger.info('smtp_refused', { session_id: session.id, reason: error.reason, remote: session.remoteAddress, ...extra })
     return smtpReply(error)

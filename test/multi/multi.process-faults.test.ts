@@ -166,14 +166,18 @@ async function outage(machines: MachineProcess[], key: string, away: () => void 
   for (const [i, machine] of machines.entries()) expect(await subjectsIn(machine, key, inboxes[i]!.id)).toEqual([`${label}-woken-${machine.name}`])
   expect((await machineApi(machines[1]!, 'GET', '/v1/usage', key)).body.emails.received).toBe(receivedBefore + 2 * machines.length)
   for (const [i, machine] of machines.entries()) expect((await machineApi(machine, 'DELETE', `/v1/inboxes/${inboxes[i]!.id}`, key)).status).toBe(204)
-  // Each machine said so once when the state began and once when it ended; no request or
-  // refusal logged an error of its own.
+  // Each machine said so once when the state began and once when it ended (5 s after the last
+  // failure: storage-health.ts's quiet time); no request or refusal logged an error of its own.
   for (const machine of machines) {
-    const events = machine
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{"time"'))
-      .map((line) => JSON.parse(line).event as string)
+    const eventsOf = () =>
+      machine
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{"time"'))
+        .map((line) => JSON.parse(line).event as string)
+    const count = (event: string) => eventsOf().filter((e) => e === event).length
+    await until(() => count('storage_recovered') >= count('storage_failing'), `${machine.name}: the end of the failing state to be logged`, { timeoutMs: 15_000, intervalMs: 100 })
+    const events = eventsOf()
     expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual([])
     expect(events.filter((event) => event === 'storage_failing').length).toBeGreaterThanOrEqual(1)
     expect(events.filter((event) => event === 'storage_failing').length).toBe(events.filter((event) => event === 'storage_recovered').length)

@@ -119,12 +119,17 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
     expect(listed.body.data.map((message: { subject: string }) => message.subject)).toEqual(['stored by b in the silence'])
     expect((await machineApi(a, 'GET', '/v1/usage', key)).body.emails.received).toBe(receivedBefore + 2)
     expect((await machineApi(a, 'DELETE', `/v1/inboxes/${inbox.id}`, key)).status).toBe(204)
-    // Said once when the state began and once when it ended; no request logged an error of its own.
-    const events = a
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{"time"'))
-      .map((line) => JSON.parse(line).event as string)
+    // Said once when the state began and once when it ended (5 s after the last failure:
+    // storage-health.ts's quiet time); no request logged an error of its own.
+    const eventsOf = () =>
+      a
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{"time"'))
+        .map((line) => JSON.parse(line).event as string)
+    const count = (event: string) => eventsOf().filter((e) => e === event).length
+    await until(() => count('storage_recovered') >= count('storage_failing'), 'the end of the failing state to be logged', { timeoutMs: 15_000, intervalMs: 100 })
+    const events = eventsOf()
     expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual([])
     expect(events.filter((event) => event === 'storage_failing').length).toBeGreaterThanOrEqual(1)
     expect(events.filter((event) => event === 'storage_failing').length).toBe(events.filter((event) => event === 'storage_recovered').length)

@@ -40,7 +40,7 @@ export function startSweeperAcrossMachines(s: Services, sql: Sql, intervalMs = 6
       })
       .catch((error: unknown) => {
         const full = error instanceof DomainError && error.code === 'insufficient_storage'
-        if (!full && !s.storageHealth.failed(error)) s.logger.error('retention_sweep_failed', errorFields(error))
+        if (!full && !s.storageHealth.failed(error, 'sweep')) s.logger.error('retention_sweep_failed', errorFields(error))
       })
       .finally(() => {
         running = false

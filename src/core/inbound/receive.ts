@@ -59,9 +59,11 @@ export async function receiveMessage(s: Services, { raw, envelopeFrom, recipient
       if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
       // A failing volume was logged once when it began (storage-health.ts); each message it
       // refuses is an ordinary smtp_refused line. Anything else is a bug worth a stack trace.
-      if (!s.storageHealth.failed(error)) s.logger.error('message_store_failed', { size_bytes: source.byteLength, ...errorFields(error) })
+      if (!s.storageHealth.failed(error, 'mail')) s.logger.error('message_store_failed', { size_bytes: source.byteLength, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')
     }
+    // PostgreSQL mode: storing mail works again (SQLite's commit already told the storage state).
+    s.storageHealth.committed('mail')
     if (stored.length === 0) throw new InboundRefusal('unknown_recipient')
     return stored
   } finally {

@@ -15,10 +15,10 @@ import { probeHeartbeatWrite } from '../../core/heartbeat.ts'
 export interface ReadinessProbes {
   smtpListening(): boolean
   /**
-   * PostgreSQL mode: whether the database answers now (a `select 1` with a short timeout).
-   * Without it, the SQLite heartbeat write decides.
+   * PostgreSQL mode: whether the database takes a bounded real write now, and what failed
+   * (app/postgres/database-probe.ts). Without it, the SQLite heartbeat write decides.
    */
-  database?: () => Promise<Check>
+  database?: () => Promise<{ check: 'ok' | 'failed'; failing?: string }>
   /**
    * With SMTP_PROXY_PROTOCOL=on: failed while every PROXY line of the last minute was refused
    * (TRUSTED_PROXIES misses the real proxy, so all inbound mail is refused).
@@ -99,11 +99,12 @@ export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = ne
     '/ready',
     async ({ set }) => {
       const database = probes.database ? await probes.database() : undefined
-      const checks = await readinessChecks(s, probes, parentCommand, heartbeat, database)
+      const checks = await readinessChecks(s, probes, parentCommand, heartbeat, database?.check)
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'
-      return { status: ready ? 'ready' : 'not_ready', checks }
+      // The failing part, in the database's words (PostgreSQL mode), for the operator reading /ready.
+      return { status: ready ? 'ready' : 'not_ready', checks, ...(database?.failing ? { failing: { database: database.failing } } : {}) }
     },
     { detail: { hide: true } },
   )
