@@ -21,5 +21,16 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }
 
-/** Turns an unknown thrown value into loggable fields without leaking request data. */
-export const errorFields = (error: unknown): LogFields => (error instanceof Error ? { error: error.message, error_name: error.name, stack: error.stack } : { error: String(error) })
+/**
+ * Turns an unknown thrown value into loggable fields without leaking request data. Drizzle
+ * wraps a driver's error in one whose message (and stack) repeat the whole statement and its
+ * parameters, which hold request data (addresses, subjects, search terms): the driver's own
+ * error is logged instead.
+ */
+export const errorFields = (error: unknown): LogFields => {
+  if (error instanceof Error && 'params' in error && 'query' in error) {
+    const cause = error.cause instanceof Error ? error.cause : null
+    return { error: cause?.message ?? 'query failed', error_name: cause?.name ?? 'Error', stack: cause?.stack }
+  }
+  return error instanceof Error ? { error: error.message, error_name: error.name, stack: error.stack } : { error: String(error) }
+}

@@ -66,6 +66,19 @@ export function parseRfc3339(value: string): number | null {
   return day.getTime() + ((h * 60 + mi) * 60 + sec) * 1000 + millis - offset + roundUp
 }
 
+/** The instants both databases read as RFC 3339 (years 0001 to 9999). */
+const EARLIEST = new Date(Date.UTC(2000, 0, 1)).setUTCFullYear(1) // Date.UTC would read year 1 as 1901
+const LATEST = Date.UTC(9999, 11, 31, 23, 59, 59, 999)
+
+/**
+ * A filter's instant within what both databases read. An RFC 3339 year may be 0000, and
+ * 9999-12-31T23:59:60Z is 10000-01-01: JavaScript writes those as -000001-... or +010000-...,
+ * which PostgreSQL refuses (a 500) and SQLite compares as text (a wrong answer). No message
+ * is received outside the range, so clamping keeps every answer: everything is after year
+ * 0000, nothing after 9999.
+ */
+const storedTime = (ms: number): string => isoTime(Math.min(Math.max(ms, EARLIEST), LATEST))
+
 /**
  * The query's filters as storage compares them: case-insensitive ones lowercased (the stored
  * search copies are lowercase), times as RFC 3339. `text` is already folded (search-filters).
@@ -74,8 +87,8 @@ export const storedFilters = (query: Omit<Partial<MessageQuery>, 'limit' | 'incl
   subject: query.subject ? query.subject.toLowerCase() : undefined,
   sender: query.sender ? query.sender.toLowerCase() : undefined,
   senderDomain: query.senderDomain ? query.senderDomain.toLowerCase() : undefined,
-  receivedAfter: query.receivedAfter === undefined ? undefined : isoTime(query.receivedAfter),
-  receivedBefore: query.receivedBefore === undefined ? undefined : isoTime(query.receivedBefore),
+  receivedAfter: query.receivedAfter === undefined ? undefined : storedTime(query.receivedAfter),
+  receivedBefore: query.receivedBefore === undefined ? undefined : storedTime(query.receivedBefore),
   text: query.text || undefined,
   hasAttachment: query.hasAttachment === true ? true : undefined,
   recipient: query.recipient ? query.recipient.toLowerCase() : undefined,

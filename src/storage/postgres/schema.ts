@@ -33,7 +33,7 @@ const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () =>
  * modes. So NUL is written as U+FFFF '0' and U+FFFF itself as U+FFFF '1' (a noncharacter,
  * rare in mail; every U+FFFF stored is followed by one of the two digits, so reading back is
  * exact). Substring search on these columns is unchanged for filters without NUL or U+FFFF;
- * filters holding NUL match nothing without a query (store/messages.ts).
+ * a filter is escaped the same way, so it finds exactly what SQLite finds (store/messages.ts).
  */
 const ESCAPE = '\uffff'
 export const encodeMailText = (value: string): string => (value.includes('\0') || value.includes(ESCAPE) ? value.replaceAll(ESCAPE, `${ESCAPE}1`).replaceAll('\0', `${ESCAPE}0`) : value)
