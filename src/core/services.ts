@@ -1,3 +1,4 @@
+import type { KeyRevocations } from './api-keys/revocations.ts'
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
@@ -67,6 +68,8 @@ export interface Services {
   requestLimiter: RequestAdmission
   /** Concurrent long polls: in memory (SQLite mode) or as leases every machine sees (PostgreSQL mode). */
   longPolls: LongPollAdmission
+  /** Ends the waiting long polls of a key revoked meanwhile, wherever it was revoked. */
+  keyRevocations: KeyRevocations
   /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */
   messagePages: MessagePageCache
   reservations: QuotaHolds

@@ -33,7 +33,7 @@ export function parseApiKey(token: string): { publicId: string; secret: string }
   return match ? { publicId: match[1]!, secret: match[2]! } : null
 }
 
-const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed, unknown or revoked API key.')
+export const invalidKey = () => new DomainError('invalid_api_key', 'Missing, malformed, unknown or revoked API key.')
 
 /**
  * Checks the Authorization header. The format is checked before the database is touched; the

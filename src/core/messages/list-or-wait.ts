@@ -7,7 +7,7 @@
  * The subscription is made before the first query, so a message committed while the
  * poll is being set up is never missed.
  */
-import type { Principal } from '../api-keys/authenticate.ts'
+import { invalidKey, type Principal } from '../api-keys/authenticate.ts'
 import { DomainError } from '../errors.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
 import type { Services } from '../services.ts'
@@ -60,6 +60,12 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     finished = true
     wake?.()
   }
+  // A key revoked while it waits gets no more mail: its poll ends with 401 at once.
+  let revoked = false
+  const unwatch = s.keyRevocations.watch(principal.keyPublicId, () => {
+    revoked = true
+    finish()
+  })
   const timer = setTimeout(finish, wait.waitSeconds * 1000)
   const signals = [wait.signal, s.stopped]
   for (const signal of signals) signal.addEventListener('abort', finish)
@@ -68,11 +74,13 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
   try {
     await s.notifier.ready() // PostgreSQL mode: LISTEN is active before the first query
     for (;;) {
+      if (revoked) throw invalidKey()
       const seen = changes
       let page: MessagePage | undefined
       try {
         page = await run()
       } catch (error) {
+        if (revoked) throw invalidKey()
         // Storage away for a moment (PostgreSQL restarting or cut off, a failing volume): the
         // poll rides it out instead of failing before its time. It asks again when woken (the
         // listening connection's return wakes every waiter) or after a pause, and at its
@@ -80,6 +88,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
         // operation may answer: a 204 would claim that nothing arrived, which it cannot know.
         if (finished || !s.storageHealth.kindOf(error)) throw error
       }
+      if (revoked) throw invalidKey()
       if (page && page.data.length > 0) {
         if (signalledAt) s.metrics.longPollWake.observe((performance.now() - signalledAt) / 1000)
         return page
@@ -101,6 +110,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     clearTimeout(retry)
     clearTimeout(timer)
     for (const signal of signals) signal.removeEventListener('abort', finish)
+    unwatch()
     unsubscribe()
     release()
   }

@@ -101,6 +101,8 @@ export interface AccountStore {
   /** The organisation's keys with their makers, oldest first; keys made in the same millisecond by public id. */
   listOrganizationKeys(organizationId: string): Promise<ListedKey[]>
   findApiKey(publicId: string): Promise<ApiKeyRow | undefined>
+  /** Which of these keys are revoked (one read for all; unknown ids are left out). */
+  revokedAmong(publicIds: string[]): Promise<string[]>
   /**
    * Sets `revokedAt` if the key is not revoked yet, writing `audit` with it; false (nothing
    * written) when it was already revoked or does not exist.

@@ -3,7 +3,7 @@
  * COMMITTED side by side, on any number of machines; each check-then-write below says what
  * makes it exact there (SQLite gets that from its single writer).
  */
-import { and, asc, eq, isNull, lt, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm'
 import type { AccountStore, EndSessions } from '../../port/accounts.ts'
 import type { PostgresDbOrTx, PostgresDb } from '../db.ts'
 import { apiKeys, memberships, organizations, sessions, settings, users } from '../schema.ts'
@@ -184,6 +184,15 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
 
     async findApiKey(publicId) {
       return (await db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).limit(1))[0]
+    },
+
+    async revokedAmong(publicIds) {
+      if (publicIds.length === 0) return []
+      const rows = await db
+        .select({ publicId: apiKeys.publicId })
+        .from(apiKeys)
+        .where(and(inArray(apiKeys.publicId, publicIds), isNotNull(apiKeys.revokedAt)))
+      return rows.map((row) => row.publicId)
     },
 
     revokeApiKey({ publicId, revokedAt, audit }) {

@@ -4,7 +4,7 @@
  * check-then-write exact. The statements run on every API request or live-stream event are
  * prepared once per database.
  */
-import { and, asc, eq, isNull, lt, sql } from 'drizzle-orm'
+import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm'
 import type { AccountStore, EndSessions, KeyForAuthentication } from '../../port/accounts.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import { apiKeys, memberships, organizations, sessions, settings, users } from '../../schema.ts'
@@ -189,6 +189,16 @@ export function sqliteAccounts(storage: Storage): AccountStore {
 
     async findApiKey(publicId) {
       return db.select().from(apiKeys).where(eq(apiKeys.publicId, publicId)).get()
+    },
+
+    async revokedAmong(publicIds) {
+      if (publicIds.length === 0) return []
+      const rows = db
+        .select({ publicId: apiKeys.publicId })
+        .from(apiKeys)
+        .where(and(inArray(apiKeys.publicId, publicIds), isNotNull(apiKeys.revokedAt)))
+        .all()
+      return rows.map((row) => row.publicId)
     },
 
     async revokeApiKey({ publicId, revokedAt, audit }) {
