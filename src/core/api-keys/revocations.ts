@@ -24,8 +24,8 @@ export class KeyRevocations {
 
   /** Calls `revoked` once if the key is revoked while watched; returns the unwatch function. */
   watch(publicId: string, revoked: () => void): () => void {
-    let listeners = this.waiting.get(publicId)
-    if (!listeners) this.waiting.set(publicId, (listeners = new Set()))
+    const listeners = this.waiting.get(publicId) ?? new Set<() => void>()
+    this.waiting.set(publicId, listeners)
     listeners.add(revoked)
     this.schedule()
     return () => {
