@@ -16,7 +16,10 @@ export function createLogger(level: LogLevel, write: (line: string) => void = (l
     (at: Exclude<LogLevel, 'silent'>) =>
     (event: string, fields: LogFields = {}) => {
       if (RANK[at] < RANK[level]) return
-      write(JSON.stringify({ time: new Date().toISOString(), level: at, event, ...fields }))
+      // A field named like the line's own keys cannot replace them (one once turned an event's name into another's).
+      const line: LogFields = { time: new Date().toISOString(), level: at, event }
+      for (const [name, value] of Object.entries(fields)) if (!(name in line)) line[name] = value
+      write(JSON.stringify(line))
     }
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') }
 }

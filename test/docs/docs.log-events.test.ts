@@ -7,9 +7,9 @@
 import { expect, test } from 'bun:test'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
+import { documentedEvents } from '../support/log-events.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const SECTION = '## Warnings and errors in the log'
 
 /** Event names written at warn or error level, from the sources. */
 function loggedEvents(): Set<string> {
@@ -18,22 +18,6 @@ function loggedEvents(): Set<string> {
   for (const file of sources.scanSync({ cwd: ROOT })) {
     const text = readFileSync(join(ROOT, file), 'utf8')
     for (const [, name] of text.matchAll(/\.(?:warn|error)\(\s*'([a-z][a-z0-9_]*)'/g)) events.add(name!)
-  }
-  return events
-}
-
-/** Event names in the first column of the section's table (a row may name two). */
-function documentedEvents(): Set<string> {
-  const doc = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8')
-  const start = doc.indexOf(SECTION)
-  expect(start).toBeGreaterThan(-1)
-  const next = doc.indexOf('\n## ', start + SECTION.length)
-  const section = doc.slice(start, next === -1 ? undefined : next)
-  const events = new Set<string>()
-  for (const line of section.split('\n')) {
-    const first = /^\| ([^|]+) \| (warn|error) \|/.exec(line)
-    if (!first) continue
-    for (const [, name] of first[1]!.matchAll(/`([a-z][a-z0-9_]*)`/g)) events.add(name!)
   }
   return events
 }

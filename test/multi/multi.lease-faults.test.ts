@@ -16,6 +16,7 @@ import { ConsoleClient, PASSWORD, signedIn } from '../support/console-client.ts'
 import { type EventStream, openEventStream } from '../support/event-stream.ts'
 import { FAKE_TOKEN, FAKE_ZONE, type FakeCloudflare, startFakeCloudflare } from '../support/fakes/cloudflare-api.ts'
 import { longPollsWaiting, type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
+import { expectDocumentedEvents } from '../support/log-events.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
@@ -187,5 +188,6 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     }
     // A itself admits again too (its own in-memory counts were given back).
     expect(await admitsLongPolls(a, polls, pollInbox.id)).toBe(true)
+    for (const machine of [a, b]) expectDocumentedEvents(machine.output(), machine.name)
   })
 })

@@ -12,6 +12,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { type MachineProcess, machineApi, pgMachine, longPollsWaiting } from '../support/pg-processes.ts'
+import { expectDocumentedEvents } from '../support/log-events.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { expectError } from '../support/shapes.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
@@ -130,6 +131,7 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
     const count = (event: string) => eventsOf().filter((e) => e === event).length
     await until(() => count('storage_recovered') >= count('storage_failing'), 'the end of the failing state to be logged', { timeoutMs: 15_000, intervalMs: 100 })
     const events = eventsOf()
+    expectDocumentedEvents(a.output(), 'a')
     expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual([])
     expect(events.filter((event) => event === 'storage_failing').length).toBeGreaterThanOrEqual(1)
     expect(events.filter((event) => event === 'storage_failing').length).toBe(events.filter((event) => event === 'storage_recovered').length)

@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
+import { expectDocumentedEvents } from '../support/log-events.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { until } from '../support/wait.ts'
@@ -102,6 +103,7 @@ describeWithPostgres('two server processes whose database holds a lock on messag
       expect(events(machine, 'storage_failing').length, machine.name).toBe(1)
       expect(events(machine, 'storage_recovered').length, machine.name).toBe(1)
       expect(events(machine, 'storage_failing')[0]!.kind).toBe('busy')
+      expectDocumentedEvents(machine.output(), machine.name)
     }
     console.info(`${samples.length} /ready samples during the lock, all 503; ready again ${readyAfterMs} ms after its release`)
   })

@@ -124,7 +124,7 @@ export class PostgresInboxNotifier extends InboxNotifier {
       return
     }
     notifyInbox(this.sql, inboxId, event).catch((error: unknown) => {
-      this.logger.warn('wake_notify_failed', { inbox_id: inboxId, event, ...errorFields(error) })
+      this.logger.warn('wake_notify_failed', { inbox_id: inboxId, inbox_event: event, ...errorFields(error) })
       this.deliver(inboxId, event)
     })
   }
