@@ -28,6 +28,7 @@ import type { RoutingProvider } from '../core/routing.ts'
 import type { Services } from '../core/services.ts'
 import { STORAGE_FAILURE_KINDS, StorageHealth } from '../core/storage-health.ts'
 import { STORED_BYTES_KINDS } from '../core/stored-bytes.ts'
+import { RequestRegistry } from '../http/request-registry.ts'
 import { buildHttpApp } from '../http/app.ts'
 import { clientAddressReader } from '../http/client-address.ts'
 import { routableByElysia } from '../http/routable-request.ts'
@@ -73,6 +74,8 @@ export interface Assembly {
   /** The API's and the console's per-connection timeouts, attached once HTTP listens. */
   connections: ConnectionTimeouts
   smtp: SMTPServer
+  /** The API's requests in flight; a stop waits for the request lines of those it cut. */
+  requests: RequestRegistry
   /** Aborted when a stop begins (console live streams end then; long polls keep waiting). */
   stopping: AbortController
   /** Aborted once every HTTP connection is closed (waiting long polls then end unanswered). */
@@ -192,7 +195,8 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       database: postgres ? () => postgres!.probe.check() : undefined,
       proxyLines: () => smtp.proxyLineReadiness(),
     }
-    const api = buildHttpApp(services, probes, connections, metrics)
+    const requests = new RequestRegistry()
+    const api = buildHttpApp(services, probes, connections, metrics, requests)
     const consoleApp = buildConsole(
       services,
       connections,
@@ -213,7 +217,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
     const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
-    return { services, metrics, addresses, tls, lock, postgres, answer, connections, smtp, stopping, stopped, close }
+    return { services, metrics, addresses, tls, lock, postgres, answer, connections, smtp, requests, stopping, stopped, close }
   } catch (error) {
     await close()
     throw error

@@ -17,6 +17,9 @@ import { closeSmtp, drain, drainPatiently, listenHttp, listenPrivateMetrics, lis
 import { startSweeperAcrossMachines } from './postgres/sweeper.ts'
 import { StopList } from './stop-list.ts'
 
+/** How long a stop waits for the request lines of the requests it cut. */
+const REQUEST_LINES_WAIT_MS = 2_000
+
 export interface RunningApp {
   services: Services
   /** Every metric /metrics exposes (core reports into it through Services.metrics). */
@@ -60,6 +63,9 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
       await http.stop(true)
       assembly.stopped.abort()
       if (cut > 0) logger.info('long_polls_cut', { count: cut })
+      // The cut polls write their request lines (connection_closed) a moment later: a
+      // process that exits right after the stop must not lose them.
+      await Promise.race([assembly.requests.allLogged(), Bun.sleep(REQUEST_LINES_WAIT_MS)])
     })
     assembly.connections.attach((request, seconds) => http.timeout(request, seconds), config.httpIdleTimeoutSeconds)
     const httpPort = http.port!

@@ -27,9 +27,8 @@ import { messageRoutes } from './routes/messages.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts, metrics: AppMetrics) {
+export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts, metrics: AppMetrics, requests = new RequestRegistry()) {
   installFastFormats()
-  const requests = new RequestRegistry()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
   return new Elysia({ normalize: false })
@@ -52,6 +51,8 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
           set.headers['access-control-max-age'] = '600'
         }
         set.status = 204
+        // Answered here, before the request log's hook: a preflight has no request line.
+        requests.logged(request)
         return ''
       }
       // Authentication and the rate limit come before routing and validation, so a bad
@@ -98,6 +99,7 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
         // (a waiting long poll); the status is what would have been sent.
         connection_closed: request.signal.aborted || undefined,
       })
+      requests.logged(request)
     })
     .use(openApiRoutes(s))
     .use(healthRoutes())
