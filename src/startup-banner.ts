@@ -7,6 +7,7 @@
 import { resolve } from 'node:path'
 import type { RunningApp } from './app.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
+import { describePostgresUrl } from './storage/postgres/client.ts'
 
 const CLI_FIRST_STEPS = ['  bun src/cli.ts orgs create my-team --local', '  bun src/cli.ts keys create <the org id it printed>']
 
@@ -36,7 +37,8 @@ export async function startupBanner(app: RunningApp): Promise<string> {
     `  API        ${app.publicUrls.baseUrl}   (set BASE_URL for the public address)`,
     `  API docs   ${app.publicUrls.baseUrl}/openapi`,
     `  SMTP       port ${app.smtpPort} on ${config.host}; inbox addresses end in @${config.receivingDomain}`,
-    `  Database   ${resolve(config.databasePath)}`,
+    // PostgreSQL mode keeps no database in DATABASE_PATH: name the one it uses (never its password).
+    `  Database   ${config.databaseUrl ? `PostgreSQL ${describePostgresUrl(config.databaseUrl)}` : resolve(config.databasePath)}`,
     ...(await nextSteps(app)),
     'Stop with Ctrl+C. README.md walks through the first test.',
     '',
