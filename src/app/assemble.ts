@@ -194,6 +194,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       smtpListening: () => smtp.server.listening,
       database: postgres ? () => postgres!.probe.check() : undefined,
       proxyLines: () => smtp.proxyLineReadiness(),
+      clock: postgres ? () => postgres!.clock.readiness() : undefined,
     }
     const requests = new RequestRegistry()
     const api = buildHttpApp(services, probes, connections, metrics, requests)

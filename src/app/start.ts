@@ -104,7 +104,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     })
 
     // Several machines: each one's timer fires, one of them sweeps (an advisory lock).
-    parts.started('retention sweeper', postgres ? startSweeperAcrossMachines(services, postgres.sql) : startRetentionSweeper(services))
+    parts.started('retention sweeper', postgres ? startSweeperAcrossMachines(services, postgres.sql, postgres.clock) : startRetentionSweeper(services))
     if (postgres) parts.started('database probe', postgres.probe.watch())
     metrics.attach({
       // smtp-server keeps its open connections in a Set its typings do not declare.
@@ -113,6 +113,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
       databasePath: config.databasePath,
       diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
       replication: services.replication ?? undefined,
+      databaseClockOffsetMs: postgres ? () => postgres.clock.offsetMs : undefined,
     })
     parts.started('event-loop sampler', sampleEventLoopDelay(metrics.eventLoopDelay))
     parts.started('quiet collection', joinQuietCollection())

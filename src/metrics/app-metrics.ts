@@ -15,6 +15,8 @@ export interface MetricSources {
   diskFree?(): { freeBytes: number; thresholdBytes: number; tripped: boolean }
   /** With a Litestream replica: its lag and Litestream's local files. */
   replication?: { lagSeconds(): number; localBytes(): number }
+  /** PostgreSQL mode: the database's clock minus this machine's, in ms (null until measured). */
+  databaseClockOffsetMs?(): number | null
 }
 
 const fileSize = (path: string) => {
@@ -117,6 +119,12 @@ export class AppMetrics {
         "Seconds since this process last stored a message (since it started, before its first). Across machines, the smallest is the service's.",
         () => Math.max(0, Math.round(this.now() - this.lastStoredAt) / 1000),
       ),
+    )
+    this.registry.add(
+      new Gauge('pigeonhole_database_clock_offset_seconds', "PostgreSQL mode: the database's clock minus this machine's (leases and request minutes are corrected by it).", () => {
+        const offset = source().databaseClockOffsetMs?.()
+        return offset === undefined || offset === null ? [] : offset / 1000
+      }),
     )
     this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
   }

@@ -199,7 +199,7 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     expect(cache.size).toBe(0)
   })
 
-  test('/ready checks the database with a query; there is no SQLite file or server lock', async () => {
+  test('/ready checks the database with a write and the clock against it; there is no SQLite file or server lock', async () => {
     const response = await fetch(`${a.app.httpUrl}/ready`)
     expect(response.status).toBe(200)
     expect(((await response.json()) as { checks: Record<string, string> }).checks).toEqual({
@@ -208,6 +208,7 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
       litestream: 'not_configured',
       replication: 'not_configured',
       proxy_lines: 'not_configured',
+      clock: 'ok',
     })
     expect(await Bun.file(a.app.services.config.databasePath).exists()).toBe(false)
     // The metrics render without a SQLite file; an unreachable database has its own failure series.

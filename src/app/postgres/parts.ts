@@ -29,6 +29,7 @@ import { createQuotaReservations, type QuotaReservations } from '../../storage/p
 import { admitRequest } from '../../storage/postgres/request-counter.ts'
 import { createSlotLeases, type SlotLeases } from '../../storage/postgres/slot-leases.ts'
 import { createPostgresStore } from '../../storage/postgres/store.ts'
+import { DatabaseClock } from './database-clock.ts'
 import { DatabaseProbe } from './database-probe.ts'
 import { PostgresInboxNotifier } from './notifier.ts'
 import { NeverHitPageCache } from './page-cache.ts'
@@ -54,6 +55,8 @@ export interface PostgresParts {
   signInThrottle: SharedSignInThrottle
   messagePages: NeverHitPageCache
   probe: DatabaseProbe
+  /** This machine's clock corrected to the database's, and the measured offset. */
+  clock: DatabaseClock
   close(): Promise<void>
 }
 
@@ -94,10 +97,15 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     onNotice: (message) => logger.debug('postgres_notice', { message }),
   })
   const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
-  const slots = createSlotLeases(sql, { holder, clock })
-  const quota = createQuotaReservations(sql, { holder, clock })
+  // What machines share (leases, request minutes, quota periods, sign-in windows) runs on this
+  // clock corrected to the database's, so machines whose clocks disagree still agree on it.
+  const shared = new DatabaseClock(clock, sql, logger)
+  await shared.measure()
+  const stopMeasuring = shared.watch()
+  const slots = createSlotLeases(sql, { holder, clock: shared })
+  const quota = createQuotaReservations(sql, { holder, clock: shared })
   // Same holder and table as the long-poll slots: the close below frees both.
-  const streamSlots = createLiveStreamLeases(sql, { holder, clock, bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION } })
+  const streamSlots = createLiveStreamLeases(sql, { holder, clock: shared, bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION } })
   let notifier: PostgresInboxNotifier | undefined
   let store: Store | undefined
   const giveBack = async () => {
@@ -111,6 +119,7 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     await notifier?.close().catch(() => {})
   }
   const close = async () => {
+    stopMeasuring()
     slots.stop()
     quota.stop()
     streamSlots.stop()
@@ -130,15 +139,16 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
       holder,
       store,
       notifier,
-      requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, clock, subjects)),
+      requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, shared, subjects)),
       longPolls: new SharedLongPollSlots(slots, (error) => logger.warn('long_poll_release_failed', errorFields(error))),
       slots,
       quota,
       streamSlots,
-      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, clock, SIGN_IN_RULES), (error) => logger.warn('sign_in_count_failed', errorFields(error))),
+      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, shared, SIGN_IN_RULES), (error) => logger.warn('sign_in_count_failed', errorFields(error))),
       reservations: new SharedInboundReservations(quota, (error) => logger.warn('quota_release_failed', errorFields(error))),
       messagePages: new NeverHitPageCache(),
       probe: new DatabaseProbe(sql, health),
+      clock: shared,
       close,
     }
   } catch (error) {

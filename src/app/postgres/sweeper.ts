@@ -5,6 +5,7 @@
  * SQLite sweeper's (core/retention.ts): a count when something was deleted, a failing
  * database logged once by storage health rather than every minute.
  */
+import type { Clock } from '../../clock.ts'
 import { DomainError } from '../../core/errors.ts'
 import { sweepOnce } from '../../core/retention.ts'
 import type { Services } from '../../core/services.ts'
@@ -15,24 +16,29 @@ import { sweepRequestCounts } from '../../storage/postgres/request-counter.ts'
 import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
 import { runOnce } from '../../storage/postgres/run-once.ts'
 
-/** One turn on whichever machine gets the lock; `{ ran: false }` elsewhere. */
-export function sweepOnceAcrossMachines(s: Services, sql: Sql) {
+/**
+ * One turn on whichever machine gets the lock; `{ ran: false }` elsewhere. `shared` is the
+ * clock the request minutes and sign-in windows are counted on (corrected to the database's:
+ * database-clock.ts), so a machine whose own clock runs ahead does not delete the minute the
+ * others still count in.
+ */
+export function sweepOnceAcrossMachines(s: Services, sql: Sql, shared: Clock = s.clock) {
   return runOnce(sql, 'retention', async () => {
     const counts = await sweepOnce(s)
-    const requestCounts = await sweepRequestCounts(sql, s.clock)
+    const requestCounts = await sweepRequestCounts(sql, shared)
     // The sign-in throttle's ended windows: they count for nothing, only take room.
-    const signInFailures = await createSignInFailures(sql, s.clock, SIGN_IN_RULES).sweep()
+    const signInFailures = await createSignInFailures(sql, shared, SIGN_IN_RULES).sweep()
     return { ...counts, requestCounts, signInFailures }
   })
 }
 
 /** Runs a turn every `intervalMs`; returns the stop function. */
-export function startSweeperAcrossMachines(s: Services, sql: Sql, intervalMs = 60_000): () => void {
+export function startSweeperAcrossMachines(s: Services, sql: Sql, shared: Clock = s.clock, intervalMs = 60_000): () => void {
   let running = false
   const timer = setInterval(() => {
     if (running) return
     running = true
-    sweepOnceAcrossMachines(s, sql)
+    sweepOnceAcrossMachines(s, sql, shared)
       .then((turn) => {
         if (turn.ran && (turn.result.messages || turn.result.idempotencyRecords)) {
           s.logger.info('retention_sweep', { deleted_messages: turn.result.messages, deleted_idempotency_records: turn.result.idempotencyRecords })

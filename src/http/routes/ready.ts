@@ -24,6 +24,8 @@ export interface ReadinessProbes {
    * (TRUSTED_PROXIES misses the real proxy, so all inbound mail is refused).
    */
   proxyLines?: () => Check
+  /** PostgreSQL mode: whether this machine's clock is within tolerance of the database's (app/postgres/database-clock.ts). */
+  clock?: () => { check: 'ok' | 'failed'; failing?: string }
 }
 
 export type Check = 'ok' | 'failed' | 'not_configured'
@@ -99,12 +101,15 @@ export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = ne
     '/ready',
     async ({ set }) => {
       const database = probes.database ? await probes.database() : undefined
-      const checks = await readinessChecks(s, probes, parentCommand, heartbeat, database?.check)
+      const clock = probes.clock?.()
+      const checks: Record<string, Check> = await readinessChecks(s, probes, parentCommand, heartbeat, database?.check)
+      if (clock) checks.clock = clock.check
       const ready = Object.values(checks).every((check) => check !== 'failed')
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'
-      // The failing part, in the database's words (PostgreSQL mode), for the operator reading /ready.
-      return { status: ready ? 'ready' : 'not_ready', checks, ...(database?.failing ? { failing: { database: database.failing } } : {}) }
+      // The failing parts in words (PostgreSQL mode), for the operator reading /ready.
+      const failing = { ...(database?.failing ? { database: database.failing } : {}), ...(clock?.failing ? { clock: clock.failing } : {}) }
+      return { status: ready ? 'ready' : 'not_ready', checks, ...(Object.keys(failing).length > 0 ? { failing } : {}) }
     },
     { detail: { hide: true } },
   )

@@ -17,7 +17,7 @@
  * that ended during an outage does not keep its unit once the database is back.
  *
  * Which limits apply (per-organisation overrides, configuration) stays in core; callers pass
- * them in. Times come from the injected clock.
+ * them in. Times come from the clock passed in (the server's, corrected to the database's).
  */
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'

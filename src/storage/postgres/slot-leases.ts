@@ -8,8 +8,9 @@
  * outage is free again within a second or so of the database's return.
  *
  * Acquiring takes a transaction-scoped advisory lock per subject (in one order everywhere),
- * so two machines cannot both see 29 held and both take the 30th. Times come from the
- * injected clock, so machines' clocks must agree to well within a lease (NTP does).
+ * so two machines cannot both see 29 held and both take the 30th. Times come from the clock
+ * passed in: the server passes its own corrected to the database's (app/postgres/database-clock.ts),
+ * so machines whose clocks disagree still agree on when a lease runs out.
  */
 import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
