@@ -94,6 +94,9 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
 
 /** Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails, a PostgreSQL server away. */
 function ownFailureKind(error: unknown, dialect: Dialect): StorageFailureKind | null {
+  // A waiting poll's query still unanswered at its deadline (core/messages/list-or-wait.ts):
+  // a silent database, or a SQLite write lock held past the busy timeout.
+  if ((error as { code?: unknown } | null)?.code === 'QUERY_PAST_DEADLINE') return dialect === 'postgres' ? 'unreachable' : 'busy'
   // Only where a PostgreSQL client runs: in SQLite mode a reset socket is a client's, not storage's.
   const kind = storageFailureKind(error) ?? (dialect === 'postgres' ? postgresFailureKind(error) : null)
   if (kind) return kind

@@ -15,6 +15,21 @@ import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type M
 
 /** A waiting poll whose query met unavailable storage asks again this soon, if nothing wakes it first. */
 const RETRY_AFTER_STORAGE_FAILURE_MS = 1_000
+/**
+ * How long past its deadline a poll waits for a query still unanswered (a database gone
+ * silent answers nothing until its connection is given up, seconds later): then it answers
+ * without it, so it answers at its deadline within a second whatever the database does.
+ */
+export const DEADLINE_GRACE_MS = 500
+
+/** A poll's query still unanswered at its deadline and grace: answered as storage that cannot be read now. */
+export class QueryPastDeadline extends Error {
+  readonly code = 'QUERY_PAST_DEADLINE'
+  constructor() {
+    super(`the database did not answer the waiting poll's query within ${DEADLINE_GRACE_MS} ms of its deadline`)
+    this.name = 'QueryPastDeadline'
+  }
+}
 
 interface ListOrWaitInput {
   inboxId: string
@@ -66,7 +81,24 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
     revoked = true
     finish()
   })
+  const deadline = performance.now() + wait.waitSeconds * 1000
   const timer = setTimeout(finish, wait.waitSeconds * 1000)
+  // A query is not waited for past the deadline and its grace; the abandoned one settles unheard.
+  const byDeadline = async (): Promise<MessagePage> => {
+    const query = run()
+    query.catch(() => {})
+    let late: ReturnType<typeof setTimeout> | undefined
+    try {
+      return await Promise.race([
+        query,
+        new Promise<never>((_, reject) => {
+          late = setTimeout(() => reject(new QueryPastDeadline()), Math.max(0, deadline - performance.now()) + DEADLINE_GRACE_MS)
+        }),
+      ])
+    } finally {
+      clearTimeout(late)
+    }
+  }
   const signals = [wait.signal, s.stopped]
   for (const signal of signals) signal.addEventListener('abort', finish)
   if (signals.some((signal) => signal.aborted)) finished = true
@@ -78,7 +110,7 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
       const seen = changes
       let page: MessagePage | undefined
       try {
-        page = await run()
+        page = await byDeadline()
       } catch (error) {
         if (revoked) throw invalidKey()
         // Storage away for a moment (PostgreSQL restarting or cut off, a failing volume): the
