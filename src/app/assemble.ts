@@ -20,6 +20,7 @@ import { RefusedDeliveries } from '../core/inbound/refused-deliveries.ts'
 import { InboundReservations } from '../core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from '../core/inboxes/delete-inbox.ts'
 import { KeyRevocations } from '../core/api-keys/revocations.ts'
+import { DownloadSlots } from '../core/attachments/download-slots.ts'
 import { LongPollSlots } from '../core/long-poll-slots.ts'
 import { MessagePageCache } from '../core/messages/page-cache.ts'
 import { parseLocalWarn, ReplicationMonitor } from '../core/replication.ts'
@@ -157,6 +158,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
       longPolls: postgres?.longPolls ?? new LongPollSlots(),
       keyRevocations: new KeyRevocations((publicIds) => store.accounts.revokedAmong(publicIds)),
+      downloads: new DownloadSlots(),
       messagePages: postgres?.messagePages ?? new MessagePageCache(),
       reservations: postgres?.reservations ?? new InboundReservations(),
       refusedDeliveries: new RefusedDeliveries(config.receivingDomain, postgres?.notifier.refusals ?? null),

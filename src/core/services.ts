@@ -1,4 +1,5 @@
 import type { KeyRevocations } from './api-keys/revocations.ts'
+import type { DownloadSlots } from './attachments/download-slots.ts'
 import type { Clock } from '../clock.ts'
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
@@ -68,6 +69,8 @@ export interface Services {
   requestLimiter: RequestAdmission
   /** Concurrent long polls: in memory (SQLite mode) or as leases every machine sees (PostgreSQL mode). */
   longPolls: LongPollAdmission
+  /** Concurrent attachment downloads per organisation on this machine. */
+  downloads: DownloadSlots
   /** Ends the waiting long polls of a key revoked meanwhile, wherever it was revoked. */
   keyRevocations: KeyRevocations
   /** Serialized answers of repeated non-waiting listings, valid while their inbox is unchanged. */

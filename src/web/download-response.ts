@@ -11,15 +11,40 @@ export function contentDisposition(filename: string): string {
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }
 
-export function downloadResponse(content: Buffer, contentType: string, filename: string): Response {
+/** The size of each piece a download with `sent` hands to its connection. */
+const PIECE_BYTES = 256 * 1024
+
+/**
+ * Hands `content` over in pieces as the connection takes them, and calls `sent` once after
+ * the last piece (or when the client leaves): the download's slot is held for the transfer.
+ */
+function sentInPieces(content: Buffer, sent: () => void): ReadableStream<Uint8Array> {
+  let offset = 0
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      if (offset >= content.byteLength) {
+        controller.close()
+        sent()
+        return
+      }
+      controller.enqueue(content.subarray(offset, offset + PIECE_BYTES))
+      offset += PIECE_BYTES
+    },
+    cancel: sent,
+  })
+}
+
+/** `sent`, when given, hears when the last byte was handed over or the client left. */
+export function downloadResponse(content: Buffer, contentType: string, filename: string, sent?: () => void): Response {
   // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.
-  return new Response(content as Uint8Array<ArrayBuffer>, {
+  return new Response(sent ? sentInPieces(content, sent) : (content as Uint8Array<ArrayBuffer>), {
     headers: {
       'content-type': contentType,
       'content-disposition': contentDisposition(filename),
       'cache-control': 'private, no-store',
       'x-content-type-options': 'nosniff',
       'content-security-policy': "default-src 'none'; sandbox",
+      ...(sent ? { 'content-length': String(content.byteLength) } : {}),
     },
   })
 }

@@ -12,8 +12,16 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
   new Elysia().get(
     '/v1/attachments/:attachment_id',
     async ({ request, params }) => {
-      const file = await downloadAttachment(s, requests.principal(request), params.attachment_id)
-      return downloadResponse(file.content, file.contentType, file.filename)
+      const principal = requests.principal(request)
+      // Held from the read until the last byte is handed over (core/attachments/download-slots.ts).
+      const release = s.downloads.acquire(principal.organizationId)
+      try {
+        const file = await downloadAttachment(s, principal, params.attachment_id)
+        return downloadResponse(file.content, file.contentType, file.filename, release)
+      } catch (error) {
+        release()
+        throw error
+      }
     },
     {
       response: { 200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }), 401: ErrorModel, 404: ErrorModel, 429: ErrorModel },
