@@ -31,6 +31,13 @@ const REFUSAL_LINGER_MS = 1_000
 export class GuardedSmtpServer extends SMTPServer {
   /** close() began: only transactions in progress go on (see close()). */
   private draining = false
+  /**
+   * PostgreSQL mode, where other machines take the new connections during a stop: a session
+   * this machine had accepted is served to its end instead (its greeting, EHLO and one whole
+   * transaction), so a sender that never retries does not notice the deploy. After its message
+   * (DATA) it gets the 421; QUIT always passes. New connections are refused at the socket.
+   */
+  serveAcceptedSessions = false
 
   constructor(
     options: SMTPServerOptions,
@@ -115,14 +122,21 @@ export class GuardedSmtpServer extends SMTPServer {
 
   private refuseNewTransactionsWhenDraining(connection: SmtpConnection): void {
     const onCommand = connection._onCommand.bind(connection)
+    // Serving accepted sessions: whether this one has sent its message since the drain began.
+    let sentDuringDrain = false
     connection._onCommand = (command, callback) => {
+      const name = (command ?? '').toString().split(' ')[0]!.toUpperCase()
       // A STARTTLS handshake in flight is smtp-server's to handle (it discards such bytes).
       // Before the greeting (SMTP_GREETING_DELAY_MS) the session has no envelope yet.
       if (!this.draining || connection._upgrading || connection.session.envelope?.mailFrom) {
+        if (this.draining && name === 'DATA') sentDuringDrain = true
         onCommand(command, callback)
         return
       }
-      const name = (command ?? '').toString().split(' ')[0]!.toUpperCase()
+      if (this.serveAcceptedSessions && (name === 'QUIT' || !sentDuringDrain)) {
+        onCommand(command, callback)
+        return
+      }
       connection.send(421, 'Server shutting down', name) // 421 also closes the connection
     }
   }

@@ -151,6 +151,8 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
       if (state && !state.closed) releaseIfReset(state)
     },
   )
+  // PostgreSQL mode's stop hands new connections to the other machines: the accepted ones are served to their end.
+  server.serveAcceptedSessions = s.config.databaseUrl !== ''
   // A failed handshake is the client's problem: one short line, not a stack trace (Bun reports it twice).
   const reported = new WeakSet<object>()
   server.on('error', (error) => {
