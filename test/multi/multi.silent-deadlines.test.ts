@@ -19,7 +19,7 @@ import { timed, until } from '../support/wait.ts'
 setDefaultTimeout(60_000)
 
 const METRICS_TOKEN = 'multi-silent-deadlines-metrics-token'
-const WAITS = [2, 4, 6]
+const WAITS = [4, 6, 8]
 /** The bound: the deadline ±1 s. */
 const LATE_MS = 1_000
 
