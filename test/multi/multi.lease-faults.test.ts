@@ -128,11 +128,7 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     }
     const [pollInbox, monthlyInbox, burstInbox] = [await inbox(polls), await inbox(monthly), await inbox(burst)]
 
-    // A holds every slot of the key (polls that end inside the outage) ...
-    const waiting = Array.from({ length: LIMIT }, () => machineApi(a, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=3`, polls))
-    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === LIMIT, 'the long polls to be parked on A', { timeoutMs: 10_000, intervalMs: 50 })
-    expect((await machineApi(b, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=1`, polls)).status).toBe(429)
-    // ... every unit of the monthly quota and of the inbox's burst ...
+    // A holds every unit of the monthly quota and of the inbox's burst ...
     const transactions = [
       ...(await Promise.all(Array.from({ length: LIMIT }, () => heldTransaction(a, monthlyInbox.address)))),
       ...(await Promise.all(Array.from({ length: LIMIT }, () => heldTransaction(a, burstInbox.address)))),
@@ -143,7 +139,7 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     const views: EventStream[] = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, () => openEventStream(viewer, livePath)))
     for (const view of views) expect(view.response.status).toBe(200)
     expect(await opensLiveViews(b)).toBe(false)
-    // ... and the claim of a createInbox whose routing rule is being made.
+    // ... the claim of a createInbox whose routing rule is being made ...
     const keyedRule = fake.hold('POST')
     const idempotentCreate = (machine: MachineProcess) =>
       fetch(`${machine.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${polls}`, 'idempotency-key': 'lease-faults-key-1' } })
@@ -151,6 +147,10 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     await keyedRule.received
     expect((await idempotentCreate(b)).status).toBe(409)
 
+    // ... and, last, every long-poll slot of the key (polls that end inside the outage).
+    const waiting = Array.from({ length: LIMIT }, () => machineApi(a, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=3`, polls))
+    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === LIMIT, 'the long polls to be parked on A', { timeoutMs: 10_000, intervalMs: 50 })
+    expect((await machineApi(b, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=1`, polls)).status).toBe(429)
     relay.cut()
     const cutAt = performance.now()
     // Every request ends while the database is away, so every release fails.
