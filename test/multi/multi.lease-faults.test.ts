@@ -29,7 +29,7 @@ const METRICS_TOKEN = 'multi-lease-faults-metrics-token'
 const LIMIT = 3
 /** The outage: longer than a heartbeat's third of a lease would matter, shorter than a lease. */
 const OUTAGE_MS = 7_000
-/** The issue's bound: free within 5 s of the database answering again. */
+/** The promise: free within 5 s of the database answering again. */
 const FREE_WITHIN_MS = 5_000
 
 /** An SMTP session on `machine` with `address` accepted at RCPT (a unit reserved), left open. */

@@ -14,7 +14,7 @@ import { expectError } from '../support/shapes.ts'
 
 setDefaultTimeout(60_000)
 
-/** The issue's bound, plus room for two busy cores between the CLI's commit and the answer. */
+/** Within a second, plus room for two busy cores between the CLI's commit and the answer. */
 const ENDED_WITHIN_MS = 1_500
 
 /** Revokes `key` with the CLI; returns when it began and when it had committed (exited). */

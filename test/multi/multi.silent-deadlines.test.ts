@@ -20,7 +20,7 @@ setDefaultTimeout(60_000)
 
 const METRICS_TOKEN = 'multi-silent-deadlines-metrics-token'
 const WAITS = [4, 6, 8]
-/** The bound: the deadline ±1 s. */
+/** The promise: an answer at the deadline ±1 s. */
 const LATE_MS = 1_000
 
 describeWithPostgres('long polls whose deadline falls in a silence of the database', () => {
