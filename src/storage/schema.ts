@@ -139,6 +139,10 @@ export const messages = sqliteTable(
     searchSender: text('search_sender').notNull(),
     searchSenderDomain: text('search_sender_domain').notNull(),
     internetMessageId: text('internet_message_id'), // as in the Message-ID header, angle brackets kept
+    // When a console member first opened it (or marked it read); null while unread. Console
+    // only: the API has no read state, and reading a message over /v1 never sets it. Shared by
+    // the organisation's members, as a team inbox is.
+    readAt: text('read_at'),
   },
   (table) => [
     // listOrWaitForMessages: newest first within one inbox, keyset on (received_at, id)

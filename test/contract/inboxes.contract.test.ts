@@ -261,9 +261,9 @@ describeEachBackend(
       await message(backend, a.id, principal.organizationId, at(-500), at(-1)) // expired: not counted
       await message(backend, b.id, principal.organizationId, at(-2000), at(HOUR))
       const stats = await inboxStats(s, [a.id, b.id, quiet.id])
-      expect(stats.get(a.id)).toEqual({ messages: 2, lastReceivedAt: at(-1000) })
-      expect(stats.get(b.id)).toEqual({ messages: 1, lastReceivedAt: at(-2000) })
-      expect(stats.get(quiet.id)).toEqual({ messages: 0, lastReceivedAt: null })
+      expect(stats.get(a.id)).toEqual({ messages: 2, unread: 2, lastReceivedAt: at(-1000) })
+      expect(stats.get(b.id)).toEqual({ messages: 1, unread: 1, lastReceivedAt: at(-2000) })
+      expect(stats.get(quiet.id)).toEqual({ messages: 0, unread: 0, lastReceivedAt: null })
       expect((await inboxStats(s, [])).size).toBe(0)
     })
 

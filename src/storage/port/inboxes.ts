@@ -28,6 +28,8 @@ export type IdempotencyClaimOutcome =
 export interface InboxStatsRow {
   inboxId: string
   messages: number
+  /** Of those, how many no console member has opened or marked read. */
+  unread: number
   lastReceivedAt: string | null
 }
 
@@ -62,7 +64,7 @@ export interface InboxStore {
   listActiveInboxes(input: { organizationId: string; after: { at: string; id: string } | undefined; limit: number }): Promise<InboxRow[]>
   /** Deletes an inbox with its messages, sources and attachments; answers whether it existed. */
   deleteInbox(inboxId: string): Promise<boolean>
-  /** Message count and newest arrival per listed inbox, over messages expiring after `now`; inboxes without any are left out. */
+  /** Message count, unread count and newest arrival per listed inbox, over messages expiring after `now`; inboxes without any are left out. */
   inboxStats(input: { inboxIds: string[]; now: string }): Promise<InboxStatsRow[]>
 
   /**

@@ -38,7 +38,29 @@ export interface MessageFilters {
   hasAttachment?: boolean
   /** `to_address` contains it (a plain substring). */
   recipient?: string
+  // The console's search line (core/messages/search-line.ts) adds the terms below. A listing
+  // with any of them is built per read rather than from a prepared statement: the API's list
+  // never has them, and its hot path stays as it was.
+  /** Console only: `search_sender` contains it (a plain substring). */
+  senderContains?: string
+  /** Console only: true for unread messages only (`read_at` null), false for read ones only. */
+  unread?: boolean
+  /** Console only: `size_bytes` strictly greater than this. */
+  largerThan?: number
+  /** Console only: `size_bytes` strictly less than this. */
+  smallerThan?: number
+  /** Console only: each of these must match as well (a term given twice: `subject:a subject:b`). */
+  all?: MessageFilters[]
+  /** Console only: none of these may match (`-from:x`, `-"a phrase"`). */
+  none?: MessageFilters[]
 }
+
+/** Whether the filters use a console-only term (see MessageFilters). */
+export const hasConsoleTerms = (f: MessageFilters): boolean =>
+  f.senderContains !== undefined || f.unread !== undefined || f.largerThan !== undefined || f.smallerThan !== undefined || (f.all?.length ?? 0) > 0 || (f.none?.length ?? 0) > 0
+
+/** Whether a text term appears anywhere in the filters, negated ones included (each bounds the read to the text window). */
+export const hasTextTerm = (f: MessageFilters): boolean => Boolean(f.text) || (f.all ?? []).some(hasTextTerm) || (f.none ?? []).some(hasTextTerm)
 
 /** One page of an inbox's listing, newest first by (received_at, id). */
 export interface InboxListing {
@@ -50,6 +72,11 @@ export interface InboxListing {
   textWindow: number
   /** Rows strictly older than this position; absent for the first page. */
   after?: MessagePosition
+  /**
+   * Console only (its "Newer" link): rows strictly newer than this position instead, the
+   * `limit` nearest to it, still answered newest first. Not given with `after`.
+   */
+  before?: MessagePosition
   /** At most this many rows (core asks for one more than the page, to know whether another follows). */
   limit: number
 }
@@ -101,6 +128,23 @@ export interface MessageStore {
 
   /** The search across the organisation's active inboxes. */
   searchOrganization(search: OrganizationSearch): Promise<MessageSummaryRow[]>
+
+  /**
+   * Console only: how many messages of the listing match (its `after` and `before` ignored),
+   * counting the newest `limit` at most, and how many of those are strictly newer than
+   * `newerThan` (the page's first row), so a page can say "51–100 of 300". The bound keeps
+   * a count of a huge inbox as cheap as a page of it.
+   */
+  countInbox(listing: Omit<InboxListing, 'after' | 'before'>, newerThan: MessagePosition | undefined): Promise<{ total: number; newer: number }>
+
+  /** Console only: of these ids of the organisation, which are read and which have an attachment proper (inline parts do not count). */
+  marks(input: { organizationId: string; ids: string[] }): Promise<Array<{ id: string; read: boolean; hasAttachment: boolean }>>
+
+  /**
+   * Console only: marks the organisation's listed messages read at `at` (those already read
+   * keep their time), or unread when `at` is null. Answers how many rows it changed.
+   */
+  markRead(input: { organizationId: string; ids: string[]; at: string | null }): Promise<number>
 
   /** The organisation's active inboxes and the messages it stored in `month` ('YYYY-MM'), read together. */
   usage(input: { organizationId: string; month: string }): Promise<{ activeInboxes: number; emailsReceived: number }>

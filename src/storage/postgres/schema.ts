@@ -150,6 +150,7 @@ export const messages = pgTable(
     searchSender: mailText('search_sender').notNull(),
     searchSenderDomain: mailText('search_sender_domain').notNull(),
     internetMessageId: mailText('internet_message_id'),
+    readAt: at('read_at'),
   },
   (table) => [
     index('messages_by_inbox_newest').on(table.inboxId, table.receivedAt, table.id),

@@ -179,7 +179,7 @@ export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise
     async inboxStats({ inboxIds, now }) {
       if (inboxIds.length === 0) return []
       return db
-        .select({ inboxId: messages.inboxId, messages: count(), lastReceivedAt: max(messages.receivedAt) })
+        .select({ inboxId: messages.inboxId, messages: count(), unread: sql<number>`(count(*) - count(${messages.readAt}))::int`, lastReceivedAt: max(messages.receivedAt) })
         .from(messages)
         .where(and(inArray(messages.inboxId, inboxIds), gt(messages.expiresAt, now)))
         .groupBy(messages.inboxId)

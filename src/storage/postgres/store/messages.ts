@@ -11,9 +11,9 @@
  * committed on another machine meanwhile cannot leave half a message. A delete is one conditional statement, so two machines
  * deleting the same message see exactly one success.
  */
-import { and, desc, eq, getTableColumns, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { PgColumn } from 'drizzle-orm/pg-core'
-import type { FullMessageRows, InboxListing, MessageFilters, MessageStore, OwnedItem } from '../../port/messages.ts'
+import { hasTextTerm, type FullMessageRows, type InboxListing, type MessageFilters, type MessagePosition, type MessageStore, type OwnedItem } from '../../port/messages.ts'
 import type { AttachmentRow, MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
 import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
@@ -52,8 +52,13 @@ const textContains = (folded: string): SQL =>
 const hasAttachment = (): SQL => sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
 
 const olderThan = (after: { at: string; id: string }) => or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id)))
+const newerThan = (before: MessagePosition) => or(gt(messages.receivedAt, before.at), and(eq(messages.receivedAt, before.at), gt(messages.id, before.id)))
 
-/** The filters every listing shares; `text` is added by each caller with its own window. */
+/**
+ * The filters every listing shares, the console's search-line terms included. The top-level
+ * `text` is added by each caller with its own window; a text term inside `all` or `none` is
+ * matched here, the caller having bounded the read to the window (hasTextTerm).
+ */
 const filterConditions = (filters: MessageFilters): Array<SQL | undefined> => [
   filters.subject ? contains(messages.searchSubject, filters.subject) : undefined,
   filters.sender ? eq(messages.searchSender, filters.sender) : undefined,
@@ -62,9 +67,19 @@ const filterConditions = (filters: MessageFilters): Array<SQL | undefined> => [
   filters.receivedBefore !== undefined ? lt(messages.receivedAt, filters.receivedBefore) : undefined,
   filters.hasAttachment ? hasAttachment() : undefined,
   filters.recipient ? contains(messages.toAddress, filters.recipient) : undefined,
+  filters.senderContains ? contains(messages.searchSender, filters.senderContains) : undefined,
+  filters.unread === undefined ? undefined : filters.unread ? isNull(messages.readAt) : isNotNull(messages.readAt),
+  filters.largerThan !== undefined ? gt(messages.sizeBytes, filters.largerThan) : undefined,
+  filters.smallerThan !== undefined ? lt(messages.sizeBytes, filters.smallerThan) : undefined,
+  ...(filters.all ?? []).map((term) => and(...termConditions(term))),
+  // coalesce: a term on a null column is unknown, and "not unknown" would drop the row (SQLite does the same).
+  ...(filters.none ?? []).map((term) => sql`not coalesce(${and(...termConditions(term))}, false)`),
 ]
 
-function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, after }: InboxListing) {
+/** One term of `all` or `none`, its text included. */
+const termConditions = (term: MessageFilters): Array<SQL | undefined> => [...filterConditions(term), term.text ? textContains(term.text) : undefined]
+
+function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, after, before }: InboxListing) {
   // A text search looks at the inbox's newest `textWindow` messages only, as in SQLite.
   const newest = db
     .select({ id: messages.id })
@@ -76,8 +91,10 @@ function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, a
     eq(messages.inboxId, inboxId),
     gt(messages.expiresAt, now),
     ...filterConditions(filters),
-    filters.text ? and(inArray(messages.id, newest), textContains(filters.text)) : undefined,
+    hasTextTerm(filters) ? inArray(messages.id, newest) : undefined,
+    filters.text ? textContains(filters.text) : undefined,
     after ? olderThan(after) : undefined,
+    before ? newerThan(before) : undefined,
   )
 }
 
@@ -149,6 +166,11 @@ const ownedWhere = ({ organizationId, id, now }: OwnedItem) => and(eq(messages.i
 export function postgresMessages(db: PostgresDb): MessageStore {
   return {
     async listInbox(listing) {
+      if (listing.before) {
+        // "Newer": the nearest rows above the position, read upwards, then turned newest first.
+        const rows = await db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(asc(messages.receivedAt), asc(messages.id)).limit(listing.limit)
+        return rows.reverse()
+      }
       return db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
     },
 
@@ -214,6 +236,38 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         )
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(limit)
+    },
+
+    async countInbox(listing, newer) {
+      // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
+      const counted = db
+        .select({ newer: (newer ? sql<boolean>`(${newerThan(newer)})` : sql<boolean>`false`).as('newer') })
+        .from(messages)
+        .where(listingWhere(db, listing))
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(listing.limit)
+        .as('counted')
+      const [row] = await db.select({ total: sql<number>`count(*)::int`, newer: sql<number>`(count(*) filter (where ${counted.newer}))::int` }).from(counted)
+      return { total: Number(row!.total), newer: Number(row!.newer) }
+    },
+
+    async marks({ organizationId, ids }) {
+      if (ids.length === 0) return []
+      return db
+        .select({ id: messages.id, read: sql<boolean>`${messages.readAt} is not null`, hasAttachment: sql<boolean>`${hasAttachment()}` })
+        .from(messages)
+        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId)))
+    },
+
+    async markRead({ organizationId, ids, at }) {
+      if (ids.length === 0) return 0
+      const changed = await db
+        .update(messages)
+        .set({ readAt: at })
+        // Marking read keeps the first time a message was read; unread clears it.
+        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), at === null ? isNotNull(messages.readAt) : isNull(messages.readAt)))
+        .returning({ id: messages.id })
+      return changed.length
     },
 
     async usage({ organizationId, month }) {

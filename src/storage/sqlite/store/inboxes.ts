@@ -25,7 +25,7 @@ const keyset = { at: inboxes.createdAt, id: inboxes.id }
 /** The console's grouped stats read over `messages_by_inbox_newest` (exported so a test can check its query plan). */
 export const inboxStatsQuery = (db: Db, inboxIds: string[], now: string) =>
   db
-    .select({ inboxId: messages.inboxId, messages: count(), lastReceivedAt: max(messages.receivedAt) })
+    .select({ inboxId: messages.inboxId, messages: count(), unread: sql<number>`count(*) - count(${messages.readAt})`, lastReceivedAt: max(messages.receivedAt) })
     .from(messages)
     .where(and(inArray(messages.inboxId, inboxIds), gt(messages.expiresAt, now)))
     .groupBy(messages.inboxId)

@@ -5,9 +5,19 @@
  * read's CPU (bench/README.md). One connection and one thread: the synchronous statements of
  * an operation see one state of the database without a transaction of their own.
  */
-import { and, asc, desc, eq, gt, gte, inArray, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
-import type { FullMessageRows, InboxListing, MessageFilters, MessageStore, OrganizationSearch, OwnedItem } from '../../port/messages.ts'
+import {
+  hasConsoleTerms,
+  hasTextTerm,
+  type FullMessageRows,
+  type InboxListing,
+  type MessageFilters,
+  type MessagePosition,
+  type MessageStore,
+  type OrganizationSearch,
+  type OwnedItem,
+} from '../../port/messages.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import type { MessageRow } from '../../rows.ts'
 import { attachmentContents, attachments, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../schema.ts'
@@ -43,10 +53,49 @@ const recipientContains = (lowered: unknown): SQL => sql`instr(${messages.toAddr
 /** Rows older than a position, newest first on (received_at, id); its parts may be values or placeholders. */
 const olderThan = (at: SQLiteColumn, id: SQLiteColumn, position: { at: unknown; id: unknown }) => or(lt(at, position.at), and(eq(at, position.at), lt(id, position.id)))
 
+/** Rows strictly newer than a position on (received_at, id). */
+const newerThan = (position: MessagePosition) => or(gt(messages.receivedAt, position.at), and(eq(messages.receivedAt, position.at), gt(messages.id, position.id)))
+
+/**
+ * Every filter as SQL with its values bound (not placeholders): the search across inboxes
+ * and the console's listings with search-line terms, both built per read. `text` is left to
+ * the caller, which bounds it to its window.
+ */
+function filterConditions(f: MessageFilters): Array<SQL | undefined> {
+  return [
+    f.subject ? subjectContains(f.subject) : undefined,
+    f.sender ? eq(messages.searchSender, f.sender) : undefined,
+    f.senderDomain ? eq(messages.searchSenderDomain, f.senderDomain) : undefined,
+    f.receivedAfter !== undefined ? gte(messages.receivedAt, f.receivedAfter) : undefined,
+    f.receivedBefore !== undefined ? lt(messages.receivedAt, f.receivedBefore) : undefined,
+    f.recipient ? recipientContains(f.recipient) : undefined,
+    f.text ? textContains(f.text) : undefined,
+    f.hasAttachment ? hasAttachment() : undefined,
+    f.senderContains ? sql`instr(${messages.searchSender}, ${f.senderContains}) > 0` : undefined,
+    f.unread === undefined ? undefined : f.unread ? isNull(messages.readAt) : isNotNull(messages.readAt),
+    f.largerThan !== undefined ? gt(messages.sizeBytes, f.largerThan) : undefined,
+    f.smallerThan !== undefined ? lt(messages.sizeBytes, f.smallerThan) : undefined,
+    ...(f.all ?? []).map((term) => and(...filterConditions(term))),
+    // coalesce: a term on a null column (read_at) is unknown, and "not unknown" would drop the row.
+    ...(f.none ?? []).map((term) => sql`not coalesce(${and(...filterConditions(term))}, 0)`),
+  ]
+}
+
+/** The console's listing with search-line terms, built per read (see MessageFilters). Newest first. */
+function consoleListing(db: Db, listing: InboxListing) {
+  const newest = db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(and(eq(messages.inboxId, listing.inboxId), gt(messages.expiresAt, listing.now)))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(listing.textWindow)
+  return and(eq(messages.inboxId, listing.inboxId), gt(messages.expiresAt, listing.now), hasTextTerm(listing.filters) ? inArray(messages.id, newest) : undefined, ...filterConditions(listing.filters))
+}
+
 // ---- One inbox's listing.
 
 /** Which optional parts a listing has; each combination gets its own prepared statement. */
-export type ListingShape = Record<'full' | 'cursor' | keyof MessageFilters, boolean>
+export type ListingShape = Record<'full' | 'cursor' | Exclude<keyof MessageFilters, 'senderContains' | 'unread' | 'largerThan' | 'smallerThan' | 'all' | 'none'>, boolean>
 
 const p = sql.placeholder
 
@@ -206,21 +255,7 @@ export function searchSelect(db: Db, { organizationId, now, filters, window, aft
   return db
     .select(summaryColumns)
     .from(messages)
-    .where(
-      and(
-        inArray(messages.id, newest),
-        inArray(messages.inboxId, active),
-        filters.subject ? subjectContains(filters.subject) : undefined,
-        filters.sender ? eq(messages.searchSender, filters.sender) : undefined,
-        filters.senderDomain ? eq(messages.searchSenderDomain, filters.senderDomain) : undefined,
-        filters.receivedAfter !== undefined ? gte(messages.receivedAt, filters.receivedAfter) : undefined,
-        filters.receivedBefore !== undefined ? lt(messages.receivedAt, filters.receivedBefore) : undefined,
-        filters.recipient ? recipientContains(filters.recipient) : undefined,
-        filters.text ? textContains(filters.text) : undefined,
-        filters.hasAttachment ? hasAttachment() : undefined,
-        after ? olderThan(messages.receivedAt, messages.id, after) : undefined,
-      ),
-    )
+    .where(and(inArray(messages.id, newest), inArray(messages.inboxId, active), ...filterConditions(filters), after ? olderThan(messages.receivedAt, messages.id, after) : undefined))
     .orderBy(desc(messages.receivedAt), desc(messages.id))
     .limit(limit)
 }
@@ -243,6 +278,26 @@ export function sqliteMessages(storage: Storage): MessageStore {
   const { db } = storage
   return {
     async listInbox(listing) {
+      if (listing.before) {
+        // "Newer": the nearest rows above the position, read upwards, then turned newest first.
+        const rows = db
+          .select(summaryColumns)
+          .from(messages)
+          .where(and(consoleListing(db, listing), newerThan(listing.before)))
+          .orderBy(asc(messages.receivedAt), asc(messages.id))
+          .limit(listing.limit)
+          .all()
+        return rows.reverse()
+      }
+      if (hasConsoleTerms(listing.filters)) {
+        return db
+          .select(summaryColumns)
+          .from(messages)
+          .where(and(consoleListing(db, listing), listing.after ? olderThan(messages.receivedAt, messages.id, listing.after) : undefined))
+          .orderBy(desc(messages.receivedAt), desc(messages.id))
+          .limit(listing.limit)
+          .all()
+      }
       const shape = shapeOf(listing, false)
       return cached(summaryQueries(db), shape, listing.textWindow, () => buildSummary(db, shape, listing.textWindow)).all(listingParameters(listing))
     },
@@ -288,6 +343,45 @@ export function sqliteMessages(storage: Storage): MessageStore {
 
     async searchOrganization(search) {
       return searchSelect(db, search).all()
+    },
+
+    async countInbox(listing, newer) {
+      // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
+      const counted = db
+        .select({ newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer') })
+        .from(messages)
+        .where(consoleListing(db, listing))
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(listing.limit)
+        .as('counted')
+      const row = db
+        .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)` })
+        .from(counted)
+        .get()!
+      return { total: row.total, newer: row.newer }
+    },
+
+    async marks({ organizationId, ids }) {
+      if (ids.length === 0) return []
+      return db
+        .select({ id: messages.id, read: sql<number>`${messages.readAt} is not null`, hasAttachment: hasAttachment() })
+        .from(messages)
+        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId)))
+        .all()
+        .map((row) => ({ id: row.id, read: Boolean(row.read), hasAttachment: Boolean(row.hasAttachment) }))
+    },
+
+    async markRead({ organizationId, ids, at }) {
+      if (ids.length === 0) return 0
+      return transaction(storage, (tx) =>
+        tx
+          .update(messages)
+          .set({ readAt: at })
+          // Marking read keeps the first time a message was read; unread clears it.
+          .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), at === null ? isNotNull(messages.readAt) : isNull(messages.readAt)))
+          .returning({ id: messages.id })
+          .all(),
+      ).length
     },
 
     async usage({ organizationId, month }) {
