@@ -55,7 +55,9 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   await page.getByRole('link', { name: 'Newest messages' }).click()
   await expect(rows).toHaveCount(50)
 
-  // Filters: subject, sender domain, exact sender, date; a bad date is explained.
+  // Filters: subject, sender domain, exact sender, date; a bad date is explained. The form is
+  // folded under the search line until one of its fields is in use.
+  await page.locator('summary', { hasText: 'Filter form' }).click()
   await page.getByLabel('Subject contains').fill('PASSWORD')
   await page.getByRole('button', { name: 'Filter' }).click()
   await expect(rows).toHaveCount(1)
@@ -77,6 +79,7 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   await expect(rows).toHaveCount(50)
 
   // Delete one message from the list (Message 50 is on the first page).
+  await page.locator('summary', { hasText: 'Filter form' }).click()
   await page.getByLabel('Subject contains').fill('password')
   await page.getByRole('button', { name: 'Filter' }).click()
   page.once('dialog', (dialog) => dialog.accept())
@@ -91,7 +94,8 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   await expect(page.locator(`tr[data-inbox="${address}"] time`).first()).toHaveAttribute('title', /UTC$/)
   await expect(page.locator('tr[data-inbox="quiet@pigeonhole.test"] td.count')).toHaveText('0')
 
-  // Search all inboxes of the organisation from the inbox list.
+  // Search all inboxes of the organisation from the inbox list (its filter form folded under the search line).
+  await page.locator('summary', { hasText: 'Filter form' }).click()
   await page.locator('#search-from').fill('@shop.example')
   await page.getByRole('button', { name: 'Search all inboxes' }).click()
   const found = page.locator('table tbody tr')

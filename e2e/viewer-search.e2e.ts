@@ -58,6 +58,7 @@ test('text, attachment and date range in an inbox; recipient and range across in
   await expect(rows).toHaveCount(3)
 
   // Text: the body, any case, across a line break; a % is a percent sign, not a wildcard.
+  await page.locator('summary', { hasText: 'Filter form' }).click() // folded under the search line until in use
   await page.getByLabel('Text contains').fill('CODE IS 482913. welcome')
   await page.getByRole('button', { name: 'Filter' }).click()
   await expect(rows).toHaveCount(1)
@@ -89,6 +90,7 @@ test('text, attachment and date range in an inbox; recipient and range across in
   await page.getByRole('link', { name: 'Clear' }).click()
   const newest = (await rows.first().locator('time').getAttribute('datetime'))!
   const second0 = newest.slice(0, 19).replace('T', ' ')
+  await page.locator('summary', { hasText: 'Filter form' }).click() // folded under the search line until in use
   await page.getByLabel('Received until (UTC)').fill(second0)
   await page.getByRole('button', { name: 'Filter' }).click()
   await expect(rows).toHaveCount(3)
@@ -108,6 +110,7 @@ test('text, attachment and date range in an inbox; recipient and range across in
 
   // Across inboxes: recipient (part of the address), attachment, and the range to the second.
   await page.goto(`${orgPath}/inboxes`)
+  await page.locator('summary', { hasText: 'Filter form' }).click() // folded under the search line until in use
   await page.getByLabel('To contains').fill('RECEIPTS@')
   await page.getByRole('button', { name: 'Search all inboxes' }).click()
   const found = page.locator('table tbody tr')

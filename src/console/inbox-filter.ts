@@ -12,6 +12,9 @@
 import { foldForSearch } from '../core/inbound/search-text.ts'
 import { parseFilterTime } from '../core/messages/filter-time.ts'
 import type { MessageQuery } from '../core/messages/list-messages.ts'
+import { DEFAULT_PAGE_SIZE, PAGE_SIZES } from '../core/messages/console-listing.ts'
+import { parseSearchLine, SearchLineError } from '../core/messages/search-line.ts'
+import type { SearchLineFilters } from '../core/messages/search-line.ts'
 
 export interface InboxFilter {
   subject: string
@@ -23,10 +26,16 @@ export interface InboxFilter {
   attachment: string
   since: string
   until: string
+  /** The search line (core/messages/search-line.ts), ANDed with the fields above. */
+  q: string
   cursor: string
+  /** A Newer cursor (one inbox's list only). */
+  before: string
+  /** The page size asked for ('' for the default); not a filter. */
+  size: string
 }
 
-export const emptyFilter: InboxFilter = { subject: '', from: '', to: '', text: '', attachment: '', since: '', until: '', cursor: '' }
+export const emptyFilter: InboxFilter = { subject: '', from: '', to: '', text: '', attachment: '', since: '', until: '', q: '', cursor: '', before: '', size: '' }
 
 /** The longest value each field takes (the form's maxlength; the URL is checked against it too). */
 export const FILTER_LIMITS = { subject: 200, from: 320, to: 320, text: 100, since: 40, until: 40 } as const
@@ -44,13 +53,16 @@ const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8')
 const tooManyBytes = (field: keyof typeof FILTER_BYTE_LIMITS) => `${LABELS[field]}: at most ${FILTER_BYTE_LIMITS[field]} bytes of UTF-8 (a letter outside ASCII takes two to four).`
 
 /** The URL's parameters, in this order. */
-const FIELDS = ['subject', 'from', 'to', 'text', 'attachment', 'since', 'until'] as const
+const FIELDS = ['q', 'subject', 'from', 'to', 'text', 'attachment', 'since', 'until'] as const
+
+/** The fields of the form below the search line; when one is set, the form shows them open. */
+export const usesFormFields = (f: InboxFilter) => FIELDS.some((field) => field !== 'q' && f[field] !== '')
 
 /** What is echoed back into the form is cut here, so a huge value cannot bloat the page (it is refused anyway). */
 const ECHOED = 1000
 
 export function readInboxFilter(url: URL): InboxFilter {
-  const filter = { ...emptyFilter, cursor: url.searchParams.get('cursor') ?? '' }
+  const filter = { ...emptyFilter, cursor: url.searchParams.get('cursor') ?? '', before: url.searchParams.get('before') ?? '', size: (url.searchParams.get('size') ?? '').slice(0, 10) }
   for (const field of FIELDS) filter[field] = (url.searchParams.get(field) ?? '').trim().slice(0, ECHOED)
   return filter
 }
@@ -65,6 +77,23 @@ const DATE_HELP = 'a date (2026-11-25), or a date and time in UTC (2026-11-25 14
 const CONTROL = /[\p{Cc}\p{Cf}]/u
 
 export { parseFilterTime }
+
+/** The search line's terms, or where it cannot be read (a 400 on the page). */
+export function readSearchLine(f: InboxFilter): { line?: SearchLineFilters } | { error: string } {
+  try {
+    return { line: f.q ? parseSearchLine(f.q) : undefined }
+  } catch (error) {
+    if (error instanceof SearchLineError) return { error: error.message }
+    throw error
+  }
+}
+
+/** The page size asked for: one of PAGE_SIZES, or the default when none is given. */
+export function readPageSize(f: InboxFilter): number | { error: string } {
+  if (f.size === '') return DEFAULT_PAGE_SIZE
+  const size = Number(f.size)
+  return (PAGE_SIZES as readonly number[]).includes(size) ? size : { error: `Page size: ${PAGE_SIZES.join(', ')} messages a page.` }
+}
 
 /** The query for the list or search verbs, or the reason the form's values cannot be used. */
 export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { error: string } {
@@ -114,11 +143,13 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
   return query
 }
 
-/** The page's URL with these filters and another cursor (or none). */
-export function filterHref(path: string, f: InboxFilter, cursor?: string): string {
+/** The page's URL with these filters (and page size) and another cursor (or none); `before` is a Newer cursor. */
+export function filterHref(path: string, f: InboxFilter, cursor?: string, before?: string): string {
   const query = new URLSearchParams()
   for (const field of FIELDS) if (f[field]) query.set(field, f[field])
+  if (f.size) query.set('size', f.size)
   if (cursor) query.set('cursor', cursor)
+  if (before) query.set('before', before)
   const text = query.toString()
   return text ? `${path}?${text}` : path
 }

@@ -56,6 +56,8 @@ export const PATHS = {
   inbox: path('/console/orgs/:org/inboxes/:inbox'),
   inboxDeleteMessage: path('/console/orgs/:org/inboxes/:inbox/delete-message'),
   inboxEmpty: path('/console/orgs/:org/inboxes/:inbox/empty'),
+  /** The list's bulk buttons (mark read or unread, delete) over the ticked messages. */
+  inboxBulk: path('/console/orgs/:org/inboxes/:inbox/bulk'),
   inboxDelete: path('/console/orgs/:org/inboxes/:inbox/delete'),
   inboxEvents: path('/console/orgs/:org/inboxes/:inbox/events'),
   message: path('/console/orgs/:org/messages/:message'),

@@ -24,11 +24,20 @@ document.addEventListener('click', (event) => {
   }
 })
 
+// A button's own data-confirm (empty: no question) wins over its form's.
 document.addEventListener('submit', (event) => {
   const form = event.target
   if (!(form instanceof HTMLFormElement)) return
-  const question = form.getAttribute('data-confirm')
+  const asked = event.submitter?.getAttribute('data-confirm')
+  const question = asked ?? form.getAttribute('data-confirm')
   if (question && !window.confirm(question)) event.preventDefault()
+})
+
+// The message list's "select all on this page" box, for the bulk buttons.
+document.addEventListener('change', (event) => {
+  const box = event.target
+  if (!(box instanceof HTMLInputElement) || box.id !== 'select-all') return
+  for (const pick of document.querySelectorAll('#message-list input[name="selected"]')) pick.checked = box.checked
 })
 
 // Times: the page has each to the second in UTC; one from the last 24 hours reads as
@@ -50,8 +59,44 @@ const showRelativeTimes = () => {
 showRelativeTimes()
 setInterval(showRelativeTimes, 5000)
 
-// Inbox page: the server sends an event right after new mail is stored (server-sent
-// events, no polling); the list is then re-read from the page itself and swapped in.
+// An open inbox's unread count: on the page, in the tab's title and as a badge on the
+// favicon (drawn here; the page's own icon is empty), so a background tab shows new mail.
+const plainTitle = document.title
+const showUnread = (count) => {
+  const badge = document.getElementById('inbox-unread')
+  if (!badge) return
+  badge.textContent = `${count} unread`
+  badge.setAttribute('data-unread', String(count))
+  document.title = count > 0 ? `(${count}) ${plainTitle}` : plainTitle
+  const icon = document.querySelector('link[rel="icon"]')
+  if (!icon) return
+  if (count === 0) {
+    icon.setAttribute('href', 'data:,')
+    return
+  }
+  const canvas = document.createElement('canvas')
+  canvas.width = canvas.height = 32
+  const draw = canvas.getContext('2d')
+  if (!draw) return
+  draw.fillStyle = '#c62828'
+  draw.beginPath()
+  draw.arc(16, 16, 16, 0, 2 * Math.PI)
+  draw.fill()
+  draw.fillStyle = '#fff'
+  draw.font = 'bold 20px sans-serif'
+  draw.textAlign = 'center'
+  draw.textBaseline = 'middle'
+  draw.fillText(count > 99 ? '99+' : String(count), 16, 17, 30)
+  icon.setAttribute('href', canvas.toDataURL('image/png'))
+}
+{
+  const badge = document.getElementById('inbox-unread')
+  if (badge) showUnread(Number(badge.getAttribute('data-unread')))
+}
+
+// Inbox page and Inboxes page: the server sends an event right after new mail is stored
+// (server-sent events, no polling); the list is then re-read from the page itself and
+// swapped in. The Inboxes page watches each inbox it lists (data-live-org + the ids).
 // All tabs of a browser share one stream through a SharedWorker (live-worker.js): a
 // browser opens at most six connections to a host, and a stream per tab used them up.
 const liveList = document.querySelector('[data-live-events]')
@@ -75,12 +120,17 @@ if (liveList && window.EventSource) {
         // The list alone (x-live-list), not the whole page: less to render, send and parse.
         const response = await fetch(window.location.href, { credentials: 'same-origin', headers: { 'x-live-list': '1' } })
         if (!response.ok || response.headers.get('x-live-list') !== '1') continue
+        const unread = response.headers.get('x-unread')
+        if (unread !== null) showUnread(Number(unread))
         const fresh = document.createElement('template')
         fresh.innerHTML = await response.text()
         const before = messageIds()
         // Keep the keyboard's place: the link that had focus has it again in the new list.
         const focused = liveList.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null
+        // Keep what was ticked for a bulk action (and "all on this page").
+        const ticked = new Set([...liveList.querySelectorAll('input[type="checkbox"]:checked')].map((box) => box.value || box.id))
         liveList.replaceChildren(fresh.content)
+        for (const box of liveList.querySelectorAll('input[type="checkbox"]')) if (ticked.has(box.value || box.id)) box.checked = true
         if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.
@@ -100,21 +150,25 @@ if (liveList && window.EventSource) {
       refresh()
     },
     message_stored: refresh,
-    inbox_deleted: () => say('This inbox was deleted.'),
+    inbox_deleted: () => (org ? refresh() : say('This inbox was deleted.')),
     // The server refused the stream (too many open pages, or signed out); no retry follows.
     closed: () => say('Live updates are off (signed out, or too many open inbox pages?); reload to see new mail.'),
     reconnecting: () => say('Connection lost; reconnecting…'),
   }
-  const key = liveList.getAttribute('data-live-watch')
-  if (window.SharedWorker && key) {
+  const org = liveList.getAttribute('data-live-org')
+  const watched = (liveList.getAttribute('data-live-watch') || '').split(' ').filter(Boolean)
+  const keys = org ? watched.map((id) => `${org}:${id}`) : watched
+  if (window.SharedWorker && keys.length > 0) {
     const worker = new SharedWorker('/console/assets/live-worker.js', { name: 'pigeonhole-live' })
     worker.port.addEventListener('message', (event) => handlers[event.data.type]?.())
     worker.port.start()
-    worker.port.postMessage({ type: 'watch', key })
+    // An inbox page watches its inbox; the Inboxes page watches a list of them.
+    const watch = () => worker.port.postMessage(org ? { type: 'watch', keys } : { type: 'watch', key: keys[0] })
+    watch()
     // Leaving (or entering the back/forward cache) lets the shared stream drop this inbox.
     window.addEventListener('pagehide', () => worker.port.postMessage({ type: 'unwatch' }))
     window.addEventListener('pageshow', (event) => {
-      if (event.persisted) worker.port.postMessage({ type: 'watch', key })
+      if (event.persisted) watch()
     })
   } else {
     // No SharedWorker (Chrome on Android): this page's own stream, closed while the tab is
@@ -123,9 +177,12 @@ if (liveList && window.EventSource) {
     let deleted = false
     const open = () => {
       if (events || deleted) return
-      events = new EventSource(liveList.getAttribute('data-live-events'))
+      const url = org ? `${liveList.getAttribute('data-live-events')}?${keys.map((k) => `watch=${encodeURIComponent(k)}`).join('&')}` : liveList.getAttribute('data-live-events')
+      events = new EventSource(url)
       for (const type of ['ready', 'message_stored']) events.addEventListener(type, handlers[type])
       events.addEventListener('inbox_deleted', () => {
+        // The Inboxes page re-reads its list; an inbox page's stream ends with its inbox.
+        if (org) return refresh()
         deleted = true
         close()
         handlers.inbox_deleted()

@@ -4,8 +4,10 @@
 // forwards each event to the tabs of its inbox. A browser allows six HTTP/1.1 connections
 // per host, so one stream per tab froze the console at the seventh tab.
 
-/** Each connected page's port, and the org:inbox key it watches. */
+/** Each connected page's port, and the org:inbox keys it watches (one for an inbox page, a list for the Inboxes page). */
 const watching = new Map()
+/** The server takes this many keys in one stream (routes/live.ts); inbox pages' own keys go first. */
+const MAX_KEYS = 50
 let source = null
 let streamed = ''
 
@@ -18,12 +20,13 @@ function post(port, message) {
 }
 
 function broadcast(message, inbox) {
-  for (const [port, key] of watching) if (!inbox || key.endsWith(`:${inbox}`)) post(port, message)
+  for (const [port, keys] of watching) if (!inbox || keys.some((key) => key.endsWith(`:${inbox}`))) post(port, message)
 }
 
 /** Reopens the stream when the set of watched inboxes changed, or when the last one ended; false when it stays. */
 function update() {
-  const keys = [...new Set(watching.values())].sort()
+  const all = [...watching.values()]
+  const keys = [...new Set([...all.filter((k) => k.length === 1), ...all.filter((k) => k.length > 1)].flat())].slice(0, MAX_KEYS).sort()
   const wanted = keys.join('&')
   if (wanted === streamed && source && source.readyState !== EventSource.CLOSED) return false
   if (source) source.close()
@@ -47,8 +50,9 @@ self.addEventListener('connect', (event) => {
   const port = event.ports[0]
   port.addEventListener('message', (message) => {
     const data = message.data || {}
-    if (data.type === 'watch' && typeof data.key === 'string') {
-      watching.set(port, data.key)
+    const keys = typeof data.key === 'string' ? [data.key] : Array.isArray(data.keys) ? data.keys.filter((k) => typeof k === 'string') : []
+    if (data.type === 'watch' && keys.length > 0) {
+      watching.set(port, keys)
       // Joined a stream already open for this inbox: this page gets its own `ready` now.
       if (!update() && source.readyState === EventSource.OPEN) post(port, { type: 'ready' })
     } else if (data.type === 'unwatch') {

@@ -5,7 +5,8 @@ import type { MessageSummary } from '../../core/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'
-import { FILTER_LIMITS, filterHref, type InboxFilter } from '../inbox-filter.ts'
+import { emptyFilter, FILTER_LIMITS, filterHref, type InboxFilter, isFiltered, usesFormFields } from '../inbox-filter.ts'
+import { MAX_LINE } from '../../core/messages/search-line.ts'
 import { PATHS } from '../paths.ts'
 import { Table, Time } from './shell.tsx'
 
@@ -53,15 +54,41 @@ export function FilterFields(props: { idPrefix: string; filter: InboxFilter; rec
   )
 }
 
-export function SearchForm(props: { org: Membership; filter: InboxFilter }) {
+/**
+ * The search line with the operators beside it, and the filter form folded under it (open
+ * when one of its fields is in use). One form, so the URL carries every value.
+ */
+export function SearchLineForm(props: { action: string; filter: InboxFilter; label: string; recipient?: boolean; idPrefix?: string }) {
+  const { filter } = props
+  const id = (name: string) => `${props.idPrefix ?? 'filter'}-${name}`
   return (
-    <form method="get" action={PATHS.search.link(props.org.organizationId)} class="filters" aria-label="Search all inboxes">
-      <FilterFields idPrefix="search" filter={props.filter} recipient />
-      <div class="filter-actions">
+    <form method="get" action={props.action} class="search-line" aria-label={props.label}>
+      <div class="search-row">
+        <label for={id('q')} class="visually-hidden">
+          {props.label}
+        </label>
+        <input id={id('q')} name="q" type="search" value={filter.q} maxLength={MAX_LINE} placeholder='from:shop.example is:unread "reset password" -has:attachment' class="mono" />
         <button type="submit" class="secondary">
-          Search all inboxes
+          {props.recipient ? 'Search all inboxes' : 'Search'}
         </button>
+        {isFiltered(filter) && <a href={filterHref(props.action, { ...emptyFilter, size: filter.size })}>Clear</a>}
       </div>
+      <p class="muted operators" id={id('operators')}>
+        <code>from:</code> <code>to:</code> <code>subject:</code> <code>has:attachment</code> <code>is:unread</code> <code>is:read</code> <code>before:</code>
+        <code>after:</code> <code>larger:</code> <code>smaller:</code> (<code>100k</code>, <code>2m</code>), <code>"a phrase"</code>, <code>-</code> negates; other words search the subject and text.
+      </p>
+      {filter.size && <input type="hidden" name="size" value={filter.size} />}
+      <details class="more-filters" open={usesFormFields(filter)}>
+        <summary>Filter form</summary>
+        <div class="filters">
+          <FilterFields idPrefix={props.idPrefix ?? 'filter'} filter={filter} recipient={props.recipient} />
+          <div class="filter-actions">
+            <button type="submit" class="secondary">
+              Filter
+            </button>
+          </div>
+        </div>
+      </details>
     </form>
   )
 }
@@ -72,7 +99,7 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
   return (
     <section class="card">
       <h2>Search all inboxes</h2>
-      <SearchForm org={org} filter={filter} />
+      <SearchLineForm action={here} filter={filter} label="Search all inboxes" recipient idPrefix="search" />
       {props.error && <p class="error">{props.error}</p>}
       <p class="muted" id="search-bounds">
         Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text or a subject, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text

@@ -16,7 +16,8 @@ import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { Refusal } from '../../core/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
-import { isFiltered, readInboxFilter, toMessageQuery } from '../inbox-filter.ts'
+import { isFiltered, readInboxFilter, readPageSize, readSearchLine, toMessageQuery } from '../inbox-filter.ts'
+import { type ConsolePage, listForConsole, markMessagesRead } from '../../core/messages/console-listing.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'
 import type { MessageQuery } from '../../core/messages/list-messages.ts'
 import { SearchPage } from '../pages/search.tsx'
@@ -25,8 +26,8 @@ import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import type { Member } from '../access.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { asConsoleError } from '../errors.ts'
-import { InboxesPage, InboxPage, MessageList } from '../pages/inboxes.tsx'
-import { PATHS } from '../paths.ts'
+import { ADDRESS_FILTER_LIMIT, InboxesPage, InboxPage, InboxTable, MessageList } from '../pages/inboxes.tsx'
+import { hasControlCharacter, PATHS } from '../paths.ts'
 import { renderFragment, renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
@@ -39,27 +40,46 @@ const EMPTY_ROUNDS = 50
 
 async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Promise<Response> {
   const cursor = ctx.url.searchParams.get('cursor') || undefined
-  const listing = await listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor })
+  const address = (ctx.url.searchParams.get('address') ?? '').trim().slice(0, 1000)
+  // A filter that cannot be used is said on the page (400), never cut short or ignored.
+  const filterError =
+    address.length > ADDRESS_FILTER_LIMIT
+      ? `Address contains: at most ${ADDRESS_FILTER_LIMIT} characters.`
+      : hasControlCharacter(address) || /[\p{Cc}\p{Cf}]/u.test(address)
+        ? 'Address contains: control characters cannot be searched for.'
+        : undefined
+  const listing = filterError ? { data: [], next_cursor: null } : await listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor, addressContains: address || undefined })
+  const stats = await inboxStats(
+    ctx.s,
+    listing.data.map((inbox) => inbox.id),
+  )
+  // The live refresh (console.js) wants the table alone.
+  if (ctx.request.headers.get(LIVE_LIST_HEADER) === '1' && !error && !filterError) {
+    const response = renderFragment(ctx, <InboxTable org={org} listing={listing} stats={stats} address={address} />)
+    response.headers.set(LIVE_LIST_HEADER, '1')
+    return response
+  }
   const page = (
     <InboxesPage
       org={org}
       listing={listing}
-      stats={
-        await inboxStats(
-          ctx.s,
-          listing.data.map((inbox) => inbox.id),
-        )
-      }
+      stats={stats}
       usage={await getUsage(ctx.s, principal)}
       receivingDomain={ctx.s.config.receivingDomain}
+      address={address}
       error={error?.message}
+      filterError={filterError}
     />
   )
-  return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status })
+  return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status ?? (filterError ? 400 : undefined) })
 }
 
 /** Sent by console.js's live refresh: answer with the message list alone (MessageList). */
 export const LIVE_LIST_HEADER = 'x-live-list'
+/** On that answer: the inbox's unread count, for the favicon badge and the tab's title. */
+export const UNREAD_HEADER = 'x-unread'
+/** The most messages one bulk action takes (a page holds at most 100). */
+const BULK_MAX = 100
 
 /** Matches a search shows. */
 const SEARCH_RESULTS = 50
@@ -72,8 +92,9 @@ export const inboxRoutes: Route[] = [
     handler: async (ctx, { org, principal }) => {
       const filter = readInboxFilter(ctx.url)
       const query = toMessageQuery(filter, SEARCH_RESULTS)
-      const error = 'error' in query ? query.error : undefined
-      const results = error || !isFiltered(filter) ? null : await searchOrganization(ctx.s, principal, query as MessageQuery, SEARCH_RESULTS)
+      const line = readSearchLine(filter)
+      const error = 'error' in query ? query.error : 'error' in line ? line.error : undefined
+      const results = error || 'error' in line || !isFiltered(filter) ? null : await searchOrganization(ctx.s, principal, { ...(query as MessageQuery), line: line.line }, SEARCH_RESULTS)
       const page = <SearchPage org={org} filter={filter} results={results} error={error} />
       return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
     },
@@ -110,35 +131,63 @@ export const inboxRoutes: Route[] = [
       const started = performance.now()
       const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
       const filter = readInboxFilter(ctx.url)
-      const query = toMessageQuery(filter, MESSAGES_SHOWN)
-      const listed = 'error' in query ? { data: [], next_cursor: null } : (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query, waitSeconds: 0, signal: ctx.request.signal }))!
-      const error = 'error' in query ? query.error : undefined
+      const size = readPageSize(filter)
+      const query = toMessageQuery(filter, typeof size === 'number' ? size : MESSAGES_SHOWN)
+      const line = readSearchLine(filter)
+      // The first reason the view cannot be read: a field of the form, the search line, the page size.
+      const error = 'error' in query ? query.error : 'error' in line ? line.error : typeof size === 'number' ? undefined : size.error
+      const listing: ConsolePage =
+        error || 'error' in query || 'error' in line
+          ? { rows: [], total: 0, first: 0, older: null, newer: null }
+          : await listForConsole(ctx.s, principal, { inboxId: inbox.id, query, line: line.line, before: filter.before || undefined })
       // The page's live refresh wants the list alone: a tenth of the page's bytes and of its
       // rendering, which is most of the time from a message's 250 to its row on screen.
       if (ctx.request.headers.get(LIVE_LIST_HEADER) === '1' && !error) {
-        const list = <MessageList org={org} inbox={inbox} messages={listed.data} nextCursor={listed.next_cursor} filter={filter} smtpAddress={ctx.deps.smtpAddress()} />
+        const list = <MessageList org={org} inbox={inbox} listing={listing} filter={filter} smtpAddress={ctx.deps.smtpAddress()} />
         const response = renderFragment(ctx, list)
         // Marks the answer as the list alone: a page that got anything else (a sign-in page
         // after a redirect) leaves its list as it is.
         response.headers.set(LIVE_LIST_HEADER, '1')
+        // The unread count for the tab's favicon badge and title (console.js).
+        response.headers.set(UNREAD_HEADER, String((await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0))
         // The handler's own time, which the browser test's latency report sets against the
         // whole wait for the answer (the rest is queueing for the event loop and the CPU).
         response.headers.set('server-timing', `list;dur=${(performance.now() - started).toFixed(1)}`)
         return response
       }
+      const unread = (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0
       const page = (
-        <InboxPage
-          org={org}
-          inbox={inbox}
-          messages={listed.data}
-          nextCursor={listed.next_cursor}
-          filter={filter}
-          error={error}
-          smtpAddress={ctx.deps.smtpAddress()}
-          refused={ctx.s.refusedDeliveries.recent(inbox.id)}
-        />
+        <InboxPage org={org} inbox={inbox} listing={listing} unread={unread} filter={filter} error={error} smtpAddress={ctx.deps.smtpAddress()} refused={ctx.s.refusedDeliveries.recent(inbox.id)} />
       )
       return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+    },
+  }),
+  route({
+    method: 'POST',
+    path: PATHS.inboxBulk,
+    access: 'member',
+    handler: async (ctx, { org, principal }) => {
+      const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
+      // Back to the view the form was on; only a query string is taken, so the redirect stays on this inbox.
+      const back = ctx.field('back')
+      const here = `${PATHS.inbox.link(org.organizationId, inbox.id)}${back.startsWith('?') ? back : ''}`
+      const single = ctx.field('message')
+      const action = single ? 'delete' : ctx.field('action')
+      const ids = single ? [single] : ctx.form.getAll('selected').slice(0, BULK_MAX)
+      if (!['read', 'unread', 'delete'].includes(action)) throw new Refusal('invalid', 'Choose Mark read, Mark unread or Delete selected.')
+      // Only messages of this inbox: the ids are the client's to change.
+      const owned: string[] = []
+      for (const id of ids) {
+        const message = await getMessage(ctx.s, principal, id).catch((error) => {
+          if (error instanceof DomainError) return null
+          throw error
+        })
+        if (message?.inbox_id === inbox.id) owned.push(message.id)
+      }
+      if (single && owned.length === 0) throw new Refusal('not_found', 'Not found.')
+      if (action === 'delete') for (const id of owned) await deleteMessage(ctx.s, principal, id)
+      else await markMessagesRead(ctx.s, principal, owned, action === 'read')
+      return redirect(here)
     },
   }),
   route({

@@ -6,6 +6,7 @@
  * console) and allows no remote load unless the reader asked for remote images.
  * Attachments and the `.eml` source are downloads with the same headers as the API's.
  */
+import { markMessagesRead } from '../../core/messages/console-listing.ts'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
@@ -47,6 +48,8 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
 
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
   const message = await getMessage(ctx.s, principal, ctx.params.message)
+  // Opening a message in the console reads it (for every member, as a team inbox does); /v1 never does.
+  await markMessagesRead(ctx.s, principal, [message.id], true)
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
   const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)

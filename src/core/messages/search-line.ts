@@ -24,6 +24,9 @@ import type { MessageFilters } from '../../storage/port/messages.ts'
 import { isoTime } from '../../clock.ts'
 import { parseFilterTime } from './filter-time.ts'
 
+/** What a line becomes: the storage port's filters, named for the transports above core. */
+export type SearchLineFilters = MessageFilters
+
 /** The longest line taken. */
 export const MAX_LINE = 500
 /** The most terms in a line. */

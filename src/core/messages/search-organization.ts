@@ -11,6 +11,7 @@ import type { Principal } from '../api-keys/authenticate.ts'
 import { cutPage } from '../keyset.ts'
 import type { MessageSummary } from '../models.ts'
 import type { Services } from '../services.ts'
+import { hasTextTerm, type MessageFilters } from '../../storage/port/messages.ts'
 import { storedFilters, type MessageQuery } from './list-messages.ts'
 import { presentSummary } from './present.ts'
 import { TEXT_SEARCH_WINDOW } from './search-filters.ts'
@@ -18,7 +19,10 @@ import { TEXT_SEARCH_WINDOW } from './search-filters.ts'
 /** How many of the organisation's newest messages a search looks through. */
 export const SEARCH_WINDOW = 5000
 
-export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient'>
+export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient'> & {
+  /** The console's search line (search-line.ts), ANDed with the rest. */
+  line?: MessageFilters
+}
 
 /**
  * How many of the newest messages a query looks through: fewer when it searches text or
@@ -26,7 +30,9 @@ export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomai
  * characters; over 5,000 of them a 200-byte subject query held the event loop for
  * 40–90 ms of CPU, over 1,000 a fifth of that).
  */
-export const searchWindow = (query: SearchQuery) => (query.text || query.subject ? TEXT_SEARCH_WINDOW : SEARCH_WINDOW)
+export const searchWindow = (query: SearchQuery) => (query.text || query.subject || (query.line && (hasTextTerm(query.line) || hasSubjectTerm(query.line))) ? TEXT_SEARCH_WINDOW : SEARCH_WINDOW)
+
+const hasSubjectTerm = (f: MessageFilters): boolean => Boolean(f.subject) || [...(f.all ?? []), ...(f.none ?? [])].some(hasSubjectTerm)
 
 /**
  * A page of matches, newest first, and the cursor of the next (signed for this
@@ -39,7 +45,7 @@ export async function searchOrganization(s: Services, principal: Principal, quer
   const rows = await s.store.messages.searchOrganization({
     organizationId: principal.organizationId,
     now: isoTime(s.clock.now()),
-    filters: storedFilters(query),
+    filters: { ...storedFilters(query), all: query.line?.all || query.line?.none ? [query.line] : undefined },
     window: searchWindow(query),
     after,
     limit: limit + 1,

@@ -59,9 +59,10 @@ export interface InboxStore {
   findActiveInbox(organizationId: string, inboxId: string): Promise<InboxRow | undefined>
   /**
    * Up to `limit` active inboxes of the organisation, newest first by (created_at, id), starting
-   * strictly after `after` when given (keyset paging).
+   * strictly after `after` when given (keyset paging); with `addressContains` (lowercase), only
+   * those whose address contains it (the console's filter; a plain substring, no wildcards).
    */
-  listActiveInboxes(input: { organizationId: string; after: { at: string; id: string } | undefined; limit: number }): Promise<InboxRow[]>
+  listActiveInboxes(input: { organizationId: string; after: { at: string; id: string } | undefined; limit: number; addressContains?: string }): Promise<InboxRow[]>
   /** Deletes an inbox with its messages, sources and attachments; answers whether it existed. */
   deleteInbox(inboxId: string): Promise<boolean>
   /** Message count, unread count and newest arrival per listed inbox, over messages expiring after `now`; inboxes without any are left out. */

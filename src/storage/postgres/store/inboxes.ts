@@ -162,11 +162,18 @@ export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise
       return row
     },
 
-    listActiveInboxes({ organizationId, after, limit }) {
+    listActiveInboxes({ organizationId, after, limit, addressContains }) {
       return db
         .select()
         .from(inboxes)
-        .where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.state, 'active'), after ? olderThan(keyset, after) : undefined))
+        .where(
+          and(
+            eq(inboxes.organizationId, organizationId),
+            eq(inboxes.state, 'active'),
+            addressContains ? sql`strpos(${inboxes.address}, ${addressContains}) > 0` : undefined,
+            after ? olderThan(keyset, after) : undefined,
+          ),
+        )
         .orderBy(...newestFirst(keyset))
         .limit(limit)
     },

@@ -92,11 +92,18 @@ export function sqliteInboxes(storage: Storage): InboxStore {
       return activeInbox(storage.db).get({ inboxId, organizationId })
     },
 
-    async listActiveInboxes({ organizationId, after, limit }) {
+    async listActiveInboxes({ organizationId, after, limit, addressContains }) {
       return storage.db
         .select()
         .from(inboxes)
-        .where(and(eq(inboxes.organizationId, organizationId), eq(inboxes.state, 'active'), after ? olderThan(keyset, after) : undefined))
+        .where(
+          and(
+            eq(inboxes.organizationId, organizationId),
+            eq(inboxes.state, 'active'),
+            addressContains ? sql`instr(${inboxes.address}, ${addressContains}) > 0` : undefined,
+            after ? olderThan(keyset, after) : undefined,
+          ),
+        )
         .orderBy(...newestFirst(keyset))
         .limit(limit)
         .all()
