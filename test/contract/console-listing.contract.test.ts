@@ -11,6 +11,7 @@ import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { admitRecipient } from '../../src/core/inbound/admission.ts'
 import { receiveMessage } from '../../src/core/inbound/receive.ts'
 import { inboxStats } from '../../src/core/inboxes/inbox-stats.ts'
+import { listInboxes } from '../../src/core/inboxes/list-inboxes.ts'
 import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
 import { listForConsole, markMessagesRead } from '../../src/core/messages/console-listing.ts'
@@ -129,6 +130,23 @@ describeEachBackend(
       expect(await ids('after:2999-01-01')).toEqual([])
       const counted = await page(principal, inbox.id, { line: '-has:attachment', limit: 1 })
       expect([counted.total, counted.first, counted.rows.length]).toEqual([2, 1, 1])
+    })
+
+    test('the inbox list filtered by a part of the address, any case, no wildcards, with paging', async () => {
+      const principal = await tenant()
+      const made = []
+      for (const prefix of ['signup-one', 'signup-two', 'invoices', 'sign-x-up', 'signup-three']) {
+        made.push((await createInbox(s(), principal, { body: JSON.stringify({ prefix }), idempotencyKey: null })).body.data)
+        clock.advance(1000) // newest first by creation time
+      }
+      const addresses = async (addressContains: string, limit = 50, cursor?: string) => listInboxes(s(), principal, { limit, cursor, addressContains })
+      expect((await addresses('SIGNUP-')).data.map((i) => i.local_part)).toEqual(['signup-three', 'signup-two', 'signup-one'])
+      const first = await addresses('signup-', 2)
+      expect(first.data.map((i) => i.local_part)).toEqual(['signup-three', 'signup-two'])
+      expect((await addresses('signup-', 2, first.next_cursor!)).data.map((i) => i.local_part)).toEqual(['signup-one'])
+      expect((await addresses('%')).data).toEqual([])
+      expect((await addresses('_')).data).toEqual([])
+      expect((await addresses('')).data).toHaveLength(5)
     })
   },
   { clock },

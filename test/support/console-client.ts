@@ -53,13 +53,14 @@ export class ConsoleClient {
     return this.send(path, { method: 'GET', headers })
   }
 
-  /** A form post; `origin: null` omits the header, `csrf: null` omits the token. */
-  post(path: string, fields: Record<string, string> = {}, options: { origin?: string | null; csrf?: string | null; headers?: Record<string, string> } = {}): Promise<Page> {
+  /** A form post; `origin: null` omits the header, `csrf: null` omits the token. A field given as a list is sent once per value (ticked checkboxes). */
+  post(path: string, fields: Record<string, string | string[]> = {}, options: { origin?: string | null; csrf?: string | null; headers?: Record<string, string> } = {}): Promise<Page> {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...options.headers }
     const origin = options.origin === undefined ? this.baseUrl : options.origin
     if (origin !== null) headers.origin = origin
     const csrf = options.csrf === undefined ? this.csrf : options.csrf
-    const body = new URLSearchParams(csrf === null || csrf === undefined ? fields : { _csrf: csrf, ...fields })
+    const body = new URLSearchParams(csrf === null || csrf === undefined ? {} : { _csrf: csrf })
+    for (const [name, value] of Object.entries(fields)) for (const one of Array.isArray(value) ? value : [value]) body.append(name, one)
     return this.send(path, { method: 'POST', headers, body: body.toString() })
   }
 }
