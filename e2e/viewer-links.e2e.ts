@@ -76,7 +76,7 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   // unusual port, so each is refused without a request, and the reason is shown beside it.
   const before = seen.length
   await page.getByRole('button', { name: 'Check links' }).click()
-  await expect(page.locator('#message-extracts .link-status')).toHaveText(Array(3).fill(/^\s*· not checked: only ports 80, 443, 8080 and 8443$/))
+  await expect(page.locator('#link-check .link-status')).toHaveText(Array(3).fill(/^\s*not checked: only ports 80, 443, 8080 and 8443$/))
   expect(seen.length).toBe(before)
   await page.goto(messageUrl)
 

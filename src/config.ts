@@ -4,6 +4,7 @@
  * this list, the values are parsed once at boot, and docs/configuration.md's table is
  * printed from it (`bun run docs:config`), so none of them can drift apart.
  */
+import { parseAllowList } from './core/messages/allow-list.ts'
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
 import { TrustedNetworks } from './core/trusted-networks.ts'
 
@@ -171,7 +172,16 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['auto', 'on', 'off'] },
     default: 'auto',
     description:
-      "Whether the mail viewer may check a message's links (a HEAD request from this server, public addresses only, at most 20 links, 3 s each). `auto`: on when `BASE_URL` is localhost, off on a public deployment.",
+      "Whether the mail viewer may check a message's links and images (a HEAD request from this server, public addresses only unless `CONSOLE_LINK_CHECK_ALLOW` names more, redirects followed up to 5 hops, 3 s a request). `auto`: on when `BASE_URL` is localhost, off on a public deployment.",
+  },
+  {
+    env: 'CONSOLE_LINK_CHECK_ALLOW',
+    key: 'consoleLinkCheckAllow',
+    // Checked entry by entry by core/messages/allow-list.ts at start-up (config's own check is the shape).
+    kind: { type: 'string', pattern: /^[^\s]*$/, hint: 'entries such as localhost:3000,10.0.0.0/8,[::1]:*,*.staging.internal, without spaces' },
+    default: '',
+    description:
+      'What the link check may reach beyond public addresses, comma-separated: host names (`localhost`, `*.staging.internal`), IPv4 ranges (`127.0.0.0/8`), IPv6 ranges in brackets (`[::1]`), each optionally with ports (`:3000`, `:3000-3999`, `:*`; without, 80, 443, 8080 and 8443). Empty: nothing beyond the public internet.',
   },
   {
     env: 'CONSOLE_PASSWORD_MEMORY_KIB',
@@ -540,6 +550,11 @@ function checkCombinations(config: Config): void {
     if (config.litestreamReplica !== 'none') throw new ConfigError('LITESTREAM_REPLICA', 'must be none when DATABASE_URL is set (PostgreSQL keeps the data)')
   }
   if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
+  try {
+    parseAllowList(config.consoleLinkCheckAllow)
+  } catch (error) {
+    throw new ConfigError('CONSOLE_LINK_CHECK_ALLOW', (error as Error).message)
+  }
 }
 
 /** Reads the environment (or the given overrides, for tests) into a typed, frozen Config. */

@@ -62,6 +62,8 @@ export const PATHS = {
   inboxEvents: path('/console/orgs/:org/inboxes/:inbox/events'),
   message: path('/console/orgs/:org/messages/:message'),
   messageCheckLinks: path('/console/orgs/:org/messages/:message/check-links'),
+  /** A kept link check's result (a GET: shareable; Back and reload never run it again). */
+  messageLinkCheck: path('/console/orgs/:org/messages/:message/link-checks/:check'),
   messageHtml: path('/console/orgs/:org/messages/:message/html'),
   messageSource: path('/console/orgs/:org/messages/:message/source'),
   messageRaw: path('/console/orgs/:org/messages/:message/raw'),

@@ -216,6 +216,25 @@ export const attachmentContents = sqliteTable('attachment_contents', {
   sha256: text('sha256'),
 })
 
+/**
+ * The console's link checks: what one run found for a message's links and images, kept so its
+ * result page is a plain GET (shareable; Back and reload never run the check again). Goes
+ * with its message.
+ */
+export const linkChecks = sqliteTable(
+  'link_checks',
+  {
+    id: text('id').primaryKey(), // check_ + 32 hex: names the result page
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    organizationId: text('organization_id').notNull(), // tenant check in one step, as for messages
+    createdAt: text('created_at').notNull(),
+    resultsJson: text('results_json').notNull(), // JSON array of checked URLs with each hop (core/messages/link-check.ts)
+  },
+  (table) => [index('link_checks_by_message').on(table.messageId)],
+)
+
 /** Console accounts. Only people sign in here; API keys never reach the console. */
 export const users = sqliteTable('users', {
   id: text('id').primaryKey(), // user_ + 32 hex

@@ -1,7 +1,9 @@
 /**
  * The viewer's link check: public addresses only (every range that is not, including
- * inside IPv6 forms), the connection pinned to the checked address, redirects reported and
- * not followed, at most MAX_CHECKED links; off on a public deployment unless turned on.
+ * inside IPv6 forms), the connection pinned to the checked address, redirects followed with
+ * each hop held to the same rules before it is requested, at most MAX_CHECKED links; off on
+ * a public deployment unless turned on. The allow list and the kept result page are in
+ * console.link-check-allow.test.ts.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { createServer, type Server } from 'node:http'
@@ -79,7 +81,7 @@ test('loopback, private, odd ports and schemes are refused before any connection
   expect(hits).toEqual([])
 })
 
-test('the request goes to the address that was checked, once resolved; redirects are reported, not followed', async () => {
+test('the request goes to the address that was checked, once resolved; a redirect is a hop, checked before it is followed', async () => {
   let lookups = 0
   // A name that resolves to the test server; the policy widened to allow it (the real one refuses loopback).
   const resolve = async () => {
@@ -88,8 +90,10 @@ test('the request goes to the address that was checked, once resolved; redirects
   }
   const deps = { resolve, allowed: () => true, ports: new Set([port]) }
   const results = await checkLinks([`http://app.test:${port}/confirm?t=1`, `http://app.test:${port}/gone`, `http://app.test:${port}/moved`], deps)
-  expect(results.map((r) => r.status)).toEqual([200, 404, 302])
-  expect(results[2]!.note).toBe('302 → http://127.0.0.1/admin (not followed)')
+  // The redirect's target (port 80 of loopback) is outside the widened policy's ports: refused before any request.
+  expect(results.map((r) => r.status)).toEqual([200, 404, null])
+  expect(results[2]!.hops).toEqual([{ url: `http://app.test:${port}/moved`, status: 302, location: 'http://127.0.0.1/admin' }])
+  expect(results[2]!.note).toBe('not checked: only ports 80, 443, 8080 and 8443 (after 1 redirect)')
   expect(lookups).toBe(3)
   expect(hits.map((h) => h.url).sort()).toEqual(['/confirm?t=1', '/gone', '/moved'])
   expect(hits.every((h) => h.host === `app.test:${port}`)).toBe(true)
@@ -126,8 +130,8 @@ test('off on a public deployment (auto), on for localhost; the route is 404 when
       const page = await client.get(`/console/orgs/${organizationId}/messages/${listed[0].id}`)
       expect(page.html.includes('Check links')).toBe(enabled)
       const checked = await client.post(`/console/orgs/${organizationId}/messages/${listed[0].id}/check-links`)
-      expect(checked.status).toBe(enabled ? 200 : 404)
-      if (enabled) expect(checked.html).toContain('refused: not a public address')
+      expect(checked.status).toBe(enabled ? 303 : 404)
+      if (enabled) expect((await client.get(checked.location!)).html).toContain('refused: not a public address')
     } finally {
       await server.stop()
     }

@@ -7,6 +7,9 @@
  * Attachments and the `.eml` source are downloads with the same headers as the API's.
  */
 import { markMessagesRead } from '../../core/messages/console-listing.ts'
+import { parseAllowList } from '../../core/messages/allow-list.ts'
+import { imageUrls, readLinkCheck, runLinkCheck } from '../../core/messages/link-checks.ts'
+import { LinkCheckPage } from '../pages/link-check.tsx'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
@@ -14,7 +17,7 @@ import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { downloadResponse } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
 import { Refusal } from '../../core/refusals.ts'
-import { checkLinks, type LinkStatus } from '../../core/messages/link-check.ts'
+import { type LinkStatus, withAllowList } from '../../core/messages/link-check.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import type { Principal } from '../../core/api-keys/authenticate.ts'
@@ -103,16 +106,31 @@ export const messageRoutes: Route[] = [
       if (!linkCheckEnabled(ctx)) throw new Refusal('not_found', 'Not found.')
       const message = await getMessage(ctx.s, who.principal, ctx.params.message)
       const user = who.user.id
-      // One check at a time per person: each is up to 20 outbound requests.
+      // One check at a time per person: each is up to MAX_CHECKED outbound requests.
       if (checking.has(user)) throw new Refusal('throttled', 'A link check is already running; wait for it to finish.', 5)
       checking.add(user)
       try {
-        const statuses = await checkLinks(findLinks(message.html, message.text).map((link) => link.url))
-        ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: statuses.length })
-        return messagePage(ctx, who, new Map(statuses.map((status) => [status.url, status])))
+        const links = findLinks(message.html, message.text).map((link) => link.url)
+        const images = imageUrls(message.html)
+        const id = await runLinkCheck(ctx.s, who.principal, { messageId: message.id, links, images }, withAllowList(parseAllowList(ctx.s.config.consoleLinkCheckAllow)))
+        ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: links.length, images: images.length })
+        // Post, redirect, get: the result has an address of its own.
+        return redirect(PATHS.messageLinkCheck.link(who.org.organizationId, message.id, id))
       } finally {
         checking.delete(user)
       }
+    },
+  }),
+  route({
+    method: 'GET',
+    path: PATHS.messageLinkCheck,
+    access: 'member',
+    handler: async (ctx, { org, principal }) => {
+      const check = await readLinkCheck(ctx.s, principal, ctx.params.check)
+      if (check.messageId !== ctx.params.message) throw new Refusal('not_found', 'Not found.')
+      const message = await getMessage(ctx.s, principal, check.messageId)
+      const page = <LinkCheckPage org={org} message={message} check={check} canRecheck={linkCheckEnabled(ctx)} allowList={ctx.s.config.consoleLinkCheckAllow} />
+      return renderPage(ctx, `Link check · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
     },
   }),
   route({

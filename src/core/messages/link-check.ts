@@ -1,7 +1,8 @@
 /**
- * "Check links" on a message page: a HEAD request from this server to each link, so the
- * person debugging sees which confirm link answers 200 and which 404s. A server that
- * fetches URLs chosen by mail senders is a request-forgery risk, so:
+ * "Check links" on a message page: a HEAD request from this server to each link and image
+ * (GET when a server refuses HEAD), so the person debugging sees which confirm link answers
+ * 200 and which 404s. A server that fetches URLs chosen by mail senders is a
+ * request-forgery risk, so:
  *
  * - it is off on a public deployment unless turned on (CONSOLE_LINK_CHECK);
  * - only http(s) on ports 80, 443, 8080 and 8443;
@@ -9,25 +10,35 @@
  *   CGNAT, documentation, multicast or reserved range, also inside IPv4-mapped and NAT64
  *   IPv6); the connection then goes to the address that was checked (the resolver is
  *   pinned through `lookup`), so a second DNS answer cannot point it elsewhere (rebinding);
- * - redirects are reported, never followed (a redirect to an internal URL goes nowhere);
- * - at most MAX_CHECKED links, CHECK_TIMEOUT_MS each, CONCURRENCY at a time, the body never read.
+ * - beyond that, only what the operator names in CONSOLE_LINK_CHECK_ALLOW (a tester's
+ *   links mostly point at localhost): host names, address ranges, and the ports each may use
+ *   (allow-list.ts); nothing by default;
+ * - redirects are followed at most MAX_HOPS times, each hop checked against the same rules
+ *   before it is requested and shown on the result;
+ * - at most MAX_CHECKED URLs, CHECK_TIMEOUT_MS each, CONCURRENCY at a time, the body never read.
  */
 import { promises as dns } from 'node:dns'
 import http from 'node:http'
 import https from 'node:https'
 import { isIPv4, isIPv6 } from 'node:net'
+import type { AllowList } from './allow-list.ts'
 
-export const MAX_CHECKED = 20
+/** Far above the links a message page lists (100) with its images: every one is checked. */
+export const MAX_CHECKED = 300
 export const CHECK_TIMEOUT_MS = 3000
-const CONCURRENCY = 4
+/** Redirects followed from one URL. */
+export const MAX_HOPS = 5
+const CONCURRENCY = 6
 const PORTS = new Set([80, 443, 8080, 8443])
 
 export interface LinkStatus {
   url: string
-  /** The HTTP status, or null when no answer came. */
+  /** The final HTTP status, or null when no answer came. */
   status: number | null
   /** What a person reads: "200 OK", "301 → https://...", "refused: private address", "timed out". */
   note: string
+  /** Each redirect on the way, in order (the last answer is `status` and `note`). */
+  hops?: { url: string; status: number; location: string }[]
 }
 
 const V4_BLOCKED: [string, number][] = [
@@ -93,12 +104,74 @@ export interface CheckDeps {
   allowed: (address: string) => boolean
   /** Ports a link may name (tests add their own). */
   ports: ReadonlySet<number>
+  /** What the operator allows beyond the public internet (CONSOLE_LINK_CHECK_ALLOW); none by default. */
+  allow?: AllowList
 }
 
 export const publicInternet: CheckDeps = {
   resolve: (host) => dns.lookup(host, { all: true, verbatim: true }),
   allowed: isPublicAddress,
   ports: PORTS,
+}
+
+/** The public internet plus what the operator allowed. */
+export const withAllowList = (allow: AllowList): CheckDeps => ({ ...publicInternet, allow })
+
+/** Where one URL may be requested: the address to connect to, or why not (nothing is sent then). */
+async function admit(url: URL, deps: CheckDeps): Promise<{ pinned: { address: string; family: number }; port: number } | { note: string }> {
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { note: 'not checked: only http and https' }
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
+  if (url.username || url.password) return { note: 'not checked: the URL carries credentials' }
+  const host = url.hostname.replace(/^\[|\]$/g, '')
+  const byName = deps.allow?.allowsHost(host, port) ?? false
+  // A port outside the usual four is refused before any lookup, unless an allow entry names it.
+  if (!deps.ports.has(port) && !byName && !deps.allow?.namesPort(port))
+    return { note: `not checked: only ports 80, 443, 8080 and 8443${deps.allow?.size ? ' and those CONSOLE_LINK_CHECK_ALLOW names' : ''}` }
+  let addresses: { address: string; family: number }[]
+  try {
+    addresses = isIPv4(host) || isIPv6(host) ? [{ address: host, family: isIPv4(host) ? 4 : 6 }] : await deps.resolve(host)
+  } catch {
+    return { note: 'the name does not resolve' }
+  }
+  // Every address must pass: public on a usual port, or allowed by the operator (by name or range) on this port.
+  const passes = (address: string) => byName || (deps.ports.has(port) && deps.allowed(address)) || (deps.allow?.allowsAddress(address, port) ?? false)
+  if (addresses.length === 0 || !addresses.every((a) => passes(a.address)))
+    return { note: deps.allow?.size ? 'refused: not a public address, nor allowed by CONSOLE_LINK_CHECK_ALLOW' : 'refused: not a public address' }
+  return { pinned: addresses[0]!, port }
+}
+
+/** One request to an admitted URL: HEAD, then GET when the server refuses HEAD; the body is never read. */
+function request(
+  url: URL,
+  pinned: { address: string; family: number },
+  port: number,
+  method: 'HEAD' | 'GET',
+  signal: AbortSignal,
+): Promise<{ status: number; message: string; location?: string } | { note: string }> {
+  return new Promise((resolve) => {
+    const pinnedLookup = (_name: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) =>
+      options?.all ? callback(null, [pinned]) : callback(null, pinned.address, pinned.family)
+    const options: http.RequestOptions = {
+      method,
+      host: url.hostname.replace(/^\[|\]$/g, ''),
+      port,
+      path: `${url.pathname}${url.search}`,
+      headers: { 'user-agent': 'Pigeonhole link check', accept: '*/*' },
+      // The connection goes to the address checked, whatever the name resolves to now.
+      lookup: pinnedLookup as unknown as http.RequestOptions['lookup'],
+      timeout: CHECK_TIMEOUT_MS,
+      signal,
+    }
+    const onResponse = (response: http.IncomingMessage) => {
+      const location = response.headers.location
+      response.destroy()
+      resolve({ status: response.statusCode ?? 0, message: response.statusMessage ?? '', location })
+    }
+    const sent = url.protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse)
+    sent.on('timeout', () => sent.destroy(new Error('timed out')))
+    sent.on('error', (error) => resolve({ note: error.message === 'timed out' || signal.aborted ? 'timed out' : 'no answer' }))
+    sent.end()
+  })
 }
 
 async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Promise<LinkStatus> {
@@ -108,48 +181,29 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
   } catch {
     return { url: raw, status: null, note: 'not a URL' }
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { url: raw, status: null, note: 'not checked: only http and https' }
-  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
-  if (!deps.ports.has(port)) return { url: raw, status: null, note: 'not checked: only ports 80, 443, 8080 and 8443' }
-  if (url.username || url.password) return { url: raw, status: null, note: 'not checked: the URL carries credentials' }
-  const host = url.hostname.replace(/^\[|\]$/g, '')
-  let addresses: { address: string; family: number }[]
-  try {
-    addresses = isIPv4(host) || isIPv6(host) ? [{ address: host, family: isIPv4(host) ? 4 : 6 }] : await deps.resolve(host)
-  } catch {
-    return { url: raw, status: null, note: 'the name does not resolve' }
+  const hops: { url: string; status: number; location: string }[] = []
+  for (;;) {
+    const admitted = await admit(url, deps)
+    const withHops = (status: LinkStatus) => (hops.length > 0 ? { ...status, hops } : status)
+    if ('note' in admitted) return withHops({ url: raw, status: null, note: hops.length > 0 ? `${admitted.note} (after ${hops.length} redirect${hops.length === 1 ? '' : 's'})` : admitted.note })
+    let answer = await request(url, admitted.pinned, admitted.port, 'HEAD', signal)
+    if (!('note' in answer) && (answer.status === 405 || answer.status === 501)) answer = await request(url, admitted.pinned, admitted.port, 'GET', signal)
+    if ('note' in answer) return withHops({ url: raw, status: null, note: answer.note })
+    const { status, location } = answer
+    if (!(location && status >= 300 && status < 400)) return withHops({ url: raw, status, note: `${status} ${answer.message}`.trim() })
+    let next: URL
+    try {
+      next = new URL(location, url)
+    } catch {
+      return withHops({ url: raw, status, note: `${status} → ${location.slice(0, 300)} (not a URL)` })
+    }
+    hops.push({ url: url.href, status, location: next.href.slice(0, 2000) })
+    if (hops.length > MAX_HOPS) return { url: raw, status, note: `more than ${MAX_HOPS} redirects`, hops }
+    url = next
   }
-  if (addresses.length === 0 || !addresses.every((a) => deps.allowed(a.address))) return { url: raw, status: null, note: 'refused: not a public address' }
-  const pinned = addresses[0]!
-  return new Promise<LinkStatus>((resolve) => {
-    const pinnedLookup = (_name: string, options: { all?: boolean }, callback: (...args: unknown[]) => void) =>
-      options?.all ? callback(null, [pinned]) : callback(null, pinned.address, pinned.family)
-    const options: http.RequestOptions = {
-      method: 'HEAD',
-      host,
-      port,
-      path: `${url.pathname}${url.search}`,
-      headers: { 'user-agent': 'Pigeonhole link check', accept: '*/*' },
-      // The connection goes to the address checked above, whatever the name resolves to now.
-      lookup: pinnedLookup as unknown as http.RequestOptions['lookup'],
-      timeout: CHECK_TIMEOUT_MS,
-      signal,
-    }
-    const onResponse = (response: http.IncomingMessage) => {
-      const status = response.statusCode ?? 0
-      const location = response.headers.location
-      response.destroy()
-      const note = location && status >= 300 && status < 400 ? `${status} → ${location.slice(0, 300)} (not followed)` : `${status} ${response.statusMessage ?? ''}`.trim()
-      resolve({ url: raw, status, note })
-    }
-    const request = url.protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse)
-    request.on('timeout', () => request.destroy(new Error('timed out')))
-    request.on('error', (error) => resolve({ url: raw, status: null, note: error.message === 'timed out' || signal.aborted ? 'timed out' : 'no answer' }))
-    request.end()
-  })
 }
 
-/** Checks the first MAX_CHECKED links, CONCURRENCY at a time, within CHECK_TIMEOUT_MS each. */
+/** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS. */
 export async function checkLinks(urls: string[], deps: CheckDeps = publicInternet): Promise<LinkStatus[]> {
   const todo = urls.slice(0, MAX_CHECKED)
   const results: LinkStatus[] = new Array(todo.length)
@@ -157,7 +211,8 @@ export async function checkLinks(urls: string[], deps: CheckDeps = publicInterne
   const worker = async () => {
     while (next < todo.length) {
       const i = next++
-      const signal = AbortSignal.timeout(CHECK_TIMEOUT_MS + 500)
+      // Each hop has its own request timeout; the whole chain of one URL is bounded too.
+      const signal = AbortSignal.timeout((CHECK_TIMEOUT_MS + 500) * (MAX_HOPS + 1))
       results[i] = await checkOne(todo[i]!, deps, signal)
     }
   }

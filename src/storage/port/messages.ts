@@ -146,6 +146,12 @@ export interface MessageStore {
    */
   markRead(input: { organizationId: string; ids: string[]; at: string | null }): Promise<number>
 
+  /** Console only: keeps a link check's result for its message (gone with the message). */
+  saveLinkCheck(row: { id: string; messageId: string; organizationId: string; createdAt: string; resultsJson: string }): Promise<void>
+
+  /** Console only: the organisation's link check with this id whose message is unexpired, or null. */
+  getLinkCheck(item: OwnedItem): Promise<{ id: string; messageId: string; createdAt: string; resultsJson: string } | null>
+
   /** The organisation's active inboxes and the messages it stored in `month` ('YYYY-MM'), read together. */
   usage(input: { organizationId: string; month: string }): Promise<{ activeInboxes: number; emailsReceived: number }>
 }

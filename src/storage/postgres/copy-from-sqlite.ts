@@ -54,6 +54,7 @@ const ORDER: PgTable[] = [
   schema.messageSources,
   schema.attachments,
   schema.attachmentContents,
+  schema.linkChecks,
   schema.sessions,
   schema.memberships,
   schema.invites,

@@ -209,6 +209,20 @@ export const attachmentContents = pgTable('attachment_contents', {
   sha256: text('sha256'),
 })
 
+export const linkChecks = pgTable(
+  'link_checks',
+  {
+    id: text('id').primaryKey(),
+    messageId: text('message_id')
+      .notNull()
+      .references(() => messages.id, { onDelete: 'cascade' }),
+    organizationId: text('organization_id').notNull(),
+    createdAt: at('created_at').notNull(),
+    resultsJson: mailText('results_json').notNull(), // URLs come from mail
+  },
+  (table) => [index('link_checks_by_message').on(table.messageId)],
+)
+
 export const users = pgTable('users', {
   id: text('id').primaryKey(),
   email: text('email').notNull().unique(),

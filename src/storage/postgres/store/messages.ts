@@ -16,7 +16,7 @@ import type { PgColumn } from 'drizzle-orm/pg-core'
 import { hasTextTerm, type FullMessageRows, type InboxListing, type MessageFilters, type MessagePosition, type MessageStore, type OwnedItem } from '../../port/messages.ts'
 import type { AttachmentRow, MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
-import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
+import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 
 const summaryColumns = {
   id: messages.id,
@@ -249,6 +249,20 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         .as('counted')
       const [row] = await db.select({ total: sql<number>`count(*)::int`, newer: sql<number>`(count(*) filter (where ${counted.newer}))::int` }).from(counted)
       return { total: Number(row!.total), newer: Number(row!.newer) }
+    },
+
+    async saveLinkCheck(row) {
+      await db.insert(linkChecks).values(row)
+    },
+
+    async getLinkCheck({ organizationId, id, now }) {
+      const [row] = await db
+        .select({ id: linkChecks.id, messageId: linkChecks.messageId, createdAt: linkChecks.createdAt, resultsJson: linkChecks.resultsJson })
+        .from(linkChecks)
+        .innerJoin(messages, eq(messages.id, linkChecks.messageId))
+        .where(and(eq(linkChecks.id, id), eq(linkChecks.organizationId, organizationId), gt(messages.expiresAt, now)))
+        .limit(1)
+      return row ?? null
     },
 
     async marks({ organizationId, ids }) {

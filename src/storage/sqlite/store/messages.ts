@@ -20,7 +20,7 @@ import {
 } from '../../port/messages.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import type { MessageRow } from '../../rows.ts'
-import { attachmentContents, attachments, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../schema.ts'
+import { attachmentContents, attachments, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../schema.ts'
 import type { Db, Storage } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 
@@ -359,6 +359,21 @@ export function sqliteMessages(storage: Storage): MessageStore {
         .from(counted)
         .get()!
       return { total: row.total, newer: row.newer }
+    },
+
+    async saveLinkCheck(row) {
+      transaction(storage, (tx) => tx.insert(linkChecks).values(row).run())
+    },
+
+    async getLinkCheck({ organizationId, id, now }) {
+      return (
+        db
+          .select({ id: linkChecks.id, messageId: linkChecks.messageId, createdAt: linkChecks.createdAt, resultsJson: linkChecks.resultsJson })
+          .from(linkChecks)
+          .innerJoin(messages, eq(messages.id, linkChecks.messageId))
+          .where(and(eq(linkChecks.id, id), eq(linkChecks.organizationId, organizationId), gt(messages.expiresAt, now)))
+          .get() ?? null
+      )
     },
 
     async marks({ organizationId, ids }) {
