@@ -1,5 +1,13 @@
 /** Cookie reading and writing for the console: HttpOnly; SameSite=Lax; Path=/; Secure on https. */
 export const SESSION_COOKIE = 'ph_session'
+/** The console's theme chosen on the account page (`light` or `dark`; absent: follow the system). Not a secret. */
+export const THEME_COOKIE = 'ph_theme'
+export type Theme = 'light' | 'dark' | 'system'
+export const readTheme = (request: Request): Theme => {
+  const value = readCookie(request, THEME_COOKIE)
+  return value === 'light' || value === 'dark' ? value : 'system'
+}
+
 /** Double-submit token for forms shown before sign-in (sign-in, setup, invite). */
 export const ANON_CSRF_COOKIE = 'ph_csrf'
 

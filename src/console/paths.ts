@@ -44,6 +44,7 @@ export const PATHS = {
 
   account: path('/console/account'),
   accountPassword: path('/console/account/password'),
+  accountTheme: path('/console/account/theme'),
   accountSignOutEverywhere: path('/console/account/sessions/revoke'),
 
   invite: path('/console/invites/:token'),

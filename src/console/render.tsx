@@ -4,6 +4,7 @@ import type { ComponentChildren } from 'preact'
 import { render } from 'preact-render-to-string'
 import { membershipsOf, type Membership } from '../core/organizations/organizations.ts'
 import type { ConsoleRequest } from './context.ts'
+import { readTheme } from './cookies.ts'
 import { Layout, type Shell, ShellContext } from './pages/shell.tsx'
 
 export interface PageOptions {
@@ -21,6 +22,7 @@ export async function renderPage(ctx: ConsoleRequest, title: string, body: Compo
     memberships: user ? await membershipsOf(ctx.s, user) : [],
     org: options.org,
     section: options.section,
+    theme: readTheme(ctx.request),
   }
   const html =
     '<!doctype html>' +

@@ -94,6 +94,29 @@ const showUnread = (count) => {
   if (badge) showUnread(Number(badge.getAttribute('data-unread')))
 }
 
+// Optional browser notifications for an open inbox: asked for with the page's button, kept
+// in this browser (localStorage), shown only when the tab is not what the person looks at.
+const NOTIFY_KEY = 'pigeonhole-notify'
+const notifyToggle = document.getElementById('notify-toggle')
+const notifying = () => window.Notification && Notification.permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === 'on'
+const showNotifyState = () => {
+  if (notifyToggle) notifyToggle.textContent = notifying() ? 'Notifications on (turn off)' : 'Notify me of new mail'
+}
+if (notifyToggle && window.Notification && Notification.permission !== 'denied') {
+  notifyToggle.hidden = false
+  showNotifyState()
+  notifyToggle.addEventListener('click', async () => {
+    if (notifying()) localStorage.setItem(NOTIFY_KEY, 'off')
+    else if ((await Notification.requestPermission()) === 'granted') localStorage.setItem(NOTIFY_KEY, 'on')
+    showNotifyState()
+  })
+}
+const notifyNewMail = (count, subject) => {
+  if (!notifying() || (document.visibilityState === 'visible' && document.hasFocus())) return
+  const where = document.querySelector('.page-title')?.firstChild?.textContent?.trim() ?? 'Pigeonhole'
+  new Notification(count === 1 ? `New mail: ${subject}` : `${count} new messages, newest: ${subject}`, { body: where, tag: where })
+}
+
 // Inbox page and Inboxes page: the server sends an event right after new mail is stored
 // (server-sent events, no polling); the list is then re-read from the page itself and
 // swapped in. The Inboxes page watches each inbox it lists (data-live-org + the ids).
@@ -135,7 +158,10 @@ if (liveList && window.EventSource) {
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.
         const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter((a) => !before.has(a.getAttribute('href')))
-        if (added.length > 0) say(`Live: ${added.length} new message${added.length === 1 ? '' : 's'}, newest "${added[0].textContent}".`)
+        if (added.length > 0) {
+          say(`Live: ${added.length} new message${added.length === 1 ? '' : 's'}, newest "${added[0].textContent}".`)
+          notifyNewMail(added.length, added[0].textContent)
+        }
       }
     } catch {
       say('Could not refresh the list; reload the page.')

@@ -1,6 +1,7 @@
 /** @jsxImportSource preact */
 /** The signed-in user's own page: password and sessions. */
 import { MIN_PASSWORD_LENGTH } from '../../core/users/users.ts'
+import type { Theme } from '../cookies.ts'
 import { PATHS } from '../paths.ts'
 import { PostForm, Table, Time } from './shell.tsx'
 
@@ -11,11 +12,28 @@ interface SessionRow {
   current: boolean
 }
 
-export function AccountPage(props: { email: string; sessions: SessionRow[]; notice?: string; error?: string }) {
+export function AccountPage(props: { email: string; sessions: SessionRow[]; theme: Theme; notice?: string; error?: string }) {
   return (
     <>
       {props.notice && <p class="notice">{props.notice}</p>}
       {props.error && <p class="error">{props.error}</p>}
+      <section class="card">
+        <h2>Appearance</h2>
+        {/* Kept in this browser (a cookie), so it holds before any page is drawn, without a flash. */}
+        <PostForm action={PATHS.accountTheme.link()}>
+          <fieldset class="theme-choice">
+            <legend>Theme</legend>
+            {(['system', 'light', 'dark'] as const).map((theme) => (
+              <label>
+                <input type="radio" name="theme" value={theme} checked={props.theme === theme} /> {theme === 'system' ? 'As the system' : theme === 'light' ? 'Light' : 'Dark'}
+              </label>
+            ))}
+          </fieldset>
+          <div class="form-actions">
+            <button type="submit">Save theme</button>
+          </div>
+        </PostForm>
+      </section>
       <section class="card">
         <h2>Your account</h2>
         <p>{props.email}</p>

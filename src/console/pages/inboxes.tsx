@@ -183,6 +183,12 @@ export function InboxPage(props: {
           <button type="button" class="button secondary small" data-copy="inbox-address" aria-label={`Copy ${inbox.address}`}>
             Copy
           </button>
+          {/* Shown by console.js where the browser has notifications; off until asked for. */}
+          {newestPage && (
+            <button type="button" class="button secondary small" id="notify-toggle" hidden>
+              Notify me of new mail
+            </button>
+          )}
           {newestPage ? (
             <p class="muted" id="live-status" role="status">
               New mail appears here without reloading.

@@ -20,6 +20,8 @@ export interface Shell {
   org?: Membership
   /** Which entry of ORG_SECTIONS is current. */
   section?: string
+  /** The theme chosen in this browser (cookies.ts); absent or `system`: the system's. */
+  theme?: 'light' | 'dark' | 'system'
 }
 
 export const ShellContext = createContext<Shell>({ user: null, csrf: '', memberships: [] })
@@ -155,7 +157,8 @@ function OrgNav({ org, section }: { org: Membership; section?: string }) {
 export function Layout(props: { shell: Shell; title: string; children: ComponentChildren }) {
   const { shell } = props
   return (
-    <html lang="en">
+    // The theme chosen on the account page; without one the stylesheet follows the system.
+    <html lang="en" data-theme={shell.theme && shell.theme !== 'system' ? shell.theme : undefined}>
       <head>
         <meta charset="utf-8" />
         <meta name="viewport" content="width=device-width, initial-scale=1" />

@@ -5,6 +5,7 @@ import { listSessions, signOutEverywhere } from '../../core/sessions/sessions.ts
 import { changePassword } from '../../core/users/users.ts'
 import type { SignedIn } from '../access.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
+import { clearCookie, cookie, readTheme, THEME_COOKIE } from '../cookies.ts'
 import { AccountPage } from '../pages/account.tsx'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
@@ -13,7 +14,7 @@ import { route, type Route } from '../router.ts'
 async function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Promise<Response> {
   const current = session.tokenSha256
   const sessions = (await listSessions(ctx.s, user)).map((row) => ({ ...row, current: row.tokenSha256 === current }))
-  return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} {...message} />, { status })
+  return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} theme={readTheme(ctx.request)} {...message} />, { status })
 }
 
 export const accountRoutes: Route[] = [
@@ -35,6 +36,18 @@ export const accountRoutes: Route[] = [
         return page
       }
       return accountPage(ctx, who, { notice: 'Password changed. Your other sessions were signed out.' })
+    },
+  }),
+  route({
+    method: 'POST',
+    path: PATHS.accountTheme,
+    access: 'signed-in',
+    handler: (ctx) => {
+      const theme = ctx.field('theme')
+      if (theme !== 'light' && theme !== 'dark' && theme !== 'system') throw new Refusal('invalid', 'Choose a theme: as the system, light or dark.')
+      // A year in this browser; "as the system" forgets the choice.
+      ctx.setCookies.push(theme === 'system' ? clearCookie(THEME_COOKIE, ctx.deps.secureCookies) : cookie(THEME_COOKIE, theme, { secure: ctx.deps.secureCookies, maxAgeSeconds: 365 * 86_400 }))
+      return redirect(PATHS.account.link())
     },
   }),
   route({
