@@ -41,6 +41,9 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
   const full = await (await page.request.get(path)).body()
   console.log(`inbox page with 50 messages: ${full.length} bytes`)
   expect(full.length).toBeLessThan(50 * 1024)
+  const hundred = await (await page.request.get(`${path}?size=100`)).body()
+  console.log(`inbox page with 100 messages (100 a page): ${hundred.length} bytes`)
+  expect(hundred.length).toBeLessThan(50 * 1024)
 
   // Paging: 50 a page, newest first, on past the newest 100.
   await page.goto(path)

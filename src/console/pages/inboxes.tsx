@@ -318,8 +318,10 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
   // The view to come back to after a post: this list's query string (the route keeps it to this inbox's path).
   const back = filterHref('', filter, filter.cursor || undefined, filter.before || undefined)
   const unread = listing.rows.filter((m) => !m.read).length
-  // One line shows about this much of a preview beside the subject; a page of 100 shows less, to stay under 50 KB.
-  const previewChars = listing.rows.length > 50 ? 40 : 100
+  // A page of up to 50 rows shows a preview beside each subject (about what one line holds)
+  // and a Delete per row; a page of 100 leaves both out (the bulk Delete remains) to stay
+  // under the 50 KB page budget.
+  const full = listing.rows.length <= 50
   return (
     <>
       {listing.rows.length === 0 ? (
@@ -361,7 +363,7 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
               </span>
             </fieldset>
           </div>
-          <Table columns={['Select', 'From', 'Subject', 'Received', 'Size', '']} class="messages">
+          <Table columns={['Select', 'From', 'Subject', 'Received', 'Size', full && '']} class="messages">
             {listing.rows.map((m, i) => {
               const subject = m.subject || '(no subject)'
               // Bytes count here (100 rows stay under the page budget): cells are styled by
@@ -383,17 +385,19 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
                         <path d="M11 4.5v6.5a3 3 0 0 1-6 0V4a2 2 0 0 1 4 0v6.5a1 1 0 0 1-2 0V5" fill="none" stroke="currentColor" stroke-width="1.4" />
                       </svg>
                     )}
-                    <span class="muted"> {m.preview.slice(0, previewChars)}</span>
+                    {full && <span class="muted"> {m.preview.slice(0, 100)}</span>}
                   </td>
                   <td>
                     <Time at={m.received_at} />
                   </td>
                   <td>{formatBytes(m.size_bytes)}</td>
-                  <td>
-                    <button type="submit" name="message" value={m.id} class="danger small" aria-label={`Delete ${subject}`}>
-                      Delete
-                    </button>
-                  </td>
+                  {full && (
+                    <td>
+                      <button type="submit" name="message" value={m.id} class="danger small" aria-label={`Delete ${subject}`}>
+                        Delete
+                      </button>
+                    </td>
+                  )}
                 </tr>
               )
             })}
