@@ -141,8 +141,10 @@ if (liveList && window.EventSource) {
       while (stale) {
         stale = false
         // The list alone (x-live-list), not the whole page: less to render, send and parse.
-        const response = await fetch(window.location.href, { credentials: 'same-origin', headers: { 'x-live-list': '1' } })
-        if (!response.ok || response.headers.get('x-live-list') !== '1') continue
+        // The inbox page asks for its message list alone, the Inboxes page for its table alone.
+        const header = liveList.hasAttribute('data-live-org') ? 'x-live-inboxes' : 'x-live-list'
+        const response = await fetch(window.location.href, { credentials: 'same-origin', headers: { [header]: '1' } })
+        if (!response.ok || response.headers.get(header) !== '1') continue
         const unread = response.headers.get('x-unread')
         if (unread !== null) showUnread(Number(unread))
         const fresh = document.createElement('template')

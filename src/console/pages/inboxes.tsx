@@ -377,7 +377,7 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
                   <td>
                     {!m.read && <span class="visually-hidden">Unread: </span>}
                     {/* Relative (../messages/id from .../inboxes/id): the same page, 45 bytes a row lighter. */}
-                    <a href={`../messages/${encodeURIComponent(m.id)}`} id={`s${i}`}>
+                    <a id={`s${i}`} href={`../messages/${encodeURIComponent(m.id)}`}>
                       {subject}
                     </a>
                     {m.has_attachment && (

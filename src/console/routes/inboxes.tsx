@@ -54,9 +54,9 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
     listing.data.map((inbox) => inbox.id),
   )
   // The live refresh (console.js) wants the table alone.
-  if (ctx.request.headers.get(LIVE_LIST_HEADER) === '1' && !error && !filterError) {
+  if (ctx.request.headers.get(LIVE_INBOXES_HEADER) === '1' && !error && !filterError) {
     const response = renderFragment(ctx, <InboxTable org={org} listing={listing} stats={stats} address={address} />)
-    response.headers.set(LIVE_LIST_HEADER, '1')
+    response.headers.set(LIVE_INBOXES_HEADER, '1')
     return response
   }
   const page = (
@@ -76,7 +76,9 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
 
 /** Sent by console.js's live refresh: answer with the message list alone (MessageList). */
 export const LIVE_LIST_HEADER = 'x-live-list'
-/** On that answer: the inbox's unread count, for the favicon badge and the tab's title. */
+/** Sent by the Inboxes page's live refresh: answer with its table alone (InboxTable). */
+const LIVE_INBOXES_HEADER = 'x-live-inboxes'
+/** On the list-alone answer: the inbox's unread count, for the favicon badge and the tab's title. */
 export const UNREAD_HEADER = 'x-unread'
 /** The most messages one bulk action takes (a page holds at most 100). */
 const BULK_MAX = 100
