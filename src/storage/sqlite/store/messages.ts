@@ -238,6 +238,30 @@ const findOwned = (db: Db, { organizationId, id, now }: OwnedItem) =>
     .where(and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now)))
     .get()
 
+// ---- The console's page position and marks, read on every live refresh: prepared once.
+
+const consoleQueries = preparedPerDatabase((db) => {
+  const counted = db
+    .select({ newer: sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as('newer') })
+    .from(messages)
+    .where(and(eq(messages.inboxId, p('inboxId')), gt(messages.expiresAt, p('now'))))
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(p('limit'))
+    .as('counted')
+  return {
+    count: db
+      .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)` })
+      .from(counted)
+      .prepare(),
+    // The page's ids as one JSON array parameter: one statement whatever the page size.
+    marks: db
+      .select({ id: messages.id, read: sql<number>`${messages.readAt} is not null`, hasAttachment: hasAttachment() })
+      .from(messages)
+      .where(and(sql`${messages.id} in (select value from json_each(${p('ids')}))`, eq(messages.organizationId, p('organizationId'))))
+      .prepare(),
+  }
+})
+
 // ---- The organisation search.
 
 /** The search's query (exported so a test can check its plan). */
@@ -346,6 +370,11 @@ export function sqliteMessages(storage: Storage): MessageStore {
     },
 
     async countInbox(listing, newer) {
+      // The unfiltered list (every live refresh of an inbox page): one prepared statement.
+      if (Object.values(listing.filters).every((value) => value === undefined)) {
+        const far = { at: '', id: '' } // before every row: nothing is newer than "no page"
+        return consoleQueries(db).count.get({ inboxId: listing.inboxId, now: listing.now, limit: listing.limit, newerAt: newer?.at ?? far.at, newerId: newer?.id ?? far.id, hasNewer: newer ? 1 : 0 })!
+      }
       // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
       const counted = db
         .select({ newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer') })
@@ -378,11 +407,8 @@ export function sqliteMessages(storage: Storage): MessageStore {
 
     async marks({ organizationId, ids }) {
       if (ids.length === 0) return []
-      return db
-        .select({ id: messages.id, read: sql<number>`${messages.readAt} is not null`, hasAttachment: hasAttachment() })
-        .from(messages)
-        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId)))
-        .all()
+      return consoleQueries(db)
+        .marks.all({ organizationId, ids: JSON.stringify(ids) })
         .map((row) => ({ id: row.id, read: Boolean(row.read), hasAttachment: Boolean(row.hasAttachment) }))
     },
 
