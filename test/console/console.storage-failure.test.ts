@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, expect, test } from 'bun:test'
 import { type ConsoleClient, setUp } from '../support/console-client.ts'
 import { describeForBackends, startTestServer, type TestServer } from '../support/harness.ts'
+import { sendMail, simpleMessage } from '../support/smtp.ts'
 
 let server: TestServer
 let operator: ConsoleClient
@@ -41,5 +42,24 @@ describeForBackends(['sqlite'], 'it turns the SQLite file read-only; a PostgreSQ
     const made = await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'third' })
     expect(made.status).toBe(303) // post/redirect/get: the new key is shown on the page it redirects to
     expect((await operator.get(made.location!)).html).toMatch(/value="ph_live_[0-9a-f_]+"/)
+  })
+
+  test('a read-only database: a message still opens; it stays unread rather than failing the page', async () => {
+    const key = (await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'reader' })).location!
+    const apiKey = /value="(ph_live_[0-9a-f_]+)"/.exec((await operator.get(key)).html)![1]!
+    const inbox = (await server.post('/v1/inboxes', apiKey)).body.data
+    expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'Read me' }))).data?.code).toBe(250)
+    const [message] = (await server.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body.data
+    const { sqlite } = server.app.services.storage
+    sqlite.exec('PRAGMA query_only = 1')
+    try {
+      const page = await operator.get(`/console/orgs/${organizationId}/messages/${message.id}`)
+      expect(page.status).toBe(200)
+      expect(page.html).toContain('Read me')
+    } finally {
+      sqlite.exec('PRAGMA query_only = 0')
+    }
+    const list = await operator.get(`/console/orgs/${organizationId}/inboxes/${inbox.id}`)
+    expect(list.html).toContain('data-unread="1"')
   })
 })

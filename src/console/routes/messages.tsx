@@ -51,8 +51,10 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
 
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
   const message = await getMessage(ctx.s, principal, ctx.params.message)
-  // Opening a message in the console reads it (for every member, as a team inbox does); /v1 never does.
-  await markMessagesRead(ctx.s, principal, [message.id], true)
+  // Opening a message in the console reads it (for every member, as a team inbox does); /v1
+  // never does. A mark that cannot be written (a full volume, a database gone read-only) must
+  // not cost the person the message: the page is shown, and the row stays unread.
+  await markMessagesRead(ctx.s, principal, [message.id], true).catch((error) => ctx.s.logger.info('console_read_mark_failed', { message_id: message.id, error: String(error).slice(0, 200) }))
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
   const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
