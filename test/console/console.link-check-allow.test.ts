@@ -162,3 +162,23 @@ test('through the console: every link and image checked, the result kept on a GE
     await server.stop()
   }
 })
+
+test('the whole check answers within its budget; what it did not reach says so', async () => {
+  // A server that never answers: each request would wait its full timeout.
+  const silent = createServer(() => {})
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  const silentPort = (silent.address() as { port: number }).port
+  try {
+    const urls = Array.from({ length: 20 }, (_, i) => `http://localhost:${silentPort}/slow/${i}`)
+    const started = performance.now()
+    const results = await checkLinks(urls, withAllowList(parseAllowList(`localhost:${silentPort}`)), 300)
+    // A bound that holds on a busy machine: far below 20 URLs × 3 s, however late the timers fire.
+    expect(performance.now() - started).toBeLessThan(2900)
+    expect(results.filter((r) => r.note === 'timed out').length).toBeGreaterThan(0)
+    expect(results.filter((r) => r.note === "not checked: the check's 0.3 s ran out").length).toBeGreaterThan(0)
+    expect(results.every((r) => r.status === null)).toBe(true)
+  } finally {
+    silent.closeAllConnections()
+    silent.close()
+  }
+})

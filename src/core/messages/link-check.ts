@@ -203,16 +203,27 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
   }
 }
 
-/** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS. */
-export async function checkLinks(urls: string[], deps: CheckDeps = publicInternet): Promise<LinkStatus[]> {
+/**
+ * The whole check's time: the person waits for its page, so however many links time out, it
+ * answers by then; what it did not reach says so.
+ */
+export const CHECK_BUDGET_MS = 20_000
+
+/** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS, all within `budgetMs`. */
+export async function checkLinks(urls: string[], deps: CheckDeps = publicInternet, budgetMs = CHECK_BUDGET_MS): Promise<LinkStatus[]> {
   const todo = urls.slice(0, MAX_CHECKED)
   const results: LinkStatus[] = new Array(todo.length)
+  const budget = AbortSignal.timeout(budgetMs)
   let next = 0
   const worker = async () => {
     while (next < todo.length) {
       const i = next++
-      // Each hop has its own request timeout; the whole chain of one URL is bounded too.
-      const signal = AbortSignal.timeout((CHECK_TIMEOUT_MS + 500) * (MAX_HOPS + 1))
+      if (budget.aborted) {
+        results[i] = { url: todo[i]!, status: null, note: `not checked: the check's ${budgetMs / 1000} s ran out` }
+        continue
+      }
+      // Each hop has its own request timeout; the whole chain of one URL is bounded too, and the check's budget.
+      const signal = AbortSignal.any([AbortSignal.timeout((CHECK_TIMEOUT_MS + 500) * (MAX_HOPS + 1)), budget])
       results[i] = await checkOne(todo[i]!, deps, signal)
     }
   }
