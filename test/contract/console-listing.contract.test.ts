@@ -87,6 +87,9 @@ describeEachBackend(
       expect(await markMessagesRead(s(), principal, [a], true)).toBe(0) // already read: its first time stays
       expect((await inboxStats(s(), [inbox.id])).get(inbox.id)).toMatchObject({ messages: 2, unread: 1 })
       const listed = await page(principal, inbox.id)
+      // The plain list's count gives the inbox's unread count; a filtered one leaves it to inboxStats.
+      expect(listed.inboxUnread).toBe(1)
+      expect((await page(principal, inbox.id, { line: 'has:attachment' })).inboxUnread).toBeNull()
       expect(listed.rows.map((r) => [r.id, r.read, r.has_attachment])).toEqual([
         [b, false, true],
         [a, true, false],

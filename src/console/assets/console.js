@@ -145,8 +145,6 @@ if (liveList && window.EventSource) {
         const header = liveList.hasAttribute('data-live-org') ? 'x-live-inboxes' : 'x-live-list'
         const response = await fetch(window.location.href, { credentials: 'same-origin', headers: { [header]: '1' } })
         if (!response.ok || response.headers.get(header) !== '1') continue
-        const unread = response.headers.get('x-unread')
-        if (unread !== null) showUnread(Number(unread))
         const fresh = document.createElement('template')
         fresh.innerHTML = await response.text()
         const before = messageIds()
@@ -156,6 +154,9 @@ if (liveList && window.EventSource) {
         const ticked = new Set([...liveList.querySelectorAll('input[type="checkbox"]:checked')].map((box) => box.value || box.id))
         liveList.replaceChildren(fresh.content)
         for (const box of liveList.querySelectorAll('input[type="checkbox"]')) if (ticked.has(box.value || box.id)) box.checked = true
+        // After the swap, and only when it changed: drawing the badge is not on the way to the new row.
+        const unread = response.headers.get('x-unread')
+        if (unread !== null && unread !== document.getElementById('inbox-unread')?.getAttribute('data-unread')) setTimeout(() => showUnread(Number(unread)), 0)
         if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.

@@ -140,7 +140,7 @@ export const inboxRoutes: Route[] = [
       const error = 'error' in query ? query.error : 'error' in line ? line.error : typeof size === 'number' ? undefined : size.error
       const listing: ConsolePage =
         error || 'error' in query || 'error' in line
-          ? { rows: [], total: 0, first: 0, older: null, newer: null }
+          ? { rows: [], total: 0, first: 0, older: null, newer: null, inboxUnread: null }
           : await listForConsole(ctx.s, principal, { inboxId: inbox.id, query, line: line.line, before: filter.before || undefined })
       // The page's live refresh wants the list alone: a tenth of the page's bytes and of its
       // rendering, which is most of the time from a message's 250 to its row on screen.
@@ -151,13 +151,14 @@ export const inboxRoutes: Route[] = [
         // after a redirect) leaves its list as it is.
         response.headers.set(LIVE_LIST_HEADER, '1')
         // The unread count for the tab's favicon badge and title (console.js).
-        response.headers.set(UNREAD_HEADER, String((await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0))
+        // From the page's own count when it covers the whole inbox (every refresh of the plain list): one query fewer on the way to the new row.
+        response.headers.set(UNREAD_HEADER, String(listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0))
         // The handler's own time, which the browser test's latency report sets against the
         // whole wait for the answer (the rest is queueing for the event loop and the CPU).
         response.headers.set('server-timing', `list;dur=${(performance.now() - started).toFixed(1)}`)
         return response
       }
-      const unread = (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0
+      const unread = listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0
       const page = (
         <InboxPage org={org} inbox={inbox} listing={listing} unread={unread} filter={filter} error={error} smtpAddress={ctx.deps.smtpAddress()} refused={ctx.s.refusedDeliveries.recent(inbox.id)} />
       )

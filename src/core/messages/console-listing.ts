@@ -29,6 +29,8 @@ export interface ConsolePage {
   first: number | null
   older: string | null
   newer: string | null
+  /** The inbox's unread messages when nothing filters the list and the count is whole; else null (ask inboxStats). */
+  inboxUnread: number | null
 }
 
 export interface ConsoleListingInput {
@@ -71,6 +73,7 @@ export async function listForConsole(s: Services, principal: Principal, input: C
     first: firstRow ? (beyondCount ? null : counted.newer + 1) : 0,
     older: olderExists ? s.cursors.encode(olderListing(inboxId), { at: lastRow.receivedAt, id: lastRow.id }) : null,
     newer: firstRow && counted.newer > 0 ? s.cursors.encode(newerListing(inboxId), { at: firstRow.receivedAt, id: firstRow.id }) : null,
+    inboxUnread: Object.values(filters).every((value) => value === undefined) && counted.total <= COUNT_LIMIT ? Number(counted.unread) : null,
   }
 }
 

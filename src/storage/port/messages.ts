@@ -132,10 +132,11 @@ export interface MessageStore {
   /**
    * Console only: how many messages of the listing match (its `after` and `before` ignored),
    * counting the newest `limit` at most, and how many of those are strictly newer than
-   * `newerThan` (the page's first row), so a page can say "51–100 of 300". The bound keeps
+   * `newerThan` (the page's first row), so a page can say "51–100 of 300", and how many of
+   * them are unread (the inbox's unread count when nothing filters). The bound keeps
    * a count of a huge inbox as cheap as a page of it.
    */
-  countInbox(listing: Omit<InboxListing, 'after' | 'before'>, newerThan: MessagePosition | undefined): Promise<{ total: number; newer: number }>
+  countInbox(listing: Omit<InboxListing, 'after' | 'before'>, newerThan: MessagePosition | undefined): Promise<{ total: number; newer: number; unread: number }>
 
   /** Console only: of these ids of the organisation, which are read and which have an attachment proper (inline parts do not count). */
   marks(input: { organizationId: string; ids: string[] }): Promise<Array<{ id: string; read: boolean; hasAttachment: boolean }>>

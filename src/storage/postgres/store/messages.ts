@@ -241,14 +241,16 @@ export function postgresMessages(db: PostgresDb): MessageStore {
     async countInbox(listing, newer) {
       // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
       const counted = db
-        .select({ newer: (newer ? sql<boolean>`(${newerThan(newer)})` : sql<boolean>`false`).as('newer') })
+        .select({ newer: (newer ? sql<boolean>`(${newerThan(newer)})` : sql<boolean>`false`).as('newer'), unread: sql<boolean>`(${messages.readAt} is null)`.as('unread') })
         .from(messages)
         .where(listingWhere(db, listing))
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(listing.limit)
         .as('counted')
-      const [row] = await db.select({ total: sql<number>`count(*)::int`, newer: sql<number>`(count(*) filter (where ${counted.newer}))::int` }).from(counted)
-      return { total: Number(row!.total), newer: Number(row!.newer) }
+      const [row] = await db
+        .select({ total: sql<number>`count(*)::int`, newer: sql<number>`(count(*) filter (where ${counted.newer}))::int`, unread: sql<number>`(count(*) filter (where ${counted.unread}))::int` })
+        .from(counted)
+      return { total: Number(row!.total), newer: Number(row!.newer), unread: Number(row!.unread) }
     },
 
     async saveLinkCheck(row) {

@@ -242,7 +242,10 @@ const findOwned = (db: Db, { organizationId, id, now }: OwnedItem) =>
 
 const consoleQueries = preparedPerDatabase((db) => {
   const counted = db
-    .select({ newer: sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as('newer') })
+    .select({
+      newer: sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as('newer'),
+      unread: sql<number>`(${messages.readAt} is null)`.as('unread'),
+    })
     .from(messages)
     .where(and(eq(messages.inboxId, p('inboxId')), gt(messages.expiresAt, p('now'))))
     .orderBy(desc(messages.receivedAt), desc(messages.id))
@@ -250,7 +253,7 @@ const consoleQueries = preparedPerDatabase((db) => {
     .as('counted')
   return {
     count: db
-      .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)` })
+      .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)`, unread: sql<number>`coalesce(sum(${counted.unread}), 0)` })
       .from(counted)
       .prepare(),
     // The page's ids as one JSON array parameter: one statement whatever the page size.
@@ -377,17 +380,16 @@ export function sqliteMessages(storage: Storage): MessageStore {
       }
       // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
       const counted = db
-        .select({ newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer') })
+        .select({ newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer'), unread: sql<number>`(${messages.readAt} is null)`.as('unread') })
         .from(messages)
         .where(consoleListing(db, listing))
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(listing.limit)
         .as('counted')
-      const row = db
-        .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)` })
+      return db
+        .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)`, unread: sql<number>`coalesce(sum(${counted.unread}), 0)` })
         .from(counted)
         .get()!
-      return { total: row.total, newer: row.newer }
     },
 
     async saveLinkCheck(row) {
