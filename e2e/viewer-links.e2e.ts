@@ -75,6 +75,7 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   // Check links (on for a localhost console): the app here is on a loopback address and an
   // unusual port, so each is refused without a request, and the reason is shown beside it.
   const before = seen.length
+  await page.locator('#message-extracts summary').click()
   await page.getByRole('button', { name: 'Check links' }).click()
   await expect(page.locator('#link-check .link-status')).toHaveText(Array(3).fill(/^\s*not checked: only ports 80, 443, 8080 and 8443$/))
   expect(seen.length).toBe(before)

@@ -62,6 +62,7 @@ test('the HTML, its highlighted source, the text, the headers, the raw source an
   await expect(page.frameLocator('iframe.message-html').locator('p.lead')).toHaveText('Rendered words')
   await expect(page.locator('#message-text')).toHaveText('Plain words.')
   await expect(page.locator('table.headers')).toContainText('4711')
+  await expect(page.locator('#view-headers')).toHaveJSProperty('open', false)
 
   // The HTML source, highlighted (tags and attribute values in their own spans), text only.
   await page.locator('#html-source summary').click()
@@ -78,7 +79,8 @@ test('the HTML, its highlighted source, the text, the headers, the raw source an
   await expect(rawSource.locator('pre')).toContainText(PNG)
   await expect(rawSource.locator('span.name').first()).toHaveText('From:')
 
-  // The image attachment has a thumbnail that loaded (2 px wide).
+  // The image attachment has a thumbnail that loaded (2 px wide), under the collapsed attachments.
+  await page.locator('#view-attachments summary').click()
   const thumbnail = page.getByRole('img', { name: 'Preview of dot.png' })
   await expect(thumbnail).toBeVisible()
   await expect.poll(() => thumbnail.evaluate((img: HTMLImageElement) => img.naturalWidth)).toBe(2)

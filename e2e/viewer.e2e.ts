@@ -105,6 +105,8 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   const frame = page.frameLocator('iframe.message-html')
   await expect(frame.locator('#greeting')).toHaveText('Build 42 passed')
   await expect(page.locator('#message-text')).toContainText('Build 42 passed in 3 minutes.')
+  // The attachment count in the summary opens the collapsed attachments.
+  await page.getByRole('link', { name: '1 attachment' }).click()
   await expect(page.getByRole('cell', { name: 'report.bin' })).toBeVisible()
   await shot(page, 'message')
   const frameTitle = await frame.locator('title').count()
@@ -113,8 +115,11 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   const html = page.frames().find((f) => f.url().endsWith('/html'))!
   expect(await html.title()).toBe('')
   expect(requests.filter((url) => url.includes('script-ran'))).toEqual([])
-  // Chromium reports the blocked script: positive proof it was refused, not merely slow.
-  await expect.poll(() => consoleErrors.some((text) => text.includes('Blocked script execution'))).toBe(true)
+  // Chromium reports the refused script and handler (the frame's CSP allows only our measuring
+  // script by its hash): positive proof they were refused, not merely slow.
+  const scriptRefused = (text: string) => text.startsWith("Executing inline script violates the following Content Security Policy directive 'script-src 'sha256-")
+  const handlerRefused = (text: string) => text.startsWith("Executing inline event handler violates the following Content Security Policy directive 'script-src 'sha256-")
+  await expect.poll(() => consoleErrors.some(scriptRefused) && consoleErrors.some(handlerRefused)).toBe(true)
   expect(await page.title()).toBe('Your build passed · Acme QA · Pigeonhole')
 
   // Remote images: a second variant of the same sandboxed response.
@@ -140,7 +145,7 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   await page.getByRole('link', { name: 'Inboxes' }).click()
   await expect(page.locator('#usage-emails')).toHaveText(/^1 \//)
   await shot(page, 'inboxes')
-  const frameRefusal = (text: string) => text.includes('Blocked script execution') || text.includes('violates the following Content Security Policy directive: "img-src data: cid:')
+  const frameRefusal = (text: string) => scriptRefused(text) || handlerRefused(text) || text.includes('violates the following Content Security Policy directive: "img-src data: cid:')
   expect(consoleErrors.filter((text) => !frameRefusal(text) && !text.startsWith('Failed to load resource'))).toEqual([])
   await context.close()
 })

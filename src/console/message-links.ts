@@ -13,10 +13,11 @@
  */
 
 /**
- * The frame's sandbox tokens (attribute and CSP alike): popups only, so a link opens in a
- * new, ordinary tab; no script, form or same-origin access is granted to the frame.
+ * The frame's sandbox tokens (attribute and CSP alike): popups, so a link opens in a new,
+ * ordinary tab, and scripts for the one measuring script the frame's CSP allows by its hash
+ * (frame-height.ts; the email's own scripts stay refused). No form, no same-origin access.
  */
-export const MESSAGE_HTML_SANDBOX = 'allow-popups allow-popups-to-escape-sandbox'
+export const MESSAGE_HTML_SANDBOX = 'allow-scripts allow-popups allow-popups-to-escape-sandbox'
 
 /** The schemes a link in a message may keep, tested on the raw attribute (entities cannot start a scheme). */
 const FOLLOWABLE = /^\s*(https?:\/\/|mailto:)/i

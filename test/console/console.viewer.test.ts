@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
+import { HEIGHT_SCRIPT, HEIGHT_SCRIPT_SOURCE } from '../../src/console/frame-height.ts'
 import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP, SOURCE_CSP } from '../../src/console/routes/messages.tsx'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
@@ -107,7 +108,7 @@ test('the message page shows subject, from, headers, text and filename as text, 
   expect(page.html).toContain('X-Hostile')
   expect(page.html).toContain('&lt;img src=x onerror=alert(1)>.bin')
   expect(page.html).toContain(
-    `<iframe class="message-html width-desktop" title="Message HTML" sandbox="allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
+    `<iframe class="message-html width-desktop" id="message-html" title="Message HTML" sandbox="allow-scripts allow-popups allow-popups-to-escape-sandbox" referrerpolicy="no-referrer" src="/console/orgs/${orgA}/messages/${messageId}/html"`,
   )
   expect(page.headers.get('content-security-policy')).toContain("frame-src 'self'")
   expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline')
@@ -121,9 +122,15 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(html.html).toContain('<script>document.title') // served as the sender wrote it, inert under the policy
   const csp = html.headers.get('content-security-policy')!
   expect(csp).toBe(MESSAGE_HTML_CSP)
-  // Popups only (links open in a new tab): no allow-scripts, allow-forms or allow-same-origin.
-  expect(csp.split('; ')[0]).toBe('sandbox allow-popups allow-popups-to-escape-sandbox')
-  expect(csp).not.toMatch(/allow-(scripts|forms|same-origin|top-navigation|modals)/)
+  // Popups (links open in a new tab) and scripts for our one measuring script; no forms, no same-origin.
+  expect(csp.split('; ')[0]).toBe('sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox')
+  expect(csp).not.toMatch(/allow-(forms|same-origin|top-navigation|modals)/)
+  // The only script allowed is ours, by its hash: the message's scripts and handlers stay refused.
+  const scripts = csp.split('; ').filter((directive) => directive.startsWith('script-src'))
+  expect(scripts).toEqual([`script-src ${HEIGHT_SCRIPT_SOURCE}`])
+  expect(HEIGHT_SCRIPT_SOURCE).toMatch(/^'sha256-[A-Za-z0-9+/]{43}='$/)
+  expect(csp).not.toMatch(/unsafe-(eval|hashes)|'nonce-|strict-dynamic|script-src-(elem|attr)/)
+  expect(html.html.startsWith(`<script>${HEIGHT_SCRIPT}</script>`)).toBe(true)
   expect(html.headers.get('referrer-policy')).toBe('no-referrer')
   expect(csp).toContain("default-src 'none'")
   expect(csp).not.toMatch(/https?:/)
@@ -131,7 +138,7 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(html.headers.get('x-content-type-options')).toBe('nosniff')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/html?images=remote`)
   expect(remote.headers.get('content-security-policy')).toBe(MESSAGE_HTML_REMOTE_IMAGES_CSP)
-  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith("sandbox allow-popups allow-popups-to-escape-sandbox; default-src 'none'")
+  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith(`sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; default-src 'none'; script-src ${HEIGHT_SCRIPT_SOURCE};`)
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toContain('img-src data: cid: https: http:')
 })
 
@@ -234,6 +241,6 @@ test('images the message carries inline (cid:) are shown as data: URLs inside th
   expect((await sendMail(server.app.smtpPort, { to: [address] }, related)).data?.code).toBe(250)
   const listed = await server.get(`/v1/inboxes/${inboxId}/messages?limit=1`, key)
   const html = await owner.get(`/console/orgs/${orgA}/messages/${listed.body.data[0].id}/html`)
-  expect(html.html.trimEnd()).toBe(`<img src="data:image/png;base64,${pixel.toString('base64')}"><img src="cid:missing@example.com">`)
+  expect(html.html.trimEnd()).toBe(`<script>${HEIGHT_SCRIPT}</script><img src="data:image/png;base64,${pixel.toString('base64')}"><img src="cid:missing@example.com">`)
   expect(html.headers.get('content-security-policy')).toBe(MESSAGE_HTML_CSP)
 })

@@ -228,10 +228,10 @@ if (liveList && window.EventSource) {
 }
 
 // Keyboard shortcuts (listed on the message page): j/k older/newer message, u the inbox,
-// # or Delete deletes (after the usual prompt), 1-6 jump to a view, c copies the first
+// # or Delete deletes (after the usual prompt), 1-7 open and jump to a view, c copies the first
 // code. On an inbox page j/k move through the messages and Enter opens one. Keys typed
 // into a field, or with a modifier, are left alone.
-const VIEWS = { 1: 'view-html', 2: 'view-text', 3: 'html-source', 4: 'raw-source', 5: 'view-attachments', 6: 'view-headers' }
+const VIEWS = { 1: 'view-html', 2: 'view-text', 3: 'html-source', 4: 'raw-source', 5: 'view-attachments', 6: 'view-headers', 7: 'message-extracts' }
 document.addEventListener('keydown', (event) => {
   if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return
   if (event.target instanceof Element && event.target.closest('input, textarea, select, [contenteditable]')) return
@@ -245,7 +245,7 @@ document.addEventListener('keydown', (event) => {
     else if (key === 'k') follow('newer-message')
     else if (key === 'u') follow('back-to-inbox')
     else if (key === '#' || key === 'Delete') document.getElementById('delete-message').requestSubmit()
-    else if (key === 'c') document.querySelector('#message-extracts [data-copy]')?.click()
+    else if (key === 'c') document.querySelector('#message-codes [data-copy]')?.click()
     else if (VIEWS[key]) {
       const view = document.getElementById(VIEWS[key])
       if (!view) return
@@ -261,4 +261,77 @@ document.addEventListener('keydown', (event) => {
     links[next].focus()
     event.preventDefault()
   }
+})
+
+// Message page: the email's frame takes the height of the email (frame-height.ts posts it
+// from inside the sandbox; only a number from that frame is taken, and bounded), so the
+// page scrolls, not a box inside it. Without this script the frame keeps its CSS height.
+const messageFrame = document.getElementById('message-html')
+if (messageFrame) {
+  const MAX_FRAME_HEIGHT = 30_000
+  window.addEventListener('message', (event) => {
+    if (event.source !== messageFrame.contentWindow || typeof event.data !== 'object' || event.data === null) return
+    const height = event.data.pigeonholeFrameHeight
+    if (typeof height !== 'number' || !Number.isFinite(height)) return
+    messageFrame.style.height = `${Math.min(MAX_FRAME_HEIGHT, Math.max(80, Math.ceil(height) + 2))}px`
+    messageFrame.classList.add('sized')
+  })
+
+  // Width and remote images switch in place: the frame's class or address changes, the
+  // page's URL follows (so a reload or a shared link keeps the choice), the scroll stays.
+  const widths = document.querySelectorAll('.preview-widths a[data-width]')
+  const images = document.getElementById('remote-images-toggle')
+  const note = document.getElementById('remote-images-note')
+  const setUrl = (url) => window.history.replaceState(window.history.state, '', url)
+  for (const link of widths) {
+    link.addEventListener('click', (event) => {
+      if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return
+      event.preventDefault()
+      const width = link.getAttribute('data-width')
+      messageFrame.classList.remove('width-phone', 'width-tablet', 'width-desktop')
+      messageFrame.classList.add(`width-${width}`)
+      for (const other of widths) {
+        if (other === link) other.setAttribute('aria-current', 'true')
+        else other.removeAttribute('aria-current')
+      }
+      setUrl(link.href)
+      // The other toggle's link keeps this width.
+      if (images) {
+        const next = new URL(images.href)
+        if (width === 'desktop') next.searchParams.delete('width')
+        else next.searchParams.set('width', width)
+        images.href = next.pathname + next.search
+      }
+    })
+  }
+  images?.addEventListener('click', (event) => {
+    if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return
+    event.preventDefault()
+    const remote = images.getAttribute('data-images') === 'remote'
+    const frameUrl = new URL(messageFrame.src)
+    if (remote) frameUrl.searchParams.set('images', 'remote')
+    else frameUrl.searchParams.delete('images')
+    messageFrame.src = frameUrl.pathname + frameUrl.search
+    setUrl(images.href)
+    for (const link of widths) {
+      const next = new URL(link.href)
+      if (remote) next.searchParams.set('images', 'remote')
+      else next.searchParams.delete('images')
+      link.href = next.pathname + next.search
+    }
+    const back = new URL(images.href)
+    if (remote) back.searchParams.delete('images')
+    else back.searchParams.set('images', 'remote')
+    images.href = back.pathname + back.search
+    images.setAttribute('data-images', remote ? 'blocked' : 'remote')
+    images.textContent = remote ? 'Block remote images' : 'Load remote images'
+    if (note) note.textContent = remote ? 'Remote images are loaded (the sender can see that the message was opened).' : 'Scripts, forms and remote content are blocked.'
+  })
+}
+
+// A link to a collapsed section (the attachment count in a message's summary) opens it.
+document.addEventListener('click', (event) => {
+  const link = event.target instanceof Element ? event.target.closest('a[data-open]') : null
+  const section = link && document.getElementById(link.getAttribute('data-open'))
+  if (section && section.tagName === 'DETAILS') section.open = true
 })

@@ -9,6 +9,7 @@ import type { Message } from '../../core/models.ts'
 import { type LinkStatus, MAX_CHECKED } from '../../core/messages/link-check.ts'
 import { type FoundCode, type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'
 import { PATHS, withQuery } from '../paths.ts'
+import { decodeHeaderText } from '../../core/inbound/mime/encoded-words.ts'
 import { formatBytes } from './inboxes.tsx'
 import { PostForm, Table, Time } from './shell.tsx'
 
@@ -16,10 +17,10 @@ import { PostForm, Table, Time } from './shell.tsx'
 const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
 
 export type PreviewWidth = 'phone' | 'tablet' | 'desktop'
-export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string }[] = [
-  { id: 'phone', label: 'Phone (375 px)' },
-  { id: 'tablet', label: 'Tablet (768 px)' },
-  { id: 'desktop', label: 'Desktop (full width)' },
+export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string; detail: string }[] = [
+  { id: 'phone', label: 'Phone', detail: '375 px' },
+  { id: 'tablet', label: 'Tablet', detail: '768 px' },
+  { id: 'desktop', label: 'Desktop', detail: 'full width' },
 ]
 
 export function MessagePage(props: {
@@ -33,6 +34,8 @@ export function MessagePage(props: {
   older?: string
   linkCheck: boolean
   statuses?: Map<string, LinkStatus>
+  /** For a message with HTML and no text part: its HTML's text, shown marked as derived. */
+  derivedText?: string
 }) {
   const { org, message } = props
   const here = PATHS.message.link(org.organizationId, message.id)
@@ -44,6 +47,7 @@ export function MessagePage(props: {
     const text = query.toString()
     return text ? `${here}?${text}` : here
   }
+  const attachments = message.attachments.length
   return (
     <>
       <nav class="message-nav" aria-label="Messages">
@@ -61,62 +65,81 @@ export function MessagePage(props: {
           </a>
         )}
       </nav>
-      <section class="card">
+      {/* The summary is kept to a few lines so the email itself starts inside the first screen, phones included. */}
+      <section class="card message-head">
         <h2 class="page-title" id="message-subject">
           {message.subject || '(no subject)'}
         </h2>
-        <table>
-          <tbody>
-            <tr>
-              <th scope="row">From</th>
-              <td id="message-from">{message.from.name ? `${message.from.name} <${message.from.address}>` : message.from.address}</td>
-            </tr>
-            <tr>
-              <th scope="row">To</th>
-              <td>{message.to}</td>
-            </tr>
-            <tr>
-              <th scope="row">Received</th>
-              <td>
-                <Time at={message.received_at} />
-              </td>
-            </tr>
-            <tr>
-              <th scope="row">Size</th>
-              <td>{formatBytes(message.size_bytes)}</td>
-            </tr>
-          </tbody>
-        </table>
-        <div class="actions">
-          <a class="button secondary" href={PATHS.messageRaw.link(org.organizationId, message.id)} download>
-            Download source (.eml)
-          </a>
-          <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">
-            <button type="submit" class="danger">
-              Delete
-            </button>
-          </PostForm>
+        <dl class="message-meta">
+          <div>
+            <dt>From</dt>
+            <dd id="message-from">{message.from.name ? `${message.from.name} <${message.from.address}>` : message.from.address}</dd>
+          </div>
+          <div>
+            <dt>To</dt>
+            <dd>{message.to}</dd>
+          </div>
+          <div>
+            <dt>Received</dt>
+            <dd>
+              <Time at={message.received_at} />
+            </dd>
+          </div>
+          <div>
+            <dt>Size</dt>
+            <dd>
+              {formatBytes(message.size_bytes)}
+              {attachments > 0 && (
+                <>
+                  {' · '}
+                  <a href="#view-attachments" data-open="view-attachments">
+                    {attachments} attachment{attachments === 1 ? '' : 's'}
+                  </a>
+                </>
+              )}
+            </dd>
+          </div>
+        </dl>
+        <div class="head-row">
+          <Codes codes={props.codes} />
+          <div class="actions">
+            <a class="button secondary" href={PATHS.messageRaw.link(org.organizationId, message.id)} download>
+              Download source (.eml)
+            </a>
+            <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">
+              <button type="submit" class="danger">
+                Delete
+              </button>
+            </PostForm>
+          </div>
         </div>
       </section>
-      <LinksAndCodes links={props.links} codes={props.codes} checkAction={props.linkCheck ? PATHS.messageCheckLinks.link(org.organizationId, message.id) : undefined} statuses={props.statuses} />
       {message.html !== null && (
-        <section class="card" id="view-html">
-          <h2>HTML</h2>
-          <p class="muted">
-            {props.remoteImages ? 'Remote images are loaded (the sender can see that the message was opened). ' : 'Scripts, forms and remote content are blocked. '}
-            <a href={view(!props.remoteImages, props.width)} id="remote-images-toggle">
+        <section class="card" id="view-html" aria-labelledby="view-html-title">
+          {/* The view choices stay in reach while reading a long mail; console.js applies them in place. */}
+          <div class="preview-bar">
+            <h2 id="view-html-title" class="visually-hidden">
+              HTML
+            </h2>
+            <nav class="preview-widths" aria-label="Preview width">
+              {PREVIEW_WIDTHS.map((w) => (
+                <a href={view(props.remoteImages, w.id)} aria-current={w.id === props.width ? 'true' : undefined} data-width={w.id}>
+                  {w.label}
+                  {/* Left out on a phone, where the bar must stay one line. */}
+                  <span class="width-detail"> ({w.detail})</span>
+                </a>
+              ))}
+            </nav>
+            <a href={view(!props.remoteImages, props.width)} id="remote-images-toggle" data-images={props.remoteImages ? 'blocked' : 'remote'}>
               {props.remoteImages ? 'Block remote images' : 'Load remote images'}
             </a>
-          </p>
-          <nav class="preview-widths" aria-label="Preview width">
-            {PREVIEW_WIDTHS.map((w) => (
-              <a href={view(props.remoteImages, w.id)} aria-current={w.id === props.width ? 'true' : undefined} data-width={w.id}>
-                {w.label}
-              </a>
-            ))}
-          </nav>
+            <span class="muted" id="remote-images-note">
+              {props.remoteImages ? 'Remote images are loaded (the sender can see that the message was opened).' : 'Scripts, forms and remote content are blocked.'}
+            </span>
+          </div>
           <iframe
             class={`message-html width-${props.width}`}
+            id="message-html"
             title="Message HTML"
             sandbox={MESSAGE_HTML_SANDBOX}
             referrerpolicy="no-referrer"
@@ -124,33 +147,32 @@ export function MessagePage(props: {
           ></iframe>
         </section>
       )}
-      <section class="card" id="view-text">
-        <h2>Text</h2>
-        {message.text === null ? (
-          <p class="muted">This message has no text part.</p>
-        ) : (
+      <details class="card" id="view-text" open>
+        <summary>
+          <h2>Text</h2>
+          {message.text === null && message.html !== null && <span class="badge">derived from the HTML</span>}
+        </summary>
+        {message.text !== null ? (
           <pre id="message-text">
             <TextWithLinks text={message.text} />
           </pre>
+        ) : props.derivedText ? (
+          <>
+            <p class="muted">This message has no text part. Below is the text of its HTML, as a reader without HTML would get it; it is not part of the message.</p>
+            <pre id="message-text" class="derived">
+              <TextWithLinks text={props.derivedText} />
+            </pre>
+          </>
+        ) : (
+          <p class="muted">This message has no text part.</p>
         )}
-      </section>
-      {message.html !== null && (
-        <details class="card" id="html-source">
-          <summary>
-            <h2>HTML source</h2>
-          </summary>
-          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'html' })}></iframe>
-        </details>
-      )}
-      <details class="card" id="raw-source">
-        <summary>
-          <h2>Raw source</h2>
-        </summary>
-        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'raw' })}></iframe>
       </details>
-      <section class="card" id="view-attachments">
-        <h2>Attachments</h2>
-        {message.attachments.length === 0 ? (
+      <LinksAndCodes links={props.links} checkAction={props.linkCheck ? PATHS.messageCheckLinks.link(org.organizationId, message.id) : undefined} statuses={props.statuses} />
+      <details class="card" id="view-attachments">
+        <summary>
+          <h2>Attachments ({attachments})</h2>
+        </summary>
+        {attachments === 0 ? (
           <p class="muted">None.</p>
         ) : (
           <Table columns={['File', 'Type', 'Size']}>
@@ -168,22 +190,27 @@ export function MessagePage(props: {
             ))}
           </Table>
         )}
-      </section>
-      <section class="card" id="view-headers">
-        <h2>Headers</h2>
-        <table class="headers">
-          <tbody>
-            {message.headers.map(([name, value]) => (
-              <tr>
-                <th scope="row" class="mono">
-                  {name}
-                </th>
-                <td class="mono">{value}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </section>
+      </details>
+      <details class="card" id="view-headers">
+        <summary>
+          <h2>Headers ({message.headers.length})</h2>
+        </summary>
+        <HeaderTable headers={message.headers} />
+      </details>
+      {message.html !== null && (
+        <details class="card" id="html-source">
+          <summary>
+            <h2>HTML source</h2>
+          </summary>
+          <iframe class="message-source" title="HTML source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'html' })}></iframe>
+        </details>
+      )}
+      <details class="card" id="raw-source">
+        <summary>
+          <h2>Raw source</h2>
+        </summary>
+        <iframe class="message-source" title="Raw source" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'raw' })}></iframe>
+      </details>
       <Shortcuts />
     </>
   )
@@ -206,27 +233,70 @@ export function TextWithLinks({ text }: { text: string }) {
   )
 }
 
-/** What a test would extract from the message, shown to the person debugging it. */
-function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[]; checkAction?: string; statuses?: Map<string, LinkStatus> }) {
+/** The one-time codes a test would extract, in the summary: usually what a reader came for. */
+function Codes({ codes }: { codes: FoundCode[] }) {
+  if (codes.length === 0) return null
   return (
-    <section class="card" id="message-extracts">
-      <h2>One-time codes</h2>
-      {props.codes.length === 0 ? (
-        <p class="muted">No code found (a code follows a word such as "code", "PIN" or "verification", or is a number of six digits on its own).</p>
-      ) : (
-        <ul class="codes">
-          {props.codes.map((c, i) => (
-            <li>
-              <input id={`code-${i}`} type="text" readonly value={c.code} class="mono code" aria-label={`Code ${c.code}`} size={Math.max(6, c.code.length + 1)} />{' '}
-              <button type="button" class="button secondary" data-copy={`code-${i}`}>
-                Copy
-              </button>{' '}
-              <span class="muted">…{c.context}…</span>
-            </li>
-          ))}
-        </ul>
-      )}
-      <h2>Links</h2>
+    <ul class="codes" id="message-codes" aria-label="One-time codes">
+      {codes.map((c, i) => (
+        <li>
+          <input id={`code-${i}`} type="text" readonly value={c.code} class="mono code" aria-label={`Code ${c.code}`} size={Math.max(6, c.code.length + 1)} />{' '}
+          <button type="button" class="button secondary" data-copy={`code-${i}`}>
+            Copy
+          </button>{' '}
+          <span class="muted code-context">…{c.context}…</span>
+        </li>
+      ))}
+    </ul>
+  )
+}
+
+/** Each header as received, its RFC 2047 encoded words decoded; the raw form is one click away where it differs. */
+function HeaderTable({ headers }: { headers: [string, string][] }) {
+  return (
+    <table class="headers">
+      <tbody>
+        {headers.map(([name, value]) => {
+          const decoded = decodedHeader(value)
+          return (
+            <tr>
+              <th scope="row" class="mono">
+                {name}
+              </th>
+              <td class="mono">
+                {decoded}
+                {decoded !== value && (
+                  <details class="raw-header">
+                    <summary>raw</summary>
+                    {value}
+                  </details>
+                )}
+              </td>
+            </tr>
+          )
+        })}
+      </tbody>
+    </table>
+  )
+}
+
+/** A header's value with its encoded words decoded; a value that cannot be decoded is shown as it came. */
+function decodedHeader(value: string): string {
+  if (!value.includes('=?')) return value
+  try {
+    return decodeHeaderText(value)
+  } catch {
+    return value
+  }
+}
+
+/** Every link a test would extract from the message, collapsed under the email (a newsletter has dozens). */
+function LinksAndCodes(props: { links: FoundLink[]; checkAction?: string; statuses?: Map<string, LinkStatus> }) {
+  return (
+    <details class="card" id="message-extracts" open={props.statuses !== undefined}>
+      <summary>
+        <h2>Links ({props.links.length})</h2>
+      </summary>
       {props.links.length === 0 ? (
         <p class="muted">No links.</p>
       ) : (
@@ -255,7 +325,7 @@ function LinksAndCodes(props: { links: FoundLink[]; codes: FoundCode[]; checkAct
           <span class="muted">A HEAD request from the server to each of the first {MAX_CHECKED} (public addresses only, redirects not followed).</span>
         </PostForm>
       )}
-    </section>
+    </details>
   )
 }
 
@@ -271,6 +341,7 @@ export const MESSAGE_SHORTCUTS: [key: string, action: string][] = [
   ['4', 'raw source'],
   ['5', 'attachments'],
   ['6', 'headers'],
+  ['7', 'links'],
   ['c', 'copy the first one-time code'],
 ]
 

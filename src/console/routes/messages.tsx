@@ -18,6 +18,8 @@ import { downloadResponse } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
 import { Refusal } from '../../core/refusals.ts'
 import { type LinkStatus, withAllowList } from '../../core/messages/link-check.ts'
+import { HEIGHT_SCRIPT_SOURCE, withHeightReporter } from '../frame-height.ts'
+import { htmlToText } from '../../core/inbound/preview.ts'
 import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import type { Principal } from '../../core/api-keys/authenticate.ts'
@@ -28,7 +30,16 @@ import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
-const HTML_POLICY = [`sandbox ${MESSAGE_HTML_SANDBOX}`, "default-src 'none'", "style-src 'unsafe-inline'", 'font-src data:', "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"]
+const HTML_POLICY = [
+  `sandbox ${MESSAGE_HTML_SANDBOX}`,
+  "default-src 'none'",
+  `script-src ${HEIGHT_SCRIPT_SOURCE}`,
+  "style-src 'unsafe-inline'",
+  'font-src data:',
+  "form-action 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'self'",
+]
 /** Message HTML as the frame shows it: inline styles and embedded images only (cid: images are inlined as data:). */
 export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; ')
 /** The same with remote images allowed (the toggle on the message page). */
@@ -47,6 +58,22 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
   const setting = ctx.s.config.consoleLinkCheck
   if (setting !== 'auto') return setting === 'on'
   return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)
+}
+
+/** Shown of a text part (own or derived) on the page; the rest is in the raw source and the download. */
+export const MAX_TEXT_SHOWN = 200_000
+
+/**
+ * The text a reader without HTML would get from an HTML-only message: one line per block,
+ * spaces collapsed, blank runs cut to one. Marked as derived on the page.
+ */
+function derivedText(html: string): string {
+  return htmlToText(html.slice(0, 4 * MAX_TEXT_SHOWN), MAX_TEXT_SHOWN, '\n')
+    .split('\n')
+    .map((line) => line.replace(/\s+/g, ' ').trim())
+    .join('\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim()
 }
 
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
@@ -75,6 +102,7 @@ async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: M
       older={older}
       linkCheck={linkCheckEnabled(ctx)}
       statuses={statuses}
+      derivedText={message.text === null && message.html !== null ? derivedText(message.html) : undefined}
     />
   )
   return renderPage(ctx, `${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
@@ -149,7 +177,7 @@ export const messageRoutes: Route[] = [
       })
       const bytes = new Map<string, Buffer | null>()
       for (const id of wanted) bytes.set(id, await inlineBytes(ctx, principal, id))
-      const html = linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => bytes.get(id) ?? null))
+      const html = withHeightReporter(linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => bytes.get(id) ?? null)))
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',

@@ -90,9 +90,10 @@ const collapse = (text: string) => text.replace(UNSHOWN, '').replace(/\s+/g, ' '
 /**
  * Good enough for a preview: drops scripts, styles, comments and tags; decodes common
  * entities. With `enough`, stops once the collapsed text is longer than that many UTF-16
- * units (checked at doubling lengths, so the checks add up to linear work).
+ * units (checked at doubling lengths, so the checks add up to linear work). `lineBreak` is
+ * what a line-ending tag becomes: a space for one-line uses, a newline for a readable text.
  */
-export function htmlToText(html: string, enough = Infinity): string {
+export function htmlToText(html: string, enough = Infinity, lineBreak = ' '): string {
   const nextGt = forwardSearch((from) => html.indexOf('>', from))
   const quotedValue = /=[\t\n\f\r ]*["']/g
   const nextQuotedValue = forwardSearch((from) => {
@@ -183,7 +184,7 @@ export function htmlToText(html: string, enough = Infinity): string {
       pieces.push(decodeEntities(html.slice(lt)))
       break
     }
-    if (BREAKING.has(name)) pieces.push(' ')
+    if (BREAKING.has(name)) pieces.push(lineBreak)
     i = gt + 1
   }
   return pieces.join('')
