@@ -5,7 +5,7 @@
  * runs no script; the width and remote-image toggles switch in place, keeping the position.
  */
 import { expect, test, type Page } from '@playwright/test'
-import { createInbox, send, setUp } from './helpers.ts'
+import { createInbox, OWNER, send, setUp } from './helpers.ts'
 import { startServer, type E2eServer } from './server.ts'
 
 let server: E2eServer
@@ -134,5 +134,53 @@ test('the email starts on the first screen, its frame is as tall as the email, a
   await page.goto(messageUrl)
   const phoneTop = (await frame.locator('#mail-top').boundingBox())!
   expect(phoneTop.y + phoneTop.height).toBeLessThan(844 - 150)
+  await context.close()
+})
+
+test('HTML-only mail shows its derived text, marked; encoded headers are decoded with the raw form one click away; pages are compressed', async ({ browser }) => {
+  const context = await browser.newContext({ baseURL: server.baseUrl })
+  const page = await context.newPage()
+  // The server was set up by the test above: sign in as its owner.
+  await page.goto('/console/sign-in')
+  await page.getByLabel('Email').fill(OWNER.email)
+  await page.getByLabel('Password').fill(OWNER.password)
+  await page.getByRole('button', { name: 'Sign in' }).click()
+  await expect(page.getByRole('heading', { name: 'Acme QA' })).toBeVisible()
+  const { address } = await createInbox(page, new URL(page.url()).pathname, 'html-only')
+  const encoded = `=?utf-8?B?${Buffer.from('Grüße aus Zürich').toString('base64')}?=`
+  const raw = [
+    'From: App <app@example.com>',
+    `To: ${address}`,
+    `Subject: ${encoded}`,
+    `X-Greeting: ${encoded}`,
+    'MIME-Version: 1.0',
+    'Content-Type: text/html; charset=utf-8',
+    '',
+    '<html><head><style>p { color: red }</style></head><body><h1>Welcome</h1><p>Your code is <b>4711</b>.</p><div>Second&nbsp;line &amp; more</div></body></html>',
+    '',
+  ].join('\r\n')
+  await send(server, address, raw)
+  await page.reload()
+  await page.getByRole('link', { name: 'Grüße aus Zürich' }).click()
+
+  // The text of the HTML, a line per block, marked as derived (not part of the message).
+  await expect(page.locator('#view-text summary')).toContainText('derived from the HTML')
+  await expect(page.locator('#message-text')).toHaveText('Welcome\nYour code is 4711.\nSecond line & more')
+  await expect(page.locator('#message-text')).not.toContainText('color: red')
+
+  // Headers: decoded, the raw encoded word one click away.
+  await page.locator('#view-headers > summary').click()
+  const row = page.locator('table.headers tr').filter({ has: page.getByRole('rowheader', { name: 'X-Greeting' }) })
+  await expect(row.locator('td')).toContainText('Grüße aus Zürich')
+  await expect(row.locator('code.raw-value')).toBeHidden()
+  await row.getByText('raw', { exact: true }).click()
+  await expect(row.locator('code.raw-value')).toBeVisible()
+  await expect(row.locator('code.raw-value')).toHaveText(encoded)
+
+  // The page and its assets arrive gzip-compressed.
+  const [pageResponse, cssResponse] = await Promise.all([page.waitForResponse((r) => r.url() === page.url()), page.waitForResponse((r) => r.url().endsWith('/console.css')), page.reload()])
+  expect(pageResponse.headers()['content-encoding']).toBe('gzip')
+  expect(cssResponse.headers()['content-encoding']).toBe('gzip')
+  expect(pageResponse.headers().vary).toContain('Accept-Encoding')
   await context.close()
 })

@@ -20,6 +20,7 @@ import { asConsoleError, STATUS } from './errors.ts'
 import { renderError } from './pages/error.tsx'
 import { hasControlCharacter, PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
 import { sameOrigin, securityHeaders } from './security.ts'
+import { compressed } from './compression.ts'
 
 /** A route as its file declares it: the pattern from PATHS, who may reach it, and the handler. */
 export interface RouteDefinition<P extends string, A extends Access> {
@@ -145,6 +146,7 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     }
     for (const value of ctx?.setCookies ?? []) response.headers.append('set-cookie', value)
     securityHeaders(response.headers)
+    response = await compressed(request, response)
     logger.info('console_request', {
       method: request.method,
       path: ctx ? loggablePath(ctx.url.pathname) : undefined,

@@ -268,7 +268,7 @@ function HeaderTable({ headers }: { headers: [string, string][] }) {
                 {decoded !== value && (
                   <details class="raw-header">
                     <summary>raw</summary>
-                    {value}
+                    <code class="raw-value">{value}</code>
                   </details>
                 )}
               </td>
