@@ -10,12 +10,12 @@ import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
 import { newToken } from '../core/helpers/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
-import { ANON_CSRF_COOKIE, clearCookie, cookie, cookieNames, readCookie, SESSION_COOKIE } from './cookies.ts'
+import { ANON_CSRF_COOKIE, clearCookie, cookie, cookieNames, FAILED_FORM_COOKIE, readCookie, SESSION_COOKIE } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
-import { PATHS } from './paths.ts'
+import { PATHS, withQuery } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
-import { isShownCookie, type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
+import { type FailedForm, isShownCookie, type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -121,6 +121,34 @@ export class ConsoleRequest<Name extends string = string> {
     return this.deps.shownOnce.open(this.sessionToken, id, id ? readCookie(this.request, shownCookieName(id)) : undefined, kind)
   }
 
+  /**
+   * Answers a refused form with a redirect to its page (`back`, a path of ours) instead of
+   * a page: reloading then shows the refusal again rather than sending the form again (for
+   * a password, another guess toward the lockout). The message, status and the fields worth
+   * keeping travel sealed in a cookie tied to this browser's form token, like values shown
+   * once; the page's URL names them with `failed=`.
+   */
+  failBack(back: string, failure: Omit<FailedForm, 'kind'>): Response {
+    const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.csrfToken(), { kind: 'failed_form', ...failure })
+    this.setCookies.push(cookie(FAILED_FORM_COOKIE, `${id}.${sealed}`, { secure: this.deps.secureCookies, maxAgeSeconds }))
+    const url = new URL(back, 'http://console.invalid')
+    url.searchParams.set(FAILED_PARAM, id)
+    return redirect(url.pathname + url.search)
+  }
+
+  /** The refused form this page's URL names (see failBack), while this browser holds it. */
+  failedForm(): FailedForm | undefined {
+    const id = this.url.searchParams.get(FAILED_PARAM)
+    const held = readCookie(this.request, FAILED_FORM_COOKIE)
+    if (!id || !held?.startsWith(`${id}.`)) return undefined
+    return this.deps.shownOnce.open(this.csrfToken(), id, held.slice(id.length + 1), 'failed_form')
+  }
+
+  /** A field of the refused form this page shows, or undefined. */
+  failedField(name: string): string | undefined {
+    return this.failedForm()?.fields[name]
+  }
+
   /** Signs the user in on this response (a fresh token, so a planted cookie is never reused). */
   async startSession(userId: string): Promise<void> {
     if (this.session) {
@@ -152,5 +180,28 @@ export function redirect(path: string): Response {
   return new Response(null, { status: 303, headers: { location: path } })
 }
 
-/** A `next` value is followed only when it is a path inside the console. */
-export const safeNext = (raw: string | null): string => (raw && /^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(raw) && !raw.includes('..') ? raw : PATHS.home.link())
+/** The query parameter that names a refused form's message on the page it returns to. */
+export const FAILED_PARAM = 'failed'
+
+const NOWHERE = 'http://console.invalid'
+
+/**
+ * A `next` value is followed only when it is a path inside the console; its query is kept
+ * (a link's filters survive signing in), re-serialised by the URL parser, and a refused
+ * form's `failed=` is dropped. Anything else leads to the console's home.
+ */
+export function safeNext(raw: string | null): string {
+  if (!raw?.startsWith('/') || raw.startsWith('//') || raw.includes('\\') || /\p{Cc}/u.test(raw)) return PATHS.home.link()
+  let url: URL
+  try {
+    url = new URL(raw, NOWHERE)
+  } catch {
+    return PATHS.home.link()
+  }
+  if (url.origin !== NOWHERE || !/^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(url.pathname) || url.pathname.includes('..')) return PATHS.home.link()
+  url.searchParams.delete(FAILED_PARAM)
+  return url.pathname + url.search
+}
+
+/** Where a link's page and query are kept for after signing in. */
+export const signInFor = (url: URL): string => withQuery(PATHS.signIn.link(), { next: safeNext(url.pathname + url.search) })

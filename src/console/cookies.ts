@@ -10,6 +10,8 @@ export const readTheme = (request: Request): Theme => {
 
 /** Double-submit token for forms shown before sign-in (sign-in, setup, invite). */
 export const ANON_CSRF_COOKIE = 'ph_csrf'
+/** The last refused form of this browser, sealed, for the page its POST redirected to. */
+export const FAILED_FORM_COOKIE = 'ph_failed'
 
 export function readCookie(request: Request, name: string): string | undefined {
   const header = request.headers.get('cookie')

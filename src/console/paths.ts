@@ -50,6 +50,8 @@ export const PATHS = {
   invite: path('/console/invites/:token'),
 
   organization: path('/console/orgs/:org'),
+  /** After setup: the first key (shown once) and the first steps. */
+  welcome: path('/console/orgs/:org/welcome'),
   search: path('/console/orgs/:org/search'),
   inboxes: path('/console/orgs/:org/inboxes'),
   /** The list's delete button: the inbox id is the button's value, not part of the path. */

@@ -24,14 +24,23 @@ export async function renderPage(ctx: ConsoleRequest, title: string, body: Compo
     section: options.section,
     theme: readTheme(ctx.request),
   }
+  // A refused form's message, on the page its POST redirected to (ConsoleRequest.failBack).
+  const failed = ctx.failedForm()
   const html =
     '<!doctype html>' +
     render(
       <Layout shell={shell} title={title}>
+        {failed && (
+          <p class="error" role="alert" id="form-error">
+            {failed.message}
+          </p>
+        )}
         {body}
       </Layout>,
     )
-  return new Response(html, { status: options.status ?? 200, headers: { 'content-type': 'text/html; charset=utf-8' } })
+  const response = new Response(html, { status: failed && (options.status ?? 200) === 200 ? failed.status : (options.status ?? 200), headers: { 'content-type': 'text/html; charset=utf-8' } })
+  if (failed?.retryAfterSeconds) response.headers.set('retry-after', String(failed.retryAfterSeconds))
+  return response
 }
 
 /**

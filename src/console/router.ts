@@ -14,11 +14,11 @@ import { HttpProtocolError } from '../web/request-target.ts'
 import { errorFields } from '../log.ts'
 import { loggablePath } from '../log-paths.ts'
 import { ACCESS_LEVELS, isAccess, needsOrganization, resolveAccess, type Access, type Member, type Resolved, type SignedIn, type Visitor } from './access.ts'
-import { ConsoleRequest, redirect, type ConsoleDeps } from './context.ts'
+import { ConsoleRequest, redirect, safeNext, signInFor, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
 import { asConsoleError, STATUS } from './errors.ts'
 import { renderError } from './pages/error.tsx'
-import { hasControlCharacter, PARAM, PATHS, withQuery, type ConsolePath, type ParamName } from './paths.ts'
+import { hasControlCharacter, PARAM, PATHS, type ConsolePath, type ParamName } from './paths.ts'
 import { sameOrigin, securityHeaders } from './security.ts'
 import { compressed } from './compression.ts'
 
@@ -75,6 +75,23 @@ export function isConsolePath(url: string): boolean {
     }
   }
   return false
+}
+
+/** Refusals of a form the person can correct or retry; the others (404, 403) end on their own page. */
+const RETURNED_KINDS = new Set<string>(['invalid', 'conflict', 'throttled'])
+
+/** The console page a form was sent from (its Referer, same origin only), or null. */
+function formPage(request: Request, baseUrl: string): string | null {
+  const referer = request.headers.get('referer')
+  if (!referer) return null
+  try {
+    const from = new URL(referer)
+    if (from.origin !== new URL(baseUrl).origin && from.host !== request.headers.get('host')) return null
+    const path = from.pathname + from.search
+    return safeNext(path) === PATHS.home.link() && from.pathname !== PATHS.home.link() ? null : safeNext(path)
+  } catch {
+    return null
+  }
 }
 
 export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
@@ -160,9 +177,11 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
   async function errorResponse(ctx: ConsoleRequest, thrown: unknown): Promise<Response> {
     const error = asConsoleError(thrown)
     if (error instanceof Refusal) {
-      if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') {
-        return redirect(withQuery(PATHS.signIn.link(), { next: ctx.url.pathname }))
-      }
+      if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') return redirect(signInFor(ctx.url))
+      // A refused form goes back to the page it was sent from, with the message: reloading
+      // must not send it again. Forms with fields worth keeping do this in their handlers.
+      const back = ctx.request.method === 'POST' && RETURNED_KINDS.has(error.kind) ? formPage(ctx.request, deps.s.publicUrls().baseUrl) : null
+      if (back) return ctx.failBack(back, { message: error.message, status: STATUS[error.kind], fields: {}, retryAfterSeconds: error.retryAfterSeconds })
       const response = await renderError(ctx, STATUS[error.kind], error.message)
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
       return response

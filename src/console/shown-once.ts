@@ -19,6 +19,20 @@ export type ShownValue =
   | { kind: 'api_key'; organizationId: string; name: string; key: string }
   | { kind: 'invite'; organizationId: string; link: string; role: string; expiresAt: string }
   | { kind: 'password'; email: string; password: string }
+  | FailedForm
+
+/**
+ * A form that was refused, carried to the page its POST redirects to (post/redirect/get for
+ * failures too: reloading shows the message again instead of sending the form again). Only
+ * fields worth keeping are carried, never a password.
+ */
+export interface FailedForm {
+  kind: 'failed_form'
+  message: string
+  status: number
+  fields: Record<string, string>
+  retryAfterSeconds?: number
+}
 
 /** 128 random bits, base64url: safe in a URL and in a cookie's name. */
 const ID_PATTERN = /^[A-Za-z0-9_-]{22}$/

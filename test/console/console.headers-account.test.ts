@@ -111,7 +111,7 @@ describe('account', () => {
     const self = await signedIn(server, 'op@example.com')
     await self.get('/console/account')
     expect((await self.post('/console/account/password', { current: 'wrong one!!', password: 'new password 123' })).status).toBe(400)
-    expect((await self.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(200)
+    expect((await self.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(303) // to the account page that says so (post/redirect/get)
     expect((await self.get('/console/account')).status).toBe(200)
     expect((await other.get('/console/account')).status).toBe(303)
     await self.post('/console/account/password', { current: 'new password 123', password: PASSWORD })

@@ -93,7 +93,7 @@ describe('keys', () => {
 
 describe('limits set by the operator', () => {
   test('getUsage reports the organisation limits; an empty field returns to LIMIT_*', async () => {
-    expect((await setLimits({ activeInboxes: '2', monthlyEmails: '5' })).status).toBe(200)
+    expect((await setLimits({ activeInboxes: '2', monthlyEmails: '5' })).status).toBe(303)
     const usage = await server.get('/v1/usage', firstKey)
     expect([usage.body.inboxes.limit, usage.body.emails.limit, usage.body.plan]).toEqual([2, 5, 'free'])
     await setLimits({ activeInboxes: '', monthlyEmails: '' })

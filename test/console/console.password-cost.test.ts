@@ -63,7 +63,7 @@ describeForBackends(['sqlite'], "it restarts a server with a new setting on the 
         expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
         expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).cookies.has('ph_session')).toBe(true)
         await operator.get('/console/account')
-        expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(200)
+        expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(303) // to the account page that says so (post/redirect/get)
         expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
         expect((await signedIn({ url: again.httpUrl }, 'op@example.com', 'new password 123')).cookies.has('ph_session')).toBe(true)
         // An unknown account is checked against a decoy made at the new cost: still a plain 401.

@@ -57,12 +57,28 @@ describe('sign-in', () => {
   })
 
   test('next is followed only inside the console (no open redirect)', async () => {
-    for (const next of ['https://evil.test/', '//evil.test', '/console/../v1/usage', 'javascript:alert(1)']) {
+    for (const next of ['https://evil.test/', '//evil.test', '/console/../v1/usage', 'javascript:alert(1)', '/\\evil.test/console', '/console\n//evil.test', 'https://evil.test/console?x=1']) {
       const client = ConsoleClient.for(server)
       await client.get('/console/sign-in')
       const page = await client.post('/console/sign-in', { email: OPERATOR, password: PASSWORD, next })
       expect(page.location).toBe('/console')
     }
+  })
+})
+
+describe('next keeps the query', () => {
+  test("a link's query survives signing in, re-encoded, without a refused form's marker", async () => {
+    const filtered = `/console/orgs/${organizationId}/search?subject=Gr%C3%BC%C3%9Fe&from=a%40b.test`
+    const page = await ConsoleClient.for(server).get(filtered)
+    expect(page.location).toBe(`/console/sign-in?next=${encodeURIComponent(filtered)}`)
+    const client = ConsoleClient.for(server)
+    await client.get('/console/sign-in')
+    const signed = await client.post('/console/sign-in', { email: OPERATOR, password: PASSWORD, next: filtered })
+    expect(signed.location).toBe(filtered)
+    const again = ConsoleClient.for(server)
+    await again.get('/console/sign-in')
+    const marked = await again.post('/console/sign-in', { email: OPERATOR, password: PASSWORD, next: `/console/orgs/${organizationId}?failed=abc&x=1` })
+    expect(marked.location).toBe(`/console/orgs/${organizationId}?x=1`)
   })
 })
 

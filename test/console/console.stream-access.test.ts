@@ -86,7 +86,7 @@ test("a password change ends the other sessions' streams; the changing session's
   const changer = await signedIn(server, member.email)
   await changer.get('/console/account')
   const own = await openStream(changer)
-  expect((await changer.post('/console/account/password', { current: PASSWORD, password: 'another password 2' })).status).toBe(200)
+  expect((await changer.post('/console/account/password', { current: PASSWORD, password: 'another password 2' })).status).toBe(303) // to the account page that says so (post/redirect/get)
   expect(await other.next()).toBeNull()
   await mail()
   expect(await own.next()).toBe('message_stored')

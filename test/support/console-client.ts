@@ -11,6 +11,8 @@ export interface Page {
   headers: Headers
   html: string
   location: string | null
+  /** For a refused form: the redirect the client followed to this page. */
+  refusedVia?: string
 }
 
 const CSRF = /name="_csrf" value="([^"]+)"/
@@ -61,7 +63,13 @@ export class ConsoleClient {
     const csrf = options.csrf === undefined ? this.csrf : options.csrf
     const body = new URLSearchParams(csrf === null || csrf === undefined ? {} : { _csrf: csrf })
     for (const [name, value] of Object.entries(fields)) for (const one of Array.isArray(value) ? value : [value]) body.append(name, one)
-    return this.send(path, { method: 'POST', headers, body: body.toString() })
+    return this.send(path, { method: 'POST', headers, body: body.toString() }).then(async (page) => {
+      // A refused form redirects to its page with the message (`failed=`); like a browser,
+      // the client follows that one redirect, so a test reads the page a person sees, with
+      // its status. `refusedVia` keeps the redirect for tests of the redirect itself.
+      if (page.status !== 303 || !page.location || !new URL(page.location, this.baseUrl).searchParams.has('failed')) return page
+      return { ...(await this.get(page.location)), refusedVia: page.location }
+    })
   }
 }
 
@@ -88,9 +96,11 @@ export async function setUp(server: TestServer, options: { email?: string; prese
     organization: options.organization ?? 'Acme',
     preset: options.preset ?? 'hosted',
   })
-  if (done.status !== 200) throw new Error(`setup answered ${done.status}: ${done.html}`)
-  const key = /value="(ph_live_[0-9a-f_]+)"/.exec(done.html)?.[1]
-  const organizationId = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(done.html)?.[1]
+  // post/redirect/get: the key is shown on the page setup redirects to.
+  if (done.status !== 303 || !done.location) throw new Error(`setup answered ${done.status}: ${done.html}`)
+  const shown = await client.get(done.location)
+  const key = /value="(ph_live_[0-9a-f_]+)"/.exec(shown.html)?.[1]
+  const organizationId = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(shown.html)?.[1]
   if (!key || !organizationId) throw new Error('setup page shows no key or organisation')
   return { client, key, organizationId }
 }

@@ -55,17 +55,27 @@ export function SetupForm(props: { token: string; defaults: OrgLimits; suggested
 }
 
 /** What a newcomer needs next: the key (once), and the commands that use it. */
-export function FirstSteps(props: { organizationId: string; apiKey: string; baseUrl: string; smtpHint: string }) {
+/** The page setup redirects to: the first key while this session may still see it (10 minutes), and the first steps. */
+export function FirstSteps(props: { organizationId: string; apiKey: string | undefined; baseUrl: string; smtpHint: string }) {
   return (
     <>
       <section class="card">
-        <p class="notice">Copy this key now: only its hash is stored, and it is not shown again.</p>
-        <CopyField id="api-key" label="Your API key" value={props.apiKey} />
+        {props.apiKey ? (
+          <>
+            <p class="notice">Copy this key now: only its hash is stored, and it is not shown again after 10 minutes or outside this browser session.</p>
+            <CopyField id="api-key" label="Your API key" value={props.apiKey} />
+          </>
+        ) : (
+          <p class="notice">
+            The first API key is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, make a new one under{' '}
+            <a href={PATHS.keys.link(props.organizationId)}>API keys</a>.
+          </p>
+        )}
       </section>
       <section class="card">
         <h2>Try it</h2>
         <p>Create an inbox, send it mail over SMTP with curl, and read it back (the last line is the status: 200, or 204 if no mail came):</p>
-        <pre id="try-it">{`KEY=${props.apiKey}
+        <pre id="try-it">{`KEY=${props.apiKey ?? '<your API key>'}
 H="Authorization: Bearer $KEY"
 INBOX=$(curl -s -X POST ${props.baseUrl}/v1/inboxes -H "$H")
 ID=$(echo "$INBOX" | sed -n 's/.*"id":"\\([^"]*\\)".*/\\1/p')

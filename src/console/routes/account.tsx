@@ -7,7 +7,7 @@ import type { SignedIn } from '../access.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { clearCookie, cookie, readTheme, THEME_COOKIE } from '../cookies.ts'
 import { AccountPage } from '../pages/account.tsx'
-import { PATHS } from '../paths.ts'
+import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
@@ -18,7 +18,12 @@ async function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, mes
 }
 
 export const accountRoutes: Route[] = [
-  route({ method: 'GET', path: PATHS.account, access: 'signed-in', handler: (ctx, who) => accountPage(ctx, who) }),
+  route({
+    method: 'GET',
+    path: PATHS.account,
+    access: 'signed-in',
+    handler: (ctx, who) => accountPage(ctx, who, ctx.url.searchParams.get('changed') === 'password' ? { notice: 'Password changed. Your other sessions were signed out.' } : {}),
+  }),
   route({
     method: 'POST',
     path: PATHS.accountPassword,
@@ -31,11 +36,10 @@ export const accountRoutes: Route[] = [
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
-        const page = await accountPage(ctx, who, { error: error.message }, error.kind === 'throttled' ? 429 : 400)
-        if (error.retryAfterSeconds) page.headers.set('retry-after', String(error.retryAfterSeconds))
-        return page
+        return ctx.failBack(PATHS.account.link(), { message: error.message, status: error.kind === 'throttled' ? 429 : 400, fields: {}, retryAfterSeconds: error.retryAfterSeconds })
       }
-      return accountPage(ctx, who, { notice: 'Password changed. Your other sessions were signed out.' })
+      // A GET to show the result: reloading it does not send the passwords again.
+      return redirect(withQuery(PATHS.account.link(), { changed: 'password' }))
     },
   }),
   route({

@@ -41,7 +41,12 @@ export const adminRoutes: Route[] = [
       return redirect(PATHS.organization.link(org.id))
     },
   }),
-  route({ method: 'GET', path: PATHS.adminOrganization, access: 'operator', handler: (ctx) => limitsPage(ctx) }),
+  route({
+    method: 'GET',
+    path: PATHS.adminOrganization,
+    access: 'operator',
+    handler: (ctx) => limitsPage(ctx, ctx.url.searchParams.get('saved') === 'limits' ? { notice: 'Limits saved.' } : {}),
+  }),
   route({
     method: 'POST',
     path: PATHS.adminJoin,
@@ -61,10 +66,10 @@ export const adminRoutes: Route[] = [
       try {
         await changeLimits(ctx.s, ctx.actor(), { organizationId: ctx.params.org, overrides: parseLimitInput(input) })
       } catch (error) {
-        if (error instanceof Refusal && error.kind === 'invalid') return limitsPage(ctx, { error: error.message }, 400)
+        if (error instanceof Refusal && error.kind === 'invalid') return ctx.failBack(PATHS.adminOrganization.link(ctx.params.org), { message: error.message, status: 400, fields: {} })
         throw error
       }
-      return limitsPage(ctx, { notice: 'Limits saved.' })
+      return redirect(withQuery(PATHS.adminOrganization.link(ctx.params.org), { saved: 'limits' }))
     },
   }),
   route({

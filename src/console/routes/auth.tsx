@@ -6,7 +6,7 @@ import { signIn } from '../../core/users/sign-in.ts'
 import { countUsers } from '../../core/users/users.ts'
 import { redirect, safeNext } from '../context.ts'
 import { SignInForm } from '../pages/sign-in.tsx'
-import { PATHS } from '../paths.ts'
+import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
@@ -46,7 +46,7 @@ export const authRoutes: Route[] = [
       const next = safeNext(ctx.url.searchParams.get('next'))
       if (user) return redirect(next)
       const notSetUp = (await countUsers(ctx.s)) === 0
-      return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} />)
+      return renderPage(ctx, 'Sign in', <SignInForm next={next} notSetUp={notSetUp} email={ctx.failedField('email')} />)
     },
   }),
   route({
@@ -63,10 +63,13 @@ export const authRoutes: Route[] = [
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'unauthenticated' && error.kind !== 'throttled')) throw error
         ctx.s.logger.info('console_sign_in_refused', { reason: error.kind })
-        const status = error.kind === 'throttled' ? 429 : 401
-        const response = await renderPage(ctx, 'Sign in', <SignInForm next={next} error={error.message} email={ctx.field('email')} />, { status })
-        if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
-        return response
+        // Back to the form, not a page: reloading it is not another guess toward the lockout.
+        return ctx.failBack(withQuery(PATHS.signIn.link(), { next }), {
+          message: error.message,
+          status: error.kind === 'throttled' ? 429 : 401,
+          fields: { email: ctx.field('email') },
+          retryAfterSeconds: error.retryAfterSeconds,
+        })
       }
     },
   }),

@@ -119,9 +119,9 @@ export const inboxRoutes: Route[] = [
         return redirect(PATHS.inbox.link(org.organizationId, created.body.data.id))
       } catch (error) {
         if (!(error instanceof DomainError)) throw error
-        // Shown on the form it came from: a taken address, a bad prefix, the quota.
+        // Shown on the form it came from (a taken address, a bad prefix, the quota), after a redirect: reloading does not post again.
         const refusal = asConsoleError(error) as Refusal
-        return inboxesPage(ctx, who, { status: refusal.kind === 'invalid' ? 400 : 409, message: refusal.message })
+        return ctx.failBack(PATHS.inboxes.link(org.organizationId), { status: refusal.kind === 'invalid' ? 400 : 409, message: refusal.message, fields: { prefix } })
       }
     },
   }),

@@ -91,7 +91,7 @@ export const memberRoutes: Route[] = [
     access: 'public',
     handler: async (ctx, { user }) => {
       const invite = await openInvite(ctx.s, { token: ctx.params.token })
-      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} />
+      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} email={ctx.failedField('email')} />
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
   }),
@@ -113,8 +113,7 @@ export const memberRoutes: Route[] = [
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
         const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
-        const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={null} error={message} email={ctx.field('email')} />
-        return renderPage(ctx, `Join ${invite.organizationName}`, page, { status: error.kind === 'conflict' ? 409 : 400 })
+        return ctx.failBack(ctx.url.pathname, { message, status: error.kind === 'conflict' ? 409 : 400, fields: { email: ctx.field('email') } })
       }
     },
   }),
