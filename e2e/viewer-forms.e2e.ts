@@ -4,7 +4,7 @@
  * message carried over, and signing in from a link keeps the link's query.
  */
 import { expect, test, type Page } from '@playwright/test'
-import { createInbox, OWNER } from './helpers.ts'
+import { createInbox, OWNER, setUp } from './helpers.ts'
 import { startServer, type E2eServer } from './server.ts'
 
 let server: E2eServer
@@ -90,4 +90,31 @@ test('first-run key, refused forms and sign-in links survive a reload without re
   expect(new URL(page.url()).pathname + new URL(page.url()).search).toBe(link)
   await expect(page.getByLabel('Subject')).toHaveValue('receipt')
   await context.close()
+})
+
+test('two servers on localhost keep their own sessions in one browser (the cookie names carry the port)', async ({ browser }) => {
+  const other = await startServer()
+  try {
+    const context = await browser.newContext()
+    const page = await context.newPage()
+    // The first server was set up above; the second is set up in the same browser.
+    await page.goto(`${server.baseUrl}/console/sign-in`)
+    await page.getByLabel('Email').fill(OWNER.email)
+    await page.getByLabel('Password').fill(OWNER.password)
+    await page.getByRole('button', { name: 'Sign in' }).click()
+    await expect(page.getByRole('heading', { name: 'Acme QA' })).toBeVisible()
+    const first = page.url()
+    await setUp(page, other)
+    const second = page.url()
+    // Each still signed in: neither cookie overwrote the other.
+    await page.goto(first)
+    await expect(page.getByRole('heading', { name: 'Acme QA' })).toBeVisible()
+    await page.goto(second)
+    await expect(page.getByRole('heading', { name: 'Acme QA' })).toBeVisible()
+    const names = (await context.cookies()).map((c) => c.name).filter((name) => name.startsWith('ph_session'))
+    expect(names.sort()).toEqual([`ph_session_${new URL(server.baseUrl).port}`, `ph_session_${new URL(other.baseUrl).port}`].sort())
+    await context.close()
+  } finally {
+    await other.stop()
+  }
 })

@@ -10,12 +10,12 @@ import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
 import { newToken } from '../core/helpers/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/services.ts'
-import { ANON_CSRF_COOKIE, clearCookie, cookie, cookieNames, FAILED_FORM_COOKIE, readCookie, SESSION_COOKIE } from './cookies.ts'
+import { clearCookie, cookie, cookieNamesFor, type CookieNames, cookieNames as namesSent, readCookie } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import { PATHS, withQuery } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { LiveStreams } from './live-streams.ts'
-import { type FailedForm, isShownCookie, type ShownOnce, shownCookieName, type ShownValue } from './shown-once.ts'
+import type { FailedForm, ShownOnce, ShownValue } from './shown-once.ts'
 
 export interface ConsoleDeps {
   s: Services
@@ -46,9 +46,10 @@ export class ConsoleRequest<Name extends string = string> {
 
   /** The request with its session cookie checked (and renewed past half its lifetime). */
   static async open(deps: ConsoleDeps, request: Request, clientAddress: string): Promise<ConsoleRequest> {
-    const token = readCookie(request, SESSION_COOKIE)
+    const names = cookieNamesFor(deps.s.publicUrls().baseUrl)
+    const token = readCookie(request, names.session)
     const session = await validateSession(deps.s, { token, lifetime: deps.lifetime })
-    return new ConsoleRequest(deps, request, clientAddress, session, token)
+    return new ConsoleRequest(deps, request, clientAddress, session, token, names)
   }
 
   private constructor(
@@ -57,13 +58,15 @@ export class ConsoleRequest<Name extends string = string> {
     readonly clientAddress: string,
     readonly session: ValidSession | null,
     token: string | undefined,
+    /** This server's cookie names (with its port when BASE_URL is a loopback address). */
+    readonly cookieNames: CookieNames,
   ) {
     this.url = new URL(request.url)
     if (this.session) {
       this.sessionToken = token
-      if (this.session.renewed) this.setCookies.push(cookie(SESSION_COOKIE, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
+      if (this.session.renewed) this.setCookies.push(cookie(cookieNames.session, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
     }
-    const anon = readCookie(request, ANON_CSRF_COOKIE)
+    const anon = readCookie(request, cookieNames.csrf)
     this.anonCsrf = anon && /^[A-Za-z0-9_-]{43}$/.test(anon) ? anon : undefined
   }
 
@@ -91,7 +94,7 @@ export class ConsoleRequest<Name extends string = string> {
     if (this.sessionToken) return sessionCsrfToken(this.sessionToken)
     if (!this.anonCsrf) {
       this.anonCsrf = newToken()
-      this.setCookies.push(cookie(ANON_CSRF_COOKIE, this.anonCsrf, { secure: this.deps.secureCookies }))
+      this.setCookies.push(cookie(this.cookieNames.csrf, this.anonCsrf, { secure: this.deps.secureCookies }))
     }
     return this.anonCsrf
   }
@@ -111,14 +114,15 @@ export class ConsoleRequest<Name extends string = string> {
     // The newest value replaces those held before: otherwise each create added a cookie of
     // about 300 bytes for 10 minutes, and a few dozen creates in that time would push the
     // browser's Cookie header past the server's header limit, failing every console page.
-    for (const held of cookieNames(this.request).filter(isShownCookie)) this.setCookies.push(clearCookie(held, this.deps.secureCookies))
-    this.setCookies.push(cookie(shownCookieName(id), sealed, { secure: this.deps.secureCookies, maxAgeSeconds }))
+    const shown = this.cookieNames.shown
+    for (const held of namesSent(this.request).filter((name) => name.startsWith(shown))) this.setCookies.push(clearCookie(held, this.deps.secureCookies))
+    this.setCookies.push(cookie(shown + id, sealed, { secure: this.deps.secureCookies, maxAgeSeconds }))
     return id
   }
 
   /** The value shown once that the page `id` names, while this session may still see it. */
   shown<K extends ShownValue['kind']>(id: string | null, kind: K): Extract<ShownValue, { kind: K }> | undefined {
-    return this.deps.shownOnce.open(this.sessionToken, id, id ? readCookie(this.request, shownCookieName(id)) : undefined, kind)
+    return this.deps.shownOnce.open(this.sessionToken, id, id ? readCookie(this.request, this.cookieNames.shown + id) : undefined, kind)
   }
 
   /**
@@ -130,7 +134,7 @@ export class ConsoleRequest<Name extends string = string> {
    */
   failBack(back: string, failure: Omit<FailedForm, 'kind'>): Response {
     const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.csrfToken(), { kind: 'failed_form', ...failure })
-    this.setCookies.push(cookie(FAILED_FORM_COOKIE, `${id}.${sealed}`, { secure: this.deps.secureCookies, maxAgeSeconds }))
+    this.setCookies.push(cookie(this.cookieNames.failed, `${id}.${sealed}`, { secure: this.deps.secureCookies, maxAgeSeconds }))
     const url = new URL(back, 'http://console.invalid')
     url.searchParams.set(FAILED_PARAM, id)
     return redirect(url.pathname + url.search)
@@ -139,7 +143,7 @@ export class ConsoleRequest<Name extends string = string> {
   /** The refused form this page's URL names (see failBack), while this browser holds it. */
   failedForm(): FailedForm | undefined {
     const id = this.url.searchParams.get(FAILED_PARAM)
-    const held = readCookie(this.request, FAILED_FORM_COOKIE)
+    const held = readCookie(this.request, this.cookieNames.failed)
     if (!id || !held?.startsWith(`${id}.`)) return undefined
     return this.deps.shownOnce.open(this.csrfToken(), id, held.slice(id.length + 1), 'failed_form')
   }
@@ -157,7 +161,7 @@ export class ConsoleRequest<Name extends string = string> {
     }
     const { token, expiresAt } = await createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
     this.sessionToken = token
-    this.setCookies.push(cookie(SESSION_COOKIE, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
+    this.setCookies.push(cookie(this.cookieNames.session, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
   }
 
   async endSession(): Promise<void> {
@@ -166,7 +170,7 @@ export class ConsoleRequest<Name extends string = string> {
       this.deps.streams.recheckUser(this.session.user.id)
     }
     this.sessionToken = undefined
-    this.setCookies.push(clearCookie(SESSION_COOKIE, this.deps.secureCookies))
+    this.setCookies.push(clearCookie(this.cookieNames.session, this.deps.secureCookies))
   }
 
   /** A form field as a string ('' when absent). */

@@ -39,10 +39,6 @@ const ID_PATTERN = /^[A-Za-z0-9_-]{22}$/
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-/** The cookie that carries the value the page `id` shows. */
-export const shownCookieName = (id: string): string => `ph_shown_${id}`
-export const isShownCookie = (name: string): boolean => name.startsWith('ph_shown_')
-
 const sealingKey = (sessionToken: string): Buffer => createHmac('sha256', sessionToken).update('pigeonhole console shown once').digest()
 
 export class ShownOnce {

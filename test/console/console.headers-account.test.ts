@@ -63,7 +63,7 @@ describe('headers', () => {
 
 describe('hostile requests', () => {
   test('odd paths, cookies, methods and bodies get a 4xx page, never a 500, and the server keeps serving', async () => {
-    const signedInCookie = operator.cookies.get('ph_session')!
+    const signedInCookie = operator.cookies.get(operator.sessionCookieName)!
     const paths = [
       '/console/orgs/%E0%A4%A',
       '/console/orgs/%00',
@@ -79,7 +79,9 @@ describe('hostile requests', () => {
       '/console/live?watch=%00',
       `/console/live?watch=${organizationId}:inbox_%00`,
     ]
-    const cookies = ['ph_session=' + 'A'.repeat(43), 'ph_session=%00; ph_csrf=<script>', `ph_session=${signedInCookie}; ph_session=x`, 'ph_session=' + 'B'.repeat(10000)]
+    const session = operator.sessionCookieName
+    const csrf = session.replace('session', 'csrf')
+    const cookies = [`${session}=${'A'.repeat(43)}`, `${session}=%00; ${csrf}=<script>`, `${session}=${signedInCookie}; ${session}=x`, `${session}=${'B'.repeat(10000)}`]
     for (const path of paths) {
       for (const cookie of cookies) {
         for (const method of ['GET', 'POST', 'PUT', 'OPTIONS']) {
@@ -140,7 +142,7 @@ describe('account', () => {
     expect((await member.get(`/console/orgs/${organizationId}`)).status).toBe(303)
     const reset = await operator.get((await operator.post(`/console/admin/users/${userId}/reset-password`)).location!)
     const password = /value="([0-9a-f]{5}(-[0-9a-f]{5})+)"/.exec(reset.html)![1]!
-    expect((await signedIn(server, 'm@example.com', password)).cookies.has('ph_session')).toBe(true)
+    expect((await signedIn(server, 'm@example.com', password)).hasSession()).toBe(true)
     const events = await operator.get('/console/admin')
     expect(events.html).toContain('user.password_reset')
     expect(events.html).toContain('user.sessions_revoked')

@@ -96,11 +96,11 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   expect(apiLine()?.path).toBe(`/v1/inboxes/${firstKey.slice(0, 24)}_${REDACTED}`)
 
   for (const client of clients) {
-    for (const [name, value] of client.cookies) if (name === 'ph_session' && value) secrets.add(value)
+    for (const [name, value] of client.cookies) if (name.startsWith('ph_session') && value) secrets.add(value)
     if (client.csrf) secrets.add(client.csrf)
   }
   for (const line of server.logs) {
-    for (const value of Object.values(line)) if (typeof value === 'string' && value.includes('ph_session=')) secrets.add(value)
+    for (const value of Object.values(line)) if (typeof value === 'string' && /ph_session(_\d+)?=/.test(value)) secrets.add(value)
   }
 
   const log = server.logs.map((line) => JSON.stringify(line)).join('\n')

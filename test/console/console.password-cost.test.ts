@@ -61,11 +61,11 @@ describeForBackends(['sqlite'], "it restarts a server with a new setting on the 
         const operator = await signedIn({ url: again.httpUrl }, 'op@example.com')
         // Signing in remade the hash at the new cost, so its check takes as long as the decoy's.
         expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
-        expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).cookies.has('ph_session')).toBe(true)
+        expect((await signedIn({ url: again.httpUrl }, 'op@example.com')).hasSession()).toBe(true)
         await operator.get('/console/account')
         expect((await operator.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(303) // to the account page that says so (post/redirect/get)
         expect(storedParameters(first.databasePath)).toEqual({ 'op@example.com': 'm=32,t=2,p=1' })
-        expect((await signedIn({ url: again.httpUrl }, 'op@example.com', 'new password 123')).cookies.has('ph_session')).toBe(true)
+        expect((await signedIn({ url: again.httpUrl }, 'op@example.com', 'new password 123')).hasSession()).toBe(true)
         // An unknown account is checked against a decoy made at the new cost: still a plain 401.
         const stranger = new ConsoleClient(again.httpUrl)
         await stranger.get('/console/sign-in')

@@ -23,7 +23,7 @@ describe('sign-in', () => {
     const page = await client.post('/console/sign-in', { email: 'OPERATOR@example.com ', password: PASSWORD, next: `/console/orgs/${organizationId}` })
     expect(page.status).toBe(303)
     expect(page.location).toBe(`/console/orgs/${organizationId}`)
-    const cookie = page.headers.getSetCookie().find((line) => line.startsWith('ph_session='))!
+    const cookie = page.headers.getSetCookie().find((line) => line.startsWith(`${client.sessionCookieName}=`))!
     expect(cookie).toContain('HttpOnly')
     expect(cookie).toContain('SameSite=Lax')
     expect(cookie).toContain('Path=/')
@@ -33,7 +33,7 @@ describe('sign-in', () => {
 
   test('only the SHA-256 of the session token is stored', async () => {
     const client = await signedIn(server, OPERATOR)
-    const token = client.cookies.get('ph_session')!
+    const token = client.cookies.get(client.sessionCookieName)!
     const rows = await server.query('select token_sha256 from sessions')
     expect(rows.some((row) => row.token_sha256 === new Bun.CryptoHasher('sha256').update(token).digest('hex'))).toBe(true)
     expect(rows.some((row) => row.token_sha256 === token)).toBe(false)
@@ -47,7 +47,7 @@ describe('sign-in', () => {
     expect([wrong.status, unknown.status]).toEqual([401, 401])
     expect(wrong.html).toContain('Wrong email or password.')
     expect(unknown.html).toContain('Wrong email or password.')
-    expect(client.cookies.has('ph_session')).toBe(false)
+    expect(client.hasSession()).toBe(false)
   })
 
   test('a page without a session redirects to sign-in with the path to come back to', async () => {
@@ -85,10 +85,10 @@ describe('next keeps the query', () => {
 describe('sessions', () => {
   test('sign-out ends the session in the database: the old cookie no longer works', async () => {
     const client = await signedIn(server, OPERATOR)
-    const token = client.cookies.get('ph_session')!
+    const token = client.cookies.get(client.sessionCookieName)!
     expect((await client.post('/console/sign-out')).status).toBe(303)
     const stale = new ConsoleClient(server.url)
-    stale.cookies.set('ph_session', token)
+    stale.cookies.set(stale.sessionCookieName, token)
     expect((await stale.get('/console')).status).toBe(303)
   })
 
@@ -96,7 +96,7 @@ describe('sessions', () => {
     const client = await signedIn(server, OPERATOR)
     clock.advance(10 * 86_400_000) // past half of 14 days: this use extends it to 14 days from now
     const renewed = await client.get('/console')
-    expect(renewed.headers.getSetCookie().some((line) => line.startsWith('ph_session=') && line.includes(`Max-Age=${14 * 86_400}`))).toBe(true)
+    expect(renewed.headers.getSetCookie().some((line) => line.startsWith(`${client.sessionCookieName}=`) && line.includes(`Max-Age=${14 * 86_400}`))).toBe(true)
     clock.advance(13 * 86_400_000)
     expect((await client.get(`/console/orgs/${organizationId}`)).status).toBe(200)
     clock.advance(14 * 86_400_000 + 1)
@@ -158,7 +158,7 @@ describe('CSRF', () => {
     const client = ConsoleClient.for(server)
     const page = await client.post('/console/sign-in', { email: OPERATOR, password: PASSWORD }, { csrf: null })
     expect(page.status).toBe(403)
-    expect(client.cookies.has('ph_session')).toBe(false)
+    expect(client.hasSession()).toBe(false)
   })
 
   test('oversized and non-form bodies are refused before they are read', async () => {

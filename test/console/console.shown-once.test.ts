@@ -89,7 +89,7 @@ test("the operator's reset password is shown on a GET, to that session only", as
   expect(await count("select count(*) as n from audit_events where action = 'user.password_reset'")).toBe(1)
   const other = await signedIn(server, 'op@example.com')
   expect((await other.get(made.location!)).status).toBe(404)
-  expect((await signedIn(server, 'm@example.com', password)).cookies.has('ph_session')).toBe(true)
+  expect((await signedIn(server, 'm@example.com', password)).hasSession()).toBe(true)
 })
 
 test('each new value replaces the one held before: the browser holds one sealed cookie however many keys it makes', async () => {

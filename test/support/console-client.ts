@@ -5,6 +5,7 @@
  * the two-machine backend (harness.ts) consecutive requests go to alternate machines.
  */
 import type { TestServer } from './harness.ts'
+import { cookieNamesFor } from '../../src/console/cookies.ts'
 
 export interface Page {
   status: number
@@ -25,6 +26,16 @@ export class ConsoleClient {
 
   static for(server: TestServer): ConsoleClient {
     return new ConsoleClient(server.url)
+  }
+
+  /** The session cookie's name on this server (it carries the port on a loopback BASE_URL). */
+  get sessionCookieName(): string {
+    return cookieNamesFor(this.baseUrl).session
+  }
+
+  /** Whether this browser holds a session cookie. */
+  hasSession(): boolean {
+    return this.cookies.has(this.sessionCookieName)
   }
 
   /** The Cookie header this browser sends (for a request made without the client, such as a stream). */
