@@ -16,6 +16,9 @@ import { PostForm, Table, Time } from './shell.tsx'
 /** Raster images only get a thumbnail (an SVG would be drawn by the console page's own renderer). */
 const THUMBNAIL_TYPES = /^image\/(png|jpeg|gif|webp|avif)$/i
 
+/** A text part longer than this is not put in the page: it is framed, loaded when its section is opened. */
+export const MAX_TEXT_INLINE = 64 * 1024
+
 export type PreviewWidth = 'phone' | 'tablet' | 'desktop'
 export const PREVIEW_WIDTHS: { id: PreviewWidth; label: string; detail: string }[] = [
   { id: 'phone', label: 'Phone', detail: '375 px' },
@@ -48,6 +51,7 @@ export function MessagePage(props: {
     return text ? `${here}?${text}` : here
   }
   const attachments = message.attachments.length
+  const largeText = message.text !== null && message.text.length > MAX_TEXT_INLINE
   return (
     <>
       <nav class="message-nav" aria-label="Messages">
@@ -147,12 +151,16 @@ export function MessagePage(props: {
           ></iframe>
         </section>
       )}
-      <details class="card" id="view-text" open>
+      <details class="card" id="view-text" open={!largeText}>
         <summary>
           <h2>Text</h2>
           {message.text === null && message.html !== null && <span class="badge">derived from the HTML</span>}
+          {largeText && <span class="muted"> ({formatBytes(message.text!.length)}: loaded when opened)</span>}
         </summary>
-        {message.text !== null ? (
+        {largeText ? (
+          // A large text part is a document of its own, loaded on demand, so the page stays small.
+          <iframe class="message-source" title="Text" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'text' })}></iframe>
+        ) : message.text !== null ? (
           <pre id="message-text">
             <TextWithLinks text={message.text} />
           </pre>

@@ -49,15 +49,15 @@ pre{margin:0;padding:.8rem;white-space:pre-wrap;overflow-wrap:anywhere}
 @media (prefers-color-scheme:dark){body{background:#111827;color:#e5e7eb}.tag{color:#8fb0ff}.attr{color:#fdba74}.comment{color:#9ca3af}.name{color:#e9a8f5}.note{background:#3b2f12}}`
 
 /** The whole document for the frame. */
-export function sourceDocument(source: string, kind: 'html' | 'raw'): string {
+export function sourceDocument(source: string, kind: 'html' | 'raw' | 'text'): string {
   const truncated = source.length > MAX_SOURCE_CHARS
   const shown = truncated ? source.slice(0, MAX_SOURCE_CHARS) : source
-  const runs = kind === 'html' ? htmlRuns(shown) : rawRuns(shown)
+  const runs: Run[] = kind === 'html' ? htmlRuns(shown) : kind === 'raw' ? rawRuns(shown) : [['text', shown]]
   const doc = (
     <html lang="en">
       <head>
         <meta charset="utf-8" />
-        <title>{kind === 'html' ? 'HTML source' : 'Raw source'}</title>
+        <title>{kind === 'html' ? 'HTML source' : kind === 'raw' ? 'Raw source' : 'Text'}</title>
         <style>{STYLE}</style>
       </head>
       <body>

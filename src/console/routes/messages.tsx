@@ -24,7 +24,7 @@ import { inlineCidImages } from '../inline-images.ts'
 import { findCodes, findLinks, linksOpenInNewTab, MESSAGE_HTML_SANDBOX } from '../message-links.ts'
 import type { Principal } from '../../core/api-keys/authenticate.ts'
 import type { Member } from '../access.ts'
-import { MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
+import { MAX_TEXT_INLINE, MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
@@ -60,20 +60,19 @@ export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
   return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)
 }
 
-/** Shown of a text part (own or derived) on the page; the rest is in the raw source and the download. */
-export const MAX_TEXT_SHOWN = 200_000
-
 /**
  * The text a reader without HTML would get from an HTML-only message: one line per block,
  * spaces collapsed, blank runs cut to one. Marked as derived on the page.
  */
 function derivedText(html: string): string {
-  return htmlToText(html.slice(0, 4 * MAX_TEXT_SHOWN), MAX_TEXT_SHOWN, '\n')
+  // Bounded like a text part shown in the page: the HTML source has the rest.
+  return htmlToText(html.slice(0, 8 * MAX_TEXT_INLINE), MAX_TEXT_INLINE, '\n')
     .split('\n')
     .map((line) => line.replace(/\s+/g, ' ').trim())
     .join('\n')
     .replace(/\n{3,}/g, '\n\n')
     .trim()
+    .slice(0, MAX_TEXT_INLINE)
 }
 
 async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
@@ -194,8 +193,9 @@ export const messageRoutes: Route[] = [
     path: PATHS.messageSource,
     access: 'member',
     handler: async (ctx, { principal }) => {
-      const part = ctx.url.searchParams.get('part') === 'html' ? 'html' : 'raw'
-      const source = part === 'html' ? ((await getMessage(ctx.s, principal, ctx.params.message)).html ?? '') : new TextDecoder().decode(await getMessageSource(ctx.s, principal, ctx.params.message))
+      const asked = ctx.url.searchParams.get('part')
+      const part = asked === 'html' || asked === 'text' ? asked : 'raw'
+      const source = part === 'raw' ? new TextDecoder().decode(await getMessageSource(ctx.s, principal, ctx.params.message)) : ((await getMessage(ctx.s, principal, ctx.params.message))[part] ?? '')
       return new Response(sourceDocument(source, part), {
         headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
       })
