@@ -80,6 +80,7 @@ async function signedInPages(page: Page): Promise<string[]> {
     `${orgPath}/inboxes`,
     inboxPath,
     messageHref!,
+    `${messageHref}/html-check`,
     `${orgPath}/members`,
     `${orgPath}/keys`,
     keyShown,

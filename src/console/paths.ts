@@ -68,6 +68,7 @@ export const PATHS = {
   /** A kept link check's result (a GET: shareable; Back and reload never run it again). */
   messageLinkCheck: path('/console/orgs/:org/messages/:message/link-checks/:check'),
   messageHtml: path('/console/orgs/:org/messages/:message/html'),
+  messageHtmlCheck: path('/console/orgs/:org/messages/:message/html-check'),
   messageSource: path('/console/orgs/:org/messages/:message/source'),
   messageRaw: path('/console/orgs/:org/messages/:message/raw'),
   messageDelete: path('/console/orgs/:org/messages/:message/delete'),

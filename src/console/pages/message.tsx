@@ -110,6 +110,11 @@ export function MessagePage(props: {
             <a class="button secondary" href={PATHS.messageRaw.link(org.organizationId, message.id)} download>
               Download source (.eml)
             </a>
+            {message.html !== null && (
+              <a class="button secondary" href={PATHS.messageHtmlCheck.link(org.organizationId, message.id)} id="html-check-link">
+                HTML support
+              </a>
+            )}
             <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">
               <button type="submit" class="danger">
                 Delete

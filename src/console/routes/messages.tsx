@@ -26,6 +26,8 @@ import type { Principal } from '../../core/api-keys/authenticate.ts'
 import type { Member } from '../access.ts'
 import { MAX_TEXT_INLINE, MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
+import { HtmlCheckPage } from '../pages/html-check.tsx'
+import { checkHtmlSupport } from '../checks/html-support.ts'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
@@ -186,6 +188,17 @@ export const messageRoutes: Route[] = [
           'referrer-policy': 'no-referrer',
         },
       })
+    },
+  }),
+  route({
+    method: 'GET',
+    path: PATHS.messageHtmlCheck,
+    access: 'member',
+    handler: async (ctx, { org, principal }) => {
+      const message = await getMessage(ctx.s, principal, ctx.params.message)
+      if (message.html === null) throw new Refusal('not_found', 'This message has no HTML part.')
+      const page = <HtmlCheckPage org={org} message={message} report={checkHtmlSupport(message.html)} />
+      return renderPage(ctx, `HTML support · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
     },
   }),
   route({

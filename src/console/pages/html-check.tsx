@@ -1,0 +1,68 @@
+/** @jsxImportSource preact */
+/** A message's HTML support by email client (checks/html-support.ts), as its own GET page: shareable, and reloading costs nothing but the check. */
+import type { Membership } from '../../core/organizations/organizations.ts'
+import type { Message } from '../../core/models.ts'
+import type { HtmlSupportReport } from '../checks/html-support.ts'
+import { MAX_CHECKED_CHARS } from '../checks/html-features.ts'
+import { PATHS } from '../paths.ts'
+import { Table } from './shell.tsx'
+
+const lines = (found: number[], count: number) => `line${found.length === 1 ? '' : 's'} ${found.join(', ')}${count > found.length ? ` (${count} times in all)` : ''}`
+
+export function HtmlCheckPage({ org, message, report }: { org: Membership; message: Message; report: HtmlSupportReport }) {
+  return (
+    <>
+      <nav class="message-nav" aria-label="Messages">
+        <a href={PATHS.message.link(org.organizationId, message.id)}>← {message.subject || '(no subject)'}</a>
+      </nav>
+      <section class="card" id="html-support">
+        <h2 class="page-title">HTML support by email client</h2>
+        <p class="muted">
+          From caniemail.com's data (updated {report.dataDate.slice(0, 10)}): each HTML and CSS feature the message uses, at each client's newest tested version. A score is the share of features and
+          platforms that support them (partial support counts half).
+          {report.truncated && ` Only the first ${(MAX_CHECKED_CHARS / 1024 / 1024).toFixed(0)} MiB of the HTML was checked.`}
+        </p>
+        <Table columns={['Client', 'Score']} class="support-scores">
+          {report.scores.map((s) => (
+            <tr data-family={s.family}>
+              <th scope="row">{s.name}</th>
+              <td>{s.score === null ? <span class="muted">no data</span> : `${s.score}%`}</td>
+            </tr>
+          ))}
+        </Table>
+      </section>
+      <section class="card" id="html-support-issues">
+        <h2>Not supported everywhere ({report.issues.length})</h2>
+        {report.issues.length === 0 ? (
+          <p class="muted">Every feature this message uses is supported by all of these clients.</p>
+        ) : (
+          <ul class="support-issues">
+            {report.issues.map((issue) => (
+              <li data-feature={issue.slug}>
+                <a href={issue.url} target="_blank" rel="noopener noreferrer">
+                  {issue.title}
+                </a>{' '}
+                <span class="muted">· {lines(issue.lines, issue.count)} of the HTML</span>
+                <ul>
+                  {issue.shortfalls.map((f) => {
+                    const missing = f.platforms.filter((p) => p.support === 'n').map((p) => p.platform)
+                    const partial = f.platforms.filter((p) => p.support === 'a')
+                    return (
+                      <li>
+                        <strong>{f.name}</strong>: {missing.length > 0 && `not on ${missing.join(', ')}`}
+                        {missing.length > 0 && partial.length > 0 && '; '}
+                        {partial.length > 0 && `partly on ${partial.map((p) => p.platform).join(', ')}`}
+                        {partial.some((p) => p.notes.length > 0) && <span class="muted"> ({[...new Set(partial.flatMap((p) => p.notes))].join(' ')})</span>}
+                      </li>
+                    )
+                  })}
+                </ul>
+              </li>
+            ))}
+          </ul>
+        )}
+        {report.supported > 0 && <p class="muted">{report.supported} more features used are supported by all of these clients.</p>}
+      </section>
+    </>
+  )
+}
