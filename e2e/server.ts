@@ -16,7 +16,7 @@ export interface E2eServer {
   stop(): Promise<void>
 }
 
-const freePort = () =>
+export const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const probe = createServer()
     probe.once('error', reject)

@@ -184,6 +184,14 @@ export const SETTINGS = [
       'What the link check may reach beyond public addresses, comma-separated: host names (`localhost`, `*.staging.internal`), IPv4 ranges (`127.0.0.0/8`), IPv6 ranges in brackets (`[::1]`), each optionally with ports (`:3000`, `:3000-3999`, `:*`; without, 80, 443, 8080 and 8443). Empty: nothing beyond the public internet.',
   },
   {
+    env: 'CONSOLE_SPAM_CHECK',
+    key: 'consoleSpamCheck',
+    kind: { type: 'string', pattern: /^(off|rspamd:https?:\/\/[^\s/]+\/?)$/, hint: 'off, or rspamd: and the URL of its normal worker, such as rspamd:http://127.0.0.1:11333' },
+    default: 'off',
+    description:
+      "The mail viewer's spam check: `off`, or `rspamd:` and the URL of an rspamd normal worker the operator runs (its HTTP interface, `/checkv2`). The message's raw source is sent there when someone opens a message's spam check; the score and the rules that fired are shown.",
+  },
+  {
     env: 'CONSOLE_PASSWORD_MEMORY_KIB',
     key: 'consolePasswordMemoryKib',
     // 8 is argon2's floor; past 1 GiB, four checks in flight would need 4 GiB.

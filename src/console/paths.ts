@@ -69,6 +69,7 @@ export const PATHS = {
   messageLinkCheck: path('/console/orgs/:org/messages/:message/link-checks/:check'),
   messageHtml: path('/console/orgs/:org/messages/:message/html'),
   messageHtmlCheck: path('/console/orgs/:org/messages/:message/html-check'),
+  messageSpamCheck: path('/console/orgs/:org/messages/:message/spam-check'),
   messageSource: path('/console/orgs/:org/messages/:message/source'),
   messageRaw: path('/console/orgs/:org/messages/:message/raw'),
   messageDelete: path('/console/orgs/:org/messages/:message/delete'),

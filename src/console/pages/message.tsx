@@ -36,6 +36,8 @@ export function MessagePage(props: {
   newer?: string
   older?: string
   linkCheck: boolean
+  /** A spam filter is configured (CONSOLE_SPAM_CHECK): the summary links to the check. */
+  spamCheck: boolean
   statuses?: Map<string, LinkStatus>
   /** For a message with HTML and no text part: its HTML's text, shown marked as derived. */
   derivedText?: string
@@ -113,6 +115,11 @@ export function MessagePage(props: {
             {message.html !== null && (
               <a class="button secondary" href={PATHS.messageHtmlCheck.link(org.organizationId, message.id)} id="html-check-link">
                 HTML support
+              </a>
+            )}
+            {props.spamCheck && (
+              <a class="button secondary" href={PATHS.messageSpamCheck.link(org.organizationId, message.id)} id="spam-check-link">
+                Spam check
               </a>
             )}
             <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">

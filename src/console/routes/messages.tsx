@@ -27,6 +27,8 @@ import type { Member } from '../access.ts'
 import { MAX_TEXT_INLINE, MessagePage, PREVIEW_WIDTHS } from '../pages/message.tsx'
 import { sourceDocument } from '../pages/source.tsx'
 import { HtmlCheckPage } from '../pages/html-check.tsx'
+import { SpamCheckPage } from '../pages/spam-check.tsx'
+import { checkSpam, spamFilterFrom, type SpamVerdict } from '../checks/spam-check.ts'
 import { checkHtmlSupport } from '../checks/html-support.ts'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
@@ -54,6 +56,8 @@ const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remo
 
 /** People with a link check running (see the check-links route). */
 const checking = new Set<string>()
+/** People with a spam check running. */
+const spamChecking = new Set<string>()
 
 /** CONSOLE_LINK_CHECK: `on`, `off`, or `auto` (on only when BASE_URL is this machine). */
 export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
@@ -102,6 +106,7 @@ async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: M
       newer={newer}
       older={older}
       linkCheck={linkCheckEnabled(ctx)}
+      spamCheck={spamFilterFrom(ctx.s.config.consoleSpamCheck) !== null}
       statuses={statuses}
       derivedText={message.text === null && message.html !== null ? derivedText(message.html) : undefined}
     />
@@ -199,6 +204,28 @@ export const messageRoutes: Route[] = [
       if (message.html === null) throw new Refusal('not_found', 'This message has no HTML part.')
       const page = <HtmlCheckPage org={org} message={message} report={checkHtmlSupport(message.html)} />
       return renderPage(ctx, `HTML support · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+    },
+  }),
+  route({
+    method: 'GET',
+    path: PATHS.messageSpamCheck,
+    access: 'member',
+    handler: async (ctx, { org, principal, user }) => {
+      const filter = spamFilterFrom(ctx.s.config.consoleSpamCheck)
+      if (!filter) throw new Refusal('not_found', 'Not found.')
+      const message = await getMessage(ctx.s, principal, ctx.params.message)
+      // One check at a time per person: each sends a whole message to the filter.
+      if (spamChecking.has(user.id)) throw new Refusal('throttled', 'A spam check is already running; wait for it to finish.', 5)
+      spamChecking.add(user.id)
+      let verdict: SpamVerdict
+      try {
+        verdict = await checkSpam(filter, await getMessageSource(ctx.s, principal, message.id), { from: message.from.address || null, to: message.to })
+      } finally {
+        spamChecking.delete(user.id)
+      }
+      if (!verdict.available) ctx.s.logger.warn('console_spam_filter_unavailable', { filter: filter.kind, url: filter.url, reason: verdict.reason, message_id: message.id })
+      const page = <SpamCheckPage org={org} message={message} filterName={`${filter.kind} at ${filter.url}`} verdict={verdict} />
+      return renderPage(ctx, `Spam check · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes', status: verdict.available ? 200 : 503 })
     },
   }),
   route({
