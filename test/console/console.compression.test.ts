@@ -40,3 +40,9 @@ test('not compressed: no gzip accepted, a small body, a download, an event strea
   const stream = await compressed(request('gzip'), new Response(page, { headers: { 'content-type': 'text/event-stream' } }))
   expect(stream.headers.get('content-encoding')).toBeNull()
 })
+
+test("the live refresh's list is sent uncompressed: its latency is what counts", async () => {
+  const list = await compressed(request('gzip'), new Response(page, { headers: { 'content-type': 'text/html', 'x-live-list': '1' } }))
+  expect(list.headers.get('content-encoding')).toBeNull()
+  expect(await list.text()).toBe(page)
+})
