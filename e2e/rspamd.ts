@@ -21,7 +21,12 @@ export async function startRspamd(): Promise<Rspamd> {
   const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-rspamd-'))
   const local = join(dir, 'local')
   mkdirSync(join(local, 'override.d'), { recursive: true })
-  for (const sub of ['db', 'run', 'log']) mkdirSync(join(dir, sub))
+  for (const sub of ['run', 'log']) mkdirSync(join(dir, sub))
+  // rspamd compiles its rules and its list of 9,628 top-level domains at start and keeps the
+  // result in DBDIR: kept across runs, a start takes about 3 s instead of 30-45 s (measured
+  // with a load average of 14 on two cores).
+  const cache = join(tmpdir(), 'pigeonhole-rspamd-cache')
+  mkdirSync(cache, { recursive: true })
   const [normal, controller] = [await freePort(), await freePort()]
   const override = (file: string, text: string) => writeFileSync(join(local, 'override.d', file), text)
   override('worker-normal.inc', `bind_socket = "127.0.0.1:${normal}";\n`)
@@ -29,7 +34,7 @@ export async function startRspamd(): Promise<Rspamd> {
   override('worker-proxy.inc', 'enabled = false;\n')
   override('logging.inc', `type = "file";\nfilename = "${join(dir, 'log', 'rspamd.log')}";\nlevel = "warning";\n`)
   // --insecure: CI runs as root, which rspamd refuses without it; the workers listen on loopback only.
-  const vars = [`LOCAL_CONFDIR=${local}`, `DBDIR=${join(dir, 'db')}`, `RUNDIR=${join(dir, 'run')}`, `LOGDIR=${join(dir, 'log')}`].map((v) => `--var=${v}`)
+  const vars = [`LOCAL_CONFDIR=${local}`, `DBDIR=${cache}`, `RUNDIR=${join(dir, 'run')}`, `LOGDIR=${join(dir, 'log')}`].map((v) => `--var=${v}`)
   const child = spawn('rspamd', ['-f', '--insecure', ...vars], { stdio: 'ignore' })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const url = `http://127.0.0.1:${normal}`

@@ -186,10 +186,14 @@ export const SETTINGS = [
   {
     env: 'CONSOLE_SPAM_CHECK',
     key: 'consoleSpamCheck',
-    kind: { type: 'string', pattern: /^(off|rspamd:https?:\/\/[^\s/]+\/?)$/, hint: 'off, or rspamd: and the URL of its normal worker, such as rspamd:http://127.0.0.1:11333' },
+    kind: {
+      type: 'string',
+      pattern: /^(off|rspamd:https?:\/\/[^\s/]+\/?|spamd:(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5})$/,
+      hint: 'off, rspamd: and the URL of its normal worker (rspamd:http://127.0.0.1:11333), or spamd: and its host:port (spamd:127.0.0.1:783)',
+    },
     default: 'off',
     description:
-      "The mail viewer's spam check: `off`, or `rspamd:` and the URL of an rspamd normal worker the operator runs (its HTTP interface, `/checkv2`). The message's raw source is sent there when someone opens a message's spam check; the score and the rules that fired are shown.",
+      "The mail viewer's spam check: `off`; `rspamd:` and the URL of an rspamd normal worker the operator runs (its HTTP interface, `/checkv2`); or `spamd:` and the `host:port` of SpamAssassin's spamd (the spamc protocol). The message's raw source is sent there when someone opens a message's spam check; the score and the rules that fired are shown.",
   },
   {
     env: 'CONSOLE_PASSWORD_MEMORY_KIB',

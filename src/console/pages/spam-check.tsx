@@ -23,8 +23,8 @@ export function SpamCheckPage({ org, message, filterName, verdict }: { org: Memb
         ) : (
           <>
             <p class={verdict.spam ? 'error' : 'notice'} id="spam-verdict">
-              <strong>{verdict.spam ? 'Spam' : 'Not spam'}</strong>: a score of <span id="spam-score">{points(verdict.score)}</span> against {points(verdict.required)} needed to reject; {filterName}{' '}
-              would {verdict.action === 'no action' ? 'deliver it as it is' : `take the action "${verdict.action}"`}.{verdict.message && ` (${verdict.message})`}
+              <strong>{verdict.spam ? 'Spam' : 'Not spam'}</strong>: a score of <span id="spam-score">{points(verdict.score)}</span> against the filter's threshold of {points(verdict.required)};{' '}
+              {filterName} would {verdict.action === 'no action' ? 'deliver it as it is' : `take the action "${verdict.action}"`}.{verdict.message && ` (${verdict.message})`}
             </p>
             <p class="muted">From the filter this server's operator runs, with its own rules and settings; the message was sent to it as received.</p>
             <h2>Rules that fired ({verdict.rules.length})</h2>

@@ -28,7 +28,7 @@ import { MAX_TEXT_INLINE, MessagePage, PREVIEW_WIDTHS } from '../pages/message.t
 import { sourceDocument } from '../pages/source.tsx'
 import { HtmlCheckPage } from '../pages/html-check.tsx'
 import { SpamCheckPage } from '../pages/spam-check.tsx'
-import { checkSpam, spamFilterFrom, type SpamVerdict } from '../checks/spam-check.ts'
+import { checkSpam, spamFilterFrom, spamFilterName, type SpamVerdict } from '../checks/spam-check.ts'
 import { checkHtmlSupport } from '../checks/html-support.ts'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'
@@ -223,8 +223,8 @@ export const messageRoutes: Route[] = [
       } finally {
         spamChecking.delete(user.id)
       }
-      if (!verdict.available) ctx.s.logger.warn('console_spam_filter_unavailable', { filter: filter.kind, url: filter.url, reason: verdict.reason, message_id: message.id })
-      const page = <SpamCheckPage org={org} message={message} filterName={`${filter.kind} at ${filter.url}`} verdict={verdict} />
+      if (!verdict.available) ctx.s.logger.warn('console_spam_filter_unavailable', { filter: spamFilterName(filter), reason: verdict.reason, message_id: message.id })
+      const page = <SpamCheckPage org={org} message={message} filterName={spamFilterName(filter)} verdict={verdict} />
       return renderPage(ctx, `Spam check · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes', status: verdict.available ? 200 : 503 })
     },
   }),
