@@ -27,7 +27,17 @@ interface Machine {
 async function startMachine(url: string): Promise<Machine> {
   const dir = scratchDir('pigeonhole-console-')
   const databasePath = join(dir, 'pigeonhole.db')
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test' })
+  // One BASE_URL for both, as a pair behind one address has (the console's cookie names follow it).
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    BASE_URL: 'http://console.pair.test',
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: '4',
+    RECEIVING_DOMAIN: 'inbox.test',
+  })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app = await startApp({ config, logger: createLogger('error', () => {}) })
   return { app, dir }
