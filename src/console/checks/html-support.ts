@@ -52,8 +52,8 @@ export interface FeatureReport {
   url: string
   lines: number[]
   count: number
-  /** Per family, the platforms where it is partial or missing (families with none are left out). */
-  shortfalls: { family: string; name: string; platforms: Shortfall[] }[]
+  /** Per family, the platforms where it is partial or missing (families with none are left out), and how many platforms have data. */
+  shortfalls: { family: string; name: string; platforms: Shortfall[]; tested: number }[]
 }
 
 export interface HtmlSupportReport {
@@ -87,14 +87,16 @@ export function checkHtmlSupport(html: string): HtmlSupportReport {
       if (!platforms) continue
       const total = totals.get(family)!
       const short: Shortfall[] = []
+      let tested = 0
       for (const [platform, versions] of Object.entries(platforms)) {
         const { support, notes } = newest(versions)
         if (support === 'u') continue
+        tested++
         total.counted++
         total.points += support === 'y' ? 1 : support === 'a' ? 0.5 : 0
         if (support !== 'y') short.push({ platform: NICE.platform[platform] ?? platform, support, notes: notes.map((n) => feature.notes_by_num?.[n]).filter((n): n is string => !!n) })
       }
-      if (short.length > 0) report.shortfalls.push({ family, name: NICE.family[family] ?? family, platforms: short })
+      if (short.length > 0) report.shortfalls.push({ family, name: NICE.family[family] ?? family, platforms: short, tested })
     }
     if (report.shortfalls.length > 0) issues.push(report)
     else supported++

@@ -7,6 +7,9 @@ import { MAX_CHECKED_CHARS } from '../checks/html-features.ts'
 import { PATHS } from '../paths.ts'
 import { Table } from './shell.tsx'
 
+/** Issues listed, the worst first: enough for any real mail, and the page stays under its 50 KB budget. */
+const ISSUES_SHOWN = 60
+
 const lines = (found: number[], count: number) => `line${found.length === 1 ? '' : 's'} ${found.join(', ')}${count > found.length ? ` (${count} times in all)` : ''}`
 
 export function HtmlCheckPage({ org, message, report }: { org: Membership; message: Message; report: HtmlSupportReport }) {
@@ -37,7 +40,7 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
           <p class="muted">Every feature this message uses is supported by all of these clients.</p>
         ) : (
           <ul class="support-issues">
-            {report.issues.map((issue) => (
+            {report.issues.slice(0, ISSUES_SHOWN).map((issue) => (
               <li data-feature={issue.slug}>
                 <a href={issue.url} target="_blank" rel="noopener noreferrer">
                   {issue.title}
@@ -47,9 +50,10 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
                   {issue.shortfalls.map((f) => {
                     const missing = f.platforms.filter((p) => p.support === 'n').map((p) => p.platform)
                     const partial = f.platforms.filter((p) => p.support === 'a')
+                    const everywhere = missing.length === f.platforms.length && f.platforms.length === f.tested
                     return (
                       <li>
-                        <strong>{f.name}</strong>: {missing.length > 0 && `not on ${missing.join(', ')}`}
+                        <strong>{f.name}</strong>: {everywhere ? 'not supported' : missing.length > 0 && `not on ${missing.join(', ')}`}
                         {missing.length > 0 && partial.length > 0 && '; '}
                         {partial.length > 0 && `partly on ${partial.map((p) => p.platform).join(', ')}`}
                         {partial.some((p) => p.notes.length > 0) && <span class="muted"> ({[...new Set(partial.flatMap((p) => p.notes))].join(' ')})</span>}
@@ -60,6 +64,11 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
               </li>
             ))}
           </ul>
+        )}
+        {report.issues.length > ISSUES_SHOWN && (
+          <p class="muted" id="html-support-more">
+            And {report.issues.length - ISSUES_SHOWN} more, each missing on fewer platforms than those above.
+          </p>
         )}
         {report.supported > 0 && <p class="muted">{report.supported} more features used are supported by all of these clients.</p>}
       </section>
