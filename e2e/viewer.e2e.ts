@@ -105,10 +105,10 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   const frame = page.frameLocator('iframe.message-html')
   await expect(frame.locator('#greeting')).toHaveText('Build 42 passed')
   await expect(page.locator('#message-text')).toContainText('Build 42 passed in 3 minutes.')
+  await shot(page, 'message')
   // The attachment count in the summary opens the collapsed attachments.
   await page.getByRole('link', { name: '1 attachment' }).click()
   await expect(page.getByRole('cell', { name: 'report.bin' })).toBeVisible()
-  await shot(page, 'message')
   const frameTitle = await frame.locator('title').count()
   expect(frameTitle).toBe(0)
   await expect(frame.locator('#ran')).toHaveCount(0)
