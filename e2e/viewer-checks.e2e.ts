@@ -5,13 +5,25 @@
  * rspamd and a real spamd started here (GTUBE is spam, a plain message is not, a filter
  * that is down is one clear line and never a 500).
  */
-import { expect, test } from '@playwright/test'
+import { expect, type Page, test } from '@playwright/test'
+import { readFileSync } from 'node:fs'
+import { fileURLToPath } from 'node:url'
 import { createInbox, send, setUp, simpleMessage } from './helpers.ts'
 import { rspamdInstalled, startRspamd } from './rspamd.ts'
 import { startServer, type E2eServer } from './server.ts'
 import { spamdInstalled, startSpamd } from './spamd.ts'
 
 let server: E2eServer
+
+/** axe's serious and critical violations on the page as it is. */
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8'))
+  return page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string }[] }> } }).axe
+    const result = await axe.run({ resultTypes: ['violations'] })
+    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact})`)
+  })
+}
 
 test.beforeAll(async () => {
   server = await startServer()
@@ -117,6 +129,7 @@ for (const filter of FILTERS) {
       await expect(page.locator('tr[data-rule="GTUBE"]')).toBeVisible()
       const gtube = Number(await page.locator('#spam-score').textContent())
       expect(gtube).toBeGreaterThanOrEqual(15)
+      expect(await axeViolations(page)).toEqual([])
 
       // The plain message: not spam, with its score.
       await page.goto(messageUrl)
@@ -133,6 +146,7 @@ for (const filter of FILTERS) {
       expect(response!.status()).toBe(503)
       await expect(page.locator('#spam-unavailable')).toContainText(`The spam filter (${filter.name} at `)
       await expect(page.locator('#spam-unavailable')).toContainText('could not connect')
+      expect(await axeViolations(page)).toEqual([])
       await context.close()
     } finally {
       await running.stop().catch(() => {})
