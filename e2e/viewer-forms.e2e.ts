@@ -63,6 +63,7 @@ test('first-run key, refused forms and sign-in links survive a reload without re
   await page.getByLabel('Address (optional)').fill('taken')
   await page.getByRole('button', { name: 'Create inbox' }).click()
   await expect(page.locator('#form-error')).toContainText(/taken|in use|unavailable/i)
+  await expect(page.getByLabel('Address (optional)')).toHaveValue('taken')
   methods.length = 0
   await page.reload()
   await expect(page.locator('#form-error')).toContainText(/taken|in use|unavailable/i)

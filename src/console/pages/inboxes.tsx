@@ -33,6 +33,7 @@ export function InboxesPage(props: {
   address: string
   error?: string
   filterError?: string
+  prefix?: string
 }) {
   const { org } = props
   const here = PATHS.inboxes.link(org.organizationId)
@@ -49,7 +50,7 @@ export function InboxesPage(props: {
         <PostForm action={PATHS.inboxes.link(org.organizationId)}>
           <label for="prefix">Address (optional)</label>
           <div class="copy-row">
-            <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" />
+            <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" value={props.prefix} />
             <span class="muted mono">@{props.receivingDomain}</span>
           </div>
           <p class="muted">Leave it empty for a random address. A chosen one is the whole address and unique on this server until its inbox is deleted.</p>

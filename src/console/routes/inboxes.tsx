@@ -69,6 +69,7 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
       address={address}
       error={error?.message}
       filterError={filterError}
+      prefix={ctx.failedField('prefix')}
     />
   )
   return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status ?? (filterError ? 400 : undefined) })
