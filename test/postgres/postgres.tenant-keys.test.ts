@@ -34,6 +34,7 @@ const EXPECTED: Record<string, Status> = {
   idempotency_records: 'column only',
   inboxes: 'column only',
   invites: 'column only',
+  link_checks: 'column only',
   memberships: 'column only',
   messages: 'column only',
   quota_reservations: 'column only',
