@@ -5,4 +5,4 @@
  */
 export type { Db, DbOrTx, Storage, StorageObserver, Tx } from './types.ts'
 export { LARGE_WRITE_BYTES } from './sqlite/group-commit.ts'
-export { NEW_DATABASE_PAGE_SIZE, openStorage, truncateWal } from './sqlite/open.ts'
+export { canReleaseFreePages, NEW_DATABASE_PAGE_SIZE, openStorage, releaseFreePages, truncateWal } from './sqlite/open.ts'

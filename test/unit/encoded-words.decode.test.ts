@@ -3,7 +3,7 @@
  * package. The expected strings below are what Python 3.11 gives
  * (`str(email.message_from_string(..., policy=email.policy.default)['subject'])`, and
  * `email.header.decode_header` where that one gives up), except where a comment says why not.
- * The golden fixtures `test/fixtures/encoded-words-*.eml` carry the same shapes through SMTP
+ * The golden fixtures named `encoded-words-*.eml` in test/fixtures/ carry the same shapes through SMTP
  * into subject, from.name and attachment file names.
  */
 import { describe, expect, test } from 'bun:test'

@@ -50,6 +50,33 @@ export function truncateWal(sqlite: SQLite): boolean {
   }
 }
 
+const pragmaValue = (sqlite: SQLite, name: string): number => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+
+/** Whether deletes can give the file's free pages back to the volume (auto_vacuum = INCREMENTAL). */
+export function canReleaseFreePages(sqlite: SQLite): boolean {
+  return pragmaValue(sqlite, 'auto_vacuum') === 2
+}
+
+/**
+ * Gives up to `pages` of the file's free pages back to the volume: an incremental vacuum moves
+ * the live pages near the end of the file into free ones, and the checkpoint after it cuts the
+ * file to its new length. Returns how many pages left the file; 0 when none could (no free
+ * pages, a file still in auto_vacuum NONE, or a reader holding the WAL, so that the file is
+ * only cut at a later checkpoint). The vacuum changes no row, so it commits without the
+ * fsync of synchronous = FULL; the checkpoint syncs the file.
+ */
+export function releaseFreePages(sqlite: SQLite, pages: number): number {
+  const before = pragmaValue(sqlite, 'page_count')
+  sqlite.exec('PRAGMA synchronous = NORMAL')
+  try {
+    sqlite.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`)
+  } finally {
+    sqlite.exec('PRAGMA synchronous = FULL')
+  }
+  if (!truncateWal(sqlite)) return 0
+  return Math.max(0, before - pragmaValue(sqlite, 'page_count'))
+}
+
 const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
 /** Opens (creating it if need be) and migrates the file at `path`, or an in-memory database. */
@@ -60,6 +87,10 @@ export function openStorage(path: string): Storage {
   // Only a file without tables takes a new page size (an existing one keeps its own: see
   // docs/capacity.md). Larger pages cut the per-page work of writing message blobs.
   if (isNew) sqlite.exec(`PRAGMA page_size = ${NEW_DATABASE_PAGE_SIZE}`)
+  // Likewise only for a new file (an existing one needs a VACUUM to change: docs/capacity.md):
+  // free pages can then be given back to the volume, a few at a time (releaseFreePages), when
+  // a full volume needs the room that deletes made inside the file.
+  if (isNew) sqlite.exec('PRAGMA auto_vacuum = INCREMENTAL')
   sqlite.exec('PRAGMA journal_mode = WAL')
   // SQLite checkpoints after a number of WAL pages (1,000): keep it at the same ~4 MiB of
   // WAL whatever the page size, or 16 KiB pages would let the WAL grow to 16 MiB first.
