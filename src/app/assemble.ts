@@ -118,7 +118,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     if (postgresMode) {
       postgres = await openPostgresParts(config, clock, logger, storageHealth)
       storage = noSqliteStorage()
-    } else storage = openStorage(config.databasePath)
+    } else storage = openStorage(config.databasePath, { checkpointInWorker: true })
   } catch (error) {
     lock?.release()
     throw error

@@ -36,7 +36,8 @@ export interface Storage {
    * others are re-run without it, so `work` must be safe to run twice). The promise settles
    * after the COMMIT, so a caller that acknowledges on resolve acknowledges only durable
    * data. `work` must be synchronous. `bytes` is roughly what it writes; a batch holding a
-   * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter).
+   * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter), unless
+   * the storage checkpoints on a worker thread (the server's: checkpointer.ts).
    */
   writeInGroup<T>(work: (tx: Tx) => T, bytes?: number): Promise<T>
   /** Set once by the composition root; a quiet default until then (the CLI keeps it). */

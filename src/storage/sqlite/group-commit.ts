@@ -1,5 +1,6 @@
 import type { Database as SQLite } from 'bun:sqlite'
 import type { Db, Storage, StorageObserver, Tx } from '../types.ts'
+import type { Checkpointer } from './checkpointer.ts'
 
 interface GroupJob {
   bytes: number
@@ -12,7 +13,8 @@ interface GroupJob {
  * A batch writing this much checkpoints in the next event-loop turn instead of inside its
  * COMMIT: SQLite's automatic checkpoint would otherwise copy the batch's WAL frames into the
  * main file in the same turn as writing them, and a 10 MiB message with its attachments
- * (about 17 MiB of blobs) then held the loop past the 50 ms bound.
+ * (about 17 MiB of blobs) then held the loop past the 50 ms bound. The server itself
+ * checkpoints on a worker thread instead (checkpointer.ts); this is for other users.
  */
 export const LARGE_WRITE_BYTES = 1024 * 1024
 
@@ -26,7 +28,15 @@ export const LARGE_WRITE_BYTES = 1024 * 1024
  * benefit here). If any job throws, the batch is rolled back and each job runs again in a
  * transaction of its own, so a failure stays alone.
  */
-export function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<void>, autocheckpointPages: number, observer: () => StorageObserver): Storage['writeInGroup'] {
+export function groupCommitter(
+  db: Db,
+  sqlite: SQLite,
+  durable: () => Promise<void>,
+  autocheckpointPages: number,
+  observer: () => StorageObserver,
+  /** When the server checkpoints on a worker thread: told of each batch, instead of the above. */
+  checkpoints?: Checkpointer,
+): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
   let checkpointQueued = false
   const checkpointSoon = () => {
@@ -43,11 +53,13 @@ export function groupCommitter(db: Db, sqlite: SQLite, durable: () => Promise<vo
     })
   }
   const withoutInlineSync = <T>(jobs: GroupJob[], commit: () => T): T => {
-    const large = jobs.some((job) => job.bytes >= LARGE_WRITE_BYTES)
+    const large = !checkpoints && jobs.some((job) => job.bytes >= LARGE_WRITE_BYTES)
     sqlite.exec('PRAGMA synchronous = NORMAL')
     if (large) sqlite.exec('PRAGMA wal_autocheckpoint = 0')
     try {
-      return commit()
+      const result = commit()
+      checkpoints?.wrote()
+      return result
     } finally {
       sqlite.exec('PRAGMA synchronous = FULL')
       if (large) {

@@ -10,6 +10,7 @@ import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import * as schema from '../schema.ts'
 import type { Storage, StorageObserver } from '../types.ts'
+import { type Checkpointer, startCheckpointer } from './checkpointer.ts'
 import { groupCommitter } from './group-commit.ts'
 import { reuseStatements } from './statements.ts'
 import { walSyncer } from './wal-sync.ts'
@@ -79,8 +80,16 @@ export function releaseFreePages(sqlite: SQLite, pages: number): number {
 
 const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
+export interface OpenOptions {
+  /**
+   * Checkpoint the WAL on a worker thread (checkpointer.ts) rather than inside the commits
+   * of this connection: the server's choice. A short-lived user (the CLI) keeps SQLite's own.
+   */
+  checkpointInWorker?: boolean
+}
+
 /** Opens (creating it if need be) and migrates the file at `path`, or an in-memory database. */
-export function openStorage(path: string): Storage {
+export function openStorage(path: string, options: OpenOptions = {}): Storage {
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true })
   const isNew = path === ':memory:' || !existsSync(path) || statSync(path).size === 0
   const sqlite = new SQLite(path, { create: true, strict: true })
@@ -107,6 +116,11 @@ export function openStorage(path: string): Storage {
   const db = drizzle(sqlite, { schema })
   migrate(db, { migrationsFolder: migrationsFolder() })
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
+  let checkpoints: Checkpointer | undefined
+  if (options.checkpointInWorker && path !== ':memory:') {
+    sqlite.exec('PRAGMA wal_autocheckpoint = 0')
+    checkpoints = startCheckpointer(path, WAL_CHECKPOINT_BYTES)
+  }
   const storage: Storage = {
     db,
     sqlite,
@@ -120,10 +134,12 @@ export function openStorage(path: string): Storage {
         throw error
       }
       storage.observer.committed()
+      checkpoints?.wrote()
       return result
     },
-    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer),
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer, checkpoints),
     close: () => {
+      checkpoints?.close()
       // Fold the WAL back into the main file so a copied .db is complete on its own.
       truncateWal(sqlite)
       wal.close()
