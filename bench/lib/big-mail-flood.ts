@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSyn
 import { createConnection, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { freePort, spawnChild, waitHttp, waitTcp } from './proc.ts'
+import { cpuMs, freePort, spawnChild, waitHttp, waitTcp } from './proc.ts'
 
 const MiB = 1024 * 1024
 const BIG = '1000000000'
@@ -171,6 +171,15 @@ export interface FloodResult {
   refused_for_memory: number
   seconds: number
   goodput_mib_s: number
+  /**
+   * CPU seconds the server used (every thread: event loop, parse workers, checkpointer) per
+   * MiB stored: the figure that holds on a busy, shared machine, where the wall rate does not.
+   */
+  server_cpu_s_per_mib: number
+  /** Of that, the main thread's (the event loop: SMTP, HTTP, the SQLite commits). */
+  main_thread_cpu_s_per_mib: number
+  /** The machine's load average (1 min) when the flood ended: read wall-clock figures beside it. */
+  load_average_1m: number
   peak_rss_mib: number
   /** Anonymous and file-backed parts of the highest sampled RSS. */
   peak_rss_anon_mib: number
@@ -261,6 +270,7 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
       }
     })()
     log(`${senders} senders of ${(body.length / MiB).toFixed(2)} MiB into a ${cgroup.version === 2 ? 'cgroup v2' : 'cgroup v1'} group`)
+    const cpuBefore = { all: cpuMs(child.pid), main: cpuMs(child.pid, true) }
     const started = performance.now()
     const flood = Promise.all(Array.from({ length: senders }, (_, i) => send(smtpPort, `127.0.1.${(i % 250) + 1}`, inbox.address, body)))
     // The small message goes once the flood is well under way (a quarter of its bytes spooled or 3 s).
@@ -269,6 +279,8 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
     const smallResult = await send(smtpPort, '127.0.0.9', inbox.address, small)
     const results = await flood
     const seconds = (performance.now() - started) / 1000
+    const cpuSeconds = (cpuMs(child.pid) - cpuBefore.all) / 1000
+    const mainCpuSeconds = (cpuMs(child.pid, true) - cpuBefore.main) / 1000
     clearInterval(sampler)
     probing = false
     await probe
@@ -302,6 +314,9 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
       refused_for_memory: results.filter((r) => /insufficient|memory/i.test(r.text)).length,
       seconds: +seconds.toFixed(1),
       goodput_mib_s: +((stored * body.length) / MiB / seconds).toFixed(1),
+      server_cpu_s_per_mib: stored > 0 ? +(cpuSeconds / ((stored * body.length) / MiB)).toFixed(4) : 0,
+      main_thread_cpu_s_per_mib: stored > 0 ? +(mainCpuSeconds / ((stored * body.length) / MiB)).toFixed(4) : 0,
+      load_average_1m: +readFileSync('/proc/loadavg', 'utf8').split(' ')[0]!,
       peak_rss_mib: +peakRss.toFixed(1),
       peak_rss_anon_mib: +peakParts.anon.toFixed(1),
       peak_rss_file_mib: +peakParts.file.toFixed(1),
