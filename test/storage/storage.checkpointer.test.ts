@@ -1,7 +1,7 @@
 /**
- * The server's WAL checkpoints run on a worker thread (src/storage/sqlite/checkpointer.ts):
- * the server's connection never checkpoints by itself, a large commit reaches the main file
- * all the same, the WAL starts over under a steady stream of small commits (no checkpoint
+ * The server checkpoints large commits on a worker thread (src/storage/sqlite/checkpointer.ts):
+ * the automatic checkpoint of its connection pauses after a large commit and resumes once the
+ * worker has copied it, the WAL starts over under a steady stream of commits (no checkpoint
  * starvation), and close() waits for a checkpoint in progress so the WAL is folded back.
  */
 import { afterEach, beforeEach, expect, setDefaultTimeout, test } from 'bun:test'
@@ -35,14 +35,19 @@ const writeBlob = (storage: Storage, name: string, bytes: number) =>
     bytes,
   )
 
-test('a large commit reaches the main file through the worker; the connection itself never checkpoints', async () => {
+test('a large commit is checkpointed by the worker; the automatic checkpoint waits for it, then resumes', async () => {
   const path = join(dir, 'db.sqlite')
   const storage = openStorage(path, { checkpointInWorker: true })
-  expect(storage.sqlite.query('PRAGMA wal_autocheckpoint').get()).toEqual({ wal_autocheckpoint: 0 })
+  const autocheckpoint = () => (storage.sqlite.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
+  expect(autocheckpoint()).toBe(250)
   const before = statSync(path).size
   await writeBlob(storage, 'big', 12 * MiB)
-  // Nothing on this thread checkpoints; the main file grows by the row all the same.
+  // Paused right after the commit: the next commit on this connection must not copy those
+  // 12 MiB in its own turn. (Without a worker it is back at once and a turn of this thread
+  // checkpoints.)
+  expect(autocheckpoint()).toBe(0)
   await until(() => statSync(path).size >= before + 12 * MiB, 'the worker to copy the commit into the main file')
+  await until(() => autocheckpoint() === 250, 'the automatic checkpoint to resume')
   storage.close()
   expect(existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0).toBe(0)
 })
@@ -64,7 +69,7 @@ test('under a steady stream of small commits, with large ones among them, the WA
     await Bun.sleep(1)
   }
   // 48 MiB written in all: a WAL that never started over would hold all of it (72 MB with
-  // PASSIVE checkpoints alone, here). The file keeps its high-water mark, which is the
+  // checkpoints on the worker alone, here). The file keeps its high-water mark, which is the
   // writes of one checkpoint's duration, so the bound leaves a busy machine room.
   console.log(`WAL high-water mark: ${(largest / MiB).toFixed(1)} MiB for 48 MiB written`)
   expect(largest).toBeLessThan(40 * MiB)

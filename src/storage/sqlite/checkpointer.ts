@@ -1,29 +1,27 @@
 /**
- * WAL checkpoints on a thread of their own. A checkpoint copies the WAL's frames into the
- * main file: for a 10 MiB message with its attachments (about 17 MiB of blobs) that took 20
- * ms of CPU here and up to 70 ms of wall time, and under a flood of such messages checkpoints
- * held the event loop, and /health with it, for far longer. On a second connection, in a
- * worker, the copy runs beside the event loop: in WAL mode a checkpoint takes only the
- * checkpoint lock, so the server's connection keeps reading and committing meanwhile.
+ * The checkpoints of large commits, on a thread of their own. A checkpoint copies the WAL's
+ * frames into the main file: for a 10 MiB message with its attachments (about 17 MiB of
+ * blobs) that took 20 ms of CPU here and up to 70 ms of wall time in a turn of the event
+ * loop, and under a flood of such messages it held the loop, and /health with it, far longer.
+ * On a second connection, in a worker, the copy runs beside the event loop: a PASSIVE
+ * checkpoint takes only the checkpoint lock, so the server's connection keeps reading and
+ * committing meanwhile.
  *
- * The server's connection then never checkpoints by itself (wal_autocheckpoint = 0). It
- * tells the checkpointer of each commit; once the WAL file has grown by WAL_CHECKPOINT_BYTES,
- * or a second after the last commit, a checkpoint runs, one at a time. It is
- * PASSIVE (like SQLite's automatic one: it never waits for a writer or for a reader such as
- * Litestream), then RESTART for the frames committed meanwhile, without waiting either: SQLite
- * starts the WAL over only after a checkpoint that copied every frame, and PASSIVE ones that
- * always trail a commit let the WAL grow without end (72 MB for 48 MiB written, in the test).
- * RESTART holds new writers off for its copy, which is only that tail; TRUNCATE, which is
- * RESTART that also empties the file, gives the WAL's bytes back to the volume as the
- * automatic checkpoint's reuse of the file kept them at about 4 MiB (the free-space guard
- * counts on that on small volumes).
+ * Small commits keep SQLite's automatic checkpoint on the server's connection: right after
+ * its own commit nothing else writes, so it copies every frame and the next commit starts the
+ * WAL over. A checkpoint on the worker, always trailing a stream of commits, never does that:
+ * alone it let the WAL grow without end (72 MB for 48 MiB written, in the test), and RESTART
+ * or TRUNCATE checkpoints, which would, hold the server's writers off for their copy and
+ * sync, on the event loop (a /health of 3.2 s in the big-mail flood). So after a large commit
+ * the automatic checkpoint is paused (it would copy those frames in the next commit's turn),
+ * the worker copies them, and the automatic one resumes once the worker has caught up with
+ * every large commit, left with the small tail. If the worker is busy when the automatic one
+ * runs, that one gives up at once (it never waits).
  *
  * Durability is unchanged: a commit is acknowledged after the WAL sync (wal-sync.ts), and
  * SQLite syncs the WAL before a checkpoint and the main file after it, whichever connection
  * runs it.
  */
-
-import { statSync } from 'node:fs'
 
 /** Runs in the worker: one connection, one PASSIVE checkpoint per request. Plain JS, so no build step is needed. */
 const WORKER_SOURCE = `
@@ -43,10 +41,7 @@ self.onmessage = ({ data }) => {
   if (data.type === 'checkpoint') {
     let result = null
     try {
-      db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
-      // The frames committed meanwhile, with new writers held off for that short copy, and the
-      // file emptied. Busy (a writer or a reader in the way) costs nothing: it does not wait.
-      result = db.query('PRAGMA wal_checkpoint(TRUNCATE)').get()
+      result = db.query('PRAGMA wal_checkpoint(PASSIVE)').get()
     } catch (error) {
       result = { error: String(error) }
     }
@@ -67,48 +62,41 @@ self.onmessage = ({ data }) => {
 
 /** How long close() waits for a checkpoint in progress to end and the worker's connection to close. */
 const CLOSE_WAIT_MS = 5_000
-/** A commit too small to reach the byte mark is checkpointed at most this long after it. */
-const IDLE_CHECKPOINT_MS = 1_000
 
 export interface Checkpointer {
-  /** After a commit. */
-  wrote(): void
+  /**
+   * Before a commit that writes a lot: pauses the automatic checkpoint on the server's
+   * connection (`setAutocheckpoint(0)`). After it, call `largeCommitted`.
+   */
+  beforeLarge(): void
+  /** After that commit: the worker copies its frames, then the automatic checkpoint resumes. */
+  largeCommitted(): void
   /** Waits (synchronously, bounded) for a checkpoint in progress, closes the worker's connection. */
   close(): void
 }
 
-/**
- * `everyBytes`: how much the WAL file may grow before a checkpoint is asked for. Measured on
- * the file (an fstat per commit, about a microsecond), not from what the commits say they
- * wrote: a 200 KB message puts about 2.5 times that into the WAL (source, text, pages).
- */
-export function startCheckpointer(path: string, everyBytes: number): Checkpointer {
+/** `setAutocheckpoint(pages)` sets the server connection's wal_autocheckpoint (0 pauses it). */
+export function startCheckpointer(path: string, autocheckpointPages: number, setAutocheckpoint: (pages: number) => void): Checkpointer {
   const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
   // Never what keeps the process alive: the storage's close() ends it.
   ;(worker as Worker & { unref(): void }).unref()
-  const walPath = `${path}-wal`
-  const walSize = () => statSync(walPath, { throwIfNoEntry: false })?.size ?? 0
   let ready = false
   let running = false
   let closed = false
-  /** Committed since the last checkpoint began (or it left frames behind). */
-  let dirty = false
-  /** The WAL file's size when the last checkpoint began or ended. */
-  let sizeSeen = 0
-  let idleTimer: ReturnType<typeof setTimeout> | null = null
+  let failed = false
+  /** A large commit whose frames no checkpoint has started on yet. */
+  let pending = false
+  let paused = false
 
-  const armIdle = () => {
-    if (idleTimer || closed) return
-    idleTimer = setTimeout(start, IDLE_CHECKPOINT_MS)
-    ;(idleTimer as { unref?: () => void }).unref?.()
+  const resume = () => {
+    if (!paused) return
+    paused = false
+    setAutocheckpoint(autocheckpointPages)
   }
   const start = () => {
-    if (idleTimer) clearTimeout(idleTimer)
-    idleTimer = null
-    if (!ready || running || closed || !dirty) return
+    if (!ready || running || closed || !pending) return
     running = true
-    dirty = false
-    sizeSeen = walSize()
+    pending = false
     worker.postMessage({ type: 'checkpoint' })
   }
   worker.onmessage = ({ data }: MessageEvent) => {
@@ -117,30 +105,33 @@ export function startCheckpointer(path: string, everyBytes: number): Checkpointe
       start()
     } else if (data.type === 'checkpointed') {
       running = false
-      // Busy (a reader such as Litestream in the way), or frames committed during it: go again
-      // once the WAL has grown by the mark again, or on the idle timer.
-      const { busy, log, checkpointed } = (data.result ?? {}) as { busy?: number; log?: number; checkpointed?: number }
-      if (busy !== 0 || log !== checkpointed) dirty = true
-      sizeSeen = Math.min(sizeSeen, walSize())
-      if (dirty && walSize() - sizeSeen >= everyBytes) start()
-      else if (dirty) armIdle()
+      // Another large commit came meanwhile: copy it too before the automatic one resumes. A
+      // reader in the way (busy) or a failure leaves the rest to the automatic checkpoint.
+      if (pending) start()
+      else resume()
+    } else if (data.type === 'failed') {
+      // The worker cannot open the file (not expected: this process has it open): checkpoints
+      // stay with SQLite's automatic one.
+      failed = true
+      resume()
     }
-    // 'failed' (the worker could not open the file): commits go on, the WAL is checkpointed at
-    // close; the server's own connection has the file open, so this is not expected.
   }
   worker.postMessage({ type: 'open', path })
 
   return {
-    wrote() {
-      if (closed) return
-      dirty = true
-      if (walSize() - sizeSeen >= everyBytes) start()
-      else armIdle()
+    beforeLarge() {
+      if (closed || failed) return
+      paused = true
+      setAutocheckpoint(0)
+    },
+    largeCommitted() {
+      if (closed || failed) return resume()
+      pending = true
+      start()
     },
     close() {
       if (closed) return
       closed = true
-      if (idleTimer) clearTimeout(idleTimer)
       const done = new SharedArrayBuffer(4)
       worker.postMessage({ type: 'close', done })
       // Synchronous, like the storage's close(): the caller truncates the WAL next, which a

@@ -13,8 +13,8 @@ interface GroupJob {
  * A batch writing this much checkpoints in the next event-loop turn instead of inside its
  * COMMIT: SQLite's automatic checkpoint would otherwise copy the batch's WAL frames into the
  * main file in the same turn as writing them, and a 10 MiB message with its attachments
- * (about 17 MiB of blobs) then held the loop past the 50 ms bound. The server itself
- * checkpoints on a worker thread instead (checkpointer.ts); this is for other users.
+ * (about 17 MiB of blobs) then held the loop past the 50 ms bound. In the server that
+ * checkpoint runs on a worker thread (checkpointer.ts); elsewhere in a turn of its own.
  */
 export const LARGE_WRITE_BYTES = 1024 * 1024
 
@@ -34,7 +34,7 @@ export function groupCommitter(
   durable: () => Promise<void>,
   autocheckpointPages: number,
   observer: () => StorageObserver,
-  /** When the server checkpoints on a worker thread: told of each batch, instead of the above. */
+  /** The server's: a large batch's frames are checkpointed on a worker thread instead (checkpointer.ts). */
   checkpoints?: Checkpointer,
 ): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
@@ -53,16 +53,16 @@ export function groupCommitter(
     })
   }
   const withoutInlineSync = <T>(jobs: GroupJob[], commit: () => T): T => {
-    const large = !checkpoints && jobs.some((job) => job.bytes >= LARGE_WRITE_BYTES)
+    const large = jobs.some((job) => job.bytes >= LARGE_WRITE_BYTES)
     sqlite.exec('PRAGMA synchronous = NORMAL')
-    if (large) sqlite.exec('PRAGMA wal_autocheckpoint = 0')
+    if (large && checkpoints) checkpoints.beforeLarge()
+    else if (large) sqlite.exec('PRAGMA wal_autocheckpoint = 0')
     try {
-      const result = commit()
-      checkpoints?.wrote()
-      return result
+      return commit()
     } finally {
       sqlite.exec('PRAGMA synchronous = FULL')
-      if (large) {
+      if (large && checkpoints) checkpoints.largeCommitted()
+      else if (large) {
         sqlite.exec(`PRAGMA wal_autocheckpoint = ${autocheckpointPages}`)
         checkpointSoon()
       }

@@ -82,8 +82,8 @@ const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
 export interface OpenOptions {
   /**
-   * Checkpoint the WAL on a worker thread (checkpointer.ts) rather than inside the commits
-   * of this connection: the server's choice. A short-lived user (the CLI) keeps SQLite's own.
+   * Checkpoint large commits on a worker thread (checkpointer.ts) rather than in a turn of
+   * this connection: the server's choice. A short-lived user (the CLI) keeps them here.
    */
   checkpointInWorker?: boolean
 }
@@ -118,8 +118,7 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
   let checkpoints: Checkpointer | undefined
   if (options.checkpointInWorker && path !== ':memory:') {
-    sqlite.exec('PRAGMA wal_autocheckpoint = 0')
-    checkpoints = startCheckpointer(path, WAL_CHECKPOINT_BYTES)
+    checkpoints = startCheckpointer(path, autocheckpointPages, (pages) => sqlite.exec(`PRAGMA wal_autocheckpoint = ${pages}`))
   }
   const storage: Storage = {
     db,
@@ -134,7 +133,6 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
         throw error
       }
       storage.observer.committed()
-      checkpoints?.wrote()
       return result
     },
     writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer, checkpoints),
