@@ -180,26 +180,34 @@ export class DiskGuard {
       return
     }
     this.releasing = true
-    void this.releaseFreePages().finally(() => {
+    void this.releaseFreePages().then((released) => {
       this.releasing = false
-      this.refreshOrKeep()
+      // Measure again in a later turn, and only after pages left the file. A run that could
+      // release nothing (a reader holding the WAL, a volume full to the last byte) must not
+      // start the next one from here: that chain never yields to timers or I/O and holds the
+      // process; the next check (a delete, watch()'s timer) tries again.
+      if (released > 0) this.checkSoon()
     })
   }
 
-  private async releaseFreePages(): Promise<void> {
+  /** Returns how many pages left the file. */
+  private async releaseFreePages(): Promise<number> {
+    let released = 0
     for (;;) {
       const { volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure()
-      if (freePageBytes === 0 || volumeFreeBytes >= this.volumeWanted(thresholdBytes)) return
+      if (freePageBytes === 0 || volumeFreeBytes >= this.volumeWanted(thresholdBytes)) return released
       const pageSize = this.pragma('page_size')
       try {
-        if (releaseFreePages(this.storage.sqlite, RELEASE_STEP_BYTES / pageSize) === 0) return
+        const step = releaseFreePages(this.storage.sqlite, RELEASE_STEP_BYTES / pageSize)
+        if (step === 0) return released
+        released += step
         this.releaseFailing = false
       } catch (error) {
         // The volume is full to the last byte (the step's WAL found no room) or failing: the
         // next check tries again; deletes still have their ballast.
         if (!this.releaseFailing) this.logger.warn('disk_free_pages_release_failed', { error: error instanceof Error ? error.message : String(error) })
         this.releaseFailing = true
-        return
+        return released
       }
       await new Promise((resolve) => setImmediate(resolve))
     }
