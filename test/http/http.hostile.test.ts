@@ -198,10 +198,14 @@ describeForBackends(['sqlite'], 'closes the SQLite handle under a running server
     try {
       const tenant = await broken.tenant()
       broken.app.services.storage.sqlite.close() // storage gone from under a running server
-      for (const response of [await broken.get('/health'), await broken.get('/v1/inboxes', tenant.key)]) {
+      for (const response of [await broken.get('/v1/inboxes', tenant.key), await broken.get('/v1/usage', tenant.key)]) {
         expectError(response, 500, 'internal_error')
         expect(response.text).not.toContain('sqlite')
       }
+      // /health is liveness alone: it never touches storage, so it still answers (readiness is /ready's).
+      const health = await broken.get('/health')
+      expect(health.status).toBe(200)
+      expect(health.body).toEqual({ status: 'ok', service: 'pigeonhole' })
       expect(broken.logs.some((line) => line.event === 'unhandled_error' && line.request_id)).toBe(true)
     } finally {
       await broken.app.stop().catch(() => {})
