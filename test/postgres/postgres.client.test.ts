@@ -10,10 +10,10 @@
  * silence fails at the statement timeout plus a margin, its connection replaced, and LISTEN,
  * with nothing pending, is left alone.
  */
-import { beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import type { Socket } from 'bun'
 import { openPostgres, SILENCE_MARGIN_MS } from '../../src/storage/postgres/client.ts'
-import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
+import { describeWithPostgres, freshDatabase, ownCluster, type TestCluster } from '../support/postgres.ts'
 import { tcpCut } from '../support/tcp-cut.ts'
 import { until } from '../support/wait.ts'
 
@@ -93,10 +93,15 @@ function resetAfterHandshake(target: URL): { port: number; stop(): void } {
 }
 
 describeWithPostgres('the PostgreSQL client', () => {
+  // A cluster of this file's own: a test restarts it, and the run's cluster serves other files
+  // at the same time.
+  let cluster: TestCluster
   let url: string
   beforeAll(async () => {
-    url = await freshDatabase()
+    cluster = ownCluster()
+    url = await freshDatabase(cluster)
   })
+  afterAll(() => cluster.stop())
 
   test('LISTEN runs beside the pool: a notification arrives while every pooled connection is busy', async () => {
     const sql = openPostgres(url, { max: 1 })
@@ -136,7 +141,7 @@ describeWithPostgres('the PostgreSQL client', () => {
       )
       expect(listens).toBe(1)
       await sql`select 1`
-      testCluster().restart()
+      cluster.restart()
       await until(() => listens === 2, 'the client to listen again after the restart', { timeoutMs: 20_000 })
       await eventually(() => sender.notify('probe', 'after restart'))
       await until(() => heard.includes('after restart'), 'the notification sent after the restart to be heard')

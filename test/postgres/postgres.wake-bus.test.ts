@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { createWakeBus, notifyAccessEnded, notifyInbox, notifyRefusal, publishStored, storedPayloads, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
-import { describeWithPostgres, freshDatabase, testCluster } from '../support/postgres.ts'
+import { describeWithPostgres, freshDatabase, ownCluster, type TestCluster } from '../support/postgres.ts'
 import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
@@ -13,6 +13,15 @@ setDefaultTimeout(60_000)
 /** Resolves true if `promise` settles within `ms`, false otherwise. */
 /** Expected false, it proves that nothing happens within `ms`; expected true, `ms` is only a deadline. */
 const settlesWithin = (promise: Promise<unknown>, ms: number) => Promise.race([promise.then(() => true), Bun.sleep(ms).then(() => false)])
+
+// A cluster of this file's own: its tests restart and stop it, and the run's cluster serves
+// other files at the same time. Started on first use (where PostgreSQL is missing no test runs).
+let cluster: TestCluster | undefined
+const ownServer = () => {
+  cluster ??= ownCluster()
+  return cluster
+}
+afterAll(() => cluster?.stop())
 
 describeWithPostgres('wake bus', () => {
   let machineA: Sql
@@ -27,7 +36,7 @@ describeWithPostgres('wake bus', () => {
   const stored = async (sql: Sql, inboxId: string) => (await sql<{ n: number }[]>`select count(*)::int as n from mail where inbox_id = ${inboxId}`)[0]!.n
 
   beforeAll(async () => {
-    const url = await freshDatabase()
+    const url = await freshDatabase(ownServer())
     machineA = openPostgres(url, { max: 3 })
     machineB = openPostgres(url, { max: 3 })
     await machineB`create table mail (inbox_id text not null)`
@@ -148,7 +157,7 @@ describeWithPostgres('wake bus', () => {
 
   test('after the server restarts: every waiter is woken once to re-query, and later messages wake again', async () => {
     const during = await bus.subscribe('inbox_6')
-    testCluster().restart()
+    ownServer().restart()
     // No message for inbox_6 was stored: the reconnection alone wakes it, because notifications
     // sent while A's LISTEN connection was down are lost.
     expect(await settlesWithin(during.woken, 20_000)).toBe(true)
@@ -169,8 +178,8 @@ describeWithPostgres('wake bus', () => {
 
 describeWithPostgres('wake bus started while the database is down', () => {
   test('subscribe fails while it is down, then works once it is back, with no new bus or restart', async () => {
-    const url = await freshDatabase()
-    const cluster = testCluster()
+    const cluster = ownServer()
+    const url = await freshDatabase(cluster)
     const machineA = openPostgres(url, { max: 2 })
     const machineB = openPostgres(url, { max: 2 })
     cluster.stop()

@@ -1,9 +1,13 @@
 /**
  * A throwaway PostgreSQL cluster for the tests under test/postgres/: initdb into a scratch
  * folder, listen on 127.0.0.1 on a free port, trust authentication (loopback only, no
- * password to leak). One cluster serves the whole `bun test` run (about 2 s to start); each
- * test file takes a fresh database of its own with `freshDatabase()`. The cluster is stopped
- * with `-m immediate` when the process exits, and its folder removed.
+ * password to leak). One cluster serves the whole `bun test` run (about 2 s to start), also
+ * when the run's files are spread over worker processes (`--parallel`): the first process to
+ * need it starts it and the others find it through a rendezvous folder named after the run
+ * (see `runKey`). Each test file takes a fresh database of its own with `freshDatabase()`, so
+ * files never see each other's rows; a file that stops or restarts a server takes
+ * `ownCluster()` instead. The cluster is stopped with `-m immediate` when the run ends, and
+ * its folder removed.
  *
  * Debian's server refuses to run as root, so as root every server command runs through
  * `su postgres`. Where no PostgreSQL binaries are installed the tests are skipped with one
@@ -13,7 +17,8 @@
  * The bench's PostgreSQL phases (bench/phases/postgres.ts, postgres-servers.ts) start their cluster here too.
  */
 import { describe } from 'bun:test'
-import { chmodSync, chownSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
@@ -90,7 +95,35 @@ export interface TestCluster {
   start(): void
 }
 
-function createCluster(durable = false, password?: string): TestCluster {
+/**
+ * `/proc/<pid>/stat`'s start time (field 22): with the pid it names one process for good, so a
+ * rendezvous folder left by a killed run whose pid came round again is never taken for this run's.
+ */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The process whose life is the run's: under `bun test --parallel` a worker's parent (the
+ * coordinator, which outlives every worker and file), otherwise this process. A worker is
+ * told apart by the `--test-worker` flag Bun starts it with; where /proc is missing (not
+ * Linux) every process keeps a cluster of its own, as before.
+ */
+function runOwner(): { pid: number; key: string } {
+  let worker = false
+  try {
+    worker = readFileSync('/proc/self/cmdline', 'utf8').split('\0').includes('--test-worker')
+  } catch {}
+  const pid = worker ? process.ppid : process.pid
+  return { pid, key: `${pid}-${startTime(pid) ?? `${process.pid}-${Date.now()}`}` }
+}
+
+function createCluster(durable = false, password?: string, ownerPid = process.pid, alsoRemove?: string): TestCluster {
   const folder = scratchDir('pigeonhole-pg-')
   const data = join(folder, 'data')
   if (isRoot) {
@@ -125,16 +158,18 @@ function createCluster(durable = false, password?: string): TestCluster {
     run([pgCtl, '-D', data, '-m', 'immediate', '-w', 'stop'], out)
   }
   start()
-  // A watcher outlives this process by at most a second and then stops the server and removes
-  // its folder, however the run ends (an exit handler would miss a kill or a crash). It runs
-  // in a session of its own (setsid): Ctrl+C, or a kill of the run's process group, reaches
-  // every process of the group, and a watcher killed with the run left its cluster running.
+  // A watcher outlives its owner (this process, or the run's coordinator) by at most a second
+  // and then stops the server and removes its folder, however the run ends (an exit handler
+  // would miss a kill or a crash). It runs in a session of its own (setsid): Ctrl+C, or a kill
+  // of the run's process group, reaches every process of the group, and a watcher killed with
+  // the run left its cluster running. It is also not this process's child: the shell started
+  // here puts the loop in the background and exits, so the loop belongs to init. A `bun test
+  // --parallel` worker kills its descendants when it exits, long before the run ends.
   const stopCommand = [pgCtl, '-D', data, '-m', 'immediate', 'stop'].map(shellQuote).join(' ')
   const asServerUser = isRoot ? `su postgres -s /bin/sh -c ${shellQuote(stopCommand)}` : stopCommand
-  const watcher = Bun.spawn(['setsid', 'sh', '-c', `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${shellQuote(folder)}`], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-  })
-  watcher.unref()
+  const removed = [folder, alsoRemove ?? folder].map(shellQuote).join(' ')
+  const watch = `while kill -0 ${ownerPid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${removed}`
+  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], { stdio: ['ignore', 'ignore', 'ignore'] })
   return {
     port,
     url: (name = 'postgres') => `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/${name}`,
@@ -162,8 +197,52 @@ export function useDurableCluster(): void {
 /** The run's cluster, started on first use. */
 export function testCluster(): TestCluster {
   if (unavailable) throw new Error(unavailable)
-  shared ??= createCluster(durable)
+  shared ??= joinRunCluster()
   return shared
+}
+
+/**
+ * The run's one cluster, shared by every process of the run (and every file: `--parallel`
+ * isolates files, so module state such as `shared` starts empty in each). The first to create
+ * the rendezvous folder (mkdir is atomic) starts the cluster and publishes its port with an
+ * atomic rename; the others wait for that file. The rendezvous folder goes with the cluster.
+ */
+function joinRunCluster(): TestCluster {
+  const owner = runOwner()
+  const rendezvous = join(tmpdir(), `pigeonhole-pg-run-${owner.key}`)
+  const published = join(rendezvous, 'port')
+  let first = false
+  try {
+    mkdirSync(rendezvous)
+    first = true
+  } catch {}
+  const failed = join(rendezvous, 'failed')
+  let port: number
+  if (first) {
+    try {
+      port = createCluster(durable, undefined, owner.pid, rendezvous).port
+    } catch (error) {
+      // The other processes of the run fail at once with the same cause instead of waiting.
+      writeFileSync(failed, String(error))
+      throw error
+    }
+    writeFileSync(`${published}.tmp`, String(port))
+    renameSync(`${published}.tmp`, published)
+  } else {
+    // initdb and the start take a few seconds, more on a busy machine; a minute means it failed.
+    const deadline = Date.now() + 60_000
+    while (!existsSync(published)) {
+      if (existsSync(failed)) throw new Error(`the run's PostgreSQL cluster did not start: ${readFileSync(failed, 'utf8')}`)
+      if (Date.now() > deadline) throw new Error(`the run's PostgreSQL cluster did not start within a minute (${rendezvous})`)
+      Bun.sleepSync(50)
+    }
+    port = Number(readFileSync(published, 'utf8'))
+  }
+  // The same answer in every process: only the one that started it could stop it.
+  const refuse = (what: string) => () => {
+    throw new Error(`${what} the run's shared cluster would break the files using it at the same time: use ownCluster()`)
+  }
+  return { port, url: (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`, restart: refuse('restarting'), stop: refuse('stopping'), start: refuse('starting') }
 }
 
 /**
@@ -182,7 +261,9 @@ let databases = 0
 
 /** A new empty database on the run's cluster (or on `cluster`); returns its URL. */
 export async function freshDatabase(cluster: TestCluster = testCluster()): Promise<string> {
-  const name = `t${process.pid}_${++databases}_${Date.now().toString(36)}`
+  // Unique across the run's worker processes and the files each runs (isolated files restart
+  // the counter): the pid, the counter, the time and a random tail.
+  const name = `t${process.pid}_${++databases}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
   const admin = openPostgres(cluster.url(), { max: 1 })
   try {
     await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0`)
