@@ -62,6 +62,8 @@ export class MessageCollector {
     private readonly spool: DataSpool,
     private readonly flow: Flow,
     private readonly memoryBytes: number = SPOOL_AFTER_BYTES,
+    /** A test of the turns alone sets it long, so a busy machine's pause cannot pass it. */
+    private readonly slowTurnMs: number = SLOW_TURN_MS,
   ) {}
 
   /** Takes the chunk in; answers what changed with it ('too_large' when refused, 'spooled' when it moved to disk), else null. */
@@ -168,7 +170,7 @@ export class MessageCollector {
     this.turnTimer = setTimeout(() => {
       this.turnTimer = null
       if (!this.paused) this.giveTurn()
-    }, SLOW_TURN_MS)
+    }, this.slowTurnMs)
     this.resume()
   }
 

@@ -136,9 +136,12 @@ describe('MessageCollector', () => {
 
   test('after a pause only READING_SENDERS streams resume at once; the rest wait, holding nothing, for a turn', async () => {
     const spool = newSpool()
+    // The turns alone: a resumed sender that reads nothing for 250 ms gives its turn back (a slow
+    // sender), and a machine busy with other files can take that long between two steps here,
+    // which handed the waiting senders extra turns. An hour keeps that rule out of this test.
     const senders = Array.from({ length: READING_SENDERS + 4 }, (_, i) => {
       const controls = flow()
-      return { controls, collector: new MessageCollector(new DataBudget(1024 * 1024), `s${i}`, 4 * 1024 * 1024, spool, controls, 1024) }
+      return { controls, collector: new MessageCollector(new DataBudget(1024 * 1024), `s${i}`, 4 * 1024 * 1024, spool, controls, 1024, 3_600_000) }
     })
     const resumed = () => senders.filter((s) => s.controls.calls.at(-1) === 'resume')
     // Each sender's read fills its 64 KiB: all pause, and their writes queue in the spool's line.
