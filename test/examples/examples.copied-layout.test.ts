@@ -30,8 +30,15 @@ afterAll(async () => {
   await server.stop()
 })
 
+/**
+ * The user's shell, not this test's process: under `bun test --parallel` a worker carries
+ * JEST_WORKER_ID (and BUN_TEST_WORKER_ID), and Playwright refuses to run inside what it then
+ * takes for a Jest worker.
+ */
+const { JEST_WORKER_ID: _jest, BUN_TEST_WORKER_ID: _bun, ...userEnv } = process.env
+
 async function run(cmd: string[], cwd: string, env: Record<string, string>) {
-  const child = Bun.spawn(cmd, { cwd, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const child = Bun.spawn(cmd, { cwd, env: { ...userEnv, ...env }, stdout: 'pipe', stderr: 'pipe' })
   const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
   return { code, stdout, stderr }
 }
