@@ -202,8 +202,8 @@ export function testCluster(): TestCluster {
 }
 
 /**
- * The run's one cluster, shared by every process of the run (and every file: `--parallel`
- * isolates files, so module state such as `shared` starts empty in each). The first to create
+ * The run's one cluster, shared by every process of the run (and every file: `--parallel` with
+ * its default `--isolate` gives each file fresh module state, `shared` included). The first to create
  * the rendezvous folder (mkdir is atomic) starts the cluster and publishes its port with an
  * atomic rename; the others wait for that file. The rendezvous folder goes with the cluster.
  */
