@@ -13,7 +13,7 @@ import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { RECOVERY_QUIET_MS } from '../../src/core/storage-health.ts'
 import { expectDocumentedEvents } from '../support/log-events.ts'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
-import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+import { describeWithPostgres, migratedDatabase, ownCluster, type TestCluster } from '../support/postgres.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { until } from '../support/wait.ts'
@@ -47,9 +47,15 @@ const body = () => {
   let key: string
   let address: string
   const space = `full_${process.pid}`
+  // A cluster of its own: the tablespace's dirty pages sit in the cluster's shared buffers, and
+  // once its volume is gone any backend that must evict one fails its statement ("could not
+  // open file pg_tblspc/…"), whatever database it serves. On the run's shared cluster that
+  // broke other files' migrations.
+  let cluster: TestCluster
 
   beforeAll(async () => {
-    const url = await migratedDatabase()
+    cluster = ownCluster()
+    const url = await migratedDatabase(cluster)
     sql = openPostgres(url, { max: 2 })
     const { dir } = disk as { dir: string }
     await sql.unsafe(`create tablespace ${space} location '${dir}'`)
@@ -77,6 +83,8 @@ const body = () => {
     await machine?.remove()
     await sql?.unsafe('drop table if exists filler').catch(() => {})
     await sql?.end()
+    // The server first, then its volume: no write may still be owed to the tablespace.
+    await cluster?.stop()
     ;(disk as { unmount(): void }).unmount()
   })
 

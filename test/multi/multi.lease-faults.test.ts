@@ -103,7 +103,9 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     const setup = new URL(a.setupUrl!)
     const operator = new ConsoleClient(a.httpUrl)
     expect((await operator.get(setup.pathname + setup.search)).status).toBe(200)
-    const done = await operator.post('/setup', { token: setup.searchParams.get('token')!, email: OPERATOR, password: PASSWORD, organization: 'Viewers', preset: 'hosted' })
+    const made = await operator.post('/setup', { token: setup.searchParams.get('token')!, email: OPERATOR, password: PASSWORD, organization: 'Viewers', preset: 'hosted' })
+    expect(made.status).toBe(303) // to the page that shows the first key (post/redirect/get)
+    const done = await operator.get(made.location!)
     expect(done.status).toBe(200)
     const key = /value="(ph_live_[0-9a-f_]+)"/.exec(done.html)![1]!
     const organizationId = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(done.html)![1]!
