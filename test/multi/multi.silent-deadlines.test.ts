@@ -57,12 +57,15 @@ describeWithPostgres('long polls whose deadline falls in a silence of the databa
       expect(ms).toBeGreaterThanOrEqual(WAITS[i]! * 1000 - 50)
       expect(ms, `wait_seconds=${WAITS[i]}`).toBeLessThan(WAITS[i]! * 1000 + LATE_MS)
     }
-    // The request log holds the 500 each poll was answered with.
-    const pollLines = a
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{"time"') && line.includes('"event":"http_request"') && line.includes('/messages'))
-      .map((line) => JSON.parse(line) as { status: number; connection_closed?: boolean })
+    // The request log holds the 500 each poll was answered with. The line is written after the
+    // answer, and reaches this process through the child's pipe: wait for the lines, not a time.
+    const requestLines = () =>
+      a
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{"time"') && line.includes('"event":"http_request"') && line.includes('/messages'))
+    await until(() => requestLines().length >= WAITS.length, "every poll's request line", { timeoutMs: 10_000, intervalMs: 20 })
+    const pollLines = requestLines().map((line) => JSON.parse(line) as { status: number; connection_closed?: boolean })
     expect(pollLines.map((line) => [line.status, line.connection_closed ?? false])).toEqual(WAITS.map(() => [500, false]))
     expectDocumentedEvents(a.output(), 'a')
     console.info(`answered after ${answered.map(({ ms }) => Math.round(ms)).join(', ')} ms`)
