@@ -120,19 +120,21 @@ test('with SMTP_PROXY_PROTOCOL off the check is not configured', async () => {
   }
 })
 
-test('a line that arrives before the greeting (SMTP_GREETING_DELAY_MS) is a refused line too', async () => {
-  const delayed = await startTestServer({
-    env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`, METRICS_TOKEN: TOKEN, SMTP_GREETING_DELAY_MS: '300' },
+describeForBackends(['sqlite', 'postgres'], "its client connects from a chosen loopback address, which the pair's proxy replaces with its own", 'a PROXY line before a held greeting', () => {
+  test('a line that arrives before the greeting (SMTP_GREETING_DELAY_MS) is a refused line too', async () => {
+    const delayed = await startTestServer({
+      env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`, METRICS_TOKEN: TOKEN, SMTP_GREETING_DELAY_MS: '300' },
+    })
+    try {
+      const { client, greeting } = await SmtpClient.open(delayed.app.smtpPort, REAL_PROXY, '127.0.0.1', proxyLine('203.0.113.7'))
+      expect(greeting).toEqual({ code: 421, text: 'inbox.test You talk too soon' })
+      await client.closed()
+      const text = await (await fetch(`${delayed.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
+      expect(text).toContain('pigeonhole_smtp_proxy_lines_total{outcome="refused"} 1\n')
+      expect(delayed.logs.filter((line) => line.event === 'smtp_proxy_line_refused').map((line) => line.remote)).toEqual([REAL_PROXY])
+      expect((await fetch(`${delayed.url}/ready`)).status).toBe(503)
+    } finally {
+      await delayed.stop()
+    }
   })
-  try {
-    const { client, greeting } = await SmtpClient.open(delayed.app.smtpPort, REAL_PROXY, '127.0.0.1', proxyLine('203.0.113.7'))
-    expect(greeting).toEqual({ code: 421, text: 'inbox.test You talk too soon' })
-    await client.closed()
-    const text = await (await fetch(`${delayed.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
-    expect(text).toContain('pigeonhole_smtp_proxy_lines_total{outcome="refused"} 1\n')
-    expect(delayed.logs.filter((line) => line.event === 'smtp_proxy_line_refused').map((line) => line.remote)).toEqual([REAL_PROXY])
-    expect((await fetch(`${delayed.url}/ready`)).status).toBe(503)
-  } finally {
-    await delayed.stop()
-  }
 })
