@@ -32,6 +32,11 @@ export interface RetryingSendOptions {
   attemptTimeoutMs?: number
   /** Pause before the next attempt, as a sender backs off. */
   pauseMs?: number
+  /**
+   * Retry only a connection closed before its greeting (no byte exchanged, so nothing can
+   * have been accepted); every other failure above then fails the send at once.
+   */
+  onlyClosedBeforeGreeting?: boolean
 }
 
 export interface RetriedSend {
@@ -50,7 +55,15 @@ export class SendFailedError extends Error {
 }
 
 /** A failure that leaves the message unaccepted, worth another connection. */
-class Retryable extends Error {}
+class Retryable extends Error {
+  constructor(
+    message: string,
+    /** The connection closed before the server said anything. */
+    readonly closedBeforeGreeting = false,
+  ) {
+    super(message)
+  }
+}
 
 function expectReply(reply: Reply, step: string, expected: number): void {
   if (reply.code === expected) return
@@ -102,7 +115,7 @@ async function attempt(port: number, envelope: { from: string; to: string }, raw
     return stored
   } catch (error) {
     if (timedOut) throw new SendFailedError(`no answer within ${timeoutMs} ms while waiting for ${awaiting}`)
-    if (error instanceof SmtpConnectionClosedError) throw new Retryable(error.message)
+    if (error instanceof SmtpConnectionClosedError) throw new Retryable(error.message, awaiting === 'the greeting')
     throw error
   } finally {
     clearTimeout(timer)
@@ -112,7 +125,7 @@ async function attempt(port: number, envelope: { from: string; to: string }, raw
 
 /** One message to one recipient; resolves with the `250` and what was retried on the way. */
 export async function sendRetrying(port: number, envelope: { from?: string; to: string }, raw: string | Buffer, options: RetryingSendOptions = {}): Promise<RetriedSend> {
-  const { attempts = 5, attemptTimeoutMs = 10_000, pauseMs = 100 } = options
+  const { attempts = 5, attemptTimeoutMs = 10_000, pauseMs = 100, onlyClosedBeforeGreeting = false } = options
   const retried: string[] = []
   for (let n = 1; ; n++) {
     try {
@@ -120,6 +133,7 @@ export async function sendRetrying(port: number, envelope: { from?: string; to: 
       return { reply, retried }
     } catch (error) {
       if (!(error instanceof Retryable)) throw error instanceof SendFailedError ? error : new SendFailedError(`attempt ${n}: ${error instanceof Error ? error.message : String(error)}`)
+      if (onlyClosedBeforeGreeting && !error.closedBeforeGreeting) throw new SendFailedError(`attempt ${n}: ${error.message}`)
       retried.push(`${error.message} (attempt ${n})`)
       if (n >= attempts) throw new SendFailedError(`no attempt of ${attempts} was accepted: ${retried.join('; ')}`)
       await Bun.sleep(pauseMs)

@@ -95,6 +95,23 @@ test('the sender retries a connection closed before the greeting, and after the 
   expect(server.connections()).toBe(3)
 })
 
+test('onlyClosedBeforeGreeting: a close before the greeting is retried; a 421, or a close after it, fails at once', async () => {
+  const retried = scriptedServer([answering({ greeting: 'close' }), answering()])
+  const sent = await sendRetrying(retried.port, { to: 'x@example.com' }, message, { pauseMs: 0, onlyClosedBeforeGreeting: true })
+  expect(sent.retried).toEqual(['SMTP connection closed before the greeting (attempt 1)'])
+  for (const [change, expected] of [
+    [{ greeting: '421 stopping' }, 'attempt 1: the greeting answered 421 stopping'],
+    [{ MAIL: 'close' }, 'attempt 1: SMTP connection closed before the reply to MAIL'],
+    [{ '.': 'close' }, 'attempt 1: SMTP connection closed before the reply to the message (after the final dot)'],
+  ] as const) {
+    const server = scriptedServer([answering(change), answering()])
+    const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0, onlyClosedBeforeGreeting: true }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(SendFailedError)
+    expect((error as Error).message).toBe(expected)
+    expect(server.connections()).toBe(1)
+  }
+})
+
 test('the sender retries 421 and 451 at any step', async () => {
   const server = scriptedServer([answering({ greeting: '421 stopping' }), answering({ RCPT: '451 Try again later' }), answering({ '.': '421 Server shutting down' }), answering()])
   const sent = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0 })
