@@ -68,6 +68,9 @@ export function runCliIn(root: string, env: Record<string, string>, ...args: str
  * Starts Pigeonhole on a fresh (or the given) database and makes one organisation and key with
  * the CLI. `root` is the checkout whose bundle runs (another one for the comparison's baseline).
  */
+/** Servers started by this process: each names its organisation after its turn. */
+let starts = 0
+
 export async function startPigeonhole(databasePath?: string, root = ROOT): Promise<PigeonholeProcess> {
   const dir = databasePath ? null : tempDir('db')
   const path = databasePath ?? join(dir!, 'pigeonhole.db')
@@ -77,7 +80,9 @@ export async function startPigeonhole(databasePath?: string, root = ROOT): Promi
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
   await waitTcp(child, smtpPort)
-  const org = runCliIn(root, env, 'orgs', 'create', 'bench')
+  // A name of its own each start: a phase restarts the server on the same database, and the
+  // CLI refuses a second organisation of a name already in use.
+  const org = runCliIn(root, env, 'orgs', 'create', `bench-${++starts}`)
   const key = runCliIn(root, env, 'keys', 'create', org)
   return {
     child,
