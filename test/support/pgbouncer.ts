@@ -8,7 +8,7 @@
  * trusts every client (`auth_type = any`, loopback only) and logs in as `postgres` itself.
  */
 import { describe } from 'bun:test'
-import { chownSync, writeFileSync } from 'node:fs'
+import { chownSync, existsSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { freePort } from './entry-process.ts'
 import type { TestCluster } from './postgres.ts'
@@ -37,6 +37,7 @@ export async function startPgBouncer(cluster: TestCluster, mode: 'session' | 'tr
   const folder = scratchDir('pigeonhole-pgbouncer-')
   const port = await freePort()
   const config = join(folder, 'pgbouncer.ini')
+  const pidFile = join(folder, 'pgbouncer.pid')
   writeFileSync(
     config,
     [
@@ -53,6 +54,7 @@ export async function startPgBouncer(cluster: TestCluster, mode: 'session' | 'tr
       // postgres.js sends these at connect; PgBouncer refuses start-up parameters it does not know.
       'ignore_startup_parameters = extra_float_digits,statement_timeout,options',
       `logfile = ${join(folder, 'pgbouncer.log')}`,
+      `pidfile = ${pidFile}`,
       '',
     ].join('\n'),
   )
@@ -74,7 +76,16 @@ export async function startPgBouncer(cluster: TestCluster, mode: 'session' | 'tr
   )
   return {
     url: (name) => `postgres://postgres@127.0.0.1:${port}/${name}`,
-    stop: () => child.kill('SIGKILL'),
+    stop: () => {
+      // As root the child is `su`, and PgBouncer its own child: killing `su` alone left every
+      // PgBouncer of the run behind. Its pid file names the process to end.
+      if (existsSync(pidFile)) {
+        try {
+          process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGTERM')
+        } catch {}
+      }
+      child.kill('SIGKILL')
+    },
   }
 }
 
