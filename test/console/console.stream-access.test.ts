@@ -4,7 +4,7 @@
  * operator's reset) or its user leaves the organisation, and it sends nothing more once the
  * session expired or was ended by the CLI in another process.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { afterAll, afterEach, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { ManualClock } from '../../src/clock.ts'
 import { findUserByEmail } from '../../src/core/users/users.ts'
@@ -39,8 +39,26 @@ async function newMember(): Promise<{ client: ConsoleClient; email: string; id: 
   return { client, email, id: (await findUserByEmail(server.app.services, email))!.id }
 }
 
-/** The inbox page's own stream, or (shared) the one stream a browser's pages share. */
-async function openStream(client: ConsoleClient, shared = false, watched = inbox) {
+/**
+ * An inbox of its own, still empty. In PostgreSQL mode a machine's first fallback reading of a
+ * watched inbox that already holds mail wakes its listeners once (wake-fallback.ts); sent while
+ * the access was still valid, that wake could land before the ending a test waits for.
+ */
+async function emptyInbox(): Promise<{ id: string; address: string }> {
+  const created = await server.post('/v1/inboxes', key)
+  expect(created.status).toBe(201)
+  made.push(created.body.data.id)
+  return created.body.data
+}
+// Deleted after each test: the organisation's free limit is 11 active inboxes.
+const made: string[] = []
+afterEach(async () => {
+  for (const id of made.splice(0)) expect((await server.delete(`/v1/inboxes/${id}`, key)).status).toBe(204)
+})
+
+/** The inbox page's own stream, or (shared) the one stream a browser's pages share; by default on an empty inbox. */
+async function openStream(client: ConsoleClient, shared = false, watched?: { id: string }) {
+  watched ??= await emptyInbox()
   const path = shared ? `/console/live?watch=${org}:${watched.id}` : `/console/orgs/${org}/inboxes/${watched.id}/events`
   const stream = await openEventStream(client, path)
   expect(stream.response.status).toBe(200)
@@ -85,7 +103,7 @@ test("a password change ends the other sessions' streams; the changing session's
   const other = await openStream(member.client)
   const changer = await signedIn(server, member.email)
   await changer.get('/console/account')
-  const own = await openStream(changer)
+  const own = await openStream(changer, false, inbox)
   expect((await changer.post('/console/account/password', { current: PASSWORD, password: 'another password 2' })).status).toBe(303) // to the account page that says so (post/redirect/get)
   expect(await other.next()).toBeNull()
   await mail()
@@ -108,7 +126,7 @@ test("removal from the organisation ends the removed member's streams, not the o
   const member = await newMember()
   const theirs = await openStream(member.client)
   await operator.get(`/console/orgs/${org}/members`)
-  const ours = await openStream(operator)
+  const ours = await openStream(operator, false, inbox)
   expect((await operator.post(`/console/orgs/${org}/members/${member.id}/remove`)).status).toBe(303)
   expect(await theirs.next()).toBeNull()
   await mail()
@@ -125,11 +143,7 @@ test('a member who leaves ends their own streams', async () => {
 })
 
 test('a reset by the CLI, in another process, stops the stream before the next event', async () => {
-  // An inbox of its own, still empty. In PostgreSQL mode a machine's first fallback reading of
-  // a watched inbox that already holds mail wakes its listeners once (wake-fallback.ts); that
-  // wake, sent while the session was still valid, could land before the reset and is not the
-  // event this test is about: the one for mail stored after the reset.
-  const fresh = (await server.post('/v1/inboxes', key)).body.data
+  const fresh = await emptyInbox()
   const member = await newMember()
   const stream = await openStream(member.client, false, fresh)
   const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', member.email], {
@@ -147,9 +161,10 @@ test('a reset by the CLI, in another process, stops the stream before the next e
 // Last: moving the clock past the session lifetime ends every session, the operator's too.
 test('an expired session gets no further event: the stream ends instead', async () => {
   const member = await newMember()
-  const stream = await openStream(member.client)
+  const watched = await emptyInbox()
+  const stream = await openStream(member.client, false, watched)
   clock.advance(15 * 86_400_000)
-  await mail()
+  await mail(watched)
   expect(await stream.next()).toBeNull()
   expect(endings(member.id)).toEqual(['access_ended'])
 })
