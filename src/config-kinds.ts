@@ -3,7 +3,7 @@
  * default, and the error that names the variable. The list of settings is src/config.ts.
  */
 
-export type Kind = { type: 'int'; min: number; max: number } | { type: 'string'; pattern?: RegExp; hint?: string } | { type: 'url' } | { type: 'enum'; values: readonly string[] }
+type Kind = { type: 'int'; min: number; max: number } | { type: 'string'; pattern?: RegExp; hint?: string } | { type: 'url' } | { type: 'enum'; values: readonly string[] }
 
 /** The TypeScript type a kind parses to. */
 export type ValueOf<K extends Kind> = K extends { type: 'int' } ? number : K extends { type: 'enum'; values: readonly (infer V)[] } ? V : string

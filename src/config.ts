@@ -29,7 +29,7 @@ export function postgresUrlProblem(value: string): string | null {
   return null
 }
 
-export const isPostgresUrl = (value: string): boolean => postgresUrlProblem(value) === null
+const isPostgresUrl = (value: string): boolean => postgresUrlProblem(value) === null
 
 export { ConfigError, exitOnConfigError } from './config-kinds.ts'
 

@@ -35,7 +35,7 @@ export interface StepResult {
   detail: string
 }
 
-export class StepFailed extends Error {
+class StepFailed extends Error {
   constructor(
     readonly step: CanaryStep,
     message: string,

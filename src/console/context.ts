@@ -185,7 +185,7 @@ export function redirect(path: string): Response {
 }
 
 /** The query parameter that names a refused form's message on the page it returns to. */
-export const FAILED_PARAM = 'failed'
+const FAILED_PARAM = 'failed'
 
 const NOWHERE = 'http://console.invalid'
 

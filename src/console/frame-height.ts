@@ -19,7 +19,7 @@
 import { createHash } from 'node:crypto'
 
 /** The name of the one field the frame posts; the console page ignores every other message. */
-export const HEIGHT_MESSAGE_FIELD = 'pigeonholeFrameHeight'
+const HEIGHT_MESSAGE_FIELD = 'pigeonholeFrameHeight'
 
 /**
  * Measures the content's bottom edge (a Range over the body, and the margins of its last

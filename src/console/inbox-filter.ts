@@ -46,7 +46,7 @@ export const FILTER_LIMITS = { subject: 200, from: 320, to: 320, text: 100, sinc
  * letters (most non-Latin scripts) within the character limit tripled the worst search;
  * in bytes, no query costs more than the ASCII one the limits were measured with.
  */
-export const FILTER_BYTE_LIMITS = { subject: FILTER_LIMITS.subject, text: FILTER_LIMITS.text } as const
+const FILTER_BYTE_LIMITS = { subject: FILTER_LIMITS.subject, text: FILTER_LIMITS.text } as const
 
 const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8')
 
@@ -75,8 +75,6 @@ const DATE_HELP = 'a date (2026-11-25), or a date and time in UTC (2026-11-25 14
 
 // C0 and C1 controls, DEL, and the invisible format characters that make a value look like another.
 const CONTROL = /[\p{Cc}\p{Cf}]/u
-
-export { parseFilterTime }
 
 /** The search line's terms, or where it cannot be read (a 400 on the page). */
 export function readSearchLine(f: InboxFilter): { line?: SearchLineFilters } | { error: string } {

@@ -80,7 +80,7 @@ export interface FoundLink {
 }
 
 /** At most this many links are listed under a message (a newsletter can carry hundreds). */
-export const MAX_LISTED_LINKS = 100
+const MAX_LISTED_LINKS = 100
 
 const ENTITY: Record<string, string> = { amp: '&', quot: '"', apos: "'", lt: '<', gt: '>' }
 const decodeEntities = (raw: string) =>

@@ -44,7 +44,7 @@ export interface Route {
 export const route = <const P extends string, const A extends Access>(definition: RouteDefinition<P, A>): Route => ({ ...definition, path: definition.path.pattern })
 
 /** Forms are small; anything larger is refused before it is read. */
-export const MAX_FORM_BYTES = 64 * 1024
+const MAX_FORM_BYTES = 64 * 1024
 
 interface CompiledRoute extends Route {
   pattern: RegExp

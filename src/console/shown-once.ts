@@ -13,7 +13,7 @@
 import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto'
 import type { Clock } from '../clock.ts'
 
-export const SHOWN_ONCE_MS = 10 * 60_000
+const SHOWN_ONCE_MS = 10 * 60_000
 
 export type ShownValue =
   | { kind: 'api_key'; organizationId: string; name: string; key: string }

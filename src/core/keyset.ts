@@ -4,7 +4,6 @@
  * The position travels in a signed cursor (cursor.ts); the SQL of the order and the bound
  * lives with storage (src/storage/keyset.ts), which both dialects' adapters use.
  */
-export { newestFirst, olderThan } from '../storage/keyset.ts'
 
 /** A page from the `limit + 1` rows read: the extra row only says whether another page follows. */
 export function cutPage<R>(rows: R[], limit: number, cursorAfter: (last: R) => string): { rows: R[]; nextCursor: string | null } {

@@ -31,7 +31,7 @@ const WAL_FILE = /^([0-9a-f]{8})\.wal$/
 const WAL_HEADER_BYTES = 32
 const FRAME_HEADER_BYTES = 24
 /** Lag is measured this often; Litestream itself syncs every second (litestream.yml). */
-export const REPLICATION_SAMPLE_MS = 1_000
+const REPLICATION_SAMPLE_MS = 1_000
 const FETCH_TIMEOUT_MS = 900
 const MAX_PENDING = 3_600
 

@@ -54,7 +54,7 @@ export class RequestRateLimiter implements RequestAdmission {
 }
 
 /** A subject with its per-minute limit, as a shared counter takes it. */
-export interface RateSubject {
+interface RateSubject {
   id: string
   limit: number
 }

@@ -23,7 +23,7 @@ import type { RequestAdmission } from './request-rate-limiter.ts'
  * The figures core itself reports for /metrics. src/metrics/app-metrics.ts implements it and
  * the composition root hands it in, so core and metrics import nothing from each other.
  */
-export interface CoreMetrics {
+interface CoreMetrics {
   /** Seconds from a message's commit to the waiting long poll holding its answer. */
   readonly longPollWake: { observe(seconds: number): void }
 }

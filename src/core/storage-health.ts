@@ -35,7 +35,7 @@ export const STORAGE_RETRY_AFTER_SECONDS = 5
  * extended code, such as SQLITE_IOERR_WRITE or SQLITE_READONLY_DBMOVED). Anything else
  * (a constraint, a bug in our SQL) is not a storage state and stays an internal error.
  */
-export function storageFailureKind(error: unknown): StorageFailureKind | null {
+function storageFailureKind(error: unknown): StorageFailureKind | null {
   const code = (error as { code?: unknown } | null)?.code
   if (typeof code !== 'string' || !code.startsWith('SQLITE_')) return null
   if (code.startsWith('SQLITE_READONLY')) return 'read_only'

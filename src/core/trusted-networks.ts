@@ -18,7 +18,7 @@ const ALL_ONES = (1n << 128n) - 1n
 const MAPPED_V4 = 0xffffn << 32n
 
 /** An IPv4 or IPv6 address as a 128-bit number, or null for anything else (zone ids included). */
-export function addressNumber(text: string): bigint | null {
+function addressNumber(text: string): bigint | null {
   const address = text.trim().toLowerCase()
   if (address.includes('%')) return null // a zone id names a link, not an address
   const version = isIP(address)

@@ -17,7 +17,7 @@ import type { DataSpool, SpooledData } from '../core/services.ts'
 import type { DataBudget } from './data-budget.ts'
 
 /** Messages up to this size never touch the disk while the budget has room: most test mail is a few KiB. */
-export const SPOOL_AFTER_BYTES = 128 * 1024
+const SPOOL_AFTER_BYTES = 128 * 1024
 /** Bytes received but not yet written to the spool file before the stream is paused. */
 const MAX_UNWRITTEN_BYTES = 64 * 1024
 /**

@@ -20,10 +20,9 @@ import type { Clock } from '../clock.ts'
 import type { Logger } from '../log.ts'
 
 /** The window of /ready's rule and the least time between two warnings. */
-export const PROXY_WINDOW_MS = 60_000
+const PROXY_WINDOW_MS = 60_000
 
 export type ProxyLineOutcome = 'accepted' | 'refused' | 'refused_repeated'
-export const PROXY_LINE_OUTCOMES: readonly ProxyLineOutcome[] = ['accepted', 'refused', 'refused_repeated']
 
 export class ProxyLineWatch {
   private lastAcceptedAt = Number.NEGATIVE_INFINITY

@@ -14,7 +14,7 @@ import { selfSigned } from './self-signed.ts'
 import { checkedPair, type TlsMaterial } from './tls-material.ts'
 
 /** Options spread into the SMTPServer constructor: STARTTLS on, TLS 1.2 or newer. */
-export interface SmtpTlsOptions extends TlsMaterial {
+interface SmtpTlsOptions extends TlsMaterial {
   minVersion: 'TLSv1.2'
 }
 

@@ -25,9 +25,9 @@ import type { Sql } from '../../storage/postgres/client.ts'
 const OFFSET_INTERVAL_MS = 15_000
 const SAMPLES = 3
 /** An offset this large is worth an operator's look (NTP keeps machines within milliseconds). */
-export const OFFSET_LOGGED_MS = 1_000
+const OFFSET_LOGGED_MS = 1_000
 /** A third of the 30 s lease: past it the uncorrected times disagree by more than a heartbeat. */
-export const OFFSET_TOLERANCE_MS = 10_000
+const OFFSET_TOLERANCE_MS = 10_000
 
 export class DatabaseClock implements Clock {
   private offset = 0

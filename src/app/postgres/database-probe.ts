@@ -15,7 +15,7 @@ import type { StorageHealth } from '../../core/storage-health.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 
 /** Longer than a healthy round trip on a busy machine, far shorter than a load balancer's check timeout. */
-export const PROBE_TIMEOUT_MS = 2_000
+const PROBE_TIMEOUT_MS = 2_000
 /** A lock mail needs, held longer than this by someone else, fails the probe. */
 const LOCK_TIMEOUT_MS = 1_000
 const STATEMENT_TIMEOUT_MS = 1_500
@@ -26,7 +26,7 @@ const WATCH_INTERVAL_MS = 3_000
  * probe locks them. ROW EXCLUSIVE is what an INSERT or UPDATE takes: it waits only for a
  * lock that would block mail too (LOCK TABLE, ALTER TABLE, a VACUUM FULL), never for mail.
  */
-export const MAIL_TABLES = [
+const MAIL_TABLES = [
   'messages',
   'message_contents',
   'message_search_texts',
@@ -39,7 +39,7 @@ export const MAIL_TABLES = [
 ] as const
 
 /** A probe that took too long: the database is as good as unreachable. */
-export class ProbeTimeout extends Error {
+class ProbeTimeout extends Error {
   readonly code = 'PROBE_TIMEOUT'
   constructor() {
     super(`the database did not answer within ${PROBE_TIMEOUT_MS} ms`)

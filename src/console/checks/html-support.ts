@@ -24,29 +24,29 @@ interface RawFeature {
 }
 
 /** The families shown, in this order: the clients most test mail is read in. */
-export const FAMILIES = ['gmail', 'apple-mail', 'outlook', 'yahoo', 'samsung-email', 'thunderbird', 'aol', 'protonmail', 'fastmail', 'hey'] as const
+const FAMILIES = ['gmail', 'apple-mail', 'outlook', 'yahoo', 'samsung-email', 'thunderbird', 'aol', 'protonmail', 'fastmail', 'hey'] as const
 
 const NICE = data.nicenames as { family: Record<string, string>; platform: Record<string, string> }
 const FEATURES = new Map((data.data as unknown as RawFeature[]).map((feature) => [feature.slug, feature]))
 const SLUGS: ReadonlySet<string> = new Set(FEATURES.keys())
 
 /** When caniemail's data was last updated (shown with the result). */
-export const DATA_DATE: string = data.last_update_date
+const DATA_DATE: string = data.last_update_date
 
-export interface FamilyScore {
+interface FamilyScore {
   family: string
   name: string
   /** 0–100, or null when no feature used has data for this family. */
   score: number | null
 }
 
-export interface Shortfall {
+interface Shortfall {
   platform: string
   support: 'a' | 'n'
   notes: string[]
 }
 
-export interface FeatureReport {
+interface FeatureReport {
   slug: string
   title: string
   url: string

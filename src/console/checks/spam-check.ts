@@ -26,7 +26,7 @@ export function spamFilterFrom(setting: string): SpamFilter | null {
 /** How the page names the filter. */
 export const spamFilterName = (filter: SpamFilter): string => (filter.kind === 'rspamd' ? `rspamd at ${filter.url}` : `spamd at ${filter.host}:${filter.port}`)
 
-export interface SpamRule {
+interface SpamRule {
   name: string
   score: number
   description: string
@@ -36,7 +36,7 @@ export interface SpamRule {
 export type SpamVerdict = { available: true; score: number; required: number; action: string; spam: boolean; rules: SpamRule[]; message?: string } | { available: false; reason: string }
 
 /** rspamd's score and action need a few tenths of a second; its DNS lookups can take longer. */
-export const SPAM_CHECK_TIMEOUT_MS = 15_000
+const SPAM_CHECK_TIMEOUT_MS = 15_000
 
 /** rspamd actions that mean the message would not be delivered as clean mail. */
 const SPAM_ACTIONS = new Set(['reject', 'soft reject', 'add header', 'rewrite subject'])

@@ -17,10 +17,10 @@ import { PATHS, withQuery } from '../paths.ts'
 import { PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
-export const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
+const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
 
 /** The same with curl, which most machines have (it speaks SMTP). */
-export const curlCommand = (smtpAddress: string, to: string) =>
+const curlCommand = (smtpAddress: string, to: string) =>
   `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
 
 export function InboxesPage(props: {

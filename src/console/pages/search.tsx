@@ -15,7 +15,7 @@ import { Table, Time } from './shell.tsx'
  * `idPrefix` keeps ids unique. The recipient is asked only across inboxes: in one inbox it
  * is always the inbox's own address.
  */
-export function FilterFields(props: { idPrefix: string; filter: InboxFilter; recipient?: boolean }) {
+function FilterFields(props: { idPrefix: string; filter: InboxFilter; recipient?: boolean }) {
   const { idPrefix, filter } = props
   const id = (name: string) => `${idPrefix}-${name}`
   return (

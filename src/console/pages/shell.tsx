@@ -25,14 +25,14 @@ export interface Shell {
 }
 
 export const ShellContext = createContext<Shell>({ user: null, csrf: '', memberships: [] })
-export const useShell = () => useContext(ShellContext)
+const useShell = () => useContext(ShellContext)
 
 /**
  * The organisation's sections, in navigation order. A new section is one entry here plus
  * its pattern in src/console/paths.ts and its route in src/console/routes/ (registered in
  * src/console/index.ts).
  */
-export const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: string): string }; ownersOnly?: boolean }[] = [
+const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: string): string }; ownersOnly?: boolean }[] = [
   { id: 'overview', label: 'Overview', path: PATHS.organization },
   { id: 'inboxes', label: 'Inboxes', path: PATHS.inboxes },
   { id: 'members', label: 'Members', path: PATHS.members },
@@ -98,7 +98,7 @@ export function ShownValueGone(props: { what: string; back: string }) {
 }
 
 /** A time to the second (25 test mails in one minute must not look alike), in UTC. */
-export const exactTime = (at: string) => `${at.replace('T', ' ').slice(0, 19)} UTC`
+const exactTime = (at: string) => `${at.replace('T', ' ').slice(0, 19)} UTC`
 
 /**
  * A time to the second; console.js shows one from the last 24 hours as "12 s ago" and

@@ -8,7 +8,7 @@
 import { render } from 'preact-render-to-string'
 
 /** Shown inline up to this many characters; the rest is in the download. */
-export const MAX_SOURCE_CHARS = 1024 * 1024
+const MAX_SOURCE_CHARS = 1024 * 1024
 
 type Run = [kind: 'tag' | 'attr' | 'comment' | 'name' | 'text', text: string]
 

@@ -34,7 +34,7 @@ import { route, type Route } from '../router.ts'
 /** Inboxes a page of the list shows: 50 rows keep the page under its 50 KB budget. */
 const INBOXES_SHOWN = 50
 /** Messages a page of the inbox shows: 50 rows keep the page under its 50 KB budget with full previews. */
-export const MESSAGES_SHOWN = 50
+const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
 const EMPTY_ROUNDS = 50
 
@@ -76,11 +76,11 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
 }
 
 /** Sent by console.js's live refresh: answer with the message list alone (MessageList). */
-export const LIVE_LIST_HEADER = 'x-live-list'
+const LIVE_LIST_HEADER = 'x-live-list'
 /** Sent by the Inboxes page's live refresh: answer with its table alone (InboxTable). */
 const LIVE_INBOXES_HEADER = 'x-live-inboxes'
 /** On the list-alone answer: the inbox's unread count, for the favicon badge and the tab's title. */
-export const UNREAD_HEADER = 'x-unread'
+const UNREAD_HEADER = 'x-unread'
 /** The most messages one bulk action takes (a page holds at most 100). */
 const BULK_MAX = 100
 

@@ -61,7 +61,7 @@ const checking = new Set<string>()
 const spamChecking = new Set<string>()
 
 /** CONSOLE_LINK_CHECK: `on`, `off`, or `auto` (on only when BASE_URL is this machine). */
-export function linkCheckEnabled(ctx: ConsoleRequest): boolean {
+function linkCheckEnabled(ctx: ConsoleRequest): boolean {
   const setting = ctx.s.config.consoleLinkCheck
   if (setting !== 'auto') return setting === 'on'
   return ['localhost', '127.0.0.1', '[::1]'].includes(new URL(ctx.s.publicUrls().baseUrl).hostname)

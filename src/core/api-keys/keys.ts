@@ -15,7 +15,7 @@ import { generateApiKey, hashSecret, parseApiKey } from './authenticate.ts'
 
 const MAX_KEY_NAME = 100
 
-export function checkKeyName(raw: unknown): string {
+function checkKeyName(raw: unknown): string {
   const name = typeof raw === 'string' ? raw.trim() : ''
   if (name.length > MAX_KEY_NAME || /\p{Cc}/u.test(name)) throw new Refusal('invalid', `A key name has at most ${MAX_KEY_NAME} printable characters.`)
   return name

@@ -10,7 +10,7 @@
  * for all of them, however many polls wait), and ends those keys' polls. Nothing runs while no
  * poll waits. A read that fails (storage away) is retried at the next tick.
  */
-export const REVOCATION_CHECK_MS = 500
+const REVOCATION_CHECK_MS = 500
 
 export class KeyRevocations {
   private readonly waiting = new Map<string, Set<() => void>>()

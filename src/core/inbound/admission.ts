@@ -13,7 +13,7 @@ import type { Reservation } from './reservations.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
-export const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
+const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
 
 /** The month and five-minute bucket the inbound counters use at `ms`. */
 export const inboundPeriods = (ms: number): InboundPeriods => ({ month: utcMonth(ms).key, bucket: burstBucket(ms) })

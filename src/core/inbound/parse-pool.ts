@@ -47,7 +47,7 @@ interface Slot {
 }
 
 /** Beside this module in the source tree; beside the bundle in dist/ (see `bun run build`). */
-export const PARSE_WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url)
+const PARSE_WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url)
 
 /** The bytes' own ArrayBuffer when they span all of it (moved, not copied); a copy otherwise. */
 function transferableBytes(raw: Buffer): ArrayBuffer {

@@ -19,7 +19,7 @@ export const DEFAULT_PAGE_SIZE = 50
 /** A count stops here ("of more than 10,000"): counting costs a walk over what it counts. */
 export const COUNT_LIMIT = 10_000
 
-export type ListedMessage = MessageSummary & { read: boolean; has_attachment: boolean }
+type ListedMessage = MessageSummary & { read: boolean; has_attachment: boolean }
 
 export interface ConsolePage {
   rows: ListedMessage[]

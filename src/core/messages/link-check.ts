@@ -25,7 +25,7 @@ import type { AllowList } from './allow-list.ts'
 
 /** Far above the links a message page lists (100) with its images: every one is checked. */
 export const MAX_CHECKED = 300
-export const CHECK_TIMEOUT_MS = 3000
+const CHECK_TIMEOUT_MS = 3000
 /** Redirects followed from one URL. */
 export const MAX_HOPS = 5
 const CONCURRENCY = 6
@@ -207,7 +207,7 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
  * The whole check's time: the person waits for its page, so however many links time out, it
  * answers by then; what it did not reach says so.
  */
-export const CHECK_BUDGET_MS = 20_000
+const CHECK_BUDGET_MS = 20_000
 
 /** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS, all within `budgetMs`. */
 export async function checkLinks(urls: string[], deps: CheckDeps = publicInternet, budgetMs = CHECK_BUDGET_MS): Promise<LinkStatus[]> {

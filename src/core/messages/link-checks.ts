@@ -12,7 +12,7 @@ import type { Services } from '../services.ts'
 import { type CheckDeps, checkLinks, type LinkStatus, MAX_CHECKED } from './link-check.ts'
 
 /** What was checked: a link (from the HTML or the text part) or an image of the HTML. */
-export type CheckedUrl = LinkStatus & { kind: 'link' | 'image' }
+type CheckedUrl = LinkStatus & { kind: 'link' | 'image' }
 
 export interface LinkCheckResult {
   id: string

@@ -20,10 +20,10 @@ const RETRY_AFTER_STORAGE_FAILURE_MS = 1_000
  * silent answers nothing until its connection is given up, seconds later): then it answers
  * without it, so it answers at its deadline within a second whatever the database does.
  */
-export const DEADLINE_GRACE_MS = 500
+const DEADLINE_GRACE_MS = 500
 
 /** A poll's query still unanswered at its deadline and grace: answered as storage that cannot be read now. */
-export class QueryPastDeadline extends Error {
+class QueryPastDeadline extends Error {
   readonly code = 'QUERY_PAST_DEADLINE'
   constructor() {
     super(`the database did not answer the waiting poll's query within ${DEADLINE_GRACE_MS} ms of its deadline`)

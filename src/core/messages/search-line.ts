@@ -30,12 +30,12 @@ export type SearchLineFilters = MessageFilters
 /** The longest line taken. */
 export const MAX_LINE = 500
 /** The most terms in a line. */
-export const MAX_TERMS = 12
+const MAX_TERMS = 12
 /** UTF-8 bytes a subject term and a text term take at most (as the filter form's fields). */
 const SUBJECT_BYTES = 200
 const TEXT_BYTES = 100
 
-export const OPERATORS = ['from', 'to', 'subject', 'has', 'is', 'before', 'after', 'larger', 'smaller'] as const
+const OPERATORS = ['from', 'to', 'subject', 'has', 'is', 'before', 'after', 'larger', 'smaller'] as const
 type Operator = (typeof OPERATORS)[number]
 
 /** A line that cannot be read: `at` is the 1-based character where the trouble starts. */

@@ -29,7 +29,7 @@ export function checkOrganizationName(raw: unknown): string {
   return name
 }
 
-export const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (preset === 'local' ? { ...LOCAL_TESTING_LIMITS } : {})
+const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (preset === 'local' ? { ...LOCAL_TESTING_LIMITS } : {})
 
 /**
  * The one way an organisation comes to be (the operator's console form, `cli orgs create`,

@@ -76,7 +76,7 @@ export const newUserRow = (s: Pick<AccountServices, 'clock'>, input: { email: st
 })
 
 /** A password an operator hands over; 80 random bits, readable aloud in groups. */
-export const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')
+const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')
 
 /**
  * The operator's reset (the service sends no mail, so there is no self-service link): a new

@@ -48,5 +48,3 @@ export function openApiDocument(config: PublicUrls & { receivingDomain: string }
     },
   }
 }
-
-export type OpenApiDocument = ReturnType<typeof openApiDocument>

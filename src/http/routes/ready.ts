@@ -57,7 +57,7 @@ export async function readinessChecks(
 }
 
 /** How often /ready really writes while all is well; checks in between reuse the success (one fsync per 5 s at most). */
-export const WRITE_PROBE_INTERVAL_MS = 5_000
+const WRITE_PROBE_INTERVAL_MS = 5_000
 
 /**
  * A real write: upserts one heartbeat row and commits it (core's probeHeartbeatWrite).

@@ -28,7 +28,7 @@ function readDelimited(value: string, start: number, open: string, close: string
   return { text, end: at }
 }
 
-export function tokenize(value: string): Token[] {
+function tokenize(value: string): Token[] {
   const tokens: Token[] = []
   for (let at = 0; at < value.length; ) {
     const char = value[at]!
