@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
-import { scratchDir } from './scratch.ts'
+import { unmanagedScratchDir } from './scratch.ts'
 
 /** Where initdb and pg_ctl live: on the PATH, else Debian's versioned folder (newest first). */
 function findBinaries(): string | null {
@@ -124,7 +124,8 @@ function runOwner(): { pid: number; key: string } {
 }
 
 function createCluster(durable = false, password?: string, ownerPid = process.pid, alsoRemove?: string): TestCluster {
-  const folder = scratchDir('pigeonhole-pg-')
+  // Its watcher (below) removes it once the server is stopped, not the file that asked for it.
+  const folder = unmanagedScratchDir('pigeonhole-pg-')
   const data = join(folder, 'data')
   if (isRoot) {
     const ids = Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()

@@ -5,12 +5,12 @@
  * server that cost, and the server still takes its own path of a restart that finds its
  * certificate. Servers with another RECEIVING_DOMAIN make their own, as in production.
  */
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
 import { selfSigned, selfSignedPaths } from '../../src/smtp/self-signed.ts'
-import { scratchDir } from './scratch.ts'
+import { processScratchDir } from './scratch.ts'
 
 export const SEED_DOMAIN = 'inbox.test'
 
@@ -18,8 +18,8 @@ let seed: Promise<ReturnType<typeof selfSignedPaths>> | undefined
 
 function makeSeed(): Promise<ReturnType<typeof selfSignedPaths>> {
   seed ??= (async () => {
-    const dir = scratchDir('pigeonhole-tls-seed-')
-    process.once('exit', () => rmSync(dir, { recursive: true, force: true }))
+    // The process's, not a file's: the next file this process runs lays down the same pair.
+    const dir = processScratchDir('pigeonhole-tls-seed-')
     const config = loadConfig({ DATABASE_PATH: join(dir, 'seed.db'), RECEIVING_DOMAIN: SEED_DOMAIN })
     await selfSigned(config, createLogger('silent'), Date.now())
     return selfSignedPaths(config.databasePath)
