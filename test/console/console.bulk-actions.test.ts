@@ -80,6 +80,16 @@ test('bulk read, unread and delete touch only this inbox of this organisation, a
   expect((await owner.post(`${pathA}/bulk`, { message: elsewhere! })).status).toBe(404)
 })
 
+test('a message named twice in one post is deleted once, with the rest of the selection', async () => {
+  const box = await inbox(owner, org, 'bulk-twice')
+  for (const subject of ['first', 'second', 'kept']) await deliver(box.address, subject)
+  const path = `/console/orgs/${org}/inboxes/${box.id}`
+  const [kept, second, first] = idsOn((await owner.get(path)).html)
+  const deleted = await owner.post(`${path}/bulk`, { action: 'delete', selected: [first!, first!, second!] })
+  expect(deleted.status).toBe(303)
+  expect(idsOn((await owner.get(path)).html)).toEqual([kept!])
+})
+
 test('another organisation cannot mark or delete these messages', async () => {
   const mine = await inbox(owner, org, 'bulk-mine')
   await deliver(mine.address, 'private')

@@ -14,7 +14,7 @@ import { inboxStats } from '../../src/core/inboxes/inbox-stats.ts'
 import { listInboxes } from '../../src/core/inboxes/list-inboxes.ts'
 import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits.ts'
-import { listForConsole, markMessagesRead } from '../../src/core/messages/console-listing.ts'
+import { listForConsole, markMessagesRead, messagesOfInbox } from '../../src/core/messages/console-listing.ts'
 import { getMessage } from '../../src/core/messages/get-message.ts'
 import { parseSearchLine } from '../../src/core/messages/search-line.ts'
 import { consolePrincipal, createOrganization } from '../../src/core/organizations/organizations.ts'
@@ -150,6 +150,29 @@ describeEachBackend(
       expect((await addresses('%')).data).toEqual([])
       expect((await addresses('_')).data).toEqual([])
       expect((await addresses('')).data).toHaveLength(5)
+    })
+
+    // Last: it moves the shared clock past the retention period.
+    test("the bulk action's check: only this inbox's unexpired messages of the organisation, once each, in the order sent", async () => {
+      const principal = await tenant()
+      const other = await tenant()
+      const [inbox, sibling] = [(await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data, (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data]
+      const theirs = (await createInbox(s(), other, { body: '', idempotencyKey: null })).body.data
+      const a = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'a' }))
+      const b = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'b' }))
+      const nextDoor = await deliver(sibling.address, simpleMessage({ to: sibling.address, subject: 'sibling' }))
+      const foreign = await deliver(theirs.address, simpleMessage({ to: theirs.address, subject: 'theirs' }))
+      const unknown = `msg_${'0'.repeat(32)}`
+      const sent = [b, nextDoor, foreign, unknown, "msg_' or 1=1 --", 'inbox_x', a, b, a]
+      expect(await messagesOfInbox(s(), principal, inbox.id, sent)).toEqual([b, a])
+      expect(await messagesOfInbox(s(), principal, sibling.id, sent)).toEqual([nextDoor])
+      expect(await messagesOfInbox(s(), principal, inbox.id, [])).toEqual([])
+      // Another organisation naming this inbox and its messages, or its own inbox with them: nothing.
+      expect(await messagesOfInbox(s(), other, inbox.id, [a, b])).toEqual([])
+      expect(await messagesOfInbox(s(), other, theirs.id, [a, b, foreign])).toEqual([foreign])
+      // Expired messages are gone, as for every other read.
+      clock.advance(s().config.limits.retentionDays * 86_400_000)
+      expect(await messagesOfInbox(s(), principal, inbox.id, [a, b])).toEqual([])
     })
   },
   { clock },

@@ -17,7 +17,7 @@ import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { Refusal } from '../../core/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, readPageSize, readSearchLine, toMessageQuery } from '../inbox-filter.ts'
-import { type ConsolePage, listForConsole, markMessagesRead } from '../../core/messages/console-listing.ts'
+import { type ConsolePage, listForConsole, markMessagesRead, messagesOfInbox } from '../../core/messages/console-listing.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'
 import type { MessageQuery } from '../../core/messages/list-messages.ts'
 import { SearchPage } from '../pages/search.tsx'
@@ -180,14 +180,7 @@ export const inboxRoutes: Route[] = [
       const ids = single ? [single] : ctx.form.getAll('selected').slice(0, BULK_MAX)
       if (!['read', 'unread', 'delete'].includes(action)) throw new Refusal('invalid', 'Choose Mark read, Mark unread or Delete selected.')
       // Only messages of this inbox: the ids are the client's to change.
-      const owned: string[] = []
-      for (const id of ids) {
-        const message = await getMessage(ctx.s, principal, id).catch((error) => {
-          if (error instanceof DomainError) return null
-          throw error
-        })
-        if (message?.inbox_id === inbox.id) owned.push(message.id)
-      }
+      const owned = await messagesOfInbox(ctx.s, principal, inbox.id, ids)
       if (single && owned.length === 0) throw new Refusal('not_found', 'Not found.')
       if (action === 'delete') for (const id of owned) await deleteMessage(ctx.s, principal, id)
       else await markMessagesRead(ctx.s, principal, owned, action === 'read')

@@ -5,6 +5,7 @@
  * public Message has no such field and /v1 reads never set it.
  */
 import { isoTime } from '../../clock.ts'
+import { ID_PATTERNS } from '../../ids.ts'
 import type { InboxListing, MessageFilters, MessagePosition } from '../../storage/port/messages.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
 import type { MessageSummary } from '../models.ts'
@@ -75,6 +76,19 @@ export async function listForConsole(s: Services, principal: Principal, input: C
     newer: firstRow && counted.newer > 0 ? s.cursors.encode(newerListing(inboxId), { at: firstRow.receivedAt, id: firstRow.id }) : null,
     inboxUnread: Object.values(filters).every((value) => value === undefined) && counted.total <= COUNT_LIMIT ? Number(counted.unread) : null,
   }
+}
+
+/**
+ * Of the ids a console form sent, those naming the organisation's unexpired messages in this
+ * inbox, once each and in the order sent: one read of the summaries, so a bulk action over a
+ * page costs one query, not a full read of every message. Anything else is left out silently,
+ * as the action leaves another inbox's or organisation's messages alone.
+ */
+export async function messagesOfInbox(s: Services, principal: Principal, inboxId: string, ids: string[]): Promise<string[]> {
+  const wellFormed = [...new Set(ids)].filter((id) => ID_PATTERNS.msg.test(id))
+  if (wellFormed.length === 0) return []
+  const found = new Set(await s.store.messages.inInbox({ organizationId: principal.organizationId, inboxId, ids: wellFormed, now: isoTime(s.clock.now()) }))
+  return wellFormed.filter((id) => found.has(id))
 }
 
 /**

@@ -138,6 +138,12 @@ export interface MessageStore {
    */
   countInbox(listing: Omit<InboxListing, 'after' | 'before'>, newerThan: MessagePosition | undefined): Promise<{ total: number; newer: number; unread: number }>
 
+  /**
+   * Console only: which of these ids are the organisation's unexpired messages in this inbox,
+   * in one read of the summaries (the bulk action's check on ids the client sent).
+   */
+  inInbox(input: { organizationId: string; inboxId: string; ids: string[]; now: string }): Promise<string[]>
+
   /** Console only: of these ids of the organisation, which are read and which have an attachment proper (inline parts do not count). */
   marks(input: { organizationId: string; ids: string[] }): Promise<Array<{ id: string; read: boolean; hasAttachment: boolean }>>
 

@@ -267,6 +267,15 @@ export function postgresMessages(db: PostgresDb): MessageStore {
       return row ?? null
     },
 
+    async inInbox({ organizationId, inboxId, ids, now }) {
+      if (ids.length === 0) return []
+      const rows = await db
+        .select({ id: messages.id })
+        .from(messages)
+        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), gt(messages.expiresAt, now)))
+      return rows.map((row) => row.id)
+    },
+
     async marks({ organizationId, ids }) {
       if (ids.length === 0) return []
       return db

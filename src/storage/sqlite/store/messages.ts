@@ -407,6 +407,16 @@ export function sqliteMessages(storage: Storage): MessageStore {
       )
     },
 
+    async inInbox({ organizationId, inboxId, ids, now }) {
+      if (ids.length === 0) return []
+      return db
+        .select({ id: messages.id })
+        .from(messages)
+        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), gt(messages.expiresAt, now)))
+        .all()
+        .map((row) => row.id)
+    },
+
     async marks({ organizationId, ids }) {
       if (ids.length === 0) return []
       return consoleQueries(db)
