@@ -7,7 +7,7 @@
  * database's; the offset is a metric, logged once, and past the tolerance /ready fails.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from 'bun:test'
-import { existsSync } from 'node:fs'
+import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { expectDocumentedEvents } from '../support/log-events.ts'
 import { longPollsWaiting, type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
@@ -22,6 +22,19 @@ const LONG_POLLS = 4
 const REQUESTS = 10
 
 const skewed = (offset: string) => ({ LD_PRELOAD: LIBFAKETIME!, FAKETIME: offset, METRICS_TOKEN })
+
+/**
+ * libfaketime leaves a shared-memory segment and a semaphore in /dev/shm per process it was
+ * loaded into (faketime_shm_<pid>, sem.faketime_sem_<pid>), and nothing removes them when the
+ * process ends. Those of processes that are gone are removed here; a live one's are its own.
+ */
+function removeDeadFaketimeSegments(): void {
+  if (!existsSync('/dev/shm')) return
+  for (const name of readdirSync('/dev/shm')) {
+    const pid = /^(?:faketime_shm_|sem\.faketime_sem_)(\d+)$/.exec(name)?.[1]
+    if (pid && !existsSync(`/proc/${pid}`)) rmSync(`/dev/shm/${name}`, { force: true })
+  }
+}
 
 async function metric(machine: MachineProcess, name: string): Promise<number> {
   const text = await (await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
@@ -60,6 +73,7 @@ const body = () => {
   afterAll(async () => {
     await Promise.all([a?.remove(), b?.remove()])
     await sql?.end()
+    removeDeadFaketimeSegments()
   })
 
   test('each machine measures its offset to the database: a metric, one warning, /ready fails past the tolerance', async () => {
