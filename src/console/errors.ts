@@ -5,8 +5,10 @@
  * The viewer calls the same domain verbs as /v1, which refuse with DomainError codes; the
  * console shows each as one of its own kinds. Every not-found is the same 404 as another
  * organisation's id, a bad value is 400, and every other refusal (quota, address taken,
- * provider down, disk full) is 409 with the verb's own message. `internal_error` stays a
- * 500: the verb has logged why (stored bytes that fail their check).
+ * provider down, disk full) is 409 with the verb's own message, except `rate_limit_exceeded`
+ * (the downloads' per-organisation slots, shared with /v1): 429 with its `Retry-After`, as
+ * the API answers. `internal_error` stays a 500: the verb has logged why (stored bytes that
+ * fail their check).
  */
 import { Refusal, type RefusalKind } from '../core/refusals.ts'
 import { DomainError, type ErrorCode } from '../core/errors.ts'
@@ -46,7 +48,7 @@ export const DOMAIN_KIND: Record<ErrorCode, RefusalKind | 'internal'> = {
   invalid_sender_domain: 'invalid',
   invalid_received_after: 'invalid',
   invalid_subject: 'invalid',
-  rate_limit_exceeded: 'conflict',
+  rate_limit_exceeded: 'throttled',
   long_poll_limit_exceeded: 'conflict',
   internal_error: 'internal',
   insufficient_storage: 'conflict',
@@ -61,5 +63,5 @@ export function asConsoleError(error: unknown): unknown {
   if (kind === 'internal') return error
   // Not-found says nothing more, so an id of another organisation reads like a made-up one.
   if (kind === 'not_found') return new Refusal('not_found', 'Not found.')
-  return new Refusal(kind, error.message, kind === 'conflict' ? error.facts.retryAfterSeconds : undefined)
+  return new Refusal(kind, error.message, kind === 'conflict' || kind === 'throttled' ? error.facts.retryAfterSeconds : undefined)
 }

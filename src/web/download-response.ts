@@ -34,6 +34,31 @@ function sentInPieces(content: Buffer, sent: () => void): ReadableStream<Uint8Ar
   })
 }
 
+/** A file read for download: what `downloadResponse` sends. */
+export interface DownloadFile {
+  content: Buffer
+  contentType: string
+  filename: string
+}
+
+/**
+ * A download that holds a slot (core/attachments/download-slots.ts) from before its read
+ * until its last byte is handed to the connection or the client leaves: `take` takes the
+ * slot (or throws the refusal) and returns its release. The API's attachment route and the
+ * console's attachment and `.eml` downloads share one limiter this way, so a browser tab
+ * cannot add what the organisation's keys are refused.
+ */
+export async function heldDownload(take: () => () => void, read: () => Promise<DownloadFile>): Promise<Response> {
+  const release = take()
+  try {
+    const file = await read()
+    return downloadResponse(file.content, file.contentType, file.filename, release)
+  } catch (error) {
+    release()
+    throw error
+  }
+}
+
 /** `sent`, when given, hears when the last byte was handed over or the client left. */
 export function downloadResponse(content: Buffer, contentType: string, filename: string, sent?: () => void): Response {
   // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.

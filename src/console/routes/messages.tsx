@@ -14,7 +14,7 @@ import { downloadAttachment } from '../../core/attachments/download-attachment.t
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
-import { downloadResponse } from '../../web/download-response.ts'
+import { heldDownload } from '../../web/download-response.ts'
 import { type ConsoleRequest, redirect } from '../context.ts'
 import { Refusal } from '../../core/refusals.ts'
 import { type LinkStatus, withAllowList } from '../../core/messages/link-check.ts'
@@ -248,7 +248,11 @@ export const messageRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { principal }) => {
       const id = ctx.params.message
-      return downloadResponse(await getMessageSource(ctx.s, principal, id), 'message/rfc822', `${id}.eml`)
+      // The same per-organisation slots as the API's downloads (web/download-response.ts).
+      return heldDownload(
+        () => ctx.s.downloads.acquire(principal.organizationId),
+        async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }),
+      )
     },
   }),
   route({
@@ -266,8 +270,10 @@ export const messageRoutes: Route[] = [
     path: PATHS.attachment,
     access: 'member',
     handler: async (ctx, { principal }) => {
-      const file = await downloadAttachment(ctx.s, principal, ctx.params.attachment)
-      return downloadResponse(file.content, file.contentType, file.filename)
+      return heldDownload(
+        () => ctx.s.downloads.acquire(principal.organizationId),
+        () => downloadAttachment(ctx.s, principal, ctx.params.attachment),
+      )
     },
   }),
 ]

@@ -1,7 +1,7 @@
 import { Elysia, t } from 'elysia'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
 import type { Services } from '../../core/services.ts'
-import { downloadResponse } from '../../web/download-response.ts'
+import { heldDownload } from '../../web/download-response.ts'
 import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 
@@ -13,15 +13,10 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     '/v1/attachments/:attachment_id',
     async ({ request, params }) => {
       const principal = requests.principal(request)
-      // Held from the read until the last byte is handed over (core/attachments/download-slots.ts).
-      const release = s.downloads.acquire(principal.organizationId)
-      try {
-        const file = await downloadAttachment(s, principal, params.attachment_id)
-        return downloadResponse(file.content, file.contentType, file.filename, release)
-      } catch (error) {
-        release()
-        throw error
-      }
+      return heldDownload(
+        () => s.downloads.acquire(principal.organizationId),
+        () => downloadAttachment(s, principal, params.attachment_id),
+      )
     },
     {
       response: { 200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }), 401: ErrorModel, 404: ErrorModel, 429: ErrorModel },
