@@ -5,7 +5,7 @@
  * bytes. Rows from before the hashes existed (sha256 null) are still served.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { createHash } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { setUp } from '../support/console-client.ts'
 import type { ApiResponse, TestServer } from '../support/harness.ts'
 import { BINARY, PNG, richMessage } from '../support/fixture-mail.ts'
@@ -142,4 +142,40 @@ test('rows stored before the hashes existed (sha256 null) are served as they are
   expect(file.status).toBe(200)
   expect(Buffer.from(await file.arrayBuffer()).equals(BINARY)).toBe(true)
   expect((await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })).status).toBe(200)
+})
+
+test('large bytes (read in slices on PostgreSQL, hashed off the event loop) are served whole, and one flipped bit in them is refused', async () => {
+  // Sizes around PostgreSQL's 512 KiB read slice: exactly one, and several with a short last one.
+  const files = [randomBytes(512 * 1024), randomBytes(1300 * 1024 + 7)]
+  const inbox = await newInbox(server, key)
+  const raw = [
+    'From: sender@example.com',
+    `To: ${inbox.address}`,
+    'Subject: large attachments',
+    'MIME-Version: 1.0',
+    'Content-Type: multipart/mixed; boundary="big"',
+    '',
+    ...files.flatMap((file, i) => ['--big', 'Content-Type: application/octet-stream', `Content-Disposition: attachment; filename="f${i}.bin"`, 'Content-Transfer-Encoding: base64', '', file.toString('base64').replace(/.{76}/g, '$&\r\n')]),
+    '--big--',
+    '',
+  ].join('\r\n')
+  const [messageId] = await deliver(server, inbox.address, raw)
+  const message = (await server.get(`/v1/messages/${messageId}`, key)).body.data
+  const ids = files.map((file) => message.attachments.find((a: { size_bytes: number }) => a.size_bytes === file.length).id as string)
+  for (const [i, id] of ids.entries()) {
+    const served = await downloadAttachment(server, id, key)
+    expect(served.status).toBe(200)
+    expect(Buffer.from(await served.arrayBuffer()).equals(files[i]!)).toBe(true)
+  }
+  const source = await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })
+  expect(source.status).toBe(200)
+  expect(Buffer.from(await source.arrayBuffer()).toString()).toBe(raw)
+
+  const before = corruptLines().length
+  await flipOneBit('attachment_contents', 'content', 'attachment_id', ids[1]!)
+  expectError(await asApi(await downloadAttachment(server, ids[1]!, key)), 500, 'internal_error')
+  expect(corruptLines().at(-1)).toMatchObject({ kind: 'attachment', id: ids[1], size_bytes: files[1]!.length, expected_sha256: sha256(files[1]!) })
+  await flipOneBit('message_sources', 'raw', 'message_id', messageId!)
+  expect((await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })).status).toBe(500)
+  expect(corruptLines().length).toBe(before + 2)
 })
