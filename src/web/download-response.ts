@@ -3,6 +3,7 @@
  * attachment and `.eml` downloads answer with exactly these headers, so both serve the
  * same bytes the same way (never sniffed, never rendered as a page of our origin).
  */
+import type { DownloadSlots } from '../core/attachments/download-slots.ts'
 
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266), safe for any name. */
 export function contentDisposition(filename: string): string {
@@ -42,16 +43,16 @@ export interface DownloadFile {
 }
 
 /**
- * A download that holds a slot (core/attachments/download-slots.ts) from before its read
- * until its last byte is handed to the connection or the client leaves: `take` takes the
- * slot (or throws the refusal) and returns its release. The API's attachment route and the
- * console's attachment and `.eml` downloads share one limiter this way, so a browser tab
- * cannot add what the organisation's keys are refused.
+ * A download that holds its organisation's slot (core/attachments/download-slots.ts) from
+ * before its read until its last byte is handed to the connection or the client leaves, and
+ * reads in the machine's turn of reads. The API's attachment route and the console's
+ * attachment and `.eml` downloads share one limiter this way, so a browser tab cannot add
+ * what the organisation's keys are refused.
  */
-export async function heldDownload(take: () => () => void, read: () => Promise<DownloadFile>): Promise<Response> {
-  const release = take()
+export async function heldDownload(slots: DownloadSlots, organizationId: string, read: () => Promise<DownloadFile>): Promise<Response> {
+  const release = slots.acquire(organizationId)
   try {
-    const file = await read()
+    const file = await slots.reading(read)
     return downloadResponse(file.content, file.contentType, file.filename, release)
   } catch (error) {
     release()

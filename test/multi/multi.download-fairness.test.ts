@@ -7,7 +7,7 @@
  * up to 7.6 s.
  */
 import { afterAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { randomBytes } from 'node:crypto'
+import { createHash, randomBytes } from 'node:crypto'
 import { DOWNLOADS_PER_ORGANIZATION } from '../../src/core/attachments/download-slots.ts'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
@@ -15,7 +15,7 @@ import { sendMail } from '../support/smtp.ts'
 
 setDefaultTimeout(120_000)
 
-/** X's concurrent clients, each downloading again and again for DOWNLOAD_MS. */
+/** X's concurrent clients, each downloading again and again for DOWNLOAD_MS (in test/support/download-loop.ts). */
 const CLIENTS = 20
 const DOWNLOAD_MS = 2_000
 const ATTACHMENT = randomBytes(5 * 1024 * 1024 - 1024)
@@ -67,36 +67,22 @@ async function fairness(machine: MachineProcess): Promise<void> {
       expect(answer.status).toBe(200)
     }
   })()
-  const until = performance.now() + DOWNLOAD_MS
-  const downloads = (
-    await Promise.all(
-      Array.from({ length: CLIENTS }, async () => {
-        const mine: { status: number; retryAfter: string | null; body: Buffer }[] = []
-        while (performance.now() < until) {
-          const response = await fetch(`${machine.httpUrl}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${x}` } })
-          const body = Buffer.from(await response.arrayBuffer())
-          mine.push({ status: response.status, retryAfter: response.headers.get('retry-after'), body })
-          if (response.status === 429) await Bun.sleep(50)
-        }
-        return mine
-      }),
-    )
-  ).flat()
+  // X's clients run in a process of their own: here, receiving their bodies would delay the
+  // answers to Y's calls in this process's event loop, not in the server's.
+  const loop = Bun.spawn(
+    [process.execPath, 'test/support/download-loop.ts', `${machine.httpUrl}/v1/attachments/${attachmentId}`, x, String(CLIENTS), String(DOWNLOAD_MS), createHash('sha256').update(ATTACHMENT).digest('hex')],
+    { stdout: 'pipe', stderr: 'inherit' },
+  )
+  const tally = JSON.parse(await new Response(loop.stdout).text()) as { served: number; refused: number; other: string[] }
+  expect(await loop.exited).toBe(0)
   downloading = false
   await otherCalls
 
-  const served = downloads.filter((d) => d.status === 200)
-  const refused = downloads.filter((d) => d.status === 429)
-  expect(served.length + refused.length).toBe(downloads.length)
-  expect(served.length).toBeGreaterThanOrEqual(DOWNLOADS_PER_ORGANIZATION)
-  expect(refused.length).toBeGreaterThan(0)
-  for (const download of served) expect(download.body.equals(ATTACHMENT)).toBe(true)
-  for (const download of refused) {
-    expect(download.retryAfter).toBe('1')
-    expect(JSON.parse(download.body.toString()).error.code).toBe('rate_limit_exceeded')
-  }
+  expect(tally.other).toEqual([])
+  expect(tally.served).toBeGreaterThanOrEqual(DOWNLOADS_PER_ORGANIZATION)
+  expect(tally.refused).toBeGreaterThan(0)
   const worst = p99(others)
-  console.info(`${machine.name}: ${served.length} served, ${refused.length} refused; the other organisation's calls: ${others.length}, p99 ${Math.round(worst)} ms`)
+  console.info(`${machine.name}: ${tally.served} served, ${tally.refused} refused; the other organisation's calls: ${others.length}, p99 ${Math.round(worst)} ms`)
   // Its p99 is printed, not asserted: speed is the bench's to measure (a timed bound here would
   // measure the machine's other load as much as this server).
   // Every slot was given back: X downloads again.

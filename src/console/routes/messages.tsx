@@ -249,10 +249,7 @@ export const messageRoutes: Route[] = [
     handler: async (ctx, { principal }) => {
       const id = ctx.params.message
       // The same per-organisation slots as the API's downloads (web/download-response.ts).
-      return heldDownload(
-        () => ctx.s.downloads.acquire(principal.organizationId),
-        async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }),
-      )
+      return heldDownload(ctx.s.downloads, principal.organizationId, async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }))
     },
   }),
   route({
@@ -270,10 +267,7 @@ export const messageRoutes: Route[] = [
     path: PATHS.attachment,
     access: 'member',
     handler: async (ctx, { principal }) => {
-      return heldDownload(
-        () => ctx.s.downloads.acquire(principal.organizationId),
-        () => downloadAttachment(ctx.s, principal, ctx.params.attachment),
-      )
+      return heldDownload(ctx.s.downloads, principal.organizationId, () => downloadAttachment(ctx.s, principal, ctx.params.attachment))
     },
   }),
 ]

@@ -13,10 +13,38 @@ import { DomainError } from '../errors.ts'
 /** Enough for a test run's parallel workers; a hundred at once is what starved the others. */
 export const DOWNLOADS_PER_ORGANIZATION = 4
 
+/**
+ * Reads of stored bytes running at once on a machine, whichever organisations download. In
+ * PostgreSQL mode each read holds a pool connection while a slice of the bytes comes in
+ * (storage/postgres/store/messages.ts); four downloads reading at once kept a small pool busy
+ * and another organisation's calls waited for a connection. Two leave the rest of the pool to
+ * everything else; a download waiting here waits for a read (milliseconds), not a transfer.
+ */
+export const READS_AT_ONCE = 2
+
 export class DownloadSlots {
   private readonly held = new Map<string, number>()
+  private reads = 0
+  private readonly waiting: (() => void)[] = []
 
-  constructor(private readonly perOrganization = DOWNLOADS_PER_ORGANIZATION) {}
+  constructor(
+    private readonly perOrganization = DOWNLOADS_PER_ORGANIZATION,
+    private readonly readsAtOnce = READS_AT_ONCE,
+  ) {}
+
+  /** Runs `read` when fewer than READS_AT_ONCE reads run on this machine, in the order asked. */
+  async reading<T>(read: () => Promise<T>): Promise<T> {
+    if (this.reads >= this.readsAtOnce) await new Promise<void>((resolve) => this.waiting.push(resolve))
+    else this.reads++
+    try {
+      return await read()
+    } finally {
+      // The turn passes straight to the next in line (the count stays), or the count drops.
+      const next = this.waiting.shift()
+      if (next) next()
+      else this.reads--
+    }
+  }
 
   /** Takes a slot or throws 429; the returned function frees it (calling it twice is harmless). */
   acquire(organizationId: string): () => void {

@@ -1,0 +1,68 @@
+/**
+ * The download slots' two bounds: an organisation's downloads at once (429 beyond, freed
+ * once), and the machine's reads of stored bytes at once, whichever organisations ask, taken
+ * in the order asked and passed on when a read fails.
+ */
+import { expect, test } from 'bun:test'
+import { DownloadSlots } from '../../src/core/attachments/download-slots.ts'
+import { DomainError } from '../../src/core/errors.ts'
+
+/** A read that runs until `finish()`, noting when it began. */
+function heldRead(began: string[], name: string) {
+  let finish!: (value: string) => void
+  let fail!: (error: Error) => void
+  const done = new Promise<string>((resolve, reject) => {
+    finish = resolve
+    fail = reject
+  })
+  return { read: () => (began.push(name), done), finish: () => finish(name), fail: () => fail(new Error(`${name} failed`)) }
+}
+
+test("an organisation's downloads beyond its limit are refused with 429 and Retry-After: 1; a release frees one slot once", () => {
+  const slots = new DownloadSlots(2, 2)
+  const first = slots.acquire('org_a')
+  slots.acquire('org_a')
+  const refusal = (() => {
+    try {
+      slots.acquire('org_a')
+    } catch (error) {
+      return error
+    }
+  })() as DomainError
+  expect(refusal).toBeInstanceOf(DomainError)
+  expect([refusal.code, refusal.facts.retryAfterSeconds]).toEqual(['rate_limit_exceeded', 1])
+  slots.acquire('org_b') // another organisation's slots are its own
+  first()
+  first() // twice is harmless: one slot back, not two
+  slots.acquire('org_a')
+  expect(() => slots.acquire('org_a')).toThrow(DomainError)
+  expect(slots.total()).toBe(3)
+})
+
+test('at most the machine’s reads run at once, across organisations, in the order asked; a failed read passes its turn on', async () => {
+  const slots = new DownloadSlots(4, 2)
+  const began: string[] = []
+  const reads = ['a', 'b', 'c', 'd', 'e'].map((name) => heldRead(began, name))
+  const results = reads.map((r) => slots.reading(r.read))
+  await Bun.sleep(0)
+  expect(began).toEqual(['a', 'b'])
+  reads[1]!.fail()
+  expect(await results[1]!.catch((error: Error) => error.message)).toBe('b failed')
+  expect(began).toEqual(['a', 'b', 'c'])
+  reads[0]!.finish()
+  expect(await results[0]).toBe('a')
+  expect(began).toEqual(['a', 'b', 'c', 'd'])
+  reads[2]!.finish()
+  reads[3]!.finish()
+  await Promise.all([results[2], results[3]])
+  expect(began).toEqual(['a', 'b', 'c', 'd', 'e'])
+  reads[4]!.finish()
+  expect(await results[4]).toBe('e')
+  // Every turn was given back: two run at once again at once.
+  const again = ['f', 'g'].map((name) => heldRead(began, name))
+  const more = again.map((r) => slots.reading(r.read))
+  await Bun.sleep(0)
+  expect(began.slice(-2)).toEqual(['f', 'g'])
+  for (const r of again) r.finish()
+  await Promise.all(more)
+})
