@@ -155,7 +155,14 @@ test('large bytes (read in slices on PostgreSQL, hashed off the event loop) are 
     'MIME-Version: 1.0',
     'Content-Type: multipart/mixed; boundary="big"',
     '',
-    ...files.flatMap((file, i) => ['--big', 'Content-Type: application/octet-stream', `Content-Disposition: attachment; filename="f${i}.bin"`, 'Content-Transfer-Encoding: base64', '', file.toString('base64').replace(/.{76}/g, '$&\r\n')]),
+    ...files.flatMap((file, i) => [
+      '--big',
+      'Content-Type: application/octet-stream',
+      `Content-Disposition: attachment; filename="f${i}.bin"`,
+      'Content-Transfer-Encoding: base64',
+      '',
+      file.toString('base64').replace(/.{76}/g, '$&\r\n'),
+    ]),
     '--big--',
     '',
   ].join('\r\n')

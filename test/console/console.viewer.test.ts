@@ -8,7 +8,7 @@ import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { randomBytes } from 'node:crypto'
 import { HEIGHT_SCRIPT, HEIGHT_SCRIPT_SOURCE } from '../../src/console/frame-height.ts'
 import { MESSAGE_HTML_CSP, MESSAGE_HTML_REMOTE_IMAGES_CSP, SOURCE_CSP } from '../../src/console/routes/messages.tsx'
-import { DOWNLOADS_PER_ORGANIZATION } from '../../src/core/attachments/download-slots.ts'
+import { DOWNLOADS_PER_ORGANIZATION, WAITING_PER_ORGANIZATION } from '../../src/core/attachments/download-slots.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { sendMail } from '../support/smtp.ts'
@@ -173,36 +173,49 @@ test('the .eml source and the attachment download are the stored bytes, with the
   for (const name of ['content-type', 'content-disposition', 'cache-control', 'content-security-policy']) expect(consoleFile.headers.get(name)).toBe(apiFile.headers.get(name))
 })
 
-test("the console's downloads take the organisation's download slots, shared with the API's: 429 with Retry-After beyond, freed when sent", async () => {
+test("the console's downloads take the organisation's download slots, shared with the API's: they wait their turn, then 429 with Retry-After", async () => {
   const consolePaths = [`/console/orgs/${orgA}/attachments/${attachmentId}`, `/console/orgs/${orgA}/messages/${messageId}/raw`]
+  const download = (path: string) => fetch(`${server.url}${path}`, { headers: { cookie: cookieOf(owner) } })
   // Sequential downloads each give their slot back once sent: more than the limit in a row all answer.
   for (let i = 0; i < DOWNLOADS_PER_ORGANIZATION + 1; i++) {
     for (const path of consolePaths) {
-      const answer = await fetch(`${server.url}${path}`, { headers: { cookie: cookieOf(owner) } })
+      const answer = await download(path)
       expect(answer.status).toBe(200)
       await answer.arrayBuffer()
     }
   }
   await until(() => server.sum((s) => s.downloads.total()) === 0, 'every download slot given back')
-  // The organisation's slots taken on every machine (as its keys' downloads in flight would hold them).
-  const releases = server.machines.flatMap((machine) => Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)))
+  // The organisation's slots taken on every machine, as its keys' downloads in flight would hold them.
+  const held = server.machines.flatMap((machine) => Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)))
+  // The API answers 429 at once; a console download (a thumbnail the browser would not retry) waits its turn.
+  expect((await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(429)
+  const waiting = download(consolePaths[0]!)
+  await until(() => server.sum((s) => s.downloads.waiting()) === 1, 'the console download waiting for a slot')
+  for (const release of held) release()
+  const served = await waiting
+  expect(served.status).toBe(200)
+  expect(Buffer.from(await served.arrayBuffer()).equals(attachmentBytes)).toBe(true)
+  await until(() => server.sum((s) => s.downloads.total()) === 0, 'the waiting download gave its slot back')
+
+  // With the slots taken and as many console downloads already waiting as may wait: 429 at once.
+  const taken = server.machines.flatMap((machine) => Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)))
+  const queued = server.machines.flatMap((machine) => Array.from({ length: WAITING_PER_ORGANIZATION }, () => machine.services.downloads.acquireInTurn(orgA)))
   try {
     for (const path of consolePaths) {
-      const refused = await fetch(`${server.url}${path}`, { headers: { cookie: cookieOf(owner) } })
+      const refused = await download(path)
       expect(refused.status).toBe(429)
       expect(refused.headers.get('retry-after')).toBe('1')
       expect(refused.headers.get('content-disposition')).toBeNull()
       expect(await refused.text()).toContain('at most 4 per organization at a time')
     }
-    expect((await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(429)
     // Another organisation's slots are its own.
     for (const machine of server.machines) machine.services.downloads.acquire(orgB)()
   } finally {
-    for (const release of releases) release()
+    for (const release of taken) release()
+    // Each waiting one gets a slot as the one before it gives it back.
+    await Promise.all(queued.map((turn) => turn.then((release) => release())))
   }
-  const again = await fetch(`${server.url}${consolePaths[0]}`, { headers: { cookie: cookieOf(owner) } })
-  expect(again.status).toBe(200)
-  expect(Buffer.from(await again.arrayBuffer()).equals(attachmentBytes)).toBe(true)
+  expect(server.sum((s) => s.downloads.total())).toBe(0)
 })
 
 test("another organisation's inbox, message and attachment ids answer 404, even to a member of both", async () => {

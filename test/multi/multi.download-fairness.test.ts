@@ -70,7 +70,15 @@ async function fairness(machine: MachineProcess): Promise<void> {
   // X's clients run in a process of their own: here, receiving their bodies would delay the
   // answers to Y's calls in this process's event loop, not in the server's.
   const loop = Bun.spawn(
-    [process.execPath, 'test/support/download-loop.ts', `${machine.httpUrl}/v1/attachments/${attachmentId}`, x, String(CLIENTS), String(DOWNLOAD_MS), createHash('sha256').update(ATTACHMENT).digest('hex')],
+    [
+      process.execPath,
+      'test/support/download-loop.ts',
+      `${machine.httpUrl}/v1/attachments/${attachmentId}`,
+      x,
+      String(CLIENTS),
+      String(DOWNLOAD_MS),
+      createHash('sha256').update(ATTACHMENT).digest('hex'),
+    ],
     { stdout: 'pipe', stderr: 'inherit' },
   )
   const tally = JSON.parse(await new Response(loop.stdout).text()) as { served: number; refused: number; other: string[] }

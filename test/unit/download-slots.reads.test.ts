@@ -15,7 +15,11 @@ function heldRead(began: string[], name: string) {
     finish = resolve
     fail = reject
   })
-  return { read: () => (began.push(name), done), finish: () => finish(name), fail: () => fail(new Error(`${name} failed`)) }
+  const read = () => {
+    began.push(name)
+    return done
+  }
+  return { read, finish: () => finish(name), fail: () => fail(new Error(`${name} failed`)) }
 }
 
 test("an organisation's downloads beyond its limit are refused with 429 and Retry-After: 1; a release frees one slot once", () => {
@@ -65,4 +69,36 @@ test('at most the machine’s reads run at once, across organisations, in the or
   expect(began.slice(-2)).toEqual(['f', 'g'])
   for (const r of again) r.finish()
   await Promise.all(more)
+})
+
+test('a download waiting its turn gets the next slot freed, in the order asked; past its wait, 429', async () => {
+  const slots = new DownloadSlots(1, 2)
+  const first = slots.acquire('org_a')
+  const order: string[] = []
+  const inTurn = (name: string) =>
+    slots.acquireInTurn('org_a', 5_000).then((release) => {
+      order.push(name)
+      return release
+    })
+  const second = inTurn('second')
+  const third = inTurn('third')
+  expect(slots.waiting()).toBe(2)
+  expect(() => slots.acquire('org_a')).toThrow(DomainError) // the API does not queue
+  first()
+  const releaseSecond = await second
+  expect(order).toEqual(['second'])
+  expect(slots.total()).toBe(1) // the slot passed on: still one held
+  releaseSecond()
+  ;(await third)()
+  expect(order).toEqual(['second', 'third'])
+  expect([slots.total(), slots.waiting()]).toEqual([0, 0])
+
+  // Nobody frees the slot: the waiting download is refused once its wait is over, and leaves the queue.
+  const holding = slots.acquire('org_a')
+  const late = await slots.acquireInTurn('org_a', 20).catch((error: DomainError) => error)
+  expect(late).toBeInstanceOf(DomainError)
+  expect([(late as DomainError).code, (late as DomainError).facts.retryAfterSeconds]).toEqual(['rate_limit_exceeded', 1])
+  expect(slots.waiting()).toBe(0)
+  holding()
+  expect(slots.total()).toBe(0)
 })

@@ -248,8 +248,10 @@ export const messageRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { principal }) => {
       const id = ctx.params.message
-      // The same per-organisation slots as the API's downloads (web/download-response.ts).
-      return heldDownload(ctx.s.downloads, principal.organizationId, async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }))
+      // The same per-organisation slots as the API's downloads, waited for (web/download-response.ts).
+      return heldDownload(ctx.s.downloads, principal.organizationId, async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }), {
+        waitForSlot: true,
+      })
     },
   }),
   route({
@@ -267,7 +269,9 @@ export const messageRoutes: Route[] = [
     path: PATHS.attachment,
     access: 'member',
     handler: async (ctx, { principal }) => {
-      return heldDownload(ctx.s.downloads, principal.organizationId, () => downloadAttachment(ctx.s, principal, ctx.params.attachment))
+      return heldDownload(ctx.s.downloads, principal.organizationId, () => downloadAttachment(ctx.s, principal, ctx.params.attachment), {
+        waitForSlot: true,
+      })
     },
   }),
 ]

@@ -220,7 +220,12 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         .where(ownedWhere(item))
         .limit(1)
       if (!row) return null
-      const raw = await readInSlices(row, (from) => db.select({ slice: slice(messageSources.raw, from) }).from(messageSources).where(eq(messageSources.messageId, item.id)))
+      const raw = await readInSlices(row, (from) =>
+        db
+          .select({ slice: slice(messageSources.raw, from) })
+          .from(messageSources)
+          .where(eq(messageSources.messageId, item.id)),
+      )
       return raw && { raw, sha256: row.sha256 }
     },
 
@@ -245,7 +250,12 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         .where(and(eq(attachments.id, id), eq(attachments.organizationId, organizationId), gt(messages.expiresAt, now)))
         .limit(1)
       if (!row) return null
-      const content = await readInSlices(row, (from) => db.select({ slice: slice(attachmentContents.content, from) }).from(attachmentContents).where(eq(attachmentContents.attachmentId, id)))
+      const content = await readInSlices(row, (from) =>
+        db
+          .select({ slice: slice(attachmentContents.content, from) })
+          .from(attachmentContents)
+          .where(eq(attachmentContents.attachmentId, id)),
+      )
       return content && { filename: row.filename, contentType: row.contentType, content, sha256: row.sha256 }
     },
 
