@@ -5,7 +5,7 @@
  * The guards against floods and slow clients live in guards.ts.
  */
 import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 'smtp-server'
-import { admitRecipient } from '../core/inbound/admission.ts'
+import { admissionBoundMs, admitRecipientWithin } from '../core/inbound/admission.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
 import type { Services } from '../core/services.ts'
@@ -105,7 +105,8 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
         const state = stateOf(session)
         const envelope = session.envelope
         const isLive = () => !state.closed && session.envelope === envelope
-        admitRecipient(s, { address: address.address, isLive, admitted: state.reservations }).then(
+        // Answered within the statement timeout plus 2 s whatever the database does (admission.ts).
+        admitRecipientWithin(s, { address: address.address, isLive, admitted: state.reservations }, admissionBoundMs(s)).then(
           (reservation) => {
             if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
             callback()

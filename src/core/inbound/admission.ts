@@ -13,7 +13,25 @@ import type { Reservation } from './reservations.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
-const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
+/**
+ * How long past the statement timeout (DATABASE_STATEMENT_TIMEOUT_MS) a recipient's admission
+ * may take before RCPT TO answers 451 without it: the margin of the PostgreSQL client's own
+ * silence deadline (storage/postgres/client.ts), so the documented bound (statement timeout
+ * plus 2 s, 12 s by default) holds for the whole admission, not for each of its statements.
+ */
+export const ADMISSION_MARGIN_MS = 2_000
+
+/** An admission still unanswered at its bound: storage that cannot answer now (SMTP 451). */
+export class AdmissionPastDeadline extends Error {
+  // storage-health.ts counts this code as a failure to reach the database (or, in SQLite mode, a busy one).
+  readonly code = 'QUERY_PAST_DEADLINE'
+  constructor(boundMs: number) {
+    super(`the database did not answer the recipient's admission within ${boundMs} ms`)
+    this.name = 'AdmissionPastDeadline'
+  }
+}
+
+export const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
 
 /** The month and five-minute bucket the inbound counters use at `ms`. */
 export const inboundPeriods = (ms: number): InboundPeriods => ({ month: utcMonth(ms).key, bucket: burstBucket(ms) })
@@ -86,3 +104,38 @@ export async function admitRecipient(s: Services, { address, isLive, admitted = 
   // under the organisation's lock (PostgreSQL mode, across machines).
   return s.reservations.hold({ facts, periods, limits: limitsFor(s, facts), isLive })
 }
+
+/**
+ * admitRecipient bounded in time: past `boundMs` it fails with AdmissionPastDeadline, so
+ * RCPT TO answers 451 then however many statements the admission waits on (a lookup and a
+ * hold, each of which a silent database can keep until its own deadline: 24 s by default
+ * before). The admission runs on; a unit it holds after the bound belongs to a recipient
+ * already refused, so it is given back at once rather than attached. 0 means no bound.
+ */
+export async function admitRecipientWithin(s: Services, input: RecipientInput, boundMs: number): Promise<Reservation> {
+  const admission = admitRecipient(s, input)
+  if (boundMs <= 0) return admission
+  let refused = false
+  admission.then(
+    (reservation) => {
+      // One the transaction holds already (the same inbox named twice) stays with it.
+      if (refused && !(input.admitted ?? []).includes(reservation)) s.reservations.release(reservation)
+    },
+    () => {}, // answered already: the 451 went out at the bound
+  )
+  let timer: ReturnType<typeof setTimeout> | undefined
+  const bound = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      refused = true
+      reject(new AdmissionPastDeadline(boundMs))
+    }, boundMs)
+  })
+  try {
+    return await Promise.race([admission, bound])
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+/** The bound on one recipient's admission on this server: the statement timeout plus the margin, or none when that is off. */
+export const admissionBoundMs = (s: Services): number => (s.config.databaseStatementTimeoutMs > 0 ? s.config.databaseStatementTimeoutMs + ADMISSION_MARGIN_MS : 0)
