@@ -1,5 +1,6 @@
 /**
- * PostgreSQL restarted or killed under load, on two real server processes: one directly on the
+ * PostgreSQL restarted or killed under load (stopped at once, or its postmaster alone killed -9),
+ * on two real server processes: one directly on the
  * database, one behind a relay (test/support/tcp-cut.ts). No process logs an uncaught exception
  * (the patched postgres.js once wrote to a socket already dropped: `TypeError: null is not an
  * object (evaluating 'socket.write')`), and once /ready answers 200 again no request stalls:
@@ -100,6 +101,9 @@ describeWithPostgres('PostgreSQL restarted and killed under load', () => {
   for (const [label, fault] of [
     ['a fast restart', (c: TestCluster) => c.restart()],
     ['the server killed and started again', (c: TestCluster) => c.stop()],
+    // kill -9 of the postmaster alone: its backends end their connections one by one as each
+    // notices, rather than all at once at a shutdown's signal.
+    ['the postmaster alone killed -9 and started again', (c: TestCluster) => c.killPostmaster()],
   ] as const) {
     test(`${label}: no uncaught exception, and no stall once /ready is back`, async () => {
       const stop = { done: false }

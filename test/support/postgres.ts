@@ -17,7 +17,7 @@
  * The bench's PostgreSQL phases (bench/phases/postgres.ts, postgres-servers.ts) start their cluster here too.
  */
 import { describe } from 'bun:test'
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
@@ -93,6 +93,21 @@ export interface TestCluster {
   stop(): void
   /** Starts the server if it is stopped. */
   start(): void
+  /**
+   * Kills the postmaster alone with SIGKILL (as the OOM killer does), not its backends: each
+   * notices its postmaster gone and ends its connection by itself. Returns once all have, as a
+   * new postmaster refuses the data folder while one is left; `start()` brings it back.
+   */
+  killPostmaster(): void
+}
+
+/** Whether `pid` is a live process (a zombie waiting to be reaped is not). */
+function processAlive(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.[0] !== 'Z'
+  } catch {
+    return false
+  }
 }
 
 /**
@@ -151,7 +166,13 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   let running = false
   const start = () => {
     if (running) return
-    run([pgCtl, '-D', data, '-o', options, '-l', join(folder, 'server.log'), '-w', '-t', '60', 'start'], out)
+    try {
+      run([pgCtl, '-D', data, '-o', options, '-l', join(folder, 'server.log'), '-w', '-t', '60', 'start'], out)
+    } catch (error) {
+      // pg_ctl says only "Examine the log output": the server's own last lines say why.
+      const log = existsSync(join(folder, 'server.log')) ? readFileSync(join(folder, 'server.log'), 'utf8').split('\n').slice(-8).join('\n') : ''
+      throw new Error(`${(error as Error).message}\nserver.log:\n${log}`)
+    }
     running = true
   }
   const stop = () => {
@@ -180,6 +201,27 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
     },
     stop,
     start,
+    killPostmaster() {
+      const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0])
+      const backends = Bun.spawnSync(['pgrep', '-P', String(postmaster)])
+        .stdout.toString()
+        .split('\n')
+        .filter(Boolean)
+        .map(Number)
+      process.kill(postmaster, 'SIGKILL')
+      running = false
+      const deadline = Date.now() + 30_000
+      while ([postmaster, ...backends].some(processAlive)) {
+        if (Date.now() > deadline) throw new Error(`the killed postmaster's processes did not end: ${[postmaster, ...backends].filter(processAlive).join(' ')}`)
+        Bun.sleepSync(50)
+      }
+      // Left a zombie where nothing reaps it (a container whose first process is not an init),
+      // the killed postmaster still answers kill(pid, 0), and the new one would take its lock
+      // files (the data folder's and the socket's) for a live server's. Nothing of it runs any
+      // more: the files go, as an operator would remove them.
+      rmSync(join(data, 'postmaster.pid'), { force: true })
+      rmSync(join(folder, `.s.PGSQL.${port}.lock`), { force: true })
+    },
   }
 }
 
@@ -243,7 +285,14 @@ function joinRunCluster(): TestCluster {
   const refuse = (what: string) => () => {
     throw new Error(`${what} the run's shared cluster would break the files using it at the same time: use ownCluster()`)
   }
-  return { port, url: (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`, restart: refuse('restarting'), stop: refuse('stopping'), start: refuse('starting') }
+  return {
+    port,
+    url: (name = 'postgres') => `postgres://postgres@127.0.0.1:${port}/${name}`,
+    restart: refuse('restarting'),
+    stop: refuse('stopping'),
+    start: refuse('starting'),
+    killPostmaster: refuse('killing'),
+  }
 }
 
 /**
