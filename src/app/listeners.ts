@@ -164,6 +164,18 @@ const SHUTDOWN_TIMEOUT_MS = 10_000
  */
 export const LONG_POLL_DRAIN_MS = 185_000
 
+/**
+ * Closing a listening socket resets every connection still in its kernel backlog: connections
+ * whose handshake completed (the client sees them open, and may have sent its request) but
+ * that the process has not accepted yet, because the event loop was busy or the signal to
+ * stop was handled first. Those would fail unserved, not be refused, so a proxy cannot move
+ * them to another machine. One turn of the event loop with I/O first accepts them; they are
+ * then served like any connection accepted before the stop.
+ */
+function backlogAccepted(): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, 0))
+}
+
 /** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
 function onlyWaitsLeft(server: { pendingRequests: number }, waits: () => number, giveUp: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
@@ -183,6 +195,7 @@ const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, 
  * SHUTDOWN_TIMEOUT_MS.
  */
 export async function drain(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number): Promise<void> {
+  await backlogAccepted()
   const httpIdle = beginDrain(http)
   const smtpClosed = closeSmtp(smtp)
   const giveUp = new AbortController()
@@ -209,6 +222,7 @@ function until(done: () => boolean): Promise<void> {
  * is cut by the HTTP stop, as in SQLite mode.
  */
 export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number, endLiveStreams: () => void, longPollsMs = LONG_POLL_DRAIN_MS): Promise<void> {
+  await backlogAccepted()
   const httpIdle = beginDrain(http)
   const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
   let gaveUp = false

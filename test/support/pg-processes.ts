@@ -24,6 +24,8 @@ export interface MachineProcess {
   smtp: number
   readonly httpUrl: string
   readonly running: boolean
+  /** The running process's id (to pause it with SIGSTOP, for instance); null while stopped. */
+  readonly pid: number | null
   /** Tenants made by the first start (PG_MACHINE_TENANTS). */
   tenants: MachineTenant[]
   /** The console's first-run setup link this start printed; null once a console user exists. */
@@ -83,6 +85,9 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
     },
     get running() {
       return child !== null && child.exitCode === null && child.signalCode === null
+    },
+    get pid() {
+      return machine.running ? (child?.pid ?? null) : null
     },
     tenants: [],
     setupUrl: null,
