@@ -43,9 +43,11 @@ describeWithPostgres('PostgreSQL restarted and killed under load', () => {
     address = created.body.data.address
   })
   afterAll(async () => {
-    cluster?.start()
+    // The machines go first: a cluster that fails to start again must not leave them running.
     await Promise.all([a?.remove(), b?.remove()])
     relay?.stop()
+    // Started if a test left it stopped, so that its stop (pg_ctl) succeeds.
+    cluster?.start()
     cluster?.stop()
   })
 
