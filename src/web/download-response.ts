@@ -48,10 +48,10 @@ export interface DownloadFile {
  * reads in the machine's turn of reads. The API's attachment route and the console's
  * attachment and `.eml` downloads share one limiter this way, so a browser tab cannot add
  * what the organisation's keys are refused. The API answers 429 at once when the slots are
- * taken; the console waits its turn (`waitForSlot`: a browser does not retry an image).
+ * taken; the console waits its turn (`waitForSlotMs`: a browser does not retry an image).
  */
-export async function heldDownload(slots: DownloadSlots, organizationId: string, read: () => Promise<DownloadFile>, options: { waitForSlot?: boolean } = {}): Promise<Response> {
-  const release = options.waitForSlot ? await slots.acquireInTurn(organizationId) : slots.acquire(organizationId)
+export async function heldDownload(slots: DownloadSlots, organizationId: string, read: () => Promise<DownloadFile>, options: { waitForSlotMs?: number } = {}): Promise<Response> {
+  const release = options.waitForSlotMs ? await slots.acquireInTurn(organizationId, options.waitForSlotMs) : slots.acquire(organizationId)
   try {
     const file = await slots.reading(read)
     return downloadResponse(file.content, file.contentType, file.filename, release)

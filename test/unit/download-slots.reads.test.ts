@@ -4,7 +4,7 @@
  * in the order asked and passed on when a read fails.
  */
 import { expect, test } from 'bun:test'
-import { DownloadSlots } from '../../src/core/attachments/download-slots.ts'
+import { CONSOLE_WAIT_MS, consoleWaitMs, DownloadSlots } from '../../src/core/attachments/download-slots.ts'
 import { DomainError } from '../../src/core/errors.ts'
 
 /** A read that runs until `finish()`, noting when it began. */
@@ -101,4 +101,10 @@ test('a download waiting its turn gets the next slot freed, in the order asked; 
   expect(slots.waiting()).toBe(0)
   holding()
   expect(slots.total()).toBe(0)
+})
+
+test("a console download's wait ends a second before the HTTP idle timeout would cut its connection", () => {
+  expect(consoleWaitMs(255)).toBe(CONSOLE_WAIT_MS)
+  expect(consoleWaitMs(5)).toBe(4_000)
+  expect(consoleWaitMs(1)).toBe(0) // no time to wait: 429 at once, as the API answers
 })

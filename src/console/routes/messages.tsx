@@ -11,6 +11,7 @@ import { parseAllowList } from '../../core/messages/allow-list.ts'
 import { imageUrls, readLinkCheck, runLinkCheck } from '../../core/messages/link-checks.ts'
 import { LinkCheckPage } from '../pages/link-check.tsx'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
+import { consoleWaitMs } from '../../core/attachments/download-slots.ts'
 import { DomainError } from '../../core/errors.ts'
 import { deleteMessage, getMessage, getMessageSource } from '../../core/messages/get-message.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
@@ -250,7 +251,7 @@ export const messageRoutes: Route[] = [
       const id = ctx.params.message
       // The same per-organisation slots as the API's downloads, waited for (web/download-response.ts).
       return heldDownload(ctx.s.downloads, principal.organizationId, async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }), {
-        waitForSlot: true,
+        waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
       })
     },
   }),
@@ -270,7 +271,7 @@ export const messageRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { principal }) => {
       return heldDownload(ctx.s.downloads, principal.organizationId, () => downloadAttachment(ctx.s, principal, ctx.params.attachment), {
-        waitForSlot: true,
+        waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
       })
     },
   }),

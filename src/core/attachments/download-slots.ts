@@ -26,6 +26,12 @@ export const READS_AT_ONCE = 2
 export const CONSOLE_WAIT_MS = 10_000
 export const WAITING_PER_ORGANIZATION = 32
 
+/**
+ * CONSOLE_WAIT_MS, shortened to end a second before HTTP_IDLE_TIMEOUT_SECONDS: Bun cuts a
+ * connection silent that long even while its request waits, and a cut is no answer at all.
+ */
+export const consoleWaitMs = (idleTimeoutSeconds: number): number => Math.max(0, Math.min(CONSOLE_WAIT_MS, idleTimeoutSeconds * 1000 - 1000))
+
 export class DownloadSlots {
   private readonly held = new Map<string, number>()
   /** Console downloads waiting for a slot, per organisation, in the order asked. */
