@@ -24,7 +24,7 @@ export const sha256Hex = (bytes: Uint8Array): string => new Bun.CryptoHasher('sh
 const OFF_LOOP_BYTES = 256 * 1024
 
 /** SHA-256 in hex, off the event loop for large inputs (above). */
-export async function sha256HexOffLoop(bytes: Uint8Array): Promise<string> {
+async function sha256HexOffLoop(bytes: Uint8Array): Promise<string> {
   if (bytes.byteLength < OFF_LOOP_BYTES) return sha256Hex(bytes)
   // The cast only narrows the DOM typing; a Buffer's memory is never shared here.
   return Buffer.from(await crypto.subtle.digest('SHA-256', bytes as Uint8Array<ArrayBuffer>)).toString('hex')

@@ -62,7 +62,7 @@ export async function heldDownload(slots: DownloadSlots, organizationId: string,
 }
 
 /** `sent`, when given, hears when the last byte was handed over or the client left. */
-export function downloadResponse(content: Buffer, contentType: string, filename: string, sent?: () => void): Response {
+function downloadResponse(content: Buffer, contentType: string, filename: string, sent?: () => void): Response {
   // The cast only satisfies the DOM typing that preact's JSX types bring in; Bun sends a Buffer as is.
   return new Response(sent ? sentInPieces(content, sent) : (content as Uint8Array<ArrayBuffer>), {
     headers: {

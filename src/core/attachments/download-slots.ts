@@ -20,7 +20,7 @@ export const DOWNLOADS_PER_ORGANIZATION = 4
  * and another organisation's calls waited for a connection. Two leave the rest of the pool to
  * everything else; a download waiting here waits for a read (milliseconds), not a transfer.
  */
-export const READS_AT_ONCE = 2
+const READS_AT_ONCE = 2
 
 /** How long a console download waits for its organisation's slot before its 429, and how many may wait. */
 export const CONSOLE_WAIT_MS = 10_000

@@ -22,7 +22,7 @@ const FIVE_MINUTES = 5 * 60_000
 export const ADMISSION_MARGIN_MS = 2_000
 
 /** An admission still unanswered at its bound: storage that cannot answer now (SMTP 451). */
-export class AdmissionPastDeadline extends Error {
+class AdmissionPastDeadline extends Error {
   // storage-health.ts counts this code as a failure to reach the database (or, in SQLite mode, a busy one).
   readonly code = 'QUERY_PAST_DEADLINE'
   constructor(boundMs: number) {
@@ -31,7 +31,7 @@ export class AdmissionPastDeadline extends Error {
   }
 }
 
-export const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
+const burstBucket = (ms: number): string => isoTime(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES)
 
 /** The month and five-minute bucket the inbound counters use at `ms`. */
 export const inboundPeriods = (ms: number): InboundPeriods => ({ month: utcMonth(ms).key, bucket: burstBucket(ms) })
