@@ -28,7 +28,6 @@ import { progressPrinter, summaryLine } from './cli/copy-progress.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
-import { noSqliteStorage } from './app/postgres/parts.ts'
 import { openStorage, type Storage } from './storage/database.ts'
 import { openPostgres, type Sql } from './storage/postgres/client.ts'
 import { migratePostgres } from './storage/postgres/migrate.ts'
@@ -105,7 +104,7 @@ if (group === 'db') {
   }
   process.exit(0)
 }
-let storage: Storage
+let storage: Storage | null = null
 let store: Store
 let sql: Sql | null = null
 if (postgresMode) {
@@ -114,7 +113,6 @@ if (postgresMode) {
   await migratePostgres(config.databaseUrl)
   sql = openPostgres(config.databaseUrl, { max: 2 })
   store = createPostgresStore(sql)
-  storage = noSqliteStorage()
 } else {
   storage = openStorage(config.databasePath)
   store = createSqliteStore(storage)
@@ -125,7 +123,7 @@ const table = (rows: Record<string, unknown>[], columns: string[]) => {
   for (const row of rows) console.log(columns.map((c) => row[c] ?? '-').join('\t'))
 }
 
-const cli = { config, storage, store, clock: systemClock, fail }
+const cli = { config, store, clock: systemClock, fail }
 
 try {
   switch (group === 'setup-link' ? group : `${group} ${action}`) {
@@ -165,5 +163,5 @@ try {
   }
 } finally {
   if (sql) await sql.end()
-  else storage.sqlite.close()
+  storage?.sqlite.close()
 }

@@ -49,7 +49,7 @@ import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
 import { ListenAddresses } from './addresses.ts'
-import { noSqliteStorage, openPostgresParts, type PostgresParts } from './postgres/parts.ts'
+import { openPostgresParts, type PostgresParts } from './postgres/parts.ts'
 
 export interface AppOptions {
   config: Config
@@ -68,6 +68,8 @@ export interface Assembly {
   tls: SmtpTls
   /** The SQLite file's server lock; null in PostgreSQL mode, where machines share the database on purpose. */
   lock: ServerLock | null
+  /** The SQLite file (SQLite mode's own mechanisms, and tests); null in PostgreSQL mode. */
+  storage: Storage | null
   /** PostgreSQL mode's pool, leases and probe; null in SQLite mode. */
   postgres: PostgresParts | null
   /** Answers every request on PORT: the console's paths and the API. */
@@ -88,7 +90,7 @@ export interface Assembly {
 /** With a replica: Litestream's metrics listener on the loopback port the entry chose. */
 function replicationMonitor(config: Config, storage: Storage, logger: Logger): ReplicationMonitor | null {
   if (config.litestreamReplica === 'none') return null
-  const { page_size: pageSize } = storage.sqlite.query('PRAGMA page_size').get() as { page_size: number }
+  const { pageSize } = storage.file.pages()
   return new ReplicationMonitor({
     databasePath: resolvePath(config.databasePath),
     pageSize,
@@ -112,12 +114,11 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   // Before the file opens: a second server on the same file stops here, naming the first.
   // PostgreSQL mode has no file to guard: its machines share the database by design.
   const lock = postgresMode ? null : lockServerDatabase(config.databasePath)
-  let storage: Storage
+  let storage: Storage | null = null
   let postgres: PostgresParts | null = null
   try {
     if (postgresMode) {
       postgres = await openPostgresParts(config, clock, logger, storageHealth)
-      storage = noSqliteStorage()
     } else storage = openStorage(config.databasePath, { checkpointInWorker: true })
   } catch (error) {
     lock?.release()
@@ -130,8 +131,8 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   let parser: ParsePool | undefined
   const close = async () => {
     parser?.close()
-    if (postgres) await postgres.close()
-    else storage.close()
+    await postgres?.close()
+    storage?.close()
     spool.close()
     lock?.release()
   }
@@ -142,13 +143,12 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const stopping = new AbortController()
     const stopped = new AbortController()
     parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
-    const store = postgres?.store ?? createSqliteStore(storage)
+    const store = postgres?.store ?? createSqliteStore(storage!)
     // One secret in the database: a cursor from one machine works on the next.
     const cursors = await CursorCodec.fromStore(store.inboxes)
     const services: Services = {
       config,
       publicUrls: () => addresses.publicUrls(),
-      storage,
       store,
       clock,
       logger,
@@ -166,21 +166,21 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       spool,
       metrics,
       disk: new DiskGuard(
-        storage,
-        config.databasePath,
         // The volume holds no database in PostgreSQL mode (the provider watches its own disk),
         // only the spool, whose own budget bounds it: the guard, which measures SQLite, is off.
-        postgres ? { bytes: 0 } : parseMinFree(config.diskMinFree)!,
+        storage?.file ?? null,
+        config.databasePath,
+        parseMinFree(config.diskMinFree)!,
         logger,
         () => services.replication?.localBytes() ?? 0,
         () => spool.bytes,
       ),
       storageHealth,
-      replication: postgres ? null : replicationMonitor(config, storage, logger),
+      replication: storage ? replicationMonitor(config, storage, logger) : null,
       stopping: stopping.signal,
       stopped: stopped.signal,
     }
-    if (!postgres) storage.observer = services.storageHealth
+    if (storage) storage.observer = services.storageHealth
     // Litestream publishes the replica's position only after it has uploaded something in this
     // run, so on an idle server that has just restarted the lag would grow with nothing to
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
@@ -220,7 +220,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
     const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
-    return { services, metrics, addresses, tls, lock, postgres, answer, connections, smtp, requests, stopping, stopped, close }
+    return { services, metrics, addresses, tls, lock, storage, postgres, answer, connections, smtp, requests, stopping, stopped, close }
   } catch (error) {
     await close()
     throw error

@@ -8,6 +8,7 @@
 import { setupToken, setupUrl } from '../core/users/setup.ts'
 import { startRetentionSweeper } from '../core/retention.ts'
 import type { Services } from '../core/services.ts'
+import type { Storage } from '../storage/database.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from '../metrics/event-loop.ts'
 import type { PublicUrls } from '../public-urls.ts'
@@ -22,6 +23,8 @@ const REQUEST_LINES_WAIT_MS = 2_000
 
 export interface RunningApp {
   services: Services
+  /** The SQLite file, for SQLite's own mechanisms and for tests; null in PostgreSQL mode. */
+  storage: Storage | null
   /** Every metric /metrics exposes (core reports into it through Services.metrics). */
   metrics: AppMetrics
   httpPort: number
@@ -128,7 +131,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
 
     let stopping: Promise<void> | undefined
     const stop = () => (stopping ??= stopAll())
-    return { services, metrics, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
+    return { services, storage: assembly.storage, metrics, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
   } catch (error) {
     await stopAll()
     throw error

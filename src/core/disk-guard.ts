@@ -20,7 +20,7 @@ import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSyn
 import { dirname, join } from 'node:path'
 import type { Logger } from '../log.ts'
 import { DomainError } from './errors.ts'
-import { canReleaseFreePages, releaseFreePages, type Storage, truncateWal } from '../storage/database.ts'
+import type { DatabaseFile } from '../storage/port.ts'
 
 const MiB = 1024 * 1024
 const UNITS: Record<string, number> = { B: 1, KiB: 1024, MiB, GiB: 1024 * MiB }
@@ -71,7 +71,8 @@ export class DiskGuard {
   readonly ballastPath: string
 
   constructor(
-    private readonly storage: Storage,
+    /** The SQLite file; null in PostgreSQL mode, where there is none to guard and the guard is off. */
+    private readonly file: DatabaseFile | null,
     private readonly databasePath: string,
     private readonly minFree: MinFree,
     private readonly logger: Logger,
@@ -88,7 +89,13 @@ export class DiskGuard {
   }
 
   get enabled(): boolean {
+    if (this.file === null) return false
     return 'percent' in this.minFree ? this.minFree.percent > 0 : this.minFree.bytes > 0
+  }
+
+  /** The file; only called while enabled, which needs one. */
+  private get db(): DatabaseFile {
+    return this.file!
   }
 
   /** True while there is room for new mail and new inboxes (cached for a second). */
@@ -129,7 +136,7 @@ export class DiskGuard {
     // the volume (up to ~4 MiB: a checkpoint reuses the file, never shrinks it). On a small
     // volume that alone keeps the guard tripped, so give them back, once per check, while
     // tripped (a rare state, and the checkpoint is only the WAL's pages).
-    if (this.status_.tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes < volumeNeeded && truncateWal(this.storage.sqlite)) {
+    if (this.status_.tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes < volumeNeeded && this.db.truncateWal()) {
       ;({ freeBytes, volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure())
     }
     if (freePageBytes > 0 && volumeFreeBytes < this.volumeWanted(thresholdBytes)) this.releaseFreePagesSoon(this.status_.tripped)
@@ -174,7 +181,7 @@ export class DiskGuard {
    */
   private releaseFreePagesSoon(tripped: boolean): void {
     if (this.releasing) return
-    if (!canReleaseFreePages(this.storage.sqlite)) {
+    if (!this.db.canReleaseFreePages()) {
       if (tripped && !this.keptPagesLogged) this.logger.warn('disk_free_pages_kept', { reason: 'auto_vacuum is not incremental' })
       this.keptPagesLogged ||= tripped
       return
@@ -196,9 +203,9 @@ export class DiskGuard {
     for (;;) {
       const { volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure()
       if (freePageBytes === 0 || volumeFreeBytes >= this.volumeWanted(thresholdBytes)) return released
-      const pageSize = this.pragma('page_size')
+      const { pageSize } = this.db.pages()
       try {
-        const step = releaseFreePages(this.storage.sqlite, RELEASE_STEP_BYTES / pageSize)
+        const step = this.db.releaseFreePages(RELEASE_STEP_BYTES / pageSize)
         if (step === 0) return released
         released += step
         this.releaseFailing = false
@@ -292,17 +299,12 @@ export class DiskGuard {
   private measure(): { freeBytes: number; volumeFreeBytes: number; thresholdBytes: number; freePageBytes: number } {
     const volume = statfsSync(dirname(this.databasePath))
     const volumeFree = volume.bavail * volume.bsize
-    const pragma = (name: string) => this.pragma(name)
-    const pageSize = pragma('page_size')
-    const freePageBytes = pragma('freelist_count') * pageSize
-    const sqliteRoom = (pragma('max_page_count') - pragma('page_count')) * pageSize + freePageBytes
+    const pages = this.db.pages()
+    const freePageBytes = pages.freePages * pages.pageSize
+    const sqliteRoom = (pages.maxPageCount - pages.pageCount) * pages.pageSize + freePageBytes
     const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
     const promised = this.inTransit()
     return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom) - promised, volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
-  }
-
-  private pragma(name: string): number {
-    return Object.values(this.storage.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
   }
 
   private ballastBytes(thresholdBytes: number): number {

@@ -4,9 +4,7 @@
  * sets one (console or `cli orgs limits`). getUsage and every enforcement point read these.
  */
 import type { Limits } from '../config.ts'
-import type { Db } from '../storage/database.ts'
-import { organizations } from '../storage/schema.ts'
-import { sqliteOrganizationLimits } from '../storage/sqlite/store/organizations.ts'
+import type { OrganizationRow } from '../storage/rows.ts'
 import type { Services } from './services.ts'
 
 export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
@@ -53,14 +51,9 @@ const COLUMN = {
   requestsPerOrg: 'limitRequestsPerOrg',
   longPollsPerKey: 'limitLongPollsPerKey',
   longPollsPerOrg: 'limitLongPollsPerOrg',
-} as const satisfies Record<OrgLimitName, keyof typeof organizations.$inferSelect>
+} as const satisfies Record<OrgLimitName, keyof OrganizationRow>
 
 export type OrgLimitColumns = { [K in (typeof COLUMN)[OrgLimitName]]: number | null }
-
-/** The Drizzle selection of the limit columns, for queries that join organizations. */
-export const orgLimitColumns = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [COLUMN[name], organizations[COLUMN[name]]])) as {
-  [K in (typeof COLUMN)[OrgLimitName]]: (typeof organizations)[K]
-}
 
 export function resolveOrgLimits(row: OrgLimitColumns, defaults: Limits): OrgLimits {
   return Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, row[COLUMN[name]] ?? defaults[name]])) as OrgLimits
@@ -80,12 +73,4 @@ export const NO_LIMIT_COLUMNS: OrgLimitColumns = Object.fromEntries(ORG_LIMIT_NA
 /** The organisation's effective limits; the environment's when the organisation is unknown. */
 export async function organizationLimits(s: Pick<Services, 'config' | 'store'>, organizationId: string): Promise<OrgLimits> {
   return resolveOrgLimits((await s.store.organizations.organizationLimits(organizationId)) ?? NO_LIMIT_COLUMNS, s.config.limits)
-}
-
-/**
- * organizationLimits for SQLite's synchronous RCPT TO checks, which read limits inside their
- * own synchronous work (a prepared statement on the server's one connection).
- */
-export function orgLimits(db: Db, defaults: Limits, organizationId: string): OrgLimits {
-  return resolveOrgLimits(sqliteOrganizationLimits(db, organizationId) ?? NO_LIMIT_COLUMNS, defaults)
 }

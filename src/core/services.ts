@@ -6,7 +6,6 @@ import type { Logger } from '../log.ts'
 import type { InboxNotifier } from '../notifier.ts'
 import type { PublicUrls } from '../public-urls.ts'
 import type { RoutingProvider } from './routing.ts'
-import type { Storage } from '../storage/database.ts'
 import type { Store } from '../storage/port.ts'
 import type { CursorCodec } from './cursor.ts'
 import type { ParsePool } from './inbound/parse-pool.ts'
@@ -53,11 +52,6 @@ export interface Services {
   config: Config
   /** Resolved once the HTTP listener has its port (see resolvePublicUrls). */
   publicUrls: () => PublicUrls
-  /**
-   * The SQLite handle, for SQLite's own mechanisms only (the disk guard's WAL truncation and
-   * page counts, replication). In PostgreSQL mode there is no file: it throws, naming itself.
-   */
-  storage: Storage
   /** The storage port (src/storage/port.ts): SQLite or PostgreSQL. Core's verbs query through it. */
   store: Store
   clock: Clock

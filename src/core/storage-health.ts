@@ -7,8 +7,7 @@
  * here (StorageObserver); readiness reads `failing`.
  */
 import type { Logger } from '../log.ts'
-import type { StorageObserver } from '../storage/database.ts'
-import type { Dialect } from '../storage/port.ts'
+import type { Dialect, StorageObserver } from '../storage/port.ts'
 
 export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt' | 'unreachable'
 export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt', 'unreachable']

@@ -5,4 +5,5 @@
  */
 export type { Db, DbOrTx, Storage, StorageObserver, Tx } from './types.ts'
 export { LARGE_WRITE_BYTES } from './sqlite/group-commit.ts'
-export { canReleaseFreePages, NEW_DATABASE_PAGE_SIZE, openStorage, releaseFreePages, truncateWal } from './sqlite/open.ts'
+export { canReleaseFreePages, releaseFreePages, truncateWal } from './sqlite/database-file.ts'
+export { NEW_DATABASE_PAGE_SIZE, openStorage } from './sqlite/open.ts'

@@ -4,26 +4,22 @@
  */
 import type { Database as SQLite } from 'bun:sqlite'
 import type { BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
+import type { DatabaseFile } from './port/database-file.ts'
+import type { StorageObserver } from './port/observer.ts'
 import type * as schema from './schema.ts'
+
+export type { StorageObserver } from './port/observer.ts'
 
 export type Db = BunSQLiteDatabase<typeof schema>
 /** What a transaction callback receives; it has the same query API as Db. */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0]
 export type DbOrTx = Db | Tx
 
-/**
- * Told about every commit and every failed write, so a failing volume is noticed by whatever
- * write meets it first and its end by the first commit after it (src/core/storage-health.ts).
- * The storage module itself stays free of logging and policy.
- */
-export interface StorageObserver {
-  committed(): void
-  failed(error: unknown): unknown
-}
-
 export interface Storage {
   db: Db
   sqlite: SQLite
+  /** The file's pages and the ways it gives bytes back to the volume, for the disk guard. */
+  file: DatabaseFile
   /**
    * Runs `work` in one IMMEDIATE transaction (takes the write lock up front, so two
    * writers never deadlock on a lock upgrade). `work` must be synchronous: an await

@@ -370,7 +370,7 @@ describeForBackends(['sqlite'], 'restarts a server on its own SQLite file', 'res
     const { key, organizationId } = await first.tenant()
     const now = new Date().toISOString()
     // The state a process leaves when it dies between claiming the key and activating the inbox.
-    const sqlite = first.app.services.storage.sqlite
+    const sqlite = first.app.storage!.sqlite
     sqlite
       .query("INSERT INTO idempotency_records (organization_id, idempotency_key, request_fingerprint, state, created_at, expires_at) VALUES (?, 'crashed-key-1', 'x', 'in_progress', ?, ?)")
       .run(organizationId, now, new Date(Date.now() + 86_400_000).toISOString())

@@ -41,6 +41,36 @@ test('src/core imports neither a transport library nor anything above it', async
   expect(crossing).toEqual([])
 })
 
+/**
+ * What core may see of storage: the port (its interface, the areas under port/), the row types
+ * it speaks in and keyset paging's SQL. Never an adapter, the SQLite schema or a mechanism of
+ * one dialect (the file, its lock, the spool): those are the composition root's to wire.
+ */
+const PORT = /^storage\/(port\.ts|port\/[^/]+\.ts|rows\.ts|keyset\.ts)$/
+
+test('src/core imports of storage only the port, its row types and keyset paging', async () => {
+  const imports = await importsUnder('core')
+  const storage = imports.filter(({ target }) => target.startsWith('storage/'))
+  expect(storage.length).toBeGreaterThan(10)
+  expect(storage.filter(({ target }) => !PORT.test(target))).toEqual([])
+  // Said outright for the two adapters, whatever the pattern above comes to allow.
+  expect(imports.filter(({ target }) => /^storage\/(sqlite|postgres)\//.test(target))).toEqual([])
+})
+
+test("no Services.storage: core holds the port, never a dialect's handle", async () => {
+  const reaching: string[] = []
+  for await (const file of new Bun.Glob('core/**/*.ts').scan({ cwd: SRC })) {
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name it
+    if (/\.storage\b|\bstorage:/.test(code)) reaching.push(file)
+  }
+  expect(reaching).toEqual([])
+})
+
+test('the port imports nothing of an adapter: both adapters implement it, neither defines it', async () => {
+  const imports = (await importsUnder('storage')).filter(({ file }) => PORT.test(file))
+  expect(imports.filter(({ target }) => /^storage\/(sqlite|postgres)\//.test(target))).toEqual([])
+})
+
 test('src/storage imports nothing above it: neither core nor anything over core', async () => {
   const imports = await importsUnder('storage')
   expect(imports.length).toBeGreaterThan(3)

@@ -29,7 +29,7 @@ afterAll(() => server.stop())
 
 describeForBackends(['sqlite'], "it reads SQLite's own query plan of the SQLite adapter", "the SQLite adapter's inbox count plan", () => {
   test('the count and last arrival read the messages index, not the table', () => {
-    const { sql, params } = inboxStatsQuery(server.app.services.storage.db, ['inbox_a', 'inbox_b'], new Date().toISOString()).toSQL()
+    const { sql, params } = inboxStatsQuery(server.app.storage!.db, ['inbox_a', 'inbox_b'], new Date().toISOString()).toSQL()
     const db = new Database(server.databasePath, { readonly: true })
     const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail)
     db.close()
@@ -63,7 +63,7 @@ describeForBackends(['sqlite'], "it reads SQLite's own query plan of the SQLite 
   test('search across inboxes walks the organisation index, bounded, never a scan of messages', () => {
     // The adapter's query as core's searchOrganization asks for it.
     const searchQuery = (query: SearchQuery) =>
-      searchSelect(server.app.services.storage.db, { organizationId: org, now: isoTime(Date.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 })
+      searchSelect(server.app.storage!.db, { organizationId: org, now: isoTime(Date.now()), filters: storedFilters(query), window: searchWindow(query), limit: 50 })
     const { sql, params } = searchQuery({ subject: 'reset', senderDomain: 'shop.example' }).toSQL()
     const db = new Database(server.databasePath, { readonly: true })
     const plan = (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as (string | number)[])) as { detail: string }[]).map((row) => row.detail).join('\n')

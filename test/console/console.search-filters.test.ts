@@ -83,7 +83,7 @@ describeForBackends(['sqlite'], "it reads SQLite's own query plans of the SQLite
     const planOf = ({ sql, params }: { sql: string; params: unknown[] }) =>
       (db.query(`EXPLAIN QUERY PLAN ${sql}`).all(...(params as string[])) as { detail: string }[]).map((row) => row.detail).join('\n')
     const noScan = (plan: string) => expect(plan).not.toMatch(/SCAN (messages|message_search_texts|attachments)\b(?! USING)/)
-    const sdb = server.app.services.storage.db
+    const sdb = server.app.storage!.db
 
     const text = listingSql(sdb, { text: true }, TEXT_SEARCH_WINDOW)
     expect(text.params).toContain(TEXT_SEARCH_WINDOW)

@@ -20,7 +20,7 @@ afterAll(() => server.stop())
 
 describeForBackends(['sqlite'], 'it turns the SQLite file read-only; a PostgreSQL that fails is test/multi/multi.faults.test.ts', 'a read-only SQLite file in the console', () => {
   test('a read-only database: a console form answers 503 with Retry-After, logged once, no stack', async () => {
-    const { sqlite } = server.app.services.storage
+    const { sqlite } = server.app.storage!
     await operator.get(`/console/orgs/${organizationId}/keys`)
     const logsBefore = server.logs.length
     sqlite.exec('PRAGMA query_only = 1')
@@ -50,7 +50,7 @@ describeForBackends(['sqlite'], 'it turns the SQLite file read-only; a PostgreSQ
     const inbox = (await server.post('/v1/inboxes', apiKey)).body.data
     expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'Read me' }))).data?.code).toBe(250)
     const [message] = (await server.get(`/v1/inboxes/${inbox.id}/messages`, apiKey)).body.data
-    const { sqlite } = server.app.services.storage
+    const { sqlite } = server.app.storage!
     sqlite.exec('PRAGMA query_only = 1')
     try {
       const page = await operator.get(`/console/orgs/${organizationId}/messages/${message.id}`)

@@ -63,7 +63,7 @@ async function inbox(backend: Backend, organizationId: string, state: 'active' |
   const row = { id: newId('inbox'), organizationId, localPart, address: `${localPart}@inbox.test`, state, createdAt: isoTime(clock.now()) }
   const sql = backend.postgres()
   if (sql) await postgresDb(sql).insert(pg.inboxes).values(row)
-  else backend.services().storage.db.insert(lite.inboxes).values(row).run()
+  else backend.storage().db.insert(lite.inboxes).values(row).run()
   return { id: row.id, organizationId, address: row.address }
 }
 
@@ -88,7 +88,7 @@ async function stored(backend: Backend, inboxId: string) {
       })),
     )
   }
-  const db = backend.services().storage.db
+  const db = backend.storage().db
   return db
     .select()
     .from(lite.messages)
@@ -122,7 +122,7 @@ async function partsLeft(backend: Backend, messageIds: string[]): Promise<number
       n += (await db.select().from(pg.messageSearchTexts).where(eq(pg.messageSearchTexts.messageId, id))).length
       n += (await db.select().from(pg.attachments).where(eq(pg.attachments.messageId, id))).length
     } else {
-      const db = backend.services().storage.db
+      const db = backend.storage().db
       n += db.select().from(lite.messageContents).where(eq(lite.messageContents.messageId, id)).all().length
       n += db.select().from(lite.messageSources).where(eq(lite.messageSources.messageId, id)).all().length
       n += db.select().from(lite.messageSearchTexts).where(eq(lite.messageSearchTexts.messageId, id)).all().length
@@ -136,7 +136,7 @@ async function monthlyCount(backend: Backend, organizationId: string, month: str
   const sql = backend.postgres()
   const where = (t: typeof pg.monthlyEmailUsage | typeof lite.monthlyEmailUsage) => and(eq(t.organizationId, organizationId), eq(t.month, month))
   if (sql) return (await postgresDb(sql).select().from(pg.monthlyEmailUsage).where(where(pg.monthlyEmailUsage)))[0]?.received ?? 0
-  return backend.services().storage.db.select().from(lite.monthlyEmailUsage).where(where(lite.monthlyEmailUsage)).get()?.received ?? 0
+  return backend.storage().db.select().from(lite.monthlyEmailUsage).where(where(lite.monthlyEmailUsage)).get()?.received ?? 0
 }
 
 /** Every burst bucket of `subjectId`: bucket start → accepted. */
@@ -144,14 +144,14 @@ async function bursts(backend: Backend, subjectId: string): Promise<Record<strin
   const sql = backend.postgres()
   const rows = sql
     ? await postgresDb(sql).select().from(pg.inboundBursts).where(eq(pg.inboundBursts.subjectId, subjectId))
-    : backend.services().storage.db.select().from(lite.inboundBursts).where(eq(lite.inboundBursts.subjectId, subjectId)).all()
+    : backend.storage().db.select().from(lite.inboundBursts).where(eq(lite.inboundBursts.subjectId, subjectId)).all()
   return Object.fromEntries(rows.map((row) => [row.bucketStartsAt, row.accepted]))
 }
 
 async function heartbeatValue(backend: Backend): Promise<string | undefined> {
   const sql = backend.postgres()
   if (sql) return (await postgresDb(sql).select().from(pg.settings).where(eq(pg.settings.name, HEARTBEAT_SETTING)))[0]?.value
-  return backend.services().storage.db.select().from(lite.settings).where(eq(lite.settings.name, HEARTBEAT_SETTING)).get()?.value
+  return backend.storage().db.select().from(lite.settings).where(eq(lite.settings.name, HEARTBEAT_SETTING)).get()?.value
 }
 
 const live = () => true
@@ -476,7 +476,7 @@ describeEachBackend(
         }
       } else {
         // Another process's write transaction (the CLI) on the same file.
-        const other = new Database(s.storage.sqlite.filename)
+        const other = new Database(backend.storage().sqlite.filename)
         try {
           other.exec('BEGIN IMMEDIATE')
           expect(await probeHeartbeatWrite(s)).toBe('busy')

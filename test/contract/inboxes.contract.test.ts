@@ -57,7 +57,7 @@ async function message(backend: Backend, inboxId: string, organizationId: string
   }
   const sql = backend.postgres()
   if (sql) await postgresDb(sql).insert(pg.messages).values(row)
-  else backend.services().storage.db.insert(lite.messages).values(row).run()
+  else backend.storage().db.insert(lite.messages).values(row).run()
 }
 
 const create = (s: Services, principal: Principal, body: object | null = null, idempotencyKey: string | null = null) =>

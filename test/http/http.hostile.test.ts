@@ -197,7 +197,7 @@ describeForBackends(['sqlite'], 'closes the SQLite handle under a running server
     const broken = await startTestServer()
     try {
       const tenant = await broken.tenant()
-      broken.app.services.storage.sqlite.close() // storage gone from under a running server
+      broken.app.storage!.sqlite.close() // storage gone from under a running server
       for (const response of [await broken.get('/v1/inboxes', tenant.key), await broken.get('/v1/usage', tenant.key)]) {
         expectError(response, 500, 'internal_error')
         expect(response.text).not.toContain('sqlite')

@@ -20,7 +20,7 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const pragma = (name: string) => Object.values(server.app.services.storage.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+const pragma = (name: string) => Object.values(server.app.storage!.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
 const createInbox = () => server.post('/v1/inboxes', tenant.key)
 const body = (n: number) => `message ${n}\r\n` + 'abcdefghij'.repeat(6_000) // about 60 KB
 
@@ -30,7 +30,7 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     const first = (await createInbox()).body.data
     // Room for about twelve more 60 KB messages above the threshold.
     const pageSize = pragma('page_size')
-    server.app.services.storage.sqlite.exec(`PRAGMA max_page_count = ${pragma('page_count') + Math.ceil((THRESHOLD + 720 * 1024) / pageSize)}`)
+    server.app.storage!.sqlite.exec(`PRAGMA max_page_count = ${pragma('page_count') + Math.ceil((THRESHOLD + 720 * 1024) / pageSize)}`)
     expect(disk.refresh().tripped).toBe(false)
 
     const acknowledged: string[] = []
@@ -94,7 +94,7 @@ describe('DISK_MIN_FREE and the DATA spool', () => {
     try {
       const ownTenant = await own.tenant()
       const inbox = (await own.post('/v1/inboxes', ownTenant.key)).body.data
-      const sqlite = own.app.services.storage.sqlite
+      const sqlite = own.app.storage!.sqlite
       const ownPragma = (name: string) => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
       // 2 MiB of room above the threshold, as SQLite sees it.
       sqlite.exec(`PRAGMA max_page_count = ${ownPragma('page_count') + Math.ceil((THRESHOLD + 2 * 1024 * 1024) / ownPragma('page_size'))}`)

@@ -83,7 +83,7 @@ test('mail is taken again within 5 s of the delete that freed the volume', async
   // half the threshold, as the last messages in flight did in the run that found this: only
   // bytes given back by the database file can lift the guard now.
   // (Measured with the WAL's bytes given back, as the guard itself does while tripped.)
-  server.app.services.storage.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+  server.app.storage!.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
   writeFileSync(join(mountPoint, 'other-files'), Buffer.alloc(Math.max(0, volumeFreeBytes(mountPoint) - 6 * MiB)))
   expect(volumeFreeBytes(mountPoint)).toBeLessThan(8 * MiB)
   const fileBefore = statSync(databasePath).size

@@ -110,7 +110,7 @@ test('a volume filled to the last byte: the ballast waits for the delete, even a
   // A checkpoint has just emptied the WAL (Litestream's do the same), so the next write must
   // grow it; a reader holding a snapshot (as Litestream always does) keeps SQLite from
   // starting the WAL over, so the delete's pages must extend the file.
-  server.app.services.storage.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+  server.app.storage!.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
   const reader = new Database(join(mountPoint, 'pigeonhole.db'))
   reader.exec('BEGIN')
   reader.query('SELECT count(*) FROM messages').get()
@@ -138,7 +138,7 @@ test('a delete on a full volume with the ballast already spent: deleteMessage ke
   const inbox = await newInbox()
   await fill(inbox, 'e')
   const [first, second] = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=2`, tenant.key)).body.data
-  server.app.services.storage.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+  server.app.storage!.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
   const reader = new Database(join(mountPoint, 'pigeonhole.db'))
   reader.exec('BEGIN')
   reader.query('SELECT count(*) FROM messages').get()

@@ -86,7 +86,7 @@ test.skipIf(cannotMount !== null)(
 
     // A checkpoint has just emptied the WAL (Litestream's do the same), so the next write must
     // grow it; then something else takes the rest of the volume.
-    server.app.services.storage.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
+    server.app.storage!.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
     fillVolume()
     expect(volumeFree()).toBeLessThan(64 * 1024)
     expect((await sendMail(server.app.smtpPort, { to: [inboxes[0]!.address] }, simpleMessage({ to: inboxes[0]!.address }))).rcpt[0]!.code).toBe(452)

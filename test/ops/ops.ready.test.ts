@@ -21,7 +21,7 @@ describe('GET /ready', () => {
   })
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
-    const { sqlite } = server.app.services.storage
+    const { sqlite } = server.app.storage!
     const { key } = await server.tenant()
     sqlite.exec('PRAGMA query_only = 1')
     try {
@@ -56,7 +56,7 @@ describe('GET /ready', () => {
   })
 
   test('a lock held past the busy timeout, so that writes fail, makes it 503 until a write commits again', async () => {
-    const { sqlite } = server.app.services.storage
+    const { sqlite } = server.app.storage!
     const { key } = await server.tenant()
     const other = new Database(server.databasePath)
     // The server waits 5 s for a lock; a shorter wait keeps the test fast and changes nothing else.

@@ -38,7 +38,7 @@ test('a second server in the same process is refused, naming the first; the CLI 
     const [out, code] = await Promise.all([new Response(cli.stdout).text(), cli.exited])
     expect(code).toBe(0)
     const orgId = out.trim().split('\n').at(-1)!
-    expect(first.app.services.storage.sqlite.query('SELECT name FROM organizations WHERE id = ?').get(orgId)).toEqual({ name: 'beside-the-server' })
+    expect(first.app.storage!.sqlite.query('SELECT name FROM organizations WHERE id = ?').get(orgId)).toEqual({ name: 'beside-the-server' })
   } finally {
     await first.stop()
   }

@@ -31,7 +31,7 @@ const failures = (kind: string) => Number(new RegExp(`^pigeonhole_storage_failur
 test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one line each way, nothing lost', async () => {
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
   expect((await send(inbox.address, 'before')).data?.code).toBe(250)
-  const { sqlite } = server.app.services.storage
+  const { sqlite } = server.app.storage!
   const logsBefore = server.logs.length
 
   sqlite.exec('PRAGMA query_only = 1')
@@ -82,7 +82,7 @@ test('a constraint error is not a storage failure: it stays an internal error an
 })
 
 test('the retention sweeper on a read-only database logs no error with a stack per sweep', async () => {
-  const { sqlite } = server.app.services.storage
+  const { sqlite } = server.app.storage!
   const logsBefore = server.logs.length
   const stop = startRetentionSweeper(server.app.services, 20)
   sqlite.exec('PRAGMA query_only = 1')

@@ -74,7 +74,7 @@ test('the rule is removed when the database stays locked past the busy timeout',
   await held.received
   // The server's connection waits out its busy_timeout (5 s in production); a shorter one
   // on this test's server reaches the same failure without the wait.
-  server.app.services.storage.sqlite.exec('PRAGMA busy_timeout = 200')
+  server.app.storage!.sqlite.exec('PRAGMA busy_timeout = 200')
   // Another process (a long sqlite3 session, a backup) holds the write lock.
   const db = openDatabaseFile(server)
   db.exec('BEGIN IMMEDIATE')

@@ -46,7 +46,7 @@ async function probe(): Promise<number> {
  */
 async function refuseStoring(refuse: boolean): Promise<void> {
   if (!server.databaseUrl) {
-    server.app.services.storage.sqlite.exec(`PRAGMA query_only = ${refuse ? 'ON' : 'OFF'}`)
+    server.app.storage!.sqlite.exec(`PRAGMA query_only = ${refuse ? 'ON' : 'OFF'}`)
     return
   }
   if (!refuse) {

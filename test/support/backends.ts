@@ -18,6 +18,7 @@ import type { Services } from '../../src/core/services.ts'
 import { createLogger } from '../../src/log.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { createPostgresStore } from '../../src/storage/postgres/store.ts'
+import type { Storage } from '../../src/storage/database.ts'
 import type { Dialect } from '../../src/storage/port.ts'
 import { describeWithPostgres, migratedDatabase } from './postgres.ts'
 import { scratchDir } from './scratch.ts'
@@ -31,6 +32,8 @@ export interface Backend {
   readonly dialect: Dialect
   /** The assembled services, with `store` on this backend; valid inside the tests. */
   services(): Services
+  /** The SQLite file of the assembly (the sqlite half's store; fixtures core has no verb for). */
+  storage(): Storage
   /** Every log line written so far, parsed. */
   readonly logs: Record<string, any>[]
   /** The PostgreSQL pool of the postgres half (for fixtures core has no verb for yet); undefined for SQLite. */
@@ -80,6 +83,10 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
     dialect,
     logs,
     postgres: () => sql,
+    storage() {
+      if (!assembly?.storage) throw new Error('the backend is assembled in beforeAll; call storage() inside a test')
+      return assembly.storage
+    },
     services() {
       if (!services) throw new Error('the backend is assembled in beforeAll; call services() inside a test')
       return services

@@ -128,7 +128,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
 
   let pg: ReturnType<typeof openPostgres> | undefined
   async function query(sql: string, ...params: unknown[]): Promise<Record<string, any>[]> {
-    if (!databaseUrl) return app.services.storage.sqlite.query(sql).all(...(params as string[])) as Record<string, any>[]
+    if (!databaseUrl) return app.storage!.sqlite.query(sql).all(...(params as string[])) as Record<string, any>[]
     pg ??= openPostgres(databaseUrl, { max: 1 })
     let n = 0
     return [

@@ -18,7 +18,6 @@ import { SharedLongPollSlots } from '../../core/long-poll-slots.ts'
 import { SharedRequestRateLimiter } from '../../core/request-rate-limiter.ts'
 import type { StorageHealth } from '../../core/storage-health.ts'
 import { errorFields, type Logger } from '../../log.ts'
-import type { Storage } from '../../storage/database.ts'
 import type { Store } from '../../storage/port.ts'
 import { describePostgresUrl, openPostgres, type Sql } from '../../storage/postgres/client.ts'
 import { migratePostgres } from '../../storage/postgres/migrate.ts'
@@ -155,20 +154,4 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     await close()
     throw error
   }
-}
-
-/**
- * Services.storage in PostgreSQL mode: there is no SQLite file, and a verb still reaching for
- * one must fail loudly, naming itself, rather than read or write a file no other machine sees.
- */
-export function noSqliteStorage(): Storage {
-  return new Proxy({} as Storage, {
-    get(_target, property) {
-      if (property === 'then') return undefined // not a promise
-      throw new Error(`SQLite storage (${String(property)}) is not used in PostgreSQL mode: this operation has not moved onto the storage port`)
-    },
-    set(_target, property) {
-      throw new Error(`SQLite storage (${String(property)}) is not used in PostgreSQL mode`)
-    },
-  })
 }

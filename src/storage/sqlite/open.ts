@@ -1,7 +1,7 @@
 /**
- * Opening the SQLite file: its PRAGMAs, the migrations, the write transaction helper, the
- * WAL truncation the disk guard asks for, and the Storage put together from the mechanisms
- * beside this file (statement reuse, the WAL sync, group commit).
+ * Opening the SQLite file: its PRAGMAs, the migrations, the write transaction helper, and the
+ * Storage put together from the mechanisms beside this file (statement reuse, the WAL sync,
+ * group commit, the file's pages as the disk guard sees them).
  */
 import { Database as SQLite } from 'bun:sqlite'
 import { existsSync, mkdirSync, statSync } from 'node:fs'
@@ -11,6 +11,7 @@ import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import * as schema from '../schema.ts'
 import type { Storage, StorageObserver } from '../types.ts'
 import { type Checkpointer, startCheckpointer } from './checkpointer.ts'
+import { BUSY_TIMEOUT_MS, sqliteDatabaseFile, truncateWal } from './database-file.ts'
 import { groupCommitter } from './group-commit.ts'
 import { reuseStatements } from './statements.ts'
 import { walSyncer } from './wal-sync.ts'
@@ -28,55 +29,9 @@ function migrationsFolder(): string {
 
 /** Page size given to a database file created by this process (SQLite's default is 4096). */
 export const NEW_DATABASE_PAGE_SIZE = 16384
-const BUSY_TIMEOUT_MS = 5000
 
 /** SQLite's default checkpoint point (1,000 pages of 4 KiB), in bytes. */
 const WAL_CHECKPOINT_BYTES = 1000 * 4096
-
-/**
- * Folds the WAL into the main file and truncates it to nothing, giving its bytes back to the
- * volume; true when it did. Without waiting: Litestream always holds a read lock, and a
- * checkpoint that waited out the busy timeout would hold the caller 5 s (it then just does
- * less, and answers busy).
- */
-export function truncateWal(sqlite: SQLite): boolean {
-  try {
-    sqlite.exec('PRAGMA busy_timeout = 0')
-    const { busy } = sqlite.query('PRAGMA wal_checkpoint(TRUNCATE)').get() as { busy: number }
-    return busy === 0
-  } catch {
-    return false // another connection may hold the WAL
-  } finally {
-    sqlite.exec(`PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`)
-  }
-}
-
-const pragmaValue = (sqlite: SQLite, name: string): number => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
-
-/** Whether deletes can give the file's free pages back to the volume (auto_vacuum = INCREMENTAL). */
-export function canReleaseFreePages(sqlite: SQLite): boolean {
-  return pragmaValue(sqlite, 'auto_vacuum') === 2
-}
-
-/**
- * Gives up to `pages` of the file's free pages back to the volume: an incremental vacuum moves
- * the live pages near the end of the file into free ones, and the checkpoint after it cuts the
- * file to its new length. Returns how many pages left the file; 0 when none could (no free
- * pages, a file still in auto_vacuum NONE, or a reader holding the WAL, so that the file is
- * only cut at a later checkpoint). The vacuum changes no row, so it commits without the
- * fsync of synchronous = FULL; the checkpoint syncs the file.
- */
-export function releaseFreePages(sqlite: SQLite, pages: number): number {
-  const before = pragmaValue(sqlite, 'page_count')
-  sqlite.exec('PRAGMA synchronous = NORMAL')
-  try {
-    sqlite.exec(`PRAGMA incremental_vacuum(${Math.max(1, Math.floor(pages))})`)
-  } finally {
-    sqlite.exec('PRAGMA synchronous = FULL')
-  }
-  if (!truncateWal(sqlite)) return 0
-  return Math.max(0, before - pragmaValue(sqlite, 'page_count'))
-}
 
 const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
@@ -123,6 +78,7 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
   const storage: Storage = {
     db,
     sqlite,
+    file: sqliteDatabaseFile(sqlite),
     observer: quietObserver,
     write: (work) => {
       let result: ReturnType<typeof work>

@@ -36,7 +36,7 @@ const limitsById = preparedPerDatabase((db) =>
  * The limit columns by a prepared statement, synchronously: for SQLite's own hot paths that
  * read limits inside a synchronous transaction (the RCPT TO checks).
  */
-export const sqliteOrganizationLimits = (db: Db, organizationId: string): OrganizationLimitColumns | null => limitsById(db).get({ id: organizationId }) ?? null
+const sqliteOrganizationLimits = (db: Db, organizationId: string): OrganizationLimitColumns | null => limitsById(db).get({ id: organizationId }) ?? null
 
 /**
  * createOrganization's writes, synchronously in the caller's transaction: for first-run setup,
