@@ -28,14 +28,9 @@ import { progressPrinter, summaryLine } from './cli/copy-progress.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
-import { openStorage, type Storage } from './storage/database.ts'
-import { openPostgres, type Sql } from './storage/postgres/client.ts'
-import { migratePostgres } from './storage/postgres/migrate.ts'
-import { createPostgresStore } from './storage/postgres/store.ts'
-import type { Store } from './storage/port.ts'
+import { openBackend } from './app/backend.ts'
 import { describePostgresUrl } from './storage/postgres/client.ts'
 import { CopyRefused, copySqliteFileToPostgres } from './storage/postgres/copy-file.ts'
-import { createSqliteStore } from './storage/sqlite/store.ts'
 import { organizations } from './storage/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
 
@@ -104,19 +99,9 @@ if (group === 'db') {
   }
   process.exit(0)
 }
-let storage: Storage | null = null
-let store: Store
-let sql: Sql | null = null
-if (postgresMode) {
-  // Migrated as the server migrates at start (under its lock): a CLI run first on a new
-  // database leaves it as a server expects it.
-  await migratePostgres(config.databaseUrl)
-  sql = openPostgres(config.databaseUrl, { max: 2 })
-  store = createPostgresStore(sql)
-} else {
-  storage = openStorage(config.databasePath)
-  store = createSqliteStore(storage)
-}
+// The store alone, on the server's database (openBackend decides the mode, as for the server).
+const backend = await openBackend(config, { use: 'admin' })
+const { store } = backend
 /** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
 const table = (rows: Record<string, unknown>[], columns: string[]) => {
   console.log(columns.map((c) => c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)).join('\t'))
@@ -162,6 +147,5 @@ try {
       fail(USAGE, 64)
   }
 } finally {
-  if (sql) await sql.end()
-  storage?.sqlite.close()
+  await backend.close()
 }

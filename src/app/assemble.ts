@@ -1,9 +1,10 @@
 /**
  * The first half of the composition root: builds every part from the config (storage,
  * clock, logger, routing provider, notifier, limiters, the API, the console, the SMTP server)
- * without listening on anything. What it opens is the database with its lock and spool
- * (SQLite mode) or the migrated PostgreSQL pool with its LISTEN and leases (PostgreSQL mode,
- * DATABASE_URL; ./postgres/); close() is its only undo. start.ts then makes the parts run.
+ * without listening on anything. What it opens is the backend (backend.ts: the SQLite file
+ * with its lock, or the migrated PostgreSQL pool with its LISTEN and leases, and whatever
+ * else the mode brings) and the spool; close() is its only undo. start.ts then makes the
+ * parts run.
  */
 import { availableParallelism } from 'node:os'
 import { resolve as resolvePath } from 'node:path'
@@ -17,14 +18,10 @@ import { DiskGuard, parseMinFree } from '../core/disk-guard.ts'
 import { recordHeartbeat } from '../core/heartbeat.ts'
 import { ParsePool } from '../core/inbound/parse-pool.ts'
 import { RefusedDeliveries } from '../core/inbound/refused-deliveries.ts'
-import { InboundReservations } from '../core/inbound/reservations.ts'
 import { discardUnfinishedInboxes } from '../core/inboxes/delete-inbox.ts'
 import { KeyRevocations } from '../core/api-keys/revocations.ts'
 import { DownloadSlots } from '../core/attachments/download-slots.ts'
-import { LongPollSlots } from '../core/long-poll-slots.ts'
-import { MessagePageCache } from '../core/messages/page-cache.ts'
 import { parseLocalWarn, ReplicationMonitor } from '../core/replication.ts'
-import { RequestRateLimiter } from '../core/request-rate-limiter.ts'
 import type { RoutingProvider } from '../core/routing.ts'
 import type { Services } from '../core/services.ts'
 import { STORAGE_FAILURE_KINDS, StorageHealth } from '../core/storage-health.ts'
@@ -37,19 +34,16 @@ import { strictTransportSecurity, withStrictTransportSecurity } from '../http/tr
 import { createLogger, type Logger } from '../log.ts'
 import { AppMetrics } from '../metrics/app-metrics.ts'
 import { observedLogger } from '../metrics/log-observer.ts'
-import { InboxNotifier } from '../notifier.ts'
 import { createRoutingProvider } from '../routing/index.ts'
 import { meteredRouting } from '../routing/metered.ts'
 import { createSmtpServer } from '../smtp/server.ts'
 import { prepareSmtpTls, type SmtpTls } from '../smtp/tls.ts'
-import { openStorage, type Storage } from '../storage/database.ts'
-import { lockServerDatabase, type ServerLock } from '../storage/server-lock.ts'
-import { createSqliteStore } from '../storage/sqlite/store.ts'
+import type { Storage } from '../storage/database.ts'
 import { Spool } from '../storage/spool.ts'
 import { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { targetRefusal } from '../web/request-target.ts'
 import { ListenAddresses } from './addresses.ts'
-import { openPostgresParts, type PostgresParts } from './postgres/parts.ts'
+import { type Backend, dialectOf, openBackend } from './backend.ts'
 
 export interface AppOptions {
   config: Config
@@ -66,12 +60,8 @@ export interface Assembly {
   metrics: AppMetrics
   addresses: ListenAddresses
   tls: SmtpTls
-  /** The SQLite file's server lock; null in PostgreSQL mode, where machines share the database on purpose. */
-  lock: ServerLock | null
-  /** The SQLite file (SQLite mode's own mechanisms, and tests); null in PostgreSQL mode. */
-  storage: Storage | null
-  /** PostgreSQL mode's pool, leases and probe; null in SQLite mode. */
-  postgres: PostgresParts | null
+  /** The database and what its mode brings (backend.ts): the store, the SQLite file and lock, or PostgreSQL's coordination. */
+  backend: Backend<'server'>
   /** Answers every request on PORT: the console's paths and the API. */
   answer(request: Request, peer: () => string): Response | Promise<Response>
   /** The API's and the console's per-connection timeouts, attached once HTTP listens. */
@@ -108,22 +98,10 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS }, () => clock.now())
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
-  const postgresMode = config.databaseUrl !== ''
   const tls = await prepareSmtpTls(config, logger)
-  const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), postgresMode ? 'postgres' : 'sqlite')
-  // Before the file opens: a second server on the same file stops here, naming the first.
-  // PostgreSQL mode has no file to guard: its machines share the database by design.
-  const lock = postgresMode ? null : lockServerDatabase(config.databasePath)
-  let storage: Storage | null = null
-  let postgres: PostgresParts | null = null
-  try {
-    if (postgresMode) {
-      postgres = await openPostgresParts(config, clock, logger, storageHealth)
-    } else storage = openStorage(config.databasePath, { checkpointInWorker: true })
-  } catch (error) {
-    lock?.release()
-    throw error
-  }
+  const storageHealth = new StorageHealth(logger, (kind) => metrics.storageFailures.inc({ kind }), dialectOf(config))
+  const backend = await openBackend(config, { use: 'server', clock, logger, health: storageHealth })
+  const { store, sqlite, coordination } = backend
   // After the lock, so a second server never clears the first one's transfers. Whatever is
   // spooled now was left by a process that died mid-transfer: no 250 was sent for it. In
   // PostgreSQL mode the spool still lives beside DATABASE_PATH, one per machine.
@@ -131,10 +109,9 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   let parser: ParsePool | undefined
   const close = async () => {
     parser?.close()
-    await postgres?.close()
-    storage?.close()
+    // The spool before the lock goes with the backend: a second server may clear it then.
     spool.close()
-    lock?.release()
+    await backend.close()
   }
   try {
     const leftInSpool = spool.clear()
@@ -143,7 +120,6 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const stopping = new AbortController()
     const stopped = new AbortController()
     parser = new ParsePool({ size: availableParallelism(), timeoutMs: config.parseTimeoutMs, logger })
-    const store = postgres?.store ?? createSqliteStore(storage!)
     // One secret in the database: a cursor from one machine works on the next.
     const cursors = await CursorCodec.fromStore(store.inboxes)
     const services: Services = {
@@ -153,22 +129,22 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       clock,
       logger,
       routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
-      notifier: postgres?.notifier ?? new InboxNotifier(),
+      notifier: coordination.notifier,
       cursors,
-      requestLimiter: postgres?.requestLimiter ?? new RequestRateLimiter(clock),
-      longPolls: postgres?.longPolls ?? new LongPollSlots(),
+      requestLimiter: coordination.requestLimiter,
+      longPolls: coordination.longPolls,
       keyRevocations: new KeyRevocations((publicIds) => store.accounts.revokedAmong(publicIds)),
       downloads: new DownloadSlots(),
-      messagePages: postgres?.messagePages ?? new MessagePageCache(),
-      reservations: postgres?.reservations ?? new InboundReservations(),
-      refusedDeliveries: new RefusedDeliveries(config.receivingDomain, postgres?.notifier.refusals ?? null),
+      messagePages: coordination.messagePages,
+      reservations: coordination.reservations,
+      refusedDeliveries: new RefusedDeliveries(config.receivingDomain, coordination.refusals),
       parser,
       spool,
       metrics,
       disk: new DiskGuard(
         // The volume holds no database in PostgreSQL mode (the provider watches its own disk),
         // only the spool, whose own budget bounds it: the guard, which measures SQLite, is off.
-        storage?.file ?? null,
+        sqlite?.file ?? null,
         config.databasePath,
         parseMinFree(config.diskMinFree)!,
         logger,
@@ -176,11 +152,10 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
         () => spool.bytes,
       ),
       storageHealth,
-      replication: storage ? replicationMonitor(config, storage, logger) : null,
+      replication: sqlite ? replicationMonitor(config, sqlite, logger) : null,
       stopping: stopping.signal,
       stopped: stopped.signal,
     }
-    if (storage) storage.observer = services.storageHealth
     // Litestream publishes the replica's position only after it has uploaded something in this
     // run, so on an idle server that has just restarted the lag would grow with nothing to
     // replicate (until the first write). One heartbeat now gives it that upload. A failing
@@ -194,18 +169,12 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
     const connections = new ConnectionTimeouts()
     const probes = {
       smtpListening: () => smtp.server.listening,
-      database: postgres ? () => postgres!.probe.check() : undefined,
       proxyLines: () => smtp.proxyLineReadiness(),
-      clock: postgres ? () => postgres!.clock.readiness() : undefined,
+      ...coordination.readiness,
     }
     const requests = new RequestRegistry()
     const api = buildHttpApp(services, probes, connections, metrics, requests)
-    const consoleApp = buildConsole(
-      services,
-      connections,
-      () => addresses.smtpAddress(),
-      postgres ? { streamSlots: postgres.streamSlots, signInThrottle: postgres.signInThrottle, accessEnded: postgres.notifier.accessEnded } : null,
-    )
+    const consoleApp = buildConsole(services, connections, () => addresses.smtpAddress(), coordination.console)
     const clientAddress = clientAddressReader(config.clientAddressHeader, config.trustedProxies)
     const hsts = strictTransportSecurity(config)
     // One port: the console's paths go to its own router, everything else to the API (whose
@@ -220,7 +189,7 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
     const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
-    return { services, metrics, addresses, tls, lock, storage, postgres, answer, connections, smtp, requests, stopping, stopped, close }
+    return { services, metrics, addresses, tls, backend, answer, connections, smtp, requests, stopping, stopped, close }
   } catch (error) {
     await close()
     throw error

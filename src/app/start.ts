@@ -6,7 +6,6 @@
  * of both, then what only a fully started server needs (the sweeper, samplers, METRICS_PORT).
  */
 import { setupToken, setupUrl } from '../core/users/setup.ts'
-import { startRetentionSweeper } from '../core/retention.ts'
 import type { Services } from '../core/services.ts'
 import type { Storage } from '../storage/database.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
@@ -15,7 +14,6 @@ import type { PublicUrls } from '../public-urls.ts'
 import { joinQuietCollection } from '../quiet-collection.ts'
 import type { Assembly } from './assemble.ts'
 import { closeSmtp, drain, drainPatiently, listenHttp, listenPrivateMetrics, listenSmtp } from './listeners.ts'
-import { startSweeperAcrossMachines } from './postgres/sweeper.ts'
 import { StopList } from './stop-list.ts'
 
 /** How long a stop waits for the request lines of the requests it cut. */
@@ -87,15 +85,15 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const smtpPort = await listenSmtp(config, smtp)
     parts.started('smtp', () => closeSmtp(smtp))
     addresses.smtpListening(smtpPort)
-    assembly.lock?.announce({ httpPort, smtpPort })
+    assembly.backend.lock?.announce({ httpPort, smtpPort })
     logger.info('smtp_listening', { port: smtpPort, host: config.host, receiving_domain: config.receivingDomain })
     // Stopped before the listeners' own stops above. One machine (SQLite): console live
     // streams end at once, the rest drains, waiting long polls are cut (the next server
     // answers their retry). Several machines (PostgreSQL): the others serve meanwhile, so
     // long polls run to their own answers first (docs/scaling.md, "Stopping a machine").
-    const { postgres } = assembly
+    const { coordination } = assembly.backend
     parts.started('drain', () => {
-      if (postgres)
+      if (coordination.patientDrain)
         return drainPatiently(
           http,
           smtp,
@@ -107,8 +105,8 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     })
 
     // Several machines: each one's timer fires, one of them sweeps (an advisory lock).
-    parts.started('retention sweeper', postgres ? startSweeperAcrossMachines(services, postgres.sql, postgres.clock) : startRetentionSweeper(services))
-    if (postgres) parts.started('database probe', postgres.probe.watch())
+    parts.started('retention sweeper', coordination.startSweeper(services))
+    parts.started('database watch', coordination.watch())
     metrics.attach({
       // smtp-server keeps its open connections in a Set its typings do not declare.
       smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
@@ -116,7 +114,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
       databasePath: config.databasePath,
       diskFree: services.disk.enabled ? () => services.disk.status() : undefined,
       replication: services.replication ?? undefined,
-      databaseClockOffsetMs: postgres ? () => postgres.clock.offsetMs : undefined,
+      databaseClockOffsetMs: coordination.clockOffsetMs,
     })
     parts.started('event-loop sampler', sampleEventLoopDelay(metrics.eventLoopDelay))
     parts.started('quiet collection', joinQuietCollection())
@@ -131,7 +129,18 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
 
     let stopping: Promise<void> | undefined
     const stop = () => (stopping ??= stopAll())
-    return { services, storage: assembly.storage, metrics, httpPort, smtpPort, metricsPort, httpUrl: `http://127.0.0.1:${httpPort}`, publicUrls: addresses.publicUrls(), setupUrl: setupLink, stop }
+    return {
+      services,
+      storage: assembly.backend.sqlite,
+      metrics,
+      httpPort,
+      smtpPort,
+      metricsPort,
+      httpUrl: `http://127.0.0.1:${httpPort}`,
+      publicUrls: addresses.publicUrls(),
+      setupUrl: setupLink,
+      stop,
+    }
   } catch (error) {
     await stopAll()
     throw error

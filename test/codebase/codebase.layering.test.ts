@@ -71,6 +71,19 @@ test('the port imports nothing of an adapter: both adapters implement it, neithe
   expect(imports.filter(({ target }) => /^storage\/(sqlite|postgres)\//.test(target))).toEqual([])
 })
 
+test("one place opens the database: src/app/backend.ts (with PostgreSQL mode's parts), for the server and the CLI alike", async () => {
+  const OPENERS = /\b(openStorage|createSqliteStore|createPostgresStore|openPostgres|migratePostgres|lockServerDatabase|openPostgresParts)\b/
+  const opening: string[] = []
+  for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
+    if (file.startsWith('storage/')) continue
+    const code = (await Bun.file(join(SRC, file)).text()).replace(/^\s*(\/\/|\*|\/\*).*$/gm, '') // comments may name them
+    if (OPENERS.test(code)) opening.push(file)
+  }
+  expect(opening.sort()).toEqual(['app/backend.ts', 'app/postgres/parts.ts'])
+  // Both composition roots call it.
+  for (const root of ['app/assemble.ts', 'cli.ts']) expect({ root, opens: /\bopenBackend\(/.test(await Bun.file(join(SRC, root)).text()) }).toEqual({ root, opens: true })
+})
+
 test('src/storage imports nothing above it: neither core nor anything over core', async () => {
   const imports = await importsUnder('storage')
   expect(imports.length).toBeGreaterThan(3)

@@ -17,6 +17,7 @@ import { loadConfig } from '../../src/config.ts'
 import type { Services } from '../../src/core/services.ts'
 import { createLogger } from '../../src/log.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
+import { newLeaseHolder } from '../../src/storage/postgres/lease-holder.ts'
 import { createPostgresStore } from '../../src/storage/postgres/store.ts'
 import type { Storage } from '../../src/storage/database.ts'
 import type { Dialect } from '../../src/storage/port.ts'
@@ -71,7 +72,7 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
     services = assembly.services
     if (dialect === 'postgres') {
       sql = openPostgres(await migratedDatabase(), { max: 4 })
-      services = { ...assembly.services, store: createPostgresStore(sql) }
+      services = { ...assembly.services, store: createPostgresStore(sql, { holder: newLeaseHolder() }) }
     }
   })
   afterAll(async () => {
@@ -84,8 +85,8 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
     logs,
     postgres: () => sql,
     storage() {
-      if (!assembly?.storage) throw new Error('the backend is assembled in beforeAll; call storage() inside a test')
-      return assembly.storage
+      if (!assembly?.backend.sqlite) throw new Error('the backend is assembled in beforeAll; call storage() inside a test')
+      return assembly.backend.sqlite
     },
     services() {
       if (!services) throw new Error('the backend is assembled in beforeAll; call services() inside a test')

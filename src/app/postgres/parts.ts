@@ -7,8 +7,6 @@
  * machines count them no longer, without waiting for them to run out), LISTEN stops, the
  * pool ends.
  */
-import { randomBytes } from 'node:crypto'
-import { hostname } from 'node:os'
 import type { Clock } from '../../clock.ts'
 import { ConfigError, type Config } from '../../config.ts'
 import { MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../console/live-streams.ts'
@@ -38,8 +36,6 @@ const CLOSE_WAIT_MS = 5_000
 
 export interface PostgresParts {
   sql: Sql
-  /** This process's name in lease rows: host, process id and a random tail (a restarted process is a new holder). */
-  holder: string
   store: Store
   notifier: PostgresInboxNotifier
   requestLimiter: SharedRequestRateLimiter
@@ -75,7 +71,8 @@ function sessionNotKept(url: string, error: SessionNotKeptError): ConfigError {
   )
 }
 
-export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth): Promise<PostgresParts> {
+/** `holder`: this process's name in lease rows (src/storage/postgres/lease-holder.ts). */
+export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth, holder: string): Promise<PostgresParts> {
   let applied: number
   try {
     // Before the migration, whose own lock is a session lock: a URL that does not keep sessions
@@ -95,7 +92,6 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     statementTimeoutMs: config.databaseStatementTimeoutMs || undefined,
     onNotice: (message) => logger.debug('postgres_notice', { message }),
   })
-  const holder = `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`
   // What machines share (leases, request minutes, quota periods, sign-in windows) runs on this
   // clock corrected to the database's, so machines whose clocks disagree still agree on it.
   const shared = new DatabaseClock(clock, sql, logger)
@@ -132,10 +128,9 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
     slots.start()
     quota.start()
     streamSlots.start()
-    store = createPostgresStore(sql, quota)
+    store = createPostgresStore(sql, { holder, quota })
     return {
       sql,
-      holder,
       store,
       notifier,
       requestLimiter: new SharedRequestRateLimiter((subjects) => admitRequest(sql, shared, subjects)),

@@ -8,10 +8,16 @@ import { postgresInboxes } from './store/inboxes.ts'
 import { postgresMessages } from './store/messages.ts'
 import { postgresOrganizations } from './store/organizations.ts'
 
-/** `quota` converts the units admission holds in the database (see store/inbound.ts). */
-export function createPostgresStore(sql: Sql, quota: HoldConverter | null = null): Store {
+export interface PostgresStoreOptions {
+  /** This process's name in the lease rows the store writes (lease-holder.ts). */
+  holder: string
+  /** Converts the units admission holds in the database (see store/inbound.ts); null for a store that admits no mail (the CLI, tests). */
+  quota?: HoldConverter | null
+}
+
+export function createPostgresStore(sql: Sql, { holder, quota = null }: PostgresStoreOptions): Store {
   const db = postgresDb(sql)
-  const inboxes = postgresInboxes(db)
+  const inboxes = postgresInboxes(db, holder)
   return {
     dialect: 'postgres',
     organizations: postgresOrganizations(db),

@@ -20,6 +20,7 @@ import type { IdempotencyClaim, IdempotencyClaimOutcome, InboxStore } from '../.
 import { idempotencyLeases } from '../coordination-schema.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
 import { createLeaseBook } from '../lease-book.ts'
+import { newLeaseHolder } from '../lease-holder.ts'
 import { idempotencyRecords, inboxes, messages, settings } from '../schema.ts'
 
 /** How long a dead machine's request still blocks its key; renewed every third of it. */
@@ -49,10 +50,11 @@ async function dropOwnLease(tx: PostgresDbOrTx, claim: IdempotencyClaim): Promis
 /** Thrown inside a transaction to roll it back and answer "not done" (never leaves the adapter). */
 class NotDone extends Error {}
 
-/** InboxStore with close(): the lease heartbeat stops and this holder's idempotency leases go. */
-export function postgresInboxes(db: PostgresDb): InboxStore & { close(): Promise<void> } {
-  // This adapter's name in the lease table: one per process, like a machine's.
-  const holder = `machine_${randomBytes(8).toString('hex')}`
+/**
+ * InboxStore with close(): the lease heartbeat stops and this holder's idempotency leases go.
+ * `holder` is the process's one name in lease rows (../lease-holder.ts).
+ */
+export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): InboxStore & { close(): Promise<void> } {
   const releaseClaim = (claim: IdempotencyClaim) =>
     db.transaction(async (tx) => {
       await lockIdempotencyKey(tx, claim.organizationId, claim.key)
