@@ -4,7 +4,7 @@
  * sets one (console or `cli orgs limits`). getUsage and every enforcement point read these.
  */
 import type { Limits } from '../config.ts'
-import type { OrganizationRow } from '../storage/rows.ts'
+import type { LimitColumnName } from '../storage/port/organizations.ts'
 import type { Services } from './services.ts'
 
 export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
@@ -51,7 +51,7 @@ const COLUMN = {
   requestsPerOrg: 'limitRequestsPerOrg',
   longPollsPerKey: 'limitLongPollsPerKey',
   longPollsPerOrg: 'limitLongPollsPerOrg',
-} as const satisfies Record<OrgLimitName, keyof OrganizationRow>
+} as const satisfies Record<OrgLimitName, LimitColumnName>
 
 export type OrgLimitColumns = { [K in (typeof COLUMN)[OrgLimitName]]: number | null }
 

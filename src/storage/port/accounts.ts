@@ -1,12 +1,10 @@
 /** Users, first-run setup, console sessions, API keys and instance settings. See ../port.ts for the conventions every operation follows. */
 import type { AuditEntry } from './audit-entry.ts'
+import type { OrganizationLimitColumns } from './organizations.ts'
 import type { ApiKeyRow, MembershipRow, OrganizationRow, SessionRow, UserRow } from '../rows.ts'
 
 /** The organisation's limit columns (null: follows the environment), as authentication reads them. */
-export type LimitColumns = Pick<
-  OrganizationRow,
-  'limitActiveInboxes' | 'limitMonthlyEmails' | 'limitInboxBurst' | 'limitOrgBurst' | 'limitRequestsPerKey' | 'limitRequestsPerOrg' | 'limitLongPollsPerKey' | 'limitLongPollsPerOrg'
->
+export type LimitColumns = OrganizationLimitColumns
 
 /** What authenticating a request needs of its key, with its organisation's limits, in one read. */
 export type KeyForAuthentication = Pick<ApiKeyRow, 'organizationId' | 'secretSha256' | 'revokedAt' | 'lastUsedAt'> & LimitColumns

@@ -1,8 +1,14 @@
 /** Reading and deleting stored messages, their sources and attachments; usage. See ../port.ts for the conventions every operation follows. */
 import type { AttachmentRow, MessageContentRow, MessageRow } from '../rows.ts'
 
-/** The columns a list summary needs; content columns stay on disk unless asked for. */
-export type MessageSummaryRow = Pick<MessageRow, 'id' | 'inboxId' | 'fromName' | 'fromAddress' | 'toAddress' | 'subject' | 'preview' | 'sizeBytes' | 'receivedAt' | 'expiresAt'>
+/**
+ * The columns a list summary needs, by name (both adapters select these: ../columns.ts);
+ * content columns stay on disk unless asked for.
+ */
+export const SUMMARY_COLUMN_NAMES = ['id', 'inboxId', 'fromName', 'fromAddress', 'toAddress', 'subject', 'preview', 'sizeBytes', 'receivedAt', 'expiresAt'] as const satisfies ReadonlyArray<
+  keyof MessageRow
+>
+export type MessageSummaryRow = Pick<MessageRow, (typeof SUMMARY_COLUMN_NAMES)[number]>
 
 /** A message with everything getMessage and include=content show: its content and its attachments in received order. */
 export interface FullMessageRows {

@@ -4,11 +4,21 @@ import type { AuditEntry } from './audit-entry.ts'
 
 export type MemberRole = 'owner' | 'member'
 
+/** The limit columns of an organisation row, by name (both adapters select these: ../columns.ts). */
+export const LIMIT_COLUMN_NAMES = [
+  'limitActiveInboxes',
+  'limitMonthlyEmails',
+  'limitInboxBurst',
+  'limitOrgBurst',
+  'limitRequestsPerKey',
+  'limitRequestsPerOrg',
+  'limitLongPollsPerKey',
+  'limitLongPollsPerOrg',
+] as const satisfies ReadonlyArray<keyof OrganizationRow>
+export type LimitColumnName = (typeof LIMIT_COLUMN_NAMES)[number]
+
 /** The limit columns of an organisation row (null follows the environment's LIMIT_* value). */
-export type OrganizationLimitColumns = Pick<
-  OrganizationRow,
-  'limitActiveInboxes' | 'limitMonthlyEmails' | 'limitInboxBurst' | 'limitOrgBurst' | 'limitRequestsPerKey' | 'limitRequestsPerOrg' | 'limitLongPollsPerKey' | 'limitLongPollsPerOrg'
->
+export type OrganizationLimitColumns = Pick<OrganizationRow, LimitColumnName>
 
 /** One organisation a user belongs to, as the console's organisation switcher lists it. */
 export interface MembershipOfUser {

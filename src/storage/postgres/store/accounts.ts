@@ -4,6 +4,7 @@
  * makes it exact there (SQLite gets that from its single writer).
  */
 import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm'
+import { limitColumnsOf } from '../../columns.ts'
 import type { AccountStore, EndSessions } from '../../port/accounts.ts'
 import type { PostgresDbOrTx, PostgresDb } from '../db.ts'
 import { apiKeys, memberships, organizations, sessions, settings, users } from '../schema.ts'
@@ -13,16 +14,7 @@ const SETUP_TOKEN = 'setup_token'
 /** The advisory lock that makes first-run setup happen once across machines. */
 const SETUP_LOCK = 'pigeonhole.first-run-setup'
 
-const limitColumns = {
-  limitActiveInboxes: organizations.limitActiveInboxes,
-  limitMonthlyEmails: organizations.limitMonthlyEmails,
-  limitInboxBurst: organizations.limitInboxBurst,
-  limitOrgBurst: organizations.limitOrgBurst,
-  limitRequestsPerKey: organizations.limitRequestsPerKey,
-  limitRequestsPerOrg: organizations.limitRequestsPerOrg,
-  limitLongPollsPerKey: organizations.limitLongPollsPerKey,
-  limitLongPollsPerOrg: organizations.limitLongPollsPerOrg,
-}
+const limitColumns = limitColumnsOf(organizations)
 
 async function countAllUsers(db: PostgresDbOrTx): Promise<number> {
   const [row] = await db.select({ n: sql<number>`count(*)::int` }).from(users)

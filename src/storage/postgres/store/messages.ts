@@ -11,25 +11,16 @@
  * committed on another machine meanwhile cannot leave half a message. A delete is one conditional statement, so two machines
  * deleting the same message see exactly one success.
  */
-import { and, asc, desc, eq, getTableColumns, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { and, asc, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { summaryColumnsOf } from '../../columns.ts'
+import { type FilterDialect, filterConditions as sharedFilterConditions } from '../../message-filters.ts'
 import type { PgColumn } from 'drizzle-orm/pg-core'
 import { hasTextTerm, type FullMessageRows, type InboxListing, type MessageFilters, type MessagePosition, type MessageStore, type OwnedItem } from '../../port/messages.ts'
 import type { AttachmentRow, MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
 import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 
-const summaryColumns = {
-  id: messages.id,
-  inboxId: messages.inboxId,
-  fromName: messages.fromName,
-  fromAddress: messages.fromAddress,
-  toAddress: messages.toAddress,
-  subject: messages.subject,
-  preview: messages.preview,
-  sizeBytes: messages.sizeBytes,
-  receivedAt: messages.receivedAt,
-  expiresAt: messages.expiresAt,
-}
+const summaryColumns = summaryColumnsOf(messages)
 
 /**
  * Stored bytes (a source, an attachment) are read in slices, each its own statement.
@@ -83,29 +74,18 @@ const olderThan = (after: { at: string; id: string }) => or(lt(messages.received
 const newerThan = (before: MessagePosition) => or(gt(messages.receivedAt, before.at), and(eq(messages.receivedAt, before.at), gt(messages.id, before.id)))
 
 /**
- * The filters every listing shares, the console's search-line terms included. The top-level
- * `text` is added by each caller with its own window; a text term inside `all` or `none` is
- * matched here, the caller having bounded the read to the window (hasTextTerm).
+ * The shared filters (../../message-filters.ts) in PostgreSQL's terms: `contains` matches the
+ * escaped mail text exactly as SQLite's instr() matches the raw text.
  */
-const filterConditions = (filters: MessageFilters): Array<SQL | undefined> => [
-  filters.subject ? contains(messages.searchSubject, filters.subject) : undefined,
-  filters.sender ? eq(messages.searchSender, filters.sender) : undefined,
-  filters.senderDomain ? eq(messages.searchSenderDomain, filters.senderDomain) : undefined,
-  filters.receivedAfter !== undefined ? gte(messages.receivedAt, filters.receivedAfter) : undefined,
-  filters.receivedBefore !== undefined ? lt(messages.receivedAt, filters.receivedBefore) : undefined,
-  filters.hasAttachment ? hasAttachment() : undefined,
-  filters.recipient ? contains(messages.toAddress, filters.recipient) : undefined,
-  filters.senderContains ? contains(messages.searchSender, filters.senderContains) : undefined,
-  filters.unread === undefined ? undefined : filters.unread ? isNull(messages.readAt) : isNotNull(messages.readAt),
-  filters.largerThan !== undefined ? gt(messages.sizeBytes, filters.largerThan) : undefined,
-  filters.smallerThan !== undefined ? lt(messages.sizeBytes, filters.smallerThan) : undefined,
-  ...(filters.all ?? []).map((term) => and(...termConditions(term))),
-  // coalesce: a term on a null column is unknown, and "not unknown" would drop the row (SQLite does the same).
-  ...(filters.none ?? []).map((term) => sql`not coalesce(${and(...termConditions(term))}, false)`),
-]
-
-/** One term of `all` or `none`, its text included. */
-const termConditions = (term: MessageFilters): Array<SQL | undefined> => [...filterConditions(term), term.text ? textContains(term.text) : undefined]
+const postgresFilters: FilterDialect = {
+  messages,
+  contains: (column, needle) => contains(column as PgColumn, needle),
+  textContains,
+  hasAttachment,
+  falseValue: sql`false`,
+}
+/** Every filter, `text` included; the caller bounds a read with a text term to its window (hasTextTerm). */
+const filterConditions = (filters: MessageFilters) => sharedFilterConditions(postgresFilters, filters)
 
 function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, after, before }: InboxListing) {
   // A text search looks at the inbox's newest `textWindow` messages only, as in SQLite.
@@ -120,7 +100,6 @@ function listingWhere(db: PostgresDbOrTx, { inboxId, now, filters, textWindow, a
     gt(messages.expiresAt, now),
     ...filterConditions(filters),
     hasTextTerm(filters) ? inArray(messages.id, newest) : undefined,
-    filters.text ? textContains(filters.text) : undefined,
     after ? olderThan(after) : undefined,
     before ? newerThan(before) : undefined,
   )
@@ -273,15 +252,7 @@ export function postgresMessages(db: PostgresDb): MessageStore {
       return db
         .select(summaryColumns)
         .from(messages)
-        .where(
-          and(
-            inArray(messages.id, newest),
-            inArray(messages.inboxId, active),
-            ...filterConditions(filters),
-            filters.text ? textContains(filters.text) : undefined,
-            after ? olderThan(after) : undefined,
-          ),
-        )
+        .where(and(inArray(messages.id, newest), inArray(messages.inboxId, active), ...filterConditions(filters), after ? olderThan(after) : undefined))
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(limit)
     },

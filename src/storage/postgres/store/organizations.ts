@@ -12,6 +12,7 @@
  * A refusal found after a write throws `Refused` inside the transaction, which rolls it back.
  */
 import { and, asc, desc, eq, gt, isNull, lt, sql } from 'drizzle-orm'
+import { limitColumnsOf } from '../../columns.ts'
 import type { MemberRole, OrganizationStore } from '../../port/organizations.ts'
 import type { PostgresDb, PostgresTx } from '../db.ts'
 import { apiKeys, auditEvents, invites, memberships, organizations, users } from '../schema.ts'
@@ -33,16 +34,7 @@ async function atomically<T, R>(db: PostgresDb, work: (tx: PostgresTx) => Promis
   }
 }
 
-const limitColumns = {
-  limitActiveInboxes: organizations.limitActiveInboxes,
-  limitMonthlyEmails: organizations.limitMonthlyEmails,
-  limitInboxBurst: organizations.limitInboxBurst,
-  limitOrgBurst: organizations.limitOrgBurst,
-  limitRequestsPerKey: organizations.limitRequestsPerKey,
-  limitRequestsPerOrg: organizations.limitRequestsPerOrg,
-  limitLongPollsPerKey: organizations.limitLongPollsPerKey,
-  limitLongPollsPerOrg: organizations.limitLongPollsPerOrg,
-}
+const limitColumns = limitColumnsOf(organizations)
 
 const membershipKey = (organizationId: string, userId: string) => and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))
 

@@ -5,6 +5,7 @@
  * prepared once per database.
  */
 import { and, asc, eq, inArray, isNotNull, isNull, lt, sql } from 'drizzle-orm'
+import { limitColumnsOf } from '../../columns.ts'
 import type { AccountStore, EndSessions, KeyForAuthentication } from '../../port/accounts.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import { apiKeys, memberships, organizations, sessions, settings, users } from '../../schema.ts'
@@ -14,17 +15,7 @@ import { insertAudit } from './audit.ts'
 
 const SETUP_TOKEN = 'setup_token'
 
-/** The organisation's limit columns, selected with the key that authenticates a request. */
-export const limitColumns = {
-  limitActiveInboxes: organizations.limitActiveInboxes,
-  limitMonthlyEmails: organizations.limitMonthlyEmails,
-  limitInboxBurst: organizations.limitInboxBurst,
-  limitOrgBurst: organizations.limitOrgBurst,
-  limitRequestsPerKey: organizations.limitRequestsPerKey,
-  limitRequestsPerOrg: organizations.limitRequestsPerOrg,
-  limitLongPollsPerKey: organizations.limitLongPollsPerKey,
-  limitLongPollsPerOrg: organizations.limitLongPollsPerOrg,
-}
+const limitColumns = limitColumnsOf(organizations)
 
 const keyByPublicId = preparedPerDatabase((db) =>
   db

@@ -6,6 +6,8 @@
  * an operation see one state of the database without a transaction of their own.
  */
 import { and, asc, desc, eq, gt, gte, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
+import { summaryColumnsOf } from '../../columns.ts'
+import { type FilterDialect, filterConditions as sharedFilterConditions } from '../../message-filters.ts'
 import type { SQLiteColumn } from 'drizzle-orm/sqlite-core'
 import {
   hasConsoleTerms,
@@ -24,19 +26,7 @@ import { attachmentContents, attachments, inboxes, linkChecks, messageContents, 
 import type { Db, Storage } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 
-/** The columns of MessageSummaryRow. */
-const summaryColumns = {
-  id: messages.id,
-  inboxId: messages.inboxId,
-  fromName: messages.fromName,
-  fromAddress: messages.fromAddress,
-  toAddress: messages.toAddress,
-  subject: messages.subject,
-  preview: messages.preview,
-  sizeBytes: messages.sizeBytes,
-  receivedAt: messages.receivedAt,
-  expiresAt: messages.expiresAt,
-}
+const summaryColumns = summaryColumnsOf(messages)
 
 // ---- Filters, as SQL on `messages` (shared by the inbox listing and the organisation search).
 
@@ -56,30 +46,15 @@ const olderThan = (at: SQLiteColumn, id: SQLiteColumn, position: { at: unknown; 
 /** Rows strictly newer than a position on (received_at, id). */
 const newerThan = (position: MessagePosition) => or(gt(messages.receivedAt, position.at), and(eq(messages.receivedAt, position.at), gt(messages.id, position.id)))
 
-/**
- * Every filter as SQL with its values bound (not placeholders): the search across inboxes
- * and the console's listings with search-line terms, both built per read. `text` is left to
- * the caller, which bounds it to its window.
- */
-function filterConditions(f: MessageFilters): Array<SQL | undefined> {
-  return [
-    f.subject ? subjectContains(f.subject) : undefined,
-    f.sender ? eq(messages.searchSender, f.sender) : undefined,
-    f.senderDomain ? eq(messages.searchSenderDomain, f.senderDomain) : undefined,
-    f.receivedAfter !== undefined ? gte(messages.receivedAt, f.receivedAfter) : undefined,
-    f.receivedBefore !== undefined ? lt(messages.receivedAt, f.receivedBefore) : undefined,
-    f.recipient ? recipientContains(f.recipient) : undefined,
-    f.text ? textContains(f.text) : undefined,
-    f.hasAttachment ? hasAttachment() : undefined,
-    f.senderContains ? sql`instr(${messages.searchSender}, ${f.senderContains}) > 0` : undefined,
-    f.unread === undefined ? undefined : f.unread ? isNull(messages.readAt) : isNotNull(messages.readAt),
-    f.largerThan !== undefined ? gt(messages.sizeBytes, f.largerThan) : undefined,
-    f.smallerThan !== undefined ? lt(messages.sizeBytes, f.smallerThan) : undefined,
-    ...(f.all ?? []).map((term) => and(...filterConditions(term))),
-    // coalesce: a term on a null column (read_at) is unknown, and "not unknown" would drop the row.
-    ...(f.none ?? []).map((term) => sql`not coalesce(${and(...filterConditions(term))}, 0)`),
-  ]
+/** The shared filters (../../message-filters.ts) in SQLite's terms: instr() is a plain, case-sensitive substring test. */
+const sqliteFilters: FilterDialect = {
+  messages,
+  contains: (column, needle) => sql`instr(${column}, ${needle}) > 0`,
+  textContains,
+  hasAttachment,
+  falseValue: sql`0`,
 }
+const filterConditions = (f: MessageFilters) => sharedFilterConditions(sqliteFilters, f)
 
 /** The console's listing with search-line terms, built per read (see MessageFilters). Newest first. */
 function consoleListing(db: Db, listing: InboxListing) {

@@ -5,6 +5,7 @@
  * same state with no lock of their own.
  */
 import { and, asc, desc, eq, gt, isNull, lt, sql } from 'drizzle-orm'
+import { limitColumnsOf } from '../../columns.ts'
 import type { MemberRole, OrganizationLimitColumns, OrganizationStore } from '../../port/organizations.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import type { OrganizationRow } from '../../rows.ts'
@@ -13,16 +14,7 @@ import type { Db, DbOrTx, Storage } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 import { insertAudit } from './audit.ts'
 
-const limitColumns = {
-  limitActiveInboxes: organizations.limitActiveInboxes,
-  limitMonthlyEmails: organizations.limitMonthlyEmails,
-  limitInboxBurst: organizations.limitInboxBurst,
-  limitOrgBurst: organizations.limitOrgBurst,
-  limitRequestsPerKey: organizations.limitRequestsPerKey,
-  limitRequestsPerOrg: organizations.limitRequestsPerOrg,
-  limitLongPollsPerKey: organizations.limitLongPollsPerKey,
-  limitLongPollsPerOrg: organizations.limitLongPollsPerOrg,
-}
+const limitColumns = limitColumnsOf(organizations)
 
 const limitsById = preparedPerDatabase((db) =>
   db
