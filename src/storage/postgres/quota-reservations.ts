@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import type { Queryable, Sql } from './client.ts'
 import { createLeaseBook } from './lease-book.ts'
+import { sqlTransaction } from './transaction.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
@@ -124,13 +125,6 @@ function usedNow(tx: Queryable, target: { organizationId: string; inboxId: strin
     .then(([row]) => ({ month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }))
 }
 
-/** Thrown inside reserve's transaction to roll it back when a count leaves no room. */
-class NoRoom extends Error {
-  constructor(readonly refused: { refusal: QuotaRefusal; limit: number }) {
-    super(refused.refusal)
-  }
-}
-
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
   if (used.month_used >= limits.monthlyEmails) return { refusal: 'monthly_quota_exceeded', limit: limits.monthlyEmails }
   if (used.inbox_used >= limits.inboxBurst) return { refusal: 'inbox_burst_exceeded', limit: limits.inboxBurst }
@@ -218,8 +212,9 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
       book.hold(reservation.id, true)
+      let result: ReserveResult
       try {
-        return await sql.begin(async (tx): Promise<ReserveResult> => {
+        result = await sqlTransaction<ReserveResult, ReserveResult>(sql, async (tx, rollBackWith) => {
           // One round trip for the four (run in the order sent): the lock, a tidy under it (rows
           // of dead machines no longer count anyway), the counts read after both, and the
           // reservation's row, which the counts do not see. When the counts leave no room the
@@ -238,18 +233,16 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
               values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
           ])
           const refused = refusalFor(used, limits)
-          if (refused) throw new NoRoom(refused)
+          if (refused) return rollBackWith({ reserved: false, ...refused })
           return { reserved: true, reservation }
         })
       } catch (error) {
-        if (error instanceof NoRoom) {
-          book.forget(reservation.id)
-          return { reserved: false, ...error.refused }
-        }
         // The commit may have happened before the connection failed: give the unit back.
         book.orphan(reservation.id, true)
         throw error
       }
+      if (!result.reserved) book.forget(reservation.id)
+      return result
     },
 
     release(reservation) {

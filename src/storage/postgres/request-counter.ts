@@ -8,6 +8,7 @@
  */
 import type { Clock } from '../../clock.ts'
 import type { Sql } from './client.ts'
+import { sqlTransaction } from './transaction.ts'
 
 const MINUTE = 60_000
 
@@ -19,12 +20,6 @@ export interface CountedSubject {
 
 export type Admission = { admitted: true } | { admitted: false; full: string; retryAfterSeconds: number }
 
-class Full extends Error {
-  constructor(readonly subject: string) {
-    super(`${subject} is at its limit`)
-  }
-}
-
 /** Counts one request against every subject for the clock's current UTC minute, or refuses it. */
 export async function admitRequest(sql: Sql, clock: Clock, subjects: CountedSubject[]): Promise<Admission> {
   const now = clock.now()
@@ -33,23 +28,20 @@ export async function admitRequest(sql: Sql, clock: Clock, subjects: CountedSubj
   const minuteStartsAt = new Date(minute).toISOString()
   // The same order on every machine, so two admissions never wait on each other's rows in a circle.
   const ordered = [...subjects].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
-  try {
-    await sql.begin(async (tx) => {
-      for (const subject of ordered) {
-        if (subject.limit <= 0) throw new Full(subject.id)
-        const rows = await tx`
+  // A full subject rolls back this request's other counts and is the answer.
+  return sqlTransaction<Admission, Admission>(sql, async (tx, rollBackWith) => {
+    const full = (subject: string) => rollBackWith({ admitted: false, full: subject, retryAfterSeconds })
+    for (const subject of ordered) {
+      if (subject.limit <= 0) return full(subject.id)
+      const rows = await tx`
           insert into request_counts (subject_id, minute_starts_at, admitted) values (${subject.id}, ${minuteStartsAt}, 1)
           on conflict (subject_id, minute_starts_at) do update set admitted = request_counts.admitted + 1
           where request_counts.admitted < ${subject.limit}
           returning admitted`
-        if (rows.length === 0) throw new Full(subject.id) // rolls back this request's other counts
-      }
-    })
+      if (rows.length === 0) return full(subject.id)
+    }
     return { admitted: true }
-  } catch (error) {
-    if (error instanceof Full) return { admitted: false, full: error.subject, retryAfterSeconds }
-    throw error
-  }
+  })
 }
 
 /** Deletes the counts of minutes before the current one; any machine may run it, at any time. */

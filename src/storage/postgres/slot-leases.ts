@@ -17,6 +17,7 @@ import type { Clock } from '../../clock.ts'
 import type { Sql } from './client.ts'
 import { createLeaseBook } from './lease-book.ts'
 import type { CountedSubject } from './request-counter.ts'
+import { sqlTransaction } from './transaction.ts'
 
 export interface Lease {
   /** Frees the slots; calling it twice is harmless. A failure is retried in the background (and still rejects, for the log). */
@@ -45,12 +46,6 @@ export interface SlotLeaseOptions {
   leaseMs?: number
 }
 
-class Full extends Error {
-  constructor(readonly subject: string) {
-    super(`${subject} is at its limit`)
-  }
-}
-
 export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLeases {
   const { holder, clock } = options
   const leaseMs = options.leaseMs ?? 30_000
@@ -76,24 +71,26 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
       const entry = ids[0]!
       // In use from before its rows exist, so the heartbeat never misses a slot being taken.
       book.hold(entry, ids)
+      let full: string | null
       try {
-        await sql.begin(async (tx) => {
+        full = await sqlTransaction<null, string>(sql, async (tx, rollBackWith) => {
           for (const [i, subject] of ordered.entries()) {
             await tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.slots.${subject.id}`}, 0))`
             await tx`delete from slot_leases where subject_id = ${subject.id} and expires_at <= ${now}`
             const [row] = await tx<{ held: number }[]>`select count(*)::int as held from slot_leases where subject_id = ${subject.id}`
-            if ((row?.held ?? 0) >= subject.limit) throw new Full(subject.id)
+            if ((row?.held ?? 0) >= subject.limit) return rollBackWith(subject.id)
             await tx`insert into slot_leases (id, subject_id, holder, expires_at) values (${ids[i]!}, ${subject.id}, ${holder}, ${expiresAt})`
           }
+          return null
         })
       } catch (error) {
-        if (error instanceof Full) {
-          book.forget(entry)
-          return { acquired: false, full: error.subject }
-        }
         // The commit may have happened before the connection failed: give the rows back.
         book.orphan(entry, ids)
         throw error
+      }
+      if (full !== null) {
+        book.forget(entry)
+        return { acquired: false, full }
       }
       let released = false
       return {

@@ -17,10 +17,12 @@ import { randomBytes } from 'node:crypto'
 import { and, count, eq, gt, inArray, lte, max, sql } from 'drizzle-orm'
 import { newestFirst, olderThan } from '../../keyset.ts'
 import type { IdempotencyClaim, IdempotencyClaimOutcome, InboxStore } from '../../port/inboxes.ts'
+import type { InboxRow } from '../../rows.ts'
 import { idempotencyLeases } from '../coordination-schema.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
 import { createLeaseBook } from '../lease-book.ts'
 import { newLeaseHolder } from '../lease-holder.ts'
+import { transaction } from '../transaction.ts'
 import { idempotencyRecords, inboxes, messages, settings } from '../schema.ts'
 
 /** How long a dead machine's request still blocks its key; renewed every third of it. */
@@ -48,8 +50,6 @@ async function dropOwnLease(tx: PostgresDbOrTx, claim: IdempotencyClaim): Promis
 }
 
 /** Thrown inside a transaction to roll it back and answer "not done" (never leaves the adapter). */
-class NotDone extends Error {}
-
 /**
  * InboxStore with close(): the lease heartbeat stops and this holder's idempotency leases go.
  * `holder` is the process's one name in lease rows (../lease-holder.ts).
@@ -109,27 +109,23 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
     },
 
     async activateInbox({ inboxId, routingRuleId, idempotency }) {
-      try {
-        const activated = await db.transaction(async (tx) => {
-          const [activated] = await tx.update(inboxes).set({ state: 'active', routingRuleId }).where(eq(inboxes.id, inboxId)).returning()
-          if (!activated) throw new NotDone()
-          if (idempotency) {
-            const { claim, responseBody } = idempotency
-            // Ordered against a takeover by the key's lock: if our lease is gone, another request
-            // owns the key now, and this inbox must not become active.
-            await lockIdempotencyKey(tx, claim.organizationId, claim.key)
-            if (!(await dropOwnLease(tx, claim))) throw new NotDone()
-            await tx.update(idempotencyRecords).set({ state: 'completed', responseBody }).where(recordOf(claim.organizationId, claim.key))
-          }
-          return activated
-        })
-        // Completed with the inbox: the lease went in the same transaction.
-        if (idempotency?.claim.claimId) claims.forget(idempotency.claim.claimId)
+      // Rolled back with null: the reserved row is gone, or the claim was taken over.
+      const activated = await transaction<InboxRow, null>(db, async (tx, rollBackWith) => {
+        const [activated] = await tx.update(inboxes).set({ state: 'active', routingRuleId }).where(eq(inboxes.id, inboxId)).returning()
+        if (!activated) return rollBackWith(null)
+        if (idempotency) {
+          const { claim, responseBody } = idempotency
+          // Ordered against a takeover by the key's lock: if our lease is gone, another request
+          // owns the key now, and this inbox must not become active.
+          await lockIdempotencyKey(tx, claim.organizationId, claim.key)
+          if (!(await dropOwnLease(tx, claim))) return rollBackWith(null)
+          await tx.update(idempotencyRecords).set({ state: 'completed', responseBody }).where(recordOf(claim.organizationId, claim.key))
+        }
         return activated
-      } catch (error) {
-        if (error instanceof NotDone) return null
-        throw error
-      }
+      })
+      // Completed with the inbox: the lease went in the same transaction.
+      if (activated && idempotency?.claim.claimId) claims.forget(idempotency.claim.claimId)
+      return activated
     },
 
     async discardReservation(inboxId) {

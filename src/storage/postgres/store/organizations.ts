@@ -16,23 +16,8 @@ import { limitColumnsOf } from '../../columns.ts'
 import type { MemberRole, OrganizationStore } from '../../port/organizations.ts'
 import type { PostgresDb, PostgresTx } from '../db.ts'
 import { apiKeys, auditEvents, invites, memberships, organizations, users } from '../schema.ts'
+import { transaction } from '../transaction.ts'
 import { insertAudit } from './audit.ts'
-
-class Refused<T> extends Error {
-  constructor(readonly answer: T) {
-    super('refused')
-  }
-}
-
-/** Runs `work` in a transaction; a `Refused` thrown inside rolls it back and becomes the answer. */
-async function atomically<T, R>(db: PostgresDb, work: (tx: PostgresTx) => Promise<T>): Promise<T | R> {
-  try {
-    return await db.transaction(work)
-  } catch (error) {
-    if (error instanceof Refused) return error.answer as R
-    throw error
-  }
-}
 
 const limitColumns = limitColumnsOf(organizations)
 
@@ -212,11 +197,11 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
 
     async acceptInvite({ tokenSha256, userId, now, newUser, audit }) {
       type Refusal = { refused: 'invite_not_found' | 'already_member' | 'email_taken' }
-      return atomically<{ accepted: { organizationId: string; role: MemberRole } }, Refusal>(db, async (tx) => {
+      return transaction<{ accepted: { organizationId: string; role: MemberRole } }, Refusal>(db, async (tx, rollBackWith) => {
         if (newUser) {
           // The email's unique constraint decides between two sign-ups with one address.
           const inserted = await tx.insert(users).values(newUser).onConflictDoNothing({ target: users.email }).returning({ id: users.id })
-          if (inserted.length === 0) throw new Refused<Refusal>({ refused: 'email_taken' })
+          if (inserted.length === 0) return rollBackWith({ refused: 'email_taken' })
         }
         // Spends the invite only if it is still unused and unexpired; a concurrent accept
         // holding its row makes this wait, then match nothing.
@@ -225,13 +210,13 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
           .set({ usedAt: now })
           .where(and(eq(invites.tokenSha256, tokenSha256), isNull(invites.usedAt), gt(invites.expiresAt, now)))
           .returning({ id: invites.id, organizationId: invites.organizationId, role: invites.role })
-        if (!invite) throw new Refused<Refusal>({ refused: 'invite_not_found' })
+        if (!invite) return rollBackWith({ refused: 'invite_not_found' })
         const joined = await tx
           .insert(memberships)
           .values({ organizationId: invite.organizationId, userId, role: invite.role, createdAt: now })
           .onConflictDoNothing()
           .returning({ userId: memberships.userId })
-        if (joined.length === 0) throw new Refused<Refusal>({ refused: 'already_member' })
+        if (joined.length === 0) return rollBackWith({ refused: 'already_member' })
         await insertAudit(tx, audit(invite))
         return { accepted: { organizationId: invite.organizationId, role: invite.role } }
       })
