@@ -2,6 +2,6 @@ import { defineConfig } from 'drizzle-kit'
 
 export default defineConfig({
   dialect: 'sqlite',
-  schema: './src/storage/schema.ts',
+  schema: './src/storage/sqlite/schema.ts',
   out: './drizzle',
 })

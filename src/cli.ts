@@ -31,7 +31,7 @@ import { listOrganizations } from './core/organizations/organizations.ts'
 import { openBackend } from './app/backend.ts'
 import { describePostgresUrl } from './storage/postgres/client.ts'
 import { CopyRefused, copySqliteFileToPostgres } from './storage/postgres/copy-file.ts'
-import { organizations } from './storage/schema.ts'
+import { organizations } from './storage/sqlite/schema.ts'
 import { getTableColumns } from 'drizzle-orm'
 
 const USAGE = `usage:

@@ -3,7 +3,7 @@
  * PostgreSQL adapter returns too (its timestamps read back as RFC 3339 strings, sizes as
  * numbers, bytes as Buffers; test/postgres/postgres.round-trip.test.ts holds it to that).
  */
-import type * as schema from './schema.ts'
+import type * as schema from './sqlite/schema.ts'
 
 export type OrganizationRow = typeof schema.organizations.$inferSelect
 export type ApiKeyRow = typeof schema.apiKeys.$inferSelect

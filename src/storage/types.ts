@@ -6,7 +6,7 @@ import type { Database as SQLite } from 'bun:sqlite'
 import type { BunSQLiteDatabase } from 'drizzle-orm/bun-sqlite'
 import type { DatabaseFile } from './port/database-file.ts'
 import type { StorageObserver } from './port/observer.ts'
-import type * as schema from './schema.ts'
+import type * as schema from './sqlite/schema.ts'
 
 export type { StorageObserver } from './port/observer.ts'
 

@@ -29,3 +29,20 @@ test('no adapter spells out the message filters: both hand their dialect to mess
   const using = files.filter(({ code }) => code.includes("from '../../message-filters.ts'")).map(({ file }) => file)
   expect({ spelling, using: using.sort() }).toEqual({ spelling: [], using: ['storage/postgres/store/messages.ts', 'storage/sqlite/store/messages.ts'] })
 })
+
+test('both adapters have one skeleton: schema, store, transaction, and a store file per area of the port', async () => {
+  const areas: string[] = []
+  for await (const file of new Bun.Glob('storage/port/*.ts').scan({ cwd: SRC })) {
+    const code = await Bun.file(join(SRC, file)).text()
+    // An area is a file of the port declaring one of Store's parts (`…Store` interface).
+    if (/export interface \w+Store\b/.test(code)) areas.push(file.replace('storage/port/', ''))
+  }
+  expect(areas.length).toBe(5)
+  for (const adapter of ['sqlite', 'postgres']) {
+    const expected = ['schema.ts', 'store.ts', 'transaction.ts', ...areas.map((area) => `store/${area}`)]
+    const missing = expected.filter((file) => !Bun.file(join(SRC, 'storage', adapter, file)).size)
+    expect({ adapter, missing }).toEqual({ adapter, missing: [] })
+  }
+  // No schema left above the adapters: each dialect's lives beside its adapter.
+  expect(await Bun.file(join(SRC, 'storage', 'schema.ts')).exists()).toBe(false)
+})

@@ -27,7 +27,7 @@ import { sha256Hex } from '../../src/core/stored-bytes.ts'
 import { newId } from '../../src/ids.ts'
 import { postgresDb } from '../../src/storage/postgres/db.ts'
 import * as pg from '../../src/storage/postgres/schema.ts'
-import * as lite from '../../src/storage/schema.ts'
+import * as lite from '../../src/storage/sqlite/schema.ts'
 import { type Backend, describeEachBackend } from '../support/backends.ts'
 
 setDefaultTimeout(60_000)

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openStorage, type Storage } from '../../src/storage/database.ts'
-import { organizations, settings } from '../../src/storage/schema.ts'
+import { organizations, settings } from '../../src/storage/sqlite/schema.ts'
 import { until } from '../support/wait.ts'
 
 // A hang's deadline, not a speed: a worker's start and checkpoints on a busy machine.

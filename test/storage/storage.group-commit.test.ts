@@ -7,7 +7,7 @@ import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openStorage, type Storage } from '../../src/storage/database.ts'
-import { organizations } from '../../src/storage/schema.ts'
+import { organizations } from '../../src/storage/sqlite/schema.ts'
 import { scratchDir } from '../support/scratch.ts'
 
 let dir: string

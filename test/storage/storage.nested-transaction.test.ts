@@ -8,7 +8,7 @@ import { Database } from 'bun:sqlite'
 import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openStorage, type Storage, type Tx } from '../../src/storage/database.ts'
-import { organizations } from '../../src/storage/schema.ts'
+import { organizations } from '../../src/storage/sqlite/schema.ts'
 import { transaction, transactionInGroup } from '../../src/storage/sqlite/transaction.ts'
 import { scratchDir } from '../support/scratch.ts'
 

@@ -10,7 +10,7 @@ import fs, { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { NEW_DATABASE_PAGE_SIZE, openStorage } from '../../src/storage/database.ts'
-import { organizations } from '../../src/storage/schema.ts'
+import { organizations } from '../../src/storage/sqlite/schema.ts'
 import { until } from '../support/wait.ts'
 
 let dir: string

@@ -1,5 +1,5 @@
 /**
- * Copies an existing SQLite database (the file `../schema.ts` describes, at the latest
+ * Copies an existing SQLite database (the file `../sqlite/schema.ts` describes, at the latest
  * migration) into an empty, migrated PostgreSQL database (`./schema.ts`), then verifies the
  * copy. This is the building block of moving a deployment to PostgreSQL mode; the CLI command
  * that runs it comes with the storage port.

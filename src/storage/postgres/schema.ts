@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL schema: `../schema.ts` (SQLite) table for table, column for column, index
+ * The PostgreSQL schema: `../sqlite/schema.ts` table for table, column for column, index
  * for index, under the same names, so a `psql` user reads the same schema as a `sqlite3` one.
  * test/postgres/postgres.schema-parity.test.ts fails when the two drift apart, so a change to
  * the SQLite schema is mirrored here, then `bun run db:generate:postgres` writes a migration
@@ -9,7 +9,7 @@
  * column is `timestamptz` with millisecond precision (the API's RFC 3339 times are
  * milliseconds; read back, PostgreSQL's text form is normalised by the storage adapter),
  * byte sizes are `bigint`, raw bytes `bytea`, the operator flag `boolean`. Counts and limits
- * stay `integer`. Column comments are in `../schema.ts`; only what differs is said here.
+ * stay `integer`. Column comments are in `../sqlite/schema.ts`; only what differs is said here.
  */
 import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
 import { rfc3339FromPostgres } from './time.ts'

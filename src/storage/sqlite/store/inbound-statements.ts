@@ -7,7 +7,7 @@
  */
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../prepared.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../../schema.ts'
+import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
 
 const p = sql.placeholder
 

@@ -6,7 +6,7 @@
  */
 import { inArray, lt, lte } from 'drizzle-orm'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
-import { inboundBursts, messages } from '../../schema.ts'
+import { inboundBursts, messages } from '../schema.ts'
 import type { Db, Storage } from '../../types.ts'
 import { transaction, transactionInGroup } from '../transaction.ts'
 import { inboundStatements } from './inbound-statements.ts'

@@ -8,7 +8,7 @@ import { and, count, eq, gt, inArray, lte, max, sql } from 'drizzle-orm'
 import type { IdempotencyClaimOutcome, InboxStore } from '../../port/inboxes.ts'
 import { newestFirst, olderThan } from '../../keyset.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
-import { idempotencyRecords, inboxes, messages, settings } from '../../schema.ts'
+import { idempotencyRecords, inboxes, messages, settings } from '../schema.ts'
 import type { Db, Storage, Tx } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 

@@ -22,7 +22,7 @@ import {
 } from '../../port/messages.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import type { MessageRow } from '../../rows.ts'
-import { attachmentContents, attachments, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../../schema.ts'
+import { attachmentContents, attachments, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
 import type { Db, Storage } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 
