@@ -1,6 +1,6 @@
 /** The progress lines of `db copy`: copying lines at most every few seconds, every verified table, the summary. */
 import { expect, test } from 'bun:test'
-import { progressPrinter, summaryLine } from '../../src/cli/copy-progress.ts'
+import { progressPrinter, summaryLine } from '../../src/storage/postgres/copy-progress.ts'
 
 const at = (elapsedMs: number, rows: number, phase: 'copying' | 'verified' = 'copying') => ({
   phase,

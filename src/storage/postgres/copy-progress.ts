@@ -2,27 +2,11 @@
  * The lines `db copy` prints on stderr while it runs: a line every few seconds while a table
  * is being copied (rows and bytes so far, of how many rows, and the rate), one line as each
  * table is verified, and a closing line with the totals. An operator moving a year of mail
- * sees that it moves and roughly when it will end.
+ * sees that it moves and roughly when it will end. Beside the copy, so its figures have one
+ * type (CopyProgress), which the CLI's entry wires to stderr.
  */
 
-/** Where the copy stands (copy-from-sqlite.ts's CopyProgress; the CLI's commands import nothing from storage). */
-export interface CopyProgress {
-  phase: 'copying' | 'verified'
-  table: string
-  tableRows: number
-  tableTotal: number
-  rows: number
-  totalRows: number
-  bytes: number
-  elapsedMs: number
-}
-
-export interface CopyTotals {
-  tables: { rows: number }[]
-  batches: number
-  bytes: number
-  elapsedMs: number
-}
+import type { CopyProgress, CopyReport } from './copy-from-sqlite.ts'
 
 const count = (n: number) => n.toLocaleString('en-US')
 const megabytes = (bytes: number) => `${(bytes / 1_000_000).toFixed(1)} MB`
@@ -49,7 +33,7 @@ export function progressPrinter(write: (line: string) => void, everyMs = 5_000):
   }
 }
 
-export function summaryLine(report: CopyTotals): string {
+export function summaryLine(report: Pick<CopyReport, 'tables' | 'batches' | 'bytes' | 'elapsedMs'>): string {
   const rows = report.tables.reduce((sum, t) => sum + t.rows, 0)
   return `done: ${totals({ rows, totalRows: rows, bytes: report.bytes, elapsedMs: report.elapsedMs })}, ${report.batches} insert statements`
 }
