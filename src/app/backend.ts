@@ -63,8 +63,8 @@ export interface Coordination {
   patientDrain: boolean
   /** Starts the retention sweep (on every machine's timer, run once across them); returns its stop. */
   startSweeper(services: Services): () => void
-  /** Starts what watches the database in the background (PostgreSQL mode's probe); returns its stop. */
-  watch(): () => void
+  /** Starts PostgreSQL mode's database probe (repeated while the database is unavailable); returns its stop. One file has none. */
+  watchDatabase?: () => () => void
 }
 
 export interface Backend<Use extends BackendUse = BackendUse> {
@@ -132,7 +132,6 @@ function openSqlite(config: Config, options: OpenBackendOptions<BackendUse>): Pr
     readiness: {},
     patientDrain: false,
     startSweeper: (services) => startRetentionSweeper(services),
-    watch: () => () => {},
   }
   return Promise.resolve({
     dialect: 'sqlite',
@@ -184,7 +183,7 @@ async function openPostgresBackend(config: Config, options: OpenBackendOptions<B
     patientDrain: true,
     // Every machine's timer fires; the run-once lock lets one of them sweep.
     startSweeper: (services) => startSweeperAcrossMachines(services, parts.sql, parts.clock),
-    watch: () => parts.probe.watch(),
+    watchDatabase: () => parts.probe.watch(),
   }
   return { dialect: 'postgres', store: parts.store, sqlite: null, lock: null, leaseHolder, coordination, close: () => parts.close() }
 }

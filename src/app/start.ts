@@ -106,7 +106,7 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
 
     // Several machines: each one's timer fires, one of them sweeps (an advisory lock).
     parts.started('retention sweeper', coordination.startSweeper(services))
-    parts.started('database watch', coordination.watch())
+    if (coordination.watchDatabase) parts.started('database probe', coordination.watchDatabase())
     metrics.attach({
       // smtp-server keeps its open connections in a Set its typings do not declare.
       smtpSessions: () => (smtp as unknown as { connections: Set<unknown> }).connections.size,
