@@ -27,7 +27,7 @@ import { canaryCommand } from './cli/canary-command.ts'
 import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
-import { openBackend } from './app/backend.ts'
+import { dialectOf, openBackend } from './app/backend.ts'
 import { describePostgresUrl } from './storage/postgres/client.ts'
 import { CopyRefused, copySqliteFileToPostgres } from './storage/postgres/copy-file.ts'
 import { progressPrinter, summaryLine } from './storage/postgres/copy-progress.ts'
@@ -71,7 +71,7 @@ if (group === 'canary') await canaryCommand(argv.slice(1), fail, USAGE) // exits
 const config = loadConfigOrExit()
 // PostgreSQL mode: the server's database is DATABASE_URL. `db copy` reads the SQLite file
 // whatever DATABASE_URL says: it is how a file gets into PostgreSQL in the first place.
-const postgresMode = config.databaseUrl !== '' && group !== 'db'
+const postgresMode = dialectOf(config) === 'postgres' && group !== 'db'
 const databaseFile = resolve(config.databasePath)
 if (!postgresMode && !existsSync(databaseFile) && !allowCreate) {
   fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')

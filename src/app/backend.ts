@@ -107,7 +107,9 @@ function openSqlite(config: Config, options: OpenBackendOptions<BackendUse>): Pr
       lock: null,
       leaseHolder: null,
       coordination: null,
-      close: async () => sqlite.close(),
+      // The connection only, as the CLI always closed it: the WAL and its checkpoints are the
+      // running server's (and Litestream's) to manage, not a short command's.
+      close: async () => sqlite.sqlite.close(),
     })
   }
   const { clock, health } = options as OpenBackendOptions<'server'>
