@@ -4,6 +4,7 @@
  * its one holder name, so its close gives back all of them; the CLI's use opens the store alone.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { openBackend } from '../../src/app/backend.ts'
 import { systemClock } from '../../src/clock.ts'
@@ -21,13 +22,19 @@ setDefaultTimeout(30_000)
 describeWithPostgres('openBackend in PostgreSQL mode', () => {
   let url: string
   let sql: Sql
+  let dir: string
   beforeAll(async () => {
     url = await migratedDatabase()
     sql = openPostgres(url, { max: 1 })
+    dir = scratchDir('pigeonhole-backend-')
   })
-  afterAll(() => sql?.end())
+  afterAll(async () => {
+    await sql?.end()
+    if (dir) rmSync(dir, { recursive: true, force: true })
+  })
 
-  const configFor = () => loadConfig({ DATABASE_URL: url, DATABASE_PATH: join(scratchDir('pigeonhole-backend-'), 'pigeonhole.db'), RECEIVING_DOMAIN: 'inbox.test' })
+  // DATABASE_PATH names no file in PostgreSQL mode; nothing is created there.
+  const configFor = () => loadConfig({ DATABASE_URL: url, DATABASE_PATH: join(dir, 'pigeonhole.db'), RECEIVING_DOMAIN: 'inbox.test' })
 
   test('one holder name on every lease: an idempotency claim and a long-poll slot, both gone at close', async () => {
     const config = configFor()
