@@ -41,7 +41,7 @@ import { startSweeperAcrossMachines } from './postgres/sweeper.ts'
 export type BackendUse = 'server' | 'admin'
 
 /** What a server runs on that differs by mode; each SQLite part is its one-process form. */
-export interface Coordination {
+interface Coordination {
   /** "Inbox changed": in memory, or over PostgreSQL's wake bus to every machine. */
   notifier: InboxNotifier
   requestLimiter: RequestAdmission

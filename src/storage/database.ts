@@ -4,7 +4,6 @@
  * (one file per mechanism: opening and migrating, statement reuse, the WAL sync, group commit,
  * the file's pages). Core sees none of it, only the port.
  */
-export type { Db, DbOrTx, Storage, StorageObserver, Tx } from './types.ts'
-export { LARGE_WRITE_BYTES } from './sqlite/group-commit.ts'
+export type { Storage, Tx } from './types.ts'
 export { canReleaseFreePages } from './sqlite/database-file.ts'
 export { NEW_DATABASE_PAGE_SIZE, openStorage } from './sqlite/open.ts'

@@ -24,7 +24,7 @@ import type { MessageStore } from './port/messages.ts'
 import type { OrganizationStore } from './port/organizations.ts'
 
 export type { AuditEntry } from './port/audit-entry.ts'
-export type { DatabaseFile, FilePages } from './port/database-file.ts'
+export type { DatabaseFile } from './port/database-file.ts'
 export type { StorageObserver } from './port/observer.ts'
 
 export type Dialect = 'sqlite' | 'postgres'

@@ -8,7 +8,6 @@ import type * as schema from './sqlite/schema.ts'
 export type OrganizationRow = typeof schema.organizations.$inferSelect
 export type ApiKeyRow = typeof schema.apiKeys.$inferSelect
 export type InboxRow = typeof schema.inboxes.$inferSelect
-export type IdempotencyRecordRow = typeof schema.idempotencyRecords.$inferSelect
 export type MessageRow = typeof schema.messages.$inferSelect
 export type MessageContentRow = typeof schema.messageContents.$inferSelect
 export type AttachmentRow = typeof schema.attachments.$inferSelect

@@ -69,7 +69,7 @@ export function copiedTables(): TableShape[] {
   return ORDER.map(shapeOf)
 }
 
-export interface TableReport {
+interface TableReport {
   table: string
   rows: number
   /** SHA-256 over the table's rows in primary-key order, the same on both sides. */

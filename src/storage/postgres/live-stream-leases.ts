@@ -17,7 +17,7 @@ import type { Clock } from '../../clock.ts'
 import type { Sql } from './client.ts'
 import { createSlotLeases, type Lease } from './slot-leases.ts'
 
-export type StreamAdmission = { opened: true; lease: Lease } | { opened: false; full: 'user' | 'organization' }
+type StreamAdmission = { opened: true; lease: Lease } | { opened: false; full: 'user' | 'organization' }
 
 export interface LiveStreamLeases {
   /** Counts one more open stream of the user and the organisation, or refuses at either bound. */

@@ -27,14 +27,14 @@ import { sqlTransaction } from './transaction.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
-export interface QuotaLimits {
+interface QuotaLimits {
   monthlyEmails: number
   inboxBurst: number
   orgBurst: number
 }
 
 /** The spec's SMTP refusal codes, checked in this order (as core does in SQLite mode). */
-export type QuotaRefusal = 'monthly_quota_exceeded' | 'inbox_burst_exceeded' | 'organization_burst_exceeded'
+type QuotaRefusal = 'monthly_quota_exceeded' | 'inbox_burst_exceeded' | 'organization_burst_exceeded'
 
 export interface QuotaReservation {
   id: string
@@ -46,8 +46,8 @@ export interface QuotaReservation {
   bucketStartsAt: string
 }
 
-export type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
-export type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
+type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
+type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
 
 export interface PendingConversion {
   answered: Promise<void>

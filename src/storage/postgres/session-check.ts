@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto'
 import postgres from 'postgres'
 
 /** How long the NOTIFY has to come back. A session answers in milliseconds, even across regions. */
-export const NOTIFY_WAIT_MS = 3_000
+const NOTIFY_WAIT_MS = 3_000
 
 /** The URL's connections are not sessions; `problem` says which check failed, in words for the exit line. */
 export class SessionNotKeptError extends Error {

@@ -24,9 +24,9 @@ export interface SignInRules {
 }
 
 /** Which count refused: the account from this address, the address, or the slowed account. */
-export type SignInRefusal = { refused: 'pair' | 'address' | 'account'; retryAfterSeconds: number }
-export type SignInAdmission = { admitted: true; waitMs: number } | ({ admitted: false } & SignInRefusal)
-export type AttemptOutcome = 'succeeded' | 'failed' | 'not_checked'
+type SignInRefusal = { refused: 'pair' | 'address' | 'account'; retryAfterSeconds: number }
+type SignInAdmission = { admitted: true; waitMs: number } | ({ admitted: false } & SignInRefusal)
+type AttemptOutcome = 'succeeded' | 'failed' | 'not_checked'
 
 export interface SignInFailures {
   /** Whether this account or address may try now (read only), or why not. */

@@ -24,7 +24,7 @@ export interface Lease {
   release(): Promise<void>
 }
 
-export type Acquisition = { acquired: true; lease: Lease } | { acquired: false; full: string }
+type Acquisition = { acquired: true; lease: Lease } | { acquired: false; full: string }
 
 export interface SlotLeases {
   /** Takes one slot of every subject, or none when any is at its limit. */

@@ -13,7 +13,7 @@
  */
 
 /** The shortest time between two publications of one machine. */
-export const WAKE_PUBLISH_INTERVAL_MS = 2
+const WAKE_PUBLISH_INTERVAL_MS = 2
 
 export interface WakePublisher {
   /** Queues `inboxId` for the next publication; call after its message committed. */

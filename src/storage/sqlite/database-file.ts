@@ -41,7 +41,7 @@ export function canReleaseFreePages(sqlite: SQLite): boolean {
  * only cut at a later checkpoint). The vacuum changes no row, so it commits without the
  * fsync of synchronous = FULL; the checkpoint syncs the file.
  */
-export function releaseFreePages(sqlite: SQLite, pages: number): number {
+function releaseFreePages(sqlite: SQLite, pages: number): number {
   const before = pragmaValue(sqlite, 'page_count')
   sqlite.exec('PRAGMA synchronous = NORMAL')
   try {

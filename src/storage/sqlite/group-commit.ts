@@ -16,7 +16,7 @@ interface GroupJob {
  * (about 17 MiB of blobs) then held the loop past the 50 ms bound. In the server that
  * checkpoint runs on a worker thread (checkpointer.ts); elsewhere in a turn of its own.
  */
-export const LARGE_WRITE_BYTES = 1024 * 1024
+const LARGE_WRITE_BYTES = 1024 * 1024
 
 /**
  * Group commit: jobs queued while one batch commits form the next batch, and the batch

@@ -34,7 +34,7 @@ const sqliteOrganizationLimits = (db: Db, organizationId: string): OrganizationL
  * createOrganization's writes, synchronously in the caller's transaction: for first-run setup,
  * which makes the operator, the organisation and its key in one SQLite transaction.
  */
-export function insertOrganization(tx: DbOrTx, { organization, ownerUserId, audit }: Parameters<OrganizationStore['createOrganization']>[0]): OrganizationRow {
+function insertOrganization(tx: DbOrTx, { organization, ownerUserId, audit }: Parameters<OrganizationStore['createOrganization']>[0]): OrganizationRow {
   const row = tx.insert(organizations).values(organization).returning().get()
   if (ownerUserId) tx.insert(memberships).values({ organizationId: row.id, userId: ownerUserId, role: 'owner', createdAt: row.createdAt }).run()
   insertAudit(tx, audit)
