@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock, isoTime } from '../../src/clock.ts'
-import { sweepOnce } from '../../src/core/retention.ts'
+import { sweepOnce } from '../../src/core/runtime/retention.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { deliver, newInbox, startRoomyServer } from '../support/messages.ts'

@@ -105,6 +105,15 @@ test('the layer patterns name real places (a renamed folder cannot slip out of t
   expect(folders.filter((folder) => !['core/', 'storage/'].includes(folder) && !ABOVE_CORE.test(folder))).toEqual([])
 })
 
+test('src/core holds folders only, each of a kind a newcomer can place new code by', () => {
+  const entries = readdirSync(join(SRC, 'core'), { withFileTypes: true })
+  // A loose file has no kind: its rule belongs to the folder of what it is about, to limits/,
+  // to runtime/ (watchers of the running machine) or to shared/ (what every verb speaks).
+  expect(entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name)).toEqual([])
+  const kinds = ['api-keys', 'attachments', 'audit', 'inbound', 'inboxes', 'limits', 'members', 'messages', 'organizations', 'runtime', 'sessions', 'shared', 'users']
+  expect(entries.map((entry) => entry.name).sort()).toEqual(kinds)
+})
+
 /** The /v1 and inbound transports, with the web helpers they share with the console. */
 const V1_AND_SMTP = ['http', 'smtp', 'web']
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { sweepOnce } from '../../src/core/retention.ts'
+import { sweepOnce } from '../../src/core/runtime/retention.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 import { rawHttp, rawRequest } from '../support/raw-http.ts'

@@ -7,7 +7,7 @@
 import { expect, test } from 'bun:test'
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, join, resolve } from 'node:path'
-import { RESERVED_LOCAL_PARTS } from '../../src/core/local-part.ts'
+import { RESERVED_LOCAL_PARTS } from '../../src/core/inboxes/local-part.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const tracked = Bun.spawnSync(['git', 'ls-files', '--cached', '--others', '--exclude-standard'], { cwd: ROOT }).stdout.toString().trim().split('\n')

@@ -7,7 +7,7 @@
  * nothing failed for 5 s, not that one query got through).
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { RECOVERY_QUIET_MS } from '../../src/core/storage-health.ts'
+import { RECOVERY_QUIET_MS } from '../../src/core/runtime/storage-health.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { expectDocumentedEvents } from '../support/log-events.ts'
 import { type MachineProcess, machineApi, pgMachine } from '../support/pg-processes.ts'

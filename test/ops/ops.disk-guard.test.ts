@@ -5,7 +5,7 @@
  * back by itself. Bytes waiting in the DATA spool count as used while they wait.
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
-import { parseMinFree } from '../../src/core/disk-guard.ts'
+import { parseMinFree } from '../../src/core/runtime/disk-guard.ts'
 import { errorCode, startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { SmtpClient, sendMail, simpleMessage } from '../support/smtp.ts'
 import { until } from '../support/wait.ts'

@@ -12,7 +12,7 @@
  * holds a file on it open for writing, which the server always does.
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { startRetentionSweeper } from '../../src/core/retention.ts'
+import { startRetentionSweeper } from '../../src/core/runtime/retention.ts'
 import { startTestServer, type Tenant, type TestServer } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { until } from '../support/wait.ts'

@@ -8,7 +8,7 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createLogger } from '../../src/log.ts'
-import { litestreamDir, litestreamLocalBytes, ReplicationMonitor, replicaPosition, shadowWalPosition } from '../../src/core/replication.ts'
+import { litestreamDir, litestreamLocalBytes, ReplicationMonitor, replicaPosition, shadowWalPosition } from '../../src/core/runtime/replication.ts'
 import { scratchDir } from '../support/scratch.ts'
 
 const PAGE = 4096

@@ -1,12 +1,12 @@
 /**
- * When a failing storage state ends (core/storage-health.ts). PostgreSQL mode: only a success
+ * When a failing storage state ends (core/runtime/storage-health.ts). PostgreSQL mode: only a success
  * of the kind of work that failed ends it, once nothing has failed for RECOVERY_QUIET_MS, so
  * interleaved successes and failures (too few connections) log one pair, a small write does
  * not end a full disk, and a success of the probe ends what the probe also saw. SQLite mode:
  * any commit of the one file ends it, as before.
  */
 import { expect, test } from 'bun:test'
-import { RECOVERY_QUIET_MS, StorageHealth } from '../../src/core/storage-health.ts'
+import { RECOVERY_QUIET_MS, StorageHealth } from '../../src/core/runtime/storage-health.ts'
 import { createLogger } from '../../src/log.ts'
 
 const busy = () => Object.assign(new Error('too many connections'), { code: '53300' })

@@ -11,7 +11,7 @@
  * the probe's work); while the state lasts a timer asks again every few seconds, so recovery
  * is noticed and logged without waiting for a request.
  */
-import type { StorageHealth } from '../../core/storage-health.ts'
+import type { StorageHealth } from '../../core/runtime/storage-health.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 
 /** Longer than a healthy round trip on a busy machine, far shorter than a load balancer's check timeout. */

@@ -2,13 +2,13 @@
  * PostgreSQL mode's retention sweep: every machine's timer fires, only the machine holding
  * the job's advisory lock sweeps (runOnce), the others skip that turn. The same turn also
  * deletes ended minutes' request counts, which only this mode keeps. The logging is the
- * SQLite sweeper's (core/retention.ts): a count when something was deleted, a failing
+ * SQLite sweeper's (core/runtime/retention.ts): a count when something was deleted, a failing
  * database logged once by storage health rather than every minute.
  */
 import type { Clock } from '../../clock.ts'
-import { DomainError } from '../../core/errors.ts'
-import { sweepOnce } from '../../core/retention.ts'
-import type { Services } from '../../core/services.ts'
+import { DomainError } from '../../core/shared/errors.ts'
+import { sweepOnce } from '../../core/runtime/retention.ts'
+import type { Services } from '../../core/shared/services.ts'
 import { SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
 import { errorFields } from '../../log.ts'
 import type { Sql } from '../../storage/postgres/client.ts'

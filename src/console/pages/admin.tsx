@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** The operator's pages: organisations and their limits, accounts, and instance events. */
-import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits.ts'
+import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits/organization-limits.ts'
 import { AuditTable } from './audit.tsx'
 import { PATHS } from '../paths.ts'
 import { LimitPresetChoice } from './setup.tsx'

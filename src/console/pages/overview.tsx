@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** The organisation's front page: usage this month (the same numbers as getUsage) and its limits. */
-import type { Usage } from '../../core/models.ts'
-import type { OrgLimits } from '../../core/limits.ts'
+import type { Usage } from '../../core/shared/models.ts'
+import type { OrgLimits } from '../../core/limits/organization-limits.ts'
 import { limitRows } from './setup.tsx'
 import { PATHS } from '../paths.ts'
 import { Time } from './shell.tsx'

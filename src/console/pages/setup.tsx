@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** /setup: the first-run form, and the page that shows the first key once. */
-import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits } from '../../core/limits.ts'
+import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, LOCAL_TESTING_LIMITS, type OrgLimits } from '../../core/limits/organization-limits.ts'
 import { MIN_PASSWORD_LENGTH } from '../../core/users/users.ts'
 import { PATHS } from '../paths.ts'
 import { CopyField, PostForm } from './shell.tsx'

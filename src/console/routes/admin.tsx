@@ -1,12 +1,12 @@
 /** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
 import { listAudit } from '../../core/audit/audit.ts'
-import { Refusal, notFound } from '../../core/refusals.ts'
+import { Refusal, notFound } from '../../core/shared/refusals.ts'
 import { changeLimits, createOrganization, listOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/organizations/organizations.ts'
 import { joinAsOwner } from '../../core/members/members.ts'
 import { signOutEverywhere } from '../../core/sessions/sessions.ts'
 import { findUser, listUsers, resetPassword } from '../../core/users/users.ts'
-import { ORG_LIMIT_NAMES } from '../../core/limits.ts'
+import { ORG_LIMIT_NAMES } from '../../core/limits/organization-limits.ts'
 import { redirect, type ConsoleRequest } from '../context.ts'
 import { AdminPage, LimitsForm, PasswordReset } from '../pages/admin.tsx'
 import { ShownValueGone } from '../pages/shell.tsx'

@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** GET /console/orgs/:org: the organisation's overview. */
-import { getUsage } from '../../core/usage.ts'
+import { getUsage } from '../../core/limits/usage.ts'
 import { Overview } from '../pages/overview.tsx'
 import { PATHS } from '../paths.ts'
 import { renderPage } from '../render.tsx'

@@ -6,9 +6,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
 import { randomHex } from '../../ids.ts'
-import type { Services } from '../services.ts'
-import { DomainError } from '../errors.ts'
-import { resolveOrgLimits, type OrgLimits } from '../limits.ts'
+import type { Services } from '../shared/services.ts'
+import { DomainError } from '../shared/errors.ts'
+import { resolveOrgLimits, type OrgLimits } from '../limits/organization-limits.ts'
 
 const KEY_PREFIX = 'ph_live_'
 const KEY_PATTERN = /^ph_live_([0-9a-f]{16})_([0-9a-f]{48})$/

@@ -6,8 +6,8 @@
  */
 import { isoTime } from '../../clock.ts'
 import type { AdmissionFacts, InboundLimitCode, InboundLimits, InboundPeriods } from '../../storage/port/inbound.ts'
-import type { Services } from '../services.ts'
-import { utcMonth } from '../usage.ts'
+import type { Services } from '../shared/services.ts'
+import { utcMonth } from '../limits/usage.ts'
 import { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'
 

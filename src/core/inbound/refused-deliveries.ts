@@ -22,7 +22,7 @@
  * wake bus), which keep it in their own memory the same way. A notification lost (the
  * database briefly unreachable) leaves that one entry off the other machines' pages.
  */
-import { PREFIX_PATTERN } from '../local-part.ts'
+import { PREFIX_PATTERN } from '../inboxes/local-part.ts'
 
 export interface RefusedDelivery {
   /** Epoch milliseconds (the injected clock). */

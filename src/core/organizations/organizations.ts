@@ -4,10 +4,20 @@ import { newId } from '../../ids.ts'
 import type { AuditEntry } from '../../storage/port.ts'
 import type { OrganizationRow } from '../../storage/rows.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { LOCAL_TESTING_LIMITS, MAX_LIMIT, NO_LIMIT_COLUMNS, ORG_LIMIT_NAMES, overridesToColumns, resolveOrgLimits, storedOverrides, type OrgLimitOverrides, type OrgLimits } from '../limits.ts'
-import type { AccountServices } from '../services.ts'
+import {
+  LOCAL_TESTING_LIMITS,
+  MAX_LIMIT,
+  NO_LIMIT_COLUMNS,
+  ORG_LIMIT_NAMES,
+  overridesToColumns,
+  resolveOrgLimits,
+  storedOverrides,
+  type OrgLimitOverrides,
+  type OrgLimits,
+} from '../limits/organization-limits.ts'
+import type { AccountServices } from '../shared/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { Refusal, notFound } from '../refusals.ts'
+import { Refusal, notFound } from '../shared/refusals.ts'
 
 export type Role = 'owner' | 'member'
 /** 'hosted' follows the LIMIT_* variables (the spec's free plan by default); 'local' never locks a developer out. */

@@ -9,8 +9,8 @@
  */
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
-import type { Services } from '../../core/services.ts'
-import { probeHeartbeatWrite } from '../../core/heartbeat.ts'
+import type { Services } from '../../core/shared/services.ts'
+import { probeHeartbeatWrite } from '../../core/runtime/heartbeat.ts'
 
 export interface ReadinessProbes {
   smtpListening(): boolean

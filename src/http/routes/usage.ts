@@ -1,7 +1,7 @@
 import { Elysia } from 'elysia'
-import { UsageModel } from '../../core/models.ts'
-import type { Services } from '../../core/services.ts'
-import { getUsage } from '../../core/usage.ts'
+import { UsageModel } from '../../core/shared/models.ts'
+import type { Services } from '../../core/shared/services.ts'
+import { getUsage } from '../../core/limits/usage.ts'
 import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'
 

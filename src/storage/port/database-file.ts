@@ -1,5 +1,5 @@
 /**
- * What the free-space guard (src/core/disk-guard.ts) needs of a database kept in one file
+ * What the free-space guard (src/core/runtime/disk-guard.ts) needs of a database kept in one file
  * beside the server: the file's page figures, and the two ways it gives bytes back to the
  * volume. The SQLite adapter provides it (src/storage/sqlite/database-file.ts). PostgreSQL
  * mode has no such file and provides none: the guard is then off, as the database's own host

@@ -1,6 +1,6 @@
 /**
  * Told about every commit and every failed write, so a failing volume is noticed by whatever
- * write meets it first and its end by the first commit after it (src/core/storage-health.ts).
+ * write meets it first and its end by the first commit after it (src/core/runtime/storage-health.ts).
  * The adapters themselves stay free of logging and policy.
  */
 export interface StorageObserver {

@@ -19,7 +19,7 @@ export interface ClientOptions {
    * The server's `statement_timeout` for this pool's connections, and with it the silence
    * deadline: a connection whose statement hears nothing for this long plus SILENCE_MARGIN_MS
    * is destroyed and its statements fail with CONNECTION_SILENT (an outage to
-   * core/storage-health.ts). Unset: neither (the migration waits for another machine's under
+   * core/runtime/storage-health.ts). Unset: neither (the migration waits for another machine's under
    * its lock; `cli db copy` runs long statements).
    */
   statementTimeoutMs?: number

@@ -1,6 +1,6 @@
 /**
  * Tables that exist only in PostgreSQL mode. With one process these are maps in memory
- * (core/request-rate-limiter.ts, core/long-poll-slots.ts); with several machines on one
+ * (core/limits/request-rate-limiter.ts, core/limits/long-poll-slots.ts); with several machines on one
  * database they must be shared, so they live here. They have no SQLite counterpart, and the
  * schema parity test lists them as the only tables allowed to differ.
  */

@@ -1,6 +1,6 @@
 /**
  * Requests per UTC minute, counted exactly across machines: the per-key and per-organisation
- * rates (LIMIT_REQUESTS_PER_KEY, LIMIT_REQUESTS_PER_ORG) that core/request-rate-limiter.ts
+ * rates (LIMIT_REQUESTS_PER_KEY, LIMIT_REQUESTS_PER_ORG) that core/limits/request-rate-limiter.ts
  * counts in memory for one process. Each admission is one transaction of conditional upserts:
  * a subject's row for the minute goes up by one only while it is below its limit, so two
  * machines can never admit the 121st request between them. As in memory, a refused request

@@ -1,6 +1,6 @@
 /**
  * Concurrent slots held across machines, such as long polls (at most 10 per key and 30 per
- * organisation), which core/long-poll-slots.ts counts in memory for one process. Each slot
+ * organisation), which core/limits/long-poll-slots.ts counts in memory for one process. Each slot
  * is a row with a lease: its machine renews the slots still in use with a heartbeat, so the
  * slots of a machine that dies stop counting once their lease runs out (`leaseMs`, 30 s by
  * default, renewed every third of that), not when someone notices. A release that fails is

@@ -3,12 +3,12 @@
  * idempotency records, burst buckets no limit reads any more, and expired console sessions. Work is done in small
  * transactions with a yield between them, so ingest never waits long for the write lock.
  */
-import { isoTime } from '../clock.ts'
-import { errorFields } from '../log.ts'
-import { endExpiredSessions } from './sessions/sessions.ts'
-import { DomainError } from './errors.ts'
-import { sweepExpiredIdempotencyRecords } from './inboxes/idempotency.ts'
-import type { Services } from './services.ts'
+import { isoTime } from '../../clock.ts'
+import { errorFields } from '../../log.ts'
+import { endExpiredSessions } from '../sessions/sessions.ts'
+import { DomainError } from '../shared/errors.ts'
+import { sweepExpiredIdempotencyRecords } from '../inboxes/idempotency.ts'
+import type { Services } from '../shared/services.ts'
 
 const BATCH = 200
 const MAX_BATCHES_PER_SWEEP = 50

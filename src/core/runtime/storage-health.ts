@@ -6,8 +6,8 @@
  * a stack trace per refusal. The storage module reports every commit and every failed write
  * here (StorageObserver); readiness reads `failing`.
  */
-import type { Logger } from '../log.ts'
-import type { Dialect, StorageObserver } from '../storage/port.ts'
+import type { Logger } from '../../log.ts'
+import type { Dialect, StorageObserver } from '../../storage/port.ts'
 
 export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt' | 'unreachable'
 export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt', 'unreachable']

@@ -5,8 +5,8 @@
  * is refused with invalid_cursor instead of silently paging something else.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto'
-import { randomHex } from '../ids.ts'
-import type { InboxStore } from '../storage/port/inboxes.ts'
+import { randomHex } from '../../ids.ts'
+import type { InboxStore } from '../../storage/port/inboxes.ts'
 import { DomainError } from './errors.ts'
 
 export interface CursorPosition {

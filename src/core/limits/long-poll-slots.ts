@@ -6,8 +6,8 @@
  * sees (PostgreSQL mode), with this machine's own count kept beside them for the metrics
  * and the stop's drain.
  */
-import type { Principal } from './api-keys/authenticate.ts'
-import { DomainError } from './errors.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
+import { DomainError } from '../shared/errors.ts'
 
 /** Takes a slot or throws 429; the returned function frees it (calling it twice is harmless). */
 export interface LongPollAdmission {

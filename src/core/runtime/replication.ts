@@ -18,7 +18,7 @@
  */
 import { type Dirent, readdirSync, readFileSync, statfsSync, statSync } from 'node:fs'
 import { basename, dirname, join } from 'node:path'
-import type { Logger } from '../log.ts'
+import type { Logger } from '../../log.ts'
 import { type MinFree, parseMinFree } from './disk-guard.ts'
 
 export interface WalPosition {

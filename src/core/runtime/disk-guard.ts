@@ -18,9 +18,9 @@
  */
 import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
-import type { Logger } from '../log.ts'
-import { DomainError } from './errors.ts'
-import type { DatabaseFile } from '../storage/port.ts'
+import type { Logger } from '../../log.ts'
+import { DomainError } from '../shared/errors.ts'
+import type { DatabaseFile } from '../../storage/port.ts'
 
 const MiB = 1024 * 1024
 const UNITS: Record<string, number> = { B: 1, KiB: 1024, MiB, GiB: 1024 * MiB }

@@ -3,9 +3,9 @@
  * organisations get the environment's values and keep following them until the operator
  * sets one (console or `cli orgs limits`). getUsage and every enforcement point read these.
  */
-import type { Limits } from '../config.ts'
-import type { LimitColumnName } from '../storage/port/organizations.ts'
-import type { Services } from './services.ts'
+import type { Limits } from '../../config.ts'
+import type { LimitColumnName } from '../../storage/port/organizations.ts'
+import type { Services } from '../shared/services.ts'
 
 export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
 export type OrgLimitName = (typeof ORG_LIMIT_NAMES)[number]

@@ -2,8 +2,8 @@
  * One row in `settings` (`readiness_heartbeat`, the time of the last write) that the server
  * rewrites to prove a commit can succeed (/ready) and to give Litestream something to copy.
  */
-import type { HeartbeatProbe } from '../storage/port/inbound.ts'
-import type { Services } from './services.ts'
+import type { HeartbeatProbe } from '../../storage/port/inbound.ts'
+import type { Services } from '../shared/services.ts'
 
 export const HEARTBEAT_SETTING = 'readiness_heartbeat'
 

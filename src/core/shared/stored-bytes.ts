@@ -13,7 +13,7 @@
  * hand-off costs more than they do.
  */
 import { DomainError } from './errors.ts'
-import type { Logger } from '../log.ts'
+import type { Logger } from '../../log.ts'
 
 export type StoredBytesKind = 'message_source' | 'attachment'
 export const STORED_BYTES_KINDS: readonly StoredBytesKind[] = ['message_source', 'attachment']

@@ -6,9 +6,9 @@
  * shared through the database for several machines (PostgreSQL mode: the 121st request is
  * refused whichever machines the 120 went to).
  */
-import type { Clock } from '../clock.ts'
-import type { Principal } from './api-keys/authenticate.ts'
-import { DomainError } from './errors.ts'
+import type { Clock } from '../../clock.ts'
+import type { Principal } from '../api-keys/authenticate.ts'
+import { DomainError } from '../shared/errors.ts'
 
 const MINUTE = 60_000
 
