@@ -57,6 +57,25 @@ async function refuseStoring(refuse: boolean): Promise<void> {
   await server.query('create or replace trigger refuse_messages before insert on messages for each row execute function refuse_messages()')
 }
 
+/**
+ * The unit is free again: a probe's RCPT gets 250. The release is its own write after the
+ * reply that ends the transaction (221, 250 to RSET, 4xx/5xx to DATA), so a probe on another
+ * machine (the postgres-pair run) can reach the database before it commits; it must come
+ * promptly, and until then the probe sees 550.
+ */
+async function expectReleased(): Promise<void> {
+  let code = 0
+  await until(
+    async () => {
+      code = await probe()
+      return code !== 550
+    },
+    'the reservation to be released',
+    { timeoutMs: 2_000, intervalMs: 20 },
+  )
+  expect(code).toBe(250)
+}
+
 const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
 const stored = async () => (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data.length as number
 
@@ -70,14 +89,14 @@ describe('quota reservation', () => {
   test('is released by RSET', async () => {
     const holder = await openTransaction()
     expect((await holder.command('RSET')).code).toBe(250)
-    expect(await probe()).toBe(250)
+    await expectReleased()
     await holder.quit()
   })
 
   test('is released by QUIT', async () => {
     const holder = await openTransaction()
     await holder.quit()
-    expect(await probe()).toBe(250)
+    await expectReleased()
   })
 
   test('is released when the connection drops, even mid-DATA', async () => {
@@ -86,13 +105,7 @@ describe('quota reservation', () => {
     holder.writeBody('Subject: half\r\n\r\nnever finished')
     holder.destroy()
     // The server learns of the drop asynchronously; it must do so promptly.
-    let code = 550
-    const released = async () => {
-      code = await probe()
-      return code === 250
-    }
-    await until(released, 'the reservation to be released', { timeoutMs: 2_000, intervalMs: 20 })
-    expect(code).toBe(250)
+    await expectReleased()
     expect(await received()).toBe(0)
     expect(await stored()).toBe(0)
   })
@@ -105,7 +118,7 @@ describe('quota reservation', () => {
     const holder = await openTransaction()
     const reply = await holder.data(simpleMessage({ to: address, text: 'x'.repeat(5000) }))
     expect(reply.code).toBe(552)
-    expect(await probe()).toBe(250)
+    await expectReleased()
     expect(await received()).toBe(0)
     await holder.quit()
   })
@@ -118,7 +131,7 @@ describe('quota reservation', () => {
     const reply = await holder.data(raw)
     expect(reply.code).toBe(554)
     expect(reply.text).toContain('could not be parsed')
-    expect(await probe()).toBe(250)
+    await expectReleased()
     expect(await received()).toBe(0)
     expect(await stored()).toBe(0)
     await holder.quit()
@@ -131,7 +144,7 @@ describe('quota reservation', () => {
     address = (await server.post('/v1/inboxes', tenant.key)).body.data.address
     const holder = await openTransaction()
     expect((await holder.data(simpleMessage({ to: address, text: 'more than ten bytes of text' }))).code).toBe(552)
-    expect(await probe()).toBe(250)
+    await expectReleased()
     await holder.quit()
   })
 
@@ -144,7 +157,7 @@ describe('quota reservation', () => {
     expect(reply.code).toBe(451)
     expect(await received()).toBe(0)
     expect(await stored()).toBe(0)
-    expect(await probe()).toBe(250)
+    await expectReleased()
     // The same connection can deliver once storage works again.
     const retry = await holder.transaction({ to: [address] }, simpleMessage({ to: address }))
     expect(retry.data!.code).toBe(250)
