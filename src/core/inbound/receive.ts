@@ -52,6 +52,8 @@ export async function receiveMessage(s: Services, { raw, envelopeFrom, recipient
     const { refusal, delimiters } = scanStructure(raw, s.config.limits)
     if (refusal) throw refusal
     const { mail, raw: source } = await parse(s, raw, delimiters, envelopeFrom)
+    // Read now: storing may hand the bytes to another thread (SQLite's blob stager).
+    const size = source.byteLength
     let stored: StoredMessage[]
     try {
       stored = await storeInboundMessage(s, source, mail, recipients)
@@ -59,7 +61,7 @@ export async function receiveMessage(s: Services, { raw, envelopeFrom, recipient
       if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
       // A failing volume was logged once when it began (storage-health.ts); each message it
       // refuses is an ordinary smtp_refused line. Anything else is a bug worth a stack trace.
-      if (!s.storageHealth.failed(error, 'mail')) s.logger.error('message_store_failed', { size_bytes: source.byteLength, ...errorFields(error) })
+      if (!s.storageHealth.failed(error, 'mail')) s.logger.error('message_store_failed', { size_bytes: size, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')
     }
     // PostgreSQL mode: storing mail works again (SQLite's commit already told the storage state).

@@ -57,6 +57,7 @@ export interface InboundMessage {
   htmlBody: string | null
   headersJson: string
   searchText: string
+  /** Handed over with the message, like each attachment's `content`: a store may move the bytes to another thread (SQLite's blob stager). */
   raw: Buffer
   rawSha256: string
   attachments: InboundAttachment[]

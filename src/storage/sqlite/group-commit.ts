@@ -1,5 +1,6 @@
 import type { Database as SQLite } from 'bun:sqlite'
 import type { Db, Storage, StorageObserver, Tx } from '../types.ts'
+import type { WriteLock } from './blob-stager.ts'
 import type { Checkpointer } from './checkpointer.ts'
 
 interface GroupJob {
@@ -36,6 +37,8 @@ export function groupCommitter(
   observer: () => StorageObserver,
   /** The server's: a large batch's frames are checkpointed on a worker thread instead (checkpointer.ts). */
   checkpoints?: Checkpointer,
+  /** The server's: shared with the blob stager's connection (blob-stager.ts); a batch waits for it without blocking. */
+  lock?: WriteLock,
 ): Storage['writeInGroup'] {
   let queue: GroupJob[] = []
   let checkpointQueued = false
@@ -88,8 +91,19 @@ export function groupCommitter(
     }
   }
   const flush = () => {
+    // While the stager writes a row, the batch waits (jobs keep joining it) for the worker to
+    // let go, instead of holding the event loop in SQLite's busy handler.
+    if (lock && !lock.tryTake()) return lock.whenFree(flush)
+    try {
+      flushNow()
+    } finally {
+      lock?.give()
+    }
+  }
+  const flushNow = () => {
     const jobs = queue
     queue = []
+    if (jobs.length === 0) return
     let values: unknown[]
     try {
       values = withoutInlineSync(jobs, () => db.transaction((tx) => jobs.map((job) => job.work(tx)), { behavior: 'immediate' }))

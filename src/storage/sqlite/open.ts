@@ -10,6 +10,7 @@ import { drizzle } from 'drizzle-orm/bun-sqlite'
 import { migrate } from 'drizzle-orm/bun-sqlite/migrator'
 import * as schema from './schema.ts'
 import type { Storage, StorageObserver } from '../types.ts'
+import { attachStager, type BlobStager, startBlobStager } from './blob-stager.ts'
 import { type Checkpointer, startCheckpointer } from './checkpointer.ts'
 import { BUSY_TIMEOUT_MS, sqliteDatabaseFile, truncateWal } from './database-file.ts'
 import { groupCommitter } from './group-commit.ts'
@@ -37,8 +38,10 @@ const quietObserver: StorageObserver = { committed: () => {}, failed: () => {} }
 
 export interface OpenOptions {
   /**
-   * Checkpoint large commits on a worker thread (checkpointer.ts) rather than in a turn of
-   * this connection: the server's choice. A short-lived user (the CLI) keeps them here.
+   * Checkpoint large commits on a worker thread (checkpointer.ts), and write large message
+   * blobs on another before their transaction (blob-stager.ts), rather than in a turn of
+   * this connection: the server's choice, made under its lock on the file (the stager's start
+   * removes rows a crashed server staged). A short-lived user (the CLI) keeps both here.
    */
   checkpointInWorker?: boolean
 }
@@ -72,8 +75,10 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
   migrate(db, { migrationsFolder: migrationsFolder() })
   const wal = path === ':memory:' ? { durable: () => Promise.resolve(), close: () => {} } : walSyncer(`${path}-wal`)
   let checkpoints: Checkpointer | undefined
+  let stager: BlobStager | undefined
   if (options.checkpointInWorker && path !== ':memory:') {
     checkpoints = startCheckpointer(path, autocheckpointPages, (pages) => sqlite.exec(`PRAGMA wal_autocheckpoint = ${pages}`))
+    stager = startBlobStager(path).stager
   }
   const storage: Storage = {
     db,
@@ -82,17 +87,22 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
     observer: quietObserver,
     write: (work) => {
       let result: ReturnType<typeof work>
+      // Waits out a staged row in progress here, precisely, rather than in SQLite's busy handler.
+      const took = stager?.lock.takeWaiting() ?? false
       try {
         result = db.transaction(work, { behavior: 'immediate' })
       } catch (error) {
         storage.observer.failed(error)
         throw error
+      } finally {
+        if (took) stager?.lock.give()
       }
       storage.observer.committed()
       return result
     },
-    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer, checkpoints),
+    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer, checkpoints, stager?.lock),
     close: () => {
+      stager?.close()
       checkpoints?.close()
       // Fold the WAL back into the main file so a copied .db is complete on its own.
       truncateWal(sqlite)
@@ -101,5 +111,6 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
       sqlite.close()
     },
   }
+  if (stager) attachStager(storage, stager)
   return storage
 }

@@ -2,12 +2,14 @@
  * The SQLite side of InboundStore (../../port/inbound.ts). The hot path: RCPT TO's read and
  * the store run prepared statements (inbound-statements.ts), and the store is one job of the
  * group commit (one COMMIT and one WAL sync per event-loop turn, a failing job rolled back and
- * run again alone), so it resolves only once the message is durable.
+ * run again alone), so it resolves only once the message is durable. A large message's blobs
+ * are written first, on the stager's thread (../blob-stager.ts), and its job writes the rest.
  */
 import { inArray, lt, lte } from 'drizzle-orm'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
 import { inboundBursts, messages } from '../schema.ts'
 import type { Db, Storage } from '../../types.ts'
+import { STAGE_FROM_BYTES, type StagedRow, stagerOf } from '../blob-stager.ts'
 import { transaction, transactionInGroup } from '../transaction.ts'
 import { inboundStatements } from './inbound-statements.ts'
 
@@ -27,10 +29,42 @@ function factsFor(db: Db, inbox: { id: string; organizationId: string }, periods
   }
 }
 
-function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, deliveries, decide }: StoreInboundInput<D>): Promise<D[]> {
+/** Every delivery's blob rows: one raw source per copy, one content per attachment of each. */
+function blobRows<D extends InboundDelivery>({ message, deliveries }: StoreInboundInput<D>): StagedRow[] {
+  return deliveries.flatMap((delivery) => [
+    { messageId: delivery.messageId, bytes: message.raw, sha256: message.rawSha256 },
+    ...message.attachments.map((attachment, position) => ({ attachmentId: delivery.attachmentIds[position]!, bytes: attachment.content, sha256: attachment.sha256 })),
+  ])
+}
+
+/**
+ * A large message: its blobs staged first, then the job that makes them part of a message.
+ * Whatever copy was not stored (its inbox gone, a limit, a failed commit) has its staged
+ * rows removed; the removal skips a row whose message exists, so a commit whose sync failed
+ * after it keeps its blobs.
+ */
+async function storeStaged<D extends InboundDelivery>(storage: Storage, input: StoreInboundInput<D>, bytes: number): Promise<D[]> {
+  const stager = stagerOf(storage)!
+  const { deliveries } = input
+  await stager.stage(blobRows(input))
+  let stored: D[] = []
+  try {
+    stored = await storeInGroup(storage, input, bytes, true)
+    return stored
+  } finally {
+    const left = deliveries.filter((delivery) => !stored.includes(delivery))
+    void stager
+      .unstage(
+        left.map((delivery) => delivery.messageId),
+        left.flatMap((delivery) => delivery.attachmentIds),
+      )
+      .catch(() => {}) // what remains goes at the next start
+  }
+}
+
+function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, deliveries, decide }: StoreInboundInput<D>, bytes: number, staged: boolean): Promise<D[]> {
   // Prepared on the same (only) connection, so they run inside the group's write transaction.
   const statements = inboundStatements(storage.db)
-  const bytes = message.raw.byteLength + message.attachments.reduce((sum, attachment) => sum + attachment.content.byteLength, 0)
   return transactionInGroup(
     storage,
     () => {
@@ -64,7 +98,7 @@ function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, de
         })
         statements.insertContent.run({ messageId, textBody: message.textBody, htmlBody: message.htmlBody, headersJson: message.headersJson })
         statements.insertSearchText.run({ messageId, text: message.searchText })
-        statements.insertSource.run({ messageId, raw: message.raw, sha256: message.rawSha256 })
+        if (!staged) statements.insertSource.run({ messageId, raw: message.raw, sha256: message.rawSha256 })
         message.attachments.forEach((attachment, position) => {
           const attachmentId = delivery.attachmentIds[position]!
           statements.insertAttachment.run({
@@ -78,7 +112,7 @@ function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, de
             disposition: attachment.disposition,
             contentId: attachment.contentId,
           })
-          statements.insertAttachmentContent.run({ attachmentId, content: attachment.content, sha256: attachment.sha256 })
+          if (!staged) statements.insertAttachmentContent.run({ attachmentId, content: attachment.content, sha256: attachment.sha256 })
         })
         statements.countMonthlyEmail.run({ organizationId, month })
         statements.bumpBurst.run({ subjectId: delivery.inboxId, bucket })
@@ -100,7 +134,11 @@ export function sqliteInbound(storage: Storage): InboundStore {
       return inbox ? factsFor(storage.db, inbox, periods) : null
     },
 
-    storeMessage: (input) => storeInGroup(storage, input),
+    storeMessage: (input) => {
+      const bytes = input.message.raw.byteLength + input.message.attachments.reduce((sum, attachment) => sum + attachment.content.byteLength, 0)
+      // The job still declares the bytes: the staged WAL frames are checkpointed on the worker too.
+      return bytes >= STAGE_FROM_BYTES && stagerOf(storage)?.usable ? storeStaged(storage, input, bytes) : storeInGroup(storage, input, bytes, false)
+    },
 
     async deleteExpiredMessages(now, limit) {
       return transaction(storage, (tx) => {
