@@ -47,11 +47,19 @@ const MIN_LARGE_MESSAGE = 1024 * 1024
  * would otherwise wait most of a minute for its turn (parse times in bench/README.md).
  */
 const SMALL_MESSAGE_BYTES = 256 * 1024
+/** Messages of the largest size parsed and stored at once in the large lane (see `parsing`). */
+export const LARGE_LANE_MESSAGES = 2
 const SMALL_LANE_BYTES = 1024 * 1024
 
 export class SmtpGuards implements ConnectionGuard {
   readonly budget: DataBudget
-  /** Large messages: at most LIMIT_MESSAGE_BYTES raw bytes parsed and stored at once. */
+  /**
+   * Large messages: at most twice LIMIT_MESSAGE_BYTES raw bytes parsed and stored at once, so
+   * that one message is parsed (on a worker) while another is written and synced (disk waits).
+   * One at a time, the two cores sat mostly idle through a flood of big messages (15 MiB/s
+   * with every message's parse, stage, commit and fsync in series); two at a time stay within
+   * the flood's memory bound (docs/internals/inbound-processing.md), three came near it.
+   */
   readonly parsing: ParseGate
   /** Small messages, beside the large ones (see SMALL_MESSAGE_BYTES). */
   readonly parsingSmall: ParseGate
@@ -69,7 +77,7 @@ export class SmtpGuards implements ConnectionGuard {
   ) {
     const collectGarbage = deferredCollector()
     this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS), onHeld)
-    this.parsing = new ParseGate(limits.messageBytes, collectGarbage, Math.max(limits.messageBytes / 4, MIN_LARGE_MESSAGE))
+    this.parsing = new ParseGate(LARGE_LANE_MESSAGES * limits.messageBytes, collectGarbage, Math.max(limits.messageBytes / 4, MIN_LARGE_MESSAGE))
     this.parsingSmall = new ParseGate(SMALL_LANE_BYTES)
     this.gate = new AddressGate(limits.smtpMaxClientsPerAddress)
     this.timeouts = {

@@ -6,7 +6,9 @@ import { AddressGate } from '../../src/smtp/address-gate.ts'
 import { clientKey } from '../../src/smtp/client-key.ts'
 import { DataBudget } from '../../src/smtp/data-budget.ts'
 import { MessageCollector } from '../../src/smtp/message-collector.ts'
+import { SmtpGuards } from '../../src/smtp/guards.ts'
 import { ParseGate } from '../../src/smtp/parse-gate.ts'
+import { createLogger } from '../../src/log.ts'
 import { READING_SENDERS, Spool } from '../../src/storage/spool.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { until } from '../support/wait.ts'
@@ -163,6 +165,29 @@ describe('MessageCollector', () => {
     expect(resumed().length).toBe(senders.length) // released, every stream runs again (and is only counted)
   })
 
+  test('read turns go to the sender furthest along first, so transfers end one after another, not all at the end', async () => {
+    const spool = newSpool()
+    const held = await Promise.all(Array.from({ length: READING_SENDERS }, () => spool.readTurn(0)))
+    const order: string[] = []
+    const waiters = [
+      ['just started', 64 * 1024],
+      ['nearly done', 9 * 1024 * 1024],
+      ['half way', 4 * 1024 * 1024],
+      ['also just started', 64 * 1024],
+    ] as const
+    const turns = waiters.map(async ([name, received]) => {
+      const give = await spool.readTurn(received)
+      order.push(name)
+      return give
+    })
+    await Bun.sleep(0)
+    expect(order).toEqual([]) // every turn is taken
+    for (const give of held) give()
+    const given = await Promise.all(turns)
+    expect(order).toEqual(['nearly done', 'half way', 'just started', 'also just started'])
+    for (const give of given) give()
+  })
+
   test('a spool that cannot be written is reported after the final dot, not thrown', async () => {
     const spool = newSpool()
     rmSync(spool.dir, { recursive: true })
@@ -240,6 +265,27 @@ describe('ParseGate', () => {
     expect(order).toEqual(['big', 'a', 'b', 'c'])
     releases.b!()
     releases.c!()
+    await Promise.all(done)
+  })
+
+  test('the large lane parses and stores two messages of the largest size at once, not three', async () => {
+    const limits = loadConfig({}).limits
+    const guards = new SmtpGuards(limits, createLogger('silent'), 'too big')
+    const gate = guards.parseGateFor(limits.messageBytes)
+    const running: number[] = []
+    const releases: Array<() => void> = []
+    const done = [1, 2, 3].map((n) =>
+      gate.run(limits.messageBytes, () => {
+        running.push(n)
+        return new Promise<void>((resolve) => releases.push(resolve))
+      }),
+    )
+    await Bun.sleep(0)
+    expect(running).toEqual([1, 2])
+    releases.shift()!()
+    await Bun.sleep(0)
+    expect(running).toEqual([1, 2, 3])
+    for (const release of releases) release()
     await Promise.all(done)
   })
 
