@@ -63,18 +63,29 @@ export function receiveData(phase: DataPhase, recipients: Reservation[], stream:
         s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(collected.error) })
         throw new InboundRefusal(isDiskFull(collected.error) ? 'insufficient_storage' : 'storage_failed')
       }
-      // Read back from the spool inside the gate: what bounds memory is how much is parsed at once.
-      const stored = await guards.parseGateFor(size).run(size, async () => {
-        let raw: Buffer
-        try {
-          raw = await collected.load()
-        } catch (error) {
-          s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
-          throw new InboundRefusal('storage_failed')
-        }
-        return receiveMessage(s, { raw, envelopeFrom, recipients }) // takes over raw
-      })
-      return stored
+      // Read back from the spool inside the gate: what bounds memory is how much is parsed at
+      // once. A large message then moves to the store gate, so the next one can be parsed.
+      const storeGate = guards.storeGateFor(size)
+      let leaveStore: (() => void) | undefined
+      try {
+        return await guards.parseGateFor(size).run(size, async (leaveParse) => {
+          let raw: Buffer
+          try {
+            raw = await collected.load()
+          } catch (error) {
+            s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(error) })
+            throw new InboundRefusal('storage_failed')
+          }
+          const parsed = async () => {
+            if (!storeGate) return
+            leaveStore = await storeGate.take(size)
+            leaveParse()
+          }
+          return receiveMessage(s, { raw, envelopeFrom, recipients, parsed }) // takes over raw
+        })
+      } finally {
+        leaveStore?.()
+      }
     }
     receive()
       .then(

@@ -19,8 +19,11 @@ import { wordSizeRefusal } from './size-declaration.ts'
 /**
  * Bytes of DATA become garbage faster than the collector reclaims them by itself: under a
  * flood of parallel streams the process grew to many times the budget it was holding. A
- * full collection each time half the budget has flowed, and around each large parse, keeps
- * RSS near what is really held (figures in bench/README.md; docs/internals/smtp-guards.md).
+ * full collection each time half the budget has flowed keeps RSS near what is really held
+ * (figures in bench/README.md; docs/internals/smtp-guards.md). Large messages no longer get
+ * one before and after their parse: their bytes leave this thread (parse worker, then the
+ * SQLite blob stager), and without those collections the big-mail flood peaked at the same
+ * RSS with a fifth less main-thread CPU, each collection being a turn of its own.
  */
 /**
  * Each collection runs in an event-loop turn of its own, and requests made meanwhile share
@@ -40,27 +43,30 @@ function deferredCollector(): () => void {
 }
 /** Floors for small configured limits (tests), where a collection per few KiB would cost more than it saves. */
 const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
-const MIN_LARGE_MESSAGE = 1024 * 1024
 /**
  * Messages up to this size are parsed in a lane of their own, at most `SMALL_LANE_BYTES` of
  * them at once: behind a queue of 200 big messages, parsed one at a time, a sign-up code
  * would otherwise wait most of a minute for its turn (parse times in bench/README.md).
  */
 const SMALL_MESSAGE_BYTES = 256 * 1024
-/** Messages of the largest size parsed and stored at once in the large lane (see `parsing`). */
-export const LARGE_LANE_MESSAGES = 2
 const SMALL_LANE_BYTES = 1024 * 1024
 
 export class SmtpGuards implements ConnectionGuard {
   readonly budget: DataBudget
   /**
-   * Large messages: at most twice LIMIT_MESSAGE_BYTES raw bytes parsed and stored at once, so
-   * that one message is parsed (on a worker) while another is written and synced (disk waits).
-   * One at a time, the two cores sat mostly idle through a flood of big messages (15 MiB/s
-   * with every message's parse, stage, commit and fsync in series); two at a time stay within
-   * the flood's memory bound (docs/internals/inbound-processing.md), three came near it.
+   * Large messages being read back and parsed: at most LIMIT_MESSAGE_BYTES raw bytes at once.
+   * A message leaves it once parsed, for `storing`.
    */
   readonly parsing: ParseGate
+  /**
+   * Large messages parsed and being stored (blobs written, committed, synced): at most
+   * LIMIT_MESSAGE_BYTES at once, entered before leaving `parsing`. So one message is parsed
+   * while the one before it is written and synced: one after the other, the cores sat mostly
+   * idle through a flood of big messages (15 MiB/s, each message's parse, stage, commit and
+   * fsync in series). Two whole messages in the parse gate instead also parsed two at once,
+   * which raised the flood's peak RSS by 30 to 55 MiB, too near its bound.
+   */
+  readonly storing: ParseGate
   /** Small messages, beside the large ones (see SMALL_MESSAGE_BYTES). */
   readonly parsingSmall: ParseGate
   private readonly gate: AddressGate
@@ -77,7 +83,8 @@ export class SmtpGuards implements ConnectionGuard {
   ) {
     const collectGarbage = deferredCollector()
     this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS), onHeld)
-    this.parsing = new ParseGate(LARGE_LANE_MESSAGES * limits.messageBytes, collectGarbage, Math.max(limits.messageBytes / 4, MIN_LARGE_MESSAGE))
+    this.parsing = new ParseGate(limits.messageBytes)
+    this.storing = new ParseGate(limits.messageBytes)
     this.parsingSmall = new ParseGate(SMALL_LANE_BYTES)
     this.gate = new AddressGate(limits.smtpMaxClientsPerAddress)
     this.timeouts = {
@@ -91,6 +98,11 @@ export class SmtpGuards implements ConnectionGuard {
   /** The parse gate for a message of `size` bytes. */
   parseGateFor(size: number): ParseGate {
     return size <= SMALL_MESSAGE_BYTES ? this.parsingSmall : this.parsing
+  }
+
+  /** The gate a message of `size` bytes waits for once parsed, before it leaves its parse gate; none for small ones. */
+  storeGateFor(size: number): ParseGate | null {
+    return size <= SMALL_MESSAGE_BYTES ? null : this.storing
   }
 
   admit(sessionId: string, remoteAddress: string): boolean {

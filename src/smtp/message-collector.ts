@@ -164,7 +164,7 @@ export class MessageCollector {
   private async resumeInTurn(): Promise<void> {
     if (!this.paused) return
     this.giveTurn()
-    const turn = await this.spool.readTurn(this.size)
+    const turn = await this.spool.readTurn()
     if (this.released || this.failure) return turn()
     this.turn = turn
     this.turnTimer = setTimeout(() => {

@@ -20,13 +20,28 @@ export class ParseGate {
     private readonly largeBytes: number = capacity / 4,
   ) {}
 
-  async run<T>(size: number, work: () => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` inside the gate. `work` may leave before it ends (`leave`, once the part that
+   * needs the gate is done); the gate is left when it ends in any case.
+   */
+  async run<T>(size: number, work: (leave: () => void) => Promise<T>): Promise<T> {
+    const leave = await this.take(size)
+    try {
+      return await work(leave)
+    } finally {
+      leave()
+    }
+  }
+
+  /** Waits for room for `size` bytes; resolves with the function that leaves (once; later calls do nothing). */
+  async take(size: number): Promise<() => void> {
     await this.enter(size)
     const large = size >= this.largeBytes
     if (large) this.aroundLarge()
-    try {
-      return await work()
-    } finally {
+    let left = false
+    return () => {
+      if (left) return
+      left = true
       this.inFlight -= size
       if (large) this.aroundLarge()
       this.admitWaiting()

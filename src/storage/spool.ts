@@ -47,36 +47,25 @@ class IoLine {
  */
 export const READING_SENDERS = 16
 
-/**
- * Turns handed out to the sender furthest along first (the most bytes received; first come
- * first served among equals). Handed out in arrival order, 200 senders of 9 MiB advanced
- * together and all ended their DATA at about the same moment, so parsing and storing began
- * only once every transfer was done and the two phases' times added up. Furthest along
- * first, a few messages complete at a time and are stored while the next ones arrive. A
- * sender waits at most for the transfers ahead of it, well within the DATA time limit.
- */
+/** Turns handed out first come, first served. */
 class Turns {
   private free: number
-  private readonly waiting: Array<{ rank: number; go: () => void }> = []
+  private readonly waiting: Array<() => void> = []
 
   constructor(count: number) {
     this.free = count
   }
 
   /** Resolves with the function that gives the turn back (once; later calls do nothing). */
-  async take(rank = 0): Promise<() => void> {
+  async take(): Promise<() => void> {
     if (this.free > 0) this.free--
-    else
-      await new Promise<void>((go) => {
-        const at = this.waiting.findIndex((waiter) => waiter.rank < rank)
-        this.waiting.splice(at < 0 ? this.waiting.length : at, 0, { rank, go })
-      })
+    else await new Promise<void>((go) => this.waiting.push(go))
     let given = false
     return () => {
       if (given) return
       given = true
       const next = this.waiting.shift()
-      if (next) next.go()
+      if (next) next()
       else this.free++
     }
   }
@@ -114,9 +103,9 @@ export class Spool {
     return this.bytes_
   }
 
-  /** A turn to read from the socket (see READING_SENDERS), for a sender that has received `received` bytes so far; call the answer to give it back. */
-  readTurn(received = 0): Promise<() => void> {
-    return this.turns.take(received)
+  /** A turn to read from the socket (see READING_SENDERS); call the answer to give it back. */
+  readTurn(): Promise<() => void> {
+    return this.turns.take()
   }
 
   /** A new, empty spool file, readable and writable by this process only. */

@@ -165,29 +165,6 @@ describe('MessageCollector', () => {
     expect(resumed().length).toBe(senders.length) // released, every stream runs again (and is only counted)
   })
 
-  test('read turns go to the sender furthest along first, so transfers end one after another, not all at the end', async () => {
-    const spool = newSpool()
-    const held = await Promise.all(Array.from({ length: READING_SENDERS }, () => spool.readTurn(0)))
-    const order: string[] = []
-    const waiters = [
-      ['just started', 64 * 1024],
-      ['nearly done', 9 * 1024 * 1024],
-      ['half way', 4 * 1024 * 1024],
-      ['also just started', 64 * 1024],
-    ] as const
-    const turns = waiters.map(async ([name, received]) => {
-      const give = await spool.readTurn(received)
-      order.push(name)
-      return give
-    })
-    await Bun.sleep(0)
-    expect(order).toEqual([]) // every turn is taken
-    for (const give of held) give()
-    const given = await Promise.all(turns)
-    expect(order).toEqual(['nearly done', 'half way', 'just started', 'also just started'])
-    for (const give of given) give()
-  })
-
   test('a spool that cannot be written is reported after the final dot, not thrown', async () => {
     const spool = newSpool()
     rmSync(spool.dir, { recursive: true })
@@ -268,25 +245,34 @@ describe('ParseGate', () => {
     await Promise.all(done)
   })
 
-  test('the large lane parses and stores two messages of the largest size at once, not three', async () => {
+  test('a large message parsed moves to the store gate: one is parsed while the one before it is stored', async () => {
     const limits = loadConfig({}).limits
     const guards = new SmtpGuards(limits, createLogger('silent'), 'too big')
-    const gate = guards.parseGateFor(limits.messageBytes)
-    const running: number[] = []
-    const releases: Array<() => void> = []
-    const done = [1, 2, 3].map((n) =>
-      gate.run(limits.messageBytes, () => {
-        running.push(n)
-        return new Promise<void>((resolve) => releases.push(resolve))
-      }),
-    )
+    const size = limits.messageBytes
+    const events: string[] = []
+    const stores: Array<() => void> = []
+    const message = (n: number) =>
+      guards.parseGateFor(size).run(size, async (leave) => {
+        events.push(`parse ${n}`)
+        const leaveStore = await guards.storeGateFor(size)!.take(size)
+        leave()
+        events.push(`store ${n}`)
+        await new Promise<void>((resolve) => stores.push(resolve))
+        leaveStore()
+      })
+    const done = [1, 2, 3].map(message)
     await Bun.sleep(0)
-    expect(running).toEqual([1, 2])
-    releases.shift()!()
+    // 1 is stored, 2 parsed and waiting for the store gate (holding the parse gate), 3 waits to be parsed.
+    expect(events).toEqual(['parse 1', 'store 1', 'parse 2'])
+    stores.shift()!()
     await Bun.sleep(0)
-    expect(running).toEqual([1, 2, 3])
-    for (const release of releases) release()
+    expect(events).toEqual(['parse 1', 'store 1', 'parse 2', 'store 2', 'parse 3'])
+    stores.shift()!()
+    await Bun.sleep(0)
+    stores.shift()!()
     await Promise.all(done)
+    expect(events.at(-1)).toBe('store 3')
+    expect(guards.storeGateFor(64 * 1024)).toBeNull() // small messages are stored from their own lane
   })
 
   test('calls back before and after a large message, also when its work failed', async () => {

@@ -43,15 +43,18 @@ interface ReceivedMessage {
   envelopeFrom: string
   /** The transaction's reservations, one per admitted inbox; released whatever the outcome. */
   recipients: Reservation[]
+  /** Awaited between the parse and the store (the SMTP transport moves the message from its parse gate to its store gate). */
+  parsed?: () => Promise<void>
 }
 
 /** Parses, checks and stores one message for its recipients; resolves once it is committed. */
-export async function receiveMessage(s: Services, { raw, envelopeFrom, recipients }: ReceivedMessage): Promise<StoredMessage[]> {
+export async function receiveMessage(s: Services, { raw, envelopeFrom, recipients, parsed }: ReceivedMessage): Promise<StoredMessage[]> {
   try {
     if (raw.byteLength > s.config.limits.messageBytes) throw new InboundRefusal('message_too_large', `at most ${s.config.limits.messageBytes} bytes`)
     const { refusal, delimiters } = scanStructure(raw, s.config.limits)
     if (refusal) throw refusal
     const { mail, raw: source } = await parse(s, raw, delimiters, envelopeFrom)
+    await parsed?.()
     // Read now: storing may hand the bytes to another thread (SQLite's blob stager).
     const size = source.byteLength
     let stored: StoredMessage[]

@@ -40,8 +40,8 @@ export interface SpooledData {
  * beside the database, src/storage/spool.ts), so the transport needs nothing from storage.
  */
 export interface DataSpool {
-  /** Resolves with a release function when this reader may read from its socket again (the furthest along, by `received` bytes, first). */
-  readTurn(received?: number): Promise<() => void>
+  /** Resolves with a release function when this reader may read from its socket again. */
+  readTurn(): Promise<() => void>
   create(): Promise<SpooledData>
   /** Bytes in spool files now. */
   readonly bytes: number
