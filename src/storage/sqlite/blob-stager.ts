@@ -241,6 +241,20 @@ export function startBlobStager(path: string): { stager: BlobStager; opened: Pro
       else call?.resolve()
     }
   }
+  // A worker that dies (not expected: every request catches its errors) must not take the
+  // lock with it: staging stops, the lock is freed, and a batch waiting for it runs.
+  const died = (why: string) => {
+    if (closed || failed) return
+    failed = true
+    settleOpen?.reject(new Error(`blob stager: ${why}`))
+    for (const call of pending.values()) call.reject(new Error(`blob stager: ${why}`))
+    pending.clear()
+    Atomics.store(cells, OWNER, FREE)
+    Atomics.notify(cells, OWNER)
+    runWaiting()
+  }
+  worker.addEventListener('error', (event) => died((event as ErrorEvent).message ?? 'worker error'))
+  worker.addEventListener('close', () => died('worker exited'))
   worker.postMessage({ type: 'open', path, lock: cells.buffer })
 
   const request = (message: Record<string, unknown>, transfer: ArrayBuffer[] = []) => {
