@@ -7,6 +7,7 @@
 import type { Limits } from '../../config.ts'
 import { parseMail, type ParsedMail } from './parse.ts'
 import { InboundRefusal, type RefusalReason } from './refusal.ts'
+import { scanStructure } from './structure.ts'
 
 export interface ParseRequest {
   id: number
@@ -43,7 +44,12 @@ self.onmessage = async ({ data }: MessageEvent<ParseRequest>) => {
   const size = data.raw.byteLength
   const reply = (message: ParseReply, transfer: ArrayBuffer[] = []) => self.postMessage(message, transfer)
   try {
-    const mail = await parseMail(Buffer.from(data.raw), data.envelopeFrom, data.limits)
+    const raw = Buffer.from(data.raw)
+    // The structure's limits first (core/inbound/structure.ts): receive.ts leaves a message
+    // too big for the event loop's parser to be scanned here, off the event loop.
+    const { refusal } = scanStructure(raw, data.limits)
+    if (refusal) throw refusal
+    const mail = await parseMail(raw, data.envelopeFrom, data.limits)
     const transfer: ArrayBuffer[] = [data.raw]
     const attachments = mail.attachments.map((attachment) => ({ ...attachment, content: movable(attachment.content, transfer) as Buffer }))
     reply({ id: data.id, ok: true, mail: { ...mail, attachments }, raw: data.raw }, transfer)
