@@ -152,14 +152,14 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
   })
 
   test('a constraint violation midway leaves the target empty', async () => {
-    // Bytes of an attachment that does not exist: SQLite without foreign keys let them in.
+    // Content of a message that does not exist: SQLite without foreign keys let it in.
     const broken = join(scratchDir('pigeonhole-copy-'), 'broken.db')
     const db = new Database(snapshot)
     db.run(`VACUUM INTO '${broken}'`)
     db.close()
     const tampered = new Database(broken)
     tampered.run('pragma foreign_keys = off')
-    tampered.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_gone', x'00', null)")
+    tampered.run("insert into message_contents (message_id, text_body, html_body, headers_json) values ('msg_gone', 'x', null, '[]')")
     tampered.close()
 
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
@@ -172,6 +172,31 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
       expect(report.tables.find((t) => t.table === 'messages')!.rows).toBe(3)
     } finally {
       await sql.end()
+    }
+  })
+
+  test("a crash's leftover staged blobs (no message or attachment owns them) stay behind; the rest copies and verifies", async () => {
+    const crashed = join(scratchDir('pigeonhole-copy-'), 'crashed.db')
+    const db = new Database(snapshot)
+    db.run(`VACUUM INTO '${crashed}'`)
+    db.close()
+    // What a crash between staging a large message's blobs and committing it leaves.
+    const left = new Database(crashed)
+    left.run('pragma foreign_keys = off')
+    left.run("insert into message_sources (message_id, raw, sha256) values ('msg_never_committed', x'00', null)")
+    left.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_never_committed', x'00', null)")
+    left.close()
+    const sql = openPostgres(await migratedDatabase(), { max: 2 })
+    const cleanSql = openPostgres(await migratedDatabase(), { max: 2 })
+    try {
+      const report = await copyFromSqlite(crashed, sql)
+      const clean = await copyFromSqlite(snapshot, cleanSql)
+      // The same tables, rows and hashes as the copy of the file without the leftovers.
+      expect(report.tables).toEqual(clean.tables)
+      const [row] = await sql`select count(*)::int as n from message_sources where message_id = 'msg_never_committed'`
+      expect(row!.n).toBe(0)
+    } finally {
+      await Promise.all([sql.end(), cleanSql.end()])
     }
   })
 

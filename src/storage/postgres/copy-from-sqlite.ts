@@ -33,7 +33,7 @@ import { getTableConfig, PgTable } from 'drizzle-orm/pg-core'
 import postgres from 'postgres'
 import type { Sql } from './client.ts'
 import { describeKey, refusalOf, shapeOf, sizeOf, type TableShape, toPostgresValue } from './copy-columns.ts'
-import { firstDifference, hashPostgresTable, quote, sqliteLine, sqliteRows } from './copy-verify.ts'
+import { firstDifference, hashPostgresTable, quote, sqliteLine, sqliteRowCount, sqliteRows } from './copy-verify.ts'
 import * as schema from './schema.ts'
 
 export type { TableShape } from './copy-columns.ts'
@@ -160,7 +160,7 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
   try {
     source.run('BEGIN') // one snapshot for every table, however long the copy takes
     checkSourceSchema(source, tables)
-    const totals = new Map(tables.map((t) => [t.name, (source.query(`select count(*) as n from ${quote(t.name)}`).get() as { n: number }).n]))
+    const totals = new Map(tables.map((t) => [t.name, sqliteRowCount(source, t.name)]))
     const progress = { rows: 0, totalRows: [...totals.values()].reduce((a, b) => a + b, 0), bytes: 0 }
     const tell = (phase: CopyProgress['phase'], table: string, tableRows: number) =>
       options.onProgress?.({ phase, table, tableRows, tableTotal: totals.get(table) ?? 0, ...progress, elapsedMs: performance.now() - started })

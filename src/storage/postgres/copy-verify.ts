@@ -11,11 +11,28 @@ import { rfc3339FromPostgres } from './time.ts'
 
 export const quote = (name: string) => `"${name.replaceAll('"', '""')}"`
 
+/**
+ * The rows of a table that belong to the data. A large message's blobs are written before the
+ * message itself (src/storage/sqlite/blob-stager.ts); a crash between the two leaves blob rows
+ * that no message or attachment owns. No read reaches them and the server removes them at its
+ * next start; a copy made before that leaves them behind rather than failing on them.
+ */
+const OWNED_ONLY: Record<string, string> = {
+  message_sources: ' where message_id in (select id from messages)',
+  attachment_contents: ' where attachment_id in (select id from attachments)',
+}
+
+/** How many rows of the table the copy takes from SQLite. */
+export function sqliteRowCount(source: Database, table: string): number {
+  return (source.query(`select count(*) as n from ${quote(table)}${OWNED_ONLY[table] ?? ''}`).get() as { n: number }).n
+}
+
 /** The table's rows from SQLite in primary-key order (SQLite sorts text by its bytes). */
 export function sqliteRows(source: Database, table: TableShape): IterableIterator<Record<string, unknown>> {
   const names = table.columns.map((c) => quote(c.name)).join(', ')
   const order = table.primaryKey.map(quote).join(', ')
-  return source.query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)} order by ${order}`).iterate()
+  const owned = OWNED_ONLY[table.name] ?? ''
+  return source.query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)}${owned} order by ${order}`).iterate()
 }
 
 export const sqliteLine = (table: TableShape, row: Record<string, unknown>) => rowLine(table.columns.map((c) => canonicalFromSqlite(c.kind, row[c.name])))
