@@ -6,7 +6,7 @@
  */
 import { parseAllowList } from './core/messages/allow-list.ts'
 import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
-import { TrustedNetworks } from './core/shared/trusted-networks.ts'
+import { TrustedNetworks } from './core/common/trusted-networks.ts'
 
 /** A URL that selects PostgreSQL: what DATABASE_URL and `cli db copy --to` accept. */
 /**

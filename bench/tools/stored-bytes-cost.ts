@@ -8,7 +8,7 @@
  */
 import { loadConfig } from '../../src/config.ts'
 import { parseMail } from '../../src/core/inbound/parse.ts'
-import { sha256Hex } from '../../src/core/shared/stored-bytes.ts'
+import { sha256Hex } from '../../src/core/common/stored-bytes.ts'
 import { largestLegalMessage } from '../../test/support/generated-messages.ts'
 
 const runs = Number(process.argv[2] ?? 15)

@@ -21,7 +21,7 @@ import { type LongPollAdmission, LongPollSlots } from '../core/limits/long-poll-
 import { MessagePageCache } from '../core/messages/page-cache.ts'
 import { startRetentionSweeper } from '../core/runtime/retention.ts'
 import { type RequestAdmission, RequestRateLimiter } from '../core/limits/request-rate-limiter.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import type { StorageHealth } from '../core/runtime/storage-health.ts'
 import type { ReadinessProbes } from '../http/routes/ready.ts'
 import type { Logger } from '../log.ts'

@@ -6,7 +6,7 @@
  * of both, then what only a fully started server needs (the sweeper, samplers, METRICS_PORT).
  */
 import { setupToken, setupUrl } from '../core/users/setup.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import type { Storage } from '../storage/database.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { sampleEventLoopDelay } from '../metrics/event-loop.ts'

@@ -5,13 +5,13 @@
  */
 import { createApiKey, revokeKey } from '../core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../core/audit/audit.ts'
-import { Refusal } from '../core/shared/refusals.ts'
+import { Refusal } from '../core/common/refusals.ts'
 import { changeLimits, createOrganization, organizationsNamed, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
 import { setupToken, setupUrl } from '../core/users/setup.ts'
 import { signOutEverywhere } from '../core/sessions/sessions.ts'
 import { findUserByEmail, normaliseEmail, resetPassword } from '../core/users/users.ts'
 import { ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName } from '../core/limits/organization-limits.ts'
-import type { AccountServices } from '../core/shared/services.ts'
+import type { AccountServices } from '../core/common/services.ts'
 
 /** What the entry (src/cli.ts) opens for a command: the account verbs' services, and how to stop with a message. */
 export interface CliContext extends AccountServices {

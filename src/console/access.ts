@@ -12,7 +12,7 @@
  * - `owner`: the same, and an owner of it; a plain member gets 403.
  */
 import type { Principal } from '../core/api-keys/authenticate.ts'
-import { Refusal, notFound } from '../core/shared/refusals.ts'
+import { Refusal, notFound } from '../core/common/refusals.ts'
 import { consolePrincipal, requireMembership, type Membership, type Role } from '../core/organizations/organizations.ts'
 import type { ValidSession } from '../core/sessions/sessions.ts'
 import type { User } from '../core/users/users.ts'

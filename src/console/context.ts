@@ -4,12 +4,12 @@
  * resolved by the router (access.ts) before its handler runs.
  */
 import type { Actor } from '../core/audit/audit.ts'
-import { Refusal } from '../core/shared/refusals.ts'
+import { Refusal } from '../core/common/refusals.ts'
 import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
 import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
-import { newToken } from '../core/shared/tokens.ts'
+import { newToken } from '../core/common/tokens.ts'
 import type { User } from '../core/users/users.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import { clearCookie, cookie, cookieNamesFor, type CookieNames, cookieNames as namesSent, readCookie } from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import { PATHS, withQuery } from './paths.ts'

@@ -10,8 +10,8 @@
  * the API answers. `internal_error` stays a 500: the verb has logged why (stored bytes that
  * fail their check).
  */
-import { Refusal, type RefusalKind } from '../core/shared/refusals.ts'
-import { DomainError, type ErrorCode } from '../core/shared/errors.ts'
+import { Refusal, type RefusalKind } from '../core/common/refusals.ts'
+import { DomainError, type ErrorCode } from '../core/common/errors.ts'
 
 /** The page status of each console refusal. */
 export const STATUS: Record<RefusalKind, number> = {

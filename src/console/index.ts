@@ -4,7 +4,7 @@
  * here before the API sees them. Every route is listed in one place below.
  */
 import { type GuessThrottle, SignInThrottle } from '../core/users/sign-in-throttle.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import type { ConsoleDeps } from './context.ts'
 import { type AccessEnded, LiveStreams, type SharedStreamSlots } from './live-streams.ts'

@@ -5,7 +5,7 @@
  * `data:` URLs before it is served. Only image parts, and at most MAX_INLINED_BYTES in
  * all: past that a `cid:` reference stays as it is (a broken image, not a slow page).
  */
-import type { Attachment } from '../core/shared/models.ts'
+import type { Attachment } from '../core/common/models.ts'
 
 export const MAX_INLINED_BYTES = 5 * 1024 * 1024
 

@@ -9,8 +9,8 @@
  * the database (SharedStreamSlots: slot leases that a dead machine's streams hold no longer
  * than their lease).
  */
-import { Refusal } from '../core/shared/refusals.ts'
-import type { Services } from '../core/shared/services.ts'
+import { Refusal } from '../core/common/refusals.ts'
+import type { Services } from '../core/common/services.ts'
 
 export const MAX_STREAMS_PER_USER = 10
 export const MAX_STREAMS_PER_ORGANIZATION = 50

@@ -6,8 +6,8 @@
  * before any handler runs; it maps Refusal to a page once and adds the security
  * headers to every response.
  */
-import { Refusal } from '../core/shared/refusals.ts'
-import { DomainError } from '../core/shared/errors.ts'
+import { Refusal } from '../core/common/refusals.ts'
+import { DomainError } from '../core/common/errors.ts'
 import { STORAGE_RETRY_AFTER_SECONDS } from '../core/runtime/storage-health.ts'
 import { readBodyText } from '../web/body.ts'
 import { HttpProtocolError } from '../web/request-target.ts'

@@ -5,9 +5,9 @@
  */
 import { Elysia } from 'elysia'
 import { authenticate } from '../core/api-keys/authenticate.ts'
-import { DomainError } from '../core/shared/errors.ts'
+import { DomainError } from '../core/common/errors.ts'
 import { MAX_CREATE_BODY_BYTES } from '../core/inboxes/create-inbox.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import { newRequestId } from '../ids.ts'
 import { CORS_ALLOW_HEADERS, CORS_ALLOW_METHODS, CORS_EXPOSE_HEADERS, corsPolicy } from './cors.ts'
 import { errorBody, mayAnswerUnavailable, toErrorResponse } from './errors.ts'

@@ -6,7 +6,7 @@
  * of kilobytes) falls back to the connection's own address, so one machine cannot spread its
  * failed sign-ins over made-up addresses or write what it likes into the audit log.
  */
-import { isIpAddress, TrustedNetworks } from '../core/shared/trusted-networks.ts'
+import { isIpAddress, TrustedNetworks } from '../core/common/trusted-networks.ts'
 
 export type ClientAddressReader = (headers: Headers, peer: string) => string
 

@@ -2,7 +2,7 @@
  * The one place that turns thrown errors into an HTTP status, headers and the public
  * error envelope `{ error: { code, message, request_id } }`.
  */
-import { DomainError, type ErrorCode } from '../core/shared/errors.ts'
+import { DomainError, type ErrorCode } from '../core/common/errors.ts'
 import { STORAGE_RETRY_AFTER_SECONDS, type StorageHealth } from '../core/runtime/storage-health.ts'
 import { errorFields, type Logger } from '../log.ts'
 import { QUERY_ERROR_CODES, QUERY_ERROR_MESSAGES } from './query.ts'

@@ -4,7 +4,7 @@
  * own error code.
  */
 import { t } from 'elysia'
-import { DomainError, type ErrorCode } from '../core/shared/errors.ts'
+import { DomainError, type ErrorCode } from '../core/common/errors.ts'
 
 /** Query parameter → the spec's code for an invalid value of it. */
 export const QUERY_ERROR_CODES: Record<string, ErrorCode> = {

@@ -11,7 +11,7 @@
  */
 import type { Config } from '../config.ts'
 import type { Logger } from '../log.ts'
-import { RoutingError, type RoutingProvider } from '../core/shared/routing.ts'
+import { RoutingError, type RoutingProvider } from '../core/common/routing.ts'
 
 const RETRY_PAUSE_MS = 250
 

@@ -1,5 +1,5 @@
 /** Counts every routing-provider call and how it ended, around whichever provider is configured. */
-import { RoutingError, type RoutingProvider } from '../core/shared/routing.ts'
+import { RoutingError, type RoutingProvider } from '../core/common/routing.ts'
 
 /** One finished provider call; `outcome` is 'ok', a RoutingError's kind, or 'error'. */
 export type RoutingCallCounter = (call: { provider: string; operation: string; outcome: string }) => void

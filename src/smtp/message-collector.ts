@@ -13,7 +13,7 @@
  * sending MTA retry the same message); the DATA time limit bounds how long a sender can
  * keep streaming bytes that are thrown away.
  */
-import type { DataSpool, SpooledData } from '../core/shared/services.ts'
+import type { DataSpool, SpooledData } from '../core/common/services.ts'
 import type { DataBudget } from './data-budget.ts'
 
 /** Messages up to this size never touch the disk while the budget has room: most test mail is a few KiB. */

@@ -20,7 +20,7 @@
  * Every line accepted or refused is told to the ProxyLineWatch (src/smtp/proxy-lines.ts),
  * which makes a TRUSTED_PROXIES that misses the real proxy loud.
  */
-import { TrustedNetworks } from '../core/shared/trusted-networks.ts'
+import { TrustedNetworks } from '../core/common/trusted-networks.ts'
 import type { Logger } from '../log.ts'
 import type { SmtpConnection } from './connection.ts'
 import type { ProxyLineWatch } from './proxy-lines.ts'

@@ -8,7 +8,7 @@ import type { SMTPServerAddress, SMTPServerDataStream, SMTPServerSession } from 
 import { admissionBoundMs, admitRecipientWithin } from '../core/inbound/admission.ts'
 import { InboundRefusal } from '../core/inbound/refusal.ts'
 import type { Reservation } from '../core/inbound/reservations.ts'
-import type { Services } from '../core/shared/services.ts'
+import type { Services } from '../core/common/services.ts'
 import { errorFields } from '../log.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { type DataPhase, receiveData } from './data-phase.ts'

@@ -1,7 +1,7 @@
 /**
  * Keyset paging's SQL, newest first, on (timestamp, id), in either dialect: a page starts
  * strictly after the last row of the previous one, so pages never overlap or skip whatever is
- * inserted meanwhile. Core holds the rest (src/core/shared/keyset.ts: the page cut, the cursor).
+ * inserted meanwhile. Core holds the rest (src/core/common/keyset.ts: the page cut, the cursor).
  */
 import { type AnyColumn, and, desc, eq, lt, or, type SQL } from 'drizzle-orm'
 

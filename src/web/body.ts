@@ -1,4 +1,4 @@
-import { DomainError } from '../core/shared/errors.ts'
+import { DomainError } from '../core/common/errors.ts'
 import { HttpProtocolError } from './request-target.ts'
 
 /**

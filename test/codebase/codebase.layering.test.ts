@@ -108,9 +108,9 @@ test('the layer patterns name real places (a renamed folder cannot slip out of t
 test('src/core holds folders only, each of a kind a newcomer can place new code by', () => {
   const entries = readdirSync(join(SRC, 'core'), { withFileTypes: true })
   // A loose file has no kind: its rule belongs to the folder of what it is about, to limits/,
-  // to runtime/ (watchers of the running machine) or to shared/ (what every verb speaks).
+  // to runtime/ (watchers of the running machine) or to common/ (what every verb speaks).
   expect(entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name)).toEqual([])
-  const kinds = ['api-keys', 'attachments', 'audit', 'inbound', 'inboxes', 'limits', 'members', 'messages', 'organizations', 'runtime', 'sessions', 'shared', 'users']
+  const kinds = ['api-keys', 'attachments', 'audit', 'common', 'inbound', 'inboxes', 'limits', 'members', 'messages', 'organizations', 'runtime', 'sessions', 'users']
   expect(entries.map((entry) => entry.name).sort()).toEqual(kinds)
 })
 

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { MAX_KEY_LENGTH } from '../../src/core/shared/bounded-key-map.ts'
+import { MAX_KEY_LENGTH } from '../../src/core/common/bounded-key-map.ts'
 import { FAILURES_PER_ADDRESS, SignInThrottle } from '../../src/core/users/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp } from '../support/console-client.ts'

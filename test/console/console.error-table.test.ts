@@ -6,8 +6,8 @@
  * 429 as the API answers, and every other refusal 409 with the verb's message and its retry hint.
  */
 import { expect, test } from 'bun:test'
-import { Refusal } from '../../src/core/shared/refusals.ts'
-import { DomainError, type ErrorCode } from '../../src/core/shared/errors.ts'
+import { Refusal } from '../../src/core/common/refusals.ts'
+import { DomainError, type ErrorCode } from '../../src/core/common/errors.ts'
 import { asConsoleError, DOMAIN_KIND, STATUS } from '../../src/console/errors.ts'
 
 const codes = Object.keys(DOMAIN_KIND) as ErrorCode[]

@@ -4,7 +4,7 @@ import { expect, test } from 'bun:test'
 import data from 'caniemail/caniemail.json' with { type: 'json' }
 import { render } from 'preact-render-to-string'
 import { checkHtmlSupport } from '../../src/console/checks/html-support.ts'
-import type { Message } from '../../src/core/shared/models.ts'
+import type { Message } from '../../src/core/common/models.ts'
 import type { Membership } from '../../src/core/organizations/organizations.ts'
 import { HtmlCheckPage } from '../../src/console/pages/html-check.tsx'
 

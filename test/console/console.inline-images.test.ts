@@ -1,7 +1,7 @@
 /** cid: references become data: URLs for image parts only, within a byte budget. */
 import { expect, test } from 'bun:test'
 import { inlineCidImages, MAX_INLINED_BYTES } from '../../src/console/inline-images.ts'
-import type { Attachment } from '../../src/core/shared/models.ts'
+import type { Attachment } from '../../src/core/common/models.ts'
 
 const part = (id: string, contentId: string, contentType: string, size: number): Attachment => ({
   id,

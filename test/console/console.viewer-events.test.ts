@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { LiveStreams, MAX_STREAMS_PER_ORGANIZATION, MAX_STREAMS_PER_USER } from '../../src/console/live-streams.ts'
-import type { Services } from '../../src/core/shared/services.ts'
+import type { Services } from '../../src/core/common/services.ts'
 import { createLogger } from '../../src/log.ts'
 import { InboxNotifier } from '../../src/notifier.ts'
 import { setUp, type ConsoleClient } from '../support/console-client.ts'

@@ -18,7 +18,7 @@ import { listForConsole, markMessagesRead, messagesOfInbox } from '../../src/cor
 import { getMessage } from '../../src/core/messages/get-message.ts'
 import { parseSearchLine } from '../../src/core/messages/search-line.ts'
 import { consolePrincipal, createOrganization } from '../../src/core/organizations/organizations.ts'
-import type { Services } from '../../src/core/shared/services.ts'
+import type { Services } from '../../src/core/common/services.ts'
 import { describeEachBackend } from '../support/backends.ts'
 import { richMessage } from '../support/fixture-mail.ts'
 import { simpleMessage } from '../support/smtp.ts'

@@ -15,8 +15,8 @@ import { LOCAL_TESTING_LIMITS, ORG_LIMIT_NAMES, organizationLimits } from '../..
 import { acceptInvite, createInvite, INVITE_LIFETIME_MS, listOpenInvites, openInvite, signUpWithInvite, withdrawInvite } from '../../src/core/members/invites.ts'
 import { changeRole, joinAsOwner, listMembers, removeMember } from '../../src/core/members/members.ts'
 import { changeLimits, createOrganization, listOrganizations, membershipsOf, organizationWithLimits, requireMembership } from '../../src/core/organizations/organizations.ts'
-import { Refusal } from '../../src/core/shared/refusals.ts'
-import type { Services } from '../../src/core/shared/services.ts'
+import { Refusal } from '../../src/core/common/refusals.ts'
+import type { Services } from '../../src/core/common/services.ts'
 import type { User } from '../../src/core/users/users.ts'
 import { describeEachBackend } from '../support/backends.ts'
 

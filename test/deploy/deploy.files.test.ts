@@ -12,7 +12,7 @@ import { validate } from 'dockerfile-utils'
 import { dirname, join } from 'node:path'
 import { LONG_POLL_DRAIN_MS } from '../../src/app/listeners.ts'
 import { loadConfig, SETTINGS } from '../../src/config.ts'
-import { TrustedNetworks } from '../../src/core/shared/trusted-networks.ts'
+import { TrustedNetworks } from '../../src/core/common/trusted-networks.ts'
 import { ROOT } from '../support/entry-process.ts'
 
 const read = (name: string) => Bun.file(`${ROOT}/${name}`).text()

@@ -63,7 +63,7 @@ test('every repository path named in docs, READMEs and code comments exists', ()
 test('the API reference names every error code, reserved name and SMTP reply', () => {
   const reference = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8')
   const smtp = readFileSync(join(ROOT, 'src', 'smtp', 'replies.ts'), 'utf8')
-  const errorCodes = [...readFileSync(join(ROOT, 'src', 'core', 'errors.ts'), 'utf8').matchAll(/^ {2}\| '([a-z_]+)'/gm)].map(([, code]) => code!)
+  const errorCodes = [...readFileSync(join(ROOT, 'src', 'core', 'common', 'errors.ts'), 'utf8').matchAll(/^ {2}\| '([a-z_]+)'/gm)].map(([, code]) => code!)
   expect(errorCodes.length).toBeGreaterThan(20)
   const missing = [
     ...errorCodes.map((code) => `\`${code}\``),

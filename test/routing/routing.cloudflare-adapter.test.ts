@@ -6,7 +6,7 @@ import { afterEach, beforeEach, expect, test } from 'bun:test'
 import { ConfigError, loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
 import { createCloudflareProvider } from '../../src/routing/cloudflare.ts'
-import { RoutingError } from '../../src/core/shared/routing.ts'
+import { RoutingError } from '../../src/core/common/routing.ts'
 import { FAKE_TOKEN, FAKE_ZONE, startFakeCloudflare, type FakeCloudflare } from '../support/fakes/cloudflare-api.ts'
 import { cloudflareEnv } from '../support/routing.ts'
 

@@ -7,7 +7,7 @@ import { expect } from 'bun:test'
 import { Database } from 'bun:sqlite'
 import type { Clock } from '../../src/clock.ts'
 import type { Principal } from '../../src/core/api-keys/authenticate.ts'
-import type { Inbox } from '../../src/core/shared/models.ts'
+import type { Inbox } from '../../src/core/common/models.ts'
 import { startTestServer, type ApiResponse, type Tenant, type TestServer } from './harness.ts'
 import { SmtpClient, sendMail, type Reply } from './smtp.ts'
 

@@ -3,7 +3,7 @@
  * (the only kind of double our rules allow). Calls can be held until the test releases
  * them, or made to fail the way a provider fails.
  */
-import { RoutingError, type RoutingProvider } from '../../src/core/shared/routing.ts'
+import { RoutingError, type RoutingProvider } from '../../src/core/common/routing.ts'
 
 type Failure = 'rejected' | 'unavailable' | 'crash' | null
 

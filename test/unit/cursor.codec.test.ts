@@ -5,8 +5,8 @@
  */
 import { describe, expect, setDefaultTimeout, test } from 'bun:test'
 import fc from 'fast-check'
-import { CursorCodec } from '../../src/core/shared/cursor.ts'
-import { DomainError } from '../../src/core/shared/errors.ts'
+import { CursorCodec } from '../../src/core/common/cursor.ts'
+import { DomainError } from '../../src/core/common/errors.ts'
 
 // A hang's deadline, not a speed: on a busy machine this file's servers, processes or
 // generated cases take well over Bun's default of 5 s.

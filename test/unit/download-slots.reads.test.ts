@@ -5,7 +5,7 @@
  */
 import { expect, test } from 'bun:test'
 import { CONSOLE_WAIT_MS, consoleWaitMs, DownloadSlots } from '../../src/core/attachments/download-slots.ts'
-import { DomainError } from '../../src/core/shared/errors.ts'
+import { DomainError } from '../../src/core/common/errors.ts'
 
 /** A read that runs until `finish()`, noting when it began. */
 function heldRead(began: string[], name: string) {

@@ -1,6 +1,6 @@
 /** The password gate as a unit: at most its limit at once, a short queue in order, then refusals. */
 import { expect, test } from 'bun:test'
-import { Refusal } from '../../src/core/shared/refusals.ts'
+import { Refusal } from '../../src/core/common/refusals.ts'
 import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/users/password-gate.ts'
 
 test('runs at most its limit at once, queues a few in order, refuses the rest at once with Retry-After 1', async () => {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
-import { DomainError } from '../../src/core/shared/errors.ts'
+import { DomainError } from '../../src/core/common/errors.ts'
 import { generateLocalPart, normalizePrefix, PREFIX_PATTERN, RESERVED_LOCAL_PARTS } from '../../src/core/inboxes/local-part.ts'
 
 function outcome(input: unknown): { ok: string } | { code: string } {

@@ -4,7 +4,7 @@
  * that is not a plain address never trusted.
  */
 import { expect, test } from 'bun:test'
-import { isIpAddress, TrustedNetworks } from '../../src/core/shared/trusted-networks.ts'
+import { isIpAddress, TrustedNetworks } from '../../src/core/common/trusted-networks.ts'
 
 test('IPv4 and IPv6 networks match their members and nothing else', () => {
   const trusted = TrustedNetworks.parse('172.16.0.0/12, fd00::/8 ,127.0.0.1')

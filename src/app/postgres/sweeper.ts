@@ -6,9 +6,9 @@
  * database logged once by storage health rather than every minute.
  */
 import type { Clock } from '../../clock.ts'
-import { DomainError } from '../../core/shared/errors.ts'
+import { DomainError } from '../../core/common/errors.ts'
 import { sweepOnce } from '../../core/runtime/retention.ts'
-import type { Services } from '../../core/shared/services.ts'
+import type { Services } from '../../core/common/services.ts'
 import { SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
 import { errorFields } from '../../log.ts'
 import type { Sql } from '../../storage/postgres/client.ts'

@@ -6,7 +6,7 @@
  */
 import type { Membership } from '../../core/organizations/organizations.ts'
 import type { RefusedDelivery } from '../../core/inbound/refused-deliveries.ts'
-import type { Inbox, Usage } from '../../core/shared/models.ts'
+import type { Inbox, Usage } from '../../core/common/models.ts'
 import type { InboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { emptyFilter, filterHref, type InboxFilter, isFiltered } from '../inbox-filter.ts'
 import { COUNT_LIMIT, type ConsolePage, DEFAULT_PAGE_SIZE, PAGE_SIZES } from '../../core/messages/console-listing.ts'

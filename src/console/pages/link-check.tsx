@@ -4,7 +4,7 @@
  * on the way, and why a URL was not requested. A GET page of its own (see
  * core/messages/link-checks.ts); "Check again" posts a new check.
  */
-import type { Message } from '../../core/shared/models.ts'
+import type { Message } from '../../core/common/models.ts'
 import type { Membership } from '../../core/organizations/organizations.ts'
 import type { LinkCheckResult } from '../../core/messages/link-checks.ts'
 import { MAX_HOPS } from '../../core/messages/link-check.ts'

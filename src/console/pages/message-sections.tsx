@@ -5,7 +5,7 @@
  * Each is a card of its own with a stable id (console.js's keys open them by id).
  */
 import type { Membership } from '../../core/organizations/organizations.ts'
-import type { Message } from '../../core/shared/models.ts'
+import type { Message } from '../../core/common/models.ts'
 import { type LinkStatus, MAX_CHECKED } from '../../core/messages/link-check.ts'
 import { decodeHeaderText } from '../../core/inbound/mime/encoded-words.ts'
 import { type FoundLink, MESSAGE_HTML_SANDBOX, splitLinks } from '../message-links.ts'

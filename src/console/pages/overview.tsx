@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** The organisation's front page: usage this month (the same numbers as getUsage) and its limits. */
-import type { Usage } from '../../core/shared/models.ts'
+import type { Usage } from '../../core/common/models.ts'
 import type { OrgLimits } from '../../core/limits/organization-limits.ts'
 import { limitRows } from './setup.tsx'
 import { PATHS } from '../paths.ts'

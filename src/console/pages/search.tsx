@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** Search across all of an organisation's inboxes: the filter form and the matching messages. */
 import type { Membership } from '../../core/organizations/organizations.ts'
-import type { MessageSummary } from '../../core/shared/models.ts'
+import type { MessageSummary } from '../../core/common/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'

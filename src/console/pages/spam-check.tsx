@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** A message's spam check (checks/spam-check.ts) as its own GET page; a filter that is down is one clear line. */
 import type { Membership } from '../../core/organizations/organizations.ts'
-import type { Message } from '../../core/shared/models.ts'
+import type { Message } from '../../core/common/models.ts'
 import type { SpamVerdict } from '../checks/spam-check.ts'
 import { PATHS } from '../paths.ts'
 import { Table } from './shell.tsx'

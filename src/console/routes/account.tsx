@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** /console/account: change one's password, see and end one's sessions. */
-import { Refusal } from '../../core/shared/refusals.ts'
+import { Refusal } from '../../core/common/refusals.ts'
 import { listSessions, signOutEverywhere } from '../../core/sessions/sessions.ts'
 import { changePassword } from '../../core/users/users.ts'
 import type { SignedIn } from '../access.ts'

@@ -1,7 +1,7 @@
 /** @jsxImportSource preact */
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
 import { listAudit } from '../../core/audit/audit.ts'
-import { Refusal, notFound } from '../../core/shared/refusals.ts'
+import { Refusal, notFound } from '../../core/common/refusals.ts'
 import { changeLimits, createOrganization, listOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/organizations/organizations.ts'
 import { joinAsOwner } from '../../core/members/members.ts'
 import { signOutEverywhere } from '../../core/sessions/sessions.ts'

@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** Sign-in, sign-out, and /console itself (which sends a user to their organisation). */
-import { Refusal } from '../../core/shared/refusals.ts'
+import { Refusal } from '../../core/common/refusals.ts'
 import { membershipsOf } from '../../core/organizations/organizations.ts'
 import { signIn } from '../../core/users/sign-in.ts'
 import { countUsers } from '../../core/users/users.ts'

@@ -6,7 +6,7 @@
  * ids of another organisation are 404.
  */
 import { sessionStillReads } from '../../core/sessions/sessions.ts'
-import { DomainError } from '../../core/shared/errors.ts'
+import { DomainError } from '../../core/common/errors.ts'
 import { createInbox } from '../../core/inboxes/create-inbox.ts'
 import { deleteInbox } from '../../core/inboxes/delete-inbox.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
@@ -14,7 +14,7 @@ import { getInbox } from '../../core/inboxes/get-inbox.ts'
 import { listInboxes } from '../../core/inboxes/list-inboxes.ts'
 import { listOrWaitForMessages } from '../../core/messages/list-or-wait.ts'
 import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
-import { Refusal } from '../../core/shared/refusals.ts'
+import { Refusal } from '../../core/common/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, readPageSize, readSearchLine, toMessageQuery } from '../inbox-filter.ts'
 import { type ConsolePage, listForConsole, markMessagesRead, messagesOfInbox } from '../../core/messages/console-listing.ts'

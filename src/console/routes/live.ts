@@ -13,10 +13,10 @@
  * visible to this user) is answered with an `inbox_deleted` event for that key, the same
  * for an unknown id and another organisation's, so nothing is revealed.
  */
-import { Refusal } from '../../core/shared/refusals.ts'
+import { Refusal } from '../../core/common/refusals.ts'
 import { sessionStillReads } from '../../core/sessions/sessions.ts'
 import { findActiveInbox } from '../../core/inboxes/find-inbox.ts'
-import { DomainError } from '../../core/shared/errors.ts'
+import { DomainError } from '../../core/common/errors.ts'
 import { STREAM_SILENCE_SECONDS } from '../live-streams.ts'
 import { memberOf } from '../access.ts'
 import { hasControlCharacter, PATHS } from '../paths.ts'

@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
-import { Refusal } from '../../core/shared/refusals.ts'
+import { Refusal } from '../../core/common/refusals.ts'
 import { acceptInvite, createInvite, listOpenInvites, openInvite, signUpWithInvite, withdrawInvite } from '../../core/members/invites.ts'
 import { changeRole, listMembers, removeMember } from '../../core/members/members.ts'
 import type { Role } from '../../core/organizations/organizations.ts'

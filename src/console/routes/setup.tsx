@@ -1,6 +1,6 @@
 /** @jsxImportSource preact */
 /** GET/POST /setup: a 404 unless the one-time setup token is given and no user exists yet. */
-import { Refusal, notFound } from '../../core/shared/refusals.ts'
+import { Refusal, notFound } from '../../core/common/refusals.ts'
 import { completeSetup, isSetupToken } from '../../core/users/setup.ts'
 import { redirect } from '../context.ts'
 import { PATHS, withQuery } from '../paths.ts'

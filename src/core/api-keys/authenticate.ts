@@ -6,8 +6,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
 import { randomHex } from '../../ids.ts'
-import type { Services } from '../shared/services.ts'
-import { DomainError } from '../shared/errors.ts'
+import type { Services } from '../common/services.ts'
+import { DomainError } from '../common/errors.ts'
 import { resolveOrgLimits, type OrgLimits } from '../limits/organization-limits.ts'
 
 const KEY_PREFIX = 'ph_live_'

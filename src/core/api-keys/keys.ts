@@ -9,8 +9,8 @@ import { isoTime } from '../../clock.ts'
 import type { AuditEntry } from '../../storage/port.ts'
 import type { ApiKeyRow } from '../../storage/rows.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { notFound, Refusal } from '../shared/refusals.ts'
-import type { AccountServices } from '../shared/services.ts'
+import { notFound, Refusal } from '../common/refusals.ts'
+import type { AccountServices } from '../common/services.ts'
 import { generateApiKey, hashSecret, parseApiKey } from './authenticate.ts'
 
 const MAX_KEY_NAME = 100

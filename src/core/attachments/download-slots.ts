@@ -8,7 +8,7 @@
  * the client leaves); beyond, 429 `rate_limit_exceeded` with `Retry-After: 1` (the interface's
  * 429 for this operation; the limit is the pace at which the bytes can be read and sent).
  */
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 
 /** Enough for a test run's parallel workers; a hundred at once is what starved the others. */
 export const DOWNLOADS_PER_ORGANIZATION = 4

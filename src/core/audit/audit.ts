@@ -6,7 +6,7 @@
 import { isoTime } from '../../clock.ts'
 import type { AuditEntry } from '../../storage/port.ts'
 import type { AuditEventRow } from '../../storage/rows.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 
 /** Who did it: a signed-in user (their email) from a client address, or the admin CLI. */
 export interface Actor {

@@ -6,7 +6,7 @@
  */
 import { isoTime } from '../../clock.ts'
 import type { AdmissionFacts, InboundLimitCode, InboundLimits, InboundPeriods } from '../../storage/port/inbound.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 import { utcMonth } from '../limits/usage.ts'
 import { InboundRefusal } from './refusal.ts'
 import type { Reservation } from './reservations.ts'

@@ -8,7 +8,7 @@ import type { Limits } from '../../config.ts'
 import { deriveSender, deriveSubject } from './mime/fields.ts'
 import { FaithfulPostalMime } from './mime/parser.ts'
 import { makePreview } from './preview.ts'
-import { sha256Hex } from '../shared/stored-bytes.ts'
+import { sha256Hex } from '../common/stored-bytes.ts'
 import { InboundRefusal } from './refusal.ts'
 import { NestedMessageFound } from './structure.ts'
 
@@ -18,7 +18,7 @@ interface ParsedAttachment {
   disposition: 'attachment' | 'inline'
   contentId: string | null
   content: Buffer
-  /** Hex SHA-256 of `content`, stored with it and checked when served (core/shared/stored-bytes.ts). */
+  /** Hex SHA-256 of `content`, stored with it and checked when served (core/common/stored-bytes.ts). */
   sha256: string
 }
 

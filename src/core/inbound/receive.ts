@@ -4,7 +4,7 @@
  * quota exactly as it was.
  */
 import { errorFields } from '../../log.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 import type { ParsedMail } from './parse.ts'
 import { InboundRefusal } from './refusal.ts'
 import { NestedMessageFound, scanStructure } from './structure.ts'

@@ -9,7 +9,7 @@
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import type { InboundDecider, InboundDelivery, InboundMessage, InboundPeriods } from '../../storage/port/inbound.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 import { inboundPeriods, limitsFor, quotaRefusal } from './admission.ts'
 import type { ParsedMail } from './parse.ts'
 import { monotonicReceivedAt } from './received-at.ts'

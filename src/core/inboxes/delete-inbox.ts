@@ -1,7 +1,7 @@
 import { isoTime } from '../../clock.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { routingFailure } from '../shared/routing.ts'
-import type { Services } from '../shared/services.ts'
+import { routingFailure } from '../common/routing.ts'
+import type { Services } from '../common/services.ts'
 import { findActiveInbox } from './find-inbox.ts'
 
 /**

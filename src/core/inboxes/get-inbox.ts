@@ -1,6 +1,6 @@
 import type { Principal } from '../api-keys/authenticate.ts'
-import type { Inbox } from '../shared/models.ts'
-import type { Services } from '../shared/services.ts'
+import type { Inbox } from '../common/models.ts'
+import type { Services } from '../common/services.ts'
 import { findActiveInbox } from './find-inbox.ts'
 import { presentInbox } from './present.ts'
 

@@ -8,8 +8,8 @@
 import { createHash } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
 import type { IdempotencyClaim } from '../../storage/port/inboxes.ts'
-import { DomainError } from '../shared/errors.ts'
-import type { Services } from '../shared/services.ts'
+import { DomainError } from '../common/errors.ts'
+import type { Services } from '../common/services.ts'
 
 export type { IdempotencyClaim }
 

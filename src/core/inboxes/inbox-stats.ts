@@ -4,7 +4,7 @@
  * past their expiry like every read of the API.
  */
 import { isoTime } from '../../clock.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 
 export interface InboxStats {
   messages: number

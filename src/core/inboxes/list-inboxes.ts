@@ -1,7 +1,7 @@
 import type { Principal } from '../api-keys/authenticate.ts'
-import { cutPage } from '../shared/keyset.ts'
-import type { Inbox } from '../shared/models.ts'
-import type { Services } from '../shared/services.ts'
+import { cutPage } from '../common/keyset.ts'
+import type { Inbox } from '../common/models.ts'
+import type { Services } from '../common/services.ts'
 import { presentInbox } from './present.ts'
 
 interface ListInboxesInput {

@@ -2,7 +2,7 @@
  * Inbox local parts: validating a requested prefix, and generating one when none is given.
  */
 import { randomBytes, randomInt } from 'node:crypto'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 
 /** createInbox rule: 3 to 40 characters, lowercase alphanumerics, hyphens only in the middle. */
 export const PREFIX_PATTERN = /^[a-z0-9](?:[a-z0-9-]{1,38})[a-z0-9]$/

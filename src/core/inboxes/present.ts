@@ -1,5 +1,5 @@
 import type { InboxRow } from '../../storage/rows.ts'
-import type { Inbox } from '../shared/models.ts'
+import type { Inbox } from '../common/models.ts'
 
 export const presentInbox = (row: InboxRow): Inbox => ({
   id: row.id,

@@ -7,7 +7,7 @@
  * and the stop's drain.
  */
 import type { Principal } from '../api-keys/authenticate.ts'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 
 /** Takes a slot or throws 429; the returned function frees it (calling it twice is harmless). */
 export interface LongPollAdmission {

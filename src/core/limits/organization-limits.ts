@@ -5,7 +5,7 @@
  */
 import type { Limits } from '../../config.ts'
 import type { LimitColumnName } from '../../storage/port/organizations.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 
 export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
 export type OrgLimitName = (typeof ORG_LIMIT_NAMES)[number]

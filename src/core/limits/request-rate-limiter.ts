@@ -8,7 +8,7 @@
  */
 import type { Clock } from '../../clock.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 
 const MINUTE = 60_000
 

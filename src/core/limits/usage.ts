@@ -1,7 +1,7 @@
 import { isoTime } from '../../clock.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import type { Usage } from '../shared/models.ts'
-import type { Services } from '../shared/services.ts'
+import type { Usage } from '../common/models.ts'
+import type { Services } from '../common/services.ts'
 
 /** The UTC calendar month containing `ms`: its 'YYYY-MM' key and [start, end) bounds. */
 export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: number } {

@@ -5,11 +5,11 @@
  */
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { Refusal, notFound } from '../shared/refusals.ts'
+import { Refusal, notFound } from '../common/refusals.ts'
 import type { Role } from '../organizations/organizations.ts'
-import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../common/tokens.ts'
 import { checkNewPassword, hashPassword, normaliseEmail, type User } from '../users/users.ts'
 
 export const INVITE_LIFETIME_MS = 7 * 86_400_000

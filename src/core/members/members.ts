@@ -1,9 +1,9 @@
 /** Members of an organisation: list, change role, remove. An organisation always keeps an owner. */
 import { isoTime } from '../../clock.ts'
 import type { MemberListing } from '../../storage/port/organizations.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { Refusal, notFound } from '../shared/refusals.ts'
+import { Refusal, notFound } from '../common/refusals.ts'
 import type { Role } from '../organizations/organizations.ts'
 
 export const listMembers = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string }): Promise<MemberListing[]> => s.store.organizations.listMembers(scope.organizationId)

@@ -7,8 +7,8 @@
 import { isoTime } from '../../clock.ts'
 import { newId } from '../../ids.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { notFound } from '../shared/refusals.ts'
-import type { Services } from '../shared/services.ts'
+import { notFound } from '../common/refusals.ts'
+import type { Services } from '../common/services.ts'
 import { type CheckDeps, checkLinks, type LinkStatus, MAX_CHECKED } from './link-check.ts'
 
 /** What was checked: a link (from the HTML or the text part) or an image of the HTML. */

@@ -5,11 +5,11 @@
  */
 import { isoTime } from '../../clock.ts'
 import type { InboxListing, MessageFilters } from '../../storage/port/messages.ts'
-import type { CursorCodec } from '../shared/cursor.ts'
-import { DomainError } from '../shared/errors.ts'
-import { cutPage } from '../shared/keyset.ts'
-import type { Message, MessageSummary } from '../shared/models.ts'
-import type { Services } from '../shared/services.ts'
+import type { CursorCodec } from '../common/cursor.ts'
+import { DomainError } from '../common/errors.ts'
+import { cutPage } from '../common/keyset.ts'
+import type { Message, MessageSummary } from '../common/models.ts'
+import type { Services } from '../common/services.ts'
 import { presentFull, presentSummary } from './present.ts'
 import { TEXT_SEARCH_WINDOW } from './search-filters.ts'
 

@@ -8,9 +8,9 @@
  * poll is being set up is never missed.
  */
 import { invalidKey, type Principal } from '../api-keys/authenticate.ts'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 import { checkCursor, checkMessageQuery, queryMessages, type MessagePage, type MessageQuery } from './list-messages.ts'
 
 /** A waiting poll whose query met unavailable storage asks again this soon, if nothing wakes it first. */

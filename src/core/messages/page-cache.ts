@@ -18,7 +18,7 @@
  */
 import type { Principal } from '../api-keys/authenticate.ts'
 import { findActiveInbox } from '../inboxes/find-inbox.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 import { queryMessagesWithExpiry, type MessageQuery } from './list-messages.ts'
 
 interface CachedPage {

@@ -1,7 +1,7 @@
 /** Rows of the message store (src/storage/port/messages.ts) as the API's objects. */
 import type { FullMessageRows, MessageSummaryRow } from '../../storage/port/messages.ts'
 import type { AttachmentRow } from '../../storage/rows.ts'
-import type { Attachment, Message, MessageSummary } from '../shared/models.ts'
+import type { Attachment, Message, MessageSummary } from '../common/models.ts'
 
 export const presentSummary = (row: MessageSummaryRow): MessageSummary => ({
   id: row.id,

@@ -8,9 +8,9 @@
  */
 import { isoTime } from '../../clock.ts'
 import type { Principal } from '../api-keys/authenticate.ts'
-import { cutPage } from '../shared/keyset.ts'
-import type { MessageSummary } from '../shared/models.ts'
-import type { Services } from '../shared/services.ts'
+import { cutPage } from '../common/keyset.ts'
+import type { MessageSummary } from '../common/models.ts'
+import type { Services } from '../common/services.ts'
 import { hasTextTerm, type MessageFilters } from '../../storage/port/messages.ts'
 import { storedFilters, type MessageQuery } from './list-messages.ts'
 import { presentSummary } from './present.ts'

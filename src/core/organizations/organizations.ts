@@ -15,9 +15,9 @@ import {
   type OrgLimitOverrides,
   type OrgLimits,
 } from '../limits/organization-limits.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { Refusal, notFound } from '../shared/refusals.ts'
+import { Refusal, notFound } from '../common/refusals.ts'
 
 export type Role = 'owner' | 'member'
 /** 'hosted' follows the LIMIT_* variables (the spec's free plan by default); 'local' never locks a developer out. */

@@ -19,7 +19,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, rmSync, statSync, statfsSync, writeSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import type { Logger } from '../../log.ts'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 import type { DatabaseFile } from '../../storage/port.ts'
 
 const MiB = 1024 * 1024

@@ -3,7 +3,7 @@
  * rewrites to prove a commit can succeed (/ready) and to give Litestream something to copy.
  */
 import type { HeartbeatProbe } from '../../storage/port/inbound.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 
 export const HEARTBEAT_SETTING = 'readiness_heartbeat'
 

@@ -6,9 +6,9 @@
 import { isoTime } from '../../clock.ts'
 import { errorFields } from '../../log.ts'
 import { endExpiredSessions } from '../sessions/sessions.ts'
-import { DomainError } from '../shared/errors.ts'
+import { DomainError } from '../common/errors.ts'
 import { sweepExpiredIdempotencyRecords } from '../inboxes/idempotency.ts'
-import type { Services } from '../shared/services.ts'
+import type { Services } from '../common/services.ts'
 
 const BATCH = 200
 const MAX_BATCHES_PER_SWEEP = 50

@@ -4,9 +4,9 @@
  * user revocable at once.
  */
 import { isoTime } from '../../clock.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { looksLikeToken, newToken, sha256Hex } from '../shared/tokens.ts'
+import { looksLikeToken, newToken, sha256Hex } from '../common/tokens.ts'
 import type { User } from '../users/users.ts'
 
 const DAY = 86_400_000

@@ -10,7 +10,7 @@
  * `throttled` (Retry-After 1), so a flood holds neither memory nor an unbounded queue.
  * One per process, because the CPU and memory it protects are the process's.
  */
-import { Refusal } from '../shared/refusals.ts'
+import { Refusal } from '../common/refusals.ts'
 
 export const MAX_CONCURRENT_PASSWORD_WORK = 4
 export const MAX_QUEUED_PASSWORD_WORK = 4

@@ -5,12 +5,12 @@
  */
 import { timingSafeEqual } from 'node:crypto'
 import { isoTime } from '../../clock.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import type { Actor } from '../audit/audit.ts'
-import { Refusal, notFound } from '../shared/refusals.ts'
+import { Refusal, notFound } from '../common/refusals.ts'
 import { newApiKey } from '../api-keys/keys.ts'
 import { checkOrganizationName, organizationToCreate, type LimitPreset } from '../organizations/organizations.ts'
-import { newToken, sha256Hex } from '../shared/tokens.ts'
+import { newToken, sha256Hex } from '../common/tokens.ts'
 import { checkNewPassword, hashPassword, newUserRow, normaliseEmail } from './users.ts'
 
 /** The pending setup token, made on first call; null once a user exists. */

@@ -21,8 +21,8 @@
  * against, and a count against an older password is dropped when next read.
  */
 import type { Clock } from '../../clock.ts'
-import { BoundedKeyMap } from '../shared/bounded-key-map.ts'
-import { Refusal } from '../shared/refusals.ts'
+import { BoundedKeyMap } from '../common/bounded-key-map.ts'
+import { Refusal } from '../common/refusals.ts'
 
 export const SIGN_IN_WINDOW_MS = 15 * 60_000
 export const FAILURES_PER_ACCOUNT_AND_ADDRESS = 5

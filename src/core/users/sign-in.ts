@@ -1,6 +1,6 @@
 /** Sign-in: throttled, through the password gate, constant work whether or not the account exists. */
-import type { AccountServices } from '../shared/services.ts'
-import { Refusal } from '../shared/refusals.ts'
+import type { AccountServices } from '../common/services.ts'
+import { Refusal } from '../common/refusals.ts'
 import { verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type GuessThrottle } from './sign-in-throttle.ts'
 import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'

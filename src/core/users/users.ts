@@ -2,9 +2,9 @@
 import { isoTime } from '../../clock.ts'
 import { newId, randomHex } from '../../ids.ts'
 import type { UserRow } from '../../storage/rows.ts'
-import type { AccountServices } from '../shared/services.ts'
+import type { AccountServices } from '../common/services.ts'
 import { auditEntry, type Actor } from '../audit/audit.ts'
-import { Refusal } from '../shared/refusals.ts'
+import { Refusal } from '../common/refusals.ts'
 import { passwordGate, verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type GuessThrottle } from './sign-in-throttle.ts'
 

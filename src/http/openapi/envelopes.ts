@@ -1,5 +1,5 @@
 /**
- * The HTTP-only schemas: the envelopes around the resource models of src/core/shared/models.ts,
+ * The HTTP-only schemas: the envelopes around the resource models of src/core/common/models.ts,
  * the error envelope, and the health and createInbox body schemas. Routes validate their
  * answers with them, and the OpenAPI document (document.ts) names them as components.
  */

@@ -2,7 +2,7 @@
  * What each public error code means, in one sentence a client author can act on. The
  * OpenAPI document lists them per operation and status; docs/api.md explains them at length.
  */
-import type { ErrorCode } from '../../core/shared/errors.ts'
+import type { ErrorCode } from '../../core/common/errors.ts'
 
 export const ERROR_MEANINGS: Partial<Record<ErrorCode, string>> = {
   invalid_api_key: 'The Bearer key is missing, malformed, unknown or revoked.',

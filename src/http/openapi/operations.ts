@@ -3,7 +3,7 @@
  * mean (integers are integers here, although the server reads the raw strings so that an
  * invalid value answers its own 422 code), and every status with the error codes it carries.
  */
-import type { ErrorCode } from '../../core/shared/errors.ts'
+import type { ErrorCode } from '../../core/common/errors.ts'
 import { ERROR_MEANINGS } from './error-codes.ts'
 
 type Json = Record<string, unknown>

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs'
 import { dirname, join } from 'node:path'
 import { Elysia, NotFoundError } from 'elysia'
-import type { Services } from '../../core/shared/services.ts'
+import type { Services } from '../../core/common/services.ts'
 import { openApiDocument } from './document.ts'
 
 const PAGE = `<!doctype html>

@@ -6,7 +6,7 @@
  * clients then get named types instead of anonymous ones).
  */
 import type { TSchema } from '@sinclair/typebox'
-import { AttachmentModel, InboxModel, MessageModel, MessageSummaryModel, UsageModel } from '../../core/shared/models.ts'
+import { AttachmentModel, InboxModel, MessageModel, MessageSummaryModel, UsageModel } from '../../core/common/models.ts'
 import { CreateInboxBodyModel, ErrorModel, HealthModel, page, single } from './envelopes.ts'
 
 type Json = Record<string, unknown>

@@ -1,6 +1,6 @@
 import { Elysia, t } from 'elysia'
 import { downloadAttachment } from '../../core/attachments/download-attachment.ts'
-import type { Services } from '../../core/shared/services.ts'
+import type { Services } from '../../core/common/services.ts'
 import { heldDownload } from '../../web/download-response.ts'
 import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'

@@ -6,7 +6,7 @@
  */
 import { timingSafeEqual } from 'node:crypto'
 import { Elysia } from 'elysia'
-import type { Services } from '../../core/shared/services.ts'
+import type { Services } from '../../core/common/services.ts'
 import type { AppMetrics } from '../../metrics/app-metrics.ts'
 
 const tokenMatches = (header: string | null, token: string) => {

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { Elysia } from 'elysia'
-import type { Services } from '../../core/shared/services.ts'
+import type { Services } from '../../core/common/services.ts'
 import { probeHeartbeatWrite } from '../../core/runtime/heartbeat.ts'
 
 export interface ReadinessProbes {

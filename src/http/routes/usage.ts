@@ -1,6 +1,6 @@
 import { Elysia } from 'elysia'
-import { UsageModel } from '../../core/shared/models.ts'
-import type { Services } from '../../core/shared/services.ts'
+import { UsageModel } from '../../core/common/models.ts'
+import type { Services } from '../../core/common/services.ts'
 import { getUsage } from '../../core/limits/usage.ts'
 import { ErrorModel } from '../openapi/envelopes.ts'
 import type { RequestRegistry } from '../request-registry.ts'

@@ -181,7 +181,7 @@ export const messageSources = sqliteTable('message_sources', {
     .primaryKey()
     .references(() => messages.id, { onDelete: 'cascade' }),
   raw: blob('raw', { mode: 'buffer' }).notNull(),
-  // Hex SHA-256 of `raw`, written with it and checked before it is served (core/shared/stored-bytes.ts);
+  // Hex SHA-256 of `raw`, written with it and checked before it is served (core/common/stored-bytes.ts);
   // null for rows stored before the column existed, which are served unchecked.
   sha256: text('sha256'),
 })
@@ -211,7 +211,7 @@ export const attachmentContents = sqliteTable('attachment_contents', {
     .primaryKey()
     .references(() => attachments.id, { onDelete: 'cascade' }),
   content: blob('content', { mode: 'buffer' }).notNull(),
-  // Hex SHA-256 of `content`, written with it and checked before it is served (core/shared/stored-bytes.ts);
+  // Hex SHA-256 of `content`, written with it and checked before it is served (core/common/stored-bytes.ts);
   // null for rows stored before the column existed, which are served unchecked.
   sha256: text('sha256'),
 })
