@@ -75,11 +75,24 @@ try {
     const inbox = await api.createInbox()
     const client = await SmtpClient.connect(server.smtpPort)
     for (let i = 0; i < LIST_SIZE; i++) {
-      const reply = await client.send('sender@bench.example', inbox.address, headersFor(shapes.text_2kb, inbox.address), shapes.text_2kb.body)
+      const reply = await client.send(
+        'sender@bench.example',
+        inbox.address,
+        headersFor(shapes.text_2kb, inbox.address),
+        shapes.text_2kb.body,
+      )
       if (reply.code !== 250) throw new Error(`${name}: SMTP ${reply.code} ${reply.text}`)
     }
     client.close()
-    builds.push({ name, server, api, listUrl: `${server.base}/v1/inboxes/${inbox.id}/messages?limit=${LIST_SIZE}`, ingest: [], connectToContent: [], listPerSecond: [] })
+    builds.push({
+      name,
+      server,
+      api,
+      listUrl: `${server.base}/v1/inboxes/${inbox.id}/messages?limit=${LIST_SIZE}`,
+      ingest: [],
+      connectToContent: [],
+      listPerSecond: [],
+    })
   }
 
   const measure = async (build: Build, warm: boolean) => {
@@ -96,18 +109,25 @@ try {
     if (!ingest.verified) throw new Error(`${build.name}: ingest stored ${ingest.stored} of ${ingest.accepted}`)
     const samples = emptySamples()
     await pigeonholeEndToEnd(build.api, build.server.smtpPort, shapes.text_2kb, warm ? 5 : END_TO_END_SAMPLES, samples)
-    const reads = await httpLoad(build.listUrl, { concurrency: 16, durationMs: warm ? 300 : READ_MS, headers: build.api.headers })
+    const reads = await httpLoad(build.listUrl, {
+      concurrency: 16,
+      durationMs: warm ? 300 : READ_MS,
+      headers: build.api.headers,
+    })
     if (reads.errors > 0) throw new Error(`${build.name}: ${reads.errors} failed list reads`)
     if (warm) return
     build.ingest.push({ perSecond: ingest.perSecond, cpuMsPerMessage: ingest.cpuMsPerMessage })
     build.connectToContent.push(...samples.connect)
     build.listPerSecond.push(reads.perSecond)
-    log(`${build.name}: ingest ${Math.round(ingest.perSecond)} msg/s, connect→content p50 ${median(samples.connect).toFixed(1)} ms, list ${Math.round(reads.perSecond)} req/s`)
+    log(
+      `${build.name}: ingest ${Math.round(ingest.perSecond)} msg/s, connect→content p50 ${median(samples.connect).toFixed(1)} ms, list ${Math.round(reads.perSecond)} req/s`,
+    )
   }
 
   for (const build of builds) await measure(build, true)
   for (let r = 0; r < rounds; r++) {
-    const order = r % 2 === 0 ? [builds[0]!, builds[1]!, builds[1]!, builds[0]!] : [builds[1]!, builds[0]!, builds[0]!, builds[1]!]
+    const order =
+      r % 2 === 0 ? [builds[0]!, builds[1]!, builds[1]!, builds[0]!] : [builds[1]!, builds[0]!, builds[0]!, builds[1]!]
     for (const build of order) await measure(build, false)
     await sleep(200)
   }
@@ -127,15 +147,24 @@ try {
   const lines = [
     `| figure | ${before.build} | ${after.build} | after / before |`,
     '|---|---|---|---|',
-    ...(['ingest_per_second', 'cpu_ms_per_message', 'connect_to_content_p50_ms', 'connect_to_content_p99_ms', 'list_per_second'] as const).map(
-      (key) => `| ${key} | ${before[key]} | ${after[key]} | ${rounded(after[key] / before[key])} |`,
-    ),
+    ...(
+      [
+        'ingest_per_second',
+        'cpu_ms_per_message',
+        'connect_to_content_p50_ms',
+        'connect_to_content_p99_ms',
+        'list_per_second',
+      ] as const
+    ).map((key) => `| ${key} | ${before[key]} | ${after[key]} | ${rounded(after[key] / before[key])} |`),
     `| round-to-round spread (ingest, list) | ${before.ingest_spread}, ${before.list_spread} | ${after.ingest_spread}, ${after.list_spread} | |`,
   ]
   console.log(lines.join('\n'))
   const dir = join(import.meta.dir, 'results')
   mkdirSync(dir, { recursive: true })
-  writeFileSync(join(dir, 'compare.json'), JSON.stringify({ baseline: { ref, commit }, rounds, finished_at: new Date().toISOString(), figures }, null, 2))
+  writeFileSync(
+    join(dir, 'compare.json'),
+    JSON.stringify({ baseline: { ref, commit }, rounds, finished_at: new Date().toISOString(), figures }, null, 2),
+  )
 } finally {
   await Promise.all(builds.map((build) => build.server.stop()))
   run(['git', 'worktree', 'remove', '--force', baselineDir], ROOT)

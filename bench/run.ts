@@ -128,36 +128,69 @@ try {
   const latency = { pigeonhole: [] as number[], maildev: [] as number[] }
   await maildev.clear()
   for (let round = 1; round <= settings.latencyRounds; round++) {
-    latency.pigeonhole.push(...(await pigeonholeLatency(api, pigeonhole.smtpPort, shapes.text_2kb, settings.latencySamples)))
-    latency.maildev.push(...(await maildevLatency(maildev.base, maildev.smtpPort, shapes.text_2kb, settings.latencySamples)))
+    latency.pigeonhole.push(
+      ...(await pigeonholeLatency(api, pigeonhole.smtpPort, shapes.text_2kb, settings.latencySamples)),
+    )
+    latency.maildev.push(
+      ...(await maildevLatency(maildev.base, maildev.smtpPort, shapes.text_2kb, settings.latencySamples)),
+    )
     log(`latency round ${round} done`)
   }
 
   // A new connection per message, the two shapes a test usually sends, targets alternating.
   const endToEndShapes = [shapes.text_2kb, shapes.html_30kb]
-  const endToEnd = Object.fromEntries(endToEndShapes.map((shape) => [shape.name, { pigeonhole: emptySamples(), maildev: emptySamples() }]))
+  const endToEnd = Object.fromEntries(
+    endToEndShapes.map((shape) => [shape.name, { pigeonhole: emptySamples(), maildev: emptySamples() }]),
+  )
   await maildev.clear()
   for (let round = 1; round <= settings.endToEndRounds; round++) {
     for (const shape of endToEndShapes) {
-      await pigeonholeEndToEnd(api, pigeonhole.smtpPort, shape, settings.endToEndSamples, endToEnd[shape.name]!.pigeonhole)
-      await maildevEndToEnd(maildev.base, maildev.smtpPort, shape, settings.endToEndSamples, endToEnd[shape.name]!.maildev)
+      await pigeonholeEndToEnd(
+        api,
+        pigeonhole.smtpPort,
+        shape,
+        settings.endToEndSamples,
+        endToEnd[shape.name]!.pigeonhole,
+      )
+      await maildevEndToEnd(
+        maildev.base,
+        maildev.smtpPort,
+        shape,
+        settings.endToEndSamples,
+        endToEnd[shape.name]!.maildev,
+      )
     }
     log(`end-to-end round ${round} done`)
   }
 
   log('API reads')
-  const reads = await readsPhase({ api, smtpPort: pigeonhole.smtpPort, pid: pigeonhole.child.pid }, maildev, shapes.text_2kb, {
-    rounds: settings.readRounds,
-    durationMs: settings.readMs,
-    warmUpMs: settings.warmUpMs,
-  })
+  const reads = await readsPhase(
+    { api, smtpPort: pigeonhole.smtpPort, pid: pigeonhole.child.pid },
+    maildev,
+    shapes.text_2kb,
+    {
+      rounds: settings.readRounds,
+      durationMs: settings.readMs,
+      warmUpMs: settings.warmUpMs,
+    },
+  )
   await stopAll()
 
-  log(`memory and start-up: ${settings.messages} messages of ${shapes.html_30kb.label}, ${settings.longPolls} long polls`)
+  log(
+    `memory and start-up: ${settings.messages} messages of ${shapes.html_30kb.label}, ${settings.longPolls} long polls`,
+  )
   const memory = await memoryPhase(shapes.html_30kb, settings)
 
-  log(`capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`)
-  const capacity = await capacityPhase(shapes.text_2kb, { steps: settings.capacitySteps, ingestMs: settings.ingestMs, latencySamples: settings.latencySamples, sessions: settings.smtpSessions, log })
+  log(
+    `capacity: database grown to ${settings.capacitySteps.map((n) => n.toLocaleString('en-US')).join(', ')} messages of ${shapes.text_2kb.label}`,
+  )
+  const capacity = await capacityPhase(shapes.text_2kb, {
+    steps: settings.capacitySteps,
+    ingestMs: settings.ingestMs,
+    latencySamples: settings.latencySamples,
+    sessions: settings.smtpSessions,
+    log,
+  })
 
   // PostgreSQL mode's building blocks on a throwaway local cluster; skipped where it is not installed.
   log('postgres: wake-ups across two pools, admission, slot leases, quota reservations, idempotency claims')
@@ -182,7 +215,9 @@ try {
     seconds: (performance.now() - t0) / 1000,
     machine: machine(),
     settings,
-    shapes: Object.fromEntries(Object.values(shapes).map((shape) => [shape.name, { label: shape.label, bytes: shape.bytes }])),
+    shapes: Object.fromEntries(
+      Object.values(shapes).map((shape) => [shape.name, { label: shape.label, bytes: shape.bytes }]),
+    ),
     idle_rss_mib: idle,
     ingest,
     latency,
@@ -203,10 +238,19 @@ try {
   console.log(`\nRaw figures written to ${file}`)
 
   const missing = missingFigures(summary)
-  const postgresIngest = 'skipped' in postgresServers ? [] : [...postgresServers.ingest.one, ...postgresServers.ingest.two, ...postgresServers.sweep, ...postgresServers.sqlite]
+  const postgresIngest =
+    'skipped' in postgresServers
+      ? []
+      : [
+          ...postgresServers.ingest.one,
+          ...postgresServers.ingest.two,
+          ...postgresServers.sweep,
+          ...postgresServers.sqlite,
+        ]
   const unverified = [...ingest, ...postgresIngest].filter((round) => !round.verified)
   // .ci/run installs PostgreSQL and sets this, as for the tests: a broken install fails CI instead of skipping.
-  const postgresMissing = process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && ('skipped' in postgres || 'skipped' in postgresServers)
+  const postgresMissing =
+    process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1' && ('skipped' in postgres || 'skipped' in postgresServers)
   if (missing.length > 0 || unverified.length > 0 || postgresMissing) {
     console.error(
       `Bench incomplete: missing figures ${missing.join(', ') || 'none'}; unverified ingest rounds ${unverified.length}${postgresMissing ? `; a PostgreSQL phase was skipped (${'skipped' in postgres ? postgres.skipped : 'skipped' in postgresServers ? postgresServers.skipped : ''})` : ''}`,

@@ -25,7 +25,9 @@ function lines(bytes: number, line: string): string {
 }
 
 function oversize(to: string): Buffer {
-  return Buffer.from(`From: flood@example.com\r\nTo: ${to}\r\nSubject: over-size\r\n\r\n${lines(12 * MiB, 'x'.repeat(998))}`)
+  return Buffer.from(
+    `From: flood@example.com\r\nTo: ${to}\r\nSubject: over-size\r\n\r\n${lines(12 * MiB, 'x'.repeat(998))}`,
+  )
 }
 
 function heavyLegal(to: string): Buffer {
@@ -100,7 +102,8 @@ function resetHighWater(pid: number): void {
     // not permitted here: the sampled peak still stands
   }
 }
-const highWaterMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
+const highWaterMiB = (pid: number) =>
+  Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]) / 1024
 
 /** Polls /health one request at a time until stopped; returns the slowest answer in ms. */
 function healthProbe(base: string): () => Promise<number> {
@@ -151,10 +154,30 @@ const server = await startPigeonhole()
 try {
   const inbox = await new PigeonholeApi(server.base, server.key).createInbox()
   const results = [
-    await run('over-size 12 MiB', server.child.pid, server.smtpPort, server.base, oversize(inbox.address), inbox.address),
-    await run('legal 9.4 MiB, two attachments', server.child.pid, server.smtpPort, server.base, heavyLegal(inbox.address), inbox.address),
+    await run(
+      'over-size 12 MiB',
+      server.child.pid,
+      server.smtpPort,
+      server.base,
+      oversize(inbox.address),
+      inbox.address,
+    ),
+    await run(
+      'legal 9.4 MiB, two attachments',
+      server.child.pid,
+      server.smtpPort,
+      server.base,
+      heavyLegal(inbox.address),
+      inbox.address,
+    ),
   ]
-  console.log(JSON.stringify({ smtp_data_memory_mib: Number(process.env.SMTP_DATA_MEMORY_BYTES ?? 32 * MiB) / MiB, results }, null, 2))
+  console.log(
+    JSON.stringify(
+      { smtp_data_memory_mib: Number(process.env.SMTP_DATA_MEMORY_BYTES ?? 32 * MiB) / MiB, results },
+      null,
+      2,
+    ),
+  )
 } finally {
   await server.stop()
 }

@@ -24,7 +24,10 @@ test.beforeAll(async ({ browser }) => {
   await send(
     server,
     inbox.address,
-    simpleMessage(inbox.address, 'Welcome aboard', { html: '<p>Hello <a href="https://app.example/confirm?t=1">confirm</a></p>', text: 'Hello https://app.example/confirm?t=1' }),
+    simpleMessage(inbox.address, 'Welcome aboard', {
+      html: '<p>Hello <a href="https://app.example/confirm?t=1">confirm</a></p>',
+      text: 'Hello https://app.example/confirm?t=1',
+    }),
   )
   signedIn = await context.storageState()
   await context.close()
@@ -33,9 +36,12 @@ test.afterAll(async () => {
   await server?.stop()
 })
 
-const open = (browser: Browser, width = 1280) => browser.newContext({ baseURL: server.baseUrl, storageState: signedIn, viewport: { width, height: 800 } })
+const open = (browser: Browser, width = 1280) =>
+  browser.newContext({ baseURL: server.baseUrl, storageState: signedIn, viewport: { width, height: 800 } })
 
-test('reloading after "Create key" or "Create invite link" shows the same value and makes nothing new', async ({ browser }) => {
+test('reloading after "Create key" or "Create invite link" shows the same value and makes nothing new', async ({
+  browser,
+}) => {
   const context = await open(browser)
   const page = await context.newPage()
   await page.goto(`${orgPath}/keys`)
@@ -65,7 +71,8 @@ test('reloading after "Create key" or "Create invite link" shows the same value 
  */
 async function signedInPages(page: Page): Promise<string[]> {
   await page.goto(inboxPath)
-  const messageHref = new URL((await page.locator('#message-list a').first().getAttribute('href'))!, page.url()).pathname
+  const messageHref = new URL((await page.locator('#message-list a').first().getAttribute('href'))!, page.url())
+    .pathname
   await page.goto(`${orgPath}/keys`)
   await page.getByLabel('Name').fill(`a-key-name-with-no-spaces-${'x'.repeat(70)}`)
   await page.getByRole('button', { name: 'Create key' }).click()
@@ -92,7 +99,9 @@ async function signedInPages(page: Page): Promise<string[]> {
   ]
 }
 
-test('no signed-in page scrolls sideways at 390 px, Sign out stays on screen, and the audit log fits a 1,280 px window', async ({ browser }) => {
+test('no signed-in page scrolls sideways at 390 px, Sign out stays on screen, and the audit log fits a 1,280 px window', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   const phone = await open(browser, 390)
   const page = await phone.newPage()
@@ -100,7 +109,10 @@ test('no signed-in page scrolls sideways at 390 px, Sign out stays on screen, an
   const wide: string[] = []
   for (const path of paths) {
     await page.goto(path)
-    const { scroll, inner } = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }))
+    const { scroll, inner } = await page.evaluate(() => ({
+      scroll: document.documentElement.scrollWidth,
+      inner: window.innerWidth,
+    }))
     if (scroll > inner) {
       const culprits = await page.evaluate(() =>
         [...document.querySelectorAll('body *')]
@@ -138,10 +150,18 @@ test('axe finds no serious or critical violation on any page', async ({ browser 
     await target.goto(path)
     await target.evaluate(axe)
     const violations = await target.evaluate(async () => {
-      const result = await (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run({
+      const result = await (
+        window as unknown as {
+          axe: {
+            run(o: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>
+          }
+        }
+      ).axe.run({
         resultTypes: ['violations'],
       })
-      return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+      return result.violations
+        .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+        .map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
     })
     for (const violation of violations) found.push(`${path}: ${violation}`)
   }
@@ -149,7 +169,8 @@ test('axe finds no serious or critical violation on any page', async ({ browser 
   const invite = await page.goto(paths.find((p) => p.includes('/invites/created'))!)
   expect(invite?.ok()).toBe(true)
   const inviteLink = await page.getByLabel('Invite link').inputValue()
-  for (const path of ['/console/sign-in', new URL(inviteLink).pathname, '/console/no-such-page']) await check(stranger, path)
+  for (const path of ['/console/sign-in', new URL(inviteLink).pathname, '/console/no-such-page'])
+    await check(stranger, path)
   expect(found).toEqual([])
   await anonymous.close()
   await context.close()

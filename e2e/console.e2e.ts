@@ -31,13 +31,15 @@ const shot = async (page: Page, name: string) => {
 function watchForViolations(page: Page): string[] {
   const problems: string[] = []
   page.on('console', (message) => {
-    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) problems.push(message.text())
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource'))
+      problems.push(message.text())
   })
   page.on('pageerror', (error) => problems.push(error.message))
   return problems
 }
 
-const api = (path: string, key: string, init: RequestInit = {}) => fetch(`${server.baseUrl}${path}`, { ...init, headers: { authorization: `Bearer ${key}` } })
+const api = (path: string, key: string, init: RequestInit = {}) =>
+  fetch(`${server.baseUrl}${path}`, { ...init, headers: { authorization: `Bearer ${key}` } })
 
 test('setup, keys, an invited member, revocation and sign-out', async ({ browser }) => {
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
@@ -115,7 +117,8 @@ test('setup, keys, an invited member, revocation and sign-out', async ({ browser
 
   // 5. The owner's audit log shows it all.
   await page.getByRole('link', { name: 'Audit log' }).click()
-  for (const action of ['key.created', 'key.revoked', 'member.invited', 'member.joined']) await expect(page.locator(`[data-action="${action}"]`).first()).toBeVisible()
+  for (const action of ['key.created', 'key.revoked', 'member.invited', 'member.joined'])
+    await expect(page.locator(`[data-action="${action}"]`).first()).toBeVisible()
   await shot(page, 'audit')
   await page.getByRole('link', { name: 'Operator', exact: true }).click()
   await shot(page, 'operator')

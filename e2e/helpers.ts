@@ -20,7 +20,11 @@ export async function setUp(page: Page, server: E2eServer): Promise<{ apiKey: st
 }
 
 /** Creates an inbox from the console; leaves the page on it and returns its path. */
-export async function createInbox(page: Page, orgPath: string, prefix: string): Promise<{ address: string; path: string }> {
+export async function createInbox(
+  page: Page,
+  orgPath: string,
+  prefix: string,
+): Promise<{ address: string; path: string }> {
   await page.goto(`${orgPath}/inboxes`)
   await page.getByLabel('Address (optional)').fill(prefix)
   await page.getByRole('button', { name: 'Create inbox' }).click()
@@ -30,7 +34,11 @@ export async function createInbox(page: Page, orgPath: string, prefix: string): 
 }
 
 /** A simple message (HTML and text parts) as the SMTP client sends it. */
-export function simpleMessage(to: string, subject: string, opts: { html?: string; text?: string; from?: string } = {}): string {
+export function simpleMessage(
+  to: string,
+  subject: string,
+  opts: { html?: string; text?: string; from?: string } = {},
+): string {
   const lines = [
     `From: ${opts.from ?? 'App <app@example.com>'}`,
     `To: ${to}`,

@@ -34,7 +34,12 @@ export async function startRspamd(): Promise<Rspamd> {
   override('worker-proxy.inc', 'enabled = false;\n')
   override('logging.inc', `type = "file";\nfilename = "${join(dir, 'log', 'rspamd.log')}";\nlevel = "warning";\n`)
   // --insecure: CI runs as root, which rspamd refuses without it; the workers listen on loopback only.
-  const vars = [`LOCAL_CONFDIR=${local}`, `DBDIR=${cache}`, `RUNDIR=${join(dir, 'run')}`, `LOGDIR=${join(dir, 'log')}`].map((v) => `--var=${v}`)
+  const vars = [
+    `LOCAL_CONFDIR=${local}`,
+    `DBDIR=${cache}`,
+    `RUNDIR=${join(dir, 'run')}`,
+    `LOGDIR=${join(dir, 'log')}`,
+  ].map((v) => `--var=${v}`)
   const child = spawn('rspamd', ['-f', '--insecure', ...vars], { stdio: 'ignore' })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const url = `http://127.0.0.1:${normal}`

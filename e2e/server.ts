@@ -31,7 +31,15 @@ export async function startServer(env: Record<string, string> = {}): Promise<E2e
   const [port, smtpPort] = [await freePort(), await freePort()]
   const child: ChildProcess = spawn('bun', ['src/index.ts'], {
     cwd: fileURLToPath(new URL('..', import.meta.url)),
-    env: { ...process.env, PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite'), LOG_LEVEL: 'info', ...env },
+    env: {
+      ...process.env,
+      PORT: String(port),
+      SMTP_PORT: String(smtpPort),
+      HOST: '127.0.0.1',
+      DATABASE_PATH: join(dir, 'db.sqlite'),
+      LOG_LEVEL: 'info',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let printed = ''

@@ -33,7 +33,15 @@ export async function startSpamd(): Promise<Spamd> {
   const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-spamd-'))
   const port = await freePort()
   // -L: no network tests (CI has no DNS); -u nobody: CI runs as root, which spamd refuses for its children.
-  const args = [`--listen=127.0.0.1:${port}`, '--max-children=1', '-L', '-u', 'nobody', `--pidfile=${join(dir, 'spamd.pid')}`, '--syslog=stderr']
+  const args = [
+    `--listen=127.0.0.1:${port}`,
+    '--max-children=1',
+    '-L',
+    '-u',
+    'nobody',
+    `--pidfile=${join(dir, 'spamd.pid')}`,
+    '--syslog=stderr',
+  ]
   const child = spawn('spamd', args, { stdio: 'ignore' })
   const exited = new Promise((resolve) => child.once('exit', resolve))
   const deadline = Date.now() + 120_000

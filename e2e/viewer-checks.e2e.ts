@@ -19,9 +19,13 @@ let server: E2eServer
 async function axeViolations(page: Page): Promise<string[]> {
   await page.evaluate(readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8'))
   return page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string }[] }> } }).axe
+    const axe = (
+      window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string }[] }> } }
+    ).axe
     const result = await axe.run({ resultTypes: ['violations'] })
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact})`)
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact})`)
   })
 }
 
@@ -32,7 +36,9 @@ test.afterAll(async () => {
   await server?.stop()
 })
 
-test('HTML support: a score per client family and each unsupported feature with where it occurs', async ({ browser }) => {
+test('HTML support: a score per client family and each unsupported feature with where it occurs', async ({
+  browser,
+}) => {
   const context = await browser.newContext({ baseURL: server.baseUrl })
   const page = await context.newPage()
   const { orgPath } = await setUp(page, server)
@@ -55,8 +61,10 @@ test('HTML support: a score per client family and each unsupported feature with 
   await expect(page.getByRole('heading', { name: 'HTML support by email client' })).toBeVisible()
 
   // A score for each major family; Outlook (Windows: no video, no flex, no gradient) scores below Apple Mail.
-  const score = async (family: string) => Number((await page.locator(`tr[data-family="${family}"] td`).textContent())!.replace('%', ''))
-  for (const family of ['gmail', 'apple-mail', 'outlook', 'yahoo']) expect(await score(family)).toBeGreaterThanOrEqual(0)
+  const score = async (family: string) =>
+    Number((await page.locator(`tr[data-family="${family}"] td`).textContent())!.replace('%', ''))
+  for (const family of ['gmail', 'apple-mail', 'outlook', 'yahoo'])
+    expect(await score(family)).toBeGreaterThanOrEqual(0)
   expect(await score('outlook')).toBeLessThan(await score('apple-mail'))
 
   // Each unsupported feature, with its line in the HTML and the platforms that lack it.
@@ -66,7 +74,10 @@ test('HTML support: a score per client family and each unsupported feature with 
   await expect(page.locator('li[data-feature="css-display-flex"]')).toContainText('line 3 of the HTML')
   await expect(page.locator('li[data-feature="css-at-media-prefers-color-scheme"]')).toContainText('line 4 of the HTML')
   await expect(page.locator('li[data-feature="css-linear-gradient"]')).toContainText('line 8 of the HTML')
-  await expect(page.locator('li[data-feature="html-video"] > a')).toHaveAttribute('href', 'https://www.caniemail.com/features/html-video/')
+  await expect(page.locator('li[data-feature="html-video"] > a')).toHaveAttribute(
+    'href',
+    'https://www.caniemail.com/features/html-video/',
+  )
   // A GET page: reloading shows the same result.
   await page.reload()
   await expect(page.locator('li[data-feature="html-video"]')).toBeVisible()
@@ -96,7 +107,9 @@ const FILTERS = [
 ]
 
 for (const filter of FILTERS) {
-  test(`spam check with ${filter.name}: GTUBE is spam, a plain message is not, and the filter down is one clear line`, async ({ browser }) => {
+  test(`spam check with ${filter.name}: GTUBE is spam, a plain message is not, and the filter down is one clear line`, async ({
+    browser,
+  }) => {
     test.skip(!filter.installed(), `${filter.name} is not installed (apt-get install ${filter.name}); CI installs it`)
     test.setTimeout(240_000) // each filter loads its rules when it starts
     const running = await filter.start()
@@ -118,7 +131,13 @@ for (const filter of FILTERS) {
         '',
       ].join('\r\n')
       await send(own, address, plain)
-      await send(own, address, simpleMessage(address, 'Test of the filter', { text: `This is the GTUBE, a test message.\r\n\r\n${GTUBE}\r\n` }))
+      await send(
+        own,
+        address,
+        simpleMessage(address, 'Test of the filter', {
+          text: `This is the GTUBE, a test message.\r\n\r\n${GTUBE}\r\n`,
+        }),
+      )
       await page.reload()
 
       // GTUBE: spam, with the rule that fired.

@@ -25,7 +25,9 @@ function documentMethods(page: Page): string[] {
   return methods
 }
 
-test('first-run key, refused forms and sign-in links survive a reload without repeating anything', async ({ browser }) => {
+test('first-run key, refused forms and sign-in links survive a reload without repeating anything', async ({
+  browser,
+}) => {
   const context = await browser.newContext({ baseURL: server.baseUrl })
   const page = await context.newPage()
 
@@ -93,7 +95,9 @@ test('first-run key, refused forms and sign-in links survive a reload without re
   await context.close()
 })
 
-test('two servers on localhost keep their own sessions in one browser (the cookie names carry the port)', async ({ browser }) => {
+test('two servers on localhost keep their own sessions in one browser (the cookie names carry the port)', async ({
+  browser,
+}) => {
   const other = await startServer()
   try {
     const context = await browser.newContext()
@@ -113,7 +117,9 @@ test('two servers on localhost keep their own sessions in one browser (the cooki
     await page.goto(second)
     await expect(page.getByRole('heading', { name: 'Acme QA' })).toBeVisible()
     const names = (await context.cookies()).map((c) => c.name).filter((name) => name.startsWith('ph_session'))
-    expect(names.sort()).toEqual([`ph_session_${new URL(server.baseUrl).port}`, `ph_session_${new URL(other.baseUrl).port}`].sort())
+    expect(names.sort()).toEqual(
+      [`ph_session_${new URL(server.baseUrl).port}`, `ph_session_${new URL(other.baseUrl).port}`].sort(),
+    )
     await context.close()
   } finally {
     await other.stop()

@@ -16,7 +16,9 @@ test.afterAll(async () => {
   await server?.stop()
 })
 
-test('live counts and an address filter on the Inboxes page; the unread badge of an open inbox', async ({ browser }) => {
+test('live counts and an address filter on the Inboxes page; the unread badge of an open inbox', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
   const page = await context.newPage()

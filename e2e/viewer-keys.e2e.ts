@@ -22,7 +22,11 @@ test('preview widths, dark mode from the system setting, and keyboard shortcuts'
   const { orgPath } = await setUp(page, server)
   const { address, path: inboxPath } = await createInbox(page, orgPath, 'keys')
   for (const subject of ['First', 'Second', 'Third']) {
-    await send(server, address, simpleMessage(address, subject, { html: `<p>${subject} body</p>`, text: `${subject} text. Code: 551234` }))
+    await send(
+      server,
+      address,
+      simpleMessage(address, subject, { html: `<p>${subject} body</p>`, text: `${subject} text. Code: 551234` }),
+    )
   }
   await page.goto(inboxPath)
   await expect(page.locator('#message-list a[href*="/messages/"]')).toHaveCount(3)

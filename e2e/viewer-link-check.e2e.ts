@@ -32,7 +32,9 @@ test.afterAll(async () => {
   app?.close()
 })
 
-test('check links against localhost: a GET result with every hop, never re-run by reload or Back', async ({ browser }) => {
+test('check links against localhost: a GET result with every hop, never re-run by reload or Back', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
   const page = await context.newPage()
@@ -40,7 +42,11 @@ test('check links against localhost: a GET result with every hop, never re-run b
   const { address, path } = await createInbox(page, orgPath, 'links')
   const base = `http://localhost:${appPort}`
   const html = `<p><a href="${base}/confirm">Confirm</a> <a href="${base}/gone">Old link</a></p><img src="${base}/logo.png" alt="Logo">`
-  await send(server, address, simpleMessage(address, 'Confirm your account', { html, text: `Confirm: ${base}/confirm\r\nHelp: ${base}/help` }))
+  await send(
+    server,
+    address,
+    simpleMessage(address, 'Confirm your account', { html, text: `Confirm: ${base}/confirm\r\nHelp: ${base}/help` }),
+  )
   await page.goto(path)
   await page.getByRole('link', { name: 'Confirm your account' }).click()
   const messageUrl = page.url()
@@ -77,7 +83,9 @@ test('check links against localhost: a GET result with every hop, never re-run b
   // axe on the result page.
   await page.evaluate(readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8'))
   const violations = await page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string }[] }> } }).axe.run({ resultTypes: ['violations'] })
+    const result = await (
+      window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string }[] }> } }
+    ).axe.run({ resultTypes: ['violations'] })
     return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id)
   })
   expect(violations).toEqual([])

@@ -49,7 +49,10 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   const frame = page.frameLocator('iframe.message-html')
 
   // The HTML link: a new tab at the exact URL; the message stays where it was.
-  const [tab] = await Promise.all([context.waitForEvent('page', { timeout: 10_000 }), frame.getByRole('link', { name: 'Confirm' }).click()])
+  const [tab] = await Promise.all([
+    context.waitForEvent('page', { timeout: 10_000 }),
+    frame.getByRole('link', { name: 'Confirm' }).click(),
+  ])
   await tab.waitForLoadState()
   expect(tab.url()).toBe(confirm)
   await expect(tab.getByRole('heading', { name: 'Confirmed' })).toBeVisible()
@@ -57,12 +60,18 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   expect(page.url()).toBe(messageUrl)
   await expect(frame.getByRole('link', { name: 'Confirm' })).toBeVisible()
   // A link the sender aimed at the frame itself opens a tab too.
-  const [second] = await Promise.all([context.waitForEvent('page', { timeout: 10_000 }), frame.getByRole('link', { name: 'Same frame' }).click()])
+  const [second] = await Promise.all([
+    context.waitForEvent('page', { timeout: 10_000 }),
+    frame.getByRole('link', { name: 'Same frame' }).click(),
+  ])
   await second.waitForLoadState()
   expect(second.url()).toBe(`${appUrl}/plain`)
 
   // The text part's URL is a link, trailing full stop excluded.
-  const [third] = await Promise.all([context.waitForEvent('page', { timeout: 10_000 }), page.locator('#message-text').getByRole('link', { name: reset }).click()])
+  const [third] = await Promise.all([
+    context.waitForEvent('page', { timeout: 10_000 }),
+    page.locator('#message-text').getByRole('link', { name: reset }).click(),
+  ])
   await third.waitForLoadState()
   expect(third.url()).toBe(reset)
   expect(await third.evaluate(() => window.opener)).toBeNull()
@@ -77,12 +86,16 @@ test('a link in the HTML and a URL in the text open in a new tab, without referr
   const before = seen.length
   await page.locator('#message-extracts summary').click()
   await page.getByRole('button', { name: 'Check links' }).click()
-  await expect(page.locator('#link-check .link-status')).toHaveText(Array(3).fill(/^\s*not checked: only ports 80, 443, 8080 and 8443$/))
+  await expect(page.locator('#link-check .link-status')).toHaveText(
+    Array(3).fill(/^\s*not checked: only ports 80, 443, 8080 and 8443$/),
+  )
   expect(seen.length).toBe(before)
   await page.goto(messageUrl)
 
   // None of them told the application where it was linked from.
-  expect(seen.map((s) => s.url)).toEqual(expect.arrayContaining(['/confirm?token=abc123&user=42', '/plain', '/reset?token=xyz']))
+  expect(seen.map((s) => s.url)).toEqual(
+    expect.arrayContaining(['/confirm?token=abc123&user=42', '/plain', '/reset?token=xyz']),
+  )
   // (The new tab's own favicon request names that tab, as any page's does.)
   for (const request of seen.filter((s) => s.url !== '/favicon.ico')) expect(request.headers.referer).toBeUndefined()
 

@@ -48,14 +48,24 @@ const withAttachment = (to: string, subject: string) =>
 const axeViolations = async (page: Page) => {
   await page.evaluate(readFileSync(fileURLToPath(import.meta.resolve('axe-core/axe.min.js')), 'utf8'))
   return page.evaluate(async () => {
-    const result = await (window as unknown as { axe: { run(o: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }> } }).axe.run({
+    const result = await (
+      window as unknown as {
+        axe: {
+          run(o: object): Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>
+        }
+      }
+    ).axe.run({
       resultTypes: ['violations'],
     })
-    return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
+    return result.violations
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}) at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`)
   })
 }
 
-test('a dense list: rows per screen, totals, paging both ways, page sizes, marks, read state, bulk, search line', async ({ browser }) => {
+test('a dense list: rows per screen, totals, paging both ways, page sizes, marks, read state, bulk, search line', async ({
+  browser,
+}) => {
   test.setTimeout(180_000)
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
   const page = await context.newPage()
@@ -67,7 +77,10 @@ test('a dense list: rows per screen, totals, paging both ways, page sizes, marks
   await client.command('EHLO test.local')
   for (let i = 1; i <= 59; i++) {
     const text = `Message ${i}. ${'Your order has shipped and will arrive soon; track it with the link below. '.repeat(4)}`
-    const sent = await client.transaction({ from: 'app@example.com', to: [address] }, simpleMessage(address, `Message ${i}`, { text }))
+    const sent = await client.transaction(
+      { from: 'app@example.com', to: [address] },
+      simpleMessage(address, `Message ${i}`, { text }),
+    )
     expect(sent.data?.code).toBe(250)
   }
   await client.command('QUIT').catch(() => {})
@@ -77,10 +90,14 @@ test('a dense list: rows per screen, totals, paging both ways, page sizes, marks
   const rows = page.locator('#message-list tbody tr')
   await expect(rows).toHaveCount(50)
   // At least 12 whole rows inside the first screen, and no Delete button on two lines.
-  const inView = await rows.evaluateAll((trs) => trs.filter((tr) => tr.getBoundingClientRect().bottom <= window.innerHeight).length)
+  const inView = await rows.evaluateAll(
+    (trs) => trs.filter((tr) => tr.getBoundingClientRect().bottom <= window.innerHeight).length,
+  )
   console.log(`rows inside the first screen at 1280x900: ${inView}`)
   expect(inView).toBeGreaterThanOrEqual(12)
-  const buttonHeights = await page.locator('#message-list tbody button').evaluateAll((buttons) => buttons.map((b) => b.getBoundingClientRect().height))
+  const buttonHeights = await page
+    .locator('#message-list tbody button')
+    .evaluateAll((buttons) => buttons.map((b) => b.getBoundingClientRect().height))
   const lineHeight = await page
     .locator('#message-list tbody button')
     .first()

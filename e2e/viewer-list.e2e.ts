@@ -32,7 +32,10 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
     const subject = i === 50 ? 'Reset your password' : `Message ${i}`
     // A full preview (the list shows the first 200 characters of the text) to weigh the page as real mail would.
     const text = `${subject}. ${'Your order has shipped and will arrive soon; track it with the link below. '.repeat(4)}`
-    const sent = await client.transaction({ from: 'app@example.com', to: [address] }, simpleMessage(address, subject, { from, text }))
+    const sent = await client.transaction(
+      { from: 'app@example.com', to: [address] },
+      simpleMessage(address, subject, { from, text }),
+    )
     expect(sent.data?.code).toBe(250)
   }
   await client.command('QUIT').catch(() => {})
@@ -109,7 +112,10 @@ test('filter, page past 100, delete from the list, empty the inbox; counts on th
 
   // 100 more inboxes: the list pages on, a full page stays under 50 KB, and a row's Delete removes that inbox.
   for (let i = 0; i < 100; i++) {
-    const made = await fetch(`${server.baseUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${apiKey}` } })
+    const made = await fetch(`${server.baseUrl}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${apiKey}` },
+    })
     expect(made.status).toBe(201)
   }
   const inboxesPage = await (await page.request.get(`${orgPath}/inboxes`)).body()

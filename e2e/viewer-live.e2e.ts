@@ -18,13 +18,23 @@ test.afterAll(async () => {
   await server?.stop()
 })
 
-test('a burst of 20 mails is read in a few coalesced fetches; times are to the second; 250-to-visible is reported', async ({ browser }) => {
+test('a burst of 20 mails is read in a few coalesced fetches; times are to the second; 250-to-visible is reported', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   const context = await browser.newContext({ baseURL: server.baseUrl })
   // Each read of the list, timed: when it started (the event has reached the page), when its
   // answer's headers came (the server's part) and when its body was read.
   await context.addInitScript(() => {
-    const reads: Array<{ start: number; headers?: number; body?: number; queued?: number; waiting?: number; connected?: boolean; handler?: number }> = []
+    const reads: Array<{
+      start: number
+      headers?: number
+      body?: number
+      queued?: number
+      waiting?: number
+      connected?: boolean
+      handler?: number
+    }> = []
     ;(window as unknown as { reads: typeof reads }).reads = reads
     const original = window.fetch
     window.fetch = (async (...args: Parameters<typeof fetch>) => {
@@ -70,15 +80,35 @@ test('a burst of 20 mails is read in a few coalesced fetches; times are to the s
   const parts: Array<{ total: number; event: number; server: string; body: number; dom: number }> = []
   for (let i = 0; i < 10; i++) {
     const subject = `Timed ${i}`
-    const sent = await sendMail(server.smtpPort, { from: 'app@example.com', to: [address] }, simpleMessage(address, subject))
+    const sent = await sendMail(
+      server.smtpPort,
+      { from: 'app@example.com', to: [address] },
+      simpleMessage(address, subject),
+    )
     const at250 = Date.now()
     expect(sent.data?.code).toBe(250)
     await expect(page.getByRole('link', { name: subject, exact: true })).toBeVisible()
-    const shownAt = await page.evaluate((s) => (window as unknown as { seen: Record<string, number> }).seen[s]!, subject)
+    const shownAt = await page.evaluate(
+      (s) => (window as unknown as { seen: Record<string, number> }).seen[s]!,
+      subject,
+    )
     delays.push(shownAt - at250)
     // Where it went: the read that put the row on screen is the last one started before it showed.
     const reads = await page.evaluate(
-      () => (window as unknown as { reads: Array<{ start: number; headers?: number; body?: number; queued?: number; waiting?: number; connected?: boolean; handler?: number }> }).reads,
+      () =>
+        (
+          window as unknown as {
+            reads: Array<{
+              start: number
+              headers?: number
+              body?: number
+              queued?: number
+              waiting?: number
+              connected?: boolean
+              handler?: number
+            }>
+          }
+        ).reads,
     )
     const read = reads.filter((r) => r.start <= shownAt && r.body !== undefined).at(-1)
     if (read)
@@ -94,7 +124,9 @@ test('a burst of 20 mails is read in a few coalesced fetches; times are to the s
   // The slowest message's parts: the event reaching the page (from the 250; it is sent just
   // before the 250, so it can be negative), the server's answer, its body, parse and swap.
   const worst = parts.toSorted((a, b) => b.total - a.total)[0]
-  const split = worst ? ` (slowest: event ${worst.event}, server ${worst.server}, body ${worst.body}, DOM ${worst.dom} ms)` : ''
+  const split = worst
+    ? ` (slowest: event ${worst.event}, server ${worst.server}, body ${worst.body}, DOM ${worst.dom} ms)`
+    : ''
   const report = `250 to visible over 10 messages: p50 ${delays[5]} ms, max ${delays[9]} ms (budget 100 ms)${split}`
   test.info().annotations.push({ type: 'latency', description: report })
   console.log(report)
@@ -112,7 +144,8 @@ test('a burst of 20 mails is read in a few coalesced fetches; times are to the s
     },
   )
   await Promise.all(Array.from({ length: 20 }, (_, i) => send(server, address, simpleMessage(address, `Burst ${i}`))))
-  for (let i = 0; i < 20; i++) await expect(page.getByRole('link', { name: `Burst ${i}`, exact: true })).toBeVisible({ timeout: 15_000 })
+  for (let i = 0; i < 20; i++)
+    await expect(page.getByRole('link', { name: `Burst ${i}`, exact: true })).toBeVisible({ timeout: 15_000 })
   // Let any reads still queued happen (one a second here), then count them: each pause
   // proves that no further read came, past the held second.
   for (let last = -1; reads !== last; ) {

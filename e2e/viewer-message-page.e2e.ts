@@ -19,7 +19,10 @@ test.afterAll(async () => {
 
 /** A newsletter: a one-time code, 33 links, two attachments, and an HTML body about 3,000 px tall. */
 function newsletter(to: string): string {
-  const links = Array.from({ length: 33 }, (_, i) => `<p><a href="https://shop.example/item/${i}">Item ${i}</a></p>`).join('')
+  const links = Array.from(
+    { length: 33 },
+    (_, i) => `<p><a href="https://shop.example/item/${i}">Item ${i}</a></p>`,
+  ).join('')
   const html = [
     '<!doctype html><html><body style="margin:0">',
     '<h1 id="mail-top" style="margin:0;padding:16px">Spring sale</h1>',
@@ -65,9 +68,12 @@ function newsletter(to: string): string {
   ].join('\r\n')
 }
 
-const frameHeight = (page: Page) => page.locator('iframe.message-html').evaluate((frame: HTMLIFrameElement) => frame.getBoundingClientRect().height)
+const frameHeight = (page: Page) =>
+  page.locator('iframe.message-html').evaluate((frame: HTMLIFrameElement) => frame.getBoundingClientRect().height)
 
-test('the email starts on the first screen, its frame is as tall as the email, and the toggles switch in place', async ({ browser }) => {
+test('the email starts on the first screen, its frame is as tall as the email, and the toggles switch in place', async ({
+  browser,
+}) => {
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 800 } })
   const page = await context.newPage()
   const { orgPath } = await setUp(page, server)
@@ -137,7 +143,9 @@ test('the email starts on the first screen, its frame is as tall as the email, a
   await context.close()
 })
 
-test('HTML-only mail shows its derived text, marked; encoded headers are decoded with the raw form one click away; pages are compressed', async ({ browser }) => {
+test('HTML-only mail shows its derived text, marked; encoded headers are decoded with the raw form one click away; pages are compressed', async ({
+  browser,
+}) => {
   const context = await browser.newContext({ baseURL: server.baseUrl })
   const page = await context.newPage()
   // The server was set up by the test above: sign in as its owner.
@@ -178,7 +186,11 @@ test('HTML-only mail shows its derived text, marked; encoded headers are decoded
   await expect(row.locator('code.raw-value')).toHaveText(encoded)
 
   // The page and its assets arrive gzip-compressed.
-  const [pageResponse, cssResponse] = await Promise.all([page.waitForResponse((r) => r.url() === page.url()), page.waitForResponse((r) => r.url().endsWith('/console.css')), page.reload()])
+  const [pageResponse, cssResponse] = await Promise.all([
+    page.waitForResponse((r) => r.url() === page.url()),
+    page.waitForResponse((r) => r.url().endsWith('/console.css')),
+    page.reload(),
+  ])
   expect(pageResponse.headers()['content-encoding']).toBe('gzip')
   expect(cssResponse.headers()['content-encoding']).toBe('gzip')
   expect(pageResponse.headers().vary).toContain('Accept-Encoding')
@@ -194,7 +206,15 @@ test("a large message's page stays small: its text is loaded when its section is
   await page.getByRole('button', { name: 'Sign in' }).click()
   const { address } = await createInbox(page, new URL(page.url()).pathname, 'large')
   const text = `${'A long log line of a failed build, repeated many times over.\r\n'.repeat(6000)}The very end.`
-  const raw = ['From: CI <ci@example.com>', `To: ${address}`, 'Subject: Build log', 'Content-Type: text/plain; charset=utf-8', '', text, ''].join('\r\n')
+  const raw = [
+    'From: CI <ci@example.com>',
+    `To: ${address}`,
+    'Subject: Build log',
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    text,
+    '',
+  ].join('\r\n')
   await send(server, address, raw)
   await page.reload()
   await page.getByRole('link', { name: 'Build log' }).click()

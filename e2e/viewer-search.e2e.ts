@@ -40,7 +40,9 @@ const withAttachment = (to: string, subject: string, text: string) =>
     '',
   ].join('\r\n')
 
-test('text, attachment and date range in an inbox; recipient and range across inboxes; links keep the search', async ({ browser }) => {
+test('text, attachment and date range in an inbox; recipient and range across inboxes; links keep the search', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 } })
   const page = await context.newPage()
@@ -48,7 +50,11 @@ test('text, attachment and date range in an inbox; recipient and range across in
   const other = await createInbox(page, orgPath, 'receipts')
   const { address, path } = await createInbox(page, orgPath, 'search')
 
-  await send(server, address, simpleMessage(address, 'Welcome aboard', { text: 'Your verification code is 482913.\r\nWelcome!' }))
+  await send(
+    server,
+    address,
+    simpleMessage(address, 'Welcome aboard', { text: 'Your verification code is 482913.\r\nWelcome!' }),
+  )
   await send(server, address, withAttachment(address, 'Invoice 7', 'Thanks for your order of 50% off.'))
   await send(server, address, simpleMessage(address, 'Shipping update', { text: 'Your parcel is on its way.' }))
   await send(server, other.address, withAttachment(other.address, 'Receipt 12', 'Paid in full.'))
@@ -122,6 +128,8 @@ test('text, attachment and date range in an inbox; recipient and range across in
   await page.getByLabel('Received until (UTC)').fill(second0)
   await page.getByRole('button', { name: 'Search all inboxes' }).click()
   await expect(found).toHaveCount(2)
-  await expect(page.locator('#search-bounds')).toContainText('newest 5,000 messages in every active inbox; with text or a subject, its newest 1,000')
+  await expect(page.locator('#search-bounds')).toContainText(
+    'newest 5,000 messages in every active inbox; with text or a subject, its newest 1,000',
+  )
   await context.close()
 })

@@ -56,7 +56,9 @@ test('the theme is chosen, remembered, and beats the system preference both ways
   await context.close()
 })
 
-test('notifications: asked for on the inbox page, raised by new mail while the tab is not looked at', async ({ browser }) => {
+test('notifications: asked for on the inbox page, raised by new mail while the tab is not looked at', async ({
+  browser,
+}) => {
   test.setTimeout(120_000)
   // A server of its own: the first test used this one's setup link.
   const own = await startServer()
@@ -86,7 +88,9 @@ test('notifications: asked for on the inbox page, raised by new mail while the t
   await expect(page.locator('#live-status')).toContainText('Live')
   await send(own, address, simpleMessage(address, 'Your code is 123456'))
   await expect(page.locator('#message-list tbody tr')).toHaveCount(1)
-  await expect.poll(() => page.evaluate(() => (window as unknown as { shown: { title: string; body?: string }[] }).shown)).toEqual([{ title: 'New mail: Your code is 123456', body: address }])
+  await expect
+    .poll(() => page.evaluate(() => (window as unknown as { shown: { title: string; body?: string }[] }).shown))
+    .toEqual([{ title: 'New mail: Your code is 123456', body: address }])
   // Remembered in this browser; turned off, nothing more is shown.
   await page.reload()
   await expect(page.locator('#notify-toggle')).toHaveText('Notifications on (turn off)')

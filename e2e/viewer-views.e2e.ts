@@ -17,9 +17,12 @@ test.afterAll(async () => {
 })
 
 /** A 2x2 red PNG. */
-const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP4z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg=='
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGP4z8DAwMDAxMDAwMDAAAANHQEDasKb6QAAAABJRU5ErkJggg=='
 
-test('the HTML, its highlighted source, the text, the headers, the raw source and an image thumbnail are all on the page', async ({ browser }) => {
+test('the HTML, its highlighted source, the text, the headers, the raw source and an image thumbnail are all on the page', async ({
+  browser,
+}) => {
   const context = await browser.newContext({ baseURL: server.baseUrl })
   const page = await context.newPage()
   const problems: string[] = []

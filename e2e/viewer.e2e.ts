@@ -62,8 +62,14 @@ function messageWithScript(to: string): string {
   ].join('\r\n')
 }
 
-test('a message sent over SMTP appears live, its HTML runs no script, downloads match, delete works', async ({ browser }) => {
-  const context = await browser.newContext({ baseURL: server.baseUrl, viewport: { width: 1280, height: 900 }, acceptDownloads: true })
+test('a message sent over SMTP appears live, its HTML runs no script, downloads match, delete works', async ({
+  browser,
+}) => {
+  const context = await browser.newContext({
+    baseURL: server.baseUrl,
+    viewport: { width: 1280, height: 900 },
+    acceptDownloads: true,
+  })
   const page = await context.newPage()
   const requests: string[] = []
   page.on('request', (request) => requests.push(request.url()))
@@ -87,7 +93,9 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   const address = 'build-bot@pigeonhole.test' // the default RECEIVING_DOMAIN
   await expect(page.getByRole('heading', { name: address })).toBeVisible()
   // The empty state gives the exact command, with this server's SMTP port.
-  await expect(page.locator('#no-messages pre').filter({ hasText: 'swaks' })).toContainText(`swaks --server localhost:${server.smtpPort} --to ${address}`)
+  await expect(page.locator('#no-messages pre').filter({ hasText: 'swaks' })).toContainText(
+    `swaks --server localhost:${server.smtpPort} --to ${address}`,
+  )
   await expect(page.locator('#live-status')).toHaveText(/^Live:/)
 
   // Mail arrives; the list shows it without a reload.
@@ -117,8 +125,14 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   expect(requests.filter((url) => url.includes('script-ran'))).toEqual([])
   // Chromium reports the refused script and handler (the frame's CSP allows only our measuring
   // script by its hash): positive proof they were refused, not merely slow.
-  const scriptRefused = (text: string) => text.startsWith("Executing inline script violates the following Content Security Policy directive 'script-src 'sha256-")
-  const handlerRefused = (text: string) => text.startsWith("Executing inline event handler violates the following Content Security Policy directive 'script-src 'sha256-")
+  const scriptRefused = (text: string) =>
+    text.startsWith(
+      "Executing inline script violates the following Content Security Policy directive 'script-src 'sha256-",
+    )
+  const handlerRefused = (text: string) =>
+    text.startsWith(
+      "Executing inline event handler violates the following Content Security Policy directive 'script-src 'sha256-",
+    )
   await expect.poll(() => consoleErrors.some(scriptRefused) && consoleErrors.some(handlerRefused)).toBe(true)
   expect(await page.title()).toBe('Your build passed · Acme QA · Pigeonhole')
 
@@ -128,10 +142,16 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   await expect(page.getByRole('link', { name: 'Block remote images' })).toBeVisible()
 
   // Downloads: the source as received, the attachment as sent.
-  const [source] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'Download source (.eml)' }).click()])
+  const [source] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'Download source (.eml)' }).click(),
+  ])
   expect(source.suggestedFilename()).toMatch(/^msg_[0-9a-f]{32}\.eml$/)
   expect(readFileSync((await source.path())!).toString()).toBe(raw)
-  const [file] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'report.bin' }).click()])
+  const [file] = await Promise.all([
+    page.waitForEvent('download'),
+    page.getByRole('link', { name: 'report.bin' }).click(),
+  ])
   expect(file.suggestedFilename()).toBe('report.bin')
   expect(readFileSync((await file.path())!).equals(attachment)).toBe(true)
 
@@ -145,7 +165,10 @@ test('a message sent over SMTP appears live, its HTML runs no script, downloads 
   await page.getByRole('link', { name: 'Inboxes' }).click()
   await expect(page.locator('#usage-emails')).toHaveText(/^1 \//)
   await shot(page, 'inboxes')
-  const frameRefusal = (text: string) => scriptRefused(text) || handlerRefused(text) || text.includes('violates the following Content Security Policy directive: "img-src data: cid:')
+  const frameRefusal = (text: string) =>
+    scriptRefused(text) ||
+    handlerRefused(text) ||
+    text.includes('violates the following Content Security Policy directive: "img-src data: cid:')
   expect(consoleErrors.filter((text) => !frameRefusal(text) && !text.startsWith('Failed to load resource'))).toEqual([])
   await context.close()
 })

@@ -114,7 +114,10 @@ export default {
   async email(message: InboundEmail, env: Env): Promise<void> {
     // Loaded here, so the module also imports outside the Workers runtime (tests).
     const { connect } = await import('cloudflare:sockets' as string)
-    await deliver(message, connect({ hostname: env.PIGEONHOLE_SMTP_HOST, port: Number(env.PIGEONHOLE_SMTP_PORT ?? 2525) }))
+    await deliver(
+      message,
+      connect({ hostname: env.PIGEONHOLE_SMTP_HOST, port: Number(env.PIGEONHOLE_SMTP_PORT ?? 2525) }),
+    )
   },
 }
 

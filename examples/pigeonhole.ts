@@ -41,7 +41,15 @@ export interface Message {
   text: string | null
   html: string | null
   headers: Array<[string, string]>
-  attachments: Array<{ id: string; filename: string; content_type: string; size_bytes: number; disposition: 'attachment' | 'inline'; content_id: string | null; download_url: string }>
+  attachments: Array<{
+    id: string
+    filename: string
+    content_type: string
+    size_bytes: number
+    disposition: 'attachment' | 'inline'
+    content_id: string | null
+    download_url: string
+  }>
 }
 
 export interface Usage {
@@ -103,7 +111,10 @@ const FREE_INBOX_BURST = 10
 
 export class Pigeonhole {
   constructor(private readonly options: { url: string; key: string }) {
-    if (!options.key) throw new Error("PIGEONHOLE_KEY is empty: set it to an API key (bun src/cli.ts keys create <org-id>, or the console's Keys page)")
+    if (!options.key)
+      throw new Error(
+        "PIGEONHOLE_KEY is empty: set it to an API key (bun src/cli.ts keys create <org-id>, or the console's Keys page)",
+      )
   }
 
   /** A client for PIGEONHOLE_URL (default http://localhost:3000) with PIGEONHOLE_KEY. */
@@ -143,7 +154,8 @@ export class Pigeonhole {
         return
       } catch (error) {
         if (sentAgain && error instanceof PigeonholeError && error.code === 'inbox_not_found') return
-        if (!(error instanceof PigeonholeError) || error.code !== 'rate_limit_exceeded' || Date.now() >= giveUpAt) throw error
+        if (!(error instanceof PigeonholeError) || error.code !== 'rate_limit_exceeded' || Date.now() >= giveUpAt)
+          throw error
         await sleep(Math.min(Math.max(error.retryAfterSeconds ?? 1, 1) * 1000, Math.max(giveUpAt - Date.now(), 0)))
       }
     }
@@ -168,9 +180,14 @@ export class Pigeonhole {
       if (page) return page.data[0]!
       if (Date.now() >= deadline - 1000) break
     }
-    const what = [options.subject && `subject containing "${options.subject}"`, options.sender && `from ${options.sender}`].filter(Boolean).join(' and ') || 'any message'
+    const what =
+      [options.subject && `subject containing "${options.subject}"`, options.sender && `from ${options.sender}`]
+        .filter(Boolean)
+        .join(' and ') || 'any message'
     const hint = await this.refusalHint(inbox)
-    throw new Error(`No mail with ${what} arrived at ${inbox.address} within ${Math.round(timeout / 1000)} s. ${hint ?? 'Did the application send it to this address, over SMTP to this Pigeonhole?'}`)
+    throw new Error(
+      `No mail with ${what} arrived at ${inbox.address} within ${Math.round(timeout / 1000)} s. ${hint ?? 'Did the application send it to this address, over SMTP to this Pigeonhole?'}`,
+    )
   }
 
   /** When a wait found nothing: a limit that likely refused the mail, from getUsage and the inbox's recent mail, or null. */
@@ -182,7 +199,10 @@ export class Pigeonhole {
         return `The organisation's monthly email quota is used up (${usage.emails.received} of ${usage.emails.limit}): Pigeonhole refuses further mail with "550 Monthly recipient quota exceeded" until ${usage.period.ends_at}. The README's Troubleshooting says how to lift it; ${viewer}.`
       }
       const fiveMinutesAgo = new Date(Date.now() - 5 * 60_000).toISOString()
-      const recent = await this.call<{ data: Message[] }>('GET', `/v1/inboxes/${inbox.id}/messages?limit=100&received_after=${encodeURIComponent(fiveMinutesAgo)}`)
+      const recent = await this.call<{ data: Message[] }>(
+        'GET',
+        `/v1/inboxes/${inbox.id}/messages?limit=100&received_after=${encodeURIComponent(fiveMinutesAgo)}`,
+      )
       const count = recent?.data.length ?? 0
       if (count >= FREE_INBOX_BURST) {
         return `This inbox received ${count} messages in the last five minutes: past the inbox's burst limit (10 on the free plan) mail is refused with "450 Inbox receive rate exceeded". Use a new inbox per test; ${viewer}.`
@@ -194,7 +214,11 @@ export class Pigeonhole {
   }
 
   /** Waits for the first message received after `previous` (received_after is inclusive, hence the extra millisecond). */
-  waitForNextMessage(inbox: Inbox, previous: Message, options: Omit<WaitOptions, 'receivedAfter'> = {}): Promise<Message> {
+  waitForNextMessage(
+    inbox: Inbox,
+    previous: Message,
+    options: Omit<WaitOptions, 'receivedAfter'> = {},
+  ): Promise<Message> {
     return this.waitForMessage(inbox, { ...options, receivedAfter: new Date(Date.parse(previous.received_at) + 1) })
   }
 
@@ -228,7 +252,9 @@ export class Pigeonhole {
       } catch (error) {
         // fetch rejects only when no HTTP answer came: refused, reset, closed mid-answer.
         if (Date.now() + 250 >= reconnectUntil)
-          throw new Error(`${method} ${path}: no answer from ${this.options.url} (${error instanceof Error ? error.message : error}). Is Pigeonhole running there?`)
+          throw new Error(
+            `${method} ${path}: no answer from ${this.options.url} (${error instanceof Error ? error.message : error}). Is Pigeonhole running there?`,
+          )
         await sleep(Math.min(250 * 2 ** attempt, 2_000, reconnectUntil - Date.now()))
         options.onSendAgain?.()
       }
@@ -259,10 +285,14 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** The first link in the message (HTML first, then text), optionally the first one matching `pattern`. */
 export function extractLink(message: Message, pattern?: RegExp): string {
-  const hrefs = [...(message.html ?? '').matchAll(/href\s*=\s*["']([^"']+)["']/gi)].map((m) => m[1]!.replaceAll('&amp;', '&'))
+  const hrefs = [...(message.html ?? '').matchAll(/href\s*=\s*["']([^"']+)["']/gi)].map((m) =>
+    m[1]!.replaceAll('&amp;', '&'),
+  )
   // A sentence's closing punctuation is not part of the link.
   const bare = [...(message.text ?? '').matchAll(/https?:\/\/[^\s<>"')]*[^\s<>"').,;:!?]/g)].map((m) => m[0])
-  const link = [...hrefs, ...bare].find((candidate) => /^https?:\/\//.test(candidate) && (!pattern || pattern.test(candidate)))
+  const link = [...hrefs, ...bare].find(
+    (candidate) => /^https?:\/\//.test(candidate) && (!pattern || pattern.test(candidate)),
+  )
   if (!link) throw new Error(`No link${pattern ? ` matching ${pattern}` : ''} in "${message.subject}"`)
   return link
 }

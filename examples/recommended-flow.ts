@@ -17,7 +17,8 @@ try {
 
   // 1. Is there room this month?
   const usage = await pigeonhole.getUsage()
-  if (usage.emails.remaining < 1) throw new Error('The monthly email quota is used up (see the README, Troubleshooting).')
+  if (usage.emails.remaining < 1)
+    throw new Error('The monthly email quota is used up (see the README, Troubleshooting).')
 
   // 2. A fresh inbox for this test.
   const inbox = await pigeonhole.createInbox()

@@ -73,5 +73,7 @@ try {
   rmSync(dir, { recursive: true, force: true })
   userProject.cleanup()
 }
-console.log(failed === 0 ? `examples: all ${examples.length} passed` : `examples: ${failed} of ${examples.length} FAILED`)
+console.log(
+  failed === 0 ? `examples: all ${examples.length} passed` : `examples: ${failed} of ${examples.length} FAILED`,
+)
 process.exit(failed === 0 ? 0 : 1)

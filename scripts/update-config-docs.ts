@@ -5,5 +5,8 @@ import { configTable } from '../src/config.ts'
 
 const path = join(import.meta.dir, '..', 'docs', 'configuration.md')
 const page = readFileSync(path, 'utf8')
-const updated = page.replace(/(<!-- config-table:start -->\n)[\s\S]*?(<!-- config-table:end -->)/, `$1${configTable()}\n$2`)
+const updated = page.replace(
+  /(<!-- config-table:start -->\n)[\s\S]*?(<!-- config-table:end -->)/,
+  `$1${configTable()}\n$2`,
+)
 writeFileSync(path, updated)

@@ -64,7 +64,9 @@ if (url) {
   const seconds = (performance.now() - started) / 1000
   const cpu = child.resourceUsage()?.cpuTime
   const cpuSeconds = cpu ? Number(cpu.user + cpu.system) / 1e6 : Number.NaN
-  log(`db copy exited ${code} after ${seconds.toFixed(1)} s wall, ${cpuSeconds.toFixed(1)} s CPU of the CLI; ${(made.databaseBytes / 1e6 / seconds).toFixed(1)} MB/s of SQLite file`)
+  log(
+    `db copy exited ${code} after ${seconds.toFixed(1)} s wall, ${cpuSeconds.toFixed(1)} s CPU of the CLI; ${(made.databaseBytes / 1e6 / seconds).toFixed(1)} MB/s of SQLite file`,
+  )
   if (code !== 0) process.exit(code)
   const original = await readThroughApi(made, '')
   const copy = await readThroughApi(made, url)

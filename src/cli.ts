@@ -24,7 +24,15 @@ import { resolve } from 'node:path'
 import { systemClock } from './clock.ts'
 import { configTable, loadConfigOrExit, postgresUrlProblem } from './config.ts'
 import { canaryCommand } from './cli/canary-command.ts'
-import { createKeyCommand, createOrg, orgLimitsCommand, printSetupLink, resetPasswordCommand, revokeKeyCommand, signOutCommand } from './cli/console-commands.ts'
+import {
+  createKeyCommand,
+  createOrg,
+  orgLimitsCommand,
+  printSetupLink,
+  resetPasswordCommand,
+  revokeKeyCommand,
+  signOutCommand,
+} from './cli/console-commands.ts'
 import { listOrganizationKeys } from './core/api-keys/keys.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
 import { dialectOf, openBackend } from './app/backend.ts'
@@ -74,7 +82,11 @@ const config = loadConfigOrExit()
 const postgresMode = dialectOf(config) === 'postgres' && group !== 'db'
 const databaseFile = resolve(config.databasePath)
 if (!postgresMode && !existsSync(databaseFile) && !allowCreate) {
-  fail(`No database at ${databaseFile}.\n` + "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " + 'To start a new, empty database there, add --create.')
+  fail(
+    `No database at ${databaseFile}.\n` +
+      "Run the CLI from the folder where the server runs, or set DATABASE_PATH to the server's file. " +
+      'To start a new, empty database there, add --create.',
+  )
 }
 console.error(`database: ${postgresMode ? describePostgresUrl(config.databaseUrl) : databaseFile}`)
 if (group === 'db') {
@@ -92,7 +104,9 @@ if (group === 'db') {
     console.error(summaryLine(report))
     console.log('table\trows\tsha256')
     for (const table of report.tables) console.log(`${table.table}\t${table.rows}\t${table.sha256}`)
-    console.log(`copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} rows into ${describePostgresUrl(url)}`)
+    console.log(
+      `copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} rows into ${describePostgresUrl(url)}`,
+    )
   } catch (error) {
     if (error instanceof CopyRefused) fail(error.message)
     throw error
@@ -137,7 +151,12 @@ try {
     }
     case 'keys list':
       if (!arg) fail(USAGE, 64)
-      table(await listOrganizationKeys(cli, { organizationId: arg }), ['publicId', 'createdAt', 'lastUsedAt', 'revokedAt'])
+      table(await listOrganizationKeys(cli, { organizationId: arg }), [
+        'publicId',
+        'createdAt',
+        'lastUsedAt',
+        'revokedAt',
+      ])
       break
     case 'keys revoke':
       if (!arg) fail(USAGE, 64)

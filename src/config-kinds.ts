@@ -3,10 +3,18 @@
  * default, and the error that names the variable. The list of settings is src/config.ts.
  */
 
-type Kind = { type: 'int'; min: number; max: number } | { type: 'string'; pattern?: RegExp; hint?: string } | { type: 'url' } | { type: 'enum'; values: readonly string[] }
+type Kind =
+  | { type: 'int'; min: number; max: number }
+  | { type: 'string'; pattern?: RegExp; hint?: string }
+  | { type: 'url' }
+  | { type: 'enum'; values: readonly string[] }
 
 /** The TypeScript type a kind parses to. */
-export type ValueOf<K extends Kind> = K extends { type: 'int' } ? number : K extends { type: 'enum'; values: readonly (infer V)[] } ? V : string
+export type ValueOf<K extends Kind> = K extends { type: 'int' }
+  ? number
+  : K extends { type: 'enum'; values: readonly (infer V)[] }
+    ? V
+    : string
 
 /** A default computed from settings parsed before it, with the text the configuration table shows. */
 interface DerivedDefault {
@@ -40,11 +48,13 @@ function parseValue(setting: Setting, raw: string): unknown {
     case 'int': {
       if (!/^[0-9]+$/.test(raw)) throw new ConfigError(setting.env, `expected an integer, got "${raw}"`)
       const value = Number(raw)
-      if (value < kind.min || value > kind.max) throw new ConfigError(setting.env, `must be between ${kind.min} and ${kind.max}, got ${raw}`)
+      if (value < kind.min || value > kind.max)
+        throw new ConfigError(setting.env, `must be between ${kind.min} and ${kind.max}, got ${raw}`)
       return value
     }
     case 'enum':
-      if (!kind.values.includes(raw)) throw new ConfigError(setting.env, `must be one of ${kind.values.join(', ')}, got "${raw}"`)
+      if (!kind.values.includes(raw))
+        throw new ConfigError(setting.env, `must be one of ${kind.values.join(', ')}, got "${raw}"`)
       return raw
     case 'url': {
       let url: URL
@@ -53,22 +63,32 @@ function parseValue(setting: Setting, raw: string): unknown {
       } catch {
         throw new ConfigError(setting.env, `expected an http(s) URL, got "${raw}"`)
       }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ConfigError(setting.env, `expected an http(s) URL, got "${raw}"`)
+      if (url.protocol !== 'http:' && url.protocol !== 'https:')
+        throw new ConfigError(setting.env, `expected an http(s) URL, got "${raw}"`)
       return raw.replace(/\/+$/, '')
     }
     case 'string':
-      if (kind.pattern && !kind.pattern.test(raw)) throw new ConfigError(setting.env, `expected ${kind.hint ?? kind.pattern}, got "${raw}"`)
+      if (kind.pattern && !kind.pattern.test(raw))
+        throw new ConfigError(setting.env, `expected ${kind.hint ?? kind.pattern}, got "${raw}"`)
       return raw
   }
 }
 
 /** Parses every setting from `env` (unset or empty: its default), split into the top level and the `limits` group. */
-export function parseSettings(settings: readonly Setting[], env: Record<string, string | undefined>): Record<'top' | 'limits', Record<string, unknown>> {
+export function parseSettings(
+  settings: readonly Setting[],
+  env: Record<string, string | undefined>,
+): Record<'top' | 'limits', Record<string, unknown>> {
   const parsed: Record<string, unknown> = {}
   const groups: Record<'top' | 'limits', Record<string, unknown>> = { top: {}, limits: {} }
   for (const setting of settings) {
     const given = env[setting.env]
-    const raw = given !== undefined && given !== '' ? given : typeof setting.default === 'string' ? setting.default : setting.default.from(parsed)
+    const raw =
+      given !== undefined && given !== ''
+        ? given
+        : typeof setting.default === 'string'
+          ? setting.default
+          : setting.default.from(parsed)
     parsed[setting.key] = parseValue(setting, raw)
     groups[setting.group ?? 'top'][setting.key] = parsed[setting.key]
   }

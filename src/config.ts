@@ -5,7 +5,14 @@
  * printed from it (`bun run docs:config`), so none of them can drift apart.
  */
 import { parseAllowList } from './core/messages/allow-list.ts'
-import { ConfigError, exitOnConfigError, parseSettings, type Setting, settingsTable, type ValueOf } from './config-kinds.ts'
+import {
+  ConfigError,
+  exitOnConfigError,
+  parseSettings,
+  type Setting,
+  settingsTable,
+  type ValueOf,
+} from './config-kinds.ts'
 import { TrustedNetworks } from './core/common/trusted-networks.ts'
 
 /** A URL that selects PostgreSQL: what DATABASE_URL and `cli db copy --to` accept. */
@@ -24,7 +31,8 @@ export function postgresUrlProblem(value: string): string | null {
   const place = rest.slice(at + 1)
   if (/[/?#]/.test(credentials)) return "percent-encode '/', '?' and '#' in the user name and password (%2F, %3F, %23)"
   if (/%(?![0-9a-fA-F]{2})/.test(credentials)) return "percent-encode '%' in the user name and password as %25"
-  if (place === '' || /^[/?]/.test(place) || /\s/.test(place)) return 'expected a host (and no spaces) after the user name and password'
+  if (place === '' || /^[/?]/.test(place) || /\s/.test(place))
+    return 'expected a host (and no spaces) after the user name and password'
   if (!URL.canParse(value)) return 'the URL cannot be read'
   return null
 }
@@ -39,14 +47,27 @@ const positive = (max = 1_000_000_000) => ({ type: 'int', min: 1, max }) as cons
 
 export const SETTINGS = [
   { env: 'PORT', key: 'port', kind: port, default: '3000', description: 'HTTP port (0 asks the OS for a free one).' },
-  { env: 'SMTP_PORT', key: 'smtpPort', kind: port, default: '2525', description: 'SMTP port. Fly maps public port 25 to it.' },
-  { env: 'HOST', key: 'host', kind: { type: 'string' }, default: '0.0.0.0', description: 'Bind address for both listeners.' },
+  {
+    env: 'SMTP_PORT',
+    key: 'smtpPort',
+    kind: port,
+    default: '2525',
+    description: 'SMTP port. Fly maps public port 25 to it.',
+  },
+  {
+    env: 'HOST',
+    key: 'host',
+    kind: { type: 'string' },
+    default: '0.0.0.0',
+    description: 'Bind address for both listeners.',
+  },
   {
     env: 'DATABASE_PATH',
     key: 'databasePath',
     kind: { type: 'string' },
     default: './data/pigeonhole.db',
-    description: 'SQLite file; its folder is created. With DATABASE_URL set, only the spool of mail being parsed lives in this folder.',
+    description:
+      'SQLite file; its folder is created. With DATABASE_URL set, only the spool of mail being parsed lives in this folder.',
   },
   {
     env: 'DATABASE_URL',
@@ -61,7 +82,8 @@ export const SETTINGS = [
     key: 'databasePoolSize',
     kind: positive(200),
     default: '10',
-    description: "PostgreSQL mode: connections this machine's pool opens at most (plus one for LISTEN). Keep the sum over machines under the server's `max_connections`.",
+    description:
+      "PostgreSQL mode: connections this machine's pool opens at most (plus one for LISTEN). Keep the sum over machines under the server's `max_connections`.",
   },
   {
     env: 'DATABASE_STATEMENT_TIMEOUT_MS',
@@ -85,9 +107,16 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/i, hint: 'a bare domain name' },
     default: 'pigeonhole.test',
     // A reserved .test name (RFC 2606): never a real domain, yet email validators accept it (most refuse @localhost).
-    description: 'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
+    description:
+      'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
   },
-  { env: 'BASE_URL', key: 'baseUrl', kind: { type: 'url' }, default: { from: (c) => `http://localhost:${c.port}`, shown: 'http://localhost:PORT' }, description: 'Public URL of the API.' },
+  {
+    env: 'BASE_URL',
+    key: 'baseUrl',
+    kind: { type: 'url' },
+    default: { from: (c) => `http://localhost:${c.port}`, shown: 'http://localhost:PORT' },
+    description: 'Public URL of the API.',
+  },
   {
     env: 'HSTS_MAX_AGE_SECONDS',
     key: 'hstsMaxAgeSeconds',
@@ -96,7 +125,13 @@ export const SETTINGS = [
     description:
       'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and console response (one year by default; no `includeSubDomains`, no `preload`; docs/operations.md says why). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
   },
-  { env: 'FILES_URL', key: 'filesUrl', kind: { type: 'url' }, default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' }, description: 'Public URL used in attachment `download_url`s.' },
+  {
+    env: 'FILES_URL',
+    key: 'filesUrl',
+    kind: { type: 'url' },
+    default: { from: (c) => String(c.baseUrl), shown: 'BASE_URL' },
+    description: 'Public URL used in attachment `download_url`s.',
+  },
   {
     env: 'EMAIL_ROUTING',
     key: 'emailRouting',
@@ -104,15 +139,34 @@ export const SETTINGS = [
     default: 'none',
     description: 'Routing provider: `none` (this SMTP listener is the MX) or `cloudflare`.',
   },
-  { env: 'CLOUDFLARE_API_TOKEN', key: 'cloudflareApiToken', kind: { type: 'string' }, default: '', description: 'API token with Email Routing rules edit permission (for `cloudflare`).' },
-  { env: 'CLOUDFLARE_ZONE_ID', key: 'cloudflareZoneId', kind: { type: 'string' }, default: '', description: 'Zone id of `RECEIVING_DOMAIN` (for `cloudflare`).' },
-  { env: 'CLOUDFLARE_API_BASE', key: 'cloudflareApiBase', kind: { type: 'url' }, default: 'https://api.cloudflare.com/client/v4', description: 'Cloudflare API base; tests point it at a local fake.' },
+  {
+    env: 'CLOUDFLARE_API_TOKEN',
+    key: 'cloudflareApiToken',
+    kind: { type: 'string' },
+    default: '',
+    description: 'API token with Email Routing rules edit permission (for `cloudflare`).',
+  },
+  {
+    env: 'CLOUDFLARE_ZONE_ID',
+    key: 'cloudflareZoneId',
+    kind: { type: 'string' },
+    default: '',
+    description: 'Zone id of `RECEIVING_DOMAIN` (for `cloudflare`).',
+  },
+  {
+    env: 'CLOUDFLARE_API_BASE',
+    key: 'cloudflareApiBase',
+    kind: { type: 'url' },
+    default: 'https://api.cloudflare.com/client/v4',
+    description: 'Cloudflare API base; tests point it at a local fake.',
+  },
   {
     env: 'CLOUDFLARE_RULE_ACTION',
     key: 'cloudflareRuleAction',
     kind: { type: 'enum', values: ['worker', 'forward'] },
     default: 'worker',
-    description: 'Action of each inbox rule: `worker` hands the mail to an Email Worker (which relays it to this SMTP listener), `forward` sends it to a verified destination address.',
+    description:
+      'Action of each inbox rule: `worker` hands the mail to an Email Worker (which relays it to this SMTP listener), `forward` sends it to a verified destination address.',
   },
   {
     env: 'CLOUDFLARE_RULE_DESTINATION',
@@ -133,14 +187,22 @@ export const SETTINGS = [
   {
     env: 'CORS_CONSOLE_ORIGIN',
     key: 'corsConsoleOrigin',
-    kind: { type: 'string', pattern: /^(https?:\/\/[^/*\s]+)?$/, hint: 'an origin such as https://console.example.com' },
+    kind: {
+      type: 'string',
+      pattern: /^(https?:\/\/[^/*\s]+)?$/,
+      hint: 'an origin such as https://console.example.com',
+    },
     default: '',
     description: 'Origin of the web console allowed by CORS (empty: none).',
   },
   {
     env: 'CORS_WILDCARD_ORIGIN',
     key: 'corsWildcardOrigin',
-    kind: { type: 'string', pattern: /^(https?:\/\/\*\.[^/*\s]+)?$/, hint: 'an origin pattern such as https://*.preview.example.com' },
+    kind: {
+      type: 'string',
+      pattern: /^(https?:\/\/\*\.[^/*\s]+)?$/,
+      hint: 'an origin pattern such as https://*.preview.example.com',
+    },
     default: '',
     description: 'One wildcard host family allowed by CORS (empty: none).',
   },
@@ -149,7 +211,8 @@ export const SETTINGS = [
     key: 'httpBodyTimeoutMs',
     kind: { type: 'int', min: 100, max: 120_000 },
     default: '10000',
-    description: 'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.',
+    description:
+      'Time allowed to receive a request body, in all (not per byte); a slower one gets `408 request_timeout`.',
   },
   {
     env: 'HTTP_IDLE_TIMEOUT_SECONDS',
@@ -178,7 +241,11 @@ export const SETTINGS = [
     env: 'CONSOLE_LINK_CHECK_ALLOW',
     key: 'consoleLinkCheckAllow',
     // Checked entry by entry by core/messages/allow-list.ts at start-up (config's own check is the shape).
-    kind: { type: 'string', pattern: /^[^\s]*$/, hint: 'entries such as localhost:3000,10.0.0.0/8,[::1]:*,*.staging.internal, without spaces' },
+    kind: {
+      type: 'string',
+      pattern: /^[^\s]*$/,
+      hint: 'entries such as localhost:3000,10.0.0.0/8,[::1]:*,*.staging.internal, without spaces',
+    },
     default: '',
     description:
       'What the link check may reach beyond public addresses, comma-separated: host names (`localhost`, `*.staging.internal`), IPv4 ranges (`127.0.0.0/8`), IPv6 ranges in brackets (`[::1]`), each optionally with ports (`:3000`, `:3000-3999`, `:*`; without, 80, 443, 8080 and 8443). Empty: nothing beyond the public internet.',
@@ -225,14 +292,21 @@ export const SETTINGS = [
     description:
       "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is one private IPv4 network; `fly.toml` sets the three private IPv4 networks, since Fly's proxy connects over a private IPv4 address. A PROXY line refused from a peer outside them is counted, warned about and fails `/ready` when no line is accepted (docs/operations.md). `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
   },
-  { env: 'LOG_LEVEL', key: 'logLevel', kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] }, default: 'info', description: 'Lowest level written to stdout as JSON lines.' },
+  {
+    env: 'LOG_LEVEL',
+    key: 'logLevel',
+    kind: { type: 'enum', values: ['debug', 'info', 'warn', 'error', 'silent'] },
+    default: 'info',
+    description: 'Lowest level written to stdout as JSON lines.',
+  },
   {
     env: 'LIMIT_ACTIVE_INBOXES',
     key: 'activeInboxes',
     group: 'limits',
     kind: positive(),
     default: '11',
-    description: 'Active inboxes per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Active inboxes per organisation; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_MONTHLY_EMAILS',
@@ -240,7 +314,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '33',
-    description: 'Inbound emails per organisation per UTC month; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Inbound emails per organisation per UTC month; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_REQUESTS_PER_KEY',
@@ -248,7 +323,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '120',
-    description: 'HTTP requests per key per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'HTTP requests per key per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_REQUESTS_PER_ORG',
@@ -256,7 +332,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '600',
-    description: 'HTTP requests per organisation per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'HTTP requests per organisation per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_LONG_POLLS_PER_KEY',
@@ -264,7 +341,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '10',
-    description: 'Concurrent long polls per key; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Concurrent long polls per key; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_LONG_POLLS_PER_ORG',
@@ -272,7 +350,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '30',
-    description: 'Concurrent long polls per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Concurrent long polls per organisation; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_INBOX_BURST',
@@ -280,7 +359,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '10',
-    description: 'Messages per inbox per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Messages per inbox per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_ORG_BURST',
@@ -288,9 +368,17 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(),
     default: '25',
-    description: 'Messages per organisation per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+    description:
+      'Messages per organisation per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
   },
-  { env: 'LIMIT_MESSAGE_BYTES', key: 'messageBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Raw message size (advertised as SMTP SIZE and enforced).' },
+  {
+    env: 'LIMIT_MESSAGE_BYTES',
+    key: 'messageBytes',
+    group: 'limits',
+    kind: positive(),
+    default: String(10 * MiB),
+    description: 'Raw message size (advertised as SMTP SIZE and enforced).',
+  },
   {
     env: 'LIMIT_MESSAGE_LINES',
     key: 'messageLines',
@@ -318,20 +406,70 @@ export const SETTINGS = [
     description:
       'Header bytes per message, all MIME parts together (not a spec limit: the parser holds about 100 times the header bytes in memory, so 1.75 MB of `To:` cost 174 MiB; real mail has a few KiB). Over it: `554`.',
   },
-  { env: 'LIMIT_ATTACHMENTS', key: 'attachments', group: 'limits', kind: positive(10_000), default: '25', description: 'Attachments per message.' },
-  { env: 'LIMIT_ATTACHMENT_BYTES', key: 'attachmentBytes', group: 'limits', kind: positive(), default: String(5 * MiB), description: 'Decoded size of one attachment.' },
-  { env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES', key: 'attachmentsTotalBytes', group: 'limits', kind: positive(), default: String(10 * MiB), description: 'Decoded size of all attachments of one message.' },
-  { env: 'LIMIT_BODY_BYTES', key: 'bodyBytes', group: 'limits', kind: positive(), default: String(1 * MiB), description: 'Text body and HTML body, each (UTF-8 bytes).' },
-  { env: 'RETENTION_DAYS', key: 'retentionDays', group: 'limits', kind: positive(3650), default: '30', description: 'Days a message is kept (`expires_at`).' },
-  { env: 'IDEMPOTENCY_HOURS', key: 'idempotencyHours', group: 'limits', kind: positive(24 * 365), default: '24', description: 'Hours an `Idempotency-Key` is remembered.' },
+  {
+    env: 'LIMIT_ATTACHMENTS',
+    key: 'attachments',
+    group: 'limits',
+    kind: positive(10_000),
+    default: '25',
+    description: 'Attachments per message.',
+  },
+  {
+    env: 'LIMIT_ATTACHMENT_BYTES',
+    key: 'attachmentBytes',
+    group: 'limits',
+    kind: positive(),
+    default: String(5 * MiB),
+    description: 'Decoded size of one attachment.',
+  },
+  {
+    env: 'LIMIT_ATTACHMENTS_TOTAL_BYTES',
+    key: 'attachmentsTotalBytes',
+    group: 'limits',
+    kind: positive(),
+    default: String(10 * MiB),
+    description: 'Decoded size of all attachments of one message.',
+  },
+  {
+    env: 'LIMIT_BODY_BYTES',
+    key: 'bodyBytes',
+    group: 'limits',
+    kind: positive(),
+    default: String(1 * MiB),
+    description: 'Text body and HTML body, each (UTF-8 bytes).',
+  },
+  {
+    env: 'RETENTION_DAYS',
+    key: 'retentionDays',
+    group: 'limits',
+    kind: positive(3650),
+    default: '30',
+    description: 'Days a message is kept (`expires_at`).',
+  },
+  {
+    env: 'IDEMPOTENCY_HOURS',
+    key: 'idempotencyHours',
+    group: 'limits',
+    kind: positive(24 * 365),
+    default: '24',
+    description: 'Hours an `Idempotency-Key` is remembered.',
+  },
   {
     env: 'PARSE_TIMEOUT_MS',
     key: 'parseTimeoutMs',
     kind: { type: 'int', min: 10, max: 600_000 },
     default: '5000',
-    description: 'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
+    description:
+      'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
   },
-  { env: 'SMTP_MAX_CLIENTS', key: 'smtpMaxClients', group: 'limits', kind: positive(100_000), default: '200', description: 'Concurrent SMTP connections; more get 421.' },
+  {
+    env: 'SMTP_MAX_CLIENTS',
+    key: 'smtpMaxClients',
+    group: 'limits',
+    kind: positive(100_000),
+    default: '200',
+    description: 'Concurrent SMTP connections; more get 421.',
+  },
   // The SMTP guards (docs/internals/smtp-guards.md): one client address, one slow client or one flood of
   // DATA must not hold the listener or the memory of the machine.
   {
@@ -340,7 +478,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: positive(100_000),
     default: '20',
-    description: 'Concurrent SMTP connections from one client address (IPv6: one /64); more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.',
+    description:
+      'Concurrent SMTP connections from one client address (IPv6: one /64); more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.',
   },
   {
     env: 'SMTP_DATA_MEMORY_BYTES',
@@ -365,7 +504,8 @@ export const SETTINGS = [
     group: 'limits',
     kind: { type: 'int', min: 50, max: 3_600_000 },
     default: '60000',
-    description: "Time for the client's next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.",
+    description:
+      "Time for the client's next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.",
   },
   {
     env: 'SMTP_DATA_TIMEOUT_MS',
@@ -403,7 +543,11 @@ export const SETTINGS = [
   {
     env: 'DISK_MIN_FREE',
     key: 'diskMinFree',
-    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%' },
+    kind: {
+      type: 'string',
+      pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/,
+      hint: 'bytes such as 64MiB, or a percentage of the volume such as 5%',
+    },
     default: '64MiB',
     description:
       "Free-space guard: below this much free space on the database volume (or room left under SQLite's max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.",
@@ -416,7 +560,13 @@ export const SETTINGS = [
     description:
       'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.',
   },
-  { env: 'SMTP_TLS_KEY_FILE', key: 'smtpTlsKeyFile', kind: { type: 'string' }, default: '', description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).' },
+  {
+    env: 'SMTP_TLS_KEY_FILE',
+    key: 'smtpTlsKeyFile',
+    kind: { type: 'string' },
+    default: '',
+    description: 'PEM private key of `SMTP_TLS_CERT_FILE` (both or neither).',
+  },
   {
     env: 'SMTP_REQUIRE_TLS',
     key: 'smtpRequireTls',
@@ -429,19 +579,25 @@ export const SETTINGS = [
     key: 'metricsToken',
     kind: { type: 'string' },
     default: '',
-    description: 'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.',
+    description:
+      'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.',
   },
   {
     env: 'METRICS_PORT',
     key: 'metricsPort',
     kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' },
     default: '',
-    description: "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
+    description:
+      "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
   },
   {
     env: 'METRICS_HOST',
     key: 'metricsHost',
-    kind: { type: 'string', pattern: /^[A-Za-z0-9.:_-]+$/, hint: 'an address or host name such as 127.0.0.1 or 0.0.0.0' },
+    kind: {
+      type: 'string',
+      pattern: /^[A-Za-z0-9.:_-]+$/,
+      hint: 'an address or host name such as 127.0.0.1 or 0.0.0.0',
+    },
     // Not HOST: the API listens on every interface by default, and a listener without a token must not.
     default: '127.0.0.1',
     description:
@@ -461,14 +617,16 @@ export const SETTINGS = [
     key: 'litestreamReplicaPath',
     kind: { type: 'string' },
     default: '',
-    description: 'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).',
+    description:
+      'For `file`: the replica folder (required). For `s3`: the key prefix inside the bucket (empty: `pigeonhole`).',
   },
   {
     env: 'LITESTREAM_BIN',
     key: 'litestreamBin',
     kind: { type: 'string' },
     default: '',
-    description: 'Litestream 0.3 binary (empty: the one bundled by `@flydotio/litestream-linux-x64`, else `litestream` on PATH).',
+    description:
+      'Litestream 0.3 binary (empty: the one bundled by `@flydotio/litestream-linux-x64`, else `litestream` on PATH).',
   },
   {
     env: 'LITESTREAM_METRICS_PORT',
@@ -483,12 +641,17 @@ export const SETTINGS = [
     key: 'replicationMaxLagSeconds',
     kind: { type: 'int', min: 1, max: 86_400 },
     default: '60',
-    description: '`/ready` fails (check `replication`) and a `replication_lagging` warning is logged while the oldest write not yet in the replica is older than this. Only with a replica.',
+    description:
+      '`/ready` fails (check `replication`) and a `replication_lagging` warning is logged while the oldest write not yet in the replica is older than this. Only with a replica.',
   },
   {
     env: 'LITESTREAM_LOCAL_WARN',
     key: 'litestreamLocalWarn',
-    kind: { type: 'string', pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/, hint: 'bytes such as 256MiB, or a percentage of the volume such as 10%' },
+    kind: {
+      type: 'string',
+      pattern: /^([0-9]{1,2}(\.[0-9]+)?%|[0-9]+(B|KiB|MiB|GiB)?)$/,
+      hint: 'bytes such as 256MiB, or a percentage of the volume such as 10%',
+    },
     default: '10%',
     description:
       "A `litestream_local_files_large` warning is logged when Litestream's files beside the database (its shadow WAL, which grows while the replica cannot be reached) pass this size; one `litestream_local_files_normal` line when they shrink below it again. `0` turns the warning off.",
@@ -498,14 +661,16 @@ export const SETTINGS = [
     key: 'serverScript',
     kind: { type: 'string' },
     default: '',
-    description: 'Script the entry (`src/entry.ts`) runs as the server (empty: `src/index.ts`; the Docker image sets the production bundle `dist/server.js` from `bun run build`).',
+    description:
+      'Script the entry (`src/entry.ts`) runs as the server (empty: `src/index.ts`; the Docker image sets the production bundle `dist/server.js` from `bun run build`).',
   },
   {
     env: 'RUN_AS',
     key: 'runAs',
     kind: { type: 'string', pattern: /^([0-9]+:[0-9]+)?$/, hint: 'uid:gid such as 1000:1000' },
     default: '',
-    description: 'When the entry starts as root: hand the database folder to this uid:gid and run Litestream and the server as it (the Docker image sets 1000:1000).',
+    description:
+      'When the entry starts as root: hand the database folder to this uid:gid and run Litestream and the server as it (the Docker image sets 1000:1000).',
   },
 ] as const satisfies readonly Setting[]
 
@@ -520,34 +685,57 @@ export type Config = Values<Exclude<Declared, { group: 'limits' }>> & { readonly
 /** Rules that involve more than one setting. */
 function checkCombinations(config: Config): void {
   if (config.emailRouting === 'cloudflare') {
-    if (!config.cloudflareApiToken) throw new ConfigError('CLOUDFLARE_API_TOKEN', 'required when EMAIL_ROUTING=cloudflare')
+    if (!config.cloudflareApiToken)
+      throw new ConfigError('CLOUDFLARE_API_TOKEN', 'required when EMAIL_ROUTING=cloudflare')
     if (!config.cloudflareZoneId) throw new ConfigError('CLOUDFLARE_ZONE_ID', 'required when EMAIL_ROUTING=cloudflare')
     if (config.cloudflareRuleAction === 'forward' && !/^[^@\s]+@[^@\s]+$/.test(config.cloudflareRuleDestination)) {
-      throw new ConfigError('CLOUDFLARE_RULE_DESTINATION', `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`)
+      throw new ConfigError(
+        'CLOUDFLARE_RULE_DESTINATION',
+        `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`,
+      )
     }
   }
   if (!config.smtpTlsCertFile !== !config.smtpTlsKeyFile) {
-    throw new ConfigError(config.smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE', 'SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE go together')
+    throw new ConfigError(
+      config.smtpTlsCertFile ? 'SMTP_TLS_KEY_FILE' : 'SMTP_TLS_CERT_FILE',
+      'SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE go together',
+    )
   }
   // Checked here rather than by a pattern, whose message would repeat the secret.
-  if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken)) throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
+  if (config.metricsToken && !/^\S{16,}$/.test(config.metricsToken))
+    throw new ConfigError('METRICS_TOKEN', 'must be at least 16 characters without spaces')
   // The pattern allows five digits; past 65535 the listener would throw after the others opened.
-  if (config.metricsPort !== '' && Number(config.metricsPort) > 65535) throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
+  if (config.metricsPort !== '' && Number(config.metricsPort) > 65535)
+    throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
   const untrusted = TrustedNetworks.problem(config.trustedProxies)
   if (untrusted) throw new ConfigError('TRUSTED_PROXIES', untrusted)
   // With no one trusted, either switch would refuse every proxied sender or ignore the header for good: a mistake, not a choice.
   if (TrustedNetworks.parse(config.trustedProxies).empty) {
-    if (config.smtpProxyProtocol === 'on') throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when SMTP_PROXY_PROTOCOL=on (no PROXY line would be believed)')
-    if (config.clientAddressHeader) throw new ConfigError('TRUSTED_PROXIES', 'must name the proxy when CLIENT_ADDRESS_HEADER is set (the header would never be believed)')
+    if (config.smtpProxyProtocol === 'on')
+      throw new ConfigError(
+        'TRUSTED_PROXIES',
+        'must name the proxy when SMTP_PROXY_PROTOCOL=on (no PROXY line would be believed)',
+      )
+    if (config.clientAddressHeader)
+      throw new ConfigError(
+        'TRUSTED_PROXIES',
+        'must name the proxy when CLIENT_ADDRESS_HEADER is set (the header would never be believed)',
+      )
   }
   // The greeting timeout runs from the connect: a held greeting must leave the client time to answer it.
   if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
-    throw new ConfigError('SMTP_GREETING_DELAY_MS', `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`)
+    throw new ConfigError(
+      'SMTP_GREETING_DELAY_MS',
+      `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`,
+    )
   }
   // Bun cuts a silent connection even while its request is still being handled, so the
   // slowest handling (a body arriving; two attempts at Cloudflare and the pause between)
   // must fit in the idle timeout. Bun's coarse check only ever cuts later, never earlier.
-  const slowestMs = Math.max(config.httpBodyTimeoutMs, config.emailRouting === 'cloudflare' ? 2 * config.cloudflareTimeoutMs + 1000 : 0)
+  const slowestMs = Math.max(
+    config.httpBodyTimeoutMs,
+    config.emailRouting === 'cloudflare' ? 2 * config.cloudflareTimeoutMs + 1000 : 0,
+  )
   if (config.httpIdleTimeoutSeconds * 1000 < slowestMs) {
     const floor = Math.ceil(slowestMs / 1000)
     throw new ConfigError(
@@ -557,11 +745,14 @@ function checkCombinations(config: Config): void {
   }
   // Checked here rather than by a pattern, whose message would repeat the password.
   if (config.databaseUrl !== '') {
-    if (!isPostgresUrl(config.databaseUrl)) throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL')
+    if (!isPostgresUrl(config.databaseUrl))
+      throw new ConfigError('DATABASE_URL', 'expected a postgres:// or postgresql:// URL')
     // The provider's backups replace Litestream's; a replica of the unused SQLite file would copy nothing.
-    if (config.litestreamReplica !== 'none') throw new ConfigError('LITESTREAM_REPLICA', 'must be none when DATABASE_URL is set (PostgreSQL keeps the data)')
+    if (config.litestreamReplica !== 'none')
+      throw new ConfigError('LITESTREAM_REPLICA', 'must be none when DATABASE_URL is set (PostgreSQL keeps the data)')
   }
-  if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
+  if (config.litestreamReplica === 'file' && !config.litestreamReplicaPath)
+    throw new ConfigError('LITESTREAM_REPLICA_PATH', 'required when LITESTREAM_REPLICA=file')
   try {
     parseAllowList(config.consoleLinkCheckAllow)
   } catch (error) {
@@ -572,7 +763,11 @@ function checkCombinations(config: Config): void {
 /** Reads the environment (or the given overrides, for tests) into a typed, frozen Config. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
   const { top, limits } = parseSettings(SETTINGS, env)
-  const config = Object.freeze({ ...top, receivingDomain: String(top.receivingDomain).toLowerCase(), limits: Object.freeze(limits) }) as Config
+  const config = Object.freeze({
+    ...top,
+    receivingDomain: String(top.receivingDomain).toLowerCase(),
+    limits: Object.freeze(limits),
+  }) as Config
   checkCombinations(config)
   return config
 }

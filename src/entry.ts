@@ -19,7 +19,10 @@ function fail(message: string, code: number): never {
 
 const config = loadConfigOrExit()
 // Litestream's metrics listener needs a port the server can be told before either starts.
-const metricsPort = config.litestreamReplica === 'none' || config.litestreamMetricsPort > 0 ? config.litestreamMetricsPort : await freeLoopbackPort()
+const metricsPort =
+  config.litestreamReplica === 'none' || config.litestreamMetricsPort > 0
+    ? config.litestreamMetricsPort
+    : await freeLoopbackPort()
 const plan = exitOnConfigError(() => replicationPlan(config, process.env, metricsPort))
 
 const user = prepareFolders(config)

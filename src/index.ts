@@ -10,7 +10,14 @@ let app: Awaited<ReturnType<typeof startApp>>
 try {
   app = await exitOnConfigError(() => startApp({ config: loadConfigOrExit() }))
 } catch (error) {
-  if (!(error instanceof PortInUseError || error instanceof DatabaseInUseError || error instanceof DatabaseUnreachableError)) throw error
+  if (
+    !(
+      error instanceof PortInUseError ||
+      error instanceof DatabaseInUseError ||
+      error instanceof DatabaseUnreachableError
+    )
+  )
+    throw error
   console.error(error.message)
   process.exit(1)
 }

@@ -11,7 +11,10 @@ export interface Logger {
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 99 }
 
-export function createLogger(level: LogLevel, write: (line: string) => void = (line) => process.stdout.write(line + '\n')): Logger {
+export function createLogger(
+  level: LogLevel,
+  write: (line: string) => void = (line) => process.stdout.write(line + '\n'),
+): Logger {
   const emit =
     (at: Exclude<LogLevel, 'silent'>) =>
     (event: string, fields: LogFields = {}) => {
@@ -35,5 +38,7 @@ export const errorFields = (error: unknown): LogFields => {
     const cause = error.cause instanceof Error ? error.cause : null
     return { error: cause?.message ?? 'query failed', error_name: cause?.name ?? 'Error', stack: cause?.stack }
   }
-  return error instanceof Error ? { error: error.message, error_name: error.name, stack: error.stack } : { error: String(error) }
+  return error instanceof Error
+    ? { error: error.message, error_name: error.name, stack: error.stack }
+    : { error: String(error) }
 }

@@ -9,7 +9,10 @@ import type { RunningApp } from './app.ts'
 import { listOrganizations } from './core/organizations/organizations.ts'
 import { describePostgresUrl } from './storage/postgres/client.ts'
 
-const CLI_FIRST_STEPS = ['  bun src/cli.ts orgs create my-team --local', '  bun src/cli.ts keys create <the org id it printed>']
+const CLI_FIRST_STEPS = [
+  '  bun src/cli.ts orgs create my-team --local',
+  '  bun src/cli.ts keys create <the org id it printed>',
+]
 
 async function nextSteps(app: RunningApp): Promise<string[]> {
   if (app.setupUrl) {
@@ -24,9 +27,15 @@ async function nextSteps(app: RunningApp): Promise<string[]> {
     ]
   }
   if ((await listOrganizations(app.services)).length > 0) {
-    return ['Next: make a key for your organisation (ids: bun src/cli.ts orgs list):', '  bun src/cli.ts keys create <org-id>']
+    return [
+      'Next: make a key for your organisation (ids: bun src/cli.ts orgs list):',
+      '  bun src/cli.ts keys create <org-id>',
+    ]
   }
-  return ['Next: in another terminal, create an organisation with limits a test run never meets, then a key:', ...CLI_FIRST_STEPS]
+  return [
+    'Next: in another terminal, create an organisation with limits a test run never meets, then a key:',
+    ...CLI_FIRST_STEPS,
+  ]
 }
 
 export async function startupBanner(app: RunningApp): Promise<string> {

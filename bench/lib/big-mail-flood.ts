@@ -11,7 +11,17 @@
  * folder, not /dev/shm: tmpfs pages are charged to the cgroup that writes them.
  */
 import { randomBytes } from 'node:crypto'
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs'
 import { createConnection, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -30,7 +40,8 @@ export interface MemoryCgroup {
   remove(): void
 }
 
-const readNumber = (file: string, key: string) => Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0)
+const readNumber = (file: string, key: string) =>
+  Number(new RegExp(`^${key} (\\d+)$`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0)
 
 /** A fresh memory cgroup limited to `limitBytes` (no swap), or the reason there cannot be one here. */
 export function memoryCgroup(limitBytes: number): MemoryCgroup | { skip: string } {
@@ -38,7 +49,10 @@ export function memoryCgroup(limitBytes: number): MemoryCgroup | { skip: string 
   const name = `pigeonhole-flood-${process.pid}-${Date.now()}`
   const v2Root = '/sys/fs/cgroup'
   try {
-    if (existsSync(join(v2Root, 'cgroup.controllers')) && readFileSync(join(v2Root, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('memory')) {
+    if (
+      existsSync(join(v2Root, 'cgroup.controllers')) &&
+      readFileSync(join(v2Root, 'cgroup.controllers'), 'utf8').split(/\s+/).includes('memory')
+    ) {
       // A child gets memory.max only if the parent hands the controller down.
       const subtree = join(v2Root, 'cgroup.subtree_control')
       if (!readFileSync(subtree, 'utf8').split(/\s+/).includes('memory')) writeFileSync(subtree, '+memory')
@@ -50,7 +64,8 @@ export function memoryCgroup(limitBytes: number): MemoryCgroup | { skip: string 
         version: 2,
         procsFile: join(dir, 'cgroup.procs'),
         oomKills: () => readNumber(join(dir, 'memory.events'), 'oom_kill'),
-        peakBytes: () => (existsSync(join(dir, 'memory.peak')) ? Number(readFileSync(join(dir, 'memory.peak'), 'utf8')) : null),
+        peakBytes: () =>
+          existsSync(join(dir, 'memory.peak')) ? Number(readFileSync(join(dir, 'memory.peak'), 'utf8')) : null,
         remove: () => rmdirSync(dir),
       }
     }
@@ -59,7 +74,8 @@ export function memoryCgroup(limitBytes: number): MemoryCgroup | { skip: string 
       const dir = join(v1Root, name)
       mkdirSync(dir)
       writeFileSync(join(dir, 'memory.limit_in_bytes'), String(limitBytes))
-      if (existsSync(join(dir, 'memory.memsw.limit_in_bytes'))) writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes))
+      if (existsSync(join(dir, 'memory.memsw.limit_in_bytes')))
+        writeFileSync(join(dir, 'memory.memsw.limit_in_bytes'), String(limitBytes))
       return {
         version: 1,
         procsFile: join(dir, 'cgroup.procs'),
@@ -131,7 +147,8 @@ export function send(port: number, localAddress: string, to: string, body: Buffe
     }
     const writeBody = async () => {
       for (let at = 0; at < body.length; at += 256 * 1024) {
-        if (!socket.write(body.subarray(at, at + 256 * 1024))) await new Promise((drained) => socket.once('drain', drained))
+        if (!socket.write(body.subarray(at, at + 256 * 1024)))
+          await new Promise((drained) => socket.once('drain', drained))
       }
       socket.write('\r\n.\r\n')
     }
@@ -158,7 +175,8 @@ export function send(port: number, localAddress: string, to: string, body: Buffe
   })
 }
 
-const statusKiB = (pid: number, field: string) => Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
+const statusKiB = (pid: number, field: string) =>
+  Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0)
 
 export interface FloodResult {
   senders: number
@@ -200,7 +218,14 @@ export interface FloodResult {
  * Runs the flood against a fresh server started with `entry` (a script path under `root`)
  * inside `cgroup`; `log` hears progress.
  */
-export async function runBigMailFlood(options: { root: string; entry: string; cgroup: MemoryCgroup; senders: number; messageBytes: number; log: (line: string) => void }): Promise<FloodResult> {
+export async function runBigMailFlood(options: {
+  root: string
+  entry: string
+  cgroup: MemoryCgroup
+  senders: number
+  messageBytes: number
+  log: (line: string) => void
+}): Promise<FloodResult> {
   const { root, entry, cgroup, senders, messageBytes, log } = options
   const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-flood-'))
   const databasePath = join(dir, 'pigeonhole.db')
@@ -222,23 +247,43 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
     SMTP_MAX_CLIENTS: String(senders + 20),
   }
   // The shell joins the group first, then becomes the server: nothing runs outside it.
-  const child = spawnChild('pigeonhole (cgroup)', ['sh', '-c', `echo $$ > '${cgroup.procsFile}' && exec "$0" "$@"`, process.execPath, entry], env, root, process.env.FLOOD_LOG_FILE)
+  const child = spawnChild(
+    'pigeonhole (cgroup)',
+    ['sh', '-c', `echo $$ > '${cgroup.procsFile}' && exec "$0" "$@"`, process.execPath, entry],
+    env,
+    root,
+    process.env.FLOOD_LOG_FILE,
+  )
   const base = `http://127.0.0.1:${port}`
   try {
     await waitHttp(child, `${base}/health`)
     await waitTcp(child, smtpPort)
     const cli = (...args: string[]) => {
-      const run = Bun.spawnSync({ cmd: [process.execPath, 'src/cli.ts', ...args], cwd: root, env: { ...process.env, ...env } })
+      const run = Bun.spawnSync({
+        cmd: [process.execPath, 'src/cli.ts', ...args],
+        cwd: root,
+        env: { ...process.env, ...env },
+      })
       if (run.exitCode !== 0) throw new Error(`cli ${args.join(' ')}: ${run.stderr.toString()}`)
       return run.stdout.toString().trim().split('\n').at(-1)!
     }
     const key = cli('keys', 'create', cli('orgs', 'create', 'flood'))
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' }
-    const inbox = ((await (await fetch(`${base}/v1/inboxes`, { method: 'POST', headers, body: '{}' })).json()) as { data: { id: string; address: string } }).data
+    const inbox = (
+      (await (await fetch(`${base}/v1/inboxes`, { method: 'POST', headers, body: '{}' })).json()) as {
+        data: { id: string; address: string }
+      }
+    ).data
     const body = bigMessage(inbox.address, messageBytes, 'flood')
-    const small = Buffer.from(`From: small@example.com\r\nTo: ${inbox.address}\r\nSubject: small during the flood\r\n\r\n${'a sign-up code: 123456\r\n'.repeat(40)}`)
+    const small = Buffer.from(
+      `From: small@example.com\r\nTo: ${inbox.address}\r\nSubject: small during the flood\r\n\r\n${'a sign-up code: 123456\r\n'.repeat(40)}`,
+    )
     const spoolDir = join(dir, 'spool')
-    const spooledBytes = () => readdirSync(spoolDir).reduce((sum, name) => sum + (statSync(join(spoolDir, name), { throwIfNoEntry: false })?.size ?? 0), 0)
+    const spooledBytes = () =>
+      readdirSync(spoolDir).reduce(
+        (sum, name) => sum + (statSync(join(spoolDir, name), { throwIfNoEntry: false })?.size ?? 0),
+        0,
+      )
 
     let peakRss = 0
     let peakParts = { anon: 0, file: 0 }
@@ -269,12 +314,17 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
         await Bun.sleep(50)
       }
     })()
-    log(`${senders} senders of ${(body.length / MiB).toFixed(2)} MiB into a ${cgroup.version === 2 ? 'cgroup v2' : 'cgroup v1'} group`)
+    log(
+      `${senders} senders of ${(body.length / MiB).toFixed(2)} MiB into a ${cgroup.version === 2 ? 'cgroup v2' : 'cgroup v1'} group`,
+    )
     const cpuBefore = { all: cpuMs(child.pid), main: cpuMs(child.pid, true) }
     const started = performance.now()
-    const flood = Promise.all(Array.from({ length: senders }, (_, i) => send(smtpPort, `127.0.1.${(i % 250) + 1}`, inbox.address, body)))
+    const flood = Promise.all(
+      Array.from({ length: senders }, (_, i) => send(smtpPort, `127.0.1.${(i % 250) + 1}`, inbox.address, body)),
+    )
     // The small message goes once the flood is well under way (a quarter of its bytes spooled or 3 s).
-    for (let waited = 0; waited < 3000 && spooledBytes() < (senders * body.length) / 4; waited += 50) await Bun.sleep(50)
+    for (let waited = 0; waited < 3000 && spooledBytes() < (senders * body.length) / 4; waited += 50)
+      await Bun.sleep(50)
     log(`small message sent with ${(spooledBytes() / MiB).toFixed(0)} MiB in the spool`)
     const smallResult = await send(smtpPort, '127.0.0.9', inbox.address, small)
     const results = await flood
@@ -288,14 +338,21 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
     if (alive) peakRss = Math.max(peakRss, statusKiB(child.pid, 'VmHWM') / 1024)
 
     const other: Record<string, number> = {}
-    for (const result of results) if (result.code !== 250) other[`${result.code} ${result.text}`] = (other[`${result.code} ${result.text}`] ?? 0) + 1
+    for (const result of results)
+      if (result.code !== 250)
+        other[`${result.code} ${result.text}`] = (other[`${result.code} ${result.text}`] ?? 0) + 1
     let listed = 0
     // The last spool files are deleted just after their replies.
     for (let waited = 0; alive && waited < 5000 && readdirSync(spoolDir).length > 0; waited += 50) await Bun.sleep(50)
     if (alive) {
       let cursor: string | null = null
       do {
-        const page = (await (await fetch(`${base}/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, { headers })).json()) as {
+        const page = (await (
+          await fetch(
+            `${base}/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+            { headers },
+          )
+        ).json()) as {
           data: unknown[]
           next_cursor: string | null
         }
@@ -340,7 +397,10 @@ export async function runBigMailFlood(options: { root: string; entry: string; cg
 export function diskWriteMiBs(): number {
   const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-disk-'))
   try {
-    const run = Bun.spawnSync({ cmd: ['dd', 'if=/dev/zero', `of=${join(dir, 'probe')}`, 'bs=1M', 'count=256', 'conv=fdatasync'], stderr: 'pipe' })
+    const run = Bun.spawnSync({
+      cmd: ['dd', 'if=/dev/zero', `of=${join(dir, 'probe')}`, 'bs=1M', 'count=256', 'conv=fdatasync'],
+      stderr: 'pipe',
+    })
     const seconds = Number(/, ([0-9.]+) s,/.exec(run.stderr.toString())?.[1])
     return +(256 / seconds).toFixed(0)
   } finally {

@@ -5,7 +5,11 @@ import { join } from 'node:path'
 
 function maildevVersion(): string {
   try {
-    return (JSON.parse(readFileSync(join(import.meta.dir, '..', '..', 'node_modules', 'maildev', 'package.json'), 'utf8')) as { version: string }).version
+    return (
+      JSON.parse(
+        readFileSync(join(import.meta.dir, '..', '..', 'node_modules', 'maildev', 'package.json'), 'utf8'),
+      ) as { version: string }
+    ).version
   } catch {
     return 'unknown'
   }

@@ -15,7 +15,10 @@ export interface Shape {
   bytes: number
 }
 
-const WORDS = 'inbox message pigeon receive verify token signup welcome reset password account confirm order invoice ship track'.split(' ')
+const WORDS =
+  'inbox message pigeon receive verify token signup welcome reset password account confirm order invoice ship track'.split(
+    ' ',
+  )
 
 /** Deterministic filler text: lines of words, about `bytes` long. */
 function prose(bytes: number, seed = 1): string {
@@ -49,7 +52,13 @@ const HEADER_BYTES = 330 // the per-message headers written by headersFor(), rou
 
 function textShape(): Shape {
   const body = prose(2048 - HEADER_BYTES)
-  return { name: 'text_2kb', label: '2 KB text', body, contentType: 'Content-Type: text/plain; charset=utf-8', bytes: 0 }
+  return {
+    name: 'text_2kb',
+    label: '2 KB text',
+    body,
+    contentType: 'Content-Type: text/plain; charset=utf-8',
+    bytes: 0,
+  }
 }
 
 function htmlShape(): Shape {
@@ -59,8 +68,24 @@ function htmlShape(): Shape {
     .split('\r\n')
     .map((line) => `<p>${line}</p>`)
     .join('\r\n')}</body></html>`
-  const body = [`--${boundary}`, 'Content-Type: text/plain; charset=utf-8', '', text, `--${boundary}`, 'Content-Type: text/html; charset=utf-8', '', html, `--${boundary}--`].join('\r\n')
-  return { name: 'html_30kb', label: '30 KB text+html', body, contentType: `Content-Type: multipart/alternative; boundary="${boundary}"`, bytes: 0 }
+  const body = [
+    `--${boundary}`,
+    'Content-Type: text/plain; charset=utf-8',
+    '',
+    text,
+    `--${boundary}`,
+    'Content-Type: text/html; charset=utf-8',
+    '',
+    html,
+    `--${boundary}--`,
+  ].join('\r\n')
+  return {
+    name: 'html_30kb',
+    label: '30 KB text+html',
+    body,
+    contentType: `Content-Type: multipart/alternative; boundary="${boundary}"`,
+    bytes: 0,
+  }
 }
 
 function attachmentShape(): Shape {
@@ -78,12 +103,19 @@ function attachmentShape(): Shape {
     base64Lines(145_500),
     `--${boundary}--`,
   ].join('\r\n')
-  return { name: 'attachment_200kb', label: '200 KB + base64 attachment', body, contentType: `Content-Type: multipart/mixed; boundary="${boundary}"`, bytes: 0 }
+  return {
+    name: 'attachment_200kb',
+    label: '200 KB + base64 attachment',
+    body,
+    contentType: `Content-Type: multipart/mixed; boundary="${boundary}"`,
+    bytes: 0,
+  }
 }
 
 export function buildShapes(): Record<ShapeName, Shape> {
   const shapes = { text_2kb: textShape(), html_30kb: htmlShape(), attachment_200kb: attachmentShape() }
-  for (const shape of Object.values(shapes)) shape.bytes = headersFor(shape, 'x@bench.test', 0).length + shape.body.length
+  for (const shape of Object.values(shapes))
+    shape.bytes = headersFor(shape, 'x@bench.test', 0).length + shape.body.length
   return shapes
 }
 

@@ -28,8 +28,11 @@ export class PigeonholeApi {
     let cursor: string | null = null
     do {
       const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''
-      const response = await fetch(`${this.base}/v1/inboxes/${inboxId}/messages?limit=100${query}`, { headers: this.headers })
-      if (response.status !== 200) throw new Error(`listOrWaitForMessages answered ${response.status}: ${await response.text()}`)
+      const response = await fetch(`${this.base}/v1/inboxes/${inboxId}/messages?limit=100${query}`, {
+        headers: this.headers,
+      })
+      if (response.status !== 200)
+        throw new Error(`listOrWaitForMessages answered ${response.status}: ${await response.text()}`)
       const page = (await response.json()) as { data: unknown[]; next_cursor: string | null }
       count += page.data.length
       cursor = page.next_cursor

@@ -88,7 +88,13 @@ process.on('exit', () => {
 })
 
 /** `stdoutFile` keeps the child's stdout (a server's JSON log lines); by default it is dropped. */
-export function spawnChild(name: string, cmd: string[], env: Record<string, string>, cwd?: string, stdoutFile?: string): Child {
+export function spawnChild(
+  name: string,
+  cmd: string[],
+  env: Record<string, string>,
+  cwd?: string,
+  stdoutFile?: string,
+): Child {
   const stdout = stdoutFile ? Bun.file(stdoutFile) : 'ignore'
   const proc = Bun.spawn({ cmd, env: { ...process.env, ...env }, cwd, stdout, stderr: 'inherit', stdin: 'ignore' })
   running.add(proc)
@@ -113,7 +119,8 @@ export function spawnChild(name: string, cmd: string[], env: Record<string, stri
 export async function waitHttp(child: Child, url: string, timeoutMs = 20_000): Promise<void> {
   const deadline = performance.now() + timeoutMs
   while (performance.now() < deadline) {
-    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
+    if (child.proc.exitCode !== null)
+      throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
     try {
       const response = await fetch(url)
       await response.arrayBuffer()
@@ -130,7 +137,8 @@ export async function waitHttp(child: Child, url: string, timeoutMs = 20_000): P
 export async function waitTcp(child: Child, port: number, timeoutMs = 20_000): Promise<void> {
   const deadline = performance.now() + timeoutMs
   while (performance.now() < deadline) {
-    if (child.proc.exitCode !== null) throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
+    if (child.proc.exitCode !== null)
+      throw new Error(`${child.name} exited with code ${child.proc.exitCode} during start-up`)
     const open = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ port, host: '127.0.0.1' })
       socket.once('connect', () => {

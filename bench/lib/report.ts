@@ -27,7 +27,8 @@ export function fmt(value: number | undefined, digits = 0): string {
 export function table(header: Row, rows: Row[]): string {
   const all = [header, ...rows]
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)))
-  const line = (row: Row) => row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : (cell ?? '').padStart(widths[i]!))).join('  ')
+  const line = (row: Row) =>
+    row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : (cell ?? '').padStart(widths[i]!))).join('  ')
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n')
 }
 
@@ -41,6 +42,7 @@ export function markdown(header: Row, rows: Row[]): string {
 export function missingFigures(value: unknown, path = ''): string[] {
   if (typeof value === 'number') return Number.isFinite(value) ? [] : [path]
   if (Array.isArray(value)) return value.flatMap((item, i) => missingFigures(item, `${path}[${i}]`))
-  if (value && typeof value === 'object') return Object.entries(value).flatMap(([key, item]) => missingFigures(item, path ? `${path}.${key}` : key))
+  if (value && typeof value === 'object')
+    return Object.entries(value).flatMap(([key, item]) => missingFigures(item, path ? `${path}.${key}` : key))
   return []
 }

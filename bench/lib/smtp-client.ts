@@ -81,7 +81,11 @@ export class SmtpClient {
       this.lines.push(line)
       // "250-..." continues a multi-line reply; "250 ..." ends it.
       if (line[3] === '-') continue
-      const reply: Reply = { code: Number(line.slice(0, 3)), text: this.lines.map((l) => l.slice(4)).join('\n'), at: performance.now() }
+      const reply: Reply = {
+        code: Number(line.slice(0, 3)),
+        text: this.lines.map((l) => l.slice(4)).join('\n'),
+        at: performance.now(),
+      }
       this.lines = []
       this.waiters.shift()?.resolve(reply)
     }

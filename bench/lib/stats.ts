@@ -10,8 +10,10 @@ export function percentile(samples: readonly number[], p: number): number {
 export const median = (values: readonly number[]) => percentile(values, 50)
 
 /** a / b, or NaN when either side is missing, so a broken measurement never looks like a ratio. */
-export const ratio = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? a / b : Number.NaN)
+export const ratio = (a: number, b: number) =>
+  Number.isFinite(a) && Number.isFinite(b) && b !== 0 ? a / b : Number.NaN
 
-export const round = (value: number, digits = 2) => (Number.isFinite(value) ? Number(value.toFixed(digits)) : Number.NaN)
+export const round = (value: number, digits = 2) =>
+  Number.isFinite(value) ? Number(value.toFixed(digits)) : Number.NaN
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))

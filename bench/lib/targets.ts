@@ -42,7 +42,14 @@ export interface PigeonholeProcess {
 }
 
 export function pigeonholeEnv(databasePath: string, port: number, smtpPort: number): Record<string, string> {
-  return { PORT: String(port), SMTP_PORT: String(smtpPort), HOST: '127.0.0.1', DATABASE_PATH: databasePath, RECEIVING_DOMAIN: 'bench.test', ...BENCH_LIMITS }
+  return {
+    PORT: String(port),
+    SMTP_PORT: String(smtpPort),
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    RECEIVING_DOMAIN: 'bench.test',
+    ...BENCH_LIMITS,
+  }
 }
 
 /** BENCH_CPU_PROF_DIR=<dir> runs the server under Bun's CPU profiler (written as Markdown on exit). */
@@ -58,7 +65,11 @@ export function runCli(env: Record<string, string>, ...args: string[]): string {
 
 /** The admin CLI of the checkout at `root` (the comparison's baseline runs its own). */
 export function runCliIn(root: string, env: Record<string, string>, ...args: string[]): string {
-  const result = Bun.spawnSync({ cmd: [process.execPath, 'src/cli.ts', ...args], cwd: root, env: { ...process.env, ...env } })
+  const result = Bun.spawnSync({
+    cmd: [process.execPath, 'src/cli.ts', ...args],
+    cwd: root,
+    env: { ...process.env, ...env },
+  })
   const lines = result.stdout.toString().trim().split('\n')
   if (result.exitCode !== 0) throw new Error(`cli ${args.join(' ')} failed: ${result.stderr.toString()}`)
   return lines[lines.length - 1]!
@@ -112,7 +123,18 @@ export async function startMaildev(): Promise<MaildevProcess> {
   const [webPort, smtpPort] = [await freePort(), await freePort()]
   const bin = join(ROOT, 'bench', 'node_modules', 'maildev', 'bin', 'maildev')
   // Under node, the runtime maildev is published for; --silent keeps per-mail logs off.
-  const args = [bin, '--smtp', String(smtpPort), '--web', String(webPort), '--ip', '127.0.0.1', '--mail-directory', dir, '--silent']
+  const args = [
+    bin,
+    '--smtp',
+    String(smtpPort),
+    '--web',
+    String(webPort),
+    '--ip',
+    '127.0.0.1',
+    '--mail-directory',
+    dir,
+    '--silent',
+  ]
   const child = spawnChild('maildev', ['node', ...args], {})
   const base = `http://127.0.0.1:${webPort}`
   await waitHttp(child, `${base}/healthz`)
@@ -145,7 +167,10 @@ export interface SinkProcess {
 
 export async function startSink(): Promise<SinkProcess> {
   const [smtpPort, countPort] = [await freePort(), await freePort()]
-  const child = spawnChild('smtp-sink', [process.execPath, join(import.meta.dir, '..', 'servers', 'smtp-sink.ts')], { SMTP_PORT: String(smtpPort), COUNT_PORT: String(countPort) })
+  const child = spawnChild('smtp-sink', [process.execPath, join(import.meta.dir, '..', 'servers', 'smtp-sink.ts')], {
+    SMTP_PORT: String(smtpPort),
+    COUNT_PORT: String(countPort),
+  })
   const countUrl = `http://127.0.0.1:${countPort}/count`
   await waitHttp(child, countUrl)
   await waitTcp(child, smtpPort)
@@ -161,9 +186,15 @@ export async function startSink(): Promise<SinkProcess> {
 }
 
 /** Bare Bun.serve answering `/<i>` with the bytes of the i-th file. */
-export async function startBareHttp(bodyFiles: string[]): Promise<{ child: Child; base: string; stop(): Promise<void> }> {
+export async function startBareHttp(
+  bodyFiles: string[],
+): Promise<{ child: Child; base: string; stop(): Promise<void> }> {
   const port = await freePort()
-  const child = spawnChild('bare-bun-serve', [process.execPath, join(import.meta.dir, '..', 'servers', 'bare-http.ts')], { PORT: String(port), BODY_FILES: bodyFiles.join(',') })
+  const child = spawnChild(
+    'bare-bun-serve',
+    [process.execPath, join(import.meta.dir, '..', 'servers', 'bare-http.ts')],
+    { PORT: String(port), BODY_FILES: bodyFiles.join(',') },
+  )
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/0`)
   return { child, base, stop: () => child.stop() }

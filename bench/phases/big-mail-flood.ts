@@ -11,13 +11,25 @@ const MiB = 1024 * 1024
 
 export type BigMailFloodResult = ({ disk_write_mib_s: number } & FloodResult) | { skipped: string }
 
-export async function bigMailFloodPhase(options: { senders: number; messageMiB: number; cgroupMiB: number; log: (line: string) => void }): Promise<BigMailFloodResult> {
+export async function bigMailFloodPhase(options: {
+  senders: number
+  messageMiB: number
+  cgroupMiB: number
+  log: (line: string) => void
+}): Promise<BigMailFloodResult> {
   const cgroup = memoryCgroup(options.cgroupMiB * MiB)
   if ('skip' in cgroup) return { skipped: cgroup.skip }
   try {
     const disk = diskWriteMiBs()
     options.log(`disk write speed ${disk} MiB/s`)
-    const result = await runBigMailFlood({ root: ROOT, entry: SERVER_ENTRY, cgroup, senders: options.senders, messageBytes: options.messageMiB * MiB, log: options.log })
+    const result = await runBigMailFlood({
+      root: ROOT,
+      entry: SERVER_ENTRY,
+      cgroup,
+      senders: options.senders,
+      messageBytes: options.messageMiB * MiB,
+      log: options.log,
+    })
     return { disk_write_mib_s: disk, ...result }
   } finally {
     cgroup.remove()

@@ -45,12 +45,18 @@ function grow(path: string, shape: Shape, from: number, target: number): number 
   const started = performance.now()
   const db = new Database(path)
   db.exec('PRAGMA synchronous = OFF') // a generated fixture, not data anyone acknowledged
-  const inboxes = db.query('SELECT id, organization_id AS org, address FROM inboxes').all() as Array<{ id: string; org: string; address: string }>
+  const inboxes = db.query('SELECT id, organization_id AS org, address FROM inboxes').all() as Array<{
+    id: string
+    org: string
+    address: string
+  }>
   const message = db.prepare(
     `INSERT INTO messages (id, inbox_id, organization_id, from_name, from_address, to_address, subject, preview, size_bytes, received_at, expires_at,
        search_subject, search_sender, search_sender_domain, internet_message_id) VALUES (?, ?, ?, 'Bench Sender', 'sender@bench.example', ?, ?, ?, ?, ?, ?, ?, 'sender@bench.example', 'bench.example', ?)`,
   )
-  const content = db.prepare(`INSERT INTO message_contents (message_id, text_body, html_body, headers_json) VALUES (?, ?, NULL, '[]')`)
+  const content = db.prepare(
+    `INSERT INTO message_contents (message_id, text_body, html_body, headers_json) VALUES (?, ?, NULL, '[]')`,
+  )
   const source = db.prepare('INSERT INTO message_sources (message_id, raw) VALUES (?, ?)')
   const now = Date.now()
   for (let n = from; n < target; ) {
@@ -87,7 +93,10 @@ function grow(path: string, shape: Shape, from: number, target: number): number 
 
 const fileMiB = (path: string) => statSync(path).size / 2 ** 20
 
-export async function capacityPhase(shape: Shape, options: { steps: number[]; ingestMs: number; latencySamples: number; sessions: number; log: (line: string) => void }): Promise<CapacityResult> {
+export async function capacityPhase(
+  shape: Shape,
+  options: { steps: number[]; ingestMs: number; latencySamples: number; sessions: number; log: (line: string) => void },
+): Promise<CapacityResult> {
   const dir = tempDir('capacity')
   const path = join(dir, 'pigeonhole.db')
   const first = await startPigeonhole(path)

@@ -45,7 +45,13 @@ function keep(samples: EndToEndSamples, i: number, spans: { connect: number; mai
   samples.reply.push(spans.reply)
 }
 
-export async function pigeonholeEndToEnd(api: PigeonholeApi, smtpPort: number, shape: Shape, count: number, samples: EndToEndSamples): Promise<void> {
+export async function pigeonholeEndToEnd(
+  api: PigeonholeApi,
+  smtpPort: number,
+  shape: Shape,
+  count: number,
+  samples: EndToEndSamples,
+): Promise<void> {
   for (let i = 0; i < count + WARM_UP; i++) {
     // A fresh inbox per sample, as in the recommended test flow; nothing matches until the mail lands.
     const inbox = await api.createInbox()
@@ -53,17 +59,25 @@ export async function pigeonholeEndToEnd(api: PigeonholeApi, smtpPort: number, s
     let body = ''
     const answered = fetch(url, { headers: api.headers }).then(async (response) => {
       body = await response.text()
-      if (response.status !== 200) throw new Error(`end-to-end: long poll answered ${response.status} ${body.slice(0, 200)}`)
+      if (response.status !== 200)
+        throw new Error(`end-to-end: long poll answered ${response.status} ${body.slice(0, 200)}`)
       return performance.now()
     })
     await sleep(SETTLE_MS)
     const spans = await sendOnNewConnection(smtpPort, inbox.address, shape, answered)
-    if (!body.includes(inbox.id) || !body.includes('"text"')) throw new Error(`end-to-end: long poll answer without the message: ${body.slice(0, 200)}`)
+    if (!body.includes(inbox.id) || !body.includes('"text"'))
+      throw new Error(`end-to-end: long poll answer without the message: ${body.slice(0, 200)}`)
     keep(samples, i, spans)
   }
 }
 
-export async function maildevEndToEnd(base: string, smtpPort: number, shape: Shape, count: number, samples: EndToEndSamples): Promise<void> {
+export async function maildevEndToEnd(
+  base: string,
+  smtpPort: number,
+  shape: Shape,
+  count: number,
+  samples: EndToEndSamples,
+): Promise<void> {
   const feed = await MaildevFeed.connect(base)
   try {
     for (let i = 0; i < count + WARM_UP; i++) {

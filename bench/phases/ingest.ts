@@ -32,7 +32,12 @@ export interface IngestRound {
 }
 
 /** Sends for `durationMs` (or until `maxMessages`), over CONNECTIONS connections opened beforehand. */
-export async function ingestRound(target: IngestTarget, shape: Shape, durationMs: number, maxMessages = Infinity): Promise<IngestRound> {
+export async function ingestRound(
+  target: IngestTarget,
+  shape: Shape,
+  durationMs: number,
+  maxMessages = Infinity,
+): Promise<IngestRound> {
   const { to, stored } = await target.prepare()
   const clients = await Promise.all(Array.from({ length: CONNECTIONS }, () => SmtpClient.connect(target.smtpPort)))
   let accepted = 0

@@ -24,11 +24,24 @@ const SETTLE_MS = 10
 
 /** Percentiles over all samples of a target, pooled across rounds. */
 export function summarize(target: string, samples: number[]): LatencyResult {
-  return { target, samples: samples.length, p50Ms: percentile(samples, 50), p90Ms: percentile(samples, 90), p99Ms: percentile(samples, 99), maxMs: Math.max(...samples) }
+  return {
+    target,
+    samples: samples.length,
+    p50Ms: percentile(samples, 50),
+    p90Ms: percentile(samples, 90),
+    p99Ms: percentile(samples, 99),
+    maxMs: Math.max(...samples),
+  }
 }
 
 /** `waiter` (by default `api`, the same server) holds the long poll: another machine for the wake-up across machines. */
-export async function pigeonholeLatency(api: PigeonholeApi, smtpPort: number, shape: Shape, count: number, waiter: PigeonholeApi = api): Promise<number[]> {
+export async function pigeonholeLatency(
+  api: PigeonholeApi,
+  smtpPort: number,
+  shape: Shape,
+  count: number,
+  waiter: PigeonholeApi = api,
+): Promise<number[]> {
   const client = await SmtpClient.connect(smtpPort)
   const samples: number[] = []
   for (let i = 0; i < count + WARM_UP; i++) {
@@ -43,7 +56,8 @@ export async function pigeonholeLatency(api: PigeonholeApi, smtpPort: number, sh
     const reply = await client.send('sender@bench.example', inbox.address, headersFor(shape, inbox.address), shape.body)
     if (reply.code !== 250) throw new Error(`latency: SMTP ${reply.code} ${reply.text}`)
     const poll = await answered
-    if (poll.status !== 200 || !poll.body.includes(inbox.id)) throw new Error(`latency: long poll answered ${poll.status} ${poll.body.slice(0, 200)}`)
+    if (poll.status !== 200 || !poll.body.includes(inbox.id))
+      throw new Error(`latency: long poll answered ${poll.status} ${poll.body.slice(0, 200)}`)
     if (i >= WARM_UP) samples.push(poll.at - reply.at)
   }
   client.close()

@@ -39,13 +39,19 @@ const KEYS_PER_ORG = 2
 function openLongPoll(port: number, path: string, key: string, onAnswer: (head: string) => void): Socket {
   const socket = createConnection({ port, host: '127.0.0.1' })
   socket.setEncoding('latin1')
-  socket.on('connect', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`))
+  socket.on('connect', () =>
+    socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`),
+  )
   socket.once('data', (chunk: string) => onAnswer(chunk.slice(0, 200)))
   socket.on('error', () => {})
   return socket
 }
 
-async function openManyPolls(base: string, databasePath: string, count: number): Promise<{ sockets: Socket[]; answered: string[] }> {
+async function openManyPolls(
+  base: string,
+  databasePath: string,
+  count: number,
+): Promise<{ sockets: Socket[]; answered: string[] }> {
   const port = Number(new URL(base).port)
   // Bulk tenants through the same functions the CLI calls (one CLI process per key would take seconds).
   const storage = openStorage(databasePath)
@@ -54,7 +60,8 @@ async function openManyPolls(base: string, databasePath: string, count: number):
   for (let o = 0; o < orgs; o++) {
     const cli = { storage, store: createSqliteStore(storage), clock: systemClock }
     const org = await createOrganization(cli, CLI_ACTOR, { name: `bench-polls-${o}`, preset: 'hosted' })
-    for (let k = 0; k < KEYS_PER_ORG; k++) keys.push((await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key)
+    for (let k = 0; k < KEYS_PER_ORG; k++)
+      keys.push((await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key)
   }
   storage.close()
   const sockets: Socket[] = []
@@ -63,13 +70,18 @@ async function openManyPolls(base: string, databasePath: string, count: number):
     const inbox = await new PigeonholeApi(base, keys[k]!).createInbox()
     for (let j = 0; j < KEYS_PER_ORG * POLLS_PER_KEY && sockets.length < count; j++) {
       const key = keys[k + Math.floor(j / POLLS_PER_KEY)]!
-      sockets.push(openLongPoll(port, `/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, key, (head) => answered.push(head)))
+      sockets.push(
+        openLongPoll(port, `/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, key, (head) => answered.push(head)),
+      )
     }
   }
   return { sockets, answered }
 }
 
-export async function memoryPhase(shape: Shape, options: { messages: number; longPolls: number; startupRuns: number }): Promise<MemoryResult> {
+export async function memoryPhase(
+  shape: Shape,
+  options: { messages: number; longPolls: number; startupRuns: number },
+): Promise<MemoryResult> {
   const server = await startPigeonhole()
   const pid = server.child.pid
   await sleep(1000)
@@ -79,7 +91,8 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   const { sockets, answered } = await openManyPolls(server.base, server.databasePath, options.longPolls)
   await sleep(1000)
   const withLongPolls = await settledRss(pid)
-  if (answered.length > 0) throw new Error(`memory: ${answered.length} long polls answered early, first: ${answered[0]}`)
+  if (answered.length > 0)
+    throw new Error(`memory: ${answered.length} long polls answered early, first: ${answered[0]}`)
   for (const socket of sockets) socket.destroy()
 
   const api = new PigeonholeApi(server.base, server.key)
@@ -92,7 +105,8 @@ export async function memoryPhase(shape: Shape, options: { messages: number; lon
   )
   let stored = 0
   for (const inbox of inboxes) stored += await api.countMessages(inbox.id)
-  if (stored !== options.messages || sent !== options.messages) throw new Error(`memory: sent ${sent}, stored ${stored}, expected ${options.messages}`)
+  if (stored !== options.messages || sent !== options.messages)
+    throw new Error(`memory: sent ${sent}, stored ${stored}, expected ${options.messages}`)
   await waitQuiet(pid)
   const afterMessages = await settledRss(pid)
   await server.child.stop()

@@ -46,9 +46,21 @@ export interface PostgresServersSettings {
 }
 
 /** `bun run bench`. */
-export const POSTGRES_SERVERS_FULL = { ingestRounds: 3, ingestMs: 2000, warmUpMs: 300, endToEndSamples: 200, wakeSamples: 300 }
+export const POSTGRES_SERVERS_FULL = {
+  ingestRounds: 3,
+  ingestMs: 2000,
+  warmUpMs: 300,
+  endToEndSamples: 200,
+  wakeSamples: 300,
+}
 /** `--quick` (CI): about ten seconds, two server starts included. */
-export const POSTGRES_SERVERS_QUICK = { ingestRounds: 1, ingestMs: 400, warmUpMs: 150, endToEndSamples: 20, wakeSamples: 30 }
+export const POSTGRES_SERVERS_QUICK = {
+  ingestRounds: 1,
+  ingestMs: 400,
+  warmUpMs: 150,
+  endToEndSamples: 20,
+  wakeSamples: 30,
+}
 
 /** Ingest of one round on one machine, with the cluster's CPU spread over the round's messages. */
 export interface PostgresIngest extends IngestRound {
@@ -102,10 +114,22 @@ export interface Machine {
   stop(): Promise<void>
 }
 
-export async function startMachine(name: string, entry: string, url: string, key: string, [port, smtpPort]: [number, number], extraEnv: Record<string, string> = {}): Promise<Machine> {
+export async function startMachine(
+  name: string,
+  entry: string,
+  url: string,
+  key: string,
+  [port, smtpPort]: [number, number],
+  extraEnv: Record<string, string> = {},
+): Promise<Machine> {
   // Each machine keeps its spool (and its self-signed certificate) beside its own DATABASE_PATH.
   const dir = tempDir(`pg-${name}`)
-  const env = { ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort), DATABASE_URL: url, DATABASE_POOL_SIZE: String(POOL_SIZE), ...extraEnv }
+  const env = {
+    ...pigeonholeEnv(join(dir, 'pigeonhole.db'), port, smtpPort),
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: String(POOL_SIZE),
+    ...extraEnv,
+  }
   const child = spawnChild(`pigeonhole-postgres-${name}`, [process.execPath, ...profileFlags(), entry], env, ROOT)
   const base = `http://127.0.0.1:${port}`
   await waitHttp(child, `${base}/health`)
@@ -137,14 +161,20 @@ export function seed(url: string, organizations = 1): string[] {
     const keys = [runCli(env, 'keys', 'create', org)]
     runCli(env, 'db', 'copy', '--to', url)
     const onPostgres = { ...env, DATABASE_URL: url }
-    for (let i = 1; i < organizations; i++) keys.push(runCli(onPostgres, 'keys', 'create', runCli(onPostgres, 'orgs', 'create', `bench-${i}`, '--local')))
+    for (let i = 1; i < organizations; i++)
+      keys.push(runCli(onPostgres, 'keys', 'create', runCli(onPostgres, 'orgs', 'create', `bench-${i}`, '--local')))
     return keys
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }
 }
 
-async function ingestOn(machine: Machine, name: 'A' | 'B', shape: Shape, durationMs: number): Promise<IngestRound & { machine: 'A' | 'B' }> {
+async function ingestOn(
+  machine: Machine,
+  name: 'A' | 'B',
+  shape: Shape,
+  durationMs: number,
+): Promise<IngestRound & { machine: 'A' | 'B' }> {
   const round = await ingestRound(
     {
       name: `pigeonhole_postgres_${name}`,
@@ -162,7 +192,12 @@ async function ingestOn(machine: Machine, name: 'A' | 'B', shape: Shape, duratio
 }
 
 /** Runs the machines' rounds at once; the cluster's CPU over them is shared by all their messages. */
-async function ingestTogether(machines: [Machine, 'A' | 'B'][], shape: Shape, durationMs: number, port: number): Promise<PostgresIngest[]> {
+async function ingestTogether(
+  machines: [Machine, 'A' | 'B'][],
+  shape: Shape,
+  durationMs: number,
+  port: number,
+): Promise<PostgresIngest[]> {
   const before = serverCpuMs(port)
   const rounds = await Promise.all(machines.map(([machine, name]) => ingestOn(machine, name, shape, durationMs)))
   const accepted = rounds.reduce((sum, r) => sum + r.accepted, 0)
@@ -170,7 +205,10 @@ async function ingestTogether(machines: [Machine, 'A' | 'B'][], shape: Shape, du
   return rounds.map((r) => ({ ...r, databaseCpuMsPerMessage }))
 }
 
-export async function postgresServersPhase(shape: Shape, settings: PostgresServersSettings): Promise<PostgresServersResult> {
+export async function postgresServersPhase(
+  shape: Shape,
+  settings: PostgresServersSettings,
+): Promise<PostgresServersResult> {
   let url: string
   let port: number
   try {
@@ -182,7 +220,9 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
   }
   const entry = SERVER_ENTRY
   const durability = await durabilityOf(url)
-  settings.log(`postgres servers: cluster with fsync=${durability.fsync}, synchronous_commit=${durability.synchronousCommit}`)
+  settings.log(
+    `postgres servers: cluster with fsync=${durability.fsync}, synchronous_commit=${durability.synchronousCommit}`,
+  )
   const keys = seed(url, SWEEP_ORGANIZATIONS)
   const key = keys[0]!
   const machines: Machine[] = []
@@ -191,7 +231,10 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
     // both machines started together.
     const ports: [number, number][] = []
     for (let i = 0; i < 2; i++) ports.push([await freePort(), await freePort()])
-    const started = await Promise.allSettled([startMachine('A', entry, url, key, ports[0]!), startMachine('B', entry, url, key, ports[1]!)])
+    const started = await Promise.allSettled([
+      startMachine('A', entry, url, key, ports[0]!),
+      startMachine('B', entry, url, key, ports[1]!),
+    ])
     for (const result of started) if (result.status === 'fulfilled') machines.push(result.value)
     const failed = started.find((result) => result.status === 'rejected')
     if (failed) throw failed.reason
@@ -215,26 +258,59 @@ export async function postgresServersPhase(shape: Shape, settings: PostgresServe
         port,
       )
       two.push(...both)
-      const line = (x: PostgresIngest) => `${x.machine} ${Math.round(x.perSecond)} msg/s, ${x.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${x.stored}/${x.accepted}`
-      settings.log(`postgres servers ingest round ${r}: one machine ${line(alone[0]!)}; two machines ${both.map(line).join('; ')}; database ${both[0]!.databaseCpuMsPerMessage} ms CPU/msg`)
+      const line = (x: PostgresIngest) =>
+        `${x.machine} ${Math.round(x.perSecond)} msg/s, ${x.cpuMsPerMessage.toFixed(2)} ms CPU/msg, stored ${x.stored}/${x.accepted}`
+      settings.log(
+        `postgres servers ingest round ${r}: one machine ${line(alone[0]!)}; two machines ${both.map(line).join('; ')}; database ${both[0]!.databaseCpuMsPerMessage} ms CPU/msg`,
+      )
     }
 
     const endToEnd = emptySamples()
     await pigeonholeEndToEnd(a.api, a.smtpPort, shape, settings.endToEndSamples, endToEnd)
     const connectToContent = summarize('pigeonhole_postgres', endToEnd.connect)
-    settings.log(`postgres servers connect → content: p50 ${connectToContent.p50Ms.toFixed(1)} ms, p99 ${connectToContent.p99Ms.toFixed(1)} ms`)
+    settings.log(
+      `postgres servers connect → content: p50 ${connectToContent.p50Ms.toFixed(1)} ms, p99 ${connectToContent.p99Ms.toFixed(1)} ms`,
+    )
 
-    const wakeAcrossMachines = summarize('pigeonhole_postgres', await pigeonholeLatency(a.api, a.smtpPort, shape, settings.wakeSamples, b.api))
-    settings.log(`postgres servers wake-up from A's 250 to B's answer: p50 ${wakeAcrossMachines.p50Ms.toFixed(2)} ms, p99 ${wakeAcrossMachines.p99Ms.toFixed(2)} ms`)
+    const wakeAcrossMachines = summarize(
+      'pigeonhole_postgres',
+      await pigeonholeLatency(a.api, a.smtpPort, shape, settings.wakeSamples, b.api),
+    )
+    settings.log(
+      `postgres servers wake-up from A's 250 to B's answer: p50 ${wakeAcrossMachines.p50Ms.toFixed(2)} ms, p99 ${wakeAcrossMachines.p99Ms.toFixed(2)} ms`,
+    )
 
     await Promise.all(machines.splice(0).map((m) => m.stop()))
 
-    const startSweepMachine = async (name: string, wakeUps: 'on' | 'off') => startMachine(name, entry, url, key, [await freePort(), await freePort()], { DATABASE_WAKE_PUBLISH: wakeUps })
-    const sweep = await postgresSweep(startSweepMachine, keys, shape, { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, log: settings.log }, port)
-    const sqlite = await sqliteBeside(shape, { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, rounds: settings.ingestRounds })
-    for (const r of sqlite) settings.log(`postgres servers: the SQLite server beside it, ${Math.round(r.perSecond)} msg/s, ${r.cpuMsPerMessage.toFixed(2)} ms CPU/msg`)
+    const startSweepMachine = async (name: string, wakeUps: 'on' | 'off') =>
+      startMachine(name, entry, url, key, [await freePort(), await freePort()], { DATABASE_WAKE_PUBLISH: wakeUps })
+    const sweep = await postgresSweep(
+      startSweepMachine,
+      keys,
+      shape,
+      { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, log: settings.log },
+      port,
+    )
+    const sqlite = await sqliteBeside(shape, {
+      ingestMs: settings.ingestMs,
+      warmUpMs: settings.warmUpMs,
+      rounds: settings.ingestRounds,
+    })
+    for (const r of sqlite)
+      settings.log(
+        `postgres servers: the SQLite server beside it, ${Math.round(r.perSecond)} msg/s, ${r.cpuMsPerMessage.toFixed(2)} ms CPU/msg`,
+      )
 
-    return { entry, poolSize: POOL_SIZE, durability, ingest: { one, two }, connectToContent, wakeAcrossMachines, sweep, sqlite }
+    return {
+      entry,
+      poolSize: POOL_SIZE,
+      durability,
+      ingest: { one, two },
+      connectToContent,
+      wakeAcrossMachines,
+      sweep,
+      sqlite,
+    }
   } finally {
     await Promise.all(machines.map((m) => m.stop()))
   }

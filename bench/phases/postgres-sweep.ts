@@ -48,13 +48,24 @@ interface Sender {
 }
 
 /** One level: `connections` senders, alternating machines and keys, for `durationMs`. */
-export async function sweepRound(machines: [Machine, Machine], keys: string[], connections: number, shape: Shape, durationMs: number, clusterPort: number): Promise<Omit<SweepLevel, 'wakeUps'>> {
+export async function sweepRound(
+  machines: [Machine, Machine],
+  keys: string[],
+  connections: number,
+  shape: Shape,
+  durationMs: number,
+  clusterPort: number,
+): Promise<Omit<SweepLevel, 'wakeUps'>> {
   const senders: Sender[] = await Promise.all(
     Array.from({ length: connections }, async (_, i) => {
       const machine = machines[i % 2]!
       const api = new PigeonholeApi(machine.api.base, keys[Math.floor(i / 2) % keys.length]!)
       const inbox = await api.createInbox()
-      return { client: await SmtpClient.connect(machine.smtpPort), to: inbox.address, count: () => api.countMessages(inbox.id) }
+      return {
+        client: await SmtpClient.connect(machine.smtpPort),
+        to: inbox.address,
+        count: () => api.countMessages(inbox.id),
+      }
     }),
   )
   const pids = [...new Set(machines.map((machine) => machine.child.pid))]
@@ -108,7 +119,10 @@ export async function postgresSweep(
     try {
       await sweepRound(machines, keys, SWEEP_LEVELS[0]!, shape, settings.warmUpMs, clusterPort)
       for (const connections of SWEEP_LEVELS) {
-        const level = { wakeUps, ...(await sweepRound(machines, keys, connections, shape, settings.ingestMs, clusterPort)) }
+        const level = {
+          wakeUps,
+          ...(await sweepRound(machines, keys, connections, shape, settings.ingestMs, clusterPort)),
+        }
         levels.push(level)
         settings.log(
           `postgres sweep, wake-ups ${wakeUps}, ${connections} connections over two machines: ${Math.round(level.perSecond)} msg/s, CPU/msg servers ${level.serverCpuMsPerMessage} ms, database ${level.databaseCpuMsPerMessage} ms, stored ${level.verified ? 'all' : 'NOT all'} of ${level.accepted}`,
@@ -122,7 +136,10 @@ export async function postgresSweep(
 }
 
 /** The SQLite server, same shape, 8 connections (the SQLite ingest phase's method), in this phase's run. */
-export async function sqliteBeside(shape: Shape, settings: { ingestMs: number; warmUpMs: number; rounds: number }): Promise<IngestRound[]> {
+export async function sqliteBeside(
+  shape: Shape,
+  settings: { ingestMs: number; warmUpMs: number; rounds: number },
+): Promise<IngestRound[]> {
   const server = await startPigeonhole()
   try {
     const api = new PigeonholeApi(server.base, server.key)

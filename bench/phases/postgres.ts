@@ -63,7 +63,10 @@ export type PostgresResult =
       concurrency: number
       /** From A's commit returning; and from A starting the transaction (BEGIN, NOTIFY, COMMIT: three round trips). */
       wake: LatencyFigures & { wokenBeforeCommitReply: number; fromTransactionStart: LatencyFigures }
-      operations: Record<'admit_request' | 'slot_lease' | 'quota_reservation' | 'quota_reservation_8_orgs' | 'idempotency_claim', OperationFigures>
+      operations: Record<
+        'admit_request' | 'slot_lease' | 'quota_reservation' | 'quota_reservation_8_orgs' | 'idempotency_claim',
+        OperationFigures
+      >
     }
 
 const figures = (samples: number[]): LatencyFigures => ({
@@ -115,7 +118,11 @@ async function alone(op: (machine: 0 | 1, i: number) => Promise<void>, samples: 
 }
 
 /** Keeps `concurrency` operations in flight from each machine for `durationMs`. */
-async function loaded(op: (machine: 0 | 1, i: number) => Promise<void>, settings: PostgresSettings, port: number): Promise<OperationFigures['loaded']> {
+async function loaded(
+  op: (machine: 0 | 1, i: number) => Promise<void>,
+  settings: PostgresSettings,
+  port: number,
+): Promise<OperationFigures['loaded']> {
   const times: number[] = []
   let next = 1_000_000 // apart from the numbers `alone` used
   const benchBefore = cpuMs(process.pid)
@@ -152,13 +159,19 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
   } catch (error) {
     return { skipped: error instanceof Error ? error.message : String(error) }
   }
-  const pools: [Sql, Sql] = [openPostgres(url, { max: settings.concurrency }), openPostgres(url, { max: settings.concurrency })]
+  const pools: [Sql, Sql] = [
+    openPostgres(url, { max: settings.concurrency }),
+    openPostgres(url, { max: settings.concurrency }),
+  ]
   const [a, b] = pools
   try {
-    const [{ server_version: postgresVersion }] = (await a`show server_version`) as unknown as [{ server_version: string }]
+    const [{ server_version: postgresVersion }] = (await a`show server_version`) as unknown as [
+      { server_version: string },
+    ]
     const org = 'org_bench'
     const spreadOrgs = Array.from({ length: 8 }, (_, i) => `org_bench_${i}`)
-    for (const id of [org, ...spreadOrgs]) await a`insert into organizations (id, name, created_at) values (${id}, ${id}, ${new Date().toISOString()})`
+    for (const id of [org, ...spreadOrgs])
+      await a`insert into organizations (id, name, created_at) values (${id}, ${id}, ${new Date().toISOString()})`
 
     // Wake-ups across machines, one at a time: B listens, A's transaction notifies.
     const bus = createWakeBus(b)
@@ -190,7 +203,11 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       fromBegin.push(wokenAt - beganAt)
     }
     await bus.close()
-    const wake = { ...figures(wakeTimes), wokenBeforeCommitReply: beforeReply, fromTransactionStart: figures(fromBegin) }
+    const wake = {
+      ...figures(wakeTimes),
+      wokenBeforeCommitReply: beforeReply,
+      fromTransactionStart: figures(fromBegin),
+    }
     settings.log(
       `postgres wake across pools: p50 ${wake.p50Ms} ms, p99 ${wake.p99Ms} ms, max ${wake.maxMs} ms (n=${wake.samples}, ${beforeReply} before A's commit reply); from A's BEGIN p50 ${wake.fromTransactionStart.p50Ms}, p99 ${wake.fromTransactionStart.p99Ms} ms`,
     )
@@ -240,7 +257,13 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
       const store = inboxStores[m]!
       const now = new Date().toISOString()
       const key = `key-${m}-${i}`
-      const outcome = await store.claimIdempotencyKey({ organizationId: org, key, fingerprint: 'fingerprint', now, expiresAt: new Date(Date.now() + 24 * 3_600_000).toISOString() })
+      const outcome = await store.claimIdempotencyKey({
+        organizationId: org,
+        key,
+        fingerprint: 'fingerprint',
+        now,
+        expiresAt: new Date(Date.now() + 24 * 3_600_000).toISOString(),
+      })
       if (outcome.outcome !== 'claimed') throw new Error(`claim not taken: ${outcome.outcome}`)
       const local = `idem-${m}-${i}`
       const reserved = await store.reserveInbox({
@@ -250,7 +273,11 @@ export async function postgresPhase(settings: PostgresSettings): Promise<Postgre
         createdAt: now,
       })
       if (!('row' in reserved)) throw new Error(`inbox not reserved: ${reserved.refused}`)
-      const active = await store.activateInbox({ inboxId: reserved.row.id, routingRuleId: null, idempotency: { claim: outcome.claim, responseBody: `{"id":"${reserved.row.id}"}` } })
+      const active = await store.activateInbox({
+        inboxId: reserved.row.id,
+        routingRuleId: null,
+        idempotency: { claim: outcome.claim, responseBody: `{"id":"${reserved.row.id}"}` },
+      })
       if (!active) throw new Error('inbox not activated')
     }
 

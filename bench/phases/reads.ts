@@ -53,14 +53,20 @@ export async function readsPhase(
       const response = await fetch(url, { headers: api.headers })
       const body = await response.text()
       if (response.status !== 200) throw new Error(`reads: ${url} answered ${response.status}`)
-      if (i === 0 && (JSON.parse(body) as { data: unknown[] }).data.length !== LIST_SIZE) throw new Error('reads: list did not return 50 messages')
+      if (i === 0 && (JSON.parse(body) as { data: unknown[] }).data.length !== LIST_SIZE)
+        throw new Error('reads: list did not return 50 messages')
       const file = join(dir, `${i}.json`)
       writeFileSync(file, body)
       return file
     }),
   )
   const bare = await startBareHttp(files)
-  const runs: Array<{ target: string; endpoint: ReadRound['endpoint']; url: string; headers?: Record<string, string> }> = [
+  const runs: Array<{
+    target: string
+    endpoint: ReadRound['endpoint']
+    url: string
+    headers?: Record<string, string>
+  }> = [
     { target: 'pigeonhole', endpoint: 'list', url: listUrl, headers: api.headers },
     { target: 'maildev', endpoint: 'list', url: `${maildev.base}/email` },
     { target: 'bare_bun_serve', endpoint: 'list', url: `${bare.base}/0` },
@@ -72,8 +78,13 @@ export async function readsPhase(
     for (let round = 1; round <= options.rounds; round++) {
       for (const run of runs) {
         await httpLoad(run.url, { concurrency: CONCURRENCY, durationMs: options.warmUpMs, headers: run.headers })
-        const result = await httpLoad(run.url, { concurrency: CONCURRENCY, durationMs: options.durationMs, headers: run.headers })
-        if (result.errors > 0) throw new Error(`reads: ${result.errors} failed requests against ${run.target} ${run.endpoint}`)
+        const result = await httpLoad(run.url, {
+          concurrency: CONCURRENCY,
+          durationMs: options.durationMs,
+          headers: run.headers,
+        })
+        if (result.errors > 0)
+          throw new Error(`reads: ${result.errors} failed requests against ${run.target} ${run.endpoint}`)
         results.push({ target: run.target, endpoint: run.endpoint, round, ...result })
         console.error(`  reads round ${round} ${run.target} ${run.endpoint}: ${Math.round(result.perSecond)} req/s`)
       }

@@ -28,14 +28,16 @@ import { summarize } from '../phases/latency.ts'
 import { durabilityOf, type Machine, seed, startMachine } from '../phases/postgres-servers.ts'
 import { useDurableCluster } from '../../test/support/postgres.ts'
 
-const option = (name: string, fallback: number) => Number(process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1] ?? fallback)
+const option = (name: string, fallback: number) =>
+  Number(process.argv.find((arg) => arg.startsWith(`--${name}=`))?.split('=')[1] ?? fallback)
 const rounds = option('rounds', 4)
 const samples = option('samples', 100)
 const postgresOnly = process.argv.includes('--postgres-only')
 const baseline = process.argv.find((arg) => arg.startsWith('--baseline='))?.slice('--baseline='.length)
 
 const t0 = performance.now()
-const log = (message: string) => console.error(`[connect→content ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
+const log = (message: string) =>
+  console.error(`[connect→content ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
 const load = () =>
   loadavg()
     .map((x) => x.toFixed(2))
@@ -50,14 +52,32 @@ log(`cluster: fsync=${durability.fsync}, synchronous_commit=${durability.synchro
 const [key] = seed(url) as [string]
 const postgres = await startMachine('A', SERVER_ENTRY, url, key, [await freePort(), await freePort()])
 const sqlite = postgresOnly ? null : await startPigeonhole()
-const targets = [{ name: 'postgres', api: postgres.api, smtpPort: postgres.smtpPort, samples: emptySamples(), loads: [] as string[] }]
+const targets = [
+  { name: 'postgres', api: postgres.api, smtpPort: postgres.smtpPort, samples: emptySamples(), loads: [] as string[] },
+]
 let before: Machine | null = null
 if (baseline) {
   const baselineUrl = await freshDatabase()
-  before = await startMachine('baseline', resolve(baseline, 'server.js'), baselineUrl, seed(baselineUrl)[0]!, [await freePort(), await freePort()])
-  targets.push({ name: 'postgres_baseline', api: before.api, smtpPort: before.smtpPort, samples: emptySamples(), loads: [] })
+  before = await startMachine('baseline', resolve(baseline, 'server.js'), baselineUrl, seed(baselineUrl)[0]!, [
+    await freePort(),
+    await freePort(),
+  ])
+  targets.push({
+    name: 'postgres_baseline',
+    api: before.api,
+    smtpPort: before.smtpPort,
+    samples: emptySamples(),
+    loads: [],
+  })
 }
-if (sqlite) targets.push({ name: 'sqlite', api: new PigeonholeApi(sqlite.base, sqlite.key), smtpPort: sqlite.smtpPort, samples: emptySamples(), loads: [] })
+if (sqlite)
+  targets.push({
+    name: 'sqlite',
+    api: new PigeonholeApi(sqlite.base, sqlite.key),
+    smtpPort: sqlite.smtpPort,
+    samples: emptySamples(),
+    loads: [],
+  })
 
 try {
   for (let round = 1; round <= rounds; round++) {
@@ -68,7 +88,9 @@ try {
       await pigeonholeEndToEnd(target.api, target.smtpPort, shape, samples, target.samples)
       const mine = summarize(target.name, target.samples.connect.slice(before))
       target.loads.push(load())
-      log(`round ${round} ${target.name}: p50 ${mine.p50Ms.toFixed(2)} ms, p99 ${mine.p99Ms.toFixed(2)} ms (load ${load()})`)
+      log(
+        `round ${round} ${target.name}: p50 ${mine.p50Ms.toFixed(2)} ms, p99 ${mine.p99Ms.toFixed(2)} ms (load ${load()})`,
+      )
     }
   }
   const result = {

@@ -19,13 +19,17 @@ try {
   const inbox = await api.createInbox()
   const shape = buildShapes().text_2kb
   const client = await SmtpClient.connect(server.smtpPort)
-  for (let i = 0; i < LIST_SIZE; i++) await client.send('sender@bench.example', inbox.address, headersFor(shape, inbox.address), shape.body)
+  for (let i = 0; i < LIST_SIZE; i++)
+    await client.send('sender@bench.example', inbox.address, headersFor(shape, inbox.address), shape.body)
   client.close()
   const url = `${api.base}/v1/inboxes/${inbox.id}/messages?limit=${LIST_SIZE}`
   await httpLoad(url, { headers: api.headers, concurrency: CONCURRENCY, durationMs: 1000 })
   const rates: number[] = []
-  for (let round = 0; round < rounds; round++) rates.push((await httpLoad(url, { headers: api.headers, concurrency: CONCURRENCY, durationMs: 2000 })).perSecond)
-  console.log(`list ${LIST_SIZE} messages: ${rates.map((r) => Math.round(r)).join(', ')} req/s (median ${Math.round(rates.toSorted((a, b) => a - b)[Math.floor(rates.length / 2)]!)})`)
+  for (let round = 0; round < rounds; round++)
+    rates.push((await httpLoad(url, { headers: api.headers, concurrency: CONCURRENCY, durationMs: 2000 })).perSecond)
+  console.log(
+    `list ${LIST_SIZE} messages: ${rates.map((r) => Math.round(r)).join(', ')} req/s (median ${Math.round(rates.toSorted((a, b) => a - b)[Math.floor(rates.length / 2)]!)})`,
+  )
 } finally {
   await server.child.stop()
 }

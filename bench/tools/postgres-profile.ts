@@ -20,7 +20,8 @@ const [connections = 16, seconds = 5] = process.argv
   .slice(2)
   .filter((arg) => !arg.startsWith('--'))
   .map(Number)
-if (!process.argv.includes('--no-prof')) process.env.BENCH_CPU_PROF_DIR ??= mkdtempSync(join(tmpdir(), 'pigeonhole-pg-profile-'))
+if (!process.argv.includes('--no-prof'))
+  process.env.BENCH_CPU_PROF_DIR ??= mkdtempSync(join(tmpdir(), 'pigeonhole-pg-profile-'))
 const entry = process.env.BENCH_SERVER_ENTRY ?? 'src/index.ts'
 
 useDurableCluster()

@@ -8,7 +8,8 @@ import { buildShapes } from '../lib/messages.ts'
 import { POSTGRES_SERVERS_FULL, POSTGRES_SERVERS_QUICK, postgresServersPhase } from '../phases/postgres-servers.ts'
 
 const t0 = performance.now()
-const log = (message: string) => console.error(`[postgres servers ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
+const log = (message: string) =>
+  console.error(`[postgres servers ${((performance.now() - t0) / 1000).toFixed(1)}s] ${message}`)
 const settings = process.argv.includes('--quick') ? POSTGRES_SERVERS_QUICK : POSTGRES_SERVERS_FULL
 const result = await postgresServersPhase(buildShapes().text_2kb, { ...settings, log })
 if ('skipped' in result) log(`skipped (${result.skipped})`)

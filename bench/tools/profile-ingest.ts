@@ -20,7 +20,8 @@ const shapeName = (process.argv[2] ?? 'text_2kb') as ShapeName
 const seconds = Number(process.argv[3] ?? 5)
 const shape = buildShapes()[shapeName]
 if (!shape) throw new Error(`unknown shape ${shapeName}`)
-if (!process.argv.includes('--no-prof')) process.env.BENCH_CPU_PROF_DIR ??= mkdtempSync(join(tmpdir(), 'pigeonhole-profile-'))
+if (!process.argv.includes('--no-prof'))
+  process.env.BENCH_CPU_PROF_DIR ??= mkdtempSync(join(tmpdir(), 'pigeonhole-profile-'))
 process.env.BENCH_SERVER_ENTRY ??= 'src/index.ts'
 
 if (process.argv.includes('--parse')) {
@@ -33,7 +34,9 @@ if (process.argv.includes('--parse')) {
     await parseMail(Buffer.from(raw), 'sender@bench.example', limits)
     n++
   }
-  console.log(`parseMail ${shape.label}: ${((seconds * 1000) / n).toFixed(3)} ms per message (${n} in ${seconds} s, one thread)`)
+  console.log(
+    `parseMail ${shape.label}: ${((seconds * 1000) / n).toFixed(3)} ms per message (${n} in ${seconds} s, one thread)`,
+  )
 } else {
   const server = await startPigeonhole()
   const api = new PigeonholeApi(server.base, server.key)

@@ -31,7 +31,8 @@ try {
   )
   await waitQuiet(server.child.pid)
   const after = await settledRss(server.child.pid)
-  const show = (label: string, r: typeof idle) => `${label} ${r.rssMiB.toFixed(1)} MiB (${r.anonMiB.toFixed(1)} anonymous + ${r.fileMiB.toFixed(1)} file-backed)`
+  const show = (label: string, r: typeof idle) =>
+    `${label} ${r.rssMiB.toFixed(1)} MiB (${r.anonMiB.toFixed(1)} anonymous + ${r.fileMiB.toFixed(1)} file-backed)`
   console.log(`${shape.label}: ${show('idle', idle)}; after ${stored} messages ${show('', after)}`)
 } finally {
   await server.child.stop()

@@ -25,7 +25,8 @@ function timed(work: () => unknown): { median: number; max: number } {
   times.sort((a, b) => a - b)
   return { median: times[times.length >> 1]!, max: times.at(-1)! }
 }
-const ms = ({ median, max }: { median: number; max: number }) => `median ${median.toFixed(1)} ms, max ${max.toFixed(1)} ms`
+const ms = ({ median, max }: { median: number; max: number }) =>
+  `median ${median.toFixed(1)} ms, max ${max.toFixed(1)} ms`
 
 const parseTimes: number[] = []
 let mail: Awaited<ReturnType<typeof parseMail>> | undefined
@@ -41,10 +42,14 @@ const allHashes = timed(() => {
   sha256Hex(raw)
   for (const each of mail!.attachments) sha256Hex(each.content)
 })
-console.log(`largest legal message: ${(raw.byteLength / 2 ** 20).toFixed(2)} MiB raw, ${mail!.attachments.length} attachments of ${(attachment.byteLength / 2 ** 20).toFixed(2)} MiB`)
+console.log(
+  `largest legal message: ${(raw.byteLength / 2 ** 20).toFixed(2)} MiB raw, ${mail!.attachments.length} attachments of ${(attachment.byteLength / 2 ** 20).toFixed(2)} MiB`,
+)
 console.log(`parseMail (in the worker, hashes included): median ${parseTimes[parseTimes.length >> 1]!.toFixed(1)} ms`)
 console.log(`  of which SHA-256 of raw + attachments: ${ms(allHashes)}`)
 console.log(`serving the raw source (.eml), the check: ${ms(rawHash)}`)
-console.log(`serving one ${(attachment.byteLength / 2 ** 20).toFixed(1)} MiB attachment, the check: ${ms(timed(() => sha256Hex(attachment)))}`)
+console.log(
+  `serving one ${(attachment.byteLength / 2 ** 20).toFixed(1)} MiB attachment, the check: ${ms(timed(() => sha256Hex(attachment)))}`,
+)
 const small = Buffer.alloc(30 * 1024, 7)
 console.log(`a 30 KiB attachment, the check: ${ms(timed(() => sha256Hex(small)))}`)

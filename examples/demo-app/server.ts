@@ -18,7 +18,11 @@ const pending = new Map<string, string>() // token → address
 // The check a typical sign-up form makes (zod's default email pattern): @localhost fails it.
 const EMAIL = /^(?!\.)(?!.*\.\.)([A-Za-z0-9_'+\-.]*)[A-Za-z0-9_+-]@([A-Za-z0-9][A-Za-z0-9-]*\.)+[A-Za-z]{2,}$/
 const escapeHtml = (value: string) => value.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
-const page = (body: string, status = 200) => new Response(`<!doctype html><meta charset="utf-8"><title>Demo</title>${body}`, { status, headers: { 'content-type': 'text/html; charset=utf-8' } })
+const page = (body: string, status = 200) =>
+  new Response(`<!doctype html><meta charset="utf-8"><title>Demo</title>${body}`, {
+    status,
+    headers: { 'content-type': 'text/html; charset=utf-8' },
+  })
 
 const server = Bun.serve({
   port,
@@ -26,7 +30,9 @@ const server = Bun.serve({
   async fetch(request) {
     const url = new URL(request.url)
     if (request.method === 'GET' && url.pathname === '/') {
-      return page('<h1>Sign up</h1><form method="post" action="/signup"><label>Email <input name="email" type="email"></label><button>Sign up</button></form>')
+      return page(
+        '<h1>Sign up</h1><form method="post" action="/signup"><label>Email <input name="email" type="email"></label><button>Sign up</button></form>',
+      )
     }
     if (request.method === 'POST' && url.pathname === '/signup') {
       const email = String((await request.formData()).get('email') ?? '')

@@ -37,7 +37,9 @@ export function awkwardMessage(to: string, n: number, attachmentBytes = 2048): B
     ascii(`--a${n}${CRLF}Content-Type: text/plain; charset=utf-8${CRLF}Content-Transfer-Encoding: 8bit${CRLF}${CRLF}`),
     utf8(`Hello ${n}. ${NASTY} `),
     INVALID,
-    ascii(`${CRLF}--a${n}${CRLF}Content-Type: text/html; charset=utf-8${CRLF}Content-Transfer-Encoding: base64${CRLF}${CRLF}`),
+    ascii(
+      `${CRLF}--a${n}${CRLF}Content-Type: text/html; charset=utf-8${CRLF}Content-Transfer-Encoding: base64${CRLF}${CRLF}`,
+    ),
     ascii(`${Buffer.concat([utf8(`<p>Hello ${n}. ${NASTY} `), INVALID, utf8('</p>')]).toString('base64')}${CRLF}`),
     ascii(`--a${n}--${CRLF}`),
     ascii(`--b${n}${CRLF}Content-Type: application/octet-stream; name="f.bin"${CRLF}`),

@@ -33,8 +33,15 @@ export class ConsoleDriver {
    * hold); a redirect is followed once, as a browser does after a form.
    */
   async post(path: string, fields: Record<string, string> | string) {
-    const encoded = typeof fields === 'string' ? `_csrf=${encodeURIComponent(this.csrf ?? '')}&${fields}` : new URLSearchParams({ _csrf: this.csrf ?? '', ...fields }).toString()
-    const answer = await this.send(path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: this.baseUrl }, body: encoded })
+    const encoded =
+      typeof fields === 'string'
+        ? `_csrf=${encodeURIComponent(this.csrf ?? '')}&${fields}`
+        : new URLSearchParams({ _csrf: this.csrf ?? '', ...fields }).toString()
+    const answer = await this.send(path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: this.baseUrl },
+      body: encoded,
+    })
     if (answer.status >= 400) throw new Error(`POST ${path} answered ${answer.status}`)
     if (answer.status === 303 || answer.status === 302) {
       const next = new URL(answer.location!, this.baseUrl)

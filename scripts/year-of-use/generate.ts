@@ -34,7 +34,14 @@ export interface YearShape {
   cliOrganizations: number
 }
 
-export const FULL_YEAR: YearShape = { messages: 10_000, auditEvents: 1_000, attachmentBytes: 4_096, inboxes: 40, connections: 4, cliOrganizations: 3 }
+export const FULL_YEAR: YearShape = {
+  messages: 10_000,
+  auditEvents: 1_000,
+  attachmentBytes: 4_096,
+  inboxes: 40,
+  connections: 4,
+  cliOrganizations: 3,
+}
 
 export interface YearOfUse {
   databasePath: string
@@ -53,7 +60,11 @@ export interface YearOfUse {
 const TYPED = 'Année ￿ ￿0 ￿1 😀 𝄞'
 const PASSWORD = 'correct horse battery staple'
 
-export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: string) => void = () => {}): Promise<YearOfUse> {
+export async function makeYearOfUse(
+  dir: string,
+  shape: YearShape,
+  log: (line: string) => void = () => {},
+): Promise<YearOfUse> {
   const started = performance.now()
   const databasePath = join(dir, 'pigeonhole.db')
   const big = String(10_000_000)
@@ -84,7 +95,13 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
     const link = new URL(await cli(env, 'setup-link'))
     const operator = new ConsoleDriver(server.httpUrl)
     await operator.get(link.pathname + link.search)
-    const ready = await operator.post('/setup', { token: link.searchParams.get('token')!, email: 'operator@year.test', password: PASSWORD, organization: `Operations ${TYPED}`, preset: 'hosted' })
+    const ready = await operator.post('/setup', {
+      token: link.searchParams.get('token')!,
+      email: 'operator@year.test',
+      password: PASSWORD,
+      organization: `Operations ${TYPED}`,
+      preset: 'hosted',
+    })
     const home = /\/console\/orgs\/(org_[0-9a-f]{32})/.exec(ready.html)?.[1]
     const homeKey = /ph_live_[0-9a-f_]+/.exec(ready.html)?.[0]
     if (!home || !homeKey) throw new Error('the setup page showed no organisation or key')
@@ -94,7 +111,22 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
     // The operator's CLI: organisations with custom limits, keys, one revoked.
     for (let i = 1; i <= shape.cliOrganizations; i++) {
       const org = await cli(env, 'orgs', 'create', `Team ${i} ${TYPED}`)
-      await cli(env, 'orgs', 'limits', org, '--active-inboxes', '500', '--emails-per-month', big, '--inbox-burst', big, '--org-burst', big, '--requests-per-key', String(100_000 + i))
+      await cli(
+        env,
+        'orgs',
+        'limits',
+        org,
+        '--active-inboxes',
+        '500',
+        '--emails-per-month',
+        big,
+        '--inbox-burst',
+        big,
+        '--org-burst',
+        big,
+        '--requests-per-key',
+        String(100_000 + i),
+      )
       keys[org] = await cli(env, 'keys', 'create', org)
       const spare = await cli(env, 'keys', 'create', org)
       await cli(env, 'keys', 'revoke', spare)
@@ -126,20 +158,35 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
     const auditCount = () => peek<{ n: number }>('select count(*) as n from audit_events')[0]!.n
     while (auditCount() < shape.auditEvents) {
       batch++
-      for (let i = 0; i < 25; i++) await operator.post(`/console/orgs/${home}/keys`, { name: `ci ${batch}.${i} ${TYPED}` })
-      const made = peek<{ public_id: string }>('select public_id from api_keys where name like ? and revoked_at is null', `ci ${batch}.%`)
+      for (let i = 0; i < 25; i++)
+        await operator.post(`/console/orgs/${home}/keys`, { name: `ci ${batch}.${i} ${TYPED}` })
+      const made = peek<{ public_id: string }>(
+        'select public_id from api_keys where name like ? and revoked_at is null',
+        `ci ${batch}.%`,
+      )
       for (const key of made.slice(0, 20)) await operator.post(`/console/orgs/${home}/keys/${key.public_id}/revoke`, {})
     }
     log(`console: ${auditCount()} audit events`)
 
     // Inboxes over the API: spread over the organisations; one per organisation made and deleted.
-    const api = async (method: string, path: string, key: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const api = async (
+      method: string,
+      path: string,
+      key: string,
+      body?: unknown,
+      headers: Record<string, string> = {},
+    ) => {
       const response = await fetch(`${server.httpUrl}${path}`, {
         method,
-        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}), ...headers },
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...headers,
+        },
         body: body ? JSON.stringify(body) : undefined,
       })
-      if (response.status >= 300) throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`)
+      if (response.status >= 300)
+        throw new Error(`${method} ${path} answered ${response.status}: ${await response.text()}`)
       return response.status === 204 ? null : ((await response.json()) as { data: Record<string, string> })
     }
     const orgs = Object.keys(keys)
@@ -162,7 +209,11 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
         try {
           for (let n = c; n < shape.messages; n += shape.connections) {
             const inbox = inboxes[n % inboxes.length]!
-            await sender.send(`sender${n % 97}@example.com`, inbox.address, awkwardMessage(inbox.address, n, shape.attachmentBytes))
+            await sender.send(
+              `sender${n % 97}@example.com`,
+              inbox.address,
+              awkwardMessage(inbox.address, n, shape.attachmentBytes),
+            )
             if (++sent % 1000 === 0) log(`smtp: ${sent} of ${shape.messages} messages`)
           }
         } finally {
@@ -174,7 +225,19 @@ export async function makeYearOfUse(dir: string, shape: YearShape, log: (line: s
   } finally {
     await server.stop()
   }
-  const tables = peek<{ name: string }>("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '__drizzle%'")
-  const rows = Object.fromEntries(tables.map(({ name }) => [name, peek<{ n: number }>(`select count(*) as n from "${name}"`)[0]!.n]))
-  return { databasePath, databaseBytes: statSync(databasePath).size, rows, keys, inboxes, env, seconds: (performance.now() - started) / 1000 }
+  const tables = peek<{ name: string }>(
+    "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '__drizzle%'",
+  )
+  const rows = Object.fromEntries(
+    tables.map(({ name }) => [name, peek<{ n: number }>(`select count(*) as n from "${name}"`)[0]!.n]),
+  )
+  return {
+    databasePath,
+    databaseBytes: statSync(databasePath).size,
+    rows,
+    keys,
+    inboxes,
+    env,
+    seconds: (performance.now() - started) / 1000,
+  }
 }

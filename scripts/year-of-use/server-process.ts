@@ -48,8 +48,17 @@ export async function startServer(env: Record<string, string>, bannerFile: strin
 
 /** Runs `bun src/cli.ts …`; throws with its stderr unless it exits 0. Resolves with stdout's last line. */
 export async function cli(env: Record<string, string>, ...args: string[]): Promise<string> {
-  const child = Bun.spawn([process.execPath, 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn([process.execPath, 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   if (code !== 0) throw new Error(`cli ${args.join(' ')} exited ${code}: ${stderr}`)
   return stdout.trimEnd().split('\n').at(-1) ?? ''
 }

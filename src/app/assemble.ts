@@ -95,7 +95,10 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
   const { config } = options
   // Series known in advance start at 0; their label values are core's.
   const clock = options.clock ?? systemClock
-  const metrics = new AppMetrics({ storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS }, () => clock.now())
+  const metrics = new AppMetrics(
+    { storageFailureKinds: STORAGE_FAILURE_KINDS, storedBytesKinds: STORED_BYTES_KINDS },
+    () => clock.now(),
+  )
   const logger = observedLogger(options.logger ?? createLogger(config.logLevel), metrics)
   // Before anything opens: unreadable certificate files stop the start with nothing to undo.
   const tls = await prepareSmtpTls(config, logger)
@@ -128,7 +131,9 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       store,
       clock,
       logger,
-      routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) => metrics.routingCalls.inc(call)),
+      routing: meteredRouting(options.routing ?? createRoutingProvider(config, logger), (call) =>
+        metrics.routingCalls.inc(call),
+      ),
       notifier: coordination.notifier,
       cursors,
       requestLimiter: coordination.requestLimiter,
@@ -188,7 +193,9 @@ export async function assemble(options: AppOptions): Promise<Assembly> {
       // The peer's address only where it is used (the console), off the API's path.
       return consoleApp.handle(request, clientAddress(request.headers, peer()))
     }
-    const answer = hsts ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts) : route
+    const answer = hsts
+      ? (request: Request, peer: () => string) => withStrictTransportSecurity(route(request, peer), hsts)
+      : route
     return { services, metrics, addresses, tls, backend, answer, connections, smtp, requests, stopping, stopped, close }
   } catch (error) {
     await close()

@@ -86,13 +86,22 @@ export interface Backend<Use extends BackendUse = BackendUse> {
   close(): Promise<void>
 }
 
-export type OpenBackendOptions<Use extends BackendUse> = Use extends 'server' ? { use: Use; clock: Clock; logger: Logger; health: StorageHealth } : { use: Use }
+export type OpenBackendOptions<Use extends BackendUse> = Use extends 'server'
+  ? { use: Use; clock: Clock; logger: Logger; health: StorageHealth }
+  : { use: Use }
 
 /** The mode the config names: PostgreSQL with DATABASE_URL, the SQLite file otherwise. */
-export const dialectOf = (config: Pick<Config, 'databaseUrl'>): Dialect => (config.databaseUrl === '' ? 'sqlite' : 'postgres')
+export const dialectOf = (config: Pick<Config, 'databaseUrl'>): Dialect =>
+  config.databaseUrl === '' ? 'sqlite' : 'postgres'
 
-export function openBackend<Use extends BackendUse>(config: Config, options: OpenBackendOptions<Use>): Promise<Backend<Use>> {
-  const opened = dialectOf(config) === 'sqlite' ? openSqlite(config, options as OpenBackendOptions<BackendUse>) : openPostgresBackend(config, options as OpenBackendOptions<BackendUse>)
+export function openBackend<Use extends BackendUse>(
+  config: Config,
+  options: OpenBackendOptions<Use>,
+): Promise<Backend<Use>> {
+  const opened =
+    dialectOf(config) === 'sqlite'
+      ? openSqlite(config, options as OpenBackendOptions<BackendUse>)
+      : openPostgresBackend(config, options as OpenBackendOptions<BackendUse>)
   return opened as Promise<Backend<Use>>
 }
 
@@ -179,7 +188,11 @@ async function openPostgresBackend(config: Config, options: OpenBackendOptions<B
     messagePages: parts.messagePages,
     reservations: parts.reservations,
     refusals: parts.notifier.refusals,
-    console: { streamSlots: parts.streamSlots, signInThrottle: parts.signInThrottle, accessEnded: parts.notifier.accessEnded },
+    console: {
+      streamSlots: parts.streamSlots,
+      signInThrottle: parts.signInThrottle,
+      accessEnded: parts.notifier.accessEnded,
+    },
     readiness: { database: () => parts.probe.check(), clock: () => parts.clock.readiness() },
     clockOffsetMs: () => parts.clock.offsetMs,
     patientDrain: true,
@@ -187,5 +200,13 @@ async function openPostgresBackend(config: Config, options: OpenBackendOptions<B
     startSweeper: (services) => startSweeperAcrossMachines(services, parts.sql, parts.clock),
     watchDatabase: () => parts.probe.watch(),
   }
-  return { dialect: 'postgres', store: parts.store, sqlite: null, lock: null, leaseHolder, coordination, close: () => parts.close() }
+  return {
+    dialect: 'postgres',
+    store: parts.store,
+    sqlite: null,
+    lock: null,
+    leaseHolder,
+    coordination,
+    close: () => parts.close(),
+  }
 }

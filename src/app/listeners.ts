@@ -56,16 +56,21 @@ export async function refuseBusyPorts(config: Config): Promise<void> {
   for (const [variable, port] of ports) {
     if (port === 0 || (await portFree(config.host, port))) continue
     const holder = config.databaseUrl === '' ? runningServer(config.databasePath) : null
-    if (holder && (holder.http_port === port || holder.smtp_port === port)) throw new DatabaseInUseError(config.databasePath, holder)
+    if (holder && (holder.http_port === port || holder.smtp_port === port))
+      throw new DatabaseInUseError(config.databasePath, holder)
     throw new PortInUseError(variable, port)
   }
   const metricsPort = config.metricsPort === '' ? 0 : Number(config.metricsPort)
   if (metricsPort !== 0 && !(await portFree(config.metricsHost, metricsPort))) {
-    throw new ConfigError('METRICS_PORT', `cannot listen on ${config.metricsHost} port ${metricsPort}: another process uses it`)
+    throw new ConfigError(
+      'METRICS_PORT',
+      `cannot listen on ${config.metricsHost} port ${metricsPort}: another process uses it`,
+    )
   }
 }
 
-const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) => ((error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error)
+const explainListenError = (error: unknown, variable: 'PORT' | 'SMTP_PORT', port: number) =>
+  (error as { code?: string })?.code === 'EADDRINUSE' ? new PortInUseError(variable, port) : error
 
 export type HttpServer = Server<undefined>
 type Answer = (request: Request, peer: () => string) => Response | Promise<Response>
@@ -89,8 +94,12 @@ function closingConnection(response: Response): Response {
 }
 
 /** An answer decided after the drain began closes its connection (see `draining`). */
-function answerClosingWhenDraining(server: HttpServer, response: Response | Promise<Response>): Response | Promise<Response> {
-  if (response instanceof Promise) return response.then((settled) => (draining.has(server) ? closingConnection(settled) : settled))
+function answerClosingWhenDraining(
+  server: HttpServer,
+  response: Response | Promise<Response>,
+): Response | Promise<Response> {
+  if (response instanceof Promise)
+    return response.then((settled) => (draining.has(server) ? closingConnection(settled) : settled))
   return draining.has(server) ? closingConnection(response) : response
 }
 
@@ -144,13 +153,19 @@ export function closeSmtp(smtp: SMTPServer): Promise<void> {
 }
 
 /** METRICS_PORT's listener on METRICS_HOST; a bind that fails names whichever of the two is wrong. */
-export function listenPrivateMetrics(config: Config, metrics: AppMetrics): ReturnType<typeof startPrivateMetricsListener> {
+export function listenPrivateMetrics(
+  config: Config,
+  metrics: AppMetrics,
+): ReturnType<typeof startPrivateMetricsListener> {
   // Its own bind address, never HOST: the API listens everywhere by default, a listener without a token must not.
   try {
     return startPrivateMetricsListener(metrics, Number(config.metricsPort), config.metricsHost)
   } catch (error) {
     const inUse = (error as { code?: string })?.code === 'EADDRINUSE'
-    throw new ConfigError(inUse ? 'METRICS_PORT' : 'METRICS_HOST', `cannot listen on ${config.metricsHost} port ${config.metricsPort} (${(error as Error).message})`)
+    throw new ConfigError(
+      inUse ? 'METRICS_PORT' : 'METRICS_HOST',
+      `cannot listen on ${config.metricsHost} port ${config.metricsPort} (${(error as Error).message})`,
+    )
   }
 }
 
@@ -184,7 +199,8 @@ function onlyWaitsLeft(server: { pendingRequests: number }, waits: () => number,
   })
 }
 
-const withTimeout = (work: Promise<unknown>, ms: number) => Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
+const withTimeout = (work: Promise<unknown>, ms: number) =>
+  Promise.race([work, new Promise((resolve) => setTimeout(resolve, ms).unref?.())])
 
 /**
  * Both listeners stop accepting. smtp-server lets a transaction in DATA finish and cuts the
@@ -221,7 +237,13 @@ function until(done: () => boolean): Promise<void> {
  * the other requests in flight get SHUTDOWN_TIMEOUT_MS to finish; a poll still waiting then
  * is cut by the HTTP stop, as in SQLite mode.
  */
-export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number, endLiveStreams: () => void, longPollsMs = LONG_POLL_DRAIN_MS): Promise<void> {
+export async function drainPatiently(
+  http: HttpServer,
+  smtp: SMTPServer,
+  waitingLongPolls: () => number,
+  endLiveStreams: () => void,
+  longPollsMs = LONG_POLL_DRAIN_MS,
+): Promise<void> {
   await backlogAccepted()
   const httpIdle = beginDrain(http)
   const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
@@ -235,6 +257,9 @@ export async function drainPatiently(http: HttpServer, smtp: SMTPServer, waiting
   endLiveStreams()
   // Other requests in flight finish; a poll still waiting now is cut by the HTTP stop that follows.
   const giveUp = new AbortController()
-  await withTimeout(Promise.all([smtpClosed, Promise.race([httpIdle, onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)])]), SHUTDOWN_TIMEOUT_MS)
+  await withTimeout(
+    Promise.all([smtpClosed, Promise.race([httpIdle, onlyWaitsLeft(http, waitingLongPolls, giveUp.signal)])]),
+    SHUTDOWN_TIMEOUT_MS,
+  )
   giveUp.abort()
 }

@@ -76,7 +76,8 @@ export async function start(assembly: Assembly): Promise<RunningApp> {
     const setupLink = pendingSetup ? setupUrl(addresses.publicUrls().baseUrl, pendingSetup) : null
     // The link itself is a secret (it creates the operator): the log says where to get it, the
     // start-up summary on stderr and `cli setup-link` show it.
-    if (setupLink) logger.info('console_setup_pending', { setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
+    if (setupLink)
+      logger.info('console_setup_pending', { setup_path: '/setup', link_from: 'bun src/cli.ts setup-link' })
 
     parts.started(
       'tls watch',

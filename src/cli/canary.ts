@@ -46,17 +46,29 @@ class StepFailed extends Error {
 
 const REQUEST_TIMEOUT_MS = 15_000
 
-async function api(options: CanaryOptions, step: CanaryStep, method: string, path: string, init: { body?: unknown; timeoutMs?: number } = {}): Promise<Response> {
+async function api(
+  options: CanaryOptions,
+  step: CanaryStep,
+  method: string,
+  path: string,
+  init: { body?: unknown; timeoutMs?: number } = {},
+): Promise<Response> {
   let response: Response
   try {
     response = await fetch(`${options.url.replace(/\/$/, '')}${path}`, {
       method,
-      headers: { authorization: `Bearer ${options.key}`, ...(init.body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${options.key}`,
+        ...(init.body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: init.body === undefined ? undefined : JSON.stringify(init.body),
       signal: AbortSignal.timeout(init.timeoutMs ?? REQUEST_TIMEOUT_MS),
     })
   } catch (error) {
-    throw new StepFailed(step, `${method} ${options.url}${path}: ${error instanceof Error ? error.message : String(error)}`)
+    throw new StepFailed(
+      step,
+      `${method} ${options.url}${path}: ${error instanceof Error ? error.message : String(error)}`,
+    )
   }
   if (response.status >= 300 && response.status !== 204) {
     const text = await response.text()
@@ -70,7 +82,11 @@ async function api(options: CanaryOptions, step: CanaryStep, method: string, pat
 }
 
 /** Where mail for `domain` goes: the given host, else its MX records by preference, else the domain itself (RFC 5321 §5.1). */
-async function destinations(domain: string, smtp: string | undefined, dns: string[] | undefined): Promise<{ host: string; port: number; why: string }[]> {
+async function destinations(
+  domain: string,
+  smtp: string | undefined,
+  dns: string[] | undefined,
+): Promise<{ host: string; port: number; why: string }[]> {
   if (smtp) {
     const match = /^(\[[^\]]+\]|[^:]+)(?::(\d+))?$/.exec(smtp)
     if (!match) throw new StepFailed('send', `--smtp ${smtp} is not host or host:port`)
@@ -80,10 +96,14 @@ async function destinations(domain: string, smtp: string | undefined, dns: strin
   if (dns) resolver.setServers(dns)
   try {
     const records = await resolver.resolveMx(domain)
-    if (records.length > 0) return records.sort((a, b) => a.priority - b.priority).map((r) => ({ host: r.exchange, port: 25, why: `MX ${r.priority} of ${domain}` }))
+    if (records.length > 0)
+      return records
+        .sort((a, b) => a.priority - b.priority)
+        .map((r) => ({ host: r.exchange, port: 25, why: `MX ${r.priority} of ${domain}` }))
   } catch (error) {
     const code = (error as { code?: string }).code
-    if (code !== 'ENODATA' && code !== 'ENOTFOUND') throw new StepFailed('send', `looking up the MX of ${domain}: ${code ?? String(error)}`)
+    if (code !== 'ENODATA' && code !== 'ENOTFOUND')
+      throw new StepFailed('send', `looking up the MX of ${domain}: ${code ?? String(error)}`)
   }
   return [{ host: domain, port: 25, why: `${domain} itself (no MX record)` }]
 }
@@ -94,20 +114,32 @@ async function send(options: CanaryOptions, address: string, subject: string): P
   for (const to of await destinations(domain, options.smtp, options.dns)) {
     let sender: SmtpSender | undefined
     try {
-      sender = await SmtpSender.open(to.port, to.host, { helo: hostname() || 'localhost', timeoutMs: REQUEST_TIMEOUT_MS })
+      sender = await SmtpSender.open(to.port, to.host, {
+        helo: hostname() || 'localhost',
+        timeoutMs: REQUEST_TIMEOUT_MS,
+      })
     } catch (error) {
       failures.push(`${to.host}:${to.port} (${to.why}): ${error instanceof Error ? error.message : String(error)}`)
       continue // the next MX, as a sending server would
     }
     try {
-      const raw = [`From: Pigeonhole canary <canary@${hostname() || 'localhost'}>`, `To: ${address}`, `Subject: ${subject}`, `Date: ${new Date().toUTCString()}`, '', 'Is mail flowing?', ''].join(
-        '\r\n',
-      )
+      const raw = [
+        `From: Pigeonhole canary <canary@${hostname() || 'localhost'}>`,
+        `To: ${address}`,
+        `Subject: ${subject}`,
+        `Date: ${new Date().toUTCString()}`,
+        '',
+        'Is mail flowing?',
+        '',
+      ].join('\r\n')
       const reply = await sender.send(`canary@${hostname() || 'localhost'}`, address, Buffer.from(raw))
       return `via ${to.host}:${to.port} (${to.why}): ${reply}`
     } catch (error) {
       // A refusal after connecting is an answer, not an unreachable host: no other MX is tried.
-      throw new StepFailed('send', `${to.host}:${to.port} (${to.why}): ${error instanceof Error ? error.message : String(error)}`)
+      throw new StepFailed(
+        'send',
+        `${to.host}:${to.port} (${to.why}): ${error instanceof Error ? error.message : String(error)}`,
+      )
     } finally {
       await sender.close()
     }
@@ -121,7 +153,9 @@ async function wait(options: CanaryOptions, inboxId: string, subject: string): P
     const left = Math.ceil((deadline - Date.now()) / 1000)
     if (left <= 0) throw new StepFailed('wait', `the message did not arrive within ${options.timeoutSeconds ?? 60} s`)
     const query = new URLSearchParams({ wait_seconds: String(Math.min(left, 180)), subject, limit: '1' })
-    const response = await api(options, 'wait', 'GET', `/v1/inboxes/${inboxId}/messages?${query}`, { timeoutMs: (Math.min(left, 180) + 15) * 1000 })
+    const response = await api(options, 'wait', 'GET', `/v1/inboxes/${inboxId}/messages?${query}`, {
+      timeoutMs: (Math.min(left, 180) + 15) * 1000,
+    })
     if (response.status === 204) continue // the long poll ended empty; the loop checks the deadline
     const body = (await response.json()) as { data: { id: string; received_at: string }[] }
     if (body.data[0]) return `${body.data[0].id}, received ${body.data[0].received_at}`
@@ -129,10 +163,17 @@ async function wait(options: CanaryOptions, inboxId: string, subject: string): P
 }
 
 /** Runs the four steps; `report` hears each as it ends. Resolves with every step; throws nothing. */
-export async function runCanary(options: CanaryOptions, report: (result: StepResult) => void = () => {}): Promise<{ ok: boolean; failed: CanaryStep | null; steps: StepResult[] }> {
+export async function runCanary(
+  options: CanaryOptions,
+  report: (result: StepResult) => void = () => {},
+): Promise<{ ok: boolean; failed: CanaryStep | null; steps: StepResult[] }> {
   const steps: StepResult[] = []
   let failed: CanaryStep | null = null
-  const run = async <T>(step: CanaryStep, body: () => Promise<T>, describe: (value: T) => string): Promise<T | undefined> => {
+  const run = async <T>(
+    step: CanaryStep,
+    body: () => Promise<T>,
+    describe: (value: T) => string,
+  ): Promise<T | undefined> => {
     const started = performance.now()
     try {
       const value = await body()
@@ -141,7 +182,12 @@ export async function runCanary(options: CanaryOptions, report: (result: StepRes
       report(result)
       return value
     } catch (error) {
-      const result = { step, ok: false, seconds: (performance.now() - started) / 1000, detail: error instanceof Error ? error.message : String(error) }
+      const result = {
+        step,
+        ok: false,
+        seconds: (performance.now() - started) / 1000,
+        detail: error instanceof Error ? error.message : String(error),
+      }
       steps.push(result)
       report(result)
       failed ??= step
@@ -152,7 +198,10 @@ export async function runCanary(options: CanaryOptions, report: (result: StepRes
   const subject = `pigeonhole canary ${token}`
   const inbox = await run(
     'create inbox',
-    async () => (await (await api(options, 'create inbox', 'POST', '/v1/inboxes', { body: { prefix: `canary-${token.slice(0, 6)}` } })).json()) as { data: { id: string; address: string } },
+    async () =>
+      (await (
+        await api(options, 'create inbox', 'POST', '/v1/inboxes', { body: { prefix: `canary-${token.slice(0, 6)}` } })
+      ).json()) as { data: { id: string; address: string } },
     (made) => made.data.address,
   )
   if (!inbox) return { ok: false, failed, steps }

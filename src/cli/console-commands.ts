@@ -6,7 +6,13 @@
 import { createApiKey, revokeKey } from '../core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../core/audit/audit.ts'
 import { Refusal } from '../core/common/refusals.ts'
-import { changeLimits, createOrganization, organizationsNamed, organizationWithLimits, parseLimitInput } from '../core/organizations/organizations.ts'
+import {
+  changeLimits,
+  createOrganization,
+  organizationsNamed,
+  organizationWithLimits,
+  parseLimitInput,
+} from '../core/organizations/organizations.ts'
 import { setupToken, setupUrl } from '../core/users/setup.ts'
 import { signOutEverywhere } from '../core/sessions/sessions.ts'
 import { findUserByEmail, normaliseEmail, resetPassword } from '../core/users/users.ts'
@@ -22,7 +28,8 @@ const FLAG_TO_LIMIT = new Map(ORG_LIMIT_NAMES.map((name) => [`--${ORG_LIMIT_INFO
 
 export async function printSetupLink(cli: CliContext): Promise<void> {
   const token = await setupToken(cli)
-  if (!token) cli.fail('setup is done: a console user exists (sign in at /console; `users reset-password <email>` if locked out)')
+  if (!token)
+    cli.fail('setup is done: a console user exists (sign in at /console; `users reset-password <email>` if locked out)')
   console.log('open this link once to create the first console user:')
   console.log(setupUrl(cli.config.baseUrl, token))
 }
@@ -45,7 +52,9 @@ export async function createOrg(cli: CliContext, args: string[]): Promise<void> 
       )
     }
     const org = await createOrganization(cli, CLI_ACTOR, { name, preset: local ? 'local' : 'hosted' })
-    console.log(`created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`)
+    console.log(
+      `created organization "${org.name}" with ${local ? 'local testing' : 'the LIMIT_* (hosted free plan)'} limits`,
+    )
     console.log(org.id)
   } catch (error) {
     if (error instanceof Refusal) cli.fail(error.message)
@@ -56,11 +65,16 @@ export async function createOrg(cli: CliContext, args: string[]): Promise<void> 
 /** `orgs limits <org-id> [--flag N]...`: sets the given limits ('default' follows LIMIT_*), then prints all of them. */
 export async function orgLimitsCommand(cli: CliContext, args: string[]): Promise<void> {
   const [orgId, ...flags] = args
-  if (!orgId) cli.fail(`usage: bun src/cli.ts orgs limits <org-id> ${[...FLAG_TO_LIMIT.keys()].map((f) => `[${f} N]`).join(' ')}`, 64)
+  if (!orgId)
+    cli.fail(
+      `usage: bun src/cli.ts orgs limits <org-id> ${[...FLAG_TO_LIMIT.keys()].map((f) => `[${f} N]`).join(' ')}`,
+      64,
+    )
   const input: Partial<Record<OrgLimitName, string>> = {}
   for (let i = 0; i < flags.length; i += 2) {
     const name = FLAG_TO_LIMIT.get(flags[i]!)
-    if (!name || flags[i + 1] === undefined) cli.fail(`unknown option or missing value: ${flags[i]} (options: ${[...FLAG_TO_LIMIT.keys()].join(', ')})`, 64)
+    if (!name || flags[i + 1] === undefined)
+      cli.fail(`unknown option or missing value: ${flags[i]} (options: ${[...FLAG_TO_LIMIT.keys()].join(', ')})`, 64)
     input[name] = flags[i + 1]!
   }
   try {
@@ -68,7 +82,8 @@ export async function orgLimitsCommand(cli: CliContext, args: string[]): Promise
     await organizationWithLimits(cli, { organizationId: orgId })
     if (Object.keys(overrides).length > 0) await changeLimits(cli, CLI_ACTOR, { organizationId: orgId, overrides })
   } catch (error) {
-    if (error instanceof Refusal) cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
+    if (error instanceof Refusal)
+      cli.fail(error.kind === 'not_found' ? `no organization with id ${orgId}` : error.message)
     throw error
   }
   const org = await organizationWithLimits(cli, { organizationId: orgId })

@@ -38,7 +38,11 @@ export class SmtpSender {
     })
   }
 
-  static async open(port: number, host = '127.0.0.1', options: { helo?: string; timeoutMs?: number } = {}): Promise<SmtpSender> {
+  static async open(
+    port: number,
+    host = '127.0.0.1',
+    options: { helo?: string; timeoutMs?: number } = {},
+  ): Promise<SmtpSender> {
     const timeoutMs = options.timeoutMs ?? 30_000
     const socket = await new Promise<Socket>((resolve, reject) => {
       const s = connect({ port, host }, () => resolve(s))
@@ -79,7 +83,9 @@ export class SmtpSender {
     await this.command('DATA', 354)
     // Dot-stuffing: a line that starts with '.' gets another.
     const body = Buffer.from(raw.toString('latin1').replace(/(^|\r\n)\./g, '$1..'), 'latin1')
-    this.socket.write(Buffer.concat([body, Buffer.from(body.subarray(-2).toString() === '\r\n' ? '.\r\n' : '\r\n.\r\n')]))
+    this.socket.write(
+      Buffer.concat([body, Buffer.from(body.subarray(-2).toString() === '\r\n' ? '.\r\n' : '\r\n.\r\n')]),
+    )
     return this.expect(250)
   }
 

@@ -61,8 +61,16 @@ export async function memberOf(ctx: ConsoleRequest, organizationId: string, role
 }
 
 /** Resolves `access` for this request, or throws the Refusal its refusal is. */
-export function resolveAccess<A extends Access>(ctx: ConsoleRequest, access: A, organizationId: string | undefined): Promise<Resolved<A>>
-export async function resolveAccess(ctx: ConsoleRequest, access: Access, organizationId: string | undefined): Promise<Visitor | SignedIn | Member> {
+export function resolveAccess<A extends Access>(
+  ctx: ConsoleRequest,
+  access: A,
+  organizationId: string | undefined,
+): Promise<Resolved<A>>
+export async function resolveAccess(
+  ctx: ConsoleRequest,
+  access: Access,
+  organizationId: string | undefined,
+): Promise<Visitor | SignedIn | Member> {
   switch (access) {
     case 'public':
       return { user: ctx.user }

@@ -9,8 +9,15 @@ import { loggablePath } from '../log-paths.ts'
 import { securityHeaders } from './security.ts'
 
 export function badTargetResponse(logger: Logger, request: Request, refusal: HttpProtocolError): Response {
-  const response = new Response(`${refusal.message}\n`, { status: refusal.status, headers: { 'content-type': 'text/plain; charset=utf-8', connection: 'close' } })
+  const response = new Response(`${refusal.message}\n`, {
+    status: refusal.status,
+    headers: { 'content-type': 'text/plain; charset=utf-8', connection: 'close' },
+  })
   securityHeaders(response.headers)
-  logger.info('console_request', { method: request.method, path: loggablePath(safePathOf(request)), status: refusal.status })
+  logger.info('console_request', {
+    method: request.method,
+    path: loggablePath(safePathOf(request)),
+    status: refusal.status,
+  })
   return response
 }

@@ -28,7 +28,13 @@ export function acceptsGzip(request: Request): boolean {
 /** The response gzip-compressed when the request accepts it and the body is console text; otherwise as it was. */
 export async function compressed(request: Request, response: Response): Promise<Response> {
   const type = response.headers.get('content-type') ?? ''
-  if (!response.body || !COMPRESSIBLE.test(type) || response.headers.has('content-encoding') || response.headers.has('content-disposition')) return response
+  if (
+    !response.body ||
+    !COMPRESSIBLE.test(type) ||
+    response.headers.has('content-encoding') ||
+    response.headers.has('content-disposition')
+  )
+    return response
   // The live refresh's list (marked x-live-list, see LIVE_LIST_HEADER) goes as it is: there
   // latency is the measure, and compressing it raised 250-to-visible several-fold in the
   // browser test on a busy machine.

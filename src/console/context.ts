@@ -5,12 +5,25 @@
  */
 import type { Actor } from '../core/audit/audit.ts'
 import { Refusal } from '../core/common/refusals.ts'
-import { createSession, endSession, validateSession, type SessionLifetime, type ValidSession } from '../core/sessions/sessions.ts'
+import {
+  createSession,
+  endSession,
+  validateSession,
+  type SessionLifetime,
+  type ValidSession,
+} from '../core/sessions/sessions.ts'
 import type { GuessThrottle } from '../core/users/sign-in-throttle.ts'
 import { newToken } from '../core/common/tokens.ts'
 import type { User } from '../core/users/users.ts'
 import type { Services } from '../core/common/services.ts'
-import { clearCookie, cookie, cookieNamesFor, type CookieNames, cookieNames as namesSent, readCookie } from './cookies.ts'
+import {
+  clearCookie,
+  cookie,
+  cookieNamesFor,
+  type CookieNames,
+  cookieNames as namesSent,
+  readCookie,
+} from './cookies.ts'
 import { sessionCsrfToken } from './csrf.ts'
 import { PATHS, withQuery } from './paths.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
@@ -64,7 +77,13 @@ export class ConsoleRequest<Name extends string = string> {
     this.url = new URL(request.url)
     if (this.session) {
       this.sessionToken = token
-      if (this.session.renewed) this.setCookies.push(cookie(cookieNames.session, token!, { secure: deps.secureCookies, maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000 }))
+      if (this.session.renewed)
+        this.setCookies.push(
+          cookie(cookieNames.session, token!, {
+            secure: deps.secureCookies,
+            maxAgeSeconds: (this.session.expiresAt - deps.s.clock.now()) / 1000,
+          }),
+        )
     }
     const anon = readCookie(request, cookieNames.csrf)
     this.anonCsrf = anon && /^[A-Za-z0-9_-]{43}$/.test(anon) ? anon : undefined
@@ -115,14 +134,20 @@ export class ConsoleRequest<Name extends string = string> {
     // about 300 bytes for 10 minutes, and a few dozen creates in that time would push the
     // browser's Cookie header past the server's header limit, failing every console page.
     const shown = this.cookieNames.shown
-    for (const held of namesSent(this.request).filter((name) => name.startsWith(shown))) this.setCookies.push(clearCookie(held, this.deps.secureCookies))
+    for (const held of namesSent(this.request).filter((name) => name.startsWith(shown)))
+      this.setCookies.push(clearCookie(held, this.deps.secureCookies))
     this.setCookies.push(cookie(shown + id, sealed, { secure: this.deps.secureCookies, maxAgeSeconds }))
     return id
   }
 
   /** The value shown once that the page `id` names, while this session may still see it. */
   shown<K extends ShownValue['kind']>(id: string | null, kind: K): Extract<ShownValue, { kind: K }> | undefined {
-    return this.deps.shownOnce.open(this.sessionToken, id, id ? readCookie(this.request, this.cookieNames.shown + id) : undefined, kind)
+    return this.deps.shownOnce.open(
+      this.sessionToken,
+      id,
+      id ? readCookie(this.request, this.cookieNames.shown + id) : undefined,
+      kind,
+    )
   }
 
   /**
@@ -133,8 +158,13 @@ export class ConsoleRequest<Name extends string = string> {
    * once; the page's URL names them with `failed=`.
    */
   failBack(back: string, failure: Omit<FailedForm, 'kind'>): Response {
-    const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.csrfToken(), { kind: 'failed_form', ...failure })
-    this.setCookies.push(cookie(this.cookieNames.failed, `${id}.${sealed}`, { secure: this.deps.secureCookies, maxAgeSeconds }))
+    const { id, sealed, maxAgeSeconds } = this.deps.shownOnce.seal(this.csrfToken(), {
+      kind: 'failed_form',
+      ...failure,
+    })
+    this.setCookies.push(
+      cookie(this.cookieNames.failed, `${id}.${sealed}`, { secure: this.deps.secureCookies, maxAgeSeconds }),
+    )
     const url = new URL(back, 'http://console.invalid')
     url.searchParams.set(FAILED_PARAM, id)
     return redirect(url.pathname + url.search)
@@ -159,9 +189,18 @@ export class ConsoleRequest<Name extends string = string> {
       await endSession(this.s, { tokenSha256: this.session.tokenSha256 })
       this.deps.streams.recheckUser(this.session.user.id)
     }
-    const { token, expiresAt } = await createSession(this.s, { id: userId }, { clientAddress: this.clientAddress, lifetime: this.deps.lifetime })
+    const { token, expiresAt } = await createSession(
+      this.s,
+      { id: userId },
+      { clientAddress: this.clientAddress, lifetime: this.deps.lifetime },
+    )
     this.sessionToken = token
-    this.setCookies.push(cookie(this.cookieNames.session, token, { secure: this.deps.secureCookies, maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000 }))
+    this.setCookies.push(
+      cookie(this.cookieNames.session, token, {
+        secure: this.deps.secureCookies,
+        maxAgeSeconds: (expiresAt - this.s.clock.now()) / 1000,
+      }),
+    )
   }
 
   async endSession(): Promise<void> {
@@ -195,17 +234,20 @@ const NOWHERE = 'http://console.invalid'
  * form's `failed=` is dropped. Anything else leads to the console's home.
  */
 export function safeNext(raw: string | null): string {
-  if (!raw?.startsWith('/') || raw.startsWith('//') || raw.includes('\\') || /\p{Cc}/u.test(raw)) return PATHS.home.link()
+  if (!raw?.startsWith('/') || raw.startsWith('//') || raw.includes('\\') || /\p{Cc}/u.test(raw))
+    return PATHS.home.link()
   let url: URL
   try {
     url = new URL(raw, NOWHERE)
   } catch {
     return PATHS.home.link()
   }
-  if (url.origin !== NOWHERE || !/^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(url.pathname) || url.pathname.includes('..')) return PATHS.home.link()
+  if (url.origin !== NOWHERE || !/^\/console(\/[A-Za-z0-9_\-/.]*)?$/.test(url.pathname) || url.pathname.includes('..'))
+    return PATHS.home.link()
   url.searchParams.delete(FAILED_PARAM)
   return url.pathname + url.search
 }
 
 /** Where a link's page and query are kept for after signing in. */
-export const signInFor = (url: URL): string => withQuery(PATHS.signIn.link(), { next: safeNext(url.pathname + url.search) })
+export const signInFor = (url: URL): string =>
+  withQuery(PATHS.signIn.link(), { next: safeNext(url.pathname + url.search) })

@@ -23,7 +23,12 @@ export function cookieNamesFor(baseUrl: string): CookieNames {
   const url = new URL(baseUrl)
   const port = url.port || (url.protocol === 'https:' ? '443' : '80')
   const suffix = LOOPBACK.test(url.hostname) ? `_${port}` : ''
-  return { session: `ph_session${suffix}`, csrf: `ph_csrf${suffix}`, failed: `ph_failed${suffix}`, shown: `ph_shown${suffix}_` }
+  return {
+    session: `ph_session${suffix}`,
+    csrf: `ph_csrf${suffix}`,
+    failed: `ph_failed${suffix}`,
+    shown: `ph_shown${suffix}_`,
+  }
 }
 
 /** The console's theme chosen on the account page (`light` or `dark`; absent: follow the system). Not a secret. */

@@ -8,7 +8,8 @@ import { createHmac, timingSafeEqual } from 'node:crypto'
 
 export const CSRF_FIELD = '_csrf'
 
-export const sessionCsrfToken = (sessionToken: string): string => createHmac('sha256', sessionToken).update('pigeonhole console csrf').digest('base64url')
+export const sessionCsrfToken = (sessionToken: string): string =>
+  createHmac('sha256', sessionToken).update('pigeonhole console csrf').digest('base64url')
 
 export function tokensMatch(given: string | null | undefined, expected: string | undefined): boolean {
   if (!given || !expected) return false

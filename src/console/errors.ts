@@ -63,5 +63,9 @@ export function asConsoleError(error: unknown): unknown {
   if (kind === 'internal') return error
   // Not-found says nothing more, so an id of another organisation reads like a made-up one.
   if (kind === 'not_found') return new Refusal('not_found', 'Not found.')
-  return new Refusal(kind, error.message, kind === 'conflict' || kind === 'throttled' ? error.facts.retryAfterSeconds : undefined)
+  return new Refusal(
+    kind,
+    error.message,
+    kind === 'conflict' || kind === 'throttled' ? error.facts.retryAfterSeconds : undefined,
+  )
 }

@@ -35,7 +35,19 @@ export interface InboxFilter {
   size: string
 }
 
-export const emptyFilter: InboxFilter = { subject: '', from: '', to: '', text: '', attachment: '', since: '', until: '', q: '', cursor: '', before: '', size: '' }
+export const emptyFilter: InboxFilter = {
+  subject: '',
+  from: '',
+  to: '',
+  text: '',
+  attachment: '',
+  since: '',
+  until: '',
+  q: '',
+  cursor: '',
+  before: '',
+  size: '',
+}
 
 /** The longest value each field takes (the form's maxlength; the URL is checked against it too). */
 export const FILTER_LIMITS = { subject: 200, from: 320, to: 320, text: 100, since: 40, until: 40 } as const
@@ -50,7 +62,8 @@ const FILTER_BYTE_LIMITS = { subject: FILTER_LIMITS.subject, text: FILTER_LIMITS
 
 const utf8Bytes = (value: string) => Buffer.byteLength(value, 'utf8')
 
-const tooManyBytes = (field: keyof typeof FILTER_BYTE_LIMITS) => `${LABELS[field]}: at most ${FILTER_BYTE_LIMITS[field]} bytes of UTF-8 (a letter outside ASCII takes two to four).`
+const tooManyBytes = (field: keyof typeof FILTER_BYTE_LIMITS) =>
+  `${LABELS[field]}: at most ${FILTER_BYTE_LIMITS[field]} bytes of UTF-8 (a letter outside ASCII takes two to four).`
 
 /** The URL's parameters, in this order. */
 const FIELDS = ['q', 'subject', 'from', 'to', 'text', 'attachment', 'since', 'until'] as const
@@ -62,14 +75,26 @@ export const usesFormFields = (f: InboxFilter) => FIELDS.some((field) => field !
 const ECHOED = 1000
 
 export function readInboxFilter(url: URL): InboxFilter {
-  const filter = { ...emptyFilter, cursor: url.searchParams.get('cursor') ?? '', before: url.searchParams.get('before') ?? '', size: (url.searchParams.get('size') ?? '').slice(0, 10) }
+  const filter = {
+    ...emptyFilter,
+    cursor: url.searchParams.get('cursor') ?? '',
+    before: url.searchParams.get('before') ?? '',
+    size: (url.searchParams.get('size') ?? '').slice(0, 10),
+  }
   for (const field of FIELDS) filter[field] = (url.searchParams.get(field) ?? '').trim().slice(0, ECHOED)
   return filter
 }
 
 export const isFiltered = (f: InboxFilter) => FIELDS.some((field) => f[field] !== '')
 
-const LABELS = { subject: 'Subject contains', from: 'From', to: 'To', text: 'Text contains', since: 'Received since', until: 'Received until' } as const
+const LABELS = {
+  subject: 'Subject contains',
+  from: 'From',
+  to: 'To',
+  text: 'Text contains',
+  since: 'Received since',
+  until: 'Received until',
+} as const
 
 const DATE_HELP = 'a date (2026-11-25), or a date and time in UTC (2026-11-25 14:30 or 2026-11-25 14:30:05)'
 
@@ -90,13 +115,16 @@ export function readSearchLine(f: InboxFilter): { line?: SearchLineFilters } | {
 export function readPageSize(f: InboxFilter): number | { error: string } {
   if (f.size === '') return DEFAULT_PAGE_SIZE
   const size = Number(f.size)
-  return (PAGE_SIZES as readonly number[]).includes(size) ? size : { error: `Page size: ${PAGE_SIZES.join(', ')} messages a page.` }
+  return (PAGE_SIZES as readonly number[]).includes(size)
+    ? size
+    : { error: `Page size: ${PAGE_SIZES.join(', ')} messages a page.` }
 }
 
 /** The query for the list or search verbs, or the reason the form's values cannot be used. */
 export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { error: string } {
   for (const field of ['subject', 'from', 'to', 'text', 'since', 'until'] as const) {
-    if (f[field].length > FILTER_LIMITS[field]) return { error: `${LABELS[field]}: at most ${FILTER_LIMITS[field]} characters.` }
+    if (f[field].length > FILTER_LIMITS[field])
+      return { error: `${LABELS[field]}: at most ${FILTER_LIMITS[field]} characters.` }
     if (CONTROL.test(f[field])) return { error: `${LABELS[field]}: control characters cannot be searched for.` }
   }
   const query: MessageQuery = { limit, includeContent: false }
@@ -111,7 +139,8 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
       if (!/^[^\s@]+$/.test(domain)) return { error: 'From: an address (a@b.example) or a domain (@b.example).' }
       query.senderDomain = domain
     } else {
-      if (!/^[^\s@]+@[^\s@]+$/.test(f.from)) return { error: 'From: an address (a@b.example) or a domain (@b.example).' }
+      if (!/^[^\s@]+@[^\s@]+$/.test(f.from))
+        return { error: 'From: an address (a@b.example) or a domain (@b.example).' }
       query.sender = f.from
     }
   }
@@ -135,7 +164,8 @@ export function toMessageQuery(f: InboxFilter, limit: number): MessageQuery | { 
   if (f.until) {
     const before = parseFilterTime(f.until, true)
     if (before === null) return { error: `Received until: ${DATE_HELP}.` }
-    if (query.receivedAfter !== undefined && before <= query.receivedAfter) return { error: 'Received until is before received since: nothing can match.' }
+    if (query.receivedAfter !== undefined && before <= query.receivedAfter)
+      return { error: 'Received until is before received since: nothing can match.' }
     query.receivedBefore = before
   }
   return query

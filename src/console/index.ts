@@ -55,7 +55,12 @@ export interface SharedConsoleCounts {
  * `smtpAddress` names the SMTP listener for the pages' examples; it is known once it listens.
  * `shared` (PostgreSQL mode) counts the live-stream bounds and password guesses across machines.
  */
-export function buildConsole(s: Services, connections: ConnectionTimeouts, smtpAddress: () => string, shared: SharedConsoleCounts | null = null): Console {
+export function buildConsole(
+  s: Services,
+  connections: ConnectionTimeouts,
+  smtpAddress: () => string,
+  shared: SharedConsoleCounts | null = null,
+): Console {
   const deps: ConsoleDeps = {
     s,
     throttle: shared?.signInThrottle ?? new SignInThrottle(s.clock),

@@ -13,10 +13,15 @@ export const MAX_INLINED_BYTES = 5 * 1024 * 1024
 const CID_REFERENCE = /cid:([^\s"'()<>]+)/gi
 
 /** `bytesOf` answers null for bytes it will not serve (they failed their check): that image stays broken. */
-export function inlineCidImages(html: string, attachments: Attachment[], bytesOf: (attachmentId: string) => Buffer | null): string {
+export function inlineCidImages(
+  html: string,
+  attachments: Attachment[],
+  bytesOf: (attachmentId: string) => Buffer | null,
+): string {
   const byContentId = new Map<string, Attachment>()
   for (const a of attachments) {
-    if (a.content_id && a.content_type.toLowerCase().startsWith('image/')) byContentId.set(a.content_id.toLowerCase(), a)
+    if (a.content_id && a.content_type.toLowerCase().startsWith('image/'))
+      byContentId.set(a.content_id.toLowerCase(), a)
   }
   if (byContentId.size === 0) return html
   const dataUrls = new Map<string, string>()

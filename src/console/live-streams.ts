@@ -47,11 +47,24 @@ export interface AccessEnded {
 
 /** The bounds counted across machines (PostgreSQL mode: createLiveStreamLeases). */
 export interface SharedStreamSlots {
-  open(owner: { userId: string; organizationId: string }): Promise<{ opened: true; lease: { release(): Promise<void> } } | { opened: false; full: 'user' | 'organization' }>
+  open(owner: {
+    userId: string
+    organizationId: string
+  }): Promise<{ opened: true; lease: { release(): Promise<void> } } | { opened: false; full: 'user' | 'organization' }>
 }
 
-const perUserRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`, 5)
-const perOrganizationRefusal = () => new Refusal('throttled', `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`, 5)
+const perUserRefusal = () =>
+  new Refusal(
+    'throttled',
+    `At most ${MAX_STREAMS_PER_USER} live inbox pages per person may be open; close some tabs.`,
+    5,
+  )
+const perOrganizationRefusal = () =>
+  new Refusal(
+    'throttled',
+    `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation may be open; close some tabs.`,
+    5,
+  )
 
 export class LiveStreams {
   /**
@@ -101,7 +114,12 @@ export class LiveStreams {
    * Given several inboxes (one browser's shared stream, see routes/live.ts), it carries the
    * events of all of them, each naming its inbox, and stays open when one is deleted.
    */
-  stream(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[]): Response | Promise<Response> {
+  stream(
+    s: Services,
+    signal: AbortSignal,
+    owner: StreamAccess,
+    inboxIds: string | string[],
+  ): Response | Promise<Response> {
     if (this.shared) {
       return this.shared.open(owner).then((admission) => {
         if (!admission.opened) throw admission.full === 'user' ? perUserRefusal() : perOrganizationRefusal()
@@ -110,12 +128,19 @@ export class LiveStreams {
       })
     }
     if ((this.perUser.get(owner.userId) ?? 0) >= MAX_STREAMS_PER_USER) throw perUserRefusal()
-    if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION) throw perOrganizationRefusal()
+    if ((this.perOrganization.get(owner.organizationId) ?? 0) >= MAX_STREAMS_PER_ORGANIZATION)
+      throw perOrganizationRefusal()
     return this.opened(s, signal, owner, inboxIds, () => {})
   }
 
   /** The stream, once admitted; `release` gives its shared slots back when it ends. */
-  private opened(s: Services, signal: AbortSignal, owner: StreamAccess, inboxIds: string | string[], release: () => void): Response {
+  private opened(
+    s: Services,
+    signal: AbortSignal,
+    owner: StreamAccess,
+    inboxIds: string | string[],
+    release: () => void,
+  ): Response {
     const watched = typeof inboxIds === 'string' ? [inboxIds] : inboxIds
     const inboxId = watched.join(',')
     adjust(this.perUser, owner.userId, 1)
@@ -191,7 +216,12 @@ export class LiveStreams {
           adjust(this.perOrganization, owner.organizationId, -1)
           release()
           if (s.stopping.aborted) ending = 'shutdown'
-          s.logger.info('console_stream_ended', { inbox_id: inboxId, user_id: owner.userId, reason: ending, open_ms: Math.round(performance.now() - openedAt) })
+          s.logger.info('console_stream_ended', {
+            inbox_id: inboxId,
+            user_id: owner.userId,
+            reason: ending,
+            open_ms: Math.round(performance.now() - openedAt),
+          })
           try {
             controller.close()
           } catch {
@@ -207,7 +237,13 @@ export class LiveStreams {
       },
       cancel: () => close(),
     })
-    return new Response(body, { headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' } })
+    return new Response(body, {
+      headers: {
+        'content-type': 'text/event-stream; charset=utf-8',
+        'cache-control': 'no-store',
+        'x-accel-buffering': 'no',
+      },
+    })
   }
 }
 

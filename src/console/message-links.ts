@@ -133,7 +133,8 @@ export interface FoundCode {
 }
 
 /** Words that announce a code, then (within a short stretch) the code: 4 to 10 letters and digits with at least one digit, or 123-456. */
-const ANNOUNCED_CODE = /\b(?:code|otp|pin|passcode|password|verification|verify|token|one[- ]time)\b[^\n]{0,40}?\b((?=[A-Z0-9-]*\d)[A-Z0-9]{4,10}|\d{3}[- ]\d{3})\b/gi
+const ANNOUNCED_CODE =
+  /\b(?:code|otp|pin|passcode|password|verification|verify|token|one[- ]time)\b[^\n]{0,40}?\b((?=[A-Z0-9-]*\d)[A-Z0-9]{4,10}|\d{3}[- ]\d{3})\b/gi
 /** A number of six digits on its own (the commonest OTP form). */
 const SIX_DIGITS = /(?<![\d.,:/-])\b\d{6}\b(?![\d.,:/-]\d)/g
 
@@ -143,7 +144,8 @@ const SIX_DIGITS = /(?<![\d.,:/-])\b\d{6}\b(?![\d.,:/-]\d)/g
  * numbers standing alone. At most 10, each once, with 40 characters of context.
  */
 export function findCodes(subject: string | null, text: string | null, html: string | null): FoundCode[] {
-  const body = text ?? (html ? decodeEntities(html.replace(/<(style|script)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ')) : '')
+  const body =
+    text ?? (html ? decodeEntities(html.replace(/<(style|script)[\s\S]*?<\/\1>/gi, ' ').replace(/<[^>]*>/g, ' ')) : '')
   const haystack = `${subject ?? ''}\n${body}`.slice(0, 200_000)
   const found = new Map<string, FoundCode>()
   const add = (code: string, at: number) => {
@@ -154,7 +156,8 @@ export function findCodes(subject: string | null, text: string | null, html: str
       .trim()
     found.set(code, { code, context })
   }
-  for (const match of haystack.matchAll(ANNOUNCED_CODE)) add(match[1]!, match.index! + match[0].length - match[1]!.length)
+  for (const match of haystack.matchAll(ANNOUNCED_CODE))
+    add(match[1]!, match.index! + match[0].length - match[1]!.length)
   for (const match of haystack.matchAll(SIX_DIGITS)) add(match[0], match.index!)
   return [...found.values()]
 }

@@ -6,7 +6,11 @@
  */
 
 /** The `:name` segments of a pattern, in order (`'/a/:org/b/:inbox'` gives `['org', 'inbox']`). */
-type PathParams<P extends string> = P extends `${string}:${infer Name}/${infer Rest}` ? [Name, ...PathParams<`/${Rest}`>] : P extends `${string}:${infer Name}` ? [Name] : []
+type PathParams<P extends string> = P extends `${string}:${infer Name}/${infer Rest}`
+  ? [Name, ...PathParams<`/${Rest}`>]
+  : P extends `${string}:${infer Name}`
+    ? [Name]
+    : []
 
 /** One name per `:name` segment of the pattern. */
 export type ParamName<P extends string> = PathParams<P>[number]

@@ -14,7 +14,12 @@ export interface PageOptions {
   section?: string
 }
 
-export async function renderPage(ctx: ConsoleRequest, title: string, body: ComponentChildren, options: PageOptions = {}): Promise<Response> {
+export async function renderPage(
+  ctx: ConsoleRequest,
+  title: string,
+  body: ComponentChildren,
+  options: PageOptions = {},
+): Promise<Response> {
   const user = ctx.user
   const shell: Shell = {
     user,
@@ -38,7 +43,10 @@ export async function renderPage(ctx: ConsoleRequest, title: string, body: Compo
         {body}
       </Layout>,
     )
-  const response = new Response(html, { status: failed && (options.status ?? 200) === 200 ? failed.status : (options.status ?? 200), headers: { 'content-type': 'text/html; charset=utf-8' } })
+  const response = new Response(html, {
+    status: failed && (options.status ?? 200) === 200 ? failed.status : (options.status ?? 200),
+    headers: { 'content-type': 'text/html; charset=utf-8' },
+  })
   if (failed?.retryAfterSeconds) response.headers.set('retry-after', String(failed.retryAfterSeconds))
   return response
 }

@@ -13,7 +13,17 @@ import { readBodyText } from '../web/body.ts'
 import { HttpProtocolError } from '../web/request-target.ts'
 import { errorFields } from '../log.ts'
 import { loggablePath } from '../log-paths.ts'
-import { ACCESS_LEVELS, isAccess, needsOrganization, resolveAccess, type Access, type Member, type Resolved, type SignedIn, type Visitor } from './access.ts'
+import {
+  ACCESS_LEVELS,
+  isAccess,
+  needsOrganization,
+  resolveAccess,
+  type Access,
+  type Member,
+  type Resolved,
+  type SignedIn,
+  type Visitor,
+} from './access.ts'
 import { ConsoleRequest, redirect, safeNext, signInFor, type ConsoleDeps } from './context.ts'
 import { CSRF_FIELD, tokensMatch } from './csrf.ts'
 import { asConsoleError, STATUS } from './errors.ts'
@@ -41,7 +51,10 @@ export interface Route {
 }
 
 /** Declares a route; the handler's params and `who` follow from its path and access. */
-export const route = <const P extends string, const A extends Access>(definition: RouteDefinition<P, A>): Route => ({ ...definition, path: definition.path.pattern })
+export const route = <const P extends string, const A extends Access>(definition: RouteDefinition<P, A>): Route => ({
+  ...definition,
+  path: definition.path.pattern,
+})
 
 /** Forms are small; anything larger is refused before it is read. */
 const MAX_FORM_BYTES = 64 * 1024
@@ -54,13 +67,15 @@ interface CompiledRoute extends Route {
 /** Refuses, at start-up, a route that does not say who may reach it. */
 export const compileRoute = (route: Route): CompiledRoute => {
   const id = `${route.method} ${route.path}`
-  if (!isAccess(route.access)) throw new Error(`console route ${id} declares no access level (one of ${ACCESS_LEVELS.join(', ')})`)
+  if (!isAccess(route.access))
+    throw new Error(`console route ${id} declares no access level (one of ${ACCESS_LEVELS.join(', ')})`)
   const names: string[] = []
   const source = route.path.replace(PARAM, (_, name: string) => {
     names.push(name)
     return '([^/]+)'
   })
-  if (needsOrganization(route.access) && !names.includes('org')) throw new Error(`console route ${id} is for members but has no :org in its path`)
+  if (needsOrganization(route.access) && !names.includes('org'))
+    throw new Error(`console route ${id} is for members but has no :org in its path`)
   return { ...route, pattern: new RegExp(`^${source}/?$`), names }
 }
 
@@ -123,12 +138,14 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
 
   async function readForm(ctx: ConsoleRequest): Promise<Response | null> {
     const { request } = ctx
-    if (!sameOrigin(request, deps.s.publicUrls().baseUrl)) return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
+    if (!sameOrigin(request, deps.s.publicUrls().baseUrl))
+      return renderError(ctx, 403, 'This form was sent from another site, so it was refused.')
     const length = Number(request.headers.get('content-length') ?? NaN)
     if (!Number.isFinite(length)) return renderError(ctx, 411, 'Forms must be sent with a Content-Length.')
     if (length > MAX_FORM_BYTES) return renderError(ctx, 413, 'The form is too large.')
     const type = request.headers.get('content-type') ?? ''
-    if (!type.startsWith('application/x-www-form-urlencoded')) return renderError(ctx, 415, 'Forms must be sent as application/x-www-form-urlencoded.')
+    if (!type.startsWith('application/x-www-form-urlencoded'))
+      return renderError(ctx, 415, 'Forms must be sent as application/x-www-form-urlencoded.')
     let body: string
     try {
       // Bounded in time like /v1 bodies: a trickled form must not hold the request open.
@@ -158,7 +175,10 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       if (ctx) response = await errorResponse(ctx, error)
       else {
         logger.error('console_error', errorFields(error))
-        response = new Response('Something went wrong on our side; the server log has the details.', { status: 500, headers: { 'content-type': 'text/plain; charset=utf-8' } })
+        response = new Response('Something went wrong on our side; the server log has the details.', {
+          status: 500,
+          headers: { 'content-type': 'text/plain; charset=utf-8' },
+        })
       }
     }
     for (const value of ctx?.setCookies ?? []) response.headers.append('set-cookie', value)
@@ -180,8 +200,17 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
       if (error.kind === 'unauthenticated' && ctx.request.method === 'GET') return redirect(signInFor(ctx.url))
       // A refused form goes back to the page it was sent from, with the message: reloading
       // must not send it again. Forms with fields worth keeping do this in their handlers.
-      const back = ctx.request.method === 'POST' && RETURNED_KINDS.has(error.kind) ? formPage(ctx.request, deps.s.publicUrls().baseUrl) : null
-      if (back) return ctx.failBack(back, { message: error.message, status: STATUS[error.kind], fields: {}, retryAfterSeconds: error.retryAfterSeconds })
+      const back =
+        ctx.request.method === 'POST' && RETURNED_KINDS.has(error.kind)
+          ? formPage(ctx.request, deps.s.publicUrls().baseUrl)
+          : null
+      if (back)
+        return ctx.failBack(back, {
+          message: error.message,
+          status: STATUS[error.kind],
+          fields: {},
+          retryAfterSeconds: error.retryAfterSeconds,
+        })
       const response = await renderError(ctx, STATUS[error.kind], error.message)
       if (error.retryAfterSeconds) response.headers.set('retry-after', String(error.retryAfterSeconds))
       return response
@@ -189,12 +218,17 @@ export function consoleRouter(deps: ConsoleDeps, routes: Route[]) {
     // A read-only, failing or locked volume passes: a page that says so and a retry hint,
     // logged once when the state begins (storage-health.ts), not a stack per request.
     if (deps.s.storageHealth.failed(thrown)) {
-      const response = await renderError(ctx, 503, 'The server cannot use its storage right now. Try again in a few seconds.')
+      const response = await renderError(
+        ctx,
+        503,
+        'The server cannot use its storage right now. Try again in a few seconds.',
+      )
       response.headers.set('retry-after', String(STORAGE_RETRY_AFTER_SECONDS))
       return response
     }
     // A DomainError left here is internal_error, already logged once by the verb that threw it.
-    if (!(error instanceof DomainError)) logger.error('console_error', { path: loggablePath(ctx.url.pathname), ...errorFields(error) })
+    if (!(error instanceof DomainError))
+      logger.error('console_error', { path: loggablePath(ctx.url.pathname), ...errorFields(error) })
     return renderError(ctx, 500, 'Something went wrong on our side; the server log has the details.')
   }
 }

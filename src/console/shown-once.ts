@@ -39,7 +39,8 @@ const ID_PATTERN = /^[A-Za-z0-9_-]{22}$/
 const IV_BYTES = 12
 const TAG_BYTES = 16
 
-const sealingKey = (sessionToken: string): Buffer => createHmac('sha256', sessionToken).update('pigeonhole console shown once').digest()
+const sealingKey = (sessionToken: string): Buffer =>
+  createHmac('sha256', sessionToken).update('pigeonhole console shown once').digest()
 
 export class ShownOnce {
   constructor(private readonly clock: Clock) {}
@@ -56,7 +57,12 @@ export class ShownOnce {
   }
 
   /** The value, for the session that sealed it and while it is held; otherwise undefined. */
-  open<K extends ShownValue['kind']>(sessionToken: string | undefined, id: string | null, sealed: string | undefined, kind: K): Extract<ShownValue, { kind: K }> | undefined {
+  open<K extends ShownValue['kind']>(
+    sessionToken: string | undefined,
+    id: string | null,
+    sealed: string | undefined,
+    kind: K,
+  ): Extract<ShownValue, { kind: K }> | undefined {
     if (!sessionToken || !id || !sealed || !ID_PATTERN.test(id)) return undefined
     const bytes = Buffer.from(sealed, 'base64url')
     if (bytes.length <= IV_BYTES + TAG_BYTES) return undefined
@@ -65,7 +71,11 @@ export class ShownOnce {
       const decipher = createDecipheriv('aes-256-gcm', sealingKey(sessionToken), bytes.subarray(0, IV_BYTES))
       decipher.setAAD(Buffer.from(id))
       decipher.setAuthTag(bytes.subarray(bytes.length - TAG_BYTES))
-      held = JSON.parse(Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString('utf8'))
+      held = JSON.parse(
+        Buffer.concat([decipher.update(bytes.subarray(IV_BYTES, bytes.length - TAG_BYTES)), decipher.final()]).toString(
+          'utf8',
+        ),
+      )
     } catch {
       return undefined // another session's cookie, or one tampered with
     }

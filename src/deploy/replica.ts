@@ -10,7 +10,8 @@ import { ConfigError, type Config } from '../config.ts'
 const ROOT = join(import.meta.dir, '..', '..')
 const LITESTREAM_CONFIG = join(ROOT, 'litestream.yml')
 /** What the entry runs as the server: SERVER_SCRIPT (the image's production bundle) or the source. */
-export const serverScript = (config: Config): string => (config.serverScript ? resolve(ROOT, config.serverScript) : join(ROOT, 'src', 'index.ts'))
+export const serverScript = (config: Config): string =>
+  config.serverScript ? resolve(ROOT, config.serverScript) : join(ROOT, 'src', 'index.ts')
 
 interface ReplicationPlan {
   binary: string
@@ -46,16 +47,22 @@ function litestreamBinary(config: Config): string {
  * is where litestream serves its metrics on the loopback address (the server reads the
  * replica's position there); the entry picks a free one when LITESTREAM_METRICS_PORT is 0.
  */
-export function replicationPlan(config: Config, env: Record<string, string | undefined>, metricsPort = config.litestreamMetricsPort): ReplicationPlan | null {
+export function replicationPlan(
+  config: Config,
+  env: Record<string, string | undefined>,
+  metricsPort = config.litestreamMetricsPort,
+): ReplicationPlan | null {
   if (config.litestreamReplica === 'none') return null
   const databasePath = resolve(config.databasePath)
   let replicaPath = config.litestreamReplicaPath
   if (config.litestreamReplica === 'file') {
     replicaPath = resolve(replicaPath)
-    if (replicaPath === dirname(databasePath)) throw new ConfigError('LITESTREAM_REPLICA_PATH', 'must not be the database folder')
+    if (replicaPath === dirname(databasePath))
+      throw new ConfigError('LITESTREAM_REPLICA_PATH', 'must not be the database folder')
   } else {
     // Without a bucket litestream would fail later with a less helpful message.
-    if (!env.BUCKET_NAME) throw new ConfigError('BUCKET_NAME', 'required when LITESTREAM_REPLICA=s3 (`fly storage create` sets it)')
+    if (!env.BUCKET_NAME)
+      throw new ConfigError('BUCKET_NAME', 'required when LITESTREAM_REPLICA=s3 (`fly storage create` sets it)')
     replicaPath ||= 'pigeonhole'
   }
   const server = `${shellQuote(process.execPath)} ${shellQuote(serverScript(config))}`
@@ -72,7 +79,16 @@ export function replicationPlan(config: Config, env: Record<string, string | und
       LITESTREAM_METRICS_PORT: String(metricsPort),
     },
     // Both flags make restore a no-op (exit 0) for an existing database or an empty replica.
-    restoreArgs: ['restore', '-config', LITESTREAM_CONFIG, '-if-db-not-exists', '-if-replica-exists', '-o', databasePath, databasePath],
+    restoreArgs: [
+      'restore',
+      '-config',
+      LITESTREAM_CONFIG,
+      '-if-db-not-exists',
+      '-if-replica-exists',
+      '-o',
+      databasePath,
+      databasePath,
+    ],
     // With -exec, litestream forwards SIGTERM/SIGINT to the server and syncs once more after it exits.
     replicateArgs: ['replicate', '-config', LITESTREAM_CONFIG, '-exec', server],
   }

@@ -27,7 +27,13 @@ import { messageRoutes } from './routes/messages.ts'
 import type { ConnectionTimeouts } from '../web/connection-timeouts.ts'
 import { usageRoutes } from './routes/usage.ts'
 
-export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: ConnectionTimeouts, metrics: AppMetrics, requests = new RequestRegistry()) {
+export function buildHttpApp(
+  s: Services,
+  probes: ReadinessProbes,
+  connections: ConnectionTimeouts,
+  metrics: AppMetrics,
+  requests = new RequestRegistry(),
+) {
   installFastFormats()
   const cors = corsPolicy(s.config.corsConsoleOrigin, s.config.corsWildcardOrigin)
 
@@ -65,14 +71,24 @@ export function buildHttpApp(s: Services, probes: ReadinessProbes, connections: 
         if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
         if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
-          throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
+          throw new DomainError(
+            'invalid_json',
+            `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`,
+          )
         }
       }
     })
     .onError(({ error, code, set, request }) => {
       const requestId = requests.get(request)?.id ?? newRequestId()
       const state = requests.get(request)
-      const response = toErrorResponse(error, code, s.logger, requestId, s.storageHealth, mayAnswerUnavailable(request.method, state?.path ?? ''))
+      const response = toErrorResponse(
+        error,
+        code,
+        s.logger,
+        requestId,
+        s.storageHealth,
+        mayAnswerUnavailable(request.method, state?.path ?? ''),
+      )
       if (state) state.errorCode = response.code
       set.status = response.status
       set.headers['x-request-id'] = requestId

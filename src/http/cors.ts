@@ -14,10 +14,16 @@ export function corsPolicy(consoleOrigin: string, wildcardOrigin: string): CorsP
   if (wildcardOrigin) {
     const [, scheme, suffix] = /^(https?):\/\/\*\.(.+)$/.exec(wildcardOrigin)!
     const escaped = suffix!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
-    family = new RegExp(`^${scheme}://[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\\.${escaped}(:\\d{1,5})?$`, 'i')
+    family = new RegExp(
+      `^${scheme}://[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\\.${escaped}(:\\d{1,5})?$`,
+      'i',
+    )
   }
   return {
-    allows: (origin) => LOCAL_ORIGIN.test(origin) || (consoleOrigin !== '' && origin === consoleOrigin) || (family?.test(origin) ?? false),
+    allows: (origin) =>
+      LOCAL_ORIGIN.test(origin) ||
+      (consoleOrigin !== '' && origin === consoleOrigin) ||
+      (family?.test(origin) ?? false),
   }
 }
 

@@ -50,7 +50,8 @@ const STATUS: Record<ErrorCode, number> = {
 function fromDomainError(error: DomainError): ErrorResponse {
   // A provider that answered with an error is a bad gateway; one that could not be reached, unavailable.
   const status = error.facts.routing === 'rejected' ? 502 : STATUS[error.code]
-  const headers: Record<string, string> = error.facts.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(error.facts.retryAfterSeconds) }
+  const headers: Record<string, string> =
+    error.facts.retryAfterSeconds === undefined ? {} : { 'Retry-After': String(error.facts.retryAfterSeconds) }
   return { status, code: error.code, message: error.message, headers }
 }
 
@@ -65,10 +66,18 @@ interface FrameworkError {
  * Elsewhere the interface allows no 503, so a storage failure or a full volume there keeps
  * the 500 every operation may answer, with the same retry hint.
  */
-export const mayAnswerUnavailable = (method: string, path: string) => (method === 'POST' && path === '/v1/inboxes') || (method === 'DELETE' && /^\/v1\/inboxes\/[^/]+$/.test(path))
+export const mayAnswerUnavailable = (method: string, path: string) =>
+  (method === 'POST' && path === '/v1/inboxes') || (method === 'DELETE' && /^\/v1\/inboxes\/[^/]+$/.test(path))
 
 /** Classifies anything thrown while handling a request. Unknown failures become 500 and are logged. */
-export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: Logger, requestId: string, storage?: StorageHealth, unavailableAllowed = true): ErrorResponse {
+export function toErrorResponse(
+  error: unknown,
+  frameworkCode: unknown,
+  logger: Logger,
+  requestId: string,
+  storage?: StorageHealth,
+  unavailableAllowed = true,
+): ErrorResponse {
   if (error instanceof DomainError) {
     const response = fromDomainError(error)
     // A full volume meets a delete of a message too (insufficient_storage from the guard's
@@ -93,8 +102,16 @@ export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: 
   }
   if (frameworkCode === 'VALIDATION' && (error as FrameworkError).type === 'response') {
     // Our own output broke its schema: a bug on our side, never the client's fault.
-    logger.error('response_validation_failed', { request_id: requestId, paths: ((error as FrameworkError).all ?? []).map((issue) => issue.path) })
-    return { status: 500, code: 'internal_error', message: 'Unexpected failure; the request id identifies it in the logs.', headers: {} }
+    logger.error('response_validation_failed', {
+      request_id: requestId,
+      paths: ((error as FrameworkError).all ?? []).map((issue) => issue.path),
+    })
+    return {
+      status: 500,
+      code: 'internal_error',
+      message: 'Unexpected failure; the request id identifies it in the logs.',
+      headers: {},
+    }
   }
   if (frameworkCode === 'VALIDATION') {
     const all = (error as FrameworkError).all ?? []
@@ -103,10 +120,22 @@ export function toErrorResponse(error: unknown, frameworkCode: unknown, logger: 
     const code = field ? QUERY_ERROR_CODES[field]! : 'invalid_json'
     return { status: 422, code, message: QUERY_ERROR_MESSAGES[code] ?? 'Invalid request.', headers: {} }
   }
-  if (frameworkCode === 'PARSE') return { status: 422, code: 'invalid_json', message: 'Request body must be a JSON object.', headers: {} }
-  if (frameworkCode === 'NOT_FOUND') return { status: 404, code: 'not_found', message: 'No such route. The API is under /v1, described at /openapi; the web console is at /console/.', headers: {} }
+  if (frameworkCode === 'PARSE')
+    return { status: 422, code: 'invalid_json', message: 'Request body must be a JSON object.', headers: {} }
+  if (frameworkCode === 'NOT_FOUND')
+    return {
+      status: 404,
+      code: 'not_found',
+      message: 'No such route. The API is under /v1, described at /openapi; the web console is at /console/.',
+      headers: {},
+    }
   logger.error('unhandled_error', { request_id: requestId, ...errorFields(error) })
-  return { status: 500, code: 'internal_error', message: 'Unexpected failure; the request id identifies it in the logs.', headers: {} }
+  return {
+    status: 500,
+    code: 'internal_error',
+    message: 'Unexpected failure; the request id identifies it in the logs.',
+    headers: {},
+  }
 }
 
 export function errorBody(response: ErrorResponse, requestId: string) {

@@ -29,8 +29,12 @@ export const QUERY_ERROR_MESSAGES: Partial<Record<ErrorCode, string>> = {
   invalid_subject: 'subject must be given at most once.',
 }
 
-export const LimitQuery = t.Optional(t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }))
-export const CursorQuery = t.Optional(t.String({ minLength: 1, maxLength: 512, description: 'A `next_cursor` from the previous page.' }))
+export const LimitQuery = t.Optional(
+  t.String({ pattern: '^0*(?:[1-9][0-9]?|100)$', description: 'Page size, 1 to 100 (default 50).', examples: ['50'] }),
+)
+export const CursorQuery = t.Optional(
+  t.String({ minLength: 1, maxLength: 512, description: 'A `next_cursor` from the previous page.' }),
+)
 
 const DEFAULT_PAGE_SIZE = 50
 export const pageSize = (limit: string | undefined): number => (limit === undefined ? DEFAULT_PAGE_SIZE : Number(limit))
@@ -56,4 +60,5 @@ export function rejectRepeatedParameters(url: URL): void {
 }
 
 /** Query objects accept unknown parameters (ignored), like most REST APIs. */
-export const queryObject = <P extends Parameters<typeof t.Object>[0]>(properties: P) => t.Object(properties, { additionalProperties: true })
+export const queryObject = <P extends Parameters<typeof t.Object>[0]>(properties: P) =>
+  t.Object(properties, { additionalProperties: true })

@@ -18,7 +18,10 @@ export function strictTransportSecurity(config: Pick<Config, 'baseUrl' | 'hstsMa
 }
 
 /** Adds the header to a response, or to the one a promise resolves to. */
-export function withStrictTransportSecurity(answer: Response | Promise<Response>, value: string): Response | Promise<Response> {
+export function withStrictTransportSecurity(
+  answer: Response | Promise<Response>,
+  value: string,
+): Response | Promise<Response> {
   return answer instanceof Response ? stamped(answer, value) : answer.then((response) => stamped(response, value))
 }
 

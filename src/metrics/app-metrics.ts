@@ -34,12 +34,35 @@ export class AppMetrics {
   private sources: MetricSources | undefined
   private bufferedBytes = 0
 
-  readonly messagesStored = this.registry.add(new Counter('pigeonhole_messages_stored_total', 'Messages committed and acknowledged with 250 (one per recipient inbox).'))
-  readonly messagesRefused = this.registry.add(new Counter<'reason'>('pigeonhole_messages_refused_total', 'SMTP refusals by reason (RCPT and DATA); reason "error" is an unexpected failure.'))
-  readonly httpRequests = this.registry.add(new Counter<'operation' | 'status'>('pigeonhole_http_requests_total', 'HTTP requests by operation name and status.'))
-  readonly httpRefusals = this.registry.add(new Counter<'code'>('pigeonhole_http_refusals_total', 'HTTP 429 answers by error code (rate_limit_exceeded, long_poll_limit_exceeded).'))
+  readonly messagesStored = this.registry.add(
+    new Counter(
+      'pigeonhole_messages_stored_total',
+      'Messages committed and acknowledged with 250 (one per recipient inbox).',
+    ),
+  )
+  readonly messagesRefused = this.registry.add(
+    new Counter<'reason'>(
+      'pigeonhole_messages_refused_total',
+      'SMTP refusals by reason (RCPT and DATA); reason "error" is an unexpected failure.',
+    ),
+  )
+  readonly httpRequests = this.registry.add(
+    new Counter<'operation' | 'status'>(
+      'pigeonhole_http_requests_total',
+      'HTTP requests by operation name and status.',
+    ),
+  )
+  readonly httpRefusals = this.registry.add(
+    new Counter<'code'>(
+      'pigeonhole_http_refusals_total',
+      'HTTP 429 answers by error code (rate_limit_exceeded, long_poll_limit_exceeded).',
+    ),
+  )
   readonly routingCalls = this.registry.add(
-    new Counter<'provider' | 'operation' | 'outcome'>('pigeonhole_routing_calls_total', 'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).'),
+    new Counter<'provider' | 'operation' | 'outcome'>(
+      'pigeonhole_routing_calls_total',
+      'Routing provider calls by operation and outcome (ok, rejected, unavailable, error).',
+    ),
   )
   readonly proxyLines = this.registry.add(
     new Counter<'outcome'>(
@@ -47,13 +70,38 @@ export class AppMetrics {
       'PROXY lines by outcome: accepted (from TRUSTED_PROXIES), refused (from a peer outside them), refused_repeated (a second line behind a trusted proxy).',
     ),
   )
-  readonly sweeperDeleted = this.registry.add(new Counter<'kind'>('pigeonhole_sweeper_deleted_total', 'Rows deleted by the retention sweeper (messages, idempotency_records).'))
-  readonly storageFailures = this.registry.add(new Counter<'kind'>('pigeonhole_storage_failures_total', 'Reads and writes the storage refused, by kind (read_only, io_error, full, busy, corrupt).'))
-  readonly storedBytesCorrupt = this.registry.add(
-    new Counter<'kind'>('pigeonhole_stored_bytes_corrupt_total', 'Downloads refused because the stored bytes no longer match their SHA-256 (message_source, attachment).'),
+  readonly sweeperDeleted = this.registry.add(
+    new Counter<'kind'>(
+      'pigeonhole_sweeper_deleted_total',
+      'Rows deleted by the retention sweeper (messages, idempotency_records).',
+    ),
   )
-  readonly longPollWake = this.registry.add(new Histogram('pigeonhole_long_poll_wake_seconds', 'From a message commit to the waiting poll holding its answer.', SECONDS_BUCKETS))
-  readonly eventLoopDelay = this.registry.add(new Histogram('pigeonhole_event_loop_delay_seconds', 'Event-loop delay, sampled every 100 ms (how late a timer fired).', SECONDS_BUCKETS))
+  readonly storageFailures = this.registry.add(
+    new Counter<'kind'>(
+      'pigeonhole_storage_failures_total',
+      'Reads and writes the storage refused, by kind (read_only, io_error, full, busy, corrupt).',
+    ),
+  )
+  readonly storedBytesCorrupt = this.registry.add(
+    new Counter<'kind'>(
+      'pigeonhole_stored_bytes_corrupt_total',
+      'Downloads refused because the stored bytes no longer match their SHA-256 (message_source, attachment).',
+    ),
+  )
+  readonly longPollWake = this.registry.add(
+    new Histogram(
+      'pigeonhole_long_poll_wake_seconds',
+      'From a message commit to the waiting poll holding its answer.',
+      SECONDS_BUCKETS,
+    ),
+  )
+  readonly eventLoopDelay = this.registry.add(
+    new Histogram(
+      'pigeonhole_event_loop_delay_seconds',
+      'Event-loop delay, sampled every 100 ms (how late a timer fired).',
+      SECONDS_BUCKETS,
+    ),
+  )
 
   /** When this process last stored a message, or started (clock milliseconds). */
   private lastStoredAt: number
@@ -78,9 +126,21 @@ export class AppMetrics {
       if (!this.sources) throw new Error('metric sources not attached yet')
       return this.sources
     }
-    this.registry.add(new Gauge('pigeonhole_smtp_sessions_open', 'SMTP connections currently open.', () => source().smtpSessions()))
-    this.registry.add(new Gauge('pigeonhole_smtp_data_buffered_bytes', 'Message bytes held in memory: DATA being received or being stored.', () => this.bufferedBytes))
-    this.registry.add(new Gauge('pigeonhole_long_polls_waiting', 'Long polls currently waiting (slots held).', () => source().longPollsWaiting()))
+    this.registry.add(
+      new Gauge('pigeonhole_smtp_sessions_open', 'SMTP connections currently open.', () => source().smtpSessions()),
+    )
+    this.registry.add(
+      new Gauge(
+        'pigeonhole_smtp_data_buffered_bytes',
+        'Message bytes held in memory: DATA being received or being stored.',
+        () => this.bufferedBytes,
+      ),
+    )
+    this.registry.add(
+      new Gauge('pigeonhole_long_polls_waiting', 'Long polls currently waiting (slots held).', () =>
+        source().longPollsWaiting(),
+      ),
+    )
     this.registry.add(
       new Gauge('pigeonhole_database_bytes', 'Size of the SQLite database file and of its WAL.', () => {
         const path = source().databasePath
@@ -90,9 +150,19 @@ export class AppMetrics {
         ]
       }),
     )
-    this.registry.add(new Gauge('pigeonhole_disk_free_bytes', 'Free bytes on the database volume (as seen by the free-space guard).', () => source().diskFree?.().freeBytes ?? []))
     this.registry.add(
-      new Gauge('pigeonhole_disk_free_threshold_bytes', 'Below this many free bytes new mail and new inboxes are refused (DISK_MIN_FREE).', () => source().diskFree?.().thresholdBytes ?? []),
+      new Gauge(
+        'pigeonhole_disk_free_bytes',
+        'Free bytes on the database volume (as seen by the free-space guard).',
+        () => source().diskFree?.().freeBytes ?? [],
+      ),
+    )
+    this.registry.add(
+      new Gauge(
+        'pigeonhole_disk_free_threshold_bytes',
+        'Below this many free bytes new mail and new inboxes are refused (DISK_MIN_FREE).',
+        () => source().diskFree?.().thresholdBytes ?? [],
+      ),
     )
     this.registry.add(
       new Gauge('pigeonhole_disk_guard_tripped', '1 while new mail is refused for lack of space.', () => {
@@ -101,10 +171,14 @@ export class AppMetrics {
       }),
     )
     this.registry.add(
-      new Gauge('pigeonhole_replication_lag_seconds', 'Seconds the oldest write not yet in the Litestream replica has waited (0: the replica holds everything).', () => {
-        const replication = source().replication
-        return replication ? Math.round(replication.lagSeconds() * 1000) / 1000 : []
-      }),
+      new Gauge(
+        'pigeonhole_replication_lag_seconds',
+        'Seconds the oldest write not yet in the Litestream replica has waited (0: the replica holds everything).',
+        () => {
+          const replication = source().replication
+          return replication ? Math.round(replication.lagSeconds() * 1000) / 1000 : []
+        },
+      ),
     )
     this.registry.add(
       new Gauge(
@@ -121,12 +195,20 @@ export class AppMetrics {
       ),
     )
     this.registry.add(
-      new Gauge('pigeonhole_database_clock_offset_seconds', "PostgreSQL mode: the database's clock minus this machine's (leases and request minutes are corrected by it).", () => {
-        const offset = source().databaseClockOffsetMs?.()
-        return offset === undefined || offset === null ? [] : offset / 1000
-      }),
+      new Gauge(
+        'pigeonhole_database_clock_offset_seconds',
+        "PostgreSQL mode: the database's clock minus this machine's (leases and request minutes are corrected by it).",
+        () => {
+          const offset = source().databaseClockOffsetMs?.()
+          return offset === undefined || offset === null ? [] : offset / 1000
+        },
+      ),
     )
-    this.registry.add(new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () => process.memoryUsage.rss()))
+    this.registry.add(
+      new Gauge('process_resident_memory_bytes', 'Resident set size of the server process.', () =>
+        process.memoryUsage.rss(),
+      ),
+    )
   }
 
   attach(sources: MetricSources): void {

@@ -12,7 +12,8 @@ interface Metric {
 const escapeLabel = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"')
 const escapeHelp = (value: string) => value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n')
 
-const formatValue = (value: number) => (Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value))
+const formatValue = (value: number) =>
+  Number.isNaN(value) ? 'NaN' : value === Infinity ? '+Inf' : value === -Infinity ? '-Inf' : String(value)
 
 function labelText(labels: Labels): string {
   const pairs = Object.entries(labels).map(([name, value]) => `${name}="${escapeLabel(value)}"`)
@@ -48,7 +49,8 @@ export class Counter<L extends string = never> implements Metric {
   }
   render(): string[] {
     const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} counter`]
-    for (const { labels, value } of this.series.byKey.values()) lines.push(`${this.name}${labelText(labels)} ${formatValue(value)}`)
+    for (const { labels, value } of this.series.byKey.values())
+      lines.push(`${this.name}${labelText(labels)} ${formatValue(value)}`)
     return lines
   }
 }
@@ -63,7 +65,11 @@ export class Gauge implements Metric {
   render(): string[] {
     const read = this.read()
     const values: Array<[Labels, number]> = typeof read === 'number' ? [[{}, read]] : read
-    return [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} gauge`, ...values.map(([labels, value]) => `${this.name}${labelText(labels)} ${formatValue(value)}`)]
+    return [
+      `# HELP ${this.name} ${escapeHelp(this.help)}`,
+      `# TYPE ${this.name} gauge`,
+      ...values.map(([labels, value]) => `${this.name}${labelText(labels)} ${formatValue(value)}`),
+    ]
   }
 }
 
@@ -86,8 +92,13 @@ export class Histogram implements Metric {
   }
   render(): string[] {
     const lines = [`# HELP ${this.name} ${escapeHelp(this.help)}`, `# TYPE ${this.name} histogram`]
-    for (const [i, bound] of this.buckets.entries()) lines.push(`${this.name}_bucket{le="${formatValue(bound)}"} ${this.counts[i]}`)
-    lines.push(`${this.name}_bucket{le="+Inf"} ${this.count}`, `${this.name}_sum ${formatValue(this.sum)}`, `${this.name}_count ${this.count}`)
+    for (const [i, bound] of this.buckets.entries())
+      lines.push(`${this.name}_bucket{le="${formatValue(bound)}"} ${this.counts[i]}`)
+    lines.push(
+      `${this.name}_bucket{le="+Inf"} ${this.count}`,
+      `${this.name}_sum ${formatValue(this.sum)}`,
+      `${this.name}_count ${this.count}`,
+    )
     return lines
   }
 }

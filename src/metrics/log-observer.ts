@@ -44,7 +44,10 @@ function observe(metrics: AppMetrics, event: string, fields: LogFields): void {
       metrics.messagesRefused.inc({ reason: 'error' })
       return
     case 'http_request':
-      metrics.httpRequests.inc({ operation: operationOf(String(fields.method), String(fields.path)), status: String(fields.status) })
+      metrics.httpRequests.inc({
+        operation: operationOf(String(fields.method), String(fields.path)),
+        status: String(fields.status),
+      })
       if (REFUSAL_CODES.has(String(fields.error_code))) metrics.httpRefusals.inc({ code: String(fields.error_code) })
       return
     case 'stored_bytes_corrupt':

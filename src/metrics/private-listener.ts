@@ -13,8 +13,11 @@ export function startPrivateMetricsListener(metrics: AppMetrics, port: number, h
     hostname,
     reusePort: false,
     fetch(request) {
-      if (new URL(request.url).pathname !== '/metrics' || request.method !== 'GET') return new Response('Not found\n', { status: 404 })
-      return new Response(metrics.render(), { headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' } })
+      if (new URL(request.url).pathname !== '/metrics' || request.method !== 'GET')
+        return new Response('Not found\n', { status: 404 })
+      return new Response(metrics.render(), {
+        headers: { 'content-type': 'text/plain; version=0.0.4; charset=utf-8', 'cache-control': 'no-store' },
+      })
     },
   })
 }

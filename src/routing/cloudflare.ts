@@ -15,7 +15,15 @@ import { RoutingError, type RoutingProvider } from '../core/common/routing.ts'
 
 const RETRY_PAUSE_MS = 250
 
-type CloudflareSettings = Pick<Config, 'cloudflareApiBase' | 'cloudflareApiToken' | 'cloudflareZoneId' | 'cloudflareRuleAction' | 'cloudflareRuleDestination' | 'cloudflareTimeoutMs'>
+type CloudflareSettings = Pick<
+  Config,
+  | 'cloudflareApiBase'
+  | 'cloudflareApiToken'
+  | 'cloudflareZoneId'
+  | 'cloudflareRuleAction'
+  | 'cloudflareRuleDestination'
+  | 'cloudflareTimeoutMs'
+>
 
 /** The v4 response envelope; every field is checked before it is trusted. */
 interface Envelope {
@@ -47,7 +55,11 @@ export function createCloudflareProvider(settings: CloudflareSettings, logger: L
       const text = await response.text()
       return { answered: true, status: response.status, envelope: parseEnvelope(text) }
     } catch (error) {
-      const reason = controller.signal.aborted ? `no answer within ${settings.cloudflareTimeoutMs} ms` : error instanceof Error ? error.message : String(error)
+      const reason = controller.signal.aborted
+        ? `no answer within ${settings.cloudflareTimeoutMs} ms`
+        : error instanceof Error
+          ? error.message
+          : String(error)
       return { answered: false, reason }
     } finally {
       clearTimeout(timer)
@@ -135,7 +147,8 @@ function ruleIdOf(result: unknown): string | null {
 /** `: [code] message; ...` from the envelope's errors, for logs and error messages. */
 function cloudflareErrors(envelope: Envelope | null): string {
   if (envelope === null) return ' with a body that is not a JSON envelope'
-  if (!Array.isArray(envelope.errors) || envelope.errors.length === 0) return envelope.success === true ? ' without a rule id' : ''
+  if (!Array.isArray(envelope.errors) || envelope.errors.length === 0)
+    return envelope.success === true ? ' without a rule id' : ''
   const parts = envelope.errors.map((entry) => {
     const { code, message } = (entry ?? {}) as { code?: unknown; message?: unknown }
     return `[${String(code ?? '?')}] ${String(message ?? '').slice(0, 200)}`
@@ -144,5 +157,7 @@ function cloudflareErrors(envelope: Envelope | null): string {
 }
 
 function describe(outcome: Attempt): Record<string, unknown> {
-  return outcome.answered ? { status: outcome.status, cloudflare_errors: cloudflareErrors(outcome.envelope) } : { reason: outcome.reason }
+  return outcome.answered
+    ? { status: outcome.status, cloudflare_errors: cloudflareErrors(outcome.envelope) }
+    : { reason: outcome.reason }
 }

@@ -14,7 +14,10 @@ export function clientKey(remoteAddress: string | undefined): string {
   const [head = '', tail] = address.split('::')
   const left = head ? head.split(':') : []
   const right = tail ? tail.split(':') : []
-  const groups = tail === undefined ? left : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
+  const groups =
+    tail === undefined
+      ? left
+      : [...left, ...Array<string>(Math.max(0, 8 - left.length - right.length)).fill('0'), ...right]
   return `${groups
     .slice(0, 4)
     .map((group) => parseInt(group, 16).toString(16))

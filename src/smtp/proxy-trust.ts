@@ -69,7 +69,11 @@ export class ProxyTrust {
     const refused = () => (viaProxy ? this.lines.refusedRepeated() : this.lines.refused(connection.remoteAddress))
     const handler: CommandHandler = (_command, callback) => {
       refused()
-      this.logger.info('smtp_refused', { session_id: connection.id, reason: 'proxy_header_refused', remote: connection.remoteAddress })
+      this.logger.info('smtp_refused', {
+        session_id: connection.id,
+        reason: 'proxy_header_refused',
+        remote: connection.remoteAddress,
+      })
       const reply = GUARD_REPLIES.proxy_header_refused
       connection.send(reply.code, reply.text) // a 421 also closes the connection
       callback()

@@ -27,8 +27,12 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
 export type SmtpReplyError = Error & { responseCode: number }
 
 export function smtpReply(error: unknown): SmtpReplyError {
-  const reply = error instanceof InboundRefusal ? REPLIES[error.reason] : { code: 451, text: 'Temporary local error, try again later' }
-  const detail = error instanceof InboundRefusal && error.detail && error.reason !== 'unparseable' ? ` (${error.detail})` : ''
+  const reply =
+    error instanceof InboundRefusal
+      ? REPLIES[error.reason]
+      : { code: 451, text: 'Temporary local error, try again later' }
+  const detail =
+    error instanceof InboundRefusal && error.detail && error.reason !== 'unparseable' ? ` (${error.detail})` : ''
   const reject = new Error(`${reply.text}${detail}`) as SmtpReplyError
   reject.responseCode = reply.code
   return reject

@@ -23,14 +23,25 @@ export const selfSignedPaths = (databasePath: string) => {
 }
 
 /** The child's program: the source beside this file, or its bundle beside dist/server.js. */
-const CHILD_PROGRAM = fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './self-signed-child.ts' : './self-signed-child.js', import.meta.url))
+const CHILD_PROGRAM = fileURLToPath(
+  new URL(import.meta.url.endsWith('.ts') ? './self-signed-child.ts' : './self-signed-child.js', import.meta.url),
+)
 
 /** Runs self-signed-child.ts in a child Bun; the PEMs come back as one JSON line on stdout. */
 async function generate(domain: string, notBefore: number): Promise<SelfSignedPems> {
   const request: SelfSignedRequest = { domain, notBefore, notAfter: notBefore + VALID_DAYS * 86_400_000 }
-  const child = Bun.spawn([process.execPath, CHILD_PROGRAM, JSON.stringify(request)], { stdout: 'pipe', stderr: 'pipe', env: { PATH: process.env.PATH ?? '' } })
-  const [out, err, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
-  if (code !== 0) throw new Error(`making the self-signed certificate failed (exit ${code}): ${err.trim().split('\n').pop()}`)
+  const child = Bun.spawn([process.execPath, CHILD_PROGRAM, JSON.stringify(request)], {
+    stdout: 'pipe',
+    stderr: 'pipe',
+    env: { PATH: process.env.PATH ?? '' },
+  })
+  const [out, err, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
+  if (code !== 0)
+    throw new Error(`making the self-signed certificate failed (exit ${code}): ${err.trim().split('\n').pop()}`)
   return JSON.parse(out) as SelfSignedPems
 }
 
@@ -51,6 +62,10 @@ export async function selfSigned(config: Config, logger: Logger, now: number): P
   // Only the server's user may read the key.
   writeFileSync(paths.key, createPrivateKey(pems.private).export({ type: 'pkcs8', format: 'pem' }), { mode: 0o600 })
   writeFileSync(paths.cert, pems.cert, { mode: 0o644 })
-  logger.info('smtp_tls_self_signed_created', { path: paths.cert, domain: config.receivingDomain, fingerprint: new X509Certificate(pems.cert).fingerprint256 })
+  logger.info('smtp_tls_self_signed_created', {
+    path: paths.cert,
+    domain: config.receivingDomain,
+    fingerprint: new X509Certificate(pems.cert).fingerprint256,
+  })
   return { key: readFileSync(paths.key, 'utf8'), cert: pems.cert }
 }

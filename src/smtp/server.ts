@@ -30,14 +30,21 @@ interface ConnectionState {
 /** Parameters of the extensions we advertise (SIZE, 8BITMIME, SMTPUTF8); RFC 5321 §4.1.1.11: others get 555. */
 const MAIL_PARAMETERS = new Set(['SIZE', 'BODY', 'SMTPUTF8'])
 const RCPT_PARAMETERS = new Set<string>()
-const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) => Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
+const hasUnknownParameter = (address: SMTPServerAddress, known: Set<string>) =>
+  Object.keys(address.args || {}).some((name) => !known.has(name.toUpperCase()))
 
-export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustBufferedBytes' | 'proxyLines'>, tls?: SmtpTls): GuardedSmtpServer {
+export function createSmtpServer(
+  s: Services,
+  metrics: Pick<AppMetrics, 'adjustBufferedBytes' | 'proxyLines'>,
+  tls?: SmtpTls,
+): GuardedSmtpServer {
   assertSizeCheckHook()
   const connections = new Map<string, ConnectionState>()
   const { limits } = s.config
   const tooLarge = new InboundRefusal('message_too_large', `at most ${limits.messageBytes} bytes`)
-  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) => metrics.adjustBufferedBytes(delta))
+  const guards = new SmtpGuards(limits, s.logger, smtpReply(tooLarge).message, (delta) =>
+    metrics.adjustBufferedBytes(delta),
+  )
 
   const stateOf = (session: SMTPServerSession): ConnectionState => {
     let state = connections.get(session.id)
@@ -62,14 +69,28 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
   const refuse = (session: SMTPServerSession, failure: unknown, extra: Record<string, unknown> = {}) => {
     // A failing volume met at RCPT or DATA is a 451 like any storage failure, logged once when
     // it begins (storage-health.ts), not as an error with a stack per message.
-    const error = !(failure instanceof InboundRefusal) && s.storageHealth.failed(failure, 'mail') ? new InboundRefusal('storage_failed') : failure
-    if (!(error instanceof InboundRefusal)) s.logger.error('smtp_error', { session_id: session.id, ...errorFields(error) })
-    else s.logger.info('smtp_refused', { session_id: session.id, reason: error.reason, remote: session.remoteAddress, ...extra })
+    const error =
+      !(failure instanceof InboundRefusal) && s.storageHealth.failed(failure, 'mail')
+        ? new InboundRefusal('storage_failed')
+        : failure
+    if (!(error instanceof InboundRefusal))
+      s.logger.error('smtp_error', { session_id: session.id, ...errorFields(error) })
+    else
+      s.logger.info('smtp_refused', {
+        session_id: session.id,
+        reason: error.reason,
+        remote: session.remoteAddress,
+        ...extra,
+      })
     return smtpReply(error)
   }
 
   const unknownParameter = (session: SMTPServerSession) => {
-    s.logger.info('smtp_refused', { session_id: session.id, reason: 'unknown_parameter', remote: session.remoteAddress })
+    s.logger.info('smtp_refused', {
+      session_id: session.id,
+      reason: 'unknown_parameter',
+      remote: session.remoteAddress,
+    })
     return guardReply('unknown_parameter')
   }
 
@@ -106,7 +127,11 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
         const envelope = session.envelope
         const isLive = () => !state.closed && session.envelope === envelope
         // Answered within the statement timeout plus 2 s whatever the database does (admission.ts).
-        admitRecipientWithin(s, { address: address.address, isLive, admitted: state.reservations }, admissionBoundMs(s)).then(
+        admitRecipientWithin(
+          s,
+          { address: address.address, isLive, admitted: state.reservations },
+          admissionBoundMs(s),
+        ).then(
           (reservation) => {
             if (!state.reservations.includes(reservation)) state.reservations.push(reservation)
             callback()
@@ -115,7 +140,11 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
             const reply = refuse(session, error, { recipient_domain: address.address.split('@').pop() })
             if (error instanceof InboundRefusal) {
               const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : ''
-              s.refusedDeliveries.record(address.address, error.inboxId, { at: s.clock.now(), sender, reply: `${reply.responseCode} ${reply.message}` })
+              s.refusedDeliveries.record(address.address, error.inboxId, {
+                at: s.clock.now(),
+                sender,
+                reply: `${reply.responseCode} ${reply.message}`,
+              })
             }
             callback(reply)
           },
@@ -143,7 +172,9 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
           s.config.trustedProxies,
           limits.smtpGreetingTimeoutMs,
           s.logger,
-          new ProxyLineWatch(s.clock, s.logger, s.config.trustedProxies, (outcome) => metrics.proxyLines.inc({ outcome })),
+          new ProxyLineWatch(s.clock, s.logger, s.config.trustedProxies, (outcome) =>
+            metrics.proxyLines.inc({ outcome }),
+          ),
         )
       : null,
     // A reset transaction gives its units back now (stateOf sees the new envelope).
@@ -160,7 +191,10 @@ export function createSmtpServer(s: Services, metrics: Pick<AppMetrics, 'adjustB
     if (!isTlsFailure(error)) return s.logger.error('smtp_server_error', errorFields(error))
     if (reported.has(error)) return
     reported.add(error)
-    s.logger.warn('smtp_tls_failed', { error: error.message, remote: (error as { meta?: { remoteAddress?: string } }).meta?.remoteAddress })
+    s.logger.warn('smtp_tls_failed', {
+      error: error.message,
+      remote: (error as { meta?: { remoteAddress?: string } }).meta?.remoteAddress,
+    })
   })
   return server
 }

@@ -36,7 +36,9 @@ export class SessionDeadlines {
     private readonly timeouts: SessionTimeouts,
     private readonly expire: (reason: DeadlineReason) => void,
   ) {
-    this.arm(timeouts.greetingMs, () => (connection.hostNameAppearsAs ? this.progressed() : this.end('greeting_timeout')))
+    this.arm(timeouts.greetingMs, () =>
+      connection.hostNameAppearsAs ? this.progressed() : this.end('greeting_timeout'),
+    )
     this.lifetime = setTimeout(() => {
       this.lifetimeOver = true
       // DATA has its own deadline; after it the reply comes first (see replied()).

@@ -41,20 +41,30 @@ function readSettingFile(variable: string, file: string): string {
 }
 
 function readPair(certFile: string, keyFile: string): TlsMaterial {
-  const material = { cert: readSettingFile('SMTP_TLS_CERT_FILE', certFile), key: readSettingFile('SMTP_TLS_KEY_FILE', keyFile) }
+  const material = {
+    cert: readSettingFile('SMTP_TLS_CERT_FILE', certFile),
+    key: readSettingFile('SMTP_TLS_KEY_FILE', keyFile),
+  }
   try {
     return checkedPair(material)
   } catch (error) {
-    throw new ConfigError('SMTP_TLS_KEY_FILE', `with SMTP_TLS_CERT_FILE is not a PEM key and certificate that belong together (${error instanceof Error ? error.message : String(error)})`)
+    throw new ConfigError(
+      'SMTP_TLS_KEY_FILE',
+      `with SMTP_TLS_CERT_FILE is not a PEM key and certificate that belong together (${error instanceof Error ? error.message : String(error)})`,
+    )
   }
 }
 
 /** Errors smtp-server reports for a STARTTLS handshake that went wrong (garbage, old protocol, reset). */
-export const isTlsFailure = (error: unknown): error is Error => error instanceof Error && ((error as { code?: unknown }).code === 'TLSError' || /SSL routines|TLS/.test(error.message))
+export const isTlsFailure = (error: unknown): error is Error =>
+  error instanceof Error &&
+  ((error as { code?: unknown }).code === 'TLSError' || /SSL routines|TLS/.test(error.message))
 
 export async function prepareSmtpTls(config: Config, logger: Logger, now = Date.now()): Promise<SmtpTls> {
   const fromFiles = config.smtpTlsCertFile !== ''
-  const material = fromFiles ? readPair(config.smtpTlsCertFile, config.smtpTlsKeyFile) : await selfSigned(config, logger, now)
+  const material = fromFiles
+    ? readPair(config.smtpTlsCertFile, config.smtpTlsKeyFile)
+    : await selfSigned(config, logger, now)
   const describe = (cert: string) => {
     const x509 = new X509Certificate(cert)
     return { subject: x509.subject.replace(/\n/g, ', '), valid_to: x509.validTo, fingerprint: x509.fingerprint256 }

@@ -13,7 +13,9 @@ function pick<T extends object, K extends keyof T>(table: T, names: readonly K[]
 }
 
 /** An organisation's limit columns, for a select (alone, or joined with the key that authenticates a request). */
-export const limitColumnsOf = <T extends Named<typeof LIMIT_COLUMN_NAMES>>(organizations: T) => pick(organizations, LIMIT_COLUMN_NAMES)
+export const limitColumnsOf = <T extends Named<typeof LIMIT_COLUMN_NAMES>>(organizations: T) =>
+  pick(organizations, LIMIT_COLUMN_NAMES)
 
 /** A message summary's columns, for a listing or a search. */
-export const summaryColumnsOf = <T extends Named<typeof SUMMARY_COLUMN_NAMES>>(messages: T) => pick(messages, SUMMARY_COLUMN_NAMES)
+export const summaryColumnsOf = <T extends Named<typeof SUMMARY_COLUMN_NAMES>>(messages: T) =>
+  pick(messages, SUMMARY_COLUMN_NAMES)

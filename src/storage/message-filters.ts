@@ -10,7 +10,10 @@ import { type AnyColumn, and, eq, gt, gte, isNotNull, isNull, lt, type SQL, sql 
 import type { MessageFilters } from './port/messages.ts'
 
 /** The columns the filters read, under the names both dialects' `messages` tables share. */
-type FilteredColumns = Record<'searchSubject' | 'searchSender' | 'searchSenderDomain' | 'receivedAt' | 'toAddress' | 'readAt' | 'sizeBytes', AnyColumn>
+type FilteredColumns = Record<
+  'searchSubject' | 'searchSender' | 'searchSenderDomain' | 'receivedAt' | 'toAddress' | 'readAt' | 'sizeBytes',
+  AnyColumn
+>
 
 export interface FilterDialect {
   messages: FilteredColumns

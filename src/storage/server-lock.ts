@@ -32,8 +32,12 @@ export class DatabaseInUseError extends Error {
     readonly databasePath: string,
     readonly holder: Holder | null,
   ) {
-    const who = holder ? `process ${holder.pid}, ${holder.http_port === null ? 'still starting' : `HTTP port ${holder.http_port}, SMTP port ${holder.smtp_port}`}` : 'process unknown'
-    super(`Another Pigeonhole server (${who}) is using ${databasePath}: stop it first, or give this one another DATABASE_PATH.`)
+    const who = holder
+      ? `process ${holder.pid}, ${holder.http_port === null ? 'still starting' : `HTTP port ${holder.http_port}, SMTP port ${holder.smtp_port}`}`
+      : 'process unknown'
+    super(
+      `Another Pigeonhole server (${who}) is using ${databasePath}: stop it first, or give this one another DATABASE_PATH.`,
+    )
     this.name = 'DatabaseInUseError'
   }
 }
@@ -90,7 +94,8 @@ export function lockServerDatabase(databasePath: string): ServerLock {
     lock.exec('COMMIT')
   } catch (error) {
     lock.close()
-    if ((error as { code?: string }).code === 'SQLITE_BUSY') throw new DatabaseInUseError(databasePath, readHolder(infoPath))
+    if ((error as { code?: string }).code === 'SQLITE_BUSY')
+      throw new DatabaseInUseError(databasePath, readHolder(infoPath))
     throw error
   }
   const holder: Holder = { pid: process.pid, http_port: null, smtp_port: null, started_at: new Date().toISOString() }

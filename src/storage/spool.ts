@@ -155,7 +155,10 @@ export class SpoolFile {
   private async appendNow(chunks: Buffer[]): Promise<void> {
     let position = this.size_
     for (let written = 0, total = chunks.reduce((sum, c) => sum + c.length, 0); written < total; ) {
-      const { bytesWritten } = await this.handle.writev(written === 0 ? chunks : [Buffer.concat(chunks).subarray(written)], position)
+      const { bytesWritten } = await this.handle.writev(
+        written === 0 ? chunks : [Buffer.concat(chunks).subarray(written)],
+        position,
+      )
       written += bytesWritten
       position += bytesWritten
       this.size_ += bytesWritten

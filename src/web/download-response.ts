@@ -8,7 +8,10 @@ import type { DownloadSlots } from '../core/attachments/download-slots.ts'
 /** `attachment; filename="ascii"; filename*=UTF-8''percent-encoded` (RFC 6266), safe for any name. */
 export function contentDisposition(filename: string): string {
   const ascii = filename.replace(/[^\x20-\x7e]|["\\%;]/g, '_').trim() || 'attachment'
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  )
   return `attachment; filename="${ascii}"; filename*=UTF-8''${encoded}`
 }
 
@@ -50,8 +53,15 @@ export interface DownloadFile {
  * what the organisation's keys are refused. The API answers 429 at once when the slots are
  * taken; the console waits its turn (`waitForSlotMs`: a browser does not retry an image).
  */
-export async function heldDownload(slots: DownloadSlots, organizationId: string, read: () => Promise<DownloadFile>, options: { waitForSlotMs?: number } = {}): Promise<Response> {
-  const release = options.waitForSlotMs ? await slots.acquireInTurn(organizationId, options.waitForSlotMs) : slots.acquire(organizationId)
+export async function heldDownload(
+  slots: DownloadSlots,
+  organizationId: string,
+  read: () => Promise<DownloadFile>,
+  options: { waitForSlotMs?: number } = {},
+): Promise<Response> {
+  const release = options.waitForSlotMs
+    ? await slots.acquireInTurn(organizationId, options.waitForSlotMs)
+    : slots.acquire(organizationId)
   try {
     const file = await slots.reading(read)
     return downloadResponse(file.content, file.contentType, file.filename, release)

@@ -47,7 +47,8 @@ function pathOf(url: string): string {
  * and the parsed URL, so the caller need not parse it again.
  */
 export function checkRequestTarget(request: Request): { path: string; url: URL } {
-  if (request.method === 'CONNECT') throw new HttpProtocolError(400, 'bad_request', 'CONNECT is not supported: this is not a proxy.')
+  if (request.method === 'CONNECT')
+    throw new HttpProtocolError(400, 'bad_request', 'CONNECT is not supported: this is not a proxy.')
   checkHost(request.headers.get('host'))
   const url = parseUrl(request.url) // a few hosts the pattern allows (`%zz`) are still not a valid URL
   return { path: pathOf(request.url), url }

@@ -88,7 +88,14 @@ test('attachments download exactly as sent: line-based encodings and calendar in
     'Content-Type: text/plain',
     '',
     'see attached',
-    ...parts.flatMap(([type, encoding, body], i) => ['--b', `Content-Type: ${type}`, `Content-Transfer-Encoding: ${encoding}`, `Content-Disposition: attachment; filename="part-${i}"`, '', body]),
+    ...parts.flatMap(([type, encoding, body], i) => [
+      '--b',
+      `Content-Type: ${type}`,
+      `Content-Transfer-Encoding: ${encoding}`,
+      `Content-Disposition: attachment; filename="part-${i}"`,
+      '',
+      body,
+    ]),
     '--b--',
     '',
   ].join('\r\n')
@@ -98,7 +105,11 @@ test('attachments download exactly as sent: line-based encodings and calendar in
   for (const [i, [type, encoding, , expected]] of parts.entries()) {
     const response = await download(server, attachments[i].id)
     const bytes = Buffer.from(await response.arrayBuffer())
-    expect({ type, encoding, bytes: bytes.toString('latin1') }).toEqual({ type, encoding, bytes: expected.toString('latin1') })
+    expect({ type, encoding, bytes: bytes.toString('latin1') }).toEqual({
+      type,
+      encoding,
+      bytes: expected.toString('latin1'),
+    })
     expect(attachments[i].size_bytes).toBe(expected.byteLength)
   }
 })

@@ -35,15 +35,21 @@ const corruptLines = () => server.logs.filter((line) => line.event === 'stored_b
 async function corruptCount(kind: string): Promise<number> {
   let total = 0
   for (const machine of server.machines) {
-    const text = await (await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
-    total += Number(new RegExp(`^pigeonhole_stored_bytes_corrupt_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1])
+    const text = await (
+      await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+    ).text()
+    total += Number(
+      new RegExp(`^pigeonhole_stored_bytes_corrupt_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(text)?.[1],
+    )
   }
   return total
 }
 
 /** Flips the lowest bit of one byte in the middle of a stored blob, as a bad sector or a bad restore would. */
 async function flipOneBit(table: string, column: string, idColumn: string, id: string): Promise<void> {
-  const [row] = (await server.query(`SELECT ${column} AS bytes FROM ${table} WHERE ${idColumn} = ?`, id)) as { bytes: Uint8Array }[]
+  const [row] = (await server.query(`SELECT ${column} AS bytes FROM ${table} WHERE ${idColumn} = ?`, id)) as {
+    bytes: Uint8Array
+  }[]
   const bytes = Buffer.from(row!.bytes)
   bytes[bytes.length >> 1]! ^= 1
   await server.query(`UPDATE ${table} SET ${column} = ? WHERE ${idColumn} = ?`, bytes, id)
@@ -64,13 +70,23 @@ const asApi = async (response: Response): Promise<ApiResponse> => {
 
 test('every stored source and attachment carries the SHA-256 of its bytes, parsed on the event loop or in a worker', async () => {
   const inbox = await newInbox(server, key)
-  const [small] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'small, parsed on the event loop' }))
+  const [small] = await deliver(
+    server,
+    inbox.address,
+    simpleMessage({ to: inbox.address, subject: 'small, parsed on the event loop' }),
+  )
   const { messageId } = await storedRichMessage()
   for (const id of [small!, messageId]) {
-    const [row] = (await server.query('SELECT raw, sha256 FROM message_sources WHERE message_id = ?', id)) as { raw: Uint8Array; sha256: string }[]
+    const [row] = (await server.query('SELECT raw, sha256 FROM message_sources WHERE message_id = ?', id)) as {
+      raw: Uint8Array
+      sha256: string
+    }[]
     expect(row!.sha256).toBe(sha256(row!.raw))
   }
-  const attachments = (await server.query('SELECT c.content, c.sha256 FROM attachment_contents c JOIN attachments a ON a.id = c.attachment_id WHERE a.message_id = ?', messageId)) as Array<{
+  const attachments = (await server.query(
+    'SELECT c.content, c.sha256 FROM attachment_contents c JOIN attachments a ON a.id = c.attachment_id WHERE a.message_id = ?',
+    messageId,
+  )) as Array<{
     content: Uint8Array
     sha256: string
   }>
@@ -89,13 +105,21 @@ test('one flipped bit in an attachment: 500 internal_error, one error line, the 
   const refused = await asApi(await downloadAttachment(server, attachmentId, key))
   expectError(refused, 500, 'internal_error')
   expect(corruptLines().length).toBe(before.lines + 1)
-  expect(corruptLines().at(-1)).toMatchObject({ level: 'error', kind: 'attachment', id: attachmentId, size_bytes: BINARY.length, expected_sha256: sha256(BINARY) })
+  expect(corruptLines().at(-1)).toMatchObject({
+    level: 'error',
+    kind: 'attachment',
+    id: attachmentId,
+    size_bytes: BINARY.length,
+    expected_sha256: sha256(BINARY),
+  })
   expect(await corruptCount('attachment')).toBe(before.metric + 1)
   // No stack trace or second error line for it.
   expect(server.logs.filter((line) => line.level === 'error').length).toBe(corruptLines().length)
 
   // The console's download refuses the same bytes.
-  const inConsole = await fetch(`${server.url}/console/orgs/${organizationId}/attachments/${attachmentId}`, { headers: { cookie } })
+  const inConsole = await fetch(`${server.url}/console/orgs/${organizationId}/attachments/${attachmentId}`, {
+    headers: { cookie },
+  })
   expect(inConsole.status).toBe(500)
   expect(Buffer.from(await inConsole.arrayBuffer()).includes(BINARY.subarray(0, 64))).toBe(false)
 })
@@ -118,10 +142,14 @@ test('one flipped bit in a raw source: the console .eml download answers 500 and
 
 test("a corrupt inline image leaves the console's message view up, with that image broken instead of wrong", async () => {
   const { messageId } = await storedRichMessage()
-  const view = () => fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/html`, { headers: { cookie } })
+  const view = () =>
+    fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/html`, { headers: { cookie } })
   const intact = await (await view()).text()
   expect(intact).toContain(`data:image/png;base64,${PNG.toString('base64')}`)
-  const [image] = (await server.query("SELECT a.id FROM attachments a WHERE a.message_id = ? AND a.content_id = 'logo@zurich'", messageId)) as { id: string }[]
+  const [image] = (await server.query(
+    "SELECT a.id FROM attachments a WHERE a.message_id = ? AND a.content_id = 'logo@zurich'",
+    messageId,
+  )) as { id: string }[]
   const before = corruptLines().length
 
   await flipOneBit('attachment_contents', 'content', 'attachment_id', image!.id)
@@ -141,7 +169,10 @@ test('rows stored before the hashes existed (sha256 null) are served as they are
   const file = await downloadAttachment(server, attachmentId, key)
   expect(file.status).toBe(200)
   expect(Buffer.from(await file.arrayBuffer()).equals(BINARY)).toBe(true)
-  expect((await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })).status).toBe(200)
+  expect(
+    (await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } }))
+      .status,
+  ).toBe(200)
 })
 
 test('large bytes (read in slices on PostgreSQL, hashed off the event loop) are served whole, and one flipped bit in them is refused', async () => {
@@ -168,21 +199,33 @@ test('large bytes (read in slices on PostgreSQL, hashed off the event loop) are 
   ].join('\r\n')
   const [messageId] = await deliver(server, inbox.address, raw)
   const message = (await server.get(`/v1/messages/${messageId}`, key)).body.data
-  const ids = files.map((file) => message.attachments.find((a: { size_bytes: number }) => a.size_bytes === file.length).id as string)
+  const ids = files.map(
+    (file) => message.attachments.find((a: { size_bytes: number }) => a.size_bytes === file.length).id as string,
+  )
   for (const [i, id] of ids.entries()) {
     const served = await downloadAttachment(server, id, key)
     expect(served.status).toBe(200)
     expect(Buffer.from(await served.arrayBuffer()).equals(files[i]!)).toBe(true)
   }
-  const source = await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })
+  const source = await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, {
+    headers: { cookie },
+  })
   expect(source.status).toBe(200)
   expect(Buffer.from(await source.arrayBuffer()).toString()).toBe(raw)
 
   const before = corruptLines().length
   await flipOneBit('attachment_contents', 'content', 'attachment_id', ids[1]!)
   expectError(await asApi(await downloadAttachment(server, ids[1]!, key)), 500, 'internal_error')
-  expect(corruptLines().at(-1)).toMatchObject({ kind: 'attachment', id: ids[1], size_bytes: files[1]!.length, expected_sha256: sha256(files[1]!) })
+  expect(corruptLines().at(-1)).toMatchObject({
+    kind: 'attachment',
+    id: ids[1],
+    size_bytes: files[1]!.length,
+    expected_sha256: sha256(files[1]!),
+  })
   await flipOneBit('message_sources', 'raw', 'message_id', messageId!)
-  expect((await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } })).status).toBe(500)
+  expect(
+    (await fetch(`${server.url}/console/orgs/${organizationId}/messages/${messageId}/raw`, { headers: { cookie } }))
+      .status,
+  ).toBe(500)
   expect(corruptLines().length).toBe(before + 2)
 })

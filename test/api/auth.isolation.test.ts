@@ -27,15 +27,27 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 test('ids of another organisation answer exactly like unknown ids on every id-taking route', async () => {
-  const unknown = { inbox_id: `inbox_${'0'.repeat(32)}`, message_id: `msg_${'0'.repeat(32)}`, attachment_id: `att_${'0'.repeat(32)}` }
+  const unknown = {
+    inbox_id: `inbox_${'0'.repeat(32)}`,
+    message_id: `msg_${'0'.repeat(32)}`,
+    attachment_id: `att_${'0'.repeat(32)}`,
+  }
   let checked = 0
   for (const route of routes.filter((r) => r.path.includes('{') || r.path.includes(':'))) {
     if (route.method === 'POST') continue
     const foreign = await server.request(route.method, fillPath(route.path, ids), { key: stranger.key })
-    const unknownPath = route.path.replace(/\{(\w+)\}|:(\w+)/g, (_, a?: string, b?: string) => unknown[(a ?? b) as keyof typeof unknown])
+    const unknownPath = route.path.replace(
+      /\{(\w+)\}|:(\w+)/g,
+      (_, a?: string, b?: string) => unknown[(a ?? b) as keyof typeof unknown],
+    )
     const missing = await server.request(route.method, unknownPath, { key: stranger.key })
     expect(foreign.status).toBe(404)
-    expect([route.operationId, foreign.status, errorCode(foreign), foreign.body.error.message]).toEqual([route.operationId, missing.status, errorCode(missing), missing.body.error.message])
+    expect([route.operationId, foreign.status, errorCode(foreign), foreign.body.error.message]).toEqual([
+      route.operationId,
+      missing.status,
+      errorCode(missing),
+      missing.body.error.message,
+    ])
     checked++
   }
   expect(checked).toBe(6)
@@ -106,7 +118,11 @@ describe('getMessage, deleteMessage and downloadAttachment', () => {
 })
 
 describe('listOrWaitForMessages', () => {
-  const fingerprint = (r: ApiResponse) => ({ status: r.status, code: r.body?.error?.code, message: r.body?.error?.message })
+  const fingerprint = (r: ApiResponse) => ({
+    status: r.status,
+    code: r.body?.error?.code,
+    message: r.body?.error?.message,
+  })
 
   test('listOrWaitForMessages, also with wait_seconds', async () => {
     const owner = await server.tenant()
@@ -127,7 +143,8 @@ describe('listOrWaitForMessages', () => {
     const owner = await server.tenant()
     const stranger = await server.tenant()
     const foreignInbox = await newInbox(server, owner.key)
-    for (let i = 0; i < 3; i++) await deliver(server, foreignInbox.address, simpleMessage({ to: foreignInbox.address, subject: `m${i}` }))
+    for (let i = 0; i < 3; i++)
+      await deliver(server, foreignInbox.address, simpleMessage({ to: foreignInbox.address, subject: `m${i}` }))
     const foreign = await server.get(`/v1/inboxes/${foreignInbox.id}/messages?`, stranger.key)
     const unknown = await server.get(`/v1/inboxes/${'inbox_' + 'f'.repeat(32)}/messages?`, stranger.key)
     expect(foreign.body.error.message).toBe(unknown.body.error.message)

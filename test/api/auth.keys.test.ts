@@ -65,7 +65,12 @@ describe('401 invalid_api_key', () => {
   test('all 401s are alike: the message does not tell unknown from malformed', async () => {
     const { key } = await server.tenant()
     const messages = new Set<string>()
-    for (const token of [null, 'junk', `ph_live_${hex16}_${hex48}`, key.slice(0, -1) + (key.endsWith('0') ? '1' : '0')]) {
+    for (const token of [
+      null,
+      'junk',
+      `ph_live_${hex16}_${hex48}`,
+      key.slice(0, -1) + (key.endsWith('0') ? '1' : '0'),
+    ]) {
       messages.add((await server.get('/v1/usage', token)).body.error.message)
     }
     expect(messages.size).toBe(1)
@@ -73,7 +78,11 @@ describe('401 invalid_api_key', () => {
 
   test('authentication comes before validation and routing', async () => {
     expectError(await server.get('/v1/inboxes?limit=0'), 401, 'invalid_api_key')
-    expectError(await server.request('POST', '/v1/inboxes', { rawBody: '[', headers: { 'idempotency-key': 'x' } }), 401, 'invalid_api_key')
+    expectError(
+      await server.request('POST', '/v1/inboxes', { rawBody: '[', headers: { 'idempotency-key': 'x' } }),
+      401,
+      'invalid_api_key',
+    )
   })
 
   test('the scheme is case-insensitive (RFC 9110 section 11.1)', async () => {
@@ -123,9 +132,15 @@ describe('every /v1 route answers 401 invalid_api_key', () => {
     ['no Authorization header', () => ({})],
     ['a non-Bearer scheme', () => ({ authorization: `Basic ${owner.key}` })],
     ['a malformed key', () => ({ authorization: 'Bearer ph_live_nothex_nothex' })],
-    ['an uppercase-hex key', () => ({ authorization: `Bearer ${owner.key.toUpperCase().replace('PH_LIVE_', 'ph_live_')}` })],
+    [
+      'an uppercase-hex key',
+      () => ({ authorization: `Bearer ${owner.key.toUpperCase().replace('PH_LIVE_', 'ph_live_')}` }),
+    ],
     ['an unknown key', () => ({ authorization: `Bearer ph_live_${'0'.repeat(16)}_${'0'.repeat(48)}` })],
-    ['a known id with the wrong secret', () => ({ authorization: `Bearer ${owner.key.slice(0, -1)}${owner.key.endsWith('0') ? '1' : '0'}` })],
+    [
+      'a known id with the wrong secret',
+      () => ({ authorization: `Bearer ${owner.key.slice(0, -1)}${owner.key.endsWith('0') ? '1' : '0'}` }),
+    ],
     ['a revoked key', () => ({ authorization: `Bearer ${revokedKey}` })],
   ]
   for (const [label, headers] of badKeys) {

@@ -12,7 +12,8 @@ afterAll(() => server.stop())
 /** A fresh organisation per call keeps the 11-inbox quota and the rate limit out of the way. */
 const key = async () => (await server.tenant()).key
 const json = { 'content-type': 'application/json' }
-const postRaw = async (rawBody: string | undefined, headers: Record<string, string> = json) => server.request('POST', '/v1/inboxes', { key: await key(), rawBody, headers })
+const postRaw = async (rawBody: string | undefined, headers: Record<string, string> = json) =>
+  server.request('POST', '/v1/inboxes', { key: await key(), rawBody, headers })
 
 describe('accepted bodies', () => {
   test('no body at all gives a generated word-word-hex address', async () => {
@@ -51,7 +52,22 @@ describe('accepted bodies', () => {
 })
 
 describe('bodies that are not a JSON object answer invalid_json', () => {
-  for (const raw of ['[]', '[{"prefix":"abc"}]', '"x"', '1', '0', 'null', 'true', 'false', '{', '{"prefix":', "{'prefix':'abc'}", '{"prefix":"abc"} trailing', 'prefix=abc', '\u0000\u0001\u0002']) {
+  for (const raw of [
+    '[]',
+    '[{"prefix":"abc"}]',
+    '"x"',
+    '1',
+    '0',
+    'null',
+    'true',
+    'false',
+    '{',
+    '{"prefix":',
+    "{'prefix':'abc'}",
+    '{"prefix":"abc"} trailing',
+    'prefix=abc',
+    '\u0000\u0001\u0002',
+  ]) {
     test(JSON.stringify(raw), async () => {
       expectError(await postRaw(raw), 422, 'invalid_json')
     })
@@ -59,7 +75,13 @@ describe('bodies that are not a JSON object answer invalid_json', () => {
 })
 
 describe('unknown properties answer unknown_property', () => {
-  for (const body of [{ name: 'x' }, { prefix: 'valid-one', extra: 1 }, { Prefix: 'abc' }, { prefix: 'abc', __proto__x: 1 }, { '': 1 }]) {
+  for (const body of [
+    { name: 'x' },
+    { prefix: 'valid-one', extra: 1 },
+    { Prefix: 'abc' },
+    { prefix: 'abc', __proto__x: 1 },
+    { '': 1 },
+  ]) {
     test(JSON.stringify(body), async () => {
       expectError(await postRaw(JSON.stringify(body)), 422, 'unknown_property')
     })
@@ -130,7 +152,23 @@ describe('prefix', () => {
     })
   }
 
-  const reserved = ['admin', 'administrator', 'abuse', 'postmaster', 'support', 'security', 'billing', 'root', 'hostmaster', 'webmaster', 'noreply', 'no-reply', 'donotreply', 'contact', 'pigeonhole']
+  const reserved = [
+    'admin',
+    'administrator',
+    'abuse',
+    'postmaster',
+    'support',
+    'security',
+    'billing',
+    'root',
+    'hostmaster',
+    'webmaster',
+    'noreply',
+    'no-reply',
+    'donotreply',
+    'contact',
+    'pigeonhole',
+  ]
   for (const name of reserved) {
     test(`reserved name ${name} is refused in any case`, async () => {
       expectError(await postRaw(JSON.stringify({ prefix: name })), 422, 'invalid_prefix')

@@ -319,7 +319,12 @@ test('an unreadable cached result is 503 idempotency_unavailable', async () => {
   const { key, organizationId } = await server.tenant()
   const idem = freshKey()
   expect((await create(key, idem)).status).toBe(201)
-  await server.query('UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?', '{not json', organizationId, idem)
+  await server.query(
+    'UPDATE idempotency_records SET response_body = ? WHERE organization_id = ? AND idempotency_key = ?',
+    '{not json',
+    organizationId,
+    idem,
+  )
   expectError(await create(key, idem), 503, 'idempotency_unavailable')
 })
 
@@ -357,11 +362,21 @@ describeForBackends(['sqlite'], 'restarts a server on its own SQLite file', 'res
   async function restart(first: TestServer) {
     await first.app.stop()
     const app = await startApp({
-      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: first.databasePath, RECEIVING_DOMAIN: 'inbox.test' }),
+      config: loadConfig({
+        PORT: '0',
+        SMTP_PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_PATH: first.databasePath,
+        RECEIVING_DOMAIN: 'inbox.test',
+      }),
       logger: createLogger('silent'),
     })
     const post = (key: string, idempotencyKey: string, body: unknown) =>
-      fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey }, body: JSON.stringify(body) })
+      fetch(`${app.httpUrl}/v1/inboxes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'idempotency-key': idempotencyKey },
+        body: JSON.stringify(body),
+      })
     return { app, post }
   }
 
@@ -372,10 +387,14 @@ describeForBackends(['sqlite'], 'restarts a server on its own SQLite file', 'res
     // The state a process leaves when it dies between claiming the key and activating the inbox.
     const sqlite = first.app.storage!.sqlite
     sqlite
-      .query("INSERT INTO idempotency_records (organization_id, idempotency_key, request_fingerprint, state, created_at, expires_at) VALUES (?, 'crashed-key-1', 'x', 'in_progress', ?, ?)")
+      .query(
+        "INSERT INTO idempotency_records (organization_id, idempotency_key, request_fingerprint, state, created_at, expires_at) VALUES (?, 'crashed-key-1', 'x', 'in_progress', ?, ?)",
+      )
       .run(organizationId, now, new Date(Date.now() + 86_400_000).toISOString())
     sqlite
-      .query("INSERT INTO inboxes (id, organization_id, local_part, address, state, created_at) VALUES (?, ?, 'crashed-box', 'crashed-box@inbox.test', 'creating', ?)")
+      .query(
+        "INSERT INTO inboxes (id, organization_id, local_part, address, state, created_at) VALUES (?, ?, 'crashed-box', 'crashed-box@inbox.test', 'creating', ?)",
+      )
       .run(`inbox_${'c'.repeat(32)}`, organizationId, now)
     expectError(await first.post('/v1/inboxes', key, { prefix: 'crashed-box' }), 409, 'address_unavailable')
 

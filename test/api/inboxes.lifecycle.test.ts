@@ -13,7 +13,8 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const create = (key: string, prefix?: string) => server.post('/v1/inboxes', key, prefix === undefined ? undefined : { prefix })
+const create = (key: string, prefix?: string) =>
+  server.post('/v1/inboxes', key, prefix === undefined ? undefined : { prefix })
 
 describe('createInbox then getInbox', () => {
   test('201 with { data: Inbox }, and getInbox returns the same resource', async () => {
@@ -126,7 +127,10 @@ describe('address_unavailable', () => {
   })
 
   test('two concurrent requests for one prefix: exactly one wins', async () => {
-    const responses = await Promise.all([create((await server.tenant()).key, 'race-name'), create((await server.tenant()).key, 'race-name')])
+    const responses = await Promise.all([
+      create((await server.tenant()).key, 'race-name'),
+      create((await server.tenant()).key, 'race-name'),
+    ])
     expect(responses.map((r) => r.status).sort()).toEqual([201, 409])
     expectError(responses.find((r) => r.status === 409)!, 409, 'address_unavailable')
   })

@@ -12,7 +12,10 @@ let server: TestServer
 const clock = new ManualClock(Date.parse('2026-05-01T00:00:00.000Z'))
 beforeAll(async () => {
   // A larger quota so pages of 50 and 100 can be filled; the default quota is tested elsewhere.
-  server = await startTestServer({ clock, env: { LIMIT_ACTIVE_INBOXES: '150', LIMIT_REQUESTS_PER_KEY: '1000', LIMIT_REQUESTS_PER_ORG: '1000' } })
+  server = await startTestServer({
+    clock,
+    env: { LIMIT_ACTIVE_INBOXES: '150', LIMIT_REQUESTS_PER_KEY: '1000', LIMIT_REQUESTS_PER_ORG: '1000' },
+  })
 })
 afterAll(() => server.stop())
 
@@ -135,36 +138,69 @@ describe('paging', () => {
     expect(seen).toEqual([...ids].reverse())
   })
 
-  describeForBackends(['sqlite'], 'restarts a server on its own SQLite file; a cursor read on another machine is in test/multi', 'on the same file', () => {
-    test('a cursor keeps working after the server restarts on the same file', async () => {
-      // A server of its own, stopped before the restart (one server per database file).
-      const own = await startTestServer({ clock })
-      const { key } = await own.tenant()
-      await createMany(key, 3, 1, own)
-      const first = await own.get('/v1/inboxes?limit=1', key)
-      await own.app.stop()
-      const { startApp } = await import('../../src/app.ts')
-      const { loadConfig } = await import('../../src/config.ts')
-      const { createLogger } = await import('../../src/log.ts')
-      const again = await startApp({
-        config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: own.databasePath, LOG_LEVEL: 'silent' }),
-        clock,
-        logger: createLogger('silent'),
+  describeForBackends(
+    ['sqlite'],
+    'restarts a server on its own SQLite file; a cursor read on another machine is in test/multi',
+    'on the same file',
+    () => {
+      test('a cursor keeps working after the server restarts on the same file', async () => {
+        // A server of its own, stopped before the restart (one server per database file).
+        const own = await startTestServer({ clock })
+        const { key } = await own.tenant()
+        await createMany(key, 3, 1, own)
+        const first = await own.get('/v1/inboxes?limit=1', key)
+        await own.app.stop()
+        const { startApp } = await import('../../src/app.ts')
+        const { loadConfig } = await import('../../src/config.ts')
+        const { createLogger } = await import('../../src/log.ts')
+        const again = await startApp({
+          config: loadConfig({
+            PORT: '0',
+            SMTP_PORT: '0',
+            HOST: '127.0.0.1',
+            DATABASE_PATH: own.databasePath,
+            LOG_LEVEL: 'silent',
+          }),
+          clock,
+          logger: createLogger('silent'),
+        })
+        try {
+          const response = await fetch(
+            `${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`,
+            { headers: { authorization: `Bearer ${key}` } },
+          )
+          expect(response.status).toBe(200)
+          expect(((await response.json()) as any).data.length).toBe(2)
+        } finally {
+          await again.stop()
+          await own.stop()
+        }
       })
-      try {
-        const response = await fetch(`${again.httpUrl}/v1/inboxes?limit=5&cursor=${encodeURIComponent(first.body.next_cursor)}`, { headers: { authorization: `Bearer ${key}` } })
-        expect(response.status).toBe(200)
-        expect(((await response.json()) as any).data.length).toBe(2)
-      } finally {
-        await again.stop()
-        await own.stop()
-      }
-    })
-  })
+    },
+  )
 })
 
 describe('limit', () => {
-  const invalid = ['0', '101', '-1', '1.5', '1.0', 'abc', '', ' 5', '5 ', '+5', '1e1', '0x10', '00', '99999999999999999999', '٥', '5abc', 'null', '[5]']
+  const invalid = [
+    '0',
+    '101',
+    '-1',
+    '1.5',
+    '1.0',
+    'abc',
+    '',
+    ' 5',
+    '5 ',
+    '+5',
+    '1e1',
+    '0x10',
+    '00',
+    '99999999999999999999',
+    '٥',
+    '5abc',
+    'null',
+    '[5]',
+  ]
   for (const value of invalid) {
     test(`limit=${JSON.stringify(value)} is 422 invalid_limit, never clamped`, async () => {
       const { key } = await server.tenant()
@@ -206,7 +242,8 @@ describe('cursor', () => {
     expect(cursor).toEqual(expect.any(String))
     return cursor
   }
-  const list = (key: string, cursor: string) => server.get(`/v1/inboxes?limit=1&cursor=${encodeURIComponent(cursor)}`, key)
+  const list = (key: string, cursor: string) =>
+    server.get(`/v1/inboxes?limit=1&cursor=${encodeURIComponent(cursor)}`, key)
 
   test('is opaque: it does not show ids or timestamps in clear', async () => {
     const { key } = await server.tenant()
@@ -248,7 +285,15 @@ describe('cursor', () => {
   test('a truncated or extended cursor is 422 invalid_cursor', async () => {
     const { key } = await server.tenant()
     const cursor = await cursorOf(key)
-    for (const bad of [cursor.slice(0, -1), cursor.slice(0, cursor.length / 2), cursor.slice(1), cursor.split('.')[0]!, cursor + 'A', cursor + '.x', `${cursor}${cursor}`]) {
+    for (const bad of [
+      cursor.slice(0, -1),
+      cursor.slice(0, cursor.length / 2),
+      cursor.slice(1),
+      cursor.split('.')[0]!,
+      cursor + 'A',
+      cursor + '.x',
+      `${cursor}${cursor}`,
+    ]) {
       expectError(await list(key, bad), 422, 'invalid_cursor')
     }
   })

@@ -24,7 +24,8 @@ afterAll(() => server.stop())
 
 const HOUR = 3_600_000
 const iso = (ms: number) => new Date(ms).toISOString()
-const newest = async (inboxId: string) => (await server.get(`/v1/inboxes/${inboxId}/messages?limit=1`, tenant.key)).body.data[0]
+const newest = async (inboxId: string) =>
+  (await server.get(`/v1/inboxes/${inboxId}/messages?limit=1`, tenant.key)).body.data[0]
 
 test('after the clock steps back an hour, the next message is still the newest and wakes a received_after wait', async () => {
   const inbox = await newInbox(server, tenant.key)
@@ -35,7 +36,10 @@ test('after the clock steps back an hour, the next message is still the newest a
   clock.advance(-HOUR)
   // The README's pattern: wait for anything at or after the previous message + 1 ms.
   const after = iso(Date.parse(first.received_at) + 1)
-  const wait = server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=10&limit=1&received_after=${encodeURIComponent(after)}`, tenant.key)
+  const wait = server.get(
+    `/v1/inboxes/${inbox.id}/messages?wait_seconds=10&limit=1&received_after=${encodeURIComponent(after)}`,
+    tenant.key,
+  )
   await until(() => server.sum((services) => services.notifier.listenerCount(inbox.id)) === 1, 'the wait to subscribe')
   await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'after the step' }))
 
@@ -62,6 +66,9 @@ test('two messages in the same millisecond get increasing received_at, so the ne
   const second = await newest(inbox.id)
   expect(second.subject).toBe('two')
   expect(Date.parse(second.received_at)).toBe(Date.parse(first.received_at) + 1)
-  const next = await server.get(`/v1/inboxes/${inbox.id}/messages?received_after=${encodeURIComponent(iso(Date.parse(first.received_at) + 1))}`, tenant.key)
+  const next = await server.get(
+    `/v1/inboxes/${inbox.id}/messages?received_after=${encodeURIComponent(iso(Date.parse(first.received_at) + 1))}`,
+    tenant.key,
+  )
   expect(next.body.data.map((message: { subject: string }) => message.subject)).toEqual(['two'])
 })

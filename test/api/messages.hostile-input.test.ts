@@ -20,7 +20,8 @@ afterAll(() => server.stop())
 
 const crlf = (...lines: string[]) => Buffer.from(lines.join('\r\n'), 'utf8')
 const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received
-const messageCount = async () => (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data.length
+const messageCount = async () =>
+  (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data.length
 
 /** Sends the bytes; expects 250 and returns the stored message (getMessage). */
 async function stored(bytes: Buffer, from = 'envelope@example.net') {
@@ -32,7 +33,9 @@ async function stored(bytes: Buffer, from = 'envelope@example.net') {
   const message = response.body.data
   // Whatever came in, the stored size is the raw size (plus the CRLF before the final dot, which belongs to the message).
   expect(message.size_bytes).toBe(bytes.byteLength === 0 ? 0 : bytes.byteLength + 2)
-  expect(message.headers.every((h: unknown) => Array.isArray(h) && h.length === 2 && h.every((v) => typeof v === 'string'))).toBe(true)
+  expect(
+    message.headers.every((h: unknown) => Array.isArray(h) && h.length === 2 && h.every((v) => typeof v === 'string')),
+  ).toBe(true)
   return message
 }
 
@@ -70,15 +73,27 @@ describe('hostile MIME over SMTP', () => {
         '<p>never closed',
       ),
     )
-    expect(message).toMatchObject({ subject: 'broken', from: { name: '', address: 'b@example.com' }, preview: 'never closed', attachments: [] })
+    expect(message).toMatchObject({
+      subject: 'broken',
+      from: { name: '', address: 'b@example.com' },
+      preview: 'never closed',
+      attachments: [],
+    })
     expect(message.html).toContain('<p>never closed')
   })
 
   test('headers over LIMIT_HEADER_BYTES: refused 554, nothing stored; just under it: stored', async () => {
     // The limit counts every header byte the parser reads; 250 lines of 1,000 bytes stay under 256 KiB.
-    const filler = (lines: number) => Array.from({ length: lines }, (_, i) => `X-Filler-${i}: ${'y'.repeat(1000)}`).join('\r\n')
-    await refused(Buffer.from(`From: h@example.com\r\nSubject: big headers\r\n${filler(300)}\r\n\r\nbody\r\n`), 554, 'Message could not be parsed')
-    const message = await stored(Buffer.from(`From: h@example.com\r\nSubject: many headers\r\n${filler(250)}\r\n\r\nbody\r\n`))
+    const filler = (lines: number) =>
+      Array.from({ length: lines }, (_, i) => `X-Filler-${i}: ${'y'.repeat(1000)}`).join('\r\n')
+    await refused(
+      Buffer.from(`From: h@example.com\r\nSubject: big headers\r\n${filler(300)}\r\n\r\nbody\r\n`),
+      554,
+      'Message could not be parsed',
+    )
+    const message = await stored(
+      Buffer.from(`From: h@example.com\r\nSubject: many headers\r\n${filler(250)}\r\n\r\nbody\r\n`),
+    )
     expect(message.headers).toHaveLength(252)
   })
 
@@ -95,14 +110,18 @@ describe('hostile MIME over SMTP', () => {
       return seed / 2 ** 31
     }
     // No 0x2e ('.') so no line can start with a dot (the raw sender does not dot-stuff).
-    const garbage = Buffer.from(Array.from({ length: 4096 }, () => Math.floor(next() * 255)).map((b) => (b === 0x2e ? 0xff : b)))
+    const garbage = Buffer.from(
+      Array.from({ length: 4096 }, () => Math.floor(next() * 255)).map((b) => (b === 0x2e ? 0xff : b)),
+    )
     const message = await stored(garbage, 'garbage@example.net')
     expect(message).toMatchObject({ subject: '', from: { name: '', address: 'garbage@example.net' }, attachments: [] })
     expect(typeof message.preview).toBe('string')
   })
 
   test('NUL bytes in headers and body: stored as sent', async () => {
-    const message = await stored(Buffer.from('From: nul@example.com\r\nSubject: a\0b\r\nX-Nul: \0\0\r\n\r\nbody\0with\0nuls\r\n', 'latin1'))
+    const message = await stored(
+      Buffer.from('From: nul@example.com\r\nSubject: a\0b\r\nX-Nul: \0\0\r\n\r\nbody\0with\0nuls\r\n', 'latin1'),
+    )
     expect(message.subject).toBe('a\0b')
     expect(message.text).toStartWith('body\0with\0nuls')
     expect(message.headers).toContainEqual(['X-Nul', '\0\0'])
@@ -110,20 +129,38 @@ describe('hostile MIME over SMTP', () => {
 
   test('a 0-byte message: stored with empty fields', async () => {
     const message = await stored(Buffer.alloc(0), 'empty@example.net')
-    expect(message).toMatchObject({ subject: '', preview: '', text: null, html: null, headers: [], attachments: [], internet_message_id: null })
+    expect(message).toMatchObject({
+      subject: '',
+      preview: '',
+      text: null,
+      html: null,
+      headers: [],
+      attachments: [],
+      internet_message_id: null,
+    })
     expect(message.from).toEqual({ name: '', address: 'empty@example.net' })
   })
 
   test('bare LF line endings: parsed like CRLF', async () => {
-    const message = await stored(Buffer.from('From: lf@example.com\nSubject: bare lf\nContent-Type: text/plain\n\nline one\nline two\n'))
-    expect(message).toMatchObject({ subject: 'bare lf', from: { address: 'lf@example.com' }, preview: 'line one line two' })
+    const message = await stored(
+      Buffer.from('From: lf@example.com\nSubject: bare lf\nContent-Type: text/plain\n\nline one\nline two\n'),
+    )
+    expect(message).toMatchObject({
+      subject: 'bare lf',
+      from: { address: 'lf@example.com' },
+      preview: 'line one line two',
+    })
     expect(message.text).toStartWith('line one\nline two\n')
   })
 
   test('8-bit headers: UTF-8 is read as UTF-8; bytes that are not UTF-8 as windows-1252 in subject and from', async () => {
-    const utf8 = await stored(Buffer.from('From: Jürgen Müller <jm@example.com>\r\nSubject: Grüße 🎉\r\n\r\nhi\r\n', 'utf8'))
+    const utf8 = await stored(
+      Buffer.from('From: Jürgen Müller <jm@example.com>\r\nSubject: Grüße 🎉\r\n\r\nhi\r\n', 'utf8'),
+    )
     expect(utf8).toMatchObject({ subject: 'Grüße 🎉', from: { name: 'Jürgen Müller', address: 'jm@example.com' } })
-    const latin1 = await stored(Buffer.from('From: J\xfcrgen <jl@example.com>\r\nSubject: Gr\xfc\xdfe\r\n\r\nhi\r\n', 'latin1'))
+    const latin1 = await stored(
+      Buffer.from('From: J\xfcrgen <jl@example.com>\r\nSubject: Gr\xfc\xdfe\r\n\r\nhi\r\n', 'latin1'),
+    )
     expect(latin1).toMatchObject({ subject: 'Grüße', from: { name: 'Jürgen', address: 'jl@example.com' } })
   })
 
@@ -145,7 +182,15 @@ describe('hostile MIME over SMTP', () => {
     )
     expect(badBase64.attachments).toHaveLength(1)
     expect(badBase64.attachments[0]).toMatchObject({ filename: 'x.bin', content_type: 'application/octet-stream' })
-    const charset = await stored(crlf('From: c@example.com', 'Subject: =?x-klingon?Q?abc?=', 'Content-Type: text/plain; charset=x-klingon', '', 'qapla'))
+    const charset = await stored(
+      crlf(
+        'From: c@example.com',
+        'Subject: =?x-klingon?Q?abc?=',
+        'Content-Type: text/plain; charset=x-klingon',
+        '',
+        'qapla',
+      ),
+    )
     expect(charset).toMatchObject({ subject: 'abc', preview: 'qapla' })
     const headerOnly = await stored(Buffer.from('From: ho@example.com\r\nSubject: header only'))
     expect(headerOnly).toMatchObject({ subject: 'header only', text: null, html: null, preview: '' })
@@ -171,17 +216,25 @@ describe('hostile MIME over SMTP', () => {
         '--q--',
       ),
     )
-    expect(message.attachments.map((a: { filename: string; content_type: string }) => [a.filename, a.content_type])).toEqual([
+    expect(
+      message.attachments.map((a: { filename: string; content_type: string }) => [a.filename, a.content_type]),
+    ).toEqual([
       ['../../etc/passwd', 'text/html'],
       ['attachment-2', 'application/octet-stream'],
     ])
-    const response = await fetch(`${server.url}/v1/attachments/${message.attachments[1].id}`, { headers: { authorization: `Bearer ${tenant.key}` } })
+    const response = await fetch(`${server.url}/v1/attachments/${message.attachments[1].id}`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+    })
     expect(response.headers.get('content-type')).toBe('application/octet-stream')
     expect(await response.text()).toBe('y')
   })
 
   test('a 2 MB line of text: refused 552 (text body over 1 MiB)', async () => {
-    await refused(Buffer.from(`From: l@example.com\r\nSubject: long line\r\n\r\n${'z'.repeat(2_000_000)}\r\n`), 552, 'Message body too large')
+    await refused(
+      Buffer.from(`From: l@example.com\r\nSubject: long line\r\n\r\n${'z'.repeat(2_000_000)}\r\n`),
+      552,
+      'Message body too large',
+    )
   })
 })
 
@@ -215,9 +268,16 @@ describe('hostile HTTP on the message routes', () => {
     ])
     paths.push(['GET', `/v1/messages/${'a'.repeat(100_000)}`])
     for (const [method, path] of paths) {
-      const response = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${tenant.key}` } })
+      const response = await fetch(`${server.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${tenant.key}` },
+      })
       await response.text()
-      expect({ method, path: path!.slice(0, 60), status: response.status < 500 }).toEqual({ method, path: path!.slice(0, 60), status: true })
+      expect({ method, path: path!.slice(0, 60), status: response.status < 500 }).toEqual({
+        method,
+        path: path!.slice(0, 60),
+        status: true,
+      })
       statuses.add(response.status)
     }
     // Nearly all reach the domain and say 404; only a 100 kB URL is stopped earlier.
@@ -240,7 +300,9 @@ describe('hostile HTTP on the message routes', () => {
       [`subject=${'x'.repeat(8000)}`, 200],
     ]
     for (const [query, status] of cases) {
-      const response = await fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?${query}`, { headers: { authorization: `Bearer ${tenant.key}` } })
+      const response = await fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?${query}`, {
+        headers: { authorization: `Bearer ${tenant.key}` },
+      })
       await response.text()
       expect({ query: query.slice(0, 40), status: response.status }).toEqual({ query: query.slice(0, 40), status })
     }

@@ -91,7 +91,10 @@ test('a cached page is never served for a deleted inbox, another organisation or
   const stranger = await server.tenant('stranger')
   const foreign = await server.get(`/v1/inboxes/${inbox.id}/messages`, stranger.key)
   expect([foreign.status, errorCode(foreign)]).toEqual([404, 'inbox_not_found'])
-  const tampered = await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&cursor=${'x'}${page.next_cursor ?? 'abc.def'}`, tenant.key)
+  const tampered = await server.get(
+    `/v1/inboxes/${inbox.id}/messages?limit=1&cursor=${'x'}${page.next_cursor ?? 'abc.def'}`,
+    tenant.key,
+  )
   expect([tampered.status, errorCode(tampered)]).toEqual([422, 'invalid_cursor'])
   expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)
   const gone = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
@@ -100,7 +103,10 @@ test('a cached page is never served for a deleted inbox, another organisation or
 
 test('cached answers carry their own request id and the JSON content type', async () => {
   const inbox = await newInbox(server, tenant.key)
-  const [a, b] = [await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key), await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)]
+  const [a, b] = [
+    await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key),
+    await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key),
+  ]
   expect(a.text).toBe(b.text)
   expect(a.headers.get('x-request-id')).not.toBe(b.headers.get('x-request-id'))
   expect(b.headers.get('content-type')).toContain('application/json')
@@ -131,7 +137,10 @@ test('a waiting request with a bad cursor answers 422 even when every long-poll 
   const inbox = await newInbox(server, tenant.key)
   const controllers = Array.from({ length: 10 }, () => new AbortController())
   const polls = controllers.map((c) =>
-    fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${tenant.key}` }, signal: c.signal }).catch(() => undefined),
+    fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+      signal: c.signal,
+    }).catch(() => undefined),
   )
   const principal = { organizationId: tenant.organizationId, keyPublicId: tenant.key.slice(8, 24) }
   // Slots held on every machine behind the URL (two when the suite runs on a pair).

@@ -20,7 +20,11 @@ const ids = {} as Record<string, string> & { digest: string; code1: string }
 // Sent one second apart, in this order.
 const MAIL = [
   { name: 'code1', from: 'Alice <alice@example.com>', subject: 'Your Code is 1234' },
-  { name: 'reset', from: 'bob@Sub.Example.com', subject: '=?UTF-8?B?' + Buffer.from('Réinitialiser le MOT de passe').toString('base64') + '?=' },
+  {
+    name: 'reset',
+    from: 'bob@Sub.Example.com',
+    subject: '=?UTF-8?B?' + Buffer.from('Réinitialiser le MOT de passe').toString('base64') + '?=',
+  },
   { name: 'digest', from: '"Alice Upper" <ALICE@EXAMPLE.COM>', subject: 'Weekly digest' },
   { name: 'code2', from: 'carol@other.org', subject: 'your code is 5678' },
   { name: 'lookalike', from: 'mallory@notexample.com', subject: 'Überweisung ÄRGER' },
@@ -32,7 +36,11 @@ beforeAll(async () => {
   inbox = await newInbox(server, tenant.key)
   for (const [i, mail] of MAIL.entries()) {
     clock.set(T0 + i * 1000)
-    const [id] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address, from: mail.from, subject: mail.subject }))
+    const [id] = await deliver(
+      server,
+      inbox.address,
+      simpleMessage({ to: inbox.address, from: mail.from, subject: mail.subject }),
+    )
     ids[mail.name] = id!
   }
 })
@@ -81,7 +89,11 @@ describe('filters', () => {
     expect(await names(`received_after=${isoTime(T0 + 2001)}`)).toEqual(['lookalike', 'code2'])
     expect(await names(`received_after=${isoTime(T0 + 1999)}`)).toEqual(['lookalike', 'code2', 'digest'])
     // The same instant written with an offset, with a lowercase z, and with sub-millisecond digits.
-    expect(await names(`received_after=${encodeURIComponent('2026-03-10T10:00:02+02:00')}`)).toEqual(['lookalike', 'code2', 'digest'])
+    expect(await names(`received_after=${encodeURIComponent('2026-03-10T10:00:02+02:00')}`)).toEqual([
+      'lookalike',
+      'code2',
+      'digest',
+    ])
     expect(await names('received_after=2026-03-10t08:00:02z')).toEqual(['lookalike', 'code2', 'digest'])
     expect(await names('received_after=2026-03-10T08:00:02.000000Z')).toEqual(['lookalike', 'code2', 'digest'])
     // 2 s plus 100 ns is after the message received at exactly 2 s.
@@ -132,7 +144,10 @@ describe('fields', () => {
     expect(item.text).toBe('Hello there\n') // the line break before the final dot belongs to the message
     expect(item.html).toBeNull()
     expect(item.attachments).toEqual([])
-    expect(item.headers.find(([name]: [string, string]) => name.toLowerCase() === 'subject')).toEqual(['Subject', 'Weekly digest'])
+    expect(item.headers.find(([name]: [string, string]) => name.toLowerCase() === 'subject')).toEqual([
+      'Subject',
+      'Weekly digest',
+    ])
     expect(item).toEqual((await server.get(`/v1/messages/${ids.digest}`, tenant.key)).body.data)
   })
   test('include=content pages one message at a time with a cursor', async () => {
@@ -175,7 +190,8 @@ describe('cursor paging', () => {
     const other = await newInbox(server, tenant.key)
     clock.set(T0 + 60_000) // all at one millisecond: the id breaks the tie
     const same: string[] = []
-    for (let i = 0; i < 7; i++) same.push(...(await deliver(server, other.address, simpleMessage({ to: other.address, subject: `tie ${i}` }))))
+    for (let i = 0; i < 7; i++)
+      same.push(...(await deliver(server, other.address, simpleMessage({ to: other.address, subject: `tie ${i}` }))))
     const listOther = (query: string) => server.get(`/v1/inboxes/${other.id}/messages?${query}`, tenant.key)
     const expected = (await listOther('')).body.data.map((m: { id: string }) => m.id)
     expect([...expected].sort()).toEqual([...same].sort())
@@ -189,7 +205,8 @@ describe('cursor paging', () => {
       cursor = response.body.next_cursor
       // Newer mail arrives between pages: once at the same millisecond, once later.
       clock.set(T0 + 60_000 + (arrivals === 0 ? 0 : 1000))
-      if (arrivals++ < 2) await deliver(server, other.address, simpleMessage({ to: other.address, subject: `late ${arrivals}` }))
+      if (arrivals++ < 2)
+        await deliver(server, other.address, simpleMessage({ to: other.address, subject: `late ${arrivals}` }))
     } while (cursor)
     expect(new Set(seen).size).toBe(seen.length)
     // The late arrival at the same millisecond may sort after the cursor (its id decides);

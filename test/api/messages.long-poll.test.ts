@@ -11,7 +11,15 @@ import { connect } from 'node:net'
 import { setUp } from '../support/console-client.ts'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, deliver, newInbox, principalOf, sortedKeys, startRoomyServer } from '../support/messages.ts'
+import {
+  CONTENT_FIELDS,
+  SUMMARY_FIELDS,
+  deliver,
+  newInbox,
+  principalOf,
+  sortedKeys,
+  startRoomyServer,
+} from '../support/messages.ts'
 import { until } from '../support/wait.ts'
 
 let server: TestServer
@@ -24,16 +32,25 @@ let tenant: Tenant
  */
 let idleServer: TestServer
 const IDLE_PROOF_SECONDS = 6
-let idleProofs: Promise<{ keepAliveClosedAfterMs: number; afterPollClosedAfterMs: number; poll: { status: number; text: string }; streamEvents: string[] }>
+let idleProofs: Promise<{
+  keepAliveClosedAfterMs: number
+  afterPollClosedAfterMs: number
+  poll: { status: number; text: string }
+  streamEvents: string[]
+}>
 
 /** A keep-alive connection that asks once (`path`) and then says nothing: ms from the answer until the server closes it. */
 function silentKeepAlive(port: number, path = '/health', key?: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const authorization = key ? `Authorization: Bearer ${key}\r\n` : ''
-    const socket = connect(port, '127.0.0.1', () => socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}\r\n`))
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n${authorization}\r\n`),
+    )
     let answeredAt = 0
     socket.on('data', () => (answeredAt ||= performance.now()))
-    socket.on('close', () => (answeredAt ? resolve(performance.now() - answeredAt) : reject(new Error('closed before answering'))))
+    socket.on('close', () =>
+      answeredAt ? resolve(performance.now() - answeredAt) : reject(new Error('closed before answering')),
+    )
     socket.on('error', reject)
   })
 }
@@ -43,7 +60,9 @@ async function liveStreamEvents(server: TestServer, afterOpen: () => Promise<voi
   const { client, key, organizationId: organization } = await setUp(server)
   const inbox = await newInbox(server, key)
   const cookie = [...client.cookies].map(([name, value]) => `${name}=${value}`).join('; ')
-  const response = await fetch(`${server.url}/console/orgs/${organization}/inboxes/${inbox.id}/events`, { headers: { cookie } })
+  const response = await fetch(`${server.url}/console/orgs/${organization}/inboxes/${inbox.id}/events`, {
+    headers: { cookie },
+  })
   const reader = response.body!.getReader()
   const events: string[] = []
   void (async () => {
@@ -64,7 +83,10 @@ async function liveStreamEvents(server: TestServer, afterOpen: () => Promise<voi
   await sent.command(`RCPT TO:<${inbox.address}>`)
   await sent.data(simpleMessage({ to: inbox.address, subject: 'after the silence' }))
   await sent.quit()
-  await until(() => events.includes('message_stored') || events.includes('(connection closed)'), 'the stream to announce the message').catch(() => {})
+  await until(
+    () => events.includes('message_stored') || events.includes('(connection closed)'),
+    'the stream to announce the message',
+  ).catch(() => {})
   const seen = [...events]
   await reader.cancel().catch(() => {})
   return seen
@@ -83,7 +105,9 @@ beforeAll(async () => {
     const [keepAliveClosedAfterMs, afterPollClosedAfterMs, poll, streamEvents] = await Promise.all([
       silentKeepAlive(idleServer.app.httpPort),
       silentKeepAlive(idleServer.app.httpPort, `/v1/inboxes/${idleInbox.id}/messages?wait_seconds=1`, idleTenant.key),
-      fetch(`${idleServer.url}/v1/inboxes/${idleInbox.id}/messages?wait_seconds=${IDLE_PROOF_SECONDS}`, { headers: { authorization: `Bearer ${idleTenant.key}` } }).then(
+      fetch(`${idleServer.url}/v1/inboxes/${idleInbox.id}/messages?wait_seconds=${IDLE_PROOF_SECONDS}`, {
+        headers: { authorization: `Bearer ${idleTenant.key}` },
+      }).then(
         async (r) => ({ status: r.status, text: await r.text() }),
         (error: unknown) => ({ status: 0, text: String(error) }),
       ),
@@ -97,7 +121,11 @@ afterAll(async () => {
   await server.stop()
 })
 
-const poll = (inboxId: string, query: string, init: RequestInit = {}) => fetch(`${server.url}/v1/inboxes/${inboxId}/messages?${query}`, { ...init, headers: { authorization: `Bearer ${tenant.key}` } })
+const poll = (inboxId: string, query: string, init: RequestInit = {}) =>
+  fetch(`${server.url}/v1/inboxes/${inboxId}/messages?${query}`, {
+    ...init,
+    headers: { authorization: `Bearer ${tenant.key}` },
+  })
 
 // Summed over the machines behind the URL (two when the suite runs on a pair).
 const waiting = (inboxId: string) => server.sum((services) => services.notifier.listenerCount(inboxId))
@@ -143,7 +171,9 @@ describe('waking', () => {
       const sorted = [...xs].sort((a, b) => a - b)
       return `median ${sorted[7]!.toFixed(2)} ms, min ${sorted[0]!.toFixed(2)}, max ${sorted.at(-1)!.toFixed(2)}`
     }
-    console.log(`wake latency: end of DATA → poll response ${stats(afterDot)}; SMTP 250 → poll response ${stats(after250)}`)
+    console.log(
+      `wake latency: end of DATA → poll response ${stats(afterDot)}; SMTP 250 → poll response ${stats(after250)}`,
+    )
   })
 
   test('with nothing matching, the poll answers 204 with an empty body when the wait ends', async () => {
@@ -167,7 +197,11 @@ describe('waking', () => {
     // One connection for all transactions: smtp-server holds every new connection's greeting for 100 ms.
     const client = await SmtpClient.connect(server.app.smtpPort)
     await client.command('EHLO race.test')
-    const hops = (n: number) => Array.from({ length: n }).reduce<Promise<unknown>>((p) => p.then(() => new Promise((r) => setImmediate(r))), Promise.resolve())
+    const hops = (n: number) =>
+      Array.from({ length: n }).reduce<Promise<unknown>>(
+        (p) => p.then(() => new Promise((r) => setImmediate(r))),
+        Promise.resolve(),
+      )
     for (let i = 0; i < 200; i++) {
       // Everything but the final dot goes first, so the commit follows the dot within about
       // a millisecond; the dot and the poll's request are then started in either order, a
@@ -185,10 +219,15 @@ describe('waking', () => {
         return client.next()
       }
       const start = () => poll(inbox.id, `wait_seconds=60&subject=race-${i}`)
-      const [response, reply] = i % 2 === 0 ? await Promise.all([start(), hops(gap).then(finish)]) : await Promise.all([hops(gap).then(start), finish()])
+      const [response, reply] =
+        i % 2 === 0
+          ? await Promise.all([start(), hops(gap).then(finish)])
+          : await Promise.all([hops(gap).then(start), finish()])
       expect(reply.code).toBe(250)
       expect({ i, status: response.status }).toEqual({ i, status: 200 })
-      expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([reply.text.match(/msg_[0-9a-f]{32}/)![0]])
+      expect(((await response.json()) as any).data.map((m: { id: string }) => m.id)).toEqual([
+        reply.text.match(/msg_[0-9a-f]{32}/)![0],
+      ])
     }
     await client.quit()
   }, 45_000)
@@ -201,7 +240,11 @@ describe('waking', () => {
     })
     await until(() => waiting(inbox.id) === 1, 'the poll to subscribe')
     await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'something else' }))
-    await deliver(server, inbox.address, simpleMessage({ to: inbox.address, subject: 'wanted, wrong sender', from: 'x@example.org' }))
+    await deliver(
+      server,
+      inbox.address,
+      simpleMessage({ to: inbox.address, subject: 'wanted, wrong sender', from: 'x@example.org' }),
+    )
     // Both were stored and signalled; the poll is still waiting on its subscription.
     expect(settled).toBe(false)
     expect(waiting(inbox.id)).toBe(1)
@@ -221,7 +264,9 @@ describe('waking', () => {
     const answered = await response
     const text = await answered.text()
     expect(answered.status).toBe(404)
-    expect(errorCode({ status: answered.status, headers: answered.headers, body: JSON.parse(text), text })).toBe('inbox_not_found')
+    expect(errorCode({ status: answered.status, headers: answered.headers, body: JSON.parse(text), text })).toBe(
+      'inbox_not_found',
+    )
   })
 })
 
@@ -251,7 +296,10 @@ async function expectLimitExceeded(key: string, inboxId: string) {
 /** Slots held for the key and its organisation, summed over the machines behind the URL. */
 const slots = (key: string, tenant: Tenant) => {
   const principal = principalOf(key, tenant.organizationId)
-  return { key: server.sum((services) => services.longPolls.count(principal).key), org: server.sum((services) => services.longPolls.count(principal).org) }
+  return {
+    key: server.sum((services) => services.longPolls.count(principal).key),
+    org: server.sum((services) => services.longPolls.count(principal).org),
+  }
 }
 
 describe('limits', () => {
@@ -273,9 +321,16 @@ describe('limits', () => {
   test('the 31st concurrent wait of one organisation is refused, whatever key asks', async () => {
     const tenant = await server.tenant()
     const inbox = await newInbox(server, tenant.key)
-    const keys = [tenant.key, await server.extraKey(tenant.organizationId), await server.extraKey(tenant.organizationId), await server.extraKey(tenant.organizationId)]
+    const keys = [
+      tenant.key,
+      await server.extraKey(tenant.organizationId),
+      await server.extraKey(tenant.organizationId),
+      await server.extraKey(tenant.organizationId),
+    ]
     // 8 + 8 + 7 + 7 = 30: no key is at its own limit of 10.
-    const polls = keys.flatMap((key, i) => Array.from({ length: i < 2 ? 8 : 7 }, () => startPoll(server, key, inbox.id)))
+    const polls = keys.flatMap((key, i) =>
+      Array.from({ length: i < 2 ? 8 : 7 }, () => startPoll(server, key, inbox.id)),
+    )
     await until(() => slots(tenant.key, tenant).org === 30, '30 polls to hold slots')
     for (const key of keys) await expectLimitExceeded(key, inbox.id)
     await expectLimitExceeded(await server.extraKey(tenant.organizationId), inbox.id)
@@ -300,7 +355,9 @@ describe('refused waits', () => {
       const response = await server.get(`/v1/inboxes/${inbox.id}/messages?${query}`, tenant.key)
       expect({ query, code: errorCode(response) }).toEqual({ query, code })
     }
-    expect(errorCode(await server.get(`/v1/inboxes/inbox_${'0'.repeat(32)}/messages?wait_seconds=30`, tenant.key))).toBe('inbox_not_found')
+    expect(
+      errorCode(await server.get(`/v1/inboxes/inbox_${'0'.repeat(32)}/messages?wait_seconds=30`, tenant.key)),
+    ).toBe('inbox_not_found')
     expect(slots(tenant.key, tenant)).toEqual({ key: 0, org: 0 })
     expect(waiting(inbox.id)).toBe(0)
   })

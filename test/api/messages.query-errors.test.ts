@@ -25,7 +25,8 @@ beforeAll(async () => {
   foreignInboxId = (await newInbox(server, foreignTenant.key)).id
   // Three messages in every inbox, so each listing has a second page at limit=1.
   for (const id of [inboxId, otherInboxId, foreignInboxId]) {
-    const address = (await server.get(`/v1/inboxes/${id}`, id === foreignInboxId ? foreignTenant.key : tenant.key)).body.data.address
+    const address = (await server.get(`/v1/inboxes/${id}`, id === foreignInboxId ? foreignTenant.key : tenant.key)).body
+      .data.address
     for (let i = 0; i < 3; i++) await deliver(server, address, simpleMessage({ to: address, subject: `m${i}` }))
   }
 })
@@ -40,12 +41,16 @@ async function expect422(query: string, code: string) {
 }
 
 describe('422 codes', () => {
-  test.each(['-1', '181', '1.5', 'abc', '', '1e2', '+5', ' 5', '0x10', '999999999999999999999'])('wait_seconds=%p is invalid_wait_seconds', (value) =>
-    expect422(`wait_seconds=${encodeURIComponent(value)}`, 'invalid_wait_seconds'),
+  test.each(['-1', '181', '1.5', 'abc', '', '1e2', '+5', ' 5', '0x10', '999999999999999999999'])(
+    'wait_seconds=%p is invalid_wait_seconds',
+    (value) => expect422(`wait_seconds=${encodeURIComponent(value)}`, 'invalid_wait_seconds'),
   )
-  test('wait_seconds given twice is invalid_wait_seconds, even with equal values', () => expect422('wait_seconds=1&wait_seconds=1', 'invalid_wait_seconds'))
+  test('wait_seconds given twice is invalid_wait_seconds, even with equal values', () =>
+    expect422('wait_seconds=1&wait_seconds=1', 'invalid_wait_seconds'))
 
-  test.each(['0', '101', '-1', '1.5', 'abc', '', '1000'])('limit=%p is invalid_limit', (value) => expect422(`limit=${encodeURIComponent(value)}`, 'invalid_limit'))
+  test.each(['0', '101', '-1', '1.5', 'abc', '', '1000'])('limit=%p is invalid_limit', (value) =>
+    expect422(`limit=${encodeURIComponent(value)}`, 'invalid_limit'),
+  )
   test('limit invalid together with include=content is still invalid_limit', async () => {
     await expect422('limit=0&include=content', 'invalid_limit')
     await expect422('limit=101&include=content', 'invalid_limit')
@@ -79,18 +84,22 @@ describe('422 codes', () => {
     expect(errorCode(response)).toBe('invalid_cursor')
   })
 
-  test.each(['contents', 'CONTENT', 'headers', '', 'content,headers'])('include=%p is invalid_include', (value) => expect422(`limit=1&include=${encodeURIComponent(value)}`, 'invalid_include'))
+  test.each(['contents', 'CONTENT', 'headers', '', 'content,headers'])('include=%p is invalid_include', (value) =>
+    expect422(`limit=1&include=${encodeURIComponent(value)}`, 'invalid_include'),
+  )
   test('include=content needs limit=1', async () => {
     await expect422('include=content', 'invalid_include')
     await expect422('include=content&limit=2', 'invalid_include')
     await expect422('include=content&limit=100', 'invalid_include')
   })
 
-  test.each(['alice', 'alice@', '@example.com', 'a b@example.com', 'a@b@example.com', 'alice@exa mple.com', ''])('sender=%p is invalid_sender', (value) =>
-    expect422(`sender=${encodeURIComponent(value)}`, 'invalid_sender'),
+  test.each(['alice', 'alice@', '@example.com', 'a b@example.com', 'a@b@example.com', 'alice@exa mple.com', ''])(
+    'sender=%p is invalid_sender',
+    (value) => expect422(`sender=${encodeURIComponent(value)}`, 'invalid_sender'),
   )
-  test.each(['alice@example.com', '@example.com', 'exa mple.com', ' example.com', 'example.com\t', 'example.com\n'])('sender_domain=%p is invalid_sender_domain', (value) =>
-    expect422(`sender_domain=${encodeURIComponent(value)}`, 'invalid_sender_domain'),
+  test.each(['alice@example.com', '@example.com', 'exa mple.com', ' example.com', 'example.com\t', 'example.com\n'])(
+    'sender_domain=%p is invalid_sender_domain',
+    (value) => expect422(`sender_domain=${encodeURIComponent(value)}`, 'invalid_sender_domain'),
   )
   test.each([
     'yesterday',
@@ -106,7 +115,9 @@ describe('422 codes', () => {
     'Thu, 15 Jan 2026 12:00:00 GMT',
     '2026-01-15T12:00:00+2:00',
     '',
-  ])('received_after=%p is invalid_received_after', (value) => expect422(`received_after=${encodeURIComponent(value)}`, 'invalid_received_after'))
+  ])('received_after=%p is invalid_received_after', (value) =>
+    expect422(`received_after=${encodeURIComponent(value)}`, 'invalid_received_after'),
+  )
 
   test('valid edge values are accepted as given', async () => {
     for (const query of [

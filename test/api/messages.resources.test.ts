@@ -7,7 +7,16 @@ import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { errorCode, type TestServer, type Tenant } from '../support/harness.ts'
 import { simpleMessage } from '../support/smtp.ts'
 import { BINARY, PDF_NAME, PNG, richMessage } from '../support/fixture-mail.ts'
-import { CONTENT_FIELDS, SUMMARY_FIELDS, asApi, deliver, downloadAttachment, newInbox, sortedKeys, startWithInbox } from '../support/messages.ts'
+import {
+  CONTENT_FIELDS,
+  SUMMARY_FIELDS,
+  asApi,
+  deliver,
+  downloadAttachment,
+  newInbox,
+  sortedKeys,
+  startWithInbox,
+} from '../support/messages.ts'
 
 let server: TestServer
 let tenant: Tenant
@@ -82,9 +91,13 @@ describe('deletion', () => {
 
   test('deleteMessage answers 204, then the message, its attachments and their bytes are gone', async () => {
     const [id] = await deliver(server, inbox.address, richMessage(inbox.address))
-    const attachmentIds: string[] = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data.attachments.map((a: { id: string }) => a.id)
+    const attachmentIds: string[] = (await server.get(`/v1/messages/${id}`, tenant.key)).body.data.attachments.map(
+      (a: { id: string }) => a.id,
+    )
     expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(1)
-    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(2)
+    expect(
+      await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds),
+    ).toBe(2)
 
     const deleted = await server.delete(`/v1/messages/${id}`, tenant.key)
     expect(deleted.status).toBe(204)
@@ -102,9 +115,13 @@ describe('deletion', () => {
     expect(await rows('SELECT count(*) AS n FROM messages WHERE id = ?', id!)).toBe(0)
     expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', id!)).toBe(0)
     expect(await rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', id!)).toBe(0)
-    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds)).toBe(0)
+    expect(
+      await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id IN (?, ?)', ...attachmentIds),
+    ).toBe(0)
     // It is gone from the listing too.
-    const listed = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data.map((m: { id: string }) => m.id)
+    const listed = (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data.map(
+      (m: { id: string }) => m.id,
+    )
     expect(listed).not.toContain(id)
   })
 
@@ -126,7 +143,11 @@ describe('deletion', () => {
     expect(await rows('SELECT count(*) AS n FROM messages WHERE inbox_id = ?', doomed.id)).toBe(0)
     expect(await rows('SELECT count(*) AS n FROM message_sources WHERE message_id = ?', doomedId!)).toBe(0)
     expect(await rows('SELECT count(*) AS n FROM attachments WHERE message_id = ?', doomedId!)).toBe(0)
-    expect(await rows('SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)')).toBe(0)
+    expect(
+      await rows(
+        'SELECT count(*) AS n FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)',
+      ),
+    ).toBe(0)
     expect(errorCode(await server.get(`/v1/messages/${doomedId}`, tenant.key))).toBe('message_not_found')
     // The copy in the other inbox is untouched, bytes included.
     expect((await server.get(`/v1/messages/${keptId}`, tenant.key)).status).toBe(200)
@@ -141,7 +162,10 @@ describe('plain messages', () => {
     const [textId] = await deliver(server, inbox.address, simpleMessage({ to: inbox.address, text: 'just text' }))
     const text = (await server.get(`/v1/messages/${textId}`, tenant.key)).body.data
     expect([text.html, text.attachments, text.preview]).toEqual([null, [], 'just text'])
-    const htmlOnly = simpleMessage({ to: inbox.address, text: '<style>p{}</style><p>Hi &amp; <b>welcome</b></p>' }).replace('text/plain', 'text/html')
+    const htmlOnly = simpleMessage({
+      to: inbox.address,
+      text: '<style>p{}</style><p>Hi &amp; <b>welcome</b></p>',
+    }).replace('text/plain', 'text/html')
     const [htmlId] = await deliver(server, inbox.address, htmlOnly)
     const html = (await server.get(`/v1/messages/${htmlId}`, tenant.key)).body.data
     expect(html.text).toBeNull()

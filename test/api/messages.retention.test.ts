@@ -39,7 +39,11 @@ describe('retention', () => {
     const visible = async () => ({
       get: (await server.get(`/v1/messages/${id}`, tenant.key)).status,
       list: (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.length,
-      download: (await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${tenant.key}` } })).status,
+      download: (
+        await fetch(`${server.url}/v1/attachments/${attachmentId}`, {
+          headers: { authorization: `Bearer ${tenant.key}` },
+        })
+      ).status,
     })
     expect(await received()).toBe(1)
 
@@ -110,16 +114,27 @@ describe('retention', () => {
 describe('idempotency records', () => {
   test('expire after 24 hours and are swept then, not before', async () => {
     clock.set(T0 + 5 * DAY)
-    const created = await server.post('/v1/inboxes', tenant.key, { prefix: 'sweep-me' }, { 'idempotency-key': 'retention-key-1' })
+    const created = await server.post(
+      '/v1/inboxes',
+      tenant.key,
+      { prefix: 'sweep-me' },
+      { 'idempotency-key': 'retention-key-1' },
+    )
     expect(created.status).toBe(201)
-    const records = () => rows('SELECT count(*) AS n FROM idempotency_records WHERE organization_id = ?', tenant.organizationId)
+    const records = () =>
+      rows('SELECT count(*) AS n FROM idempotency_records WHERE organization_id = ?', tenant.organizationId)
     expect(await records()).toBe(1)
 
     clock.set(T0 + 6 * DAY - 1)
     expect((await sweepOnce(server.app.services)).idempotencyRecords).toBe(0)
     expect(await records()).toBe(1)
     // Still remembered: the same request replays the same inbox.
-    const replay = await server.post('/v1/inboxes', tenant.key, { prefix: 'sweep-me' }, { 'idempotency-key': 'retention-key-1' })
+    const replay = await server.post(
+      '/v1/inboxes',
+      tenant.key,
+      { prefix: 'sweep-me' },
+      { 'idempotency-key': 'retention-key-1' },
+    )
     expect(replay.body.data.id).toBe(created.body.data.id)
 
     clock.set(T0 + 6 * DAY)

@@ -21,7 +21,12 @@ afterAll(() => server.stop())
  * it), but a lowered LIMIT_MONTHLY_EMAILS can. The tests at the end of this file count real SMTP mail.
  */
 async function seedReceived(organizationId: string, month: string, received: number): Promise<void> {
-  await server.query('INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)', organizationId, month, received)
+  await server.query(
+    'INSERT INTO monthly_email_usage (organization_id, month, received) VALUES (?, ?, ?)',
+    organizationId,
+    month,
+    received,
+  )
 }
 
 test('a new organisation: the bare Usage object with every counter', async () => {
@@ -122,7 +127,10 @@ describe('emails received over SMTP', () => {
     expect((await usage(key)).emails).toEqual({ received: 0, limit: 33, remaining: 33 })
     await deliver(address)
     expect((await usage(key)).emails).toEqual({ received: 1, limit: 33, remaining: 32 })
-    expect((await usage(key)).period).toEqual({ starts_at: '2026-02-01T00:00:00.000Z', ends_at: '2026-03-01T00:00:00.000Z' })
+    expect((await usage(key)).period).toEqual({
+      starts_at: '2026-02-01T00:00:00.000Z',
+      ends_at: '2026-03-01T00:00:00.000Z',
+    })
   })
 
   test('deleteInbox removes its messages but does not restore the monthly email quota', async () => {

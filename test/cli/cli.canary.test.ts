@@ -16,8 +16,17 @@ const ROOT = join(import.meta.dir, '..', '..')
 
 async function canary(...args: string[]) {
   // No DATABASE_PATH, run from another folder: the canary needs none.
-  const child = Bun.spawn(['bun', join(ROOT, 'src/cli.ts'), 'canary', ...args], { cwd: '/', env: { PATH: process.env.PATH }, stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn(['bun', join(ROOT, 'src/cli.ts'), 'canary', ...args], {
+    cwd: '/',
+    env: { PATH: process.env.PATH },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { code, stdout, stderr }
 }
 
@@ -28,7 +37,11 @@ async function canary(...args: string[]) {
 async function fakeDns(records: { preference: number; exchange: string }[]) {
   const questions: string[] = []
   const socket = createSocket('udp4')
-  const name = (host: string) => Buffer.concat([...host.split('.').map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)])), Buffer.from([0])])
+  const name = (host: string) =>
+    Buffer.concat([
+      ...host.split('.').map((label) => Buffer.concat([Buffer.from([label.length]), Buffer.from(label)])),
+      Buffer.from([0]),
+    ])
   socket.on('message', (query, peer) => {
     let at = 12
     const labels: string[] = []
@@ -127,34 +140,43 @@ describe('cli canary', () => {
     const port = closedPort()
     const run = await canary('--url', server.url, '--key', key, '--smtp', `127.0.0.1:${port}`)
     expect(run.code).toBe(3)
-    expect(run.stderr.trimEnd()).toStartWith(`canary failed at send: no SMTP server took the connection: 127.0.0.1:${port} (as given): `)
+    expect(run.stderr.trimEnd()).toStartWith(
+      `canary failed at send: no SMTP server took the connection: 127.0.0.1:${port} (as given): `,
+    )
     expect(run.stdout).toContain('delete inbox  ok')
     expect(await activeInboxes()).toBe(0)
   })
 
-  test.skipIf(port25Taken)("without --smtp it sends to the domain's MX hosts in order of preference, trying the next when one cannot be reached", async () => {
-    // Port 25 of 127.0.0.1 and of localhost: no SMTP server listens there in the tests.
-    const dns = await fakeDns([
-      { preference: 20, exchange: 'localhost' },
-      { preference: 10, exchange: '127.0.0.1' },
-    ])
-    try {
-      const run = await canary('--url', server.url, '--key', key, '--dns', dns.address)
-      expect(dns.questions).toEqual(['inbox.test'])
-      expect(run.code).toBe(3)
-      expect(run.stderr).toMatch(/^canary failed at send: no SMTP server took the connection: 127\.0\.0\.1:25 \(MX 10 of inbox\.test\): .+; localhost:25 \(MX 20 of inbox\.test\): .+\n$/)
-      expect(await activeInboxes()).toBe(0)
-    } finally {
-      dns.close()
-    }
-  })
+  test.skipIf(port25Taken)(
+    "without --smtp it sends to the domain's MX hosts in order of preference, trying the next when one cannot be reached",
+    async () => {
+      // Port 25 of 127.0.0.1 and of localhost: no SMTP server listens there in the tests.
+      const dns = await fakeDns([
+        { preference: 20, exchange: 'localhost' },
+        { preference: 10, exchange: '127.0.0.1' },
+      ])
+      try {
+        const run = await canary('--url', server.url, '--key', key, '--dns', dns.address)
+        expect(dns.questions).toEqual(['inbox.test'])
+        expect(run.code).toBe(3)
+        expect(run.stderr).toMatch(
+          /^canary failed at send: no SMTP server took the connection: 127\.0\.0\.1:25 \(MX 10 of inbox\.test\): .+; localhost:25 \(MX 20 of inbox\.test\): .+\n$/,
+        )
+        expect(await activeInboxes()).toBe(0)
+      } finally {
+        dns.close()
+      }
+    },
+  )
 
   test.skipIf(port25Taken)('a domain without MX records is sent to the domain itself (RFC 5321 §5.1)', async () => {
     const dns = await fakeDns([])
     try {
       const run = await canary('--url', server.url, '--key', key, '--dns', dns.address)
       expect(run.code).toBe(3)
-      expect(run.stderr).toStartWith('canary failed at send: no SMTP server took the connection: inbox.test:25 (inbox.test itself (no MX record)): ')
+      expect(run.stderr).toStartWith(
+        'canary failed at send: no SMTP server took the connection: inbox.test:25 (inbox.test itself (no MX record)): ',
+      )
     } finally {
       dns.close()
     }
@@ -173,7 +195,14 @@ describe('cli canary', () => {
   })
 
   test('a wrong key fails at "create inbox" with the API\'s error code', async () => {
-    const run = await canary('--url', server.url, '--key', `ph_live_${'0'.repeat(16)}_${'0'.repeat(48)}`, '--smtp', `127.0.0.1:${server.app.smtpPort}`)
+    const run = await canary(
+      '--url',
+      server.url,
+      '--key',
+      `ph_live_${'0'.repeat(16)}_${'0'.repeat(48)}`,
+      '--smtp',
+      `127.0.0.1:${server.app.smtpPort}`,
+    )
     expect(run.code).toBe(2)
     expect(run.stderr.trimEnd()).toBe('canary failed at create inbox: POST /v1/inboxes answered 401 invalid_api_key')
   })

@@ -30,7 +30,11 @@ async function cli(...args: string[]): Promise<Run> {
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' }
 }
 
@@ -38,7 +42,9 @@ async function newOrg(name: string): Promise<string> {
   const run = await cli('orgs', 'create', name)
   expect(run.code).toBe(0)
   // It worked on the server's database: the PostgreSQL one (named without a password) when the run's backend is PostgreSQL.
-  expect(run.stderr).toContain(server.databaseUrl ? 'database: postgres://postgres@127.0.0.1:' : `database: ${server.databasePath}`)
+  expect(run.stderr).toContain(
+    server.databaseUrl ? 'database: postgres://postgres@127.0.0.1:' : `database: ${server.databasePath}`,
+  )
   return run.lastLine
 }
 
@@ -72,7 +78,9 @@ describe('orgs', () => {
       expect(run.stderr).toContain(`Use its id (bun src/cli.ts keys create ${id}), or choose another name.`)
     }
     const list = await cli('orgs', 'list')
-    expect(list.stdout.split('\n').filter((line) => line.split('\t')[1]?.toLowerCase() === 'twice-team')).toHaveLength(1)
+    expect(list.stdout.split('\n').filter((line) => line.split('\t')[1]?.toLowerCase() === 'twice-team')).toHaveLength(
+      1,
+    )
     // Another name is still fine.
     expect(await newOrg('twice-team 2')).toMatch(/^org_/)
   })
@@ -149,7 +157,9 @@ describe('keys', () => {
     ] as const) {
       expectError(await server.request(method, path, { key }), 401, 'invalid_api_key')
     }
-    const listed = (await cli('keys', 'list', orgId)).stdout.split('\n').find((line) => line.startsWith(key.slice(8, 24)))!
+    const listed = (await cli('keys', 'list', orgId)).stdout
+      .split('\n')
+      .find((line) => line.startsWith(key.slice(8, 24)))!
     expect(listed.split('\t')[3]).toMatch(/^\d{4}-\d{2}-\d{2}T/)
   })
 

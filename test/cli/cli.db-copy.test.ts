@@ -18,8 +18,17 @@ setDefaultTimeout(60_000)
 const ROOT = join(import.meta.dir, '..', '..')
 
 async function cli(databasePath: string, ...args: string[]) {
-  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: databasePath }, stdout: 'pipe', stderr: 'pipe' })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_PATH: databasePath },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { code, stdout, stderr }
 }
 
@@ -38,7 +47,11 @@ describeWithPostgres('cli db copy', () => {
     const tenant = await server.tenant('copied-org')
     organizationId = tenant.organizationId
     const inbox = await newInbox(server, tenant.key)
-    const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'moved over' }))
+    const sent = await sendMail(
+      server.app.smtpPort,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'moved over' }),
+    )
     expect(sent.data?.code).toBe(250)
     const listed = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
     messageId = listed.body.data[0].id
@@ -55,7 +68,8 @@ describeWithPostgres('cli db copy', () => {
     expect(run.code).toBe(1)
     expect(run.stderr).toContain('Another Pigeonhole server')
     sql = openPostgres(url, { max: 1 })
-    const tables = await sql`select count(*)::int as n from information_schema.tables where table_name = 'organizations'`
+    const tables =
+      await sql`select count(*)::int as n from information_schema.tables where table_name = 'organizations'`
     expect(tables[0]!.n).toBe(0) // not even migrated
   })
 
@@ -137,13 +151,27 @@ describeWithPostgres('cli db copy: a password with a space, and progress', () =>
     const run = await cli(server.databasePath, 'db', 'copy', '--to', await freshDatabase(cluster))
     expect(run.code).toBe(0)
     const lines = run.stderr.split('\n')
-    expect(lines).toContainEqual(expect.stringMatching(/^verified organizations: 11 rows; \d+ of \d+ rows \(\d+%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s$/))
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^verified organizations: 11 rows; \d+ of \d+ rows \(\d+%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s$/,
+      ),
+    )
     expect(lines.filter((line) => line.startsWith('verified '))).toHaveLength(copiedTables().length)
-    expect(lines).toContainEqual(expect.stringMatching(/^done: (\d+) of \1 rows \(100%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s, \d+ insert statements$/))
+    expect(lines).toContainEqual(
+      expect.stringMatching(
+        /^done: (\d+) of \1 rows \(100%\), \d+\.\d MB in \d+\.\d s, [\d,]+ rows\/s, \d+\.\d MB\/s, \d+ insert statements$/,
+      ),
+    )
   })
 
   test('a URL the client would misread is refused saying what to encode, without the password', async () => {
-    const run = await cli(server.databasePath, 'db', 'copy', '--to', `postgres://postgres:sla/sh-secret@127.0.0.1:${cluster.port}/postgres`)
+    const run = await cli(
+      server.databasePath,
+      'db',
+      'copy',
+      '--to',
+      `postgres://postgres:sla/sh-secret@127.0.0.1:${cluster.port}/postgres`,
+    )
     expect(run.code).toBe(64)
     expect(run.stderr).toContain("percent-encode '/', '?' and '#' in the user name and password")
     expect(run.stderr).not.toContain('sh-secret')

@@ -32,12 +32,15 @@ async function importsUnder(folder: string): Promise<Array<{ file: string; targe
  * CLI and the web helpers under the API and the console), metrics and email routing beside them,
  * the composition root and the entries (server, CLI, the Docker image's start and its banner).
  */
-const ABOVE_CORE = /^((http|smtp|console|cli|web|app|metrics|routing|deploy)\/|(app|cli|index|entry|startup-banner)\.ts$)/
+const ABOVE_CORE =
+  /^((http|smtp|console|cli|web|app|metrics|routing|deploy)\/|(app|cli|index|entry|startup-banner)\.ts$)/
 
 test('src/core imports neither a transport library nor anything above it', async () => {
   const imports = await importsUnder('core')
   expect(imports.length).toBeGreaterThan(50)
-  const crossing = imports.filter(({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || ABOVE_CORE.test(target))
+  const crossing = imports.filter(
+    ({ target }) => /^(elysia|@elysiajs\/|smtp-server)/.test(target) || ABOVE_CORE.test(target),
+  )
   expect(crossing).toEqual([])
 })
 
@@ -71,11 +74,14 @@ test('the port imports nothing of an adapter but the row types it names after th
   const adapters = imports.filter(({ target }) => /^storage\/(sqlite|postgres)\//.test(target))
   // rows.ts: the rows have the SQLite schema's shapes in both dialects; a type, never code.
   expect(adapters).toEqual([{ file: 'storage/rows.ts', target: 'storage/sqlite/schema.ts' }])
-  expect(await Bun.file(join(SRC, 'storage/rows.ts')).text()).toContain("import type * as schema from './sqlite/schema.ts'")
+  expect(await Bun.file(join(SRC, 'storage/rows.ts')).text()).toContain(
+    "import type * as schema from './sqlite/schema.ts'",
+  )
 })
 
 test("one place opens the database: src/app/backend.ts (with PostgreSQL mode's parts), for the server and the CLI alike", async () => {
-  const OPENERS = /\b(openStorage|createSqliteStore|createPostgresStore|openPostgres|migratePostgres|lockServerDatabase|openPostgresParts)\b/
+  const OPENERS =
+    /\b(openStorage|createSqliteStore|createPostgresStore|openPostgres|migratePostgres|lockServerDatabase|openPostgresParts)\b/
   const opening: string[] = []
   for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
     if (file.startsWith('storage/')) continue
@@ -84,7 +90,11 @@ test("one place opens the database: src/app/backend.ts (with PostgreSQL mode's p
   }
   expect(opening.sort()).toEqual(['app/backend.ts', 'app/postgres/parts.ts'])
   // Both composition roots call it.
-  for (const root of ['app/assemble.ts', 'cli.ts']) expect({ root, opens: /\bopenBackend\(/.test(await Bun.file(join(SRC, root)).text()) }).toEqual({ root, opens: true })
+  for (const root of ['app/assemble.ts', 'cli.ts'])
+    expect({ root, opens: /\bopenBackend\(/.test(await Bun.file(join(SRC, root)).text()) }).toEqual({
+      root,
+      opens: true,
+    })
 })
 
 test('src/storage imports nothing above it: neither core nor anything over core', async () => {
@@ -95,7 +105,22 @@ test('src/storage imports nothing above it: neither core nor anything over core'
 })
 
 test('the layer patterns name real places (a renamed folder cannot slip out of the rules)', () => {
-  for (const place of ['http/', 'smtp/', 'console/', 'cli/', 'web/', 'app/', 'metrics/', 'routing/', 'deploy/', 'app.ts', 'cli.ts', 'index.ts', 'entry.ts', 'startup-banner.ts']) {
+  for (const place of [
+    'http/',
+    'smtp/',
+    'console/',
+    'cli/',
+    'web/',
+    'app/',
+    'metrics/',
+    'routing/',
+    'deploy/',
+    'app.ts',
+    'cli.ts',
+    'index.ts',
+    'entry.ts',
+    'startup-banner.ts',
+  ]) {
     expect({ place, above: ABOVE_CORE.test(place) }).toEqual({ place, above: true })
   }
   // Every folder of src/ is placed: core, storage, or above core.
@@ -110,7 +135,21 @@ test('src/core holds folders only, each of a kind a newcomer can place new code 
   // A loose file has no kind: its rule belongs to the folder of what it is about, to limits/,
   // to runtime/ (watchers of the running machine) or to common/ (what every verb speaks).
   expect(entries.filter((entry) => !entry.isDirectory()).map((entry) => entry.name)).toEqual([])
-  const kinds = ['api-keys', 'attachments', 'audit', 'common', 'inbound', 'inboxes', 'limits', 'members', 'messages', 'organizations', 'runtime', 'sessions', 'users']
+  const kinds = [
+    'api-keys',
+    'attachments',
+    'audit',
+    'common',
+    'inbound',
+    'inboxes',
+    'limits',
+    'members',
+    'messages',
+    'organizations',
+    'runtime',
+    'sessions',
+    'users',
+  ]
   expect(entries.map((entry) => entry.name).sort()).toEqual(kinds)
 })
 
@@ -140,7 +179,10 @@ test('src/core and src/metrics import nothing from each other', async () => {
   const core = await importsUnder('core')
   const metrics = await importsUnder('metrics')
   expect(metrics.length).toBeGreaterThan(3)
-  const crossing = [...core.filter(({ target }) => target.startsWith('metrics/')), ...metrics.filter(({ target }) => target.startsWith('core/'))]
+  const crossing = [
+    ...core.filter(({ target }) => target.startsWith('metrics/')),
+    ...metrics.filter(({ target }) => target.startsWith('core/')),
+  ]
   expect(crossing).toEqual([])
 })
 
@@ -148,7 +190,10 @@ test('src/http and src/console import nothing from each other; what both need is
   const http = await importsUnder('http')
   const consoleImports = await importsUnder('console')
   expect(consoleImports.length).toBeGreaterThan(50)
-  const crossing = [...http.filter(({ target }) => target.startsWith('console/')), ...consoleImports.filter(({ target }) => target.startsWith('http/'))]
+  const crossing = [
+    ...http.filter(({ target }) => target.startsWith('console/')),
+    ...consoleImports.filter(({ target }) => target.startsWith('http/')),
+  ]
   expect(crossing).toEqual([])
   // src/web is the layer under both: it knows neither.
   const web = await importsUnder('web')
@@ -206,7 +251,8 @@ async function valueImports(): Promise<Array<{ file: string; target: string }>> 
   for await (const file of new Bun.Glob('**/*.{ts,tsx}').scan({ cwd: SRC })) {
     const text = await Bun.file(join(SRC, file)).text()
     for (const [, typeOnly, specifier] of text.matchAll(/^(?:import|export)(\s+type\b)?[^'"]*?from '([^']+)'/gm)) {
-      if (!typeOnly && specifier!.startsWith('.')) found.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
+      if (!typeOnly && specifier!.startsWith('.'))
+        found.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
     }
   }
   return found
@@ -226,7 +272,8 @@ test('the console and the CLI commands reach storage only through core verbs', a
   for await (const file of new Bun.Glob('{console,cli}/**/*.{ts,tsx}').scan({ cwd: SRC })) {
     const text = await Bun.file(join(SRC, file)).text()
     for (const [, specifier] of text.matchAll(/^(?:import|export)[^'"]*?from '([^']+)'/gm)) {
-      if (specifier!.startsWith('.')) imports.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
+      if (specifier!.startsWith('.'))
+        imports.push({ file, target: relative(SRC, resolve(SRC, dirname(file), specifier!)) })
     }
   }
   expect(imports.filter(({ target }) => target.startsWith('core/')).length).toBeGreaterThan(20)

@@ -42,11 +42,22 @@ test("a file's folders go when it is done, its process's when the process is gon
     writeFixtureFiles(dir, record)
     // Two workers without isolation, as `bun test` runs the suite, with the preload bunfig.toml gives it.
     const files = Array.from({ length: FILES }, (_, i) => `./file${i + 1}.test.ts`)
-    const run = Bun.spawnSync([process.execPath, 'test', '--parallel=2', '--no-isolate', '--preload', join(SUPPORT, 'file-cleanup.ts'), ...files], {
-      cwd: dir,
-      stdout: 'pipe',
-      stderr: 'pipe',
-    })
+    const run = Bun.spawnSync(
+      [
+        process.execPath,
+        'test',
+        '--parallel=2',
+        '--no-isolate',
+        '--preload',
+        join(SUPPORT, 'file-cleanup.ts'),
+        ...files,
+      ],
+      {
+        cwd: dir,
+        stdout: 'pipe',
+        stderr: 'pipe',
+      },
+    )
     expect(run.exitCode, run.stderr.toString()).toBe(0)
     const lines = readFileSync(record, 'utf8')
       .trim()
@@ -58,7 +69,11 @@ test("a file's folders go when it is done, its process's when the process is gon
     expect(seen.length).toBeGreaterThanOrEqual(2)
     for (const observed of seen) expect(observed).toEqual({ fileFolderLeft: false, processFolderLeft: true })
     // The workers were killed at the end of the run; their watchers remove the rest within a second or so.
-    await until(() => made.every((m) => !existsSync(m.process) && !existsSync(m.file)), "the workers' watchers to remove their folders", { timeoutMs: 15_000 })
+    await until(
+      () => made.every((m) => !existsSync(m.process) && !existsSync(m.file)),
+      "the workers' watchers to remove their folders",
+      { timeoutMs: 15_000 },
+    )
   } finally {
     rmSync(dir, { recursive: true, force: true })
   }

@@ -10,7 +10,8 @@ const SRC = join(import.meta.dir, '..', '..', 'src')
 
 async function adapterFiles(): Promise<Array<{ file: string; code: string }>> {
   const files: Array<{ file: string; code: string }> = []
-  for await (const file of new Bun.Glob('storage/{sqlite,postgres}/**/*.ts').scan({ cwd: SRC })) files.push({ file, code: await Bun.file(join(SRC, file)).text() })
+  for await (const file of new Bun.Glob('storage/{sqlite,postgres}/**/*.ts').scan({ cwd: SRC }))
+    files.push({ file, code: await Bun.file(join(SRC, file)).text() })
   return files
 }
 
@@ -18,16 +19,23 @@ test('no adapter lists the limit or summary columns by hand', async () => {
   const files = await adapterFiles()
   expect(files.length).toBeGreaterThan(20)
   // A selection entry such as `limitActiveInboxes: organizations.limitActiveInboxes` or `preview: messages.preview`.
-  const listing = files.filter(({ code }) => /\blimit\w+: organizations\.limit\w+|\bpreview: messages\.preview\b/.test(code)).map(({ file }) => file)
+  const listing = files
+    .filter(({ code }) => /\blimit\w+: organizations\.limit\w+|\bpreview: messages\.preview\b/.test(code))
+    .map(({ file }) => file)
   expect(listing).toEqual([])
 })
 
 test('no adapter spells out the message filters: both hand their dialect to message-filters.ts', async () => {
   const files = await adapterFiles()
   // The console-only size terms are in no prepared statement: they appear in the shared builder alone.
-  const spelling = files.filter(({ code }) => /\.(largerThan|smallerThan) !== undefined/.test(code)).map(({ file }) => file)
+  const spelling = files
+    .filter(({ code }) => /\.(largerThan|smallerThan) !== undefined/.test(code))
+    .map(({ file }) => file)
   const using = files.filter(({ code }) => code.includes("from '../../message-filters.ts'")).map(({ file }) => file)
-  expect({ spelling, using: using.sort() }).toEqual({ spelling: [], using: ['storage/postgres/store/messages.ts', 'storage/sqlite/store/messages.ts'] })
+  expect({ spelling, using: using.sort() }).toEqual({
+    spelling: [],
+    using: ['storage/postgres/store/messages.ts', 'storage/sqlite/store/messages.ts'],
+  })
 })
 
 test('both adapters have one skeleton: schema, store, transaction, and a store file per area of the port', async () => {

@@ -17,8 +17,17 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 /** Only our variables are replaced; PATH and friends stay so `bun` runs. */
 function envWith(overrides: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = {}
-  for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !SETTINGS.some((s) => s.env === name)) env[name] = value
-  return { ...env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`), LOG_LEVEL: 'info', ...overrides }
+  for (const [name, value] of Object.entries(process.env))
+    if (value !== undefined && !SETTINGS.some((s) => s.env === name)) env[name] = value
+  return {
+    ...env,
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`),
+    LOG_LEVEL: 'info',
+    ...overrides,
+  }
 }
 
 describe('a bad value stops the process with one line naming the variable', () => {
@@ -47,7 +56,15 @@ describe('a bad value stops the process with one line naming the variable', () =
     ['CLOUDFLARE_ZONE_ID', { EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token' }],
     // A silent connection is cut mid-request too: the slowest request must fit in the idle timeout.
     ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '9' }],
-    ['HTTP_IDLE_TIMEOUT_SECONDS', { HTTP_IDLE_TIMEOUT_SECONDS: '10', EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: 'token', CLOUDFLARE_ZONE_ID: 'zone' }],
+    [
+      'HTTP_IDLE_TIMEOUT_SECONDS',
+      {
+        HTTP_IDLE_TIMEOUT_SECONDS: '10',
+        EMAIL_ROUTING: 'cloudflare',
+        CLOUDFLARE_API_TOKEN: 'token',
+        CLOUDFLARE_ZONE_ID: 'zone',
+      },
+    ],
   ]
   /** Each case is its own short-lived process, independent of the others: a few run side by side, before the checks. */
   const runs = new Map<Record<string, string>, { code: number; output: string }>()
@@ -55,8 +72,17 @@ describe('a bad value stops the process with one line naming the variable', () =
     const queue = [...cases]
     const worker = async () => {
       for (let next = queue.shift(); next; next = queue.shift()) {
-        const child = Bun.spawn(['bun', 'src/index.ts'], { cwd: ROOT, env: envWith(next[1]), stdout: 'pipe', stderr: 'pipe' })
-        const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+        const child = Bun.spawn(['bun', 'src/index.ts'], {
+          cwd: ROOT,
+          env: envWith(next[1]),
+          stdout: 'pipe',
+          stderr: 'pipe',
+        })
+        const [stdout, stderr, code] = await Promise.all([
+          new Response(child.stdout).text(),
+          new Response(child.stderr).text(),
+          child.exited,
+        ])
         runs.set(next[1], { code, output: (stdout + stderr).trim() })
       }
     }
@@ -68,7 +94,13 @@ describe('a bad value stops the process with one line naming the variable', () =
       const { code, output } = runs.get(overrides)!
       const lines = output.split('\n')
       // One object, so a failure shows the whole output.
-      expect({ failed: code !== 0, lines: lines.length, namesVariable: lines[0]!.includes(variable), stackTrace: output.includes('    at '), output }).toEqual({
+      expect({
+        failed: code !== 0,
+        lines: lines.length,
+        namesVariable: lines[0]!.includes(variable),
+        stackTrace: output.includes('    at '),
+        output,
+      }).toEqual({
         failed: true,
         lines: 1,
         namesVariable: true,
@@ -149,10 +181,18 @@ describe('loadConfig', () => {
         return (error as Error).message
       }
     }
-    expect(refusal({ TRUSTED_PROXIES: '172.16.0.0/12, fly-proxy' })).toBe('TRUSTED_PROXIES: "fly-proxy" is not an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8')
-    expect(refusal({ TRUSTED_PROXIES: '10.0.0.0/40' })).toBe('TRUSTED_PROXIES: "10.0.0.0/40" has a prefix length outside 0..32')
-    expect(refusal({ TRUSTED_PROXIES: 'none', SMTP_PROXY_PROTOCOL: 'on' })).toStartWith('TRUSTED_PROXIES: must name the proxy when SMTP_PROXY_PROTOCOL=on')
-    expect(refusal({ TRUSTED_PROXIES: 'none', CLIENT_ADDRESS_HEADER: 'Fly-Client-IP' })).toStartWith('TRUSTED_PROXIES: must name the proxy when CLIENT_ADDRESS_HEADER is set')
+    expect(refusal({ TRUSTED_PROXIES: '172.16.0.0/12, fly-proxy' })).toBe(
+      'TRUSTED_PROXIES: "fly-proxy" is not an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8',
+    )
+    expect(refusal({ TRUSTED_PROXIES: '10.0.0.0/40' })).toBe(
+      'TRUSTED_PROXIES: "10.0.0.0/40" has a prefix length outside 0..32',
+    )
+    expect(refusal({ TRUSTED_PROXIES: 'none', SMTP_PROXY_PROTOCOL: 'on' })).toStartWith(
+      'TRUSTED_PROXIES: must name the proxy when SMTP_PROXY_PROTOCOL=on',
+    )
+    expect(refusal({ TRUSTED_PROXIES: 'none', CLIENT_ADDRESS_HEADER: 'Fly-Client-IP' })).toStartWith(
+      'TRUSTED_PROXIES: must name the proxy when CLIENT_ADDRESS_HEADER is set',
+    )
     expect(refusal({ TRUSTED_PROXIES: 'none' })).toBeNull()
     expect(refusal({ METRICS_HOST: '0.0.0.0 ::' })).toStartWith('METRICS_HOST: expected an address or host name')
   })
@@ -160,8 +200,14 @@ describe('loadConfig', () => {
   test('DATABASE_URL is empty (SQLite) or a postgres:// URL; a wrong one is refused without repeating its password', () => {
     expect(loadConfig({}).databaseUrl).toBe('')
     expect(loadConfig({}).databasePoolSize).toBe(10)
-    for (const url of ['postgres://u:p@db:5432/ph', 'postgresql://db/ph']) expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
-    for (const url of ['mysql://u:hunter2-secret@db/ph', 'postgres://', 'postgres://u:hunter2-secret@db /ph', 'db.example.com']) {
+    for (const url of ['postgres://u:p@db:5432/ph', 'postgresql://db/ph'])
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
+    for (const url of [
+      'mysql://u:hunter2-secret@db/ph',
+      'postgres://',
+      'postgres://u:hunter2-secret@db /ph',
+      'db.example.com',
+    ]) {
       const refusal = (() => {
         try {
           loadConfig({ DATABASE_URL: url })
@@ -172,13 +218,18 @@ describe('loadConfig', () => {
       })()
       expect(refusal?.message).toBe('DATABASE_URL: expected a postgres:// or postgresql:// URL')
     }
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://db/ph', LITESTREAM_REPLICA: 'file', LITESTREAM_REPLICA_PATH: '/tmp/r' })).toThrow('LITESTREAM_REPLICA: must be none when DATABASE_URL is set')
+    expect(() =>
+      loadConfig({ DATABASE_URL: 'postgres://db/ph', LITESTREAM_REPLICA: 'file', LITESTREAM_REPLICA_PATH: '/tmp/r' }),
+    ).toThrow('LITESTREAM_REPLICA: must be none when DATABASE_URL is set')
     expect(() => loadConfig({ DATABASE_POOL_SIZE: '0' })).toThrow('DATABASE_POOL_SIZE')
   })
 
   test('DATABASE_URL may carry a password with spaces, raw or as %20; a / in it must be encoded', () => {
-    for (const url of ['postgres://u:two words@db:5432/ph', 'postgres://u:two%20words@db:5432/ph']) expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
-    expect(() => loadConfig({ DATABASE_URL: 'postgres://u:sla/sh@db/ph' })).toThrow('DATABASE_URL: expected a postgres:// or postgresql:// URL')
+    for (const url of ['postgres://u:two words@db:5432/ph', 'postgres://u:two%20words@db:5432/ph'])
+      expect(loadConfig({ DATABASE_URL: url }).databaseUrl).toBe(url)
+    expect(() => loadConfig({ DATABASE_URL: 'postgres://u:sla/sh@db/ph' })).toThrow(
+      'DATABASE_URL: expected a postgres:// or postgresql:// URL',
+    )
   })
 
   test('FILES_URL follows BASE_URL; a trailing slash is dropped', () => {
@@ -195,8 +246,17 @@ describe('loadConfig', () => {
   })
 
   test('with PORT=0 the default public URLs name the port the OS picked; given ones are kept', () => {
-    expect(resolvePublicUrls(loadConfig({ PORT: '0' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'http://localhost:4321' })
-    expect(resolvePublicUrls(loadConfig({ PORT: '0', FILES_URL: 'https://files.example.com' }), 4321)).toEqual({ baseUrl: 'http://localhost:4321', filesUrl: 'https://files.example.com' })
-    expect(resolvePublicUrls(loadConfig({ PORT: '0', BASE_URL: 'https://api.example.com' }), 4321)).toEqual({ baseUrl: 'https://api.example.com', filesUrl: 'https://api.example.com' })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0' }), 4321)).toEqual({
+      baseUrl: 'http://localhost:4321',
+      filesUrl: 'http://localhost:4321',
+    })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', FILES_URL: 'https://files.example.com' }), 4321)).toEqual({
+      baseUrl: 'http://localhost:4321',
+      filesUrl: 'https://files.example.com',
+    })
+    expect(resolvePublicUrls(loadConfig({ PORT: '0', BASE_URL: 'https://api.example.com' }), 4321)).toEqual({
+      baseUrl: 'https://api.example.com',
+      filesUrl: 'https://api.example.com',
+    })
   })
 })

@@ -20,12 +20,24 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 async function start(env: Record<string, string>) {
   const child = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, HOST: '127.0.0.1', PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`), ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      SMTP_PORT: '0',
+      DATABASE_PATH: join(dir, `db-${crypto.randomUUID()}.db`),
+      ...env,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
   const guard = setTimeout(() => child.kill('SIGKILL'), 15_000)
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   clearTimeout(guard)
   return { code, lines: (stdout + stderr).trim().split('\n') }
 }
@@ -39,7 +51,9 @@ test.each(['99999', '65536'])('METRICS_PORT=%s exits 78 with one line naming it'
 test('a METRICS_HOST that cannot be bound exits 78 with one line naming it, the other listeners closed', async () => {
   const { code, lines } = await start({ METRICS_PORT: '0', METRICS_HOST: 'no-such-host.invalid' })
   expect(lines.filter((line) => !line.startsWith('{'))).toHaveLength(1)
-  expect(lines.at(-1)).toStartWith('Invalid configuration: METRICS_HOST: cannot listen on no-such-host.invalid port 0 (')
+  expect(lines.at(-1)).toStartWith(
+    'Invalid configuration: METRICS_HOST: cannot listen on no-such-host.invalid port 0 (',
+  )
   expect(lines.some((line) => line.includes('"event":"stopped"'))).toBe(true)
   expect(code).toBe(78)
 })
@@ -50,7 +64,9 @@ test('a METRICS_PORT another process holds exits 78 with one line naming it, and
   const { port } = holder.address() as { port: number }
   try {
     const { code, lines } = await start({ METRICS_PORT: String(port), METRICS_HOST: '127.0.0.1' })
-    expect(lines).toEqual([`Invalid configuration: METRICS_PORT: cannot listen on 127.0.0.1 port ${port}: another process uses it`])
+    expect(lines).toEqual([
+      `Invalid configuration: METRICS_PORT: cannot listen on 127.0.0.1 port ${port}: another process uses it`,
+    ])
     expect(code).toBe(78)
   } finally {
     holder.close()

@@ -28,22 +28,41 @@ const sql = async <T = Record<string, unknown>>(query: string): Promise<T[]> => 
 /** Makes every audit insert fail, as a crash between the change and its record would. */
 async function failAudits(): Promise<void> {
   if (!server.databaseUrl) {
-    await sql(`create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`)
+    await sql(
+      `create trigger if not exists refuse_audit before insert on audit_events begin select raise(abort, 'audit refused'); end`,
+    )
     return
   }
-  await sql(`create or replace function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`)
-  await sql('create or replace trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()')
+  await sql(
+    `create or replace function refuse_audit() returns trigger language plpgsql as $$ begin raise exception 'audit refused'; end $$`,
+  )
+  await sql(
+    'create or replace trigger refuse_audit before insert on audit_events for each row execute function refuse_audit()',
+  )
 }
-const allowAudits = () => sql(server.databaseUrl ? 'drop trigger if exists refuse_audit on audit_events' : 'drop trigger if exists refuse_audit')
-const passwordHashOf = async (email: string) => (await sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`))[0]!.password_hash
-const sessionCount = (userId: string) => server.countRows(`select count(*) as n from sessions where user_id = '${userId}'`)
-const auditRows = (action: string) => sql<{ actor: string; target: string }>(`select actor, target from audit_events where action = '${action}' order by id`)
+const allowAudits = () =>
+  sql(
+    server.databaseUrl ? 'drop trigger if exists refuse_audit on audit_events' : 'drop trigger if exists refuse_audit',
+  )
+const passwordHashOf = async (email: string) =>
+  (await sql<{ password_hash: string }>(`select password_hash from users where email = '${email}'`))[0]!.password_hash
+const sessionCount = (userId: string) =>
+  server.countRows(`select count(*) as n from sessions where user_id = '${userId}'`)
+const auditRows = (action: string) =>
+  sql<{ actor: string; target: string }>(
+    `select actor, target from audit_events where action = '${action}' order by id`,
+  )
 
 /** The admin CLI as a real process on the server's database. */
 async function cli(...args: string[]): Promise<{ code: number; stdout: string }> {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: {
+      ...process.env,
+      DATABASE_PATH: server.databasePath,
+      DATABASE_URL: server.databaseUrl ?? '',
+      CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib),
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -183,7 +202,9 @@ test('an invite sign-up makes the account and joins in one transaction: with the
   const org = `/console/orgs/${organizationId}`
   await operator.get(`${org}/members`)
   const made = await operator.post(`${org}/invites`, { role: 'member' })
-  const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec((await operator.get(made.location!)).html)![1]!
+  const link = /value="https?:\/\/[^"/]+(\/console\/invites\/[A-Za-z0-9_-]{43})"/.exec(
+    (await operator.get(made.location!)).html,
+  )![1]!
   const visitor = new ConsoleClient(server.url)
   await visitor.get(link)
   const users = (await sql('select id from users')).length
@@ -197,13 +218,24 @@ test('an invite sign-up makes the account and joins in one transaction: with the
   expect(await sql(`select id from users where email = 'joiner@example.com'`)).toEqual([])
   await visitor.get(link)
   expect((await visitor.post(link, { email: 'joiner@example.com', password: 'joiner password 1' })).status).toBe(303)
-  expect(await sql(`select role from memberships join users on users.id = memberships.user_id where email = 'joiner@example.com'`)).toEqual([{ role: 'member' }])
-  expect((await await auditRows('member.joined')).filter((row) => row.actor === 'joiner@example.com')).toEqual([{ actor: 'joiner@example.com', target: 'joiner@example.com' }])
+  expect(
+    await sql(
+      `select role from memberships join users on users.id = memberships.user_id where email = 'joiner@example.com'`,
+    ),
+  ).toEqual([{ role: 'member' }])
+  expect((await await auditRows('member.joined')).filter((row) => row.actor === 'joiner@example.com')).toEqual([
+    { actor: 'joiner@example.com', target: 'joiner@example.com' },
+  ])
 })
 
 test("the CLI's organisations and keys: with the audit refused, nothing is made or revoked", async () => {
-  const snapshot = async () => ({ keys: await sql('select public_id, revoked_at from api_keys order by public_id'), organizations: await sql('select id from organizations order by id') })
-  const keyId = (await sql<{ public_id: string }>(`select public_id from api_keys where revoked_at is null limit 1`))[0]!.public_id
+  const snapshot = async () => ({
+    keys: await sql('select public_id, revoked_at from api_keys order by public_id'),
+    organizations: await sql('select id from organizations order by id'),
+  })
+  const keyId = (
+    await sql<{ public_id: string }>(`select public_id from api_keys where revoked_at is null limit 1`)
+  )[0]!.public_id
   const before = await snapshot()
   await failAudits()
   try {
@@ -226,6 +258,8 @@ test("the harness's tenants are made the operator's way: the organisation and it
     `select actor, organization_id, detail from audit_events where action = 'organization.created' and target = '${tenant.organizationId}'`,
   )
   expect(created).toEqual([{ actor: 'cli', organization_id: null, detail: 'harness-made (hosted free plan limits)' }])
-  const keys = await sql<{ actor: string }>(`select actor from audit_events where action = 'key.created' and organization_id = '${tenant.organizationId}'`)
+  const keys = await sql<{ actor: string }>(
+    `select actor from audit_events where action = 'key.created' and organization_id = '${tenant.organizationId}'`,
+  )
   expect(keys).toEqual([{ actor: 'cli' }])
 })

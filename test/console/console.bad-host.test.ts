@@ -19,19 +19,22 @@ afterAll(() => server.stop())
 // refused by the Host pattern or, for `%zz`, by the URL parser behind it.
 const MALFORMED_HOSTS = ['exa[mple', '[::1', 'x:99999', '%zz', '[zz]', 'a,b']
 
-test.each(MALFORMED_HOSTS)('Host %p on console paths is 400 with the console headers, and the API says 400 too', async (host) => {
-  for (const path of ['/console', '/console/sign-in', '/setup?token=x']) {
-    const response = await rawHttp(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
-    expect(response.status).toBe(400)
-    expect(response.headers.connection).toBe('close')
-    expect(response.headers['content-security-policy']).toContain("default-src 'none'")
-    expect(response.body).toMatch(/^The (Host header|request target) /)
-  }
-  const api = await rawHttp(port, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
-  expect(api.status).toBe(400)
-  expect(JSON.parse(api.body).error.code).toBe('bad_request')
-  expect(server.logs.filter((line) => line.level === 'error')).toEqual([])
-})
+test.each(MALFORMED_HOSTS)(
+  'Host %p on console paths is 400 with the console headers, and the API says 400 too',
+  async (host) => {
+    for (const path of ['/console', '/console/sign-in', '/setup?token=x']) {
+      const response = await rawHttp(port, `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      expect(response.status).toBe(400)
+      expect(response.headers.connection).toBe('close')
+      expect(response.headers['content-security-policy']).toContain("default-src 'none'")
+      expect(response.body).toMatch(/^The (Host header|request target) /)
+    }
+    const api = await rawHttp(port, `GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+    expect(api.status).toBe(400)
+    expect(JSON.parse(api.body).error.code).toBe('bad_request')
+    expect(server.logs.filter((line) => line.level === 'error')).toEqual([])
+  },
+)
 
 test('the refusal is logged as one console_request line with its path and status', async () => {
   await rawHttp(port, `GET /console/sign-in HTTP/1.1\r\nHost: exa[mple\r\nConnection: close\r\n\r\n`)

@@ -50,7 +50,11 @@ test('bulk read, unread and delete touch only this inbox of this organisation, a
   expect(unreadOf(listed.html)).toBe(3)
 
   // Mark read: this inbox's ids only; the other inbox's id in the same post is ignored.
-  const marked = await owner.post(`${pathA}/bulk`, { back: '?q=is%3Aunread', action: 'read', selected: [three!, two!, elsewhere!] })
+  const marked = await owner.post(`${pathA}/bulk`, {
+    back: '?q=is%3Aunread',
+    action: 'read',
+    selected: [three!, two!, elsewhere!],
+  })
   expect(marked.status).toBe(303)
   expect(marked.location).toBe(`${pathA}?q=is%3Aunread`)
   expect(unreadOf((await owner.get(pathA)).html)).toBe(1)
@@ -104,7 +108,9 @@ test('another organisation cannot mark or delete these messages', async () => {
   expect(idsOn(after)).toEqual([id!])
   expect(unreadOf(after)).toBe(1)
   // An inbox of another organisation through this one's path: not found.
-  expect((await owner.post(`/console/orgs/${org}/inboxes/${theirs.id}/bulk`, { action: 'read', selected: [id!] })).status).toBe(404)
+  expect(
+    (await owner.post(`/console/orgs/${org}/inboxes/${theirs.id}/bulk`, { action: 'read', selected: [id!] })).status,
+  ).toBe(404)
 })
 
 test('opening a message in the console reads it; /v1 reads never do', async () => {

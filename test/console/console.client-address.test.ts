@@ -14,7 +14,9 @@ const HEADER = 'X-Client-IP'
 
 /** The client addresses of the sessions opened so far, oldest first (each sign-in takes milliseconds: no ties). */
 async function sessionAddresses(server: TestServer): Promise<string[]> {
-  return (await server.query('select client_address from sessions order by created_at')).map((row) => row.client_address)
+  return (await server.query('select client_address from sessions order by created_at')).map(
+    (row) => row.client_address,
+  )
 }
 
 async function signIn(server: TestServer, headerValue: string, password = PASSWORD, email = 'operator@example.com') {
@@ -57,7 +59,13 @@ describe('from a trusted proxy', () => {
   })
 
   test('anything but one address falls back to the connection address', async () => {
-    const hostile = ['not an address', '203.0.113.5, 10.0.0.1', '203.0.113.5:443', '<script>alert(1)</script>', 'x'.repeat(8000)]
+    const hostile = [
+      'not an address',
+      '203.0.113.5, 10.0.0.1',
+      '203.0.113.5:443',
+      '<script>alert(1)</script>',
+      'x'.repeat(8000),
+    ]
     for (const value of hostile) expect((await signIn(server, value)).status).toBe(303)
     const stored = (await sessionAddresses(server)).slice(-hostile.length)
     expect(stored).toHaveLength(hostile.length)
@@ -68,7 +76,8 @@ describe('from a trusted proxy', () => {
 test("the throttle's keys stay short however long the email or address it is given", () => {
   const throttle = new SignInThrottle(new ManualClock())
   const longAddress = 'a'.repeat(16 * 1024)
-  for (let i = 0; i < FAILURES_PER_ADDRESS; i++) throttle.recordFailure(`user${i}@${'d'.repeat(240)}.example`, longAddress)
+  for (let i = 0; i < FAILURES_PER_ADDRESS; i++)
+    throttle.recordFailure(`user${i}@${'d'.repeat(240)}.example`, longAddress)
   // Counted as one address all the same, so its count still ends in a refusal.
   expect(() => throttle.check('someone@example.com', longAddress)).toThrow('Too many wrong passwords from your address')
   const keys = [...(throttle as unknown as { failures: Map<string, unknown> }).failures.keys()]

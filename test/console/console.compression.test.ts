@@ -3,9 +3,13 @@ import { expect, test } from 'bun:test'
 import { gunzipSync } from 'node:zlib'
 import { acceptsGzip, compressed } from '../../src/console/compression.ts'
 
-const request = (acceptEncoding?: string) => new Request('http://localhost/console', { headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding } })
+const request = (acceptEncoding?: string) =>
+  new Request('http://localhost/console', {
+    headers: acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding },
+  })
 const page = 'x'.repeat(5000)
-const html = () => new Response(page, { status: 201, headers: { 'content-type': 'text/html; charset=utf-8', 'x-kept': '1' } })
+const html = () =>
+  new Response(page, { status: 201, headers: { 'content-type': 'text/html; charset=utf-8', 'x-kept': '1' } })
 
 test('Accept-Encoding is read with its weights', () => {
   expect(acceptsGzip(request('gzip, deflate, br, zstd'))).toBe(true)
@@ -32,17 +36,31 @@ test('not compressed: no gzip accepted, a small body, a download, an event strea
   expect(plain.headers.get('content-encoding')).toBeNull()
   expect(plain.headers.get('vary')).toBe('Accept-Encoding')
   expect(await plain.text()).toBe(page)
-  const small = await compressed(request('gzip'), new Response('<p>hi</p>', { headers: { 'content-type': 'text/html' } }))
+  const small = await compressed(
+    request('gzip'),
+    new Response('<p>hi</p>', { headers: { 'content-type': 'text/html' } }),
+  )
   expect(small.headers.get('content-encoding')).toBeNull()
   expect(await small.text()).toBe('<p>hi</p>')
-  const download = await compressed(request('gzip'), new Response(page, { headers: { 'content-type': 'text/plain', 'content-disposition': 'attachment; filename="a.txt"' } }))
+  const download = await compressed(
+    request('gzip'),
+    new Response(page, {
+      headers: { 'content-type': 'text/plain', 'content-disposition': 'attachment; filename="a.txt"' },
+    }),
+  )
   expect(download.headers.get('content-encoding')).toBeNull()
-  const stream = await compressed(request('gzip'), new Response(page, { headers: { 'content-type': 'text/event-stream' } }))
+  const stream = await compressed(
+    request('gzip'),
+    new Response(page, { headers: { 'content-type': 'text/event-stream' } }),
+  )
   expect(stream.headers.get('content-encoding')).toBeNull()
 })
 
 test("the live refresh's list is sent uncompressed: its latency is what counts", async () => {
-  const list = await compressed(request('gzip'), new Response(page, { headers: { 'content-type': 'text/html', 'x-live-list': '1' } }))
+  const list = await compressed(
+    request('gzip'),
+    new Response(page, { headers: { 'content-type': 'text/html', 'x-live-list': '1' } }),
+  )
   expect(list.headers.get('content-encoding')).toBeNull()
   expect(await list.text()).toBe(page)
 })

@@ -17,7 +17,16 @@ test('every domain error code has its status on a console page', () => {
     const shown = asConsoleError(new DomainError(code, `verb says ${code}`, { retryAfterSeconds: 7 }))
     return shown instanceof Refusal ? STATUS[shown.kind] : 500
   }
-  const expected = (code: ErrorCode) => (code === 'internal_error' ? 500 : code.endsWith('not_found') ? 404 : code.startsWith('invalid_') ? 400 : code === 'rate_limit_exceeded' ? 429 : 409)
+  const expected = (code: ErrorCode) =>
+    code === 'internal_error'
+      ? 500
+      : code.endsWith('not_found')
+        ? 404
+        : code.startsWith('invalid_')
+          ? 400
+          : code === 'rate_limit_exceeded'
+            ? 429
+            : 409
   for (const code of codes) expect(statusOf(code), code).toBe(expected(code))
   expect(codes).toContain('inbox_quota_exceeded')
   expect(codes).toContain('storage_unavailable')
@@ -30,7 +39,9 @@ test("a not-found says nothing more; other refusals keep the verb's message, and
   expect([invalid.kind, invalid.message]).toEqual(['invalid', 'The prefix is too long'])
   const busy = asConsoleError(new DomainError('rate_limit_exceeded', 'Slow down', { retryAfterSeconds: 3 })) as Refusal
   expect([busy.kind, busy.message, busy.retryAfterSeconds]).toEqual(['throttled', 'Slow down', 3])
-  const inProgress = asConsoleError(new DomainError('idempotency_in_progress', 'Still running', { retryAfterSeconds: 1 })) as Refusal
+  const inProgress = asConsoleError(
+    new DomainError('idempotency_in_progress', 'Still running', { retryAfterSeconds: 1 }),
+  ) as Refusal
   expect([inProgress.kind, inProgress.retryAfterSeconds]).toEqual(['conflict', 1])
   const internal = new DomainError('internal_error', 'bytes fail their check')
   expect(asConsoleError(internal)).toBe(internal)
@@ -39,5 +50,12 @@ test("a not-found says nothing more; other refusals keep the verb's message, and
 })
 
 test('every console refusal kind has a status', () => {
-  expect(STATUS).toEqual({ not_found: 404, forbidden: 403, invalid: 400, conflict: 409, throttled: 429, unauthenticated: 401 })
+  expect(STATUS).toEqual({
+    not_found: 404,
+    forbidden: 403,
+    invalid: 400,
+    conflict: 409,
+    throttled: 429,
+    unauthenticated: 401,
+  })
 })

@@ -59,7 +59,9 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 test('an organisation named with markup is shown as text on its pages', async () => {
-  const { client, organizationId } = await setUp(server, { organization: '<script>alert(1)</script>"><img src=x onerror=alert(1)>' })
+  const { client, organizationId } = await setUp(server, {
+    organization: '<script>alert(1)</script>"><img src=x onerror=alert(1)>',
+  })
   const page = await client.get(`/console/orgs/${organizationId}`)
   expect(page.status).toBe(200)
   expectInert(page.html)

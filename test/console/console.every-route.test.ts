@@ -39,12 +39,20 @@ beforeAll(async () => {
   const members = await owner.get(`/console/orgs/${orgA}/members`)
   await owner.post(`/console/orgs/${orgA}/invites`, { role: 'owner' })
   const open = await owner.get(`/console/orgs/${orgA}/members`)
-  const inbox = /inboxes\/(inbox_[0-9a-f]{32})$/.exec((await owner.post(`/console/orgs/${orgA}/inboxes`, { prefix: 'every-route' })).location!)![1]!
+  const inbox = /inboxes\/(inbox_[0-9a-f]{32})$/.exec(
+    (await owner.post(`/console/orgs/${orgA}/inboxes`, { prefix: 'every-route' })).location!,
+  )![1]!
   const to = 'every-route@inbox.test'
-  await sendMail(server.app.smtpPort, { to: [to] }, multipartMessage({ to, subject: 'Hi', text: 'Hi', attachments: [randomAttachment('a.bin', 10)] }))
+  await sendMail(
+    server.app.smtpPort,
+    { to: [to] },
+    multipartMessage({ to, subject: 'Hi', text: 'Hi', attachments: [randomAttachment('a.bin', 10)] }),
+  )
   const messagePage = await owner.get(`/console/orgs/${orgA}/inboxes/${inbox}`)
   const message = /\/messages\/(msg_[0-9a-f]{32})/.exec(messagePage.html)![1]!
-  const attachment = /\/attachments\/(att_[0-9a-f]{32})/.exec((await owner.get(`/console/orgs/${orgA}/messages/${message}`)).html)![1]!
+  const attachment = /\/attachments\/(att_[0-9a-f]{32})/.exec(
+    (await owner.get(`/console/orgs/${orgA}/messages/${message}`)).html,
+  )![1]!
   Object.assign(params, {
     org: orgA,
     key: /data-key="([0-9a-f]{16})"/.exec(keys.html)![1]!,
@@ -68,7 +76,8 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 /** The route's path with every `:name` filled from organisation A (other names get a made-up value). */
-const pathOf = (path: string) => path.replace(/:([a-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? `x_${name}`))
+const pathOf = (path: string) =>
+  path.replace(/:([a-z]+)/g, (_, name: string) => encodeURIComponent(params[name] ?? `x_${name}`))
 
 const routes = CONSOLE_ROUTES.map((route) => ({ ...route, id: `${route.method} ${route.path}` }))
 
@@ -77,7 +86,8 @@ describe('without a session', () => {
     test(`${route.id}: sign-in for a page, refusal for an action`, async () => {
       const client = new ConsoleClient(server.url)
       await client.get('/console/sign-in') // a pre-session CSRF token, as a browser would have
-      const response = route.method === 'GET' ? await client.get(pathOf(route.path)) : await client.post(pathOf(route.path), {})
+      const response =
+        route.method === 'GET' ? await client.get(pathOf(route.path)) : await client.post(pathOf(route.path), {})
       if (route.method === 'GET') {
         expect(response.status).toBe(303)
         expect(response.location).toStartWith('/console/sign-in?next=')
@@ -91,14 +101,20 @@ describe('without a session', () => {
 describe('a signed-in stranger to the organisation', () => {
   for (const route of routes.filter((r) => r.path.includes(':org'))) {
     test(`${route.id}: 404, as for an unknown id`, async () => {
-      const response = route.method === 'GET' ? await stranger.get(pathOf(route.path)) : await stranger.post(pathOf(route.path), { role: 'owner', name: 'x' })
+      const response =
+        route.method === 'GET'
+          ? await stranger.get(pathOf(route.path))
+          : await stranger.post(pathOf(route.path), { role: 'owner', name: 'x' })
       expect(response.status).toBe(404)
     })
   }
 
   for (const route of routes.filter((r) => r.path.startsWith('/console/admin'))) {
     test(`${route.id}: 404 for anyone but the operator`, async () => {
-      const response = route.method === 'GET' ? await stranger.get(pathOf(route.path)) : await stranger.post(pathOf(route.path), { name: 'x' })
+      const response =
+        route.method === 'GET'
+          ? await stranger.get(pathOf(route.path))
+          : await stranger.post(pathOf(route.path), { name: 'x' })
       expect(response.status).toBe(404)
     })
   }

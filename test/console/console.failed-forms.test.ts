@@ -47,7 +47,11 @@ test('without a Referer, or with one of another site, the refusal is a page as b
 test('another browser, or a page naming another id, shows nothing of it; the password is never kept', async () => {
   const stranger = ConsoleClient.for(server)
   await stranger.get('/console/sign-in')
-  const refused = await stranger.post('/console/sign-in', { email: 'op@example.com', password: 'wrong password!!', next: '/console' })
+  const refused = await stranger.post('/console/sign-in', {
+    email: 'op@example.com',
+    password: 'wrong password!!',
+    next: '/console',
+  })
   expect(refused.status).toBe(401)
   expect(refused.html).toContain('Wrong email or password.')
   // The same URL in a second browser: no message (its cookie is sealed to the first browser's form token).

@@ -24,7 +24,15 @@ afterAll(() => server.stop())
 
 describe('headers', () => {
   test('every console response, pages, redirects, errors and assets alike, carries the strict headers', async () => {
-    const paths = ['/console/sign-in', '/console', '/console/nope', '/setup', `/console/orgs/${organizationId}`, '/console/assets/console.js', '/console/assets/console.css']
+    const paths = [
+      '/console/sign-in',
+      '/console',
+      '/console/nope',
+      '/setup',
+      `/console/orgs/${organizationId}`,
+      '/console/assets/console.js',
+      '/console/assets/console.css',
+    ]
     for (const path of paths) {
       for (const client of [operator, new ConsoleClient(server.url)]) {
         const page = await client.get(path)
@@ -81,7 +89,12 @@ describe('hostile requests', () => {
     ]
     const session = operator.sessionCookieName
     const csrf = session.replace('session', 'csrf')
-    const cookies = [`${session}=${'A'.repeat(43)}`, `${session}=%00; ${csrf}=<script>`, `${session}=${signedInCookie}; ${session}=x`, `${session}=${'B'.repeat(10000)}`]
+    const cookies = [
+      `${session}=${'A'.repeat(43)}`,
+      `${session}=%00; ${csrf}=<script>`,
+      `${session}=${signedInCookie}; ${session}=x`,
+      `${session}=${'B'.repeat(10000)}`,
+    ]
     for (const path of paths) {
       for (const cookie of cookies) {
         for (const method of ['GET', 'POST', 'PUT', 'OPTIONS']) {
@@ -96,12 +109,18 @@ describe('hostile requests', () => {
         }
       }
     }
-    const head = rawRequest('POST', '/console/sign-in', { origin: server.app.publicUrls.baseUrl, 'content-type': 'application/x-www-form-urlencoded', 'transfer-encoding': 'chunked' })
+    const head = rawRequest('POST', '/console/sign-in', {
+      origin: server.app.publicUrls.baseUrl,
+      'content-type': 'application/x-www-form-urlencoded',
+      'transfer-encoding': 'chunked',
+    })
     const chunked = await rawHttp(server.app.httpPort, head + '3\r\na=b\r\n0\r\n\r\n')
     expect(chunked.status).toBe(411)
     const signIn = new ConsoleClient(server.url)
     await signIn.get('/console/sign-in')
-    expect((await signIn.post('/console/sign-in', { email: 'op\u0000@example.com', password: PASSWORD })).status).toBe(401)
+    expect((await signIn.post('/console/sign-in', { email: 'op\u0000@example.com', password: PASSWORD })).status).toBe(
+      401,
+    )
     expect(server.logs.filter((line) => line.event === 'console_error')).toEqual([])
     expect((await operator.get(`/console/orgs/${organizationId}`)).status).toBe(200)
   })
@@ -112,8 +131,12 @@ describe('account', () => {
     const other = await signedIn(server, 'op@example.com')
     const self = await signedIn(server, 'op@example.com')
     await self.get('/console/account')
-    expect((await self.post('/console/account/password', { current: 'wrong one!!', password: 'new password 123' })).status).toBe(400)
-    expect((await self.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status).toBe(303) // to the account page that says so (post/redirect/get)
+    expect(
+      (await self.post('/console/account/password', { current: 'wrong one!!', password: 'new password 123' })).status,
+    ).toBe(400)
+    expect(
+      (await self.post('/console/account/password', { current: PASSWORD, password: 'new password 123' })).status,
+    ).toBe(303) // to the account page that says so (post/redirect/get)
     expect((await self.get('/console/account')).status).toBe(200)
     expect((await other.get('/console/account')).status).toBe(303)
     await self.post('/console/account/password', { current: 'new password 123', password: PASSWORD })
@@ -131,7 +154,9 @@ describe('account', () => {
 
   test("the operator resets a user's password (shown once) and ends a user's sessions; both are audited", async () => {
     await operator.get(`/console/orgs/${organizationId}/members`)
-    const invited = await operator.get((await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!)
+    const invited = await operator.get(
+      (await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!,
+    )
     const path = new URL(/value="(http[^"]+)"/.exec(invited.html)![1]!).pathname
     const member = new ConsoleClient(server.url)
     await member.get(path)

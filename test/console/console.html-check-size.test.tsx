@@ -19,7 +19,13 @@ test('every feature at once: the worst issues listed, the rest counted, under 50
   ].join('\n')
   const report = checkHtmlSupport(html)
   expect(report.issues.length).toBeGreaterThan(100)
-  const page = render(<HtmlCheckPage org={{ organizationId: 'org_1', name: 'Acme' } as Membership} message={{ id: 'msg_1', subject: 'Everything' } as Message} report={report} />)
+  const page = render(
+    <HtmlCheckPage
+      org={{ organizationId: 'org_1', name: 'Acme' } as Membership}
+      message={{ id: 'msg_1', subject: 'Everything' } as Message}
+      report={report}
+    />,
+  )
   expect(page.length).toBeLessThan(50 * 1024)
   expect(page).toContain(`And ${report.issues.length - 60} more`)
 })

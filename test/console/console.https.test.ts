@@ -17,7 +17,11 @@ test('the setup link names BASE_URL, and forms from BASE_URL set a Secure sessio
   await client.get(path)
   const token = new URL(path, BASE_URL).searchParams.get('token')!
   // A browser on the public URL sends that origin; the proxy forwards to our port.
-  const done = await client.post('/setup', { token, email: 'op@example.com', password: PASSWORD, organization: 'Acme' }, { origin: BASE_URL })
+  const done = await client.post(
+    '/setup',
+    { token, email: 'op@example.com', password: PASSWORD, organization: 'Acme' },
+    { origin: BASE_URL },
+  )
   expect(done.status).toBe(303) // to the page that shows the first key (post/redirect/get)
   const session = done.headers.getSetCookie().find((line) => line.startsWith('ph_session='))!
   expect(session).toContain('; Secure')

@@ -19,7 +19,9 @@ test('an image part is inlined once per reference, case-insensitively; other par
   const parts = [part('att_a', 'Logo@X', 'image/png', 5), part('att_b', 'doc@x', 'application/pdf', 5)]
   const html = '<img src="cid:logo@x"><img src=CID:LOGO@X><a href="cid:doc@x">d</a><img src="cid:nope">'
   const data = `data:image/png;base64,${bytes('att_a').toString('base64')}`
-  expect(inlineCidImages(html, parts, bytes)).toBe(`<img src="${data}"><img src=${data}><a href="cid:doc@x">d</a><img src="cid:nope">`)
+  expect(inlineCidImages(html, parts, bytes)).toBe(
+    `<img src="${data}"><img src=${data}><a href="cid:doc@x">d</a><img src="cid:nope">`,
+  )
 })
 
 test(`past ${MAX_INLINED_BYTES} bytes in all, further images stay cid: references`, () => {
@@ -30,7 +32,9 @@ test(`past ${MAX_INLINED_BYTES} bytes in all, further images stay cid: reference
 })
 
 test('a malformed percent-escape in a reference is left alone; a run of references is one unknown id', () => {
-  expect(inlineCidImages('<img src="cid:%E0%A4%A">', [part('att_a', 'a', 'image/png', 1)], bytes)).toBe('<img src="cid:%E0%A4%A">')
+  expect(inlineCidImages('<img src="cid:%E0%A4%A">', [part('att_a', 'a', 'image/png', 1)], bytes)).toBe(
+    '<img src="cid:%E0%A4%A">',
+  )
   const hostile = 'cid:'.repeat(250_000)
   expect(inlineCidImages(hostile, [part('att_a', 'a', 'image/png', 1)], bytes)).toBe(hostile)
 })

@@ -98,7 +98,10 @@ describe('limits set by the operator', () => {
     expect([usage.body.inboxes.limit, usage.body.emails.limit, usage.body.plan]).toEqual([2, 5, 'free'])
     await setLimits({ activeInboxes: '', monthlyEmails: '' })
     const back = await server.get('/v1/usage', firstKey)
-    expect([back.body.inboxes.limit, back.body.emails.limit]).toEqual([server.config.limits.activeInboxes, server.config.limits.monthlyEmails])
+    expect([back.body.inboxes.limit, back.body.emails.limit]).toEqual([
+      server.config.limits.activeInboxes,
+      server.config.limits.monthlyEmails,
+    ])
     const audit = await operator.get(`/console/orgs/${organizationId}/audit`)
     expect(audit.html).toContain('limits.changed')
   })
@@ -122,14 +125,18 @@ describe('limits set by the operator', () => {
   test('RCPT admission follows the organisation monthly quota and inbox burst', async () => {
     const inbox = (await server.post('/v1/inboxes', firstKey)).body.data
     await setLimits({ monthlyEmails: '1' })
-    expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code).toBe(250)
+    expect(
+      (await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code,
+    ).toBe(250)
     const refused = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))
     expect(refused.rcpt[0]!.code).toBe(550)
     await setLimits({ monthlyEmails: '100', inboxBurst: '1' })
     const burst = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))
     expect(burst.rcpt[0]!.code).toBe(450) // the one message of this five-minute bucket was already taken
     await setLimits({ monthlyEmails: '', inboxBurst: '' })
-    expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code).toBe(250)
+    expect(
+      (await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code,
+    ).toBe(250)
   })
 
   test('the HTTP rate limit follows the organisation requests-per-key limit', async () => {
@@ -146,9 +153,15 @@ describe('limits set by the operator', () => {
     const inbox = (await server.post('/v1/inboxes', key)).body.data
     await setLimits({ longPollsPerKey: '1' })
     const waiting = new AbortController()
-    const first = fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, { headers: { authorization: `Bearer ${key}` }, signal: waiting.signal }).catch(() => undefined)
+    const first = fetch(`${server.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, {
+      headers: { authorization: `Bearer ${key}` },
+      signal: waiting.signal,
+    }).catch(() => undefined)
     const principal = { organizationId, keyPublicId: key.slice(8, 24) }
-    await until(() => server.sum((machine) => machine.longPolls.count(principal).key) === 1, 'the first poll to hold its slot')
+    await until(
+      () => server.sum((machine) => machine.longPolls.count(principal).key) === 1,
+      'the first poll to hold its slot',
+    )
     const second = await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, key)
     expect([second.status, second.body.error.code]).toEqual([429, 'long_poll_limit_exceeded'])
     waiting.abort()
@@ -195,11 +208,15 @@ describe('admin CLI for organisations', () => {
     expect((await cli('setup-link')).code).not.toBe(0)
     const reset = await cli('users', 'reset-password', 'op@example.com')
     expect(reset.code).toBe(0)
-    const [{ password_hash }] = (await server.query("select password_hash from users where email = 'op@example.com'")) as [{ password_hash: string }]
+    const [{ password_hash }] = (await server.query(
+      "select password_hash from users where email = 'op@example.com'",
+    )) as [{ password_hash: string }]
     expect(password_hash).toStartWith(`$argon2id$v=19$m=${server.config.consolePasswordMemoryKib},t=2,p=1$`)
     const client = new ConsoleClient(server.url)
     await client.get('/console/sign-in')
-    expect((await client.post('/console/sign-in', { email: 'op@example.com', password: reset.lastLine })).status).toBe(303)
+    expect((await client.post('/console/sign-in', { email: 'op@example.com', password: reset.lastLine })).status).toBe(
+      303,
+    )
     expect((await operator.get(`/console/orgs/${organizationId}`)).status).toBe(303) // the old session ended
     operator = client
     await operator.get('/console/account')
@@ -219,6 +236,10 @@ async function cli(...args: string[]) {
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { code, stdout, stderr, lastLine: stdout.trimEnd().split('\n').at(-1) ?? '' }
 }

@@ -49,7 +49,9 @@ afterAll(() => {
 })
 
 test('the allow list: names, wildcards, ranges, ports; a bad entry stops the server with the variable named', () => {
-  const allow = parseAllowList('localhost:3000-3999, *.staging.internal, 10.0.0.0/8:*, [::1]:8000, [fd00::]/8, 192.168.1.7')
+  const allow = parseAllowList(
+    'localhost:3000-3999, *.staging.internal, 10.0.0.0/8:*, [::1]:8000, [fd00::]/8, 192.168.1.7',
+  )
   expect(allow.size).toBe(6)
   expect(allow.allowsHost('LOCALHOST', 3000)).toBe(true)
   expect(allow.allowsHost('localhost', 4000)).toBe(false)
@@ -68,9 +70,21 @@ test('the allow list: names, wildcards, ranges, ports; a bad entry stops the ser
   expect(allow.namesPort(3500)).toBe(true)
   expect(allow.namesPort(22)).toBe(true) // through 10.0.0.0/8:*
   expect(parseAllowList('').size).toBe(0)
-  for (const bad of ['local host', 'localhost:0', 'localhost:5-2', '10.0.0.0/33', '[::1', 'example.com/8', 'a..b', '::1:80']) expect(() => parseAllowList(bad)).toThrow()
+  for (const bad of [
+    'local host',
+    'localhost:0',
+    'localhost:5-2',
+    '10.0.0.0/33',
+    '[::1',
+    'example.com/8',
+    'a..b',
+    '::1:80',
+  ])
+    expect(() => parseAllowList(bad)).toThrow()
   expect(() => loadConfig({ CONSOLE_LINK_CHECK_ALLOW: 'localhost:99999' })).toThrow(/^CONSOLE_LINK_CHECK_ALLOW: /)
-  expect(loadConfig({ CONSOLE_LINK_CHECK_ALLOW: 'localhost:3000,127.0.0.0/8' }).consoleLinkCheckAllow).toBe('localhost:3000,127.0.0.0/8')
+  expect(loadConfig({ CONSOLE_LINK_CHECK_ALLOW: 'localhost:3000,127.0.0.0/8' }).consoleLinkCheckAllow).toBe(
+    'localhost:3000,127.0.0.0/8',
+  )
 })
 
 test('local links: refused by default, reached when allowed; redirects followed hop by hop within the rules', async () => {
@@ -80,7 +94,10 @@ test('local links: refused by default, reached when allowed; redirects followed 
   expect(hits).toEqual([])
 
   const deps = withAllowList(parseAllowList(`localhost:${port}`))
-  const [ok, chain, loop, away, getOnly, literal] = await checkLinks([`${base}/ok`, `${base}/a`, `${base}/loop`, `${base}/away`, `${base}/get-only`, `http://127.0.0.1:${port}/ok`], deps)
+  const [ok, chain, loop, away, getOnly, literal] = await checkLinks(
+    [`${base}/ok`, `${base}/a`, `${base}/loop`, `${base}/away`, `${base}/get-only`, `http://127.0.0.1:${port}/ok`],
+    deps,
+  )
   expect([ok!.status, ok!.note]).toEqual([200, '200 OK'])
   expect(chain!.status).toBe(200)
   expect(chain!.hops).toEqual([
@@ -94,12 +111,18 @@ test('local links: refused by default, reached when allowed; redirects followed 
   expect(away!.note).toContain('(after 1 redirect)')
   expect(hits.some((h) => h.url?.startsWith('other:'))).toBe(false)
   // HEAD refused: asked again with GET.
-  expect([getOnly!.status, hits.filter((h) => h.url === '/get-only').map((h) => h.method)]).toEqual([200, ['HEAD', 'GET']])
+  expect([getOnly!.status, hits.filter((h) => h.url === '/get-only').map((h) => h.method)]).toEqual([
+    200,
+    ['HEAD', 'GET'],
+  ])
   // The name was allowed, not the address: 127.0.0.1 itself stays refused.
   expect(literal!.status).toBeNull()
 
   // A range with a port range allows the address, whatever the name.
-  const [byRange] = await checkLinks([`http://127.0.0.1:${port}/ok`], withAllowList(parseAllowList(`127.0.0.0/8:${port}-${port}`)))
+  const [byRange] = await checkLinks(
+    [`http://127.0.0.1:${port}/ok`],
+    withAllowList(parseAllowList(`127.0.0.0/8:${port}-${port}`)),
+  )
   expect(byRange!.status).toBe(200)
 })
 
@@ -136,7 +159,9 @@ test('through the console: every link and image checked, the result kept on a GE
     const before = hits.length
     const posted = await client.post(`/console/orgs/${organizationId}/messages/${message.id}/check-links`)
     expect(posted.status).toBe(303)
-    expect(posted.location).toMatch(new RegExp(`^/console/orgs/${organizationId}/messages/${message.id}/link-checks/check_[0-9a-f]{32}$`))
+    expect(posted.location).toMatch(
+      new RegExp(`^/console/orgs/${organizationId}/messages/${message.id}/link-checks/check_[0-9a-f]{32}$`),
+    )
     const requests = hits.length - before
     expect(requests).toBe(31 + 1 + 1 + 2 + 1) // 30 links, Confirm and its two hops, the text's URL, two images (HEAD each; no GET needed)
     const page = await client.get(posted.location!)

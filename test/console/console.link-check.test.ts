@@ -30,7 +30,8 @@ beforeAll(async () => {
 afterAll(() => app.close())
 
 test('only public addresses pass, in every notation', () => {
-  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) expect(isPublicAddress(ip)).toBe(true)
+  for (const ip of ['8.8.8.8', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8'])
+    expect(isPublicAddress(ip)).toBe(true)
   for (const ip of [
     '127.0.0.1',
     '10.1.2.3',
@@ -89,10 +90,15 @@ test('the request goes to the address that was checked, once resolved; a redirec
     return [{ address: '127.0.0.1', family: 4 }]
   }
   const deps = { resolve, allowed: () => true, ports: new Set([port]) }
-  const results = await checkLinks([`http://app.test:${port}/confirm?t=1`, `http://app.test:${port}/gone`, `http://app.test:${port}/moved`], deps)
+  const results = await checkLinks(
+    [`http://app.test:${port}/confirm?t=1`, `http://app.test:${port}/gone`, `http://app.test:${port}/moved`],
+    deps,
+  )
   // The redirect's target (port 80 of loopback) is outside the widened policy's ports: refused before any request.
   expect(results.map((r) => r.status)).toEqual([200, 404, null])
-  expect(results[2]!.hops).toEqual([{ url: `http://app.test:${port}/moved`, status: 302, location: 'http://127.0.0.1/admin' }])
+  expect(results[2]!.hops).toEqual([
+    { url: `http://app.test:${port}/moved`, status: 302, location: 'http://127.0.0.1/admin' },
+  ])
   expect(results[2]!.note).toBe('not checked: only ports 80, 443, 8080 and 8443 (after 1 redirect)')
   expect(lookups).toBe(3)
   expect(hits.map((h) => h.url).sort()).toEqual(['/confirm?t=1', '/gone', '/moved'])
@@ -125,7 +131,11 @@ test('off on a public deployment (auto), on for localhost; the route is 404 when
     try {
       const { client, organizationId, key } = await setUp(server, { email: 'owner@example.com' })
       const inbox = (await server.post('/v1/inboxes', key)).body.data
-      await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'Links', text: 'Open http://10.0.0.1/x now' }))
+      await sendMail(
+        server.app.smtpPort,
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject: 'Links', text: 'Open http://10.0.0.1/x now' }),
+      )
       const listed = (await server.get(`/v1/inboxes/${inbox.id}/messages`, key)).body.data
       const page = await client.get(`/console/orgs/${organizationId}/messages/${listed[0].id}`)
       expect(page.html.includes('Check links')).toBe(enabled)

@@ -19,7 +19,11 @@ beforeAll(async () => {
   owner = client
   const inbox = (await server.post('/v1/inboxes', key)).body.data
   path = `/console/orgs/${organizationId}/inboxes/${inbox.id}`
-  for (const subject of ['First <b>one</b>', 'Second']) expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))).data?.code).toBe(250)
+  for (const subject of ['First <b>one</b>', 'Second'])
+    expect(
+      (await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))).data
+        ?.code,
+    ).toBe(250)
 })
 afterAll(() => server.stop())
 

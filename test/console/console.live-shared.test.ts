@@ -38,11 +38,17 @@ test('one stream carries the events of each watched inbox, naming it, and outliv
   expect(stream.response.status).toBe(200)
   expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
   expect(await stream.next()).toStartWith('ready ')
-  expect((await sendMail(server.app.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'To B' }))).data?.code).toBe(250)
+  expect(
+    (await sendMail(server.app.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'To B' }))).data
+      ?.code,
+  ).toBe(250)
   expect(await stream.next()).toBe(`message_stored ${b.id}`)
   expect((await server.delete(`/v1/inboxes/${a.id}`, key)).status).toBe(204)
   expect(await stream.next()).toBe(`inbox_deleted ${a.id}`)
-  expect((await sendMail(server.app.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'Still' }))).data?.code).toBe(250)
+  expect(
+    (await sendMail(server.app.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'Still' }))).data
+      ?.code,
+  ).toBe(250)
   expect(await stream.next()).toBe(`message_stored ${b.id}`)
   stream.abort()
 })
@@ -53,9 +59,16 @@ test('an inbox that is gone, unknown or of another organisation is reported dele
   await server.delete(`/v1/inboxes/${gone.id}`, key)
   const stranger = `org_${'0'.repeat(32)}`
   const unknown = `inbox_${'f'.repeat(32)}`
-  const stream = await openShared([`${org}:${live.id}`, `${org}:${gone.id}`, `${stranger}:${unknown}`, `${org}:${unknown}`])
+  const stream = await openShared([
+    `${org}:${live.id}`,
+    `${org}:${gone.id}`,
+    `${stranger}:${unknown}`,
+    `${org}:${unknown}`,
+  ])
   const events = [await stream.next(), await stream.next(), await stream.next()]
-  expect(events.sort()).toEqual([`inbox_deleted ${gone.id}`, `inbox_deleted ${unknown}`, `inbox_deleted ${unknown}`].sort())
+  expect(events.sort()).toEqual(
+    [`inbox_deleted ${gone.id}`, `inbox_deleted ${unknown}`, `inbox_deleted ${unknown}`].sort(),
+  )
   expect(await stream.next()).toStartWith('ready ')
   stream.abort()
   // Nothing watchable at all: the answer says so and ends, holding no slot.

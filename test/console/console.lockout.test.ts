@@ -25,7 +25,10 @@ let people = 0
 
 beforeAll(async () => {
   // The test client is the trusted proxy here: only a peer in TRUSTED_PROXIES may set the header.
-  server = await startTestServer({ clock, env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', TRUSTED_PROXIES: '127.0.0.1, ::1' } })
+  server = await startTestServer({
+    clock,
+    env: { CLIENT_ADDRESS_HEADER: 'X-Test-Client', TRUSTED_PROXIES: '127.0.0.1, ::1' },
+  })
   ;({ client: operator, organizationId: org } = await setUp(server, { email: 'operator@example.com' }))
 })
 afterAll(() => server.stop())
@@ -40,12 +43,17 @@ async function newMember(): Promise<{ email: string; id: string }> {
 async function signIn(email: string, password: string, address: string) {
   const client = ConsoleClient.for(server)
   await client.get('/console/sign-in', { 'x-test-client': address })
-  return client.post('/console/sign-in', { email, password, next: '/console' }, { headers: { 'x-test-client': address } })
+  return client.post(
+    '/console/sign-in',
+    { email, password, next: '/console' },
+    { headers: { 'x-test-client': address } },
+  )
 }
 
 test("an attacker's wrong passwords lock out the attacker's address, not the account's owner", async () => {
   const { email } = await newMember()
-  for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++) expect((await signIn(email, `guess ${i} guess`, '10.7.0.1')).status).toBe(401)
+  for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++)
+    expect((await signIn(email, `guess ${i} guess`, '10.7.0.1')).status).toBe(401)
   const refused = await signIn(email, PASSWORD, '10.7.0.1')
   expect(refused.status).toBe(429)
   expect(refused.headers.get('retry-after')).toBe('900')
@@ -67,7 +75,8 @@ test('the page says how long is left, and the address may try again when the win
 
 test(`${ACCOUNT_SLOW_AFTER} failures from many addresses slow the account; the right password still signs in`, async () => {
   const { email } = await newMember()
-  for (let i = 0; i < ACCOUNT_SLOW_AFTER; i++) expect((await signIn(email, `guess ${i} guess`, `10.7.2.${i}`)).status).toBe(401)
+  for (let i = 0; i < ACCOUNT_SLOW_AFTER; i++)
+    expect((await signIn(email, `guess ${i} guess`, `10.7.2.${i}`)).status).toBe(401)
   expect((await signIn(email, PASSWORD, '10.7.3.1')).status).toBe(303)
 })
 
@@ -86,7 +95,12 @@ test("the operator's reset, from the console or the CLI, lifts the lockout of th
   await lockOut('10.7.4.2')
   const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', email], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: {
+      ...process.env,
+      DATABASE_PATH: server.databasePath,
+      DATABASE_URL: server.databaseUrl ?? '',
+      CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib),
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -101,7 +115,12 @@ test('wrong current passwords on the account page count like wrong sign-ins, for
   await client.get('/console/sign-in', { 'x-test-client': '10.7.5.1' })
   await client.post('/console/sign-in', { email, password: PASSWORD }, { headers: { 'x-test-client': '10.7.5.1' } })
   await client.get('/console/account')
-  const change = (current: string) => client.post('/console/account/password', { current, password: 'a brand new password' }, { headers: { 'x-test-client': '10.7.5.1' } })
+  const change = (current: string) =>
+    client.post(
+      '/console/account/password',
+      { current, password: 'a brand new password' },
+      { headers: { 'x-test-client': '10.7.5.1' } },
+    )
   for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++) expect((await change(`not it ${i}`)).status).toBe(400)
   const refused = await change(PASSWORD)
   expect(refused.status).toBe(429)

@@ -48,11 +48,15 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   secrets.add(firstKey)
 
   await operator.get(`/console/orgs/${organizationId}/keys`)
-  const named = await operator.get((await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'CI' })).location!)
+  const named = await operator.get(
+    (await operator.post(`/console/orgs/${organizationId}/keys`, { name: 'CI' })).location!,
+  )
   secrets.add(shown(named.html, /value="(ph_live_[0-9a-f_]+)"/))
 
   await operator.get(`/console/orgs/${organizationId}/members`)
-  const invited = await operator.get((await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!)
+  const invited = await operator.get(
+    (await operator.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!,
+  )
   const inviteToken = shown(invited.html, /\/console\/invites\/([A-Za-z0-9_-]{43})"/)
   secrets.add(inviteToken)
   const invitePath = `/console/invites/${inviteToken}`
@@ -65,7 +69,9 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   expect((await member.get(`${invitePath}/extra`)).status).toBe(404)
   expect((await member.get(`/console/sign-in?next=${encodeURIComponent(invitePath)}`)).status).toBe(200)
   const port = Number(new URL(server.url).port)
-  expect((await rawHttp(port, `GET ${invitePath} HTTP/1.1\r\nHost: exa[mple\r\nConnection: close\r\n\r\n`)).status).toBe(400)
+  expect(
+    (await rawHttp(port, `GET ${invitePath} HTTP/1.1\r\nHost: exa[mple\r\nConnection: close\r\n\r\n`)).status,
+  ).toBe(400)
   await member.get(invitePath)
   expect((await member.post(invitePath, { email: MEMBER, password: MEMBER_PASSWORD })).status).toBe(303)
   expect((await remember(ConsoleClient.for(server)).get(invitePath)).status).toBe(404)
@@ -76,7 +82,9 @@ test('a full console journey leaves none of its secrets in the log', async () =>
   expect((await guesser.post('/console/sign-in', { email: MEMBER, password: WRONG_PASSWORD })).status).toBe(401)
   const again = remember(await signedIn(server, MEMBER, MEMBER_PASSWORD))
   await again.get('/console/account')
-  expect((await again.post('/console/account/password', { current: MEMBER_PASSWORD, password: CHANGED_PASSWORD })).status).toBe(303) // to the account page that says so (post/redirect/get)
+  expect(
+    (await again.post('/console/account/password', { current: MEMBER_PASSWORD, password: CHANGED_PASSWORD })).status,
+  ).toBe(303) // to the account page that says so (post/redirect/get)
 
   // The operator resets the member's password; the member signs in with it, then signs out everywhere.
   await operator.get('/console/admin')
@@ -91,7 +99,8 @@ test('a full console journey leaves none of its secrets in the log', async () =>
 
   // An API client pasting its key into a path by mistake. The API logs after the response is sent: wait for its line.
   expect((await server.get(`/v1/inboxes/${firstKey}`, firstKey)).status).toBe(404)
-  const apiLine = () => server.logs.find((line) => line.event === 'http_request' && String(line.path).startsWith('/v1/inboxes/'))
+  const apiLine = () =>
+    server.logs.find((line) => line.event === 'http_request' && String(line.path).startsWith('/v1/inboxes/'))
   await until(() => apiLine() !== undefined, 'the http_request line of the API call')
   expect(apiLine()?.path).toBe(`/v1/inboxes/${firstKey.slice(0, 24)}_${REDACTED}`)
 
@@ -100,14 +109,19 @@ test('a full console journey leaves none of its secrets in the log', async () =>
     if (client.csrf) secrets.add(client.csrf)
   }
   for (const line of server.logs) {
-    for (const value of Object.values(line)) if (typeof value === 'string' && /ph_session(_\d+)?=/.test(value)) secrets.add(value)
+    for (const value of Object.values(line))
+      if (typeof value === 'string' && /ph_session(_\d+)?=/.test(value)) secrets.add(value)
   }
 
   const log = server.logs.map((line) => JSON.stringify(line)).join('\n')
   const leaked = [...secrets].filter((secret) => log.includes(secret) || log.includes(encodeURIComponent(secret)))
   expect(leaked).toEqual([])
   // Still logged, with the token replaced: the requests can be followed, the link cannot be used.
-  const invitePaths = server.logs.filter((line) => line.event === 'console_request' && String(line.path).startsWith('/console/invites/')).map((line) => line.path)
+  const invitePaths = server.logs
+    .filter((line) => line.event === 'console_request' && String(line.path).startsWith('/console/invites/'))
+    .map((line) => line.path)
   expect(invitePaths.length).toBeGreaterThanOrEqual(8)
-  expect(new Set(invitePaths)).toEqual(new Set([`/console/invites/${REDACTED}`, `/console/invites/${REDACTED}/`, `/console/invites/${REDACTED}/extra`]))
+  expect(new Set(invitePaths)).toEqual(
+    new Set([`/console/invites/${REDACTED}`, `/console/invites/${REDACTED}/`, `/console/invites/${REDACTED}/extra`]),
+  )
 })

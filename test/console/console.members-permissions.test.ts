@@ -16,7 +16,10 @@ let orgA: string
 
 beforeAll(async () => {
   server = await startTestServer({ clock })
-  ;({ client: owner, organizationId: orgA } = await setUp(server, { email: 'owner@example.com', organization: 'Org A' }))
+  ;({ client: owner, organizationId: orgA } = await setUp(server, {
+    email: 'owner@example.com',
+    organization: 'Org A',
+  }))
 })
 afterAll(() => server.stop())
 
@@ -96,7 +99,8 @@ describe('what a member may not do', () => {
   })
 
   test('a member reads the organisation, its members and its keys list', async () => {
-    for (const path of ['', '/members', '/keys']) expect((await member.get(`/console/orgs/${orgA}${path}`)).status).toBe(200)
+    for (const path of ['', '/members', '/keys'])
+      expect((await member.get(`/console/orgs/${orgA}${path}`)).status).toBe(200)
   })
 
   test('a member may not create or revoke keys, invite, change roles, remove others, or read the audit log (403)', async () => {
@@ -133,7 +137,8 @@ describe('another organisation', () => {
     const ownerId = await userIdOf(owner, orgA, 'owner@example.com')
     const unknown = 'org_' + '0'.repeat(32)
     for (const org of [orgA, unknown]) {
-      for (const path of ['', '/members', '/keys', '/audit']) expect((await stranger.get(`/console/orgs/${org}${path}`)).status).toBe(404)
+      for (const path of ['', '/members', '/keys', '/audit'])
+        expect((await stranger.get(`/console/orgs/${org}${path}`)).status).toBe(404)
       expect((await stranger.post(`/console/orgs/${org}/keys`, { name: 'x' })).status).toBe(404)
       expect((await stranger.post(`/console/orgs/${org}/invites`, { role: 'owner' })).status).toBe(404)
       expect((await stranger.post(`/console/orgs/${org}/members/${ownerId}/remove`)).status).toBe(404)

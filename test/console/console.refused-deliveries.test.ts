@@ -25,14 +25,19 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const mail = (from: string, to: string) => sendMail(server.app.smtpPort, { from, to: [to] }, `From: ${from}\r\nTo: ${to}\r\nSubject: hi\r\n\r\nhi\r\n`)
+const mail = (from: string, to: string) =>
+  sendMail(server.app.smtpPort, { from, to: [to] }, `From: ${from}\r\nTo: ${to}\r\nSubject: hi\r\n\r\nhi\r\n`)
 
 /**
  * Every machine keeps the refusal for `address`, which no inbox has yet: on two machines the
  * one that refused it tells the other a moment later, and an inbox made before that would
  * not find it there.
  */
-const keptEverywhere = (address: string) => until(() => server.machines.every((machine) => machine.services.refusedDeliveries.waiting(address) > 0), `every machine to keep the refusal for ${address}`)
+const keptEverywhere = (address: string) =>
+  until(
+    () => server.machines.every((machine) => machine.services.refusedDeliveries.waiting(address) > 0),
+    `every machine to keep the refusal for ${address}`,
+  )
 
 /**
  * The inbox page once its refused deliveries list `text` (on two machines, a moment after the
@@ -82,40 +87,64 @@ testNeeding('curl')('an empty inbox offers a curl line that sends it mail', asyn
   const page = await createInbox('curl-offer')
   const html = (await owner.get(page)).html
   const line = /<pre>(printf [^<]*curl[^<]*)<\/pre>/.exec(html)?.[1]?.replaceAll('&#39;', "'").replaceAll('&amp;', '&')
-  expect(line).toContain(`smtp://localhost:${server.app.smtpPort} --mail-from app@example.com --mail-rcpt curl-offer@inbox.test -T -`)
+  expect(line).toContain(
+    `smtp://localhost:${server.app.smtpPort} --mail-from app@example.com --mail-rcpt curl-offer@inbox.test -T -`,
+  )
   // The server runs in this process: the child is awaited, never run synchronously.
-  const run = Bun.spawn(['bash', '-c', line!.replace('smtp://localhost:', 'smtp://127.0.0.1:')], { stdout: 'ignore', stderr: 'inherit' })
+  const run = Bun.spawn(['bash', '-c', line!.replace('smtp://localhost:', 'smtp://127.0.0.1:')], {
+    stdout: 'ignore',
+    stderr: 'inherit',
+  })
   expect(await run.exited).toBe(0)
   expect(await owner.get(page).then((p) => p.html)).toContain('Hello from curl')
   expect(html).toContain('swaks --server')
 })
 
-testNeeding('curl')('the first-run page\'s "Try it" runs as shown: it sends with curl and reads the message back with 200', async () => {
-  const fresh = await startTestServer()
-  try {
-    const client = ConsoleClient.for(fresh)
-    const path = setupPath(fresh)
-    expect((await client.get(path)).status).toBe(200)
-    const token = new URL(path, 'http://x').searchParams.get('token')!
-    const made = await client.post('/setup', { token, email: 'first@example.com', password: PASSWORD, organization: 'First', preset: 'local' })
-    expect(made.status).toBe(303) // to the first-steps page (post/redirect/get)
-    const done = await client.get(made.location!)
-    expect(done.status).toBe(200)
-    const block = /<pre id="try-it">([^<]*)<\/pre>/.exec(done.html)![1]!.replaceAll('&#39;', "'").replaceAll('&quot;', '"').replaceAll('&amp;', '&').replaceAll('&lt;', '<').replaceAll('&gt;', '>')
-    expect(block).not.toContain('swaks')
-    const script = block.replace(`smtp://localhost:${fresh.app.smtpPort}`, `smtp://127.0.0.1:${fresh.app.smtpPort}`)
-    // The server runs in this process: the child is awaited, never run synchronously.
-    const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', script], { stdout: 'pipe', stderr: 'pipe' })
-    const [code, stdout, stderr] = await Promise.all([run.exited, new Response(run.stdout).text(), new Response(run.stderr).text()])
-    expect(stderr).toBe('')
-    expect(code).toBe(0)
-    const lines = stdout.trim().split('\n')
-    expect(lines.at(-1)).toBe('200')
-    expect(lines.at(-2)).toContain('"subject":"Hello"')
-  } finally {
-    await fresh.stop()
-  }
-})
+testNeeding('curl')(
+  'the first-run page\'s "Try it" runs as shown: it sends with curl and reads the message back with 200',
+  async () => {
+    const fresh = await startTestServer()
+    try {
+      const client = ConsoleClient.for(fresh)
+      const path = setupPath(fresh)
+      expect((await client.get(path)).status).toBe(200)
+      const token = new URL(path, 'http://x').searchParams.get('token')!
+      const made = await client.post('/setup', {
+        token,
+        email: 'first@example.com',
+        password: PASSWORD,
+        organization: 'First',
+        preset: 'local',
+      })
+      expect(made.status).toBe(303) // to the first-steps page (post/redirect/get)
+      const done = await client.get(made.location!)
+      expect(done.status).toBe(200)
+      const block = /<pre id="try-it">([^<]*)<\/pre>/
+        .exec(done.html)![1]!
+        .replaceAll('&#39;', "'")
+        .replaceAll('&quot;', '"')
+        .replaceAll('&amp;', '&')
+        .replaceAll('&lt;', '<')
+        .replaceAll('&gt;', '>')
+      expect(block).not.toContain('swaks')
+      const script = block.replace(`smtp://localhost:${fresh.app.smtpPort}`, `smtp://127.0.0.1:${fresh.app.smtpPort}`)
+      // The server runs in this process: the child is awaited, never run synchronously.
+      const run = Bun.spawn(['bash', '-euo', 'pipefail', '-c', script], { stdout: 'pipe', stderr: 'pipe' })
+      const [code, stdout, stderr] = await Promise.all([
+        run.exited,
+        new Response(run.stdout).text(),
+        new Response(run.stderr).text(),
+      ])
+      expect(stderr).toBe('')
+      expect(code).toBe(0)
+      const lines = stdout.trim().split('\n')
+      expect(lines.at(-1)).toBe('200')
+      expect(lines.at(-2)).toContain('"subject":"Hello"')
+    } finally {
+      await fresh.stop()
+    }
+  },
+)
 
 test("an address handed on shows none of the earlier owner's refusals, early sends included", async () => {
   // Another organisation had the address first: an early send, then a burst refusal that names its sender and its limit.

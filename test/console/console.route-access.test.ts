@@ -43,9 +43,13 @@ describe('building the router', () => {
 
   test('a member or owner route whose path has no :org is refused', () => {
     for (const access of ['member', 'owner'] as const) {
-      expect(() => compileRoute({ method: 'POST', path: '/console/account/thing', access, handler: page })).toThrow('has no :org in its path')
+      expect(() => compileRoute({ method: 'POST', path: '/console/account/thing', access, handler: page })).toThrow(
+        'has no :org in its path',
+      )
     }
-    expect(() => compileRoute({ method: 'GET', path: PATHS.keys.pattern, access: 'owner', handler: page })).not.toThrow()
+    expect(() =>
+      compileRoute({ method: 'GET', path: PATHS.keys.pattern, access: 'owner', handler: page }),
+    ).not.toThrow()
   })
 })
 
@@ -70,6 +74,9 @@ describe('links', () => {
   test('a link is matched by its own route, which reads back the same values', () => {
     const compiled = compileRoute({ method: 'GET', path: PATHS.message.pattern, access: 'member', handler: page })
     const values = compiled.pattern.exec(PATHS.message.link('org_x', 'msg/%y'))!.slice(1).map(decodeURIComponent)
-    expect(Object.fromEntries(compiled.names.map((name, i) => [name, values[i]]))).toEqual({ org: 'org_x', message: 'msg/%y' })
+    expect(Object.fromEntries(compiled.names.map((name, i) => [name, values[i]]))).toEqual({
+      org: 'org_x',
+      message: 'msg/%y',
+    })
   })
 })

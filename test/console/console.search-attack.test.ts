@@ -20,7 +20,8 @@ let orgB: string
 let inboxB: string
 let messageB: string
 
-const subjectsOf = (html: string) => [...html.matchAll(/href="[^"]*\/messages\/msg_[0-9a-f]+">([^<]*)<\/a>/g)].map((m) => m[1])
+const subjectsOf = (html: string) =>
+  [...html.matchAll(/href="[^"]*\/messages\/msg_[0-9a-f]+">([^<]*)<\/a>/g)].map((m) => m[1])
 
 async function send(to: string, raw: string | Buffer) {
   const result = await sendMail(server.app.smtpPort, { to: [to] }, raw)
@@ -38,16 +39,24 @@ async function inbox(client: ConsoleClient, org: string, prefix: string) {
 
 /** Search-text rows of the messages `where` picks, read from the database behind the server's back. */
 function searchTextRows(where: string, ...values: string[]): Promise<number> {
-  return server.countRows(`select count(*) as n from message_search_texts t join messages m on m.id = t.message_id where ${where}`, ...values)
+  return server.countRows(
+    `select count(*) as n from message_search_texts t join messages m on m.id = t.message_id where ${where}`,
+    ...values,
+  )
 }
 
 function orphanSearchTexts(): Promise<number> {
-  return server.countRows('select count(*) as n from message_search_texts t where not exists (select 1 from messages m where m.id = t.message_id)')
+  return server.countRows(
+    'select count(*) as n from message_search_texts t where not exists (select 1 from messages m where m.id = t.message_id)',
+  )
 }
 
 beforeAll(async () => {
   server = await startTestServer()
-  ;({ client: operator, organizationId: orgA } = await setUp(server, { email: 'operator@example.com', preset: 'local' }))
+  ;({ client: operator, organizationId: orgA } = await setUp(server, {
+    email: 'operator@example.com',
+    preset: 'local',
+  }))
   member = await addMember(server, operator, orgA, 'member@example.com')
   // Organisation B: the operator's, not the member's.
   const created = await operator.post('/console/admin/orgs', { name: 'Org B', preset: 'local' })
@@ -55,7 +64,9 @@ beforeAll(async () => {
   const b = await inbox(operator, orgB, 'secret-b')
   inboxB = b.id
   await send(b.address, simpleMessage({ to: b.address, subject: 'B secret', text: 'the launch code is 0000' }))
-  messageB = /\/messages\/(msg_[0-9a-f]{32})/.exec((await operator.get(`/console/orgs/${orgB}/inboxes/${inboxB}`)).html)![1]!
+  messageB = /\/messages\/(msg_[0-9a-f]{32})/.exec(
+    (await operator.get(`/console/orgs/${orgB}/inboxes/${inboxB}`)).html,
+  )![1]!
 })
 afterAll(() => server.stop())
 
@@ -82,13 +93,16 @@ test("a member of A with B's ids gets 404 from the search, the live list and eve
   expect((await member.post(`/console/orgs/${orgA}/inboxes/delete-inbox`, { inbox: inboxB })).status).toBe(404)
   const a = await inbox(member, orgA, 'member-a')
   await member.get(`/console/orgs/${orgA}/inboxes/${a.id}`)
-  expect((await member.post(`/console/orgs/${orgA}/inboxes/${a.id}/delete-message`, { message: messageB })).status).toBe(404)
+  expect(
+    (await member.post(`/console/orgs/${orgA}/inboxes/${a.id}/delete-message`, { message: messageB })).status,
+  ).toBe(404)
   expect(subjectsOf((await operator.get(`/console/orgs/${orgB}/inboxes/${inboxB}`)).html)).toEqual(['B secret'])
 })
 
 test("a search cursor is B's alone: replayed in A's search it is refused", async () => {
   const b = await inbox(operator, orgB, 'paging-b')
-  for (let i = 0; i < 51; i++) await send(b.address, simpleMessage({ to: b.address, subject: `Page ${i}`, text: 'paged' }))
+  for (let i = 0; i < 51; i++)
+    await send(b.address, simpleMessage({ to: b.address, subject: `Page ${i}`, text: 'paged' }))
   const first = await operator.get(`/console/orgs/${orgB}/search?text=paged`)
   const older = /href="([^"]+)" id="older-matches"/.exec(first.html)![1]!.replaceAll('&amp;', '&')
   const cursor = new URL(older, server.url).searchParams.get('cursor')!
@@ -97,21 +111,34 @@ test("a search cursor is B's alone: replayed in A's search it is refused", async
   expect(replayed.status).toBe(400)
   expect(replayed.html).not.toContain('Page ')
   // Nor is it a cursor of one of B's inboxes.
-  expect((await operator.get(`/console/orgs/${orgB}/inboxes/${b.id}?cursor=${encodeURIComponent(cursor)}`)).status).toBe(400)
+  expect(
+    (await operator.get(`/console/orgs/${orgB}/inboxes/${b.id}?cursor=${encodeURIComponent(cursor)}`)).status,
+  ).toBe(400)
   // A tampered cursor is refused, not read.
   const tampered = `${cursor.slice(0, -2)}${cursor.endsWith('A') ? 'B' : 'A'}A`
-  expect((await operator.get(`/console/orgs/${orgB}/search?text=paged&cursor=${encodeURIComponent(tampered)}`)).status).toBe(400)
+  expect(
+    (await operator.get(`/console/orgs/${orgB}/search?text=paged&cursor=${encodeURIComponent(tampered)}`)).status,
+  ).toBe(400)
 })
 
 test('the live-list header: without a session a redirect with no marker; elsewhere the whole page', async () => {
-  const anonymous = await fetch(`${server.url}/console/orgs/${orgA}/inboxes`, { headers: { 'x-live-list': '1' }, redirect: 'manual' })
+  const anonymous = await fetch(`${server.url}/console/orgs/${orgA}/inboxes`, {
+    headers: { 'x-live-list': '1' },
+    redirect: 'manual',
+  })
   expect(anonymous.status).toBe(303)
   expect(anonymous.headers.get('x-live-list')).toBeNull()
   expect(anonymous.headers.get('cache-control')).toBe('no-store')
-  const followed = await fetch(`${server.url}/console/orgs/${orgB}/inboxes/${inboxB}`, { headers: { 'x-live-list': '1' } })
+  const followed = await fetch(`${server.url}/console/orgs/${orgB}/inboxes/${inboxB}`, {
+    headers: { 'x-live-list': '1' },
+  })
   expect(followed.headers.get('x-live-list')).toBeNull()
   expect(await followed.text()).not.toContain('B secret')
-  for (const path of [`/console/orgs/${orgB}/search?text=launch`, `/console/orgs/${orgB}/inboxes`, `/console/orgs/${orgB}/messages/${messageB}`]) {
+  for (const path of [
+    `/console/orgs/${orgB}/search?text=launch`,
+    `/console/orgs/${orgB}/inboxes`,
+    `/console/orgs/${orgB}/messages/${messageB}`,
+  ]) {
     const page = await operator.get(path, { 'x-live-list': '1' })
     expect(page.status).toBe(200)
     expect(page.headers.get('x-live-list')).toBeNull()
@@ -126,9 +153,15 @@ test('the live-list header: without a session a redirect with no marker; elsewhe
 test('a removed member loses the live list and the search at once; so does a signed-out session', async () => {
   const leaver = await addMember(server, operator, orgB, 'leaver@example.com')
   expect((await leaver.get(`/console/orgs/${orgB}/search?text=launch`)).html).toContain('B secret')
-  const userId = /\/members\/(user_[0-9a-f]{32})\/remove/.exec((await operator.get(`/console/orgs/${orgB}/members`)).html.split('leaver@example.com')[1] ?? '')?.[1]
+  const userId = /\/members\/(user_[0-9a-f]{32})\/remove/.exec(
+    (await operator.get(`/console/orgs/${orgB}/members`)).html.split('leaver@example.com')[1] ?? '',
+  )?.[1]
   const members = await operator.get(`/console/orgs/${orgB}/members`)
-  const id = userId ?? [...members.html.matchAll(/\/members\/(user_[0-9a-f]{32})\/remove/g)].map((m) => m[1]!).find((u) => members.html.indexOf(u) > members.html.indexOf('leaver@example.com'))!
+  const id =
+    userId ??
+    [...members.html.matchAll(/\/members\/(user_[0-9a-f]{32})\/remove/g)]
+      .map((m) => m[1]!)
+      .find((u) => members.html.indexOf(u) > members.html.indexOf('leaver@example.com'))!
   expect((await operator.post(`/console/orgs/${orgB}/members/${id}/remove`)).status).toBe(303)
   expect((await leaver.get(`/console/orgs/${orgB}/search?text=launch`)).status).toBe(404)
   const live = await leaver.get(`/console/orgs/${orgB}/inboxes/${inboxB}`, { 'x-live-list': '1' })
@@ -140,27 +173,52 @@ test('a removed member loses the live list and the search at once; so does a sig
   const cookie = signedOut.cookieHeader()
   expect((await signedOut.post('/console/sign-out')).status).toBe(303)
   // The old cookie, replayed after signing out, is a stranger's.
-  const replay = await fetch(`${server.url}/console/orgs/${orgB}/inboxes/${inboxB}`, { headers: { cookie, 'x-live-list': '1' }, redirect: 'manual' })
+  const replay = await fetch(`${server.url}/console/orgs/${orgB}/inboxes/${inboxB}`, {
+    headers: { cookie, 'x-live-list': '1' },
+    redirect: 'manual',
+  })
   expect(replay.status).toBe(303)
   expect(await replay.text()).not.toContain('B secret')
-  const search = await fetch(`${server.url}/console/orgs/${orgB}/search?text=launch`, { headers: { cookie }, redirect: 'manual' })
+  const search = await fetch(`${server.url}/console/orgs/${orgB}/search?text=launch`, {
+    headers: { cookie },
+    redirect: 'manual',
+  })
   expect(search.status).toBe(303)
 })
 
 test('odd mail is stored with a search text and a 250: HTML only, no text part, invalid UTF-8, NUL, a huge body', async () => {
   const c = await inbox(operator, orgA, 'odd-mail')
-  const head = (subject: string, type: string) => [`From: s@example.com`, `To: ${c.address}`, `Subject: ${subject}`, 'MIME-Version: 1.0', `Content-Type: ${type}`, ''].join('\r\n')
-  await send(c.address, `${head('html only', 'text/html; charset=utf-8')}\r\n<p>Only <b>MARKUP</b> here</p>${'<div>x</div>'.repeat(80_000)}`)
+  const head = (subject: string, type: string) =>
+    [
+      `From: s@example.com`,
+      `To: ${c.address}`,
+      `Subject: ${subject}`,
+      'MIME-Version: 1.0',
+      `Content-Type: ${type}`,
+      '',
+    ].join('\r\n')
+  await send(
+    c.address,
+    `${head('html only', 'text/html; charset=utf-8')}\r\n<p>Only <b>MARKUP</b> here</p>${'<div>x</div>'.repeat(80_000)}`,
+  )
   await send(
     c.address,
     `${head('attachment only', 'multipart/mixed; boundary=b')}\r\n--b\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=a.bin\r\n\r\nAAAA\r\n--b--\r\n`,
   )
-  await send(c.address, Buffer.concat([Buffer.from(`${head('bad utf8', 'text/plain; charset=utf-8')}\r\nbefore `), Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xed, 0xa0, 0x80]), Buffer.from(' after\r\n')]))
+  await send(
+    c.address,
+    Buffer.concat([
+      Buffer.from(`${head('bad utf8', 'text/plain; charset=utf-8')}\r\nbefore `),
+      Buffer.from([0xff, 0xfe, 0xc3, 0x28, 0xed, 0xa0, 0x80]),
+      Buffer.from(' after\r\n'),
+    ]),
+  )
   await send(c.address, `${head('nul', 'text/plain; charset=utf-8')}\r\nnul\u0000inside\r\n`)
   await send(c.address, `${head('unknown charset', 'text/plain; charset=x-made-up')}\r\nplain words\r\n`)
   await send(c.address, `${head('huge', 'text/plain; charset=utf-8')}\r\n${'İ'.repeat(400_000)}\r\n`)
   expect(await searchTextRows('m.to_address = ?', c.address)).toBe(6)
-  const find = async (text: string) => subjectsOf((await operator.get(`/console/orgs/${orgA}/inboxes/${c.id}?text=${encodeURIComponent(text)}`)).html)
+  const find = async (text: string) =>
+    subjectsOf((await operator.get(`/console/orgs/${orgA}/inboxes/${c.id}?text=${encodeURIComponent(text)}`)).html)
   expect(await find('only markup here')).toEqual(['html only'])
   expect(await find('before')).toEqual(['bad utf8'])
   expect(await find('plain words')).toEqual(['unknown charset'])
@@ -169,7 +227,8 @@ test('odd mail is stored with a search text and a 250: HTML only, no text part, 
 
 test('deleting a message or an inbox, in the console or over /v1, deletes its search text', async () => {
   const d = await inbox(operator, orgA, 'deleting')
-  for (const subject of ['one', 'two', 'three']) await send(d.address, simpleMessage({ to: d.address, subject, text: `body ${subject}` }))
+  for (const subject of ['one', 'two', 'three'])
+    await send(d.address, simpleMessage({ to: d.address, subject, text: `body ${subject}` }))
   expect(await searchTextRows('m.inbox_id = ?', d.id)).toBe(3)
   const page = await operator.get(`/console/orgs/${orgA}/inboxes/${d.id}`)
   const ids = [...page.html.matchAll(/\/messages\/(msg_[0-9a-f]{32})/g)].map((m) => m[1]!)
@@ -189,7 +248,9 @@ test('text contains finds a subject whose white space differs from the query, as
   await send(e.address, simpleMessage({ to: e.address, subject: 'Your order has\r\n\tshipped', text: 'nothing here' }))
   await send(e.address, simpleMessage({ to: e.address, subject: 'Invoice  ready', text: 'nothing here' }))
   await send(e.address, simpleMessage({ to: e.address, subject: 'Other', text: 'Your order has\r\n\tshipped' }))
-  const find = async (text: string) => subjectsOf((await operator.get(`/console/orgs/${orgA}/inboxes/${e.id}?text=${encodeURIComponent(text)}`)).html).length
+  const find = async (text: string) =>
+    subjectsOf((await operator.get(`/console/orgs/${orgA}/inboxes/${e.id}?text=${encodeURIComponent(text)}`)).html)
+      .length
   expect(await find('order has shipped')).toBe(2)
   expect(await find('invoice ready')).toBe(1)
   // The folded subject and the body are apart: a query spanning the two finds nothing.
@@ -213,7 +274,9 @@ test("a query's cost is bounded in bytes: three-byte letters cannot triple the w
     }
   }
   // Within the bounds: 33 three-byte letters, 100 ASCII ones.
-  expect((await operator.get(`/console/orgs/${orgA}/search?text=${encodeURIComponent('ꙮ'.repeat(33))}`)).status).toBe(200)
+  expect((await operator.get(`/console/orgs/${orgA}/search?text=${encodeURIComponent('ꙮ'.repeat(33))}`)).status).toBe(
+    200,
+  )
   expect((await operator.get(`/console/orgs/${orgA}/search?text=${'a'.repeat(100)}`)).status).toBe(200)
 })
 
@@ -229,7 +292,12 @@ test('a plain member gets 403 from every owner route, and nothing changes', asyn
   const members = await operator.get(`/console/orgs/${orgA}/members`)
   const operatorId = /\/members\/(user_[0-9a-f]{32})\//.exec(members.html)![1]!
   const keys = await operator.get(`/console/orgs/${orgA}/keys`)
-  const values: Record<string, string> = { org: orgA, user: operatorId, key: /data-key="([0-9a-f]{16})"/.exec(keys.html)![1]!, invite: 'invite_x' }
+  const values: Record<string, string> = {
+    org: orgA,
+    user: operatorId,
+    key: /data-key="([0-9a-f]{16})"/.exec(keys.html)![1]!,
+    invite: 'invite_x',
+  }
   await member.get(`/console/orgs/${orgA}`)
   for (const r of owned) {
     const path = r.path.replace(/:([a-z]+)/g, (_, name: string) => encodeURIComponent(values[name] ?? `x_${name}`))

@@ -3,7 +3,12 @@ import { expect, test } from 'bun:test'
 import { CONSOLE_CSP, sameOrigin, securityHeaders } from '../../src/console/security.ts'
 
 test('a handler cannot loosen the CSP or allow framing unless its response is sandboxed', () => {
-  for (const own of ["default-src *; script-src 'unsafe-inline'", "script-src 'self' 'unsafe-inline'; frame-ancestors *", 'default-src *; sandboxed-not', '']) {
+  for (const own of [
+    "default-src *; script-src 'unsafe-inline'",
+    "script-src 'self' 'unsafe-inline'; frame-ancestors *",
+    'default-src *; sandboxed-not',
+    '',
+  ]) {
     const headers = new Headers(own ? { 'content-security-policy': own, 'x-frame-options': 'ALLOWALL' } : {})
     securityHeaders(headers)
     expect(headers.get('content-security-policy')).toBe(CONSOLE_CSP)
@@ -22,7 +27,8 @@ test('a sandboxed response keeps its CSP and may be framed by this origin', () =
 })
 
 test('sameOrigin accepts BASE_URL or the request host, and nothing else', () => {
-  const post = (headers: Record<string, string>) => new Request('http://127.0.0.1:3000/console/sign-out', { method: 'POST', headers })
+  const post = (headers: Record<string, string>) =>
+    new Request('http://127.0.0.1:3000/console/sign-out', { method: 'POST', headers })
   const base = 'https://mail.example.com'
   expect(sameOrigin(post({ origin: base }), base)).toBe(true)
   expect(sameOrigin(post({ origin: 'http://127.0.0.1:3000', host: '127.0.0.1:3000' }), base)).toBe(true)

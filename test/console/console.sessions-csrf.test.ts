@@ -1,7 +1,11 @@
 /** Sign-in, the session cookie, sign-out, throttling, and CSRF on every state change. */
 import { afterAll, beforeAll, describe, expect, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_WINDOW_MS } from '../../src/core/users/sign-in-throttle.ts'
+import {
+  FAILURES_PER_ACCOUNT_AND_ADDRESS,
+  FAILURES_PER_ADDRESS,
+  SIGN_IN_WINDOW_MS,
+} from '../../src/core/users/sign-in-throttle.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { ConsoleClient, PASSWORD, setUp, signedIn } from '../support/console-client.ts'
 
@@ -20,7 +24,11 @@ describe('sign-in', () => {
   test('a right password gives an HttpOnly, SameSite=Lax, Path=/ cookie (no Secure on http) and the console', async () => {
     const client = ConsoleClient.for(server)
     await client.get('/console/sign-in')
-    const page = await client.post('/console/sign-in', { email: 'OPERATOR@example.com ', password: PASSWORD, next: `/console/orgs/${organizationId}` })
+    const page = await client.post('/console/sign-in', {
+      email: 'OPERATOR@example.com ',
+      password: PASSWORD,
+      next: `/console/orgs/${organizationId}`,
+    })
     expect(page.status).toBe(303)
     expect(page.location).toBe(`/console/orgs/${organizationId}`)
     const cookie = page.headers.getSetCookie().find((line) => line.startsWith(`${client.sessionCookieName}=`))!
@@ -35,7 +43,9 @@ describe('sign-in', () => {
     const client = await signedIn(server, OPERATOR)
     const token = client.cookies.get(client.sessionCookieName)!
     const rows = await server.query('select token_sha256 from sessions')
-    expect(rows.some((row) => row.token_sha256 === new Bun.CryptoHasher('sha256').update(token).digest('hex'))).toBe(true)
+    expect(rows.some((row) => row.token_sha256 === new Bun.CryptoHasher('sha256').update(token).digest('hex'))).toBe(
+      true,
+    )
     expect(rows.some((row) => row.token_sha256 === token)).toBe(false)
   })
 
@@ -57,7 +67,15 @@ describe('sign-in', () => {
   })
 
   test('next is followed only inside the console (no open redirect)', async () => {
-    for (const next of ['https://evil.test/', '//evil.test', '/console/../v1/usage', 'javascript:alert(1)', '/\\evil.test/console', '/console\n//evil.test', 'https://evil.test/console?x=1']) {
+    for (const next of [
+      'https://evil.test/',
+      '//evil.test',
+      '/console/../v1/usage',
+      'javascript:alert(1)',
+      '/\\evil.test/console',
+      '/console\n//evil.test',
+      'https://evil.test/console?x=1',
+    ]) {
       const client = ConsoleClient.for(server)
       await client.get('/console/sign-in')
       const page = await client.post('/console/sign-in', { email: OPERATOR, password: PASSWORD, next })
@@ -77,7 +95,11 @@ describe('next keeps the query', () => {
     expect(signed.location).toBe(filtered)
     const again = ConsoleClient.for(server)
     await again.get('/console/sign-in')
-    const marked = await again.post('/console/sign-in', { email: OPERATOR, password: PASSWORD, next: `/console/orgs/${organizationId}?failed=abc&x=1` })
+    const marked = await again.post('/console/sign-in', {
+      email: OPERATOR,
+      password: PASSWORD,
+      next: `/console/orgs/${organizationId}?failed=abc&x=1`,
+    })
     expect(marked.location).toBe(`/console/orgs/${organizationId}?x=1`)
   })
 })
@@ -96,7 +118,11 @@ describe('sessions', () => {
     const client = await signedIn(server, OPERATOR)
     clock.advance(10 * 86_400_000) // past half of 14 days: this use extends it to 14 days from now
     const renewed = await client.get('/console')
-    expect(renewed.headers.getSetCookie().some((line) => line.startsWith(`${client.sessionCookieName}=`) && line.includes(`Max-Age=${14 * 86_400}`))).toBe(true)
+    expect(
+      renewed.headers
+        .getSetCookie()
+        .some((line) => line.startsWith(`${client.sessionCookieName}=`) && line.includes(`Max-Age=${14 * 86_400}`)),
+    ).toBe(true)
     clock.advance(13 * 86_400_000)
     expect((await client.get(`/console/orgs/${organizationId}`)).status).toBe(200)
     clock.advance(14 * 86_400_000 + 1)
@@ -109,7 +135,8 @@ describe('throttling', () => {
     const client = ConsoleClient.for(server)
     await client.get('/console/sign-in')
     const email = 'throttled@example.com'
-    for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++) await client.post('/console/sign-in', { email, password: 'guess number ' + i })
+    for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++)
+      await client.post('/console/sign-in', { email, password: 'guess number ' + i })
     const refused = await client.post('/console/sign-in', { email: OPERATOR, password: 'still a guess' })
     expect(refused.status).toBe(401) // another account is unaffected
     const locked = await client.post('/console/sign-in', { email, password: 'another guess' })
@@ -121,7 +148,8 @@ describe('throttling', () => {
     clock.advance(SIGN_IN_WINDOW_MS)
     const client = ConsoleClient.for(server)
     await client.get('/console/sign-in')
-    for (let i = 0; i < FAILURES_PER_ADDRESS; i++) await client.post('/console/sign-in', { email: `spray${i}@example.com`, password: 'guess guess' })
+    for (let i = 0; i < FAILURES_PER_ADDRESS; i++)
+      await client.post('/console/sign-in', { email: `spray${i}@example.com`, password: 'guess guess' })
     const page = await client.post('/console/sign-in', { email: OPERATOR, password: PASSWORD })
     expect(page.status).toBe(429)
     clock.advance(SIGN_IN_WINDOW_MS)
@@ -141,8 +169,14 @@ describe('CSRF', () => {
 
   test('a Referer from our origin stands in for a missing Origin; a foreign one does not', async () => {
     const client = await signedIn(server, OPERATOR)
-    expect((await client.post('/console/sign-out', {}, { origin: null, headers: { referer: 'https://evil.test/x' } })).status).toBe(403)
-    expect((await client.post('/console/sign-out', {}, { origin: null, headers: { referer: `${server.url}/console` } })).status).toBe(303)
+    expect(
+      (await client.post('/console/sign-out', {}, { origin: null, headers: { referer: 'https://evil.test/x' } }))
+        .status,
+    ).toBe(403)
+    expect(
+      (await client.post('/console/sign-out', {}, { origin: null, headers: { referer: `${server.url}/console` } }))
+        .status,
+    ).toBe(303)
   })
 
   test("a POST without the form token, or with another session's token, is refused", async () => {

@@ -31,7 +31,12 @@ test('/setup without the token, or with a wrong one, answers 404', async () => {
   expect((await client.get('/setup?token=' + 'A'.repeat(43))).status).toBe(404)
   expect((await client.get('/setup?token=')).status).toBe(404)
   await client.get('/console/sign-in')
-  const posted = await client.post('/setup', { token: 'A'.repeat(43), email: 'x@example.com', password: PASSWORD, organization: 'X' })
+  const posted = await client.post('/setup', {
+    token: 'A'.repeat(43),
+    email: 'x@example.com',
+    password: PASSWORD,
+    organization: 'X',
+  })
   expect(posted.status).toBe(404)
 })
 

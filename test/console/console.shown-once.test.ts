@@ -74,7 +74,9 @@ test('a reload after "Create invite link" shows the same link and opens no secon
 })
 
 test("the operator's reset password is shown on a GET, to that session only", async () => {
-  const invite = await owner.get((await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!)
+  const invite = await owner.get(
+    (await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })).location!,
+  )
   const path = new URL(/value="(http[^"]+)"/.exec(invite.html)![1]!).pathname
   const member = new ConsoleClient(server.url)
   await member.get(path)

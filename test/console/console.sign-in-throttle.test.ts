@@ -30,7 +30,9 @@ test("an account's failures refuse only the address they came from, until the wi
   const clock = new ManualClock()
   const throttle = new SignInThrottle(clock)
   for (let i = 0; i < FAILURES_PER_ACCOUNT_AND_ADDRESS; i++) failed(throttle, 'a@example.com', '10.0.0.1')
-  expect(() => throttle.begin('a@example.com', '10.0.0.1', 'hash-1')).toThrow('Too many wrong passwords for this account from your address. Try again in 15 minutes.')
+  expect(() => throttle.begin('a@example.com', '10.0.0.1', 'hash-1')).toThrow(
+    'Too many wrong passwords for this account from your address. Try again in 15 minutes.',
+  )
   // The owner, from their own address, is not locked out by someone else's guesses.
   expect(throttle.begin('a@example.com', '10.9.9.9', 'hash-1')).toBe(0)
   throttle.finish('a@example.com', '10.9.9.9', 'succeeded')
@@ -46,10 +48,13 @@ test(`past ${ACCOUNT_SLOW_AFTER} failures from anywhere the account is slowed, n
   for (let i = 0; i < ACCOUNT_SLOW_AFTER; i++) expect(failed(throttle, 'b@example.com', `10.1.0.${i}`)).toBe(0)
   // Attempts arriving together each get the next free turn.
   const waits: number[] = []
-  for (let i = 0; i * ACCOUNT_CHECK_SPACING_MS <= MAX_ACCOUNT_WAIT_MS; i++) waits.push(throttle.begin('b@example.com', `10.2.0.${i}`, 'hash-1'))
+  for (let i = 0; i * ACCOUNT_CHECK_SPACING_MS <= MAX_ACCOUNT_WAIT_MS; i++)
+    waits.push(throttle.begin('b@example.com', `10.2.0.${i}`, 'hash-1'))
   expect(waits).toEqual(waits.map((_, i) => i * ACCOUNT_CHECK_SPACING_MS))
   // Beyond the longest wait the attempt is refused for just the seconds until a turn is near.
-  expect(() => throttle.begin('b@example.com', '10.3.0.1', 'hash-1')).toThrow(/spaced out\. Try again in \d+ seconds?\./)
+  expect(() => throttle.begin('b@example.com', '10.3.0.1', 'hash-1')).toThrow(
+    /spaced out\. Try again in \d+ seconds?\./,
+  )
   // Once the queue has drained, the right password from anywhere gets in after at most one spacing.
   clock.advance(waits.at(-1)! + ACCOUNT_CHECK_SPACING_MS)
   expect(throttle.begin('b@example.com', '10.4.0.1', 'hash-1')).toBeLessThanOrEqual(ACCOUNT_CHECK_SPACING_MS)
@@ -59,13 +64,16 @@ test(`past ${ACCOUNT_SLOW_AFTER} failures from anywhere the account is slowed, n
 
 test("a new password (the operator's reset, from the console or the CLI) forgives the account's counts; the address keeps its own", () => {
   const throttle = new SignInThrottle(new ManualClock())
-  for (let i = 0; i < ACCOUNT_SLOW_AFTER + 5; i++) failed(throttle, 'c@example.com', i < FAILURES_PER_ACCOUNT_AND_ADDRESS ? '10.5.0.1' : `10.5.1.${i}`)
+  for (let i = 0; i < ACCOUNT_SLOW_AFTER + 5; i++)
+    failed(throttle, 'c@example.com', i < FAILURES_PER_ACCOUNT_AND_ADDRESS ? '10.5.0.1' : `10.5.1.${i}`)
   expect(() => throttle.check('c@example.com', '10.5.0.1', 'hash-1')).toThrow('Too many wrong passwords')
   expect(throttle.begin('c@example.com', '10.5.2.1', 'hash-1')).toBeGreaterThan(0)
   // The stored hash changed: neither the pair nor the account count applies any more.
   expect(() => throttle.check('c@example.com', '10.5.0.1', 'hash-2')).not.toThrow()
   expect(throttle.begin('c@example.com', '10.5.2.2', 'hash-2')).toBe(0)
-  expect(credentialOf('$argon2id$v=19$m=65536,t=2,p=1$salt$0123456789abcdefDIGEST')).toBe('456789abcdefDIGEST'.slice(-16))
+  expect(credentialOf('$argon2id$v=19$m=65536,t=2,p=1$salt$0123456789abcdefDIGEST')).toBe(
+    '456789abcdefDIGEST'.slice(-16),
+  )
   expect(credentialOf(undefined)).toBe('')
 })
 
@@ -79,12 +87,19 @@ test('an attempt that never reached its password check takes all its counts back
 })
 
 test('waits are said in seconds, then in whole minutes', () => {
-  expect([waitInWords(1), waitInWords(45), waitInWords(89), waitInWords(90), waitInWords(900)]).toEqual(['1 second', '45 seconds', '89 seconds', '2 minutes', '15 minutes'])
+  expect([waitInWords(1), waitInWords(45), waitInWords(89), waitInWords(90), waitInWords(900)]).toEqual([
+    '1 second',
+    '45 seconds',
+    '89 seconds',
+    '2 minutes',
+    '15 minutes',
+  ])
 })
 
 test('a spray of made-up accounts from many addresses keeps at most MAX_ENTRIES counts', () => {
   const throttle = new SignInThrottle(new ManualClock())
   // Each failure makes three counts (account, account+address, address): half the cap in calls is 1.5 times it in counts.
-  for (let i = 0; i < MAX_ENTRIES / 2; i++) throttle.recordFailure(`user${i}@example.com`, `2001:db8::${i.toString(16)}`)
+  for (let i = 0; i < MAX_ENTRIES / 2; i++)
+    throttle.recordFailure(`user${i}@example.com`, `2001:db8::${i.toString(16)}`)
   expect((throttle as unknown as { failures: Map<string, unknown> }).failures.size).toBeLessThanOrEqual(MAX_ENTRIES + 2)
 })

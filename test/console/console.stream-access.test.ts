@@ -66,8 +66,14 @@ async function openStream(client: ConsoleClient, shared = false, watched?: { id:
   return stream
 }
 
-const mail = async (to = inbox) => expect((await sendMail(server.app.smtpPort, { to: [to.address] }, simpleMessage({ to: to.address }))).data?.code).toBe(250)
-const endings = (userId: string) => server.logs.filter((line) => line.event === 'console_stream_ended' && line.user_id === userId).map((line) => line.reason)
+const mail = async (to = inbox) =>
+  expect(
+    (await sendMail(server.app.smtpPort, { to: [to.address] }, simpleMessage({ to: to.address }))).data?.code,
+  ).toBe(250)
+const endings = (userId: string) =>
+  server.logs
+    .filter((line) => line.event === 'console_stream_ended' && line.user_id === userId)
+    .map((line) => line.reason)
 
 test('sign-out ends the stream of that session', async () => {
   const member = await newMember()
@@ -104,7 +110,9 @@ test("a password change ends the other sessions' streams; the changing session's
   const changer = await signedIn(server, member.email)
   await changer.get('/console/account')
   const own = await openStream(changer, false, inbox)
-  expect((await changer.post('/console/account/password', { current: PASSWORD, password: 'another password 2' })).status).toBe(303) // to the account page that says so (post/redirect/get)
+  expect(
+    (await changer.post('/console/account/password', { current: PASSWORD, password: 'another password 2' })).status,
+  ).toBe(303) // to the account page that says so (post/redirect/get)
   expect(await other.next()).toBeNull()
   await mail()
   expect(await own.next()).toBe('message_stored')
@@ -148,7 +156,12 @@ test('a reset by the CLI, in another process, stops the stream before the next e
   const stream = await openStream(member.client, false, fresh)
   const cli = Bun.spawn(['bun', 'src/cli.ts', 'users', 'reset-password', member.email], {
     cwd: ROOT,
-    env: { ...process.env, DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '', CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib) },
+    env: {
+      ...process.env,
+      DATABASE_PATH: server.databasePath,
+      DATABASE_URL: server.databaseUrl ?? '',
+      CONSOLE_PASSWORD_MEMORY_KIB: String(server.config.consolePasswordMemoryKib),
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })

@@ -43,7 +43,10 @@ const listeners = (inboxId: string) => server.sum((machine) => machine.notifier.
  */
 async function allStreamsGone(inboxId: string): Promise<boolean> {
   if (listeners(inboxId) !== 0) return false
-  return !server.databaseUrl || (await server.countRows("select count(*) as n from slot_leases where subject_id like 'stream-%'")) === 0
+  return (
+    !server.databaseUrl ||
+    (await server.countRows("select count(*) as n from slot_leases where subject_id like 'stream-%'")) === 0
+  )
 }
 
 /** The inbox page's own event stream. */
@@ -55,14 +58,20 @@ test('a message stored over SMTP is announced on the stream; a deleted inbox end
   expect(stream.response.status).toBe(200)
   expect(stream.response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8')
   expect(await stream.next()).toBe('ready')
-  const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'Live' }))
+  const sent = await sendMail(
+    server.app.smtpPort,
+    { to: [inbox.address] },
+    simpleMessage({ to: inbox.address, subject: 'Live' }),
+  )
   expect(sent.data?.code).toBe(250)
   expect(await stream.next()).toBe('message_stored')
   expect((await server.delete(`/v1/inboxes/${inbox.id}`, key)).status).toBe(204)
   expect(await stream.next()).toBe('inbox_deleted')
   expect(await stream.next()).toBeNull()
   await until(() => listeners(inbox.id) === 0, 'the ended stream to drop its listener')
-  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('inbox_deleted')
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe(
+    'inbox_deleted',
+  )
 })
 
 test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees its slot and its listener`, async () => {
@@ -73,13 +82,18 @@ test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees it
     expect(await stream.next()).toBe('ready')
     streams.push(stream)
   }
-  const refused = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { headers: { cookie: cookie() } })
+  const refused = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, {
+    headers: { cookie: cookie() },
+  })
   expect(refused.status).toBe(429)
   expect(refused.headers.get('retry-after')).toBe('5')
   expect(listeners(inbox.id)).toBe(MAX_STREAMS_PER_USER)
 
   // A HEAD is answered without a stream, so it takes no slot even when all are taken.
-  const head = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, { method: 'HEAD', headers: { cookie: cookie() } })
+  const head = await fetch(`${server.url}/console/orgs/${org}/inboxes/${inbox.id}/events`, {
+    method: 'HEAD',
+    headers: { cookie: cookie() },
+  })
   expect(head.status).toBe(200)
   expect(listeners(inbox.id)).toBe(MAX_STREAMS_PER_USER)
 
@@ -87,7 +101,9 @@ test(`at most ${MAX_STREAMS_PER_USER} streams per user; a closed stream frees it
   await until(() => listeners(inbox.id) === MAX_STREAMS_PER_USER - 1, 'the closed stream to drop its listener')
   if (server.databaseUrl)
     await until(
-      async () => (await server.countRows("select count(*) as n from slot_leases where subject_id like 'stream-user:%'")) === MAX_STREAMS_PER_USER - 1,
+      async () =>
+        (await server.countRows("select count(*) as n from slot_leases where subject_id like 'stream-user:%'")) ===
+        MAX_STREAMS_PER_USER - 1,
       'the closed stream to give its slot back',
     )
   const again = await openStream(inbox.id)
@@ -102,12 +118,18 @@ test(`at most ${MAX_STREAMS_PER_ORGANIZATION} streams per organisation, whoever 
   const stopping = new AbortController()
   const logs: Record<string, unknown>[] = []
   const logger = createLogger('info', (line) => logs.push(JSON.parse(line)))
-  const services = { notifier: new InboxNotifier(), stopping: stopping.signal, logger } as Pick<Services, 'notifier' | 'stopping' | 'logger'> as Services
+  const services = { notifier: new InboxNotifier(), stopping: stopping.signal, logger } as Pick<
+    Services,
+    'notifier' | 'stopping' | 'logger'
+  > as Services
   const streams = new LiveStreams()
   const stillAllowed = () => true
   const leaving = new AbortController()
-  for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++) streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a', stillAllowed }, 'inbox_a')
-  expect(() => streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_a', stillAllowed }, 'inbox_a')).toThrow('per organisation')
+  for (let i = 0; i < MAX_STREAMS_PER_ORGANIZATION; i++)
+    streams.stream(services, leaving.signal, { userId: `user_${i}`, organizationId: 'org_a', stillAllowed }, 'inbox_a')
+  expect(() =>
+    streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_a', stillAllowed }, 'inbox_a'),
+  ).toThrow('per organisation')
   // Another organisation is not affected.
   streams.stream(services, leaving.signal, { userId: 'user_new', organizationId: 'org_b', stillAllowed }, 'inbox_b')
   expect(streams.open).toBe(MAX_STREAMS_PER_ORGANIZATION + 1)
@@ -126,5 +148,7 @@ test('shutdown ends every open stream', async () => {
   const stopped = server.app.stop()
   expect(await stream.next()).toBeNull()
   await stopped
-  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe('shutdown')
+  expect(server.logs.find((line) => line.event === 'console_stream_ended' && line.inbox_id === inbox.id)?.reason).toBe(
+    'shutdown',
+  )
 })

@@ -97,7 +97,9 @@ test('the inbox list and the inbox page show the message, escaped', async () => 
   expect(page.status).toBe(200)
   // The row links relative to the inbox page; it resolves to the message page.
   const href = new RegExp(`href="([^"]*messages/${messageId})"`).exec(page.html)![1]!
-  expect(new URL(href, `${server.url}/console/orgs/${orgA}/inboxes/${inbox.id}`).pathname).toBe(`/console/orgs/${orgA}/messages/${messageId}`)
+  expect(new URL(href, `${server.url}/console/orgs/${orgA}/inboxes/${inbox.id}`).pathname).toBe(
+    `/console/orgs/${orgA}/messages/${messageId}`,
+  )
   expect(page.html).toContain(`data-live-events="/console/orgs/${orgA}/inboxes/${inbox.id}/events"`)
   expect(page.html).toContain('&lt;script>alert(1)&lt;/script>')
   expectInert(page.html)
@@ -140,7 +142,9 @@ test('the HTML is served only with a sandbox CSP that blocks scripts, forms and 
   expect(html.headers.get('x-content-type-options')).toBe('nosniff')
   const remote = await owner.get(`/console/orgs/${orgA}/messages/${messageId}/html?images=remote`)
   expect(remote.headers.get('content-security-policy')).toBe(MESSAGE_HTML_REMOTE_IMAGES_CSP)
-  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith(`sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; default-src 'none'; script-src ${HEIGHT_SCRIPT_SOURCE};`)
+  expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toStartWith(
+    `sandbox allow-scripts allow-popups allow-popups-to-escape-sandbox; default-src 'none'; script-src ${HEIGHT_SCRIPT_SOURCE};`,
+  )
   expect(MESSAGE_HTML_REMOTE_IMAGES_CSP).toContain('img-src data: cid: https: http:')
 })
 
@@ -158,23 +162,35 @@ test('the highlighted HTML and raw source views are escaped text in their own sa
 })
 
 test('the .eml source and the attachment download are the stored bytes, with the API download headers', async () => {
-  const source = await fetch(`${server.url}/console/orgs/${orgA}/messages/${messageId}/raw`, { headers: { cookie: cookieOf(owner) } })
+  const source = await fetch(`${server.url}/console/orgs/${orgA}/messages/${messageId}/raw`, {
+    headers: { cookie: cookieOf(owner) },
+  })
   expect(source.status).toBe(200)
   expect(source.headers.get('content-type')).toBe('message/rfc822')
-  expect(source.headers.get('content-disposition')).toBe(`attachment; filename="${messageId}.eml"; filename*=UTF-8''${messageId}.eml`)
+  expect(source.headers.get('content-disposition')).toBe(
+    `attachment; filename="${messageId}.eml"; filename*=UTF-8''${messageId}.eml`,
+  )
   expect(source.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox")
   expect(Buffer.from(await source.arrayBuffer()).toString()).toBe(raw)
 
-  const consoleFile = await fetch(`${server.url}/console/orgs/${orgA}/attachments/${attachmentId}`, { headers: { cookie: cookieOf(owner) } })
-  const apiFile = await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${key}` } })
+  const consoleFile = await fetch(`${server.url}/console/orgs/${orgA}/attachments/${attachmentId}`, {
+    headers: { cookie: cookieOf(owner) },
+  })
+  const apiFile = await fetch(`${server.url}/v1/attachments/${attachmentId}`, {
+    headers: { authorization: `Bearer ${key}` },
+  })
   const bytes = Buffer.from(await consoleFile.arrayBuffer())
   expect(bytes.equals(attachmentBytes)).toBe(true)
   expect(bytes.equals(Buffer.from(await apiFile.arrayBuffer()))).toBe(true)
-  for (const name of ['content-type', 'content-disposition', 'cache-control', 'content-security-policy']) expect(consoleFile.headers.get(name)).toBe(apiFile.headers.get(name))
+  for (const name of ['content-type', 'content-disposition', 'cache-control', 'content-security-policy'])
+    expect(consoleFile.headers.get(name)).toBe(apiFile.headers.get(name))
 })
 
 test("the console's downloads take the organisation's download slots, shared with the API's: they wait their turn, then 429 with Retry-After", async () => {
-  const consolePaths = [`/console/orgs/${orgA}/attachments/${attachmentId}`, `/console/orgs/${orgA}/messages/${messageId}/raw`]
+  const consolePaths = [
+    `/console/orgs/${orgA}/attachments/${attachmentId}`,
+    `/console/orgs/${orgA}/messages/${messageId}/raw`,
+  ]
   const download = (path: string) => fetch(`${server.url}${path}`, { headers: { cookie: cookieOf(owner) } })
   // Sequential downloads each give their slot back once sent: more than the limit in a row all answer.
   for (let i = 0; i < DOWNLOADS_PER_ORGANIZATION + 1; i++) {
@@ -186,9 +202,14 @@ test("the console's downloads take the organisation's download slots, shared wit
   }
   await until(() => server.sum((s) => s.downloads.total()) === 0, 'every download slot given back')
   // The organisation's slots taken on every machine, as its keys' downloads in flight would hold them.
-  const held = server.machines.flatMap((machine) => Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)))
+  const held = server.machines.flatMap((machine) =>
+    Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)),
+  )
   // The API answers 429 at once; a console download (a thumbnail the browser would not retry) waits its turn.
-  expect((await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${key}` } })).status).toBe(429)
+  expect(
+    (await fetch(`${server.url}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${key}` } }))
+      .status,
+  ).toBe(429)
   const waiting = download(consolePaths[0]!)
   await until(() => server.sum((s) => s.downloads.waiting()) === 1, 'the console download waiting for a slot')
   for (const release of held) release()
@@ -198,8 +219,12 @@ test("the console's downloads take the organisation's download slots, shared wit
   await until(() => server.sum((s) => s.downloads.total()) === 0, 'the waiting download gave its slot back')
 
   // With the slots taken and as many console downloads already waiting as may wait: 429 at once.
-  const taken = server.machines.flatMap((machine) => Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)))
-  const queued = server.machines.flatMap((machine) => Array.from({ length: WAITING_PER_ORGANIZATION }, () => machine.services.downloads.acquireInTurn(orgA)))
+  const taken = server.machines.flatMap((machine) =>
+    Array.from({ length: DOWNLOADS_PER_ORGANIZATION }, () => machine.services.downloads.acquire(orgA)),
+  )
+  const queued = server.machines.flatMap((machine) =>
+    Array.from({ length: WAITING_PER_ORGANIZATION }, () => machine.services.downloads.acquireInTurn(orgA)),
+  )
   try {
     for (const path of consolePaths) {
       const refused = await download(path)
@@ -219,7 +244,14 @@ test("the console's downloads take the organisation's download slots, shared wit
 })
 
 test("another organisation's inbox, message and attachment ids answer 404, even to a member of both", async () => {
-  for (const path of [`/inboxes/${inbox.id}`, `/inboxes/${inbox.id}/events`, `/messages/${messageId}`, `/messages/${messageId}/html`, `/messages/${messageId}/raw`, `/attachments/${attachmentId}`]) {
+  for (const path of [
+    `/inboxes/${inbox.id}`,
+    `/inboxes/${inbox.id}/events`,
+    `/messages/${messageId}`,
+    `/messages/${messageId}/html`,
+    `/messages/${messageId}/raw`,
+    `/attachments/${attachmentId}`,
+  ]) {
     expect((await owner.get(`/console/orgs/${orgB}${path}`)).status).toBe(404)
   }
   expect((await owner.post(`/console/orgs/${orgB}/messages/${messageId}/delete`)).status).toBe(404)
@@ -232,8 +264,12 @@ test("another organisation's inbox, message and attachment ids answer 404, even 
 test("the inbox list shows the month's usage with the numbers of GET /v1/usage", async () => {
   const usage = (await server.get('/v1/usage', key)).body
   const page = await owner.get(`/console/orgs/${orgA}/inboxes`)
-  expect(page.html).toContain(`<div class="stat" id="usage-inboxes">${usage.inboxes.active} / ${usage.inboxes.limit}</div>`)
-  expect(page.html).toContain(`<div class="stat" id="usage-emails">${usage.emails.received} / ${usage.emails.limit}</div>`)
+  expect(page.html).toContain(
+    `<div class="stat" id="usage-inboxes">${usage.inboxes.active} / ${usage.inboxes.limit}</div>`,
+  )
+  expect(page.html).toContain(
+    `<div class="stat" id="usage-emails">${usage.emails.received} / ${usage.emails.limit}</div>`,
+  )
   expect(usage.emails.received).toBe(1)
 })
 
@@ -252,7 +288,9 @@ test('a taken or invalid prefix is shown on the form; deleting a message and an 
   const empty = await owner.get(deleted.location!)
   expect(empty.html).toContain(`swaks --server localhost:${server.app.smtpPort} --to ${inbox.address}`)
 
-  expect((await owner.post(`/console/orgs/${orgA}/inboxes/${inbox.id}/delete`)).location).toBe(`/console/orgs/${orgA}/inboxes`)
+  expect((await owner.post(`/console/orgs/${orgA}/inboxes/${inbox.id}/delete`)).location).toBe(
+    `/console/orgs/${orgA}/inboxes`,
+  )
   expect((await server.get(`/v1/inboxes/${inbox.id}`, key)).status).toBe(404)
   expect((await owner.get(`/console/orgs/${orgA}/inboxes`)).html).toContain('No inboxes yet')
 })
@@ -288,6 +326,8 @@ test('images the message carries inline (cid:) are shown as data: URLs inside th
   expect((await sendMail(server.app.smtpPort, { to: [address] }, related)).data?.code).toBe(250)
   const listed = await server.get(`/v1/inboxes/${inboxId}/messages?limit=1`, key)
   const html = await owner.get(`/console/orgs/${orgA}/messages/${listed.body.data[0].id}/html`)
-  expect(html.html.trimEnd()).toBe(`<script>${HEIGHT_SCRIPT}</script><img src="data:image/png;base64,${pixel.toString('base64')}"><img src="cid:missing@example.com">`)
+  expect(html.html.trimEnd()).toBe(
+    `<script>${HEIGHT_SCRIPT}</script><img src="data:image/png;base64,${pixel.toString('base64')}"><img src="cid:missing@example.com">`,
+  )
   expect(html.headers.get('content-security-policy')).toBe(MESSAGE_HTML_CSP)
 })

@@ -14,11 +14,27 @@ import { LOCAL_TESTING_LIMITS } from '../../src/core/limits/organization-limits.
 import { createInvite } from '../../src/core/members/invites.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { Refusal } from '../../src/core/common/refusals.ts'
-import { createSession, endExpiredSessions, endSession, listSessions, sessionStillReads, signOutEverywhere, validateSession } from '../../src/core/sessions/sessions.ts'
+import {
+  createSession,
+  endExpiredSessions,
+  endSession,
+  listSessions,
+  sessionStillReads,
+  signOutEverywhere,
+  validateSession,
+} from '../../src/core/sessions/sessions.ts'
 import { completeSetup, isSetupToken, setupToken } from '../../src/core/users/setup.ts'
 import { signIn } from '../../src/core/users/sign-in.ts'
 import { SignInThrottle } from '../../src/core/users/sign-in-throttle.ts'
-import { changePassword, countUsers, findUser, findUserByEmail, listUsers, resetPassword, type User } from '../../src/core/users/users.ts'
+import {
+  changePassword,
+  countUsers,
+  findUser,
+  findUserByEmail,
+  listUsers,
+  resetPassword,
+  type User,
+} from '../../src/core/users/users.ts'
 import { sha256Hex } from '../../src/core/common/tokens.ts'
 import type { Services } from '../../src/core/common/services.ts'
 import { describeEachBackend } from '../support/backends.ts'
@@ -73,8 +89,17 @@ describeEachBackend(
       expect(await isSetupToken(s(), { token: `${token}x` })).toBe(false)
       expect(await isSetupToken(s(), { token: 42 })).toBe(false)
 
-      const form = (email: string) => ({ token: token!, email, password: PASSWORD, organization: 'First', preset: 'local' })
-      const outcomes = await Promise.allSettled([completeSetup(s(), { clientAddress: '192.0.2.1' }, form('a@example.com')), completeSetup(s(), { clientAddress: '192.0.2.2' }, form('b@example.com'))])
+      const form = (email: string) => ({
+        token: token!,
+        email,
+        password: PASSWORD,
+        organization: 'First',
+        preset: 'local',
+      })
+      const outcomes = await Promise.allSettled([
+        completeSetup(s(), { clientAddress: '192.0.2.1' }, form('a@example.com')),
+        completeSetup(s(), { clientAddress: '192.0.2.2' }, form('b@example.com')),
+      ])
       const won = outcomes.filter((o) => o.status === 'fulfilled')
       const lost = outcomes.filter((o) => o.status === 'rejected')
       expect(won).toHaveLength(1)
@@ -94,10 +119,17 @@ describeEachBackend(
       organizationId = done.organization.id
       firstKey = done.key.key
       actor = { userId: operator.id, label: operator.email, clientAddress: '192.0.2.9' }
-      expect((await auditRows(s(), organizationId, 'organization.created')).map((r) => [r.actor, r.target, r.detail])).toEqual([[operator.email, organizationId, 'First (local testing limits)']])
-      expect((await auditRows(s(), organizationId, 'key.created')).map((r) => [r.actor, r.target, r.detail, r.organizationId])).toEqual([
-        [operator.email, done.key.publicId, 'first key', organizationId],
-      ])
+      expect(
+        (await auditRows(s(), organizationId, 'organization.created')).map((r) => [r.actor, r.target, r.detail]),
+      ).toEqual([[operator.email, organizationId, 'First (local testing limits)']])
+      expect(
+        (await auditRows(s(), organizationId, 'key.created')).map((r) => [
+          r.actor,
+          r.target,
+          r.detail,
+          r.organizationId,
+        ]),
+      ).toEqual([[operator.email, done.key.publicId, 'first key', organizationId]])
       // The key works at once, with the preset's limits resolved from the organisation.
       const principal = await authenticate(s(), `Bearer ${firstKey}`)
       expect(principal).toEqual({ organizationId, keyPublicId: done.key.publicId, limits: LOCAL_TESTING_LIMITS })
@@ -108,14 +140,22 @@ describeEachBackend(
       expect(await findUserByEmail(s(), 'nobody@example.com')).toBeUndefined()
       expect((await findUser(s(), operator.id))?.email).toBe(operator.email)
       expect(await findUser(s(), 'user_none')).toBeUndefined()
-      expect(await listUsers(s())).toEqual([{ id: operator.id, email: operator.email, isOperator: true, createdAt: operator.createdAt }])
+      expect(await listUsers(s())).toEqual([
+        { id: operator.id, email: operator.email, isOperator: true, createdAt: operator.createdAt },
+      ])
     })
 
     test('sign-in checks the password', async () => {
       const visitor = { clientAddress: '198.51.100.1' }
-      expect((await signIn({ ...s(), throttle }, visitor, { email: operator.email.toUpperCase(), password: PASSWORD })).id).toBe(operator.id)
-      expect(await refusal(signIn({ ...s(), throttle }, visitor, { email: operator.email, password: 'wrong password 1' }))).toBe('unauthenticated')
-      expect(await refusal(signIn({ ...s(), throttle }, visitor, { email: 'nobody@example.com', password: PASSWORD }))).toBe('unauthenticated')
+      expect(
+        (await signIn({ ...s(), throttle }, visitor, { email: operator.email.toUpperCase(), password: PASSWORD })).id,
+      ).toBe(operator.id)
+      expect(
+        await refusal(signIn({ ...s(), throttle }, visitor, { email: operator.email, password: 'wrong password 1' })),
+      ).toBe('unauthenticated')
+      expect(
+        await refusal(signIn({ ...s(), throttle }, visitor, { email: 'nobody@example.com', password: PASSWORD })),
+      ).toBe('unauthenticated')
     })
 
     test('a session is created, validated, renewed past half its lifetime, and expires', async () => {
@@ -133,7 +173,9 @@ describeEachBackend(
       expect(renewed?.renewed).toBe(true)
       expect(renewed?.expiresAt).toBe(clock.now() + 2 * DAY)
       expect((await validateSession(s(), { token, lifetime }))?.renewed).toBe(false)
-      expect((await listSessions(s(), operator)).find((row) => row.tokenSha256 === sha256Hex(token))?.expiresAt).toBe(isoTime(clock.now() + 2 * DAY))
+      expect((await listSessions(s(), operator)).find((row) => row.tokenSha256 === sha256Hex(token))?.expiresAt).toBe(
+        isoTime(clock.now() + 2 * DAY),
+      )
 
       clock.advance(2 * DAY) // exactly at expiry: over, and the row is gone
       expect(await validateSession(s(), { token, lifetime })).toBeNull()
@@ -157,13 +199,23 @@ describeEachBackend(
       const three = await createSession(s(), operator, { clientAddress: '198.51.100.6', lifetime })
       await endSession(s(), { tokenSha256: sha256Hex(one.token) })
       expect(await validateSession(s(), { token: one.token, lifetime })).toBeNull()
-      expect((await listSessions(s(), operator)).map((row) => row.clientAddress).sort()).toEqual(['198.51.100.5', '198.51.100.6'])
+      expect((await listSessions(s(), operator)).map((row) => row.clientAddress).sort()).toEqual([
+        '198.51.100.5',
+        '198.51.100.6',
+      ])
 
       expect(await signOutEverywhere(s(), CLI_ACTOR, { user: operator })).toBe(2)
       expect(await validateSession(s(), { token: two.token, lifetime })).toBeNull()
       expect(await validateSession(s(), { token: three.token, lifetime })).toBeNull()
       expect(await listSessions(s(), operator)).toEqual([])
-      expect((await auditRows(s(), organizationId, 'user.sessions_revoked')).map((r) => [r.actor, r.target, r.detail, r.organizationId])).toEqual([['cli', operator.email, '2 sessions', null]])
+      expect(
+        (await auditRows(s(), organizationId, 'user.sessions_revoked')).map((r) => [
+          r.actor,
+          r.target,
+          r.detail,
+          r.organizationId,
+        ]),
+      ).toEqual([['cli', operator.email, '2 sessions', null]])
     })
 
     test('expired sessions are swept, live ones kept', async () => {
@@ -180,14 +232,23 @@ describeEachBackend(
     test('changing one’s password checks the current one and ends the other sessions', async () => {
       const here = await createSession(s(), operator, { clientAddress: '198.51.100.9', lifetime })
       const elsewhere = await createSession(s(), operator, { clientAddress: '198.51.100.10', lifetime })
-      const input = { current: 'not my password', next: 'second password 2', keepSessionSha256: sha256Hex(here.token), clientAddress: '198.51.100.9' }
+      const input = {
+        current: 'not my password',
+        next: 'second password 2',
+        keepSessionSha256: sha256Hex(here.token),
+        clientAddress: '198.51.100.9',
+      }
       expect(await refusal(changePassword({ ...s(), throttle }, operator, input))).toBe('invalid')
       await changePassword({ ...s(), throttle }, operator, { ...input, current: PASSWORD })
       expect((await validateSession(s(), { token: here.token, lifetime }))?.user.id).toBe(operator.id)
       expect(await validateSession(s(), { token: elsewhere.token, lifetime })).toBeNull()
       const visitor = { clientAddress: '198.51.100.11' }
-      expect((await signIn({ ...s(), throttle }, visitor, { email: operator.email, password: 'second password 2' })).id).toBe(operator.id)
-      expect(await refusal(signIn({ ...s(), throttle }, visitor, { email: operator.email, password: PASSWORD }))).toBe('unauthenticated')
+      expect(
+        (await signIn({ ...s(), throttle }, visitor, { email: operator.email, password: 'second password 2' })).id,
+      ).toBe(operator.id)
+      expect(await refusal(signIn({ ...s(), throttle }, visitor, { email: operator.email, password: PASSWORD }))).toBe(
+        'unauthenticated',
+      )
       await endSession(s(), { tokenSha256: sha256Hex(here.token) })
     })
 
@@ -197,8 +258,18 @@ describeEachBackend(
       const done = (await resetPassword(s(), CLI_ACTOR, { email: operator.email }))!
       expect(done.user.id).toBe(operator.id)
       expect(await validateSession(s(), { token: session.token, lifetime })).toBeNull()
-      expect((await signIn({ ...s(), throttle }, { clientAddress: '198.51.100.13' }, { email: operator.email, password: done.password })).id).toBe(operator.id)
-      expect((await auditRows(s(), organizationId, 'user.password_reset')).map((r) => [r.actor, r.target, r.organizationId])).toEqual([['cli', operator.email, null]])
+      expect(
+        (
+          await signIn(
+            { ...s(), throttle },
+            { clientAddress: '198.51.100.13' },
+            { email: operator.email, password: done.password },
+          )
+        ).id,
+      ).toBe(operator.id)
+      expect(
+        (await auditRows(s(), organizationId, 'user.password_reset')).map((r) => [r.actor, r.target, r.organizationId]),
+      ).toEqual([['cli', operator.email, null]])
     })
 
     test('keys are created, listed with their makers, and audited; an unknown organisation is not found', async () => {
@@ -207,7 +278,9 @@ describeEachBackend(
       const byMember = await createApiKey(s(), actor, { organizationId, name: '  ci  ' })
       clock.advance(1000)
       const byCli = await createApiKey(s(), CLI_ACTOR, { organizationId })
-      expect(await refusal(createApiKey(s(), CLI_ACTOR, { organizationId: 'org_missing', name: 'x' }))).toBe('not_found')
+      expect(await refusal(createApiKey(s(), CLI_ACTOR, { organizationId: 'org_missing', name: 'x' }))).toBe(
+        'not_found',
+      )
       expect(await refusal(createApiKey(s(), CLI_ACTOR, { organizationId, name: 'a\u0007b' }))).toBe('invalid')
 
       const listed = await listOrganizationKeys(s(), { organizationId })
@@ -217,7 +290,9 @@ describeEachBackend(
         [byCli.publicId, '', null, false, null],
       ])
       expect(await listOrganizationKeys(s(), { organizationId: 'org_missing' })).toEqual([])
-      expect((await auditRows(s(), organizationId, 'key.created')).slice(before).map((r) => [r.actor, r.target, r.detail])).toEqual([
+      expect(
+        (await auditRows(s(), organizationId, 'key.created')).slice(before).map((r) => [r.actor, r.target, r.detail]),
+      ).toEqual([
         [operator.email, byMember.publicId, 'ci'],
         ['cli', byCli.publicId, ''],
       ])
@@ -237,7 +312,8 @@ describeEachBackend(
           userId: id,
           now,
           newUser: { id, email: `${id}@example.com`, passwordHash: 'unused', isOperator: false, createdAt: now },
-          audit: (row) => auditEntry(s(), actor, { organizationId: row.organizationId, action: 'member.joined', target: id }),
+          audit: (row) =>
+            auditEntry(s(), actor, { organizationId: row.organizationId, action: 'member.joined', target: id }),
         })
         expect(result).toEqual({ accepted: { organizationId, role: 'member' } })
       }
@@ -247,7 +323,16 @@ describeEachBackend(
       const tied = await createOrganization(s(), CLI_ACTOR, { name: 'Ties', preset: 'hosted' })
       const publicIds = ['00000000000000ff', '0000000000000002', '0000000000000001']
       for (const publicId of publicIds) {
-        const row = { publicId, organizationId: tied.id, secretSha256: sha256Hex(publicId), name: publicId, createdAt: now, lastUsedAt: null, revokedAt: null, createdBy: null }
+        const row = {
+          publicId,
+          organizationId: tied.id,
+          secretSha256: sha256Hex(publicId),
+          name: publicId,
+          createdAt: now,
+          lastUsedAt: null,
+          revokedAt: null,
+          createdBy: null,
+        }
         expect(await s().store.accounts.insertApiKey({ row, audit: null })).toBe('created')
       }
       const listedKeys = await listOrganizationKeys(s(), { organizationId: tied.id })
@@ -258,10 +343,19 @@ describeEachBackend(
       const { key, publicId } = await createApiKey(s(), CLI_ACTOR, { organizationId, name: 'auth' })
       // The secret with its last digit changed (to another digit: a key ending in 0 stays wrong).
       const wrongSecret = `${key.slice(0, -1)}${key.endsWith('0') ? '1' : '0'}`
-      for (const header of [null, '', 'Bearer', `Basic ${key}`, 'Bearer ph_live_short', `Bearer ph_live_${'0'.repeat(16)}_${'a'.repeat(48)}`, `Bearer ${wrongSecret}`]) {
+      for (const header of [
+        null,
+        '',
+        'Bearer',
+        `Basic ${key}`,
+        'Bearer ph_live_short',
+        `Bearer ph_live_${'0'.repeat(16)}_${'a'.repeat(48)}`,
+        `Bearer ${wrongSecret}`,
+      ]) {
         expect(await refusal(authenticate(s(), header))).toBe('invalid_api_key')
       }
-      const lastUsed = async () => (await listOrganizationKeys(s(), { organizationId })).find((k) => k.publicId === publicId)!.lastUsedAt
+      const lastUsed = async () =>
+        (await listOrganizationKeys(s(), { organizationId })).find((k) => k.publicId === publicId)!.lastUsedAt
       expect(await lastUsed()).toBeNull()
       expect((await authenticate(s(), `bearer ${key}`)).organizationId).toBe(organizationId)
       const first = clock.now()
@@ -282,14 +376,21 @@ describeEachBackend(
       const b = await createApiKey(s(), CLI_ACTOR, { organizationId, name: 'b' })
       const before = (await auditRows(s(), organizationId, 'key.revoked')).length
 
-      expect(await refusal(revokeOrganizationKey(s(), actor, { organizationId: 'org_other', publicId: a.publicId }))).toBe('not_found')
-      expect(await refusal(revokeOrganizationKey(s(), actor, { organizationId, publicId: 'ffffffffffffffff' }))).toBe('not_found')
+      expect(
+        await refusal(revokeOrganizationKey(s(), actor, { organizationId: 'org_other', publicId: a.publicId })),
+      ).toBe('not_found')
+      expect(await refusal(revokeOrganizationKey(s(), actor, { organizationId, publicId: 'ffffffffffffffff' }))).toBe(
+        'not_found',
+      )
       // A full key whose secret does not match names no key (a typo must not revoke another).
       const typo = `${a.key.slice(0, -1)}${a.key.endsWith('0') ? '1' : '0'}`
       expect(await refusal(revokeKey(s(), CLI_ACTOR, { keyOrPublicId: typo }))).toBe('not_found')
       expect((await authenticate(s(), `Bearer ${a.key}`)).keyPublicId).toBe(a.publicId)
 
-      await Promise.all([revokeKey(s(), CLI_ACTOR, { keyOrPublicId: a.key }), revokeOrganizationKey(s(), actor, { organizationId, publicId: a.publicId })])
+      await Promise.all([
+        revokeKey(s(), CLI_ACTOR, { keyOrPublicId: a.key }),
+        revokeOrganizationKey(s(), actor, { organizationId, publicId: a.publicId }),
+      ])
       await revokeKey(s(), CLI_ACTOR, { keyOrPublicId: a.publicId }) // twice is harmless
       await revokeKey(s(), CLI_ACTOR, { keyOrPublicId: b.publicId })
       expect(await refusal(authenticate(s(), `Bearer ${a.key}`))).toBe('invalid_api_key')

@@ -33,18 +33,29 @@ describeEachBackend(
     const s = (): Services => backend.services()
 
     async function tenant(): Promise<Principal> {
-      const org = await createOrganization(s(), CLI_ACTOR, { name: `Listing ${Math.random().toString(16).slice(2, 8)}`, preset: 'local' })
+      const org = await createOrganization(s(), CLI_ACTOR, {
+        name: `Listing ${Math.random().toString(16).slice(2, 8)}`,
+        preset: 'local',
+      })
       return consolePrincipal(org.id, LOCAL_TESTING_LIMITS)
     }
 
     async function deliver(address: string, raw: string): Promise<string> {
       const reservation = await admitRecipient(s(), { address, isLive: () => true })
-      const stored = await receiveMessage(s(), { raw: Buffer.from(raw), envelopeFrom: 'bounce@sender.example', recipients: [reservation] })
+      const stored = await receiveMessage(s(), {
+        raw: Buffer.from(raw),
+        envelopeFrom: 'bounce@sender.example',
+        recipients: [reservation],
+      })
       clock.advance(1000)
       return stored[0]!.messageId
     }
 
-    const page = (principal: Principal, inboxId: string, opts: { limit?: number; cursor?: string; before?: string; line?: string } = {}) =>
+    const page = (
+      principal: Principal,
+      inboxId: string,
+      opts: { limit?: number; cursor?: string; before?: string; line?: string } = {},
+    ) =>
       listForConsole(s(), principal, {
         inboxId,
         query: { limit: opts.limit ?? 50, includeContent: false, cursor: opts.cursor },
@@ -71,7 +82,9 @@ describeEachBackend(
       expect([top.first, subjects(top), top.newer]).toEqual([1, ['m7', 'm6', 'm5'], null])
       expect(top.older).not.toBeNull()
       // A Newer cursor is not an Older one.
-      expect(page(principal, inbox.id, { limit: 3, cursor: third.newer! })).rejects.toMatchObject({ code: 'invalid_cursor' })
+      expect(page(principal, inbox.id, { limit: 3, cursor: third.newer! })).rejects.toMatchObject({
+        code: 'invalid_cursor',
+      })
     })
 
     test('read state: per organisation, counted per inbox, never set by /v1 reads', async () => {
@@ -105,8 +118,24 @@ describeEachBackend(
       clock.set(Date.parse('2026-03-10T12:00:00.000Z')) // the first message at 12:00:00, the next each a second later
       const principal = await tenant()
       const inbox = (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data
-      const reset = await deliver(inbox.address, simpleMessage({ from: 'Shop <billing@shop.example>', to: inbox.address, subject: 'Reset your password', text: 'Use the code 123456 to reset.' }))
-      const order = await deliver(inbox.address, simpleMessage({ from: 'App <app@example.com>', to: inbox.address, subject: 'Order shipped', text: 'Your order has shipped. '.repeat(200) }))
+      const reset = await deliver(
+        inbox.address,
+        simpleMessage({
+          from: 'Shop <billing@shop.example>',
+          to: inbox.address,
+          subject: 'Reset your password',
+          text: 'Use the code 123456 to reset.',
+        }),
+      )
+      const order = await deliver(
+        inbox.address,
+        simpleMessage({
+          from: 'App <app@example.com>',
+          to: inbox.address,
+          subject: 'Order shipped',
+          text: 'Your order has shipped. '.repeat(200),
+        }),
+      )
       const rich = await deliver(inbox.address, richMessage(inbox.address))
       const ids = async (line: string) => (await page(principal, inbox.id, { line })).rows.map((r) => r.id).sort()
       const sorted = (...list: string[]) => list.sort()
@@ -139,11 +168,18 @@ describeEachBackend(
       const principal = await tenant()
       const made = []
       for (const prefix of ['signup-one', 'signup-two', 'invoices', 'sign-x-up', 'signup-three']) {
-        made.push((await createInbox(s(), principal, { body: JSON.stringify({ prefix }), idempotencyKey: null })).body.data)
+        made.push(
+          (await createInbox(s(), principal, { body: JSON.stringify({ prefix }), idempotencyKey: null })).body.data,
+        )
         clock.advance(1000) // newest first by creation time
       }
-      const addresses = async (addressContains: string, limit = 50, cursor?: string) => listInboxes(s(), principal, { limit, cursor, addressContains })
-      expect((await addresses('SIGNUP-')).data.map((i) => i.local_part)).toEqual(['signup-three', 'signup-two', 'signup-one'])
+      const addresses = async (addressContains: string, limit = 50, cursor?: string) =>
+        listInboxes(s(), principal, { limit, cursor, addressContains })
+      expect((await addresses('SIGNUP-')).data.map((i) => i.local_part)).toEqual([
+        'signup-three',
+        'signup-two',
+        'signup-one',
+      ])
       const first = await addresses('signup-', 2)
       expect(first.data.map((i) => i.local_part)).toEqual(['signup-three', 'signup-two'])
       expect((await addresses('signup-', 2, first.next_cursor!)).data.map((i) => i.local_part)).toEqual(['signup-one'])
@@ -156,7 +192,10 @@ describeEachBackend(
     test("the bulk action's check: only this inbox's unexpired messages of the organisation, once each, in the order sent", async () => {
       const principal = await tenant()
       const other = await tenant()
-      const [inbox, sibling] = [(await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data, (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data]
+      const [inbox, sibling] = [
+        (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data,
+        (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data,
+      ]
       const theirs = (await createInbox(s(), other, { body: '', idempotencyKey: null })).body.data
       const a = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'a' }))
       const b = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'b' }))

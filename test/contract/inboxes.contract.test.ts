@@ -33,12 +33,21 @@ const HOUR = 3_600_000
 
 /** A new organisation (its own area's verb) and a principal of it with `activeInboxes`. */
 async function organization(backend: Backend, activeInboxes = 50): Promise<Principal> {
-  const row = await createOrganization(backend.services(), CLI_ACTOR, { name: `contract-${newId('org').slice(-8)}`, preset: 'local' })
+  const row = await createOrganization(backend.services(), CLI_ACTOR, {
+    name: `contract-${newId('org').slice(-8)}`,
+    preset: 'local',
+  })
   return { organizationId: row.id, keyPublicId: 'contract', limits: { ...LOCAL_TESTING_LIMITS, activeInboxes } }
 }
 
 /** A stored message row for inboxStats (the inbound area's store is not on the port yet). */
-async function message(backend: Backend, inboxId: string, organizationId: string, receivedAt: string, expiresAt: string): Promise<void> {
+async function message(
+  backend: Backend,
+  inboxId: string,
+  organizationId: string,
+  receivedAt: string,
+  expiresAt: string,
+): Promise<void> {
   const row = {
     id: newId('msg'),
     inboxId,
@@ -112,7 +121,9 @@ describeEachBackend(
       const { body } = await create(s, a, { prefix })
       expect(body.data.local_part).toBe(prefix.toLowerCase())
       await expect(create(s, a, { prefix })).rejects.toMatchObject({ code: 'address_unavailable' })
-      await expect(create(s, b, { prefix: prefix.toLowerCase() })).rejects.toMatchObject({ code: 'address_unavailable' })
+      await expect(create(s, b, { prefix: prefix.toLowerCase() })).rejects.toMatchObject({
+        code: 'address_unavailable',
+      })
       expect((await listInboxes(s, b, { limit: 10 })).data).toEqual([])
     })
 
@@ -133,7 +144,8 @@ describeEachBackend(
         const principal = await organization(backend, 1)
         const results = await Promise.allSettled(Array.from({ length: 4 }, () => create(s, principal)))
         expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-        for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'inbox_quota_exceeded' })
+        for (const r of results)
+          if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'inbox_quota_exceeded' })
         expect((await listInboxes(s, principal, { limit: 10 })).data).toHaveLength(1)
       }
     })
@@ -144,7 +156,8 @@ describeEachBackend(
       const contenders = [await organization(backend), await organization(backend), await organization(backend)]
       const results = await Promise.allSettled(contenders.map((principal) => create(s, principal, { prefix })))
       expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1)
-      for (const r of results) if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'address_unavailable' })
+      for (const r of results)
+        if (r.status === 'rejected') expect(r.reason).toMatchObject({ code: 'address_unavailable' })
     })
 
     test('idempotency: a replay returns the first body; another body with the key is refused', async () => {
@@ -153,7 +166,9 @@ describeEachBackend(
       const first = await create(s, principal, { prefix: `idem-${backend.dialect}` }, 'key-replay-1')
       const again = await create(s, principal, { prefix: `idem-${backend.dialect}` }, 'key-replay-1')
       expect(again).toEqual({ body: first.body, replayed: true })
-      await expect(create(s, principal, { prefix: `other-${backend.dialect}` }, 'key-replay-1')).rejects.toMatchObject({ code: 'idempotency_key_reused' })
+      await expect(create(s, principal, { prefix: `other-${backend.dialect}` }, 'key-replay-1')).rejects.toMatchObject({
+        code: 'idempotency_key_reused',
+      })
       // The same key in another organisation is another key.
       const elsewhere = await create(s, await organization(backend), {}, 'key-replay-1')
       expect(elsewhere.replayed).toBe(false)
@@ -166,7 +181,10 @@ describeEachBackend(
       const principal = await organization(backend)
       const running = create(s, principal, {}, 'key-running-1')
       await held.started
-      await expect(create(s, principal, {}, 'key-running-1')).rejects.toMatchObject({ code: 'idempotency_in_progress', facts: { retryAfterSeconds: 1 } })
+      await expect(create(s, principal, {}, 'key-running-1')).rejects.toMatchObject({
+        code: 'idempotency_in_progress',
+        facts: { retryAfterSeconds: 1 },
+      })
       held.release()
       const done = await running
       expect(await create(s, principal, {}, 'key-running-1')).toEqual({ body: done.body, replayed: true })
@@ -198,7 +216,8 @@ describeEachBackend(
       expect(fresh.body.data.id).not.toBe(first.body.data.id)
       clock.advance(s.config.limits.idempotencyHours * HOUR)
       let swept = 0
-      for (let n = await sweepExpiredIdempotencyRecords(s, 2); n > 0; n = await sweepExpiredIdempotencyRecords(s, 2)) swept += n
+      for (let n = await sweepExpiredIdempotencyRecords(s, 2); n > 0; n = await sweepExpiredIdempotencyRecords(s, 2))
+        swept += n
       expect(swept).toBeGreaterThanOrEqual(1)
       expect(await sweepExpiredIdempotencyRecords(s, 100)).toBe(0)
       // Swept: the key runs anew.
@@ -214,7 +233,9 @@ describeEachBackend(
         created.push((await create(s, principal)).body.data.id)
       }
       const rows = (await listInboxes(s, principal, { limit: 100 })).data
-      const expected = [...rows].sort((x, y) => (x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1))
+      const expected = [...rows].sort((x, y) =>
+        x.created_at === y.created_at ? (x.id < y.id ? 1 : -1) : x.created_at < y.created_at ? 1 : -1,
+      )
       expect(rows.map((r) => r.id)).toEqual(expected.map((r) => r.id))
       expect(new Set(rows.map((r) => r.id))).toEqual(new Set(created))
 
@@ -230,7 +251,9 @@ describeEachBackend(
 
       // A cursor is bound to its listing: another organisation's is refused.
       const firstPage = await listInboxes(s, principal, { limit: 3 })
-      await expect(listInboxes(s, await organization(backend), { limit: 3, cursor: firstPage.next_cursor! })).rejects.toMatchObject({ code: 'invalid_cursor' })
+      await expect(
+        listInboxes(s, await organization(backend), { limit: 3, cursor: firstPage.next_cursor! }),
+      ).rejects.toMatchObject({ code: 'invalid_cursor' })
     })
 
     test('find and delete: the messages go too; deleted, unknown and foreign inboxes are all not found', async () => {
@@ -254,7 +277,11 @@ describeEachBackend(
     test('stats: count and newest arrival per inbox, skipping expired messages', async () => {
       const s = backend.services()
       const principal = await organization(backend)
-      const [a, b, quiet] = [(await create(s, principal)).body.data, (await create(s, principal)).body.data, (await create(s, principal)).body.data]
+      const [a, b, quiet] = [
+        (await create(s, principal)).body.data,
+        (await create(s, principal)).body.data,
+        (await create(s, principal)).body.data,
+      ]
       const at = (offsetMs: number) => isoTime(clock.now() + offsetMs)
       await message(backend, a.id, principal.organizationId, at(-3000), at(HOUR))
       await message(backend, a.id, principal.organizationId, at(-1000), at(HOUR))
@@ -278,7 +305,9 @@ describeEachBackend(
       // Long enough that no running createInbox can own it on any machine.
       clock.advance(HOUR)
       await discardUnfinishedInboxes(backend.services())
-      const discarded = backend.logs.filter((line) => line.event === 'unfinished_inbox_discarded' && line.address === `${prefix}@inbox.test`)
+      const discarded = backend.logs.filter(
+        (line) => line.event === 'unfinished_inbox_discarded' && line.address === `${prefix}@inbox.test`,
+      )
       expect(discarded).toHaveLength(1)
       // The claim: one process serves SQLite, so at its boot every claim is abandoned and the
       // retry runs anew; with PostgreSQL the claim's machine is alive (its lease is renewed),
@@ -309,8 +338,13 @@ describeEachBackend(
         held.release()
         await expect(stalled).rejects.toThrow()
         // The stalled request neither activated its inbox nor released the new holder's record.
-        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual([takeover.body.data.id])
-        expect(await create(backend.services(), principal, {}, 'key-takeover-1')).toEqual({ body: takeover.body, replayed: true })
+        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual(
+          [takeover.body.data.id],
+        )
+        expect(await create(backend.services(), principal, {}, 'key-takeover-1')).toEqual({
+          body: takeover.body,
+          replayed: true,
+        })
       })
     }
 
@@ -326,7 +360,9 @@ describeEachBackend(
       held.release()
       if (backend.dialect === 'postgres') {
         const done = await running
-        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual([done.body.data.id])
+        expect((await listInboxes(backend.services(), principal, { limit: 10 })).data.map((inbox) => inbox.id)).toEqual(
+          [done.body.data.id],
+        )
       } else {
         // One process serves SQLite: at its boot nothing is running, so the row was discarded.
         await expect(running).rejects.toThrow()
@@ -336,7 +372,10 @@ describeEachBackend(
 
     test('the cursor secret is made once: every codec built on the database signs alike', async () => {
       const s = backend.services()
-      const [one, two] = await Promise.all([CursorCodec.fromStore(s.store.inboxes), CursorCodec.fromStore(s.store.inboxes)])
+      const [one, two] = await Promise.all([
+        CursorCodec.fromStore(s.store.inboxes),
+        CursorCodec.fromStore(s.store.inboxes),
+      ])
       const position = { at: '2026-01-01T00:00:00.000Z', id: 'inbox_x' }
       expect(one.encode('inboxes:org', position)).toBe(two.encode('inboxes:org', position))
       expect(two.decode('inboxes:org', one.encode('inboxes:org', position))).toEqual(position)

@@ -40,21 +40,34 @@ describeEachBackend(
 
     /** A fresh organisation (so tests never see each other's mail) and its principal. */
     async function tenant(): Promise<Principal> {
-      const org = await createOrganization(s(), CLI_ACTOR, { name: `Contract ${Math.random().toString(16).slice(2, 8)}`, preset: 'local' })
+      const org = await createOrganization(s(), CLI_ACTOR, {
+        name: `Contract ${Math.random().toString(16).slice(2, 8)}`,
+        preset: 'local',
+      })
       return consolePrincipal(org.id, LOCAL_TESTING_LIMITS)
     }
 
-    const newInbox = async (principal: Principal) => (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data
+    const newInbox = async (principal: Principal) =>
+      (await createInbox(s(), principal, { body: '', idempotencyKey: null })).body.data
 
     /** One message to `address`, through RCPT admission and the inbound store, as SMTP does it. */
     async function deliver(address: string, raw: string): Promise<string> {
       const reservation = await admitRecipient(s(), { address, isLive: () => true })
-      const stored = await receiveMessage(s(), { raw: Buffer.from(raw), envelopeFrom: 'bounce@sender.example', recipients: [reservation] })
+      const stored = await receiveMessage(s(), {
+        raw: Buffer.from(raw),
+        envelopeFrom: 'bounce@sender.example',
+        recipients: [reservation],
+      })
       return stored[0]!.messageId
     }
 
     const list = async (principal: Principal, inboxId: string, query: Partial<MessageQuery> = {}) =>
-      (await listOrWaitForMessages(s(), principal, { inboxId, query: { limit: 50, includeContent: false, ...query }, waitSeconds: 0, signal: new AbortController().signal }))!
+      (await listOrWaitForMessages(s(), principal, {
+        inboxId,
+        query: { limit: 50, includeContent: false, ...query },
+        waitSeconds: 0,
+        signal: new AbortController().signal,
+      }))!
 
     const ids = (page: { data: Array<{ id: string }> }) => page.data.map((m) => m.id)
 
@@ -81,12 +94,33 @@ describeEachBackend(
       ]
       const page = await list(principal, inbox.id)
       expect(ids(page)).toEqual([...same].reverse().concat(first))
-      expect(page.data.map((m) => (m as MessageSummary).received_at)).toEqual(['2026-01-31T23:50:01.002Z', '2026-01-31T23:50:01.001Z', '2026-01-31T23:50:01.000Z', '2026-01-31T23:50:00.000Z'])
+      expect(page.data.map((m) => (m as MessageSummary).received_at)).toEqual([
+        '2026-01-31T23:50:01.002Z',
+        '2026-01-31T23:50:01.001Z',
+        '2026-01-31T23:50:01.000Z',
+        '2026-01-31T23:50:00.000Z',
+      ])
       expect(page.next_cursor).toBeNull()
       const summary = page.data.at(-1) as MessageSummary
-      expect(summary).toMatchObject({ id: first, inbox_id: inbox.id, to: inbox.address, subject: 'one', from: { name: 'Sender', address: 'sender@example.com' } })
+      expect(summary).toMatchObject({
+        id: first,
+        inbox_id: inbox.id,
+        to: inbox.address,
+        subject: 'one',
+        from: { name: 'Sender', address: 'sender@example.com' },
+      })
       expect(summary.received_at).toBe('2026-01-31T23:50:00.000Z')
-      expect(Object.keys(summary).sort()).toEqual(['expires_at', 'from', 'id', 'inbox_id', 'preview', 'received_at', 'size_bytes', 'subject', 'to'])
+      expect(Object.keys(summary).sort()).toEqual([
+        'expires_at',
+        'from',
+        'id',
+        'inbox_id',
+        'preview',
+        'received_at',
+        'size_bytes',
+        'subject',
+        'to',
+      ])
       // include=content pages one full message at a time, with the same order and cursors.
       const newest = await list(principal, inbox.id, { limit: 1, includeContent: true })
       expect(ids(newest)).toEqual([same[2]!])
@@ -95,7 +129,11 @@ describeEachBackend(
       expect(ids(next)).toEqual([same[1]!])
       expect(next.next_cursor).not.toBeNull()
       // The API's cached listing answers the same page.
-      expect(JSON.parse(await listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } }))).toEqual(page)
+      expect(
+        JSON.parse(
+          await listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } }),
+        ),
+      ).toEqual(page)
     })
 
     test('cursors walk every page once, ties included, and are refused for another inbox', async () => {
@@ -131,9 +169,20 @@ describeEachBackend(
       const principal = await tenant()
       const inbox = await newInbox(principal)
       const to = inbox.address
-      const welcome = await deliver(to, simpleMessage({ to, from: 'Shop <Orders@Shop.Example>', subject: 'Welcome to 100% Shop', text: 'Verify your account' }))
+      const welcome = await deliver(
+        to,
+        simpleMessage({
+          to,
+          from: 'Shop <Orders@Shop.Example>',
+          subject: 'Welcome to 100% Shop',
+          text: 'Verify your account',
+        }),
+      )
       clock.advance(60_000)
-      const reset = await deliver(to, simpleMessage({ to, from: 'Shop <help@shop.example>', subject: 'Password reset', text: 'Your code is ZX-81' }))
+      const reset = await deliver(
+        to,
+        simpleMessage({ to, from: 'Shop <help@shop.example>', subject: 'Password reset', text: 'Your code is ZX-81' }),
+      )
       clock.advance(60_000)
       const rich = await deliver(to, richMessage(to))
       const at = (offset: number) => START + offset
@@ -152,15 +201,23 @@ describeEachBackend(
       expect(ids(await list(principal, inbox.id, { receivedAfter: at(60_000) }))).toEqual([rich, reset])
       expect(ids(await list(principal, inbox.id, { receivedAfter: at(60_001) }))).toEqual([rich])
       expect(ids(await list(principal, inbox.id, { receivedBefore: at(60_000) }))).toEqual([welcome])
-      expect(ids(await list(principal, inbox.id, { receivedAfter: at(1), receivedBefore: at(120_000) }))).toEqual([reset])
+      expect(ids(await list(principal, inbox.id, { receivedAfter: at(1), receivedBefore: at(120_000) }))).toEqual([
+        reset,
+      ])
       // The console's filters: text is folded by the console before it reaches the verb.
       expect(ids(await list(principal, inbox.id, { text: 'zx-81' }))).toEqual([reset])
       expect(ids(await list(principal, inbox.id, { text: 'verify your' }))).toEqual([welcome])
       expect(ids(await list(principal, inbox.id, { text: 'z_-81' }))).toEqual([])
       expect(ids(await list(principal, inbox.id, { hasAttachment: true }))).toEqual([rich])
-      expect(ids(await list(principal, inbox.id, { recipient: to.slice(0, 6).toUpperCase() }))).toEqual([rich, reset, welcome])
+      expect(ids(await list(principal, inbox.id, { recipient: to.slice(0, 6).toUpperCase() }))).toEqual([
+        rich,
+        reset,
+        welcome,
+      ])
       expect(ids(await list(principal, inbox.id, { recipient: 'nobody' }))).toEqual([])
-      expect(ids(await list(principal, inbox.id, { senderDomain: 'shop.example', subject: 'welcome' }))).toEqual([welcome])
+      expect(ids(await list(principal, inbox.id, { senderDomain: 'shop.example', subject: 'welcome' }))).toEqual([
+        welcome,
+      ])
       expect(ids(await list(principal, inbox.id, { senderDomain: 'shop.example', hasAttachment: true }))).toEqual([])
     })
 
@@ -171,10 +228,19 @@ describeEachBackend(
       const raw = richMessage(inbox.address)
       const id = await deliver(inbox.address, raw)
       const message = await getMessage(s(), principal, id)
-      expect(message).toMatchObject({ id, inbox_id: inbox.id, subject: 'Grüße aus Zürich', internet_message_id: '<abc.123@zurich.example>', preview: 'Hallo Zürich, your code is 4711.' })
+      expect(message).toMatchObject({
+        id,
+        inbox_id: inbox.id,
+        subject: 'Grüße aus Zürich',
+        internet_message_id: '<abc.123@zurich.example>',
+        preview: 'Hallo Zürich, your code is 4711.',
+      })
       expect(message.text).toContain('Hallo Zürich, your code is 4711.')
       expect(message.html).toContain('<img src="cid:logo@zurich">')
-      expect(message.headers.filter(([name]) => name.toLowerCase() === 'x-dup').map(([, value]) => value)).toEqual(['one', 'two'])
+      expect(message.headers.filter(([name]) => name.toLowerCase() === 'x-dup').map(([, value]) => value)).toEqual([
+        'one',
+        'two',
+      ])
       expect(message.attachments.map((a) => [a.filename, a.disposition, a.content_id])).toEqual([
         ['logo.png', 'inline', 'logo@zurich'],
         [PDF_NAME, 'attachment', null],
@@ -215,7 +281,11 @@ describeEachBackend(
       const id = await deliver(inbox.address, richMessage(inbox.address))
       const attachment = (await getMessage(s(), principal, id)).attachments[1]!.id
       expect(await refusal(deleteMessage(s(), await tenant(), id))).toBe('message_not_found')
-      const outcomes = await Promise.allSettled([deleteMessage(s(), principal, id), deleteMessage(s(), principal, id), deleteMessage(s(), principal, id)])
+      const outcomes = await Promise.allSettled([
+        deleteMessage(s(), principal, id),
+        deleteMessage(s(), principal, id),
+        deleteMessage(s(), principal, id),
+      ])
       expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1)
       for (const o of outcomes) if (o.status === 'rejected') expect(o.reason.code).toBe('message_not_found')
       expect(await refusal(getMessage(s(), principal, id))).toBe('message_not_found')
@@ -229,12 +299,18 @@ describeEachBackend(
       clock.set(START)
       const principal = await tenant()
       const inbox = await newInbox(principal)
-      const waiting = listOrWaitForMessages(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false }, waitSeconds: 10, signal: new AbortController().signal })
+      const waiting = listOrWaitForMessages(s(), principal, {
+        inboxId: inbox.id,
+        query: { limit: 50, includeContent: false },
+        waitSeconds: 10,
+        signal: new AbortController().signal,
+      })
       await Bun.sleep(50)
       const id = await deliver(inbox.address, simpleMessage({ to: inbox.address, subject: 'awaited' }))
       expect(ids((await waiting)!)).toEqual([id])
 
-      const cached = () => listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } })
+      const cached = () =>
+        listSummariesAsJson(s(), principal, { inboxId: inbox.id, query: { limit: 50, includeContent: false } })
       expect(JSON.parse(await cached()).data.map((m: MessageSummary) => m.id)).toEqual([id])
       await deleteMessage(s(), principal, id)
       expect(JSON.parse(await cached()).data).toEqual([])
@@ -250,13 +326,21 @@ describeEachBackend(
       await deleteInbox(s(), principal, gone.id)
       const january = await getUsage(s(), principal)
       expect(january.period).toEqual({ starts_at: '2026-01-01T00:00:00.000Z', ends_at: '2026-02-01T00:00:00.000Z' })
-      expect(january.inboxes).toEqual({ active: 1, limit: LOCAL_TESTING_LIMITS.activeInboxes, remaining: LOCAL_TESTING_LIMITS.activeInboxes - 1 })
+      expect(january.inboxes).toEqual({
+        active: 1,
+        limit: LOCAL_TESTING_LIMITS.activeInboxes,
+        remaining: LOCAL_TESTING_LIMITS.activeInboxes - 1,
+      })
       expect(january.emails.received).toBe(2)
       clock.set('2026-02-01T00:00:00.000Z')
       await deliver(inbox.address, simpleMessage({ to: inbox.address }))
       const february = await getUsage(s(), principal)
       expect(february.period.starts_at).toBe('2026-02-01T00:00:00.000Z')
-      expect(february.emails).toEqual({ received: 1, limit: LOCAL_TESTING_LIMITS.monthlyEmails, remaining: LOCAL_TESTING_LIMITS.monthlyEmails - 1 })
+      expect(february.emails).toEqual({
+        received: 1,
+        limit: LOCAL_TESTING_LIMITS.monthlyEmails,
+        remaining: LOCAL_TESTING_LIMITS.monthlyEmails - 1,
+      })
       // Another organisation's usage is its own.
       expect((await getUsage(s(), await tenant())).emails.received).toBe(0)
     })
@@ -265,7 +349,10 @@ describeEachBackend(
       clock.set(START)
       const principal = await tenant()
       const [a, b, gone] = [await newInbox(principal), await newInbox(principal), await newInbox(principal)]
-      const inA = await deliver(a.address, simpleMessage({ to: a.address, from: 'x@shop.example', subject: 'Order shipped', text: 'tracking code ZX' }))
+      const inA = await deliver(
+        a.address,
+        simpleMessage({ to: a.address, from: 'x@shop.example', subject: 'Order shipped', text: 'tracking code ZX' }),
+      )
       clock.advance(1000)
       const inB = await deliver(b.address, richMessage(b.address))
       clock.advance(1000)
@@ -273,9 +360,13 @@ describeEachBackend(
       await deleteInbox(s(), principal, gone.id)
       const stranger = await tenant()
       const theirs = await newInbox(stranger)
-      await deliver(theirs.address, simpleMessage({ to: theirs.address, from: 'x@shop.example', subject: 'Order elsewhere' }))
+      await deliver(
+        theirs.address,
+        simpleMessage({ to: theirs.address, from: 'x@shop.example', subject: 'Order elsewhere' }),
+      )
 
-      const search = async (query: Parameters<typeof searchOrganization>[2], limit = 50, who = principal) => searchOrganization(s(), who, query, limit)
+      const search = async (query: Parameters<typeof searchOrganization>[2], limit = 50, who = principal) =>
+        searchOrganization(s(), who, query, limit)
       expect(ids(await search({ subject: 'ORDER' }))).toEqual([inA])
       expect(ids(await search({ senderDomain: 'shop.example' }))).toEqual([inA])
       expect(ids(await search({ sender: 'team@zurich.example' }))).toEqual([inB])
@@ -293,11 +384,16 @@ describeEachBackend(
       const second = await search({ receivedAfter: START, cursor: first.next_cursor! }, 1)
       expect(ids(second)).toEqual([inA])
       expect(second.next_cursor).toBeNull()
-      expect(await refusal(search({ receivedAfter: START, cursor: first.next_cursor! }, 1, stranger))).toBe('invalid_cursor')
+      expect(await refusal(search({ receivedAfter: START, cursor: first.next_cursor! }, 1, stranger))).toBe(
+        'invalid_cursor',
+      )
 
       // Two inboxes receiving at the same instant tie on received_at: the id decides, and the cursor splits the tie.
       clock.advance(60_000)
-      const tied = [await deliver(a.address, simpleMessage({ to: a.address, subject: 'tie' })), await deliver(b.address, simpleMessage({ to: b.address, subject: 'tie' }))]
+      const tied = [
+        await deliver(a.address, simpleMessage({ to: a.address, subject: 'tie' })),
+        await deliver(b.address, simpleMessage({ to: b.address, subject: 'tie' })),
+      ]
       const byId = [...tied].sort().reverse()
       const top = await search({ subject: 'tie' }, 1)
       expect(ids(top)).toEqual([byId[0]!])

@@ -36,7 +36,12 @@ describeEachBackend('search at the edges', (backend) => {
   let inboxId: string
 
   const list = async (query: Partial<MessageQuery>) =>
-    (await listOrWaitForMessages(s(), principal, { inboxId, query: { limit: 50, includeContent: false, ...query }, waitSeconds: 0, signal: new AbortController().signal }))!.data
+    (await listOrWaitForMessages(s(), principal, {
+      inboxId,
+      query: { limit: 50, includeContent: false, ...query },
+      waitSeconds: 0,
+      signal: new AbortController().signal,
+    }))!.data
       .map((m: { subject: string }) => m.subject)
       .sort()
 
@@ -48,7 +53,11 @@ describeEachBackend('search at the edges', (backend) => {
     for (const subject of SUBJECTS) {
       clock.advance(1000)
       const reservation = await admitRecipient(s(), { address: inbox.address, isLive: () => true })
-      await receiveMessage(s(), { raw: Buffer.from(simpleMessage({ to: inbox.address, subject: encoded(subject) })), envelopeFrom: 'a@sender.example', recipients: [reservation] })
+      await receiveMessage(s(), {
+        raw: Buffer.from(simpleMessage({ to: inbox.address, subject: encoded(subject) })),
+        envelopeFrom: 'a@sender.example',
+        recipients: [reservation],
+      })
     }
     expect(await list({})).toEqual([...SUBJECTS].sort())
   })
@@ -67,7 +76,12 @@ describeEachBackend('search at the edges', (backend) => {
     expect(await list({ receivedAfter: parseRfc3339('9999-12-31T23:59:60Z')! })).toEqual([])
     expect(await list({ receivedAfter: parseRfc3339('9999-12-31T23:59:59.999999Z')! })).toEqual([])
     // The console's since=0000-01-01 and until=9999-12-31 (through the end of that day).
-    const all = await searchOrganization(s(), principal, { receivedAfter: parseRfc3339('0000-01-01T00:00:00Z')!, receivedBefore: parseRfc3339('9999-12-31T23:59:60Z')! }, 50)
+    const all = await searchOrganization(
+      s(),
+      principal,
+      { receivedAfter: parseRfc3339('0000-01-01T00:00:00Z')!, receivedBefore: parseRfc3339('9999-12-31T23:59:60Z')! },
+      50,
+    )
     expect(all.data).toHaveLength(SUBJECTS.length)
     const none = await searchOrganization(s(), principal, { receivedBefore: parseRfc3339('0000-01-01T00:00:00Z')! }, 50)
     expect(none.data).toEqual([])

@@ -20,8 +20,17 @@ afterAll(() => {
 })
 
 async function runEntry(deployment: ReturnType<typeof makeDeployment>, env: Record<string, string>) {
-  const child = Bun.spawn([process.execPath, 'src/entry.ts'], { cwd: ROOT, env: { ...deployment.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const child = Bun.spawn([process.execPath, 'src/entry.ts'], {
+    cwd: ROOT,
+    env: { ...deployment.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   return { code, output: stdout + stderr }
 }
 
@@ -52,9 +61,17 @@ test('the s3 replica uses BUCKET_NAME, AWS_ENDPOINT_URL_S3, AWS_REGION and the k
     hostname: '127.0.0.1',
     fetch(request) {
       const url = new URL(request.url)
-      requests.push({ method: request.method, path: url.pathname, query: url.searchParams, authorization: request.headers.get('authorization') ?? '' })
+      requests.push({
+        method: request.method,
+        path: url.pathname,
+        query: url.searchParams,
+        authorization: request.headers.get('authorization') ?? '',
+      })
       // Refused without a retry, so litestream gives up at once.
-      return new Response('<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>', { status: 403, headers: { 'content-type': 'application/xml' } })
+      return new Response(
+        '<?xml version="1.0"?><Error><Code>AccessDenied</Code><Message>Access Denied</Message></Error>',
+        { status: 403, headers: { 'content-type': 'application/xml' } },
+      )
     },
   })
   const deployment = fresh()

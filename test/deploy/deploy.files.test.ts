@@ -75,7 +75,9 @@ test('public TCP port 25 reaches SMTP_PORT as TCP with a PROXY line, never auto-
   // never from the 6PN or a public address.
   const trusted = TrustedNetworks.parse(fly.env.TRUSTED_PROXIES)
   expect(['172.16.0.1', '172.19.8.2', '10.0.0.1', '192.168.1.1'].every((peer) => trusted.trusts(peer))).toBe(true)
-  expect(['fdaa:0:18:a7b:7d:f066:b83b:2', '203.0.113.7', '100.64.0.1', '::1'].some((peer) => trusted.trusts(peer))).toBe(false)
+  expect(
+    ['fdaa:0:18:a7b:7d:f066:b83b:2', '203.0.113.7', '100.64.0.1', '::1'].some((peer) => trusted.trusts(peer)),
+  ).toBe(false)
   expect(smtp[0].auto_stop_machines).toBe('off')
   expect(smtp[0].min_machines_running).toBeUndefined()
   // Above SMTP_MAX_CLIENTS, so the server itself answers the excess with 421.
@@ -116,7 +118,11 @@ test('litestream.yml replicates DATABASE_PATH through a `replicas` list (0.3 ign
   expect(config.dbs[0].path).toBe('${DATABASE_PATH}')
   expect(config.dbs[0].replica).toBeUndefined()
   expect(config.dbs[0].replicas).toHaveLength(1)
-  expect(config.dbs[0].replicas[0]).toMatchObject({ type: '${LITESTREAM_REPLICA}', bucket: '${BUCKET_NAME}', endpoint: '${AWS_ENDPOINT_URL_S3}' })
+  expect(config.dbs[0].replicas[0]).toMatchObject({
+    type: '${LITESTREAM_REPLICA}',
+    bucket: '${BUCKET_NAME}',
+    endpoint: '${AWS_ENDPOINT_URL_S3}',
+  })
 })
 
 test("the token-less metrics listener is Fly's [metrics] port, on IPv4 as Fly asks, and published by no service", () => {
@@ -149,7 +155,9 @@ describe('fly.postgres.toml', () => {
 
   test('is a valid PostgreSQL-mode configuration once the DATABASE_URL secret is set, which it never holds itself', () => {
     expect(flyPostgres.env.DATABASE_URL).toBeUndefined()
-    expect(() => loadConfig({ ...env, DATABASE_URL: 'postgres://pigeonhole:secret@db.internal:5432/pigeonhole' })).not.toThrow()
+    expect(() =>
+      loadConfig({ ...env, DATABASE_URL: 'postgres://pigeonhole:secret@db.internal:5432/pigeonhole' }),
+    ).not.toThrow()
     expect(flyPostgres.env.LITESTREAM_REPLICA).toBe('none')
   })
 
@@ -182,7 +190,15 @@ describe('fly.postgres.toml', () => {
     expect(shape(flyPostgres)).toEqual(shape(fly))
     expect(flyPostgres.http_service.internal_port).toBe(Number(effectivePostgres.PORT))
     expect(flyPostgres.checks.ready.path).toBe('/ready')
-    for (const name of ['SMTP_PROXY_PROTOCOL', 'CLIENT_ADDRESS_HEADER', 'TRUSTED_PROXIES', 'METRICS_PORT', 'METRICS_HOST', 'PORT', 'SMTP_PORT']) {
+    for (const name of [
+      'SMTP_PROXY_PROTOCOL',
+      'CLIENT_ADDRESS_HEADER',
+      'TRUSTED_PROXIES',
+      'METRICS_PORT',
+      'METRICS_HOST',
+      'PORT',
+      'SMTP_PORT',
+    ]) {
       expect(flyPostgres.env[name]).toBe(fly.env[name])
     }
   })

@@ -13,7 +13,15 @@
 import { afterAll, describe, expect, test } from 'bun:test'
 import { existsSync, readdirSync, rmSync } from 'node:fs'
 import { SmtpClient, sendMail, simpleMessage, type Reply } from '../support/smtp.ts'
-import { allMessages, api, createTenant, getJson, makeDeployment, startEntry, type RunningEntry } from '../support/entry-process.ts'
+import {
+  allMessages,
+  api,
+  createTenant,
+  getJson,
+  makeDeployment,
+  startEntry,
+  type RunningEntry,
+} from '../support/entry-process.ts'
 import { multipartMessage, randomAttachment, type Attachment } from '../support/deploy-mime.ts'
 
 const cleanups: Array<() => void> = []
@@ -25,7 +33,12 @@ const CONNECTIONS = 4
 const KILL_AFTER_ACKS = 30
 
 /** Subjects of the visible messages; fails on any message that is not whole. */
-async function visibleMessages(entry: RunningEntry, key: string, inboxIds: string[], sent: Map<string, Attachment[]>): Promise<Set<string>> {
+async function visibleMessages(
+  entry: RunningEntry,
+  key: string,
+  inboxIds: string[],
+  sent: Map<string, Attachment[]>,
+): Promise<Set<string>> {
   const seen = new Set<string>()
   for (const inboxId of inboxIds) {
     for (const summary of await allMessages(entry.httpUrl, key, inboxId)) {
@@ -91,7 +104,9 @@ describe.concurrent('replication', () => {
     async function sender(connection: number): Promise<void> {
       const client = await SmtpClient.connect(smtpPort)
       // A reply never comes once the server is gone; the closed socket ends the wait.
-      const closed = new Promise<never>((_, reject) => client.socket.once('close', () => reject(new Error('connection closed'))))
+      const closed = new Promise<never>((_, reject) =>
+        client.socket.once('close', () => reject(new Error('connection closed'))),
+      )
       closed.catch(() => {})
       const step = (reply: Promise<Reply>) => Promise.race([reply, closed])
       try {
@@ -105,7 +120,9 @@ describe.concurrent('replication', () => {
           sent.set(subject, attachments)
           inFlight++
           maybeKill()
-          const reply = await step(client.data(multipartMessage({ to: inbox.address, subject, text: subject, attachments })))
+          const reply = await step(
+            client.data(multipartMessage({ to: inbox.address, subject, text: subject, attachments })),
+          )
           inFlight--
           expect(reply.code).toBe(250)
           acknowledged.add(subject)
@@ -165,8 +182,16 @@ describe.concurrent('replication', () => {
 
     const attachments = [randomAttachment('blob.bin', 200_000), randomAttachment('small.bin', 3_000)]
     const sent = [
-      sendMail(entry.smtpPort, { to: [a.address] }, multipartMessage({ to: a.address, subject: 'with attachments', text: 'see attached', attachments })),
-      sendMail(entry.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'plain', text: 'héllo wörld' })),
+      sendMail(
+        entry.smtpPort,
+        { to: [a.address] },
+        multipartMessage({ to: a.address, subject: 'with attachments', text: 'see attached', attachments }),
+      ),
+      sendMail(
+        entry.smtpPort,
+        { to: [b.address] },
+        simpleMessage({ to: b.address, subject: 'plain', text: 'héllo wörld' }),
+      ),
       sendMail(entry.smtpPort, { to: [a.address, b.address] }, simpleMessage({ to: a.address, subject: 'to both' })),
     ]
     for (const result of await Promise.all(sent)) expect(result.data?.code).toBe(250)

@@ -24,7 +24,11 @@ import { until } from '../support/wait.ts'
 
 const TOKEN = 'metrics-token-for-the-lag-test'
 const LOCAL_WARN_BYTES = 3 * 1024 * 1024
-const deployment = makeDeployment({ METRICS_TOKEN: TOKEN, REPLICATION_MAX_LAG_SECONDS: '2', LITESTREAM_LOCAL_WARN: String(LOCAL_WARN_BYTES) })
+const deployment = makeDeployment({
+  METRICS_TOKEN: TOKEN,
+  REPLICATION_MAX_LAG_SECONDS: '2',
+  LITESTREAM_LOCAL_WARN: String(LOCAL_WARN_BYTES),
+})
 afterAll(() => deployment.cleanup())
 
 const ready = async (entry: RunningEntry) => {
@@ -36,17 +40,28 @@ const metric = async (entry: RunningEntry, name: string) => {
   return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1])
 }
 /** Each check costs a request to the entry: a quarter second between them. */
-const untilEntry = (what: string, condition: () => Promise<boolean>, seconds = 20) => until(condition, what, { timeoutMs: seconds * 1000, intervalMs: 250 })
+const untilEntry = (what: string, condition: () => Promise<boolean>, seconds = 20) =>
+  until(condition, what, { timeoutMs: seconds * 1000, intervalMs: 250 })
 
 test('an unreachable replica shows as lag and fails /ready; after a restart it catches up and nothing is lost', async () => {
   let entry = await startEntry(deployment)
   try {
     const key = createTenant(deployment)
     const inbox = (await (await api(entry.httpUrl, key, 'POST', '/v1/inboxes')).json()).data
-    const send = async (subject: string, size: number) => (await sendMail(entry.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject, text: 'x'.repeat(size) }))).data?.code
+    const send = async (subject: string, size: number) =>
+      (
+        await sendMail(
+          entry.smtpPort,
+          { to: [inbox.address] },
+          simpleMessage({ to: inbox.address, subject, text: 'x'.repeat(size) }),
+        )
+      ).data?.code
     expect(await send('first', 100)).toBe(250)
     await untilEntry('/ready with the replica current', async () => (await ready(entry)).status === 200)
-    expect(await ready(entry)).toEqual({ status: 200, checks: { database: 'ok', smtp: 'ok', litestream: 'ok', replication: 'ok', proxy_lines: 'not_configured' } })
+    expect(await ready(entry)).toEqual({
+      status: 200,
+      checks: { database: 'ok', smtp: 'ok', litestream: 'ok', replication: 'ok', proxy_lines: 'not_configured' },
+    })
 
     renameSync(deployment.replicaPath, `${deployment.replicaPath}.away`)
     writeFileSync(deployment.replicaPath, 'not a folder')
@@ -99,10 +114,15 @@ test('an unreachable replica shows as lag and fails /ready; after a restart it c
     // Everything acknowledged is in the replica: a restore from it has every message.
     const plan = replicationPlan(loadConfig(deployment.env), deployment.env)!
     const copy = join(deployment.dir, 'restored.db')
-    const restore = Bun.spawnSync([plan.binary, 'restore', '-config', join(ROOT, 'litestream.yml'), '-o', copy, plan.databasePath], { env: plan.env })
+    const restore = Bun.spawnSync(
+      [plan.binary, 'restore', '-config', join(ROOT, 'litestream.yml'), '-o', copy, plan.databasePath],
+      { env: plan.env },
+    )
     expect(restore.exitCode).toBe(0)
     const restored = new Database(copy, { readonly: true })
-    const inReplica = restored.query('SELECT subject FROM messages ORDER BY subject').all() as Array<{ subject: string }>
+    const inReplica = restored.query('SELECT subject FROM messages ORDER BY subject').all() as Array<{
+      subject: string
+    }>
     restored.close()
     expect(inReplica.map((row) => row.subject)).toEqual(subjects.sort())
   } catch (error) {
@@ -119,13 +139,20 @@ test('an idle server that restarts shows no lag: the replica already holds every
   try {
     const key = createTenant(idle)
     expect((await api(entry.httpUrl, key, 'POST', '/v1/inboxes')).status).toBe(201)
-    await untilEntry('the first run caught up', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0)
+    await untilEntry(
+      'the first run caught up',
+      async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0,
+    )
     await entry.stop()
     entry = await startEntry(idle)
     // Nothing is written after the restart and nobody asks /ready (whose heartbeat writes):
     // Litestream has nothing to upload, and the lag must still not grow past its bound.
     await Bun.sleep(5_000) // proves nothing happens: after five idle seconds the lag is still 0
-    await untilEntry('no lag after the restart', async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0, 5)
+    await untilEntry(
+      'no lag after the restart',
+      async () => (await metric(entry, 'pigeonhole_replication_lag_seconds')) === 0,
+      5,
+    )
     expect((await ready(entry)).checks.replication).toBe('ok')
     expect(entry.output()).not.toContain('"replication_lagging"')
   } catch (error) {

@@ -10,7 +10,10 @@ import { dirname, join, resolve } from 'node:path'
 import { RESERVED_LOCAL_PARTS } from '../../src/core/inboxes/local-part.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
-const tracked = Bun.spawnSync(['git', 'ls-files', '--cached', '--others', '--exclude-standard'], { cwd: ROOT }).stdout.toString().trim().split('\n')
+const tracked = Bun.spawnSync(['git', 'ls-files', '--cached', '--others', '--exclude-standard'], { cwd: ROOT })
+  .stdout.toString()
+  .trim()
+  .split('\n')
 const markdown = tracked.filter((file) => file.endsWith('.md'))
 
 test('relative links resolve inside the repository; others are public https sites', () => {
@@ -21,7 +24,8 @@ test('relative links resolve inside the repository; others are public https site
     for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
       if (target!.startsWith('#')) continue
       if (/^[a-z]+:/i.test(target!)) {
-        if (!/^https:\/\/(?!localhost|127\.)[a-z0-9.-]+\.[a-z]{2,}(\/|$)/i.test(target!)) broken.push(`${file}: ${target}`)
+        if (!/^https:\/\/(?!localhost|127\.)[a-z0-9.-]+\.[a-z]{2,}(\/|$)/i.test(target!))
+          broken.push(`${file}: ${target}`)
         continue
       }
       const path = resolve(ROOT, dirname(file), target!.split('#')[0]!)
@@ -34,9 +38,21 @@ test('relative links resolve inside the repository; others are public https site
 test('no file refers to material outside the repository or to tracker issues', () => {
   const offenders: string[] = []
   for (const file of tracked) {
-    if (file === 'bun.lock' || file.endsWith('.lock') || file.startsWith('test/fixtures/') || file === 'test/docs/docs.links.test.ts') continue
+    if (
+      file === 'bun.lock' ||
+      file.endsWith('.lock') ||
+      file.startsWith('test/fixtures/') ||
+      file === 'test/docs/docs.links.test.ts'
+    )
+      continue
     const text = readFileSync(join(ROOT, file), 'utf8')
-    for (const pattern of [/\.\.\/shared\b/, /\bshared\/spec\b/, /\bDESIGN\.md\b/, /\bSTACK-NOTES\b/, /\bissue #?\d+\b/i]) {
+    for (const pattern of [
+      /\.\.\/shared\b/,
+      /\bshared\/spec\b/,
+      /\bDESIGN\.md\b/,
+      /\bSTACK-NOTES\b/,
+      /\bissue #?\d+\b/i,
+    ]) {
       if (pattern.test(text)) offenders.push(`${file}: ${pattern}`)
     }
   }
@@ -50,11 +66,13 @@ test('every repository path named in docs, READMEs and code comments exists', ()
   const PATH = /(?<![\w./-])((?:src|docs|test|bench|e2e|examples|scripts|deploy|drizzle)\/[\w./-]*\w)/g
   const stale: string[] = []
   for (const file of tracked) {
-    if (!/\.(md|ts|tsx|js|yml|toml)$/.test(file) || file.startsWith('test/fixtures/') || file.startsWith('drizzle/')) continue
+    if (!/\.(md|ts|tsx|js|yml|toml)$/.test(file) || file.startsWith('test/fixtures/') || file.startsWith('drizzle/'))
+      continue
     const text = readFileSync(join(ROOT, file), 'utf8')
     for (const [, path] of text.matchAll(PATH)) {
       if (/^bench\/results\b/.test(path!)) continue // written by `bun run bench`, not committed
-      if (!existsSync(join(ROOT, path!)) && !existsSync(join(ROOT, dirname(file), path!))) stale.push(`${file}: ${path}`)
+      if (!existsSync(join(ROOT, path!)) && !existsSync(join(ROOT, dirname(file), path!)))
+        stale.push(`${file}: ${path}`)
     }
   }
   expect(stale).toEqual([])
@@ -63,7 +81,9 @@ test('every repository path named in docs, READMEs and code comments exists', ()
 test('the API reference names every error code, reserved name and SMTP reply', () => {
   const reference = readFileSync(join(ROOT, 'docs', 'api.md'), 'utf8')
   const smtp = readFileSync(join(ROOT, 'src', 'smtp', 'replies.ts'), 'utf8')
-  const errorCodes = [...readFileSync(join(ROOT, 'src', 'core', 'common', 'errors.ts'), 'utf8').matchAll(/^ {2}\| '([a-z_]+)'/gm)].map(([, code]) => code!)
+  const errorCodes = [
+    ...readFileSync(join(ROOT, 'src', 'core', 'common', 'errors.ts'), 'utf8').matchAll(/^ {2}\| '([a-z_]+)'/gm),
+  ].map(([, code]) => code!)
   expect(errorCodes.length).toBeGreaterThan(20)
   const missing = [
     ...errorCodes.map((code) => `\`${code}\``),

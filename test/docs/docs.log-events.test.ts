@@ -26,7 +26,8 @@ test('every warn and error event of the server is in the operations table, and t
   const logged = loggedEvents()
   const documented = documentedEvents()
   // The scan itself works: events known to be logged at these levels are found.
-  for (const known of ['storage_failing', 'quota_release_failed', 'sign_in_count_failed', 'unhandled_error']) expect(logged).toContain(known)
+  for (const known of ['storage_failing', 'quota_release_failed', 'sign_in_count_failed', 'unhandled_error'])
+    expect(logged).toContain(known)
   expect([...logged].filter((event) => !documented.has(event)).sort()).toEqual([])
   expect([...documented].filter((event) => !logged.has(event)).sort()).toEqual([])
 })

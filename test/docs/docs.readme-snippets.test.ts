@@ -14,9 +14,13 @@ const ROOT = join(import.meta.dir, '..', '..')
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8')
 
 test('every marked snippet equals its example file, the Playwright test among them', () => {
-  const snippets = [...README.matchAll(/<!-- snippet: (\S+) -->\n```\w*\n([\s\S]*?)```\n/g)].map(([, path, body]) => ({ path: path!, body: body! }))
+  const snippets = [...README.matchAll(/<!-- snippet: (\S+) -->\n```\w*\n([\s\S]*?)```\n/g)].map(([, path, body]) => ({
+    path: path!,
+    body: body!,
+  }))
   expect(snippets.map((s) => s.path)).toContain('examples/playwright/signup.example.ts')
-  for (const { path, body } of snippets) expect({ path, body }).toEqual({ path, body: readFileSync(join(ROOT, path), 'utf8') })
+  for (const { path, body } of snippets)
+    expect({ path, body }).toEqual({ path, body: readFileSync(join(ROOT, path), 'utf8') })
 })
 
 const byHand = (() => {
@@ -33,9 +37,19 @@ afterAll(() => server.stop())
 
 /** Runs the README's steps with its local addresses pointed at the test server. */
 async function runByHand(script: string, key: string) {
-  const local = script.replaceAll('localhost:3000', new URL(server.url).host).replaceAll('localhost:2525', `127.0.0.1:${server.app.smtpPort}`)
-  const child = Bun.spawn(['bash', '-euo', 'pipefail', '-c', local], { env: { ...process.env, KEY: key }, stdout: 'pipe', stderr: 'pipe' })
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const local = script
+    .replaceAll('localhost:3000', new URL(server.url).host)
+    .replaceAll('localhost:2525', `127.0.0.1:${server.app.smtpPort}`)
+  const child = Bun.spawn(['bash', '-euo', 'pipefail', '-c', local], {
+    env: { ...process.env, KEY: key },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   return { code, lines: stdout.trim().split('\n'), stderr }
 }
 

@@ -18,7 +18,12 @@ const start = async (...args: Parameters<typeof startTestServer>) => {
   servers.push(server)
   return server
 }
-const mail = (server: TestServer, to: string, subject: string) => sendMail(server.app.smtpPort, { to: [to] }, `From: app@example.com\r\nTo: ${to}\r\nSubject: ${subject}\r\n\r\nhello\r\n`)
+const mail = (server: TestServer, to: string, subject: string) =>
+  sendMail(
+    server.app.smtpPort,
+    { to: [to] },
+    `From: app@example.com\r\nTo: ${to}\r\nSubject: ${subject}\r\n\r\nhello\r\n`,
+  )
 
 test('an empty PIGEONHOLE_KEY stops with a message naming the variable, before any request', () => {
   expect(() => Pigeonhole.fromEnv({ PIGEONHOLE_URL: 'http://127.0.0.1:9' })).toThrow('PIGEONHOLE_KEY is empty')
@@ -47,7 +52,9 @@ describe('a wait that ends without mail says which limit likely refused it', () 
     expect((await mail(server, inbox.address, 'first')).data?.code).toBe(250)
     expect((await mail(server, inbox.address, 'second')).rcpt[0]!.code).toBe(550)
     const waited = pigeonhole.waitForMessage(inbox, { subject: 'second', timeout: 1_000 })
-    await expect(waited).rejects.toThrow('monthly email quota is used up (1 of 1): Pigeonhole refuses further mail with "550 Monthly recipient quota exceeded"')
+    await expect(waited).rejects.toThrow(
+      'monthly email quota is used up (1 of 1): Pigeonhole refuses further mail with "550 Monthly recipient quota exceeded"',
+    )
   }, 20_000)
 
   test("the inbox's burst", async () => {
@@ -65,7 +72,9 @@ describe('a wait that ends without mail says which limit likely refused it', () 
     const server = await start()
     const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
-    await expect(pigeonhole.waitForMessage(inbox, { timeout: 1_000 })).rejects.toThrow(`No mail with any message arrived at ${inbox.address} within 1 s. No limit looks reached`)
+    await expect(pigeonhole.waitForMessage(inbox, { timeout: 1_000 })).rejects.toThrow(
+      `No mail with any message arrived at ${inbox.address} within 1 s. No limit looks reached`,
+    )
   }, 20_000)
 })
 
@@ -80,9 +89,17 @@ test('a wait begun before the server listens retries the refused connection and 
       probe.close(() => resolve(port))
     })
   })
-  const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'after restart', timeout: 10_000 })
+  const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, {
+    subject: 'after restart',
+    timeout: 10_000,
+  })
   await Bun.sleep(600) // the scenario: nothing listens for a while, so the wait meets refused connections
-  const relay = Bun.serve({ port, hostname: '127.0.0.1', fetch: (request) => fetch(new URL(new URL(request.url).pathname + new URL(request.url).search, server.url), request) })
+  const relay = Bun.serve({
+    port,
+    hostname: '127.0.0.1',
+    fetch: (request) =>
+      fetch(new URL(new URL(request.url).pathname + new URL(request.url).search, server.url), request),
+  })
   try {
     expect((await mail(server, inbox.address, 'after restart')).data?.code).toBe(250)
     expect((await waited).subject).toBe('after restart')
@@ -112,10 +129,18 @@ test('a wait whose connection is closed under it (a server stopping) waits again
     client.on('error', () => upstream.destroy())
     upstream.on('error', () => client.destroy())
   })
-  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  const port = await new Promise<number>((resolve) =>
+    relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)),
+  )
   try {
-    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'after the cut', timeout: 10_000 })
-    await until(() => connections >= 2 && server.app.services.longPolls.total() === 1, 'the wait to reconnect after the cut and wait again')
+    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, {
+      subject: 'after the cut',
+      timeout: 10_000,
+    })
+    await until(
+      () => connections >= 2 && server.app.services.longPolls.total() === 1,
+      'the wait to reconnect after the cut and wait again',
+    )
     expect(connections).toBeGreaterThanOrEqual(2)
     expect((await mail(server, inbox.address, 'after the cut')).data?.code).toBe(250)
     expect((await waited).subject).toBe('after the cut')
@@ -137,7 +162,8 @@ test('a rate-limited teardown waits out Retry-After and deletes the inbox', asyn
   await expect(pigeonhole.getUsage()).rejects.toMatchObject({ code: 'rate_limit_exceeded', retryAfterSeconds: 1 })
   const deleted = pigeonhole.deleteInbox(inbox)
   // The teardown's first try is refused; the client now sleeps out Retry-After on real time.
-  const refused = () => server.logs.some((line) => line.event === 'http_request' && line.method === 'DELETE' && line.status === 429)
+  const refused = () =>
+    server.logs.some((line) => line.event === 'http_request' && line.method === 'DELETE' && line.status === 429)
   await until(refused, 'the teardown to be refused')
   clock.advance(1_000)
   await deleted
@@ -164,13 +190,18 @@ test('a teardown whose answer is lost (the delete done, the connection cut) coun
     client.on('error', () => upstream.destroy())
     upstream.on('error', () => client.destroy())
   })
-  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  const port = await new Promise<number>((resolve) =>
+    relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)),
+  )
   try {
     await new Pigeonhole({ url: `http://127.0.0.1:${port}`, key: tenant.key }).deleteInbox(inbox)
     expect(connections).toBe(2)
     expect((await server.get(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(404)
     // A delete of an unknown inbox that reached the server at once still says so.
-    await expect(new Pigeonhole({ url: server.url, key: tenant.key }).deleteInbox(inbox)).rejects.toMatchObject({ status: 404, code: 'inbox_not_found' })
+    await expect(new Pigeonhole({ url: server.url, key: tenant.key }).deleteInbox(inbox)).rejects.toMatchObject({
+      status: 404,
+      code: 'inbox_not_found',
+    })
   } finally {
     for (const socket of sockets) socket.destroy()
     relay.close()
@@ -199,9 +230,14 @@ test('a wait asked again after its connection was cut asks for the time left, no
       upstream.on('error', () => client.destroy())
     })
   })
-  const port = await new Promise<number>((resolve) => relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)))
+  const port = await new Promise<number>((resolve) =>
+    relay.listen(0, '127.0.0.1', () => resolve((relay.address() as { port: number }).port)),
+  )
   try {
-    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, { subject: 'late', timeout: 10_000 })
+    const waited = new Pigeonhole({ url: `http://127.0.0.1:${port}`, key }).waitForMessage(inbox, {
+      subject: 'late',
+      timeout: 10_000,
+    })
     await until(() => asked.length >= 2, 'the wait to be asked again after the cut')
     expect((await mail(server, inbox.address, 'late')).data?.code).toBe(250)
     expect((await waited).subject).toBe('late')

@@ -5,7 +5,10 @@ import { extractCode, extractLink, type Message } from '../../examples/pigeonhol
 const message = (text: string | null, html: string | null) => ({ subject: 'S', text, html }) as Message
 
 test('extractLink prefers HTML hrefs, decodes &amp;, and filters by pattern', () => {
-  const m = message('See https://a.example/text-link', '<a href="https://a.example/home">x</a> <a href=\'https://a.example/confirm?t=1&amp;u=2\'>y</a>')
+  const m = message(
+    'See https://a.example/text-link',
+    '<a href="https://a.example/home">x</a> <a href=\'https://a.example/confirm?t=1&amp;u=2\'>y</a>',
+  )
   expect(extractLink(m)).toBe('https://a.example/home')
   expect(extractLink(m, /confirm/)).toBe('https://a.example/confirm?t=1&u=2')
   expect(extractLink(message('Go to https://b.example/reset?x=1.', null))).toBe('https://b.example/reset?x=1')

@@ -25,11 +25,21 @@ afterAll(async () => {
 async function run(cmd: string[], env: Record<string, string>) {
   const child = Bun.spawn(cmd, {
     cwd: ROOT,
-    env: { ...process.env, PIGEONHOLE_URL: server.url, PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`, APP_URL: demo.url, ...env },
+    env: {
+      ...process.env,
+      PIGEONHOLE_URL: server.url,
+      PIGEONHOLE_SMTP: `127.0.0.1:${server.app.smtpPort}`,
+      APP_URL: demo.url,
+      ...env,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   return { code, stdout, stderr }
 }
 
@@ -71,7 +81,9 @@ describe('examples/curl-flow.sh', () => {
   testNeeding('curl')('a 409 stops it with the error body', async () => {
     const result = await run(['bash', 'examples/curl-flow.sh'], { PIGEONHOLE_KEY: (await fullTenant()).key })
     expect(result.code).toBe(1)
-    expect(result.stderr).toContain('POST /v1/inboxes answered 409, expected 201: {"error":{"code":"inbox_quota_exceeded"')
+    expect(result.stderr).toContain(
+      'POST /v1/inboxes answered 409, expected 201: {"error":{"code":"inbox_quota_exceeded"',
+    )
   })
 })
 
@@ -87,12 +99,18 @@ describe('the example client', () => {
   test('waitForMessage throws a readable error when the wait ends with 204', async () => {
     const pigeonhole = new Pigeonhole({ url: server.url, key: (await server.tenant()).key })
     const inbox = await pigeonhole.createInbox()
-    await expect(pigeonhole.waitForMessage(inbox, { subject: 'Never sent', timeout: 1000 })).rejects.toThrow(`No mail with subject containing "Never sent" arrived at ${inbox.address} within 1 s.`)
+    await expect(pigeonhole.waitForMessage(inbox, { subject: 'Never sent', timeout: 1000 })).rejects.toThrow(
+      `No mail with subject containing "Never sent" arrived at ${inbox.address} within 1 s.`,
+    )
     await pigeonhole.deleteInbox(inbox)
   })
 
   test('an API refusal is a PigeonholeError with its code', async () => {
     const pigeonhole = new Pigeonhole({ url: server.url, key: 'ph_live_not_a_key' })
-    await expect(pigeonhole.createInbox()).rejects.toMatchObject({ name: 'PigeonholeError', status: 401, code: 'invalid_api_key' })
+    await expect(pigeonhole.createInbox()).rejects.toMatchObject({
+      name: 'PigeonholeError',
+      status: 401,
+      code: 'invalid_api_key',
+    })
   })
 })

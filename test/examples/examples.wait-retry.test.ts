@@ -27,7 +27,11 @@ function switchableProxy(target: () => number) {
     client.on('error', () => upstream.destroy())
     client.on('close', () => upstream.destroy())
   })
-  return new Promise<{ port: number; close: () => void }>((resolve) => server.listen(0, '127.0.0.1', () => resolve({ port: (server.address() as { port: number }).port, close: () => server.close() })))
+  return new Promise<{ port: number; close: () => void }>((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({ port: (server.address() as { port: number }).port, close: () => server.close() }),
+    ),
+  )
 }
 
 test('waitForMessage survives a server stop: it asks again and gets the mail the next server received', async () => {
@@ -52,7 +56,11 @@ test('waitForMessage survives a server stop: it asks again and gets the mail the
   const second = await startApp({ config: first.config, logger: createLogger('silent') })
   try {
     httpPort = second.httpPort
-    const sent = await sendMail(second.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'After the deploy' }))
+    const sent = await sendMail(
+      second.smtpPort,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'After the deploy' }),
+    )
     expect(sent.data?.code).toBe(250)
     expect(await waiting).toEqual({ subject: 'After the deploy' })
   } finally {

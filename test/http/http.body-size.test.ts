@@ -37,7 +37,11 @@ test('a chunked body without Content-Length is cut off at 64 KiB', async () => {
       controller.close()
     },
   })
-  const response = await fetch(`${server.url}/v1/inboxes`, { method: 'POST', body, headers: { authorization: `Bearer ${tenant.key}` } })
+  const response = await fetch(`${server.url}/v1/inboxes`, {
+    method: 'POST',
+    body,
+    headers: { authorization: `Bearer ${tenant.key}` },
+  })
   expect(response.status).toBe(422)
   const parsed = { status: response.status, headers: response.headers, body: await response.json(), text: '' }
   expect(errorCode(parsed)).toBe('invalid_json')
@@ -46,7 +50,10 @@ test('a chunked body without Content-Length is cut off at 64 KiB', async () => {
 
 test('a body of exactly 64 KiB is read (whitespace around a valid object is fine)', async () => {
   const json = '{"prefix":"exactly-64k"}'
-  const response = await server.request('POST', '/v1/inboxes', { key: tenant.key, rawBody: json + ' '.repeat(64 * 1024 - json.length) })
+  const response = await server.request('POST', '/v1/inboxes', {
+    key: tenant.key,
+    rawBody: json + ' '.repeat(64 * 1024 - json.length),
+  })
   expect(response.status).toBe(201)
   expect(response.body.data.local_part).toBe('exactly-64k')
 })
@@ -73,13 +80,21 @@ test('a chunked body without Content-Length is cut off at 64 KiB the same way', 
       else controller.close()
     },
   })
-  const response = await fetch(`${server.url}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${tenant.key}` }, body: stream, duplex: 'half' } as RequestInit)
+  const response = await fetch(`${server.url}/v1/inboxes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenant.key}` },
+    body: stream,
+    duplex: 'half',
+  } as RequestInit)
   expect(response.status).toBe(422)
   expect(((await response.json()) as any).error.code).toBe('invalid_json')
 })
 
 test('a body just under the limit is parsed and refused for what it is, without echoing it', async () => {
-  const response = await server.request('POST', '/v1/inboxes', { key: tenant.key, rawBody: JSON.stringify({ prefix: 'a'.repeat(60_000) }) })
+  const response = await server.request('POST', '/v1/inboxes', {
+    key: tenant.key,
+    rawBody: JSON.stringify({ prefix: 'a'.repeat(60_000) }),
+  })
   expectError(response, 422, 'invalid_prefix')
   expect(response.text.length).toBeLessThan(1000)
 })

@@ -4,7 +4,9 @@ import { startTestServer, type TestServer } from '../support/harness.ts'
 
 let server: TestServer
 beforeAll(async () => {
-  server = await startTestServer({ env: { CORS_CONSOLE_ORIGIN: 'https://console.pigeonhole.test', CORS_WILDCARD_ORIGIN: 'https://*.example.com' } })
+  server = await startTestServer({
+    env: { CORS_CONSOLE_ORIGIN: 'https://console.pigeonhole.test', CORS_WILDCARD_ORIGIN: 'https://*.example.com' },
+  })
 })
 afterAll(() => server.stop())
 
@@ -74,7 +76,9 @@ describe('simple requests', () => {
 
 describe('preflight', () => {
   const preflight = (origin: string, method = 'POST', headers = 'authorization, idempotency-key, content-type') =>
-    server.request('OPTIONS', '/v1/inboxes', { headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers } })
+    server.request('OPTIONS', '/v1/inboxes', {
+      headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': headers },
+    })
 
   test('an allowed origin may send Authorization and Idempotency-Key with every method used', async () => {
     for (const origin of ['http://localhost:8080', 'https://console.pigeonhole.test', 'https://ci.example.com']) {
@@ -109,7 +113,11 @@ describe('preflight', () => {
 test('without CORS_CONSOLE_ORIGIN and CORS_WILDCARD_ORIGIN only the local origins are granted', async () => {
   const plain = await startTestServer()
   try {
-    expect((await plain.get('/health', null, { origin: 'http://localhost:3000' })).headers.get('access-control-allow-origin')).toBe('http://localhost:3000')
+    expect(
+      (await plain.get('/health', null, { origin: 'http://localhost:3000' })).headers.get(
+        'access-control-allow-origin',
+      ),
+    ).toBe('http://localhost:3000')
     for (const origin of ['https://console.pigeonhole.test', 'https://app.example.com', 'https://evil.test']) {
       expect((await plain.get('/health', null, { origin })).headers.get('access-control-allow-origin')).toBeNull()
     }

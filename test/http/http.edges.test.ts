@@ -12,7 +12,9 @@ let server: TestServer
 let key: string
 let port: number
 beforeAll(async () => {
-  server = await startTestServer({ env: { HTTP_BODY_TIMEOUT_MS: '300', LIMIT_REQUESTS_PER_KEY: '100000', LIMIT_REQUESTS_PER_ORG: '100000' } })
+  server = await startTestServer({
+    env: { HTTP_BODY_TIMEOUT_MS: '300', LIMIT_REQUESTS_PER_KEY: '100000', LIMIT_REQUESTS_PER_ORG: '100000' },
+  })
   key = (await server.tenant()).key
   port = Number(new URL(server.url).port)
 })
@@ -49,7 +51,9 @@ describe('Host header (RFC 9112 §3.2)', () => {
   for (const [name, host] of Object.entries(malformed)) {
     test(`${name} is 400 bad_request on /health and on /v1 before authentication`, async () => {
       expectBadRequest(await request(`GET /health HTTP/1.1\r\nHost: ${host}\r\nConnection: close`))
-      expectBadRequest(await request(`GET /v1/usage HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nConnection: close`))
+      expectBadRequest(
+        await request(`GET /v1/usage HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${key}\r\nConnection: close`),
+      )
     })
   }
 
@@ -78,7 +82,9 @@ describe('methods and targets', () => {
 
   test('TRACE and WebDAV methods are answered with the not_found envelope', async () => {
     for (const method of ['TRACE', 'PROPFIND']) {
-      const response = await request(`${method} /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nConnection: close`)
+      const response = await request(
+        `${method} /v1/inboxes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nConnection: close`,
+      )
       expect({ method, status: response.status }).toEqual({ method, status: 404 })
       expect(JSON.parse(response.body).error.request_id).toBe(response.headers['x-request-id'])
     }
@@ -92,7 +98,9 @@ describe('repeated query parameters', () => {
     const twice = await server.get(`${path}?subject=a&subject=b`, key)
     expect(twice.status).toBe(422)
     expect(twice.body.error.code).toBe('invalid_subject')
-    expect((await server.get(`${path}?sender_domain=a.test&sender_domain=b.test`, key)).body.error.code).toBe('invalid_sender_domain')
+    expect((await server.get(`${path}?sender_domain=a.test&sender_domain=b.test`, key)).body.error.code).toBe(
+      'invalid_sender_domain',
+    )
     // Once is fine, and so is an empty value.
     expect((await server.get(`${path}?subject=a`, key)).status).toBe(200)
     expect((await server.get(`${path}?subject=`, key)).status).toBe(200)
@@ -125,7 +133,9 @@ describe('slow bodies', () => {
     expect(envelope.error.code).toBe('request_timeout')
     expect(head.toLowerCase()).toContain(`x-request-id: ${envelope.error.request_id}`)
     // Nothing was created for the timed-out request.
-    const names = (await server.get('/v1/inboxes', key)).body.data.map((inbox: { local_part: string }) => inbox.local_part)
+    const names = (await server.get('/v1/inboxes', key)).body.data.map(
+      (inbox: { local_part: string }) => inbox.local_part,
+    )
     expect(names).not.toContain('slow-body-inbox')
   })
 
@@ -142,7 +152,9 @@ describe("Bun's own refusals (before the app sees the request)", () => {
   test('an HTTP/2 request line, an asterisk target, a header without a colon and an unknown method are refused and the server stays up', async () => {
     expect((await request('GET /health HTTP/2.0\r\nHost: 127.0.0.1\r\nConnection: close')).status).toBe(505)
     expect((await request('OPTIONS * HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close')).status).toBe(400)
-    expect((await request('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\nConnection: close')).status).toBe(400)
+    expect((await request('GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nNoColonHere\r\nConnection: close')).status).toBe(
+      400,
+    )
     // A method token Bun does not know: the connection is closed without an answer.
     const unknownMethod = await request('BREW /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close')
     expect(unknownMethod.raw).toBe('')

@@ -8,11 +8,21 @@ describe('email format used by response validation', () => {
   const check = FormatRegistry.Get('email')!
 
   test('accepts ordinary addresses', () => {
-    for (const address of ['user@example.com', 'first.last+tag@sub.example.co', "o'neil_x-y@mail.example.org"]) expect(check(address)).toBe(true)
+    for (const address of ['user@example.com', 'first.last+tag@sub.example.co', "o'neil_x-y@mail.example.org"])
+      expect(check(address)).toBe(true)
   })
 
   test('rejects what the Zod pattern it replaces rejects', () => {
-    for (const address of ['', 'user', '@example.com', '.user@example.com', 'a..b@example.com', 'user@example', 'user@example.c0m', 'user.@example.com']) {
+    for (const address of [
+      '',
+      'user',
+      '@example.com',
+      '.user@example.com',
+      'a..b@example.com',
+      'user@example',
+      'user@example.c0m',
+      'user.@example.com',
+    ]) {
       expect(check(address)).toBe(false)
     }
   })

@@ -48,7 +48,8 @@ test('HSTS_MAX_AGE_SECONDS sets max-age; 0 withdraws an earlier one', async () =
 test('with an http BASE_URL no response carries it', async () => {
   const server = await startTestServer({ env: { BASE_URL: 'http://localhost:3000' } })
   try {
-    for (const path of ['/health', '/v1/usage', '/console/sign-in', '/console']) expect((await headerOn(server, path)).value).toBeNull()
+    for (const path of ['/health', '/v1/usage', '/console/sign-in', '/console'])
+      expect((await headerOn(server, path)).value).toBeNull()
   } finally {
     await server.stop()
   }

@@ -24,7 +24,9 @@ describe('X-Request-Id', () => {
       await server.get('/v1/no-such-route', key),
       await server.request('PUT', '/v1/inboxes', { key }),
       await server.request('PATCH', '/health'),
-      await server.request('OPTIONS', '/v1/inboxes', { headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' } }),
+      await server.request('OPTIONS', '/v1/inboxes', {
+        headers: { origin: 'http://localhost:3000', 'access-control-request-method': 'POST' },
+      }),
       await server.get('/v1/inboxes?limit=0', key),
       await server.delete(`/v1/inboxes/${created.body.data.id}`, key),
       await server.delete(`/v1/inboxes/${created.body.data.id}`, key),
@@ -32,7 +34,8 @@ describe('X-Request-Id', () => {
     const ids = responses.map((r) => r.headers.get('x-request-id'))
     for (const id of ids) expect(id).toMatch(/^req_[0-9a-f]{24}$/)
     expect(new Set(ids).size).toBe(ids.length)
-    for (const r of responses.filter((r) => r.status >= 400)) expect(r.body.error.request_id).toBe(r.headers.get('x-request-id')!)
+    for (const r of responses.filter((r) => r.status >= 400))
+      expect(r.body.error.request_id).toBe(r.headers.get('x-request-id')!)
   })
 
   test('unknown routes answer 404 with the error envelope', async () => {

@@ -19,8 +19,21 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const send = (host: string, method: string, target: string, extra: Record<string, string> = {}, body = ''): Promise<RawResponse> => {
-  const headers = { Host: host, Authorization: `Bearer ${key}`, 'Content-Type': 'application/json', 'Content-Length': String(body.length), Connection: 'close', ...extra }
+const send = (
+  host: string,
+  method: string,
+  target: string,
+  extra: Record<string, string> = {},
+  body = '',
+): Promise<RawResponse> => {
+  const headers = {
+    Host: host,
+    Authorization: `Bearer ${key}`,
+    'Content-Type': 'application/json',
+    'Content-Length': String(body.length),
+    Connection: 'close',
+    ...extra,
+  }
   return rawHttp(
     port,
     `${method} ${target} HTTP/1.1\r\n${Object.entries(headers)
@@ -52,7 +65,8 @@ test('Host: api gets the same CORS grant and the same log line as a long Host', 
   const long = await send('api.example.com', 'GET', '/v1/usage', { Origin: 'http://localhost:3000' })
   expect(short.headers['access-control-allow-origin']).toBe('http://localhost:3000')
   expect(short.headers['access-control-allow-origin']).toBe(long.headers['access-control-allow-origin']!)
-  const logged = (response: RawResponse) => server.logs.find((line) => line.event === 'http_request' && line.request_id === response.headers['x-request-id'])
+  const logged = (response: RawResponse) =>
+    server.logs.find((line) => line.event === 'http_request' && line.request_id === response.headers['x-request-id'])
   // The line is written after the response has gone out.
   await until(() => Boolean(logged(short) && logged(long)), 'both http_request lines')
   const [shortLine, longLine] = [logged(short), logged(long)]

@@ -12,7 +12,14 @@
  * within the bounds proves the work has no longer hold).
  */
 import { afterAll, beforeAll, expect, test } from 'bun:test'
-import { type LoopStall, measureWithin, pollHealth, RESPONSIVE_BOUND_MS, STALL_BOUND_MS, watchEventLoop } from '../support/event-loop.ts'
+import {
+  type LoopStall,
+  measureWithin,
+  pollHealth,
+  RESPONSIVE_BOUND_MS,
+  STALL_BOUND_MS,
+  watchEventLoop,
+} from '../support/event-loop.ts'
 import type { TestServer, Tenant } from '../support/harness.ts'
 import { SmtpClient } from '../support/smtp.ts'
 import { startWithInbox } from '../support/messages.ts'
@@ -38,7 +45,8 @@ beforeAll(async () => {
 afterAll(() => server.stop())
 
 type Ingested = { code: number; text: string; stall: LoopStall; healthMs: number }
-const within = (r: Ingested) => r.stall.cpuMs < STALL_BOUND_MS && r.stall.heldMs < RESPONSIVE_BOUND_MS && r.healthMs < RESPONSIVE_BOUND_MS
+const within = (r: Ingested) =>
+  r.stall.cpuMs < STALL_BOUND_MS && r.stall.heldMs < RESPONSIVE_BOUND_MS && r.healthMs < RESPONSIVE_BOUND_MS
 
 /** DATA with the message prepared beforehand, so only the server's work is measured. */
 async function ingestOnce(raw: string): Promise<Ingested> {

@@ -53,7 +53,14 @@ async function sendMeasured(raw: string) {
   return { ...result, tries }
 }
 
-const plain = (bytes: number) => singlePartAt(bytes, inbox.address, `From: sender@example.net\r\nTo: ${inbox.address}\r\nSubject: plain\r\n\r\n`, 'plain text\r\n', '')
+const plain = (bytes: number) =>
+  singlePartAt(
+    bytes,
+    inbox.address,
+    `From: sender@example.net\r\nTo: ${inbox.address}\r\nSubject: plain\r\n\r\n`,
+    'plain text\r\n',
+    '',
+  )
 
 test(`single-part messages up to ${PARSE_ON_EVENT_LOOP_MAX_BYTES} bytes are parsed on the event loop; one byte more goes to a worker`, async () => {
   expect(handedToWorkers()).toBe(0)
@@ -63,7 +70,9 @@ test(`single-part messages up to ${PARSE_ON_EVENT_LOOP_MAX_BYTES} bytes are pars
   expect(server.app.services.parser.workers).toBe(0)
   expect((await send(plain(PARSE_ON_EVENT_LOOP_MAX_BYTES + 1))).code).toBe(250)
   expect(handedToWorkers()).toBe(1)
-  const sizes = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.map((m: { size_bytes: number }) => m.size_bytes)
+  const sizes = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.map(
+    (m: { size_bytes: number }) => m.size_bytes,
+  )
   expect(sizes).toEqual([PARSE_ON_EVENT_LOOP_MAX_BYTES + 1, PARSE_ON_EVENT_LOOP_MAX_BYTES, 2048])
 })
 
@@ -97,7 +106,16 @@ test('a small message nesting an encoded message goes to a worker when the nesti
   const before = handedToWorkers()
   const digest = ['Content-Type: multipart/digest; boundary=b', '', ...Array(1000).fill('--b'), '--b--', ''].join('\n')
   const encoded = Buffer.from(digest).toString('base64').replace(/.{76}/g, '$&\r\n')
-  const raw = ['From: sender@example.net', `To: ${inbox.address}`, 'Subject: nested', 'Content-Type: message/rfc822', 'Content-Transfer-Encoding: base64', '', encoded, ''].join('\r\n')
+  const raw = [
+    'From: sender@example.net',
+    `To: ${inbox.address}`,
+    'Subject: nested',
+    'Content-Type: message/rfc822',
+    'Content-Transfer-Encoding: base64',
+    '',
+    encoded,
+    '',
+  ].join('\r\n')
   expect(Buffer.byteLength(raw)).toBeLessThanOrEqual(PARSE_ON_EVENT_LOOP_MAX_BYTES)
   expect(raw).not.toContain('\n--')
   const result = await sendMeasured(raw)
@@ -112,7 +130,9 @@ for (const [name, [prefix, unit, suffix]] of Object.entries(SINGLE_PART_SHAPES))
     const raw = singlePartAt(PARSE_ON_EVENT_LOOP_MAX_BYTES, inbox.address, prefix, unit, suffix)
     expect(Buffer.byteLength(raw)).toBe(PARSE_ON_EVENT_LOOP_MAX_BYTES)
     const result = await sendMeasured(raw)
-    console.log(`${name}: ${result.code}, ${result.cpuMs.toFixed(1)} ms of main-thread CPU (${result.tries} of up to ${MEASURE_TRIES} tries)`)
+    console.log(
+      `${name}: ${result.code}, ${result.cpuMs.toFixed(1)} ms of main-thread CPU (${result.tries} of up to ${MEASURE_TRIES} tries)`,
+    )
     expect(result.code).toBe(250)
     expect(result.cpuMs).toBeLessThan(STALL_BOUND_MS)
     expect(handedToWorkers()).toBe(before) // parsed on the event loop, not handed to a worker

@@ -16,7 +16,12 @@ afterEach(() => pool?.close())
 
 function newPool(options: { size?: number; timeoutMs?: number; workerUrl?: URL } = {}) {
   const logs: Array<Record<string, unknown>> = []
-  pool = new ParsePool({ size: options.size ?? 2, timeoutMs: options.timeoutMs ?? 5_000, workerUrl: options.workerUrl, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))) })
+  pool = new ParsePool({
+    size: options.size ?? 2,
+    timeoutMs: options.timeoutMs ?? 5_000,
+    workerUrl: options.workerUrl,
+    logger: createLogger('debug', (line) => logs.push(JSON.parse(line))),
+  })
   return { pool, logs }
 }
 
@@ -56,7 +61,9 @@ test('content refusals cross the thread boundary as refusals', async () => {
 test('at most `size` workers, started on demand; messages beyond wait their turn in order', async () => {
   const { pool } = newPool({ size: 2, workerUrl: MISBEHAVING })
   expect(pool.workers).toBe(0)
-  const outcomes = await Promise.all(Array.from({ length: 7 }, (_, i) => pool.parse(Buffer.alloc(i + 1), `s${i}`, limits)))
+  const outcomes = await Promise.all(
+    Array.from({ length: 7 }, (_, i) => pool.parse(Buffer.alloc(i + 1), `s${i}`, limits)),
+  )
   expect(outcomes.map((o) => o.mail.fromAddress)).toEqual(['s0', 's1', 's2', 's3', 's4', 's5', 's6'])
   expect(outcomes.map((o) => o.raw.byteLength)).toEqual([1, 2, 3, 4, 5, 6, 7])
   expect(pool.workers).toBe(2)
@@ -69,17 +76,22 @@ test('a message past its time budget is refused with parse_timeout; a fresh work
   expect(await refusalOf(hung)).toBe('parse_timeout')
   expect((await next).mail.fromAddress).toBe('after')
   expect(pool.workers).toBe(1)
-  expect(logs.filter((line) => line.event === 'parse_timeout')).toEqual([expect.objectContaining({ size_bytes: 3, timeout_ms: 100 })])
+  expect(logs.filter((line) => line.event === 'parse_timeout')).toEqual([
+    expect.objectContaining({ size_bytes: 3, timeout_ms: 100 }),
+  ])
 })
 
-test.each(['crash', 'exit'])('a worker that dies (%s) fails only its message, as unparseable, and is replaced', async (how) => {
-  const { pool, logs } = newPool({ size: 1, workerUrl: MISBEHAVING })
-  const [dead, next] = [pool.parse(Buffer.alloc(1), how, limits), pool.parse(Buffer.alloc(2), 'after', limits)]
-  expect(await refusalOf(dead)).toBe('unparseable')
-  expect((await next).mail.fromAddress).toBe('after')
-  expect(pool.workers).toBe(1)
-  expect(logs.filter((line) => line.event === 'parse_worker_died')).toHaveLength(1)
-})
+test.each(['crash', 'exit'])(
+  'a worker that dies (%s) fails only its message, as unparseable, and is replaced',
+  async (how) => {
+    const { pool, logs } = newPool({ size: 1, workerUrl: MISBEHAVING })
+    const [dead, next] = [pool.parse(Buffer.alloc(1), how, limits), pool.parse(Buffer.alloc(2), 'after', limits)]
+    expect(await refusalOf(dead)).toBe('unparseable')
+    expect((await next).mail.fromAddress).toBe('after')
+    expect(pool.workers).toBe(1)
+    expect(logs.filter((line) => line.event === 'parse_worker_died')).toHaveLength(1)
+  },
+)
 
 test('a worker script that cannot load fails the waiting messages with an error (a temporary failure), without respawning in a loop', async () => {
   const { pool, logs } = newPool({ workerUrl: new URL('./fixtures/no-such-worker.ts', import.meta.url) })

@@ -89,7 +89,13 @@ for (const [size, padLines] of [
 test('lines hidden in a nested base64 message count against LIMIT_MESSAGE_LINES: 552', async () => {
   const client = await SmtpClient.connect(server.app.smtpPort)
   await client.command('EHLO lines.test')
-  const inner = ['From: b@example.com', 'Subject: inner', '', ...Array.from({ length: 400 }, (_, i) => `line ${i}`), ''].join('\r\n')
+  const inner = [
+    'From: b@example.com',
+    'Subject: inner',
+    '',
+    ...Array.from({ length: 400 }, (_, i) => `line ${i}`),
+    '',
+  ].join('\r\n')
   const outer = nesting(inner)
   expect(outer.split('\n').length).toBeLessThan(300)
   const result = await client.transaction({ to: [inbox.address] }, outer)

@@ -20,13 +20,17 @@ async function setUp(monthlyEmails: number) {
   await client.command('EHLO test')
   return { clock, tenant, client }
 }
-const newInbox = async (key: string) => (await server.post('/v1/inboxes', key)).body.data as { id: string; address: string }
+const newInbox = async (key: string) =>
+  (await server.post('/v1/inboxes', key)).body.data as { id: string; address: string }
 const emails = async (key: string) => (await server.get('/v1/usage', key)).body.emails
 
 test('RCPT at 10:04:59, end of DATA at 10:05:00, one unit of the month left: stored with 250', async () => {
   const { clock, tenant, client } = await setUp(2)
   const inbox = await newInbox(tenant.key)
-  expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'first' }))).data!.code).toBe(250)
+  expect(
+    (await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'first' }))).data!
+      .code,
+  ).toBe(250)
   expect(await emails(tenant.key)).toEqual({ received: 1, limit: 2, remaining: 1 })
 
   clock.set('2026-03-10T10:04:59.000Z')
@@ -64,7 +68,9 @@ test('the held unit keeps other senders out in the new bucket too, and its holde
   const other = await SmtpClient.connect(server.app.smtpPort)
   await other.command('EHLO other')
   clock.set('2026-03-10T10:05:00.000Z')
-  expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).rcpt[0]!.code).toBe(550)
+  expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).rcpt[0]!.code).toBe(
+    550,
+  )
   await other.quit()
   expect((await client.data(simpleMessage({ to: inbox.address }))).code).toBe(250)
   expect(await emails(tenant.key)).toEqual({ received: 1, limit: 1, remaining: 0 })

@@ -21,7 +21,8 @@ beforeAll(async () => {
   // 1 MB subjects need the header limit at its 2 MiB ceiling (the default is 256 KiB).
   ;({ server, tenant, inbox } = await startWithInbox({ LIMIT_HEADER_BYTES: String(2 * 1024 * 1024) }))
   const subject = `needle ${'a'.repeat(1_000_000)} tail`
-  for (let i = 0; i < 3; i++) await deliver(server, inbox.address, `From: a@example.com\r\nSubject: ${subject}\r\n\r\nbody\r\n`)
+  for (let i = 0; i < 3; i++)
+    await deliver(server, inbox.address, `From: a@example.com\r\nSubject: ${subject}\r\n\r\nbody\r\n`)
 })
 afterAll(() => server.stop())
 

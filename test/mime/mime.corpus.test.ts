@@ -52,7 +52,11 @@ async function firstJsonLine(stream: ReadableStream<Uint8Array>): Promise<string
 // A fresh process is what a deployed server is; the probe's comment says why the runner's
 // process is no measure.
 beforeAll(async () => {
-  probe = Bun.spawn(['bun', join(import.meta.dir, '..', 'support', 'corpus-probe.ts')], { stdin: 'pipe', stdout: 'pipe', stderr: 'pipe' })
+  probe = Bun.spawn(['bun', join(import.meta.dir, '..', 'support', 'corpus-probe.ts')], {
+    stdin: 'pipe',
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const line = await firstJsonLine(probe.stdout).catch(async (error: Error) => {
     throw new Error(`${error.message}\n${await new Response(probe.stderr).text()}`)
   })
@@ -68,12 +72,16 @@ afterAll(async () => {
 
 test('every corpus file has its origin and licence recorded in SOURCES.md', () => {
   const sources = readFileSync(join(CORPUS_DIR, 'SOURCES.md'), 'utf8')
-  const unlisted = messages.filter((m) => !m.name.startsWith('generated/') && !sources.includes(`| \`${m.name}\` |`)).map((m) => m.name)
+  const unlisted = messages
+    .filter((m) => !m.name.startsWith('generated/') && !sources.includes(`| \`${m.name}\` |`))
+    .map((m) => m.name)
   expect(unlisted).toEqual([])
 })
 
 test('every message is accepted, or refused with the exact reply of a documented limit', () => {
-  const unexpected = deliveries.filter((d) => (REFUSED[d.name] ? d.reply !== REFUSED[d.name] : !d.reply.startsWith('250 '))).map((d) => `${d.name}: ${d.reply}`)
+  const unexpected = deliveries
+    .filter((d) => (REFUSED[d.name] ? d.reply !== REFUSED[d.name] : !d.reply.startsWith('250 ')))
+    .map((d) => `${d.name}: ${d.reply}`)
   expect(unexpected).toEqual([])
   expect(deliveries.length).toBeGreaterThan(250)
 })
@@ -83,10 +91,14 @@ test(`no message stalls the event loop for more than ${STALL_BOUND_MS} ms while 
   console.log(
     `worst event-loop stalls: ${worst.map((d) => `${d.stalledMs.toFixed(1)} ms (${d.name}, ${(rawOf.get(d.name)!.byteLength / 1048576).toFixed(2)} MiB, timer delay ${d.delayMs.toFixed(1)} ms, held ${d.heldMs.toFixed(1)} ms, ${d.tries} ${d.tries === 1 ? 'try' : 'tries'})`).join('; ')}`,
   )
-  const over = deliveries.filter((d) => d.stalledMs > STALL_BOUND_MS).map((d) => `${d.name}: ${d.stalledMs.toFixed(0)} ms in the last of ${d.tries} tries`)
+  const over = deliveries
+    .filter((d) => d.stalledMs > STALL_BOUND_MS)
+    .map((d) => `${d.name}: ${d.stalledMs.toFixed(0)} ms in the last of ${d.tries} tries`)
   expect(over).toEqual([])
   // Nor blocks it without using CPU (a synchronous read or sync): timer lateness less the wait for a core.
-  const blocked = deliveries.filter((d) => d.heldMs >= RESPONSIVE_BOUND_MS).map((d) => `${d.name}: held ${d.heldMs.toFixed(0)} ms in the last of ${d.tries} tries`)
+  const blocked = deliveries
+    .filter((d) => d.heldMs >= RESPONSIVE_BOUND_MS)
+    .map((d) => `${d.name}: held ${d.heldMs.toFixed(0)} ms in the last of ${d.tries} tries`)
   expect(blocked).toEqual([])
   // The largest legal message (9.86 MiB, about 17 MiB of blobs) was among them, and stored.
   expect(deliveries.find((d) => d.name === 'generated/largest-legal.eml')?.reply).toStartWith('250 ')
@@ -94,15 +106,22 @@ test(`no message stalls the event loop for more than ${STALL_BOUND_MS} ms while 
 
 test(`while a message of 1 MiB or more is received, /health keeps answering within ${RESPONSIVE_BOUND_MS} ms`, () => {
   const checked = deliveries.filter((d) => d.healthMs !== undefined)
-  expect(checked.map((d) => d.name)).toEqual(messages.filter((m) => m.raw.byteLength >= HEALTH_CHECKED_FROM_BYTES).map((m) => m.name))
+  expect(checked.map((d) => d.name)).toEqual(
+    messages.filter((m) => m.raw.byteLength >= HEALTH_CHECKED_FROM_BYTES).map((m) => m.name),
+  )
   expect(checked.map((d) => d.name)).toContain('generated/largest-legal.eml')
   console.log(`slowest /health: ${Math.max(...checked.map((d) => d.healthMs!)).toFixed(1)} ms`)
-  expect(checked.filter((d) => d.healthMs! >= RESPONSIVE_BOUND_MS).map((d) => `${d.name}: ${d.healthMs!.toFixed(0)} ms in the last of ${d.tries} tries`)).toEqual([])
+  expect(
+    checked
+      .filter((d) => d.healthMs! >= RESPONSIVE_BOUND_MS)
+      .map((d) => `${d.name}: ${d.healthMs!.toFixed(0)} ms in the last of ${d.tries} tries`),
+  ).toEqual([])
 })
 
 const ENCODED_WORD = /=\?[^?\s]+\?[QqBb]\?[^?\s]*\?=/
 // An RFC 5322 addr-spec, written independently of the server's: a dot-atom or quoted local part.
-const ADDRESS = /^(?:[^\s"(),.:;<>@[\\\]]+(?:\.[^\s"(),.:;<>@[\\\]]+)*|"(?:[^"\\]|\\.)*")@(?:[^\s"(),.:;<>@[\\\]]+(?:\.[^\s"(),.:;<>@[\\\]]+)*|\[[^[\]\\\s]*\])$/
+const ADDRESS =
+  /^(?:[^\s"(),.:;<>@[\\\]]+(?:\.[^\s"(),.:;<>@[\\\]]+)*|"(?:[^"\\]|\\.)*")@(?:[^\s"(),.:;<>@[\\\]]+(?:\.[^\s"(),.:;<>@[\\\]]+)*|\[[^[\]\\\s]*\])$/
 const sha256 = (bytes: Buffer): string => createHash('sha256').update(bytes).digest('hex')
 
 function rawHeader(raw: Buffer, name: string): string | null {
@@ -121,7 +140,9 @@ describe('each accepted message is stored as its sender meant it', () => {
     test(name, async () => {
       const delivery = deliveries.find((d) => d.name === name)!
       const raw = rawOf.get(name)!
-      const listed = await fetch(`${url}/v1/inboxes/${delivery.inboxId}/messages?limit=1&include=content`, { headers: { authorization: `Bearer ${key}` } })
+      const listed = await fetch(`${url}/v1/inboxes/${delivery.inboxId}/messages?limit=1&include=content`, {
+        headers: { authorization: `Bearer ${key}` },
+      })
       const [message] = (await listed.json()).data
       expect(message.size_bytes).toBe(raw.byteLength)
 
@@ -132,7 +153,9 @@ describe('each accepted message is stored as its sender meant it', () => {
       expect(message.from.name).not.toMatch(ENCODED_WORD)
       expect(message.from.address).toMatch(ADDRESS)
       // The common `Name <address>` form, without comments or groups, checked exactly.
-      const simpleFrom = /^(?:"([^"\\]*)"|([^"()<>,;:@\\]*?))[ \t]*<([^<>()\s",;:]+)>$/.exec(rawHeader(raw, 'from') ?? '')
+      const simpleFrom = /^(?:"([^"\\]*)"|([^"()<>,;:@\\]*?))[ \t]*<([^<>()\s",;:]+)>$/.exec(
+        rawHeader(raw, 'from') ?? '',
+      )
       if (simpleFrom && ADDRESS.test(simpleFrom[3]!)) {
         expect(message.from.address).toBe(decodeUnstructured(simpleFrom[3]!)!)
         const name = decodeUnstructured(simpleFrom[1] ?? simpleFrom[2]!.trim())
@@ -140,7 +163,11 @@ describe('each accepted message is stored as its sender meant it', () => {
       }
 
       const parts = mimeParts(raw)
-      const inline = (type: string) => parts.some((p) => !p.nested && p.type === type && p.disposition !== 'attachment' && p.bytes.toString('latin1').trim() !== '')
+      const inline = (type: string) =>
+        parts.some(
+          (p) =>
+            !p.nested && p.type === type && p.disposition !== 'attachment' && p.bytes.toString('latin1').trim() !== '',
+        )
       if (inline('text/plain')) expect(message.text).toBeString()
       if (inline('text/html')) expect(message.html).toBeString()
 
@@ -151,9 +178,12 @@ describe('each accepted message is stored as its sender meant it', () => {
       for (let from = 0; from < message.attachments.length; from += 50) {
         await Promise.all(
           message.attachments.slice(from, from + 50).map(async (attachment: any) => {
-            const download = await fetch(`${url}/v1/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${key}` } })
+            const download = await fetch(`${url}/v1/attachments/${attachment.id}`, {
+              headers: { authorization: `Bearer ${key}` },
+            })
             const bytes = Buffer.from(await download.arrayBuffer())
-            if (!decoded.has(sha256(bytes))) mismatched.push(`${attachment.filename} (${attachment.content_type}, ${bytes.byteLength} bytes)`)
+            if (!decoded.has(sha256(bytes)))
+              mismatched.push(`${attachment.filename} (${attachment.content_type}, ${bytes.byteLength} bytes)`)
           }),
         )
       }

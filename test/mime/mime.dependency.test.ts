@@ -17,7 +17,9 @@ test('postal-mime is pinned to an exact version, installed at that version, with
   const pinned: string = manifest.dependencies['postal-mime']
   expect(pinned).toMatch(/^\d+\.\d+\.\d+$/)
   expect(installed.version).toBe(pinned)
-  expect(manifest.patchedDependencies).toMatchObject({ [`postal-mime@${pinned}`]: `patches/postal-mime@${pinned}.patch` })
+  expect(manifest.patchedDependencies).toMatchObject({
+    [`postal-mime@${pinned}`]: `patches/postal-mime@${pinned}.patch`,
+  })
 })
 
 test('the patch is applied: a nested message is parsed by the subclass that parses its parent', async () => {
@@ -40,8 +42,12 @@ test('the patch is applied: a Date header is checked without Date#toString, vali
   const source = (PostalMime.prototype as unknown as Record<string, () => void>).buildMessage!.toString()
   expect(source).not.toContain("toString() === 'Invalid Date'")
   expect(source).toContain('Number.isNaN(date.getTime())')
-  expect((await new FaithfulPostalMime().parse('Date: Wed, 17 May 2000 19:08:29 -0400\r\n\r\nx\r\n')).date).toBe('2000-05-17T23:08:29.000Z')
-  expect((await new FaithfulPostalMime().parse('Date: the day after tomorrow\r\n\r\nx\r\n')).date).toBe('the day after tomorrow')
+  expect((await new FaithfulPostalMime().parse('Date: Wed, 17 May 2000 19:08:29 -0400\r\n\r\nx\r\n')).date).toBe(
+    '2000-05-17T23:08:29.000Z',
+  )
+  expect((await new FaithfulPostalMime().parse('Date: the day after tomorrow\r\n\r\nx\r\n')).date).toBe(
+    'the day after tomorrow',
+  )
 })
 
 test('the hooks replace postal-mime methods that still exist', () => {
@@ -55,8 +61,29 @@ test('the hooks replace postal-mime methods that still exist', () => {
 })
 
 test('through the hooks, a nested 7bit attachment keeps its CRLF line ends and no byte more', async () => {
-  const inner = ['Content-Type: multipart/mixed; boundary=in', '', '--in', 'Content-Type: text/plain', 'Content-Disposition: attachment; filename=a.txt', '', 'one', 'two', '', '--in--', '']
-  const raw = ['Content-Type: multipart/mixed; boundary=out', '', '--out', 'Content-Type: message/rfc822', '', ...inner, '--out--', ''].join('\r\n')
+  const inner = [
+    'Content-Type: multipart/mixed; boundary=in',
+    '',
+    '--in',
+    'Content-Type: text/plain',
+    'Content-Disposition: attachment; filename=a.txt',
+    '',
+    'one',
+    'two',
+    '',
+    '--in--',
+    '',
+  ]
+  const raw = [
+    'Content-Type: multipart/mixed; boundary=out',
+    '',
+    '--out',
+    'Content-Type: message/rfc822',
+    '',
+    ...inner,
+    '--out--',
+    '',
+  ].join('\r\n')
   const email = await new FaithfulPostalMime().parse(raw)
   expect(email.attachments).toHaveLength(1)
   expect(Buffer.from(email.attachments[0]!.content as ArrayBuffer).toString('latin1')).toBe('one\r\ntwo\r\n')
@@ -71,6 +98,8 @@ test("the parser's input is where the hooks read it, to tell the sender's last l
 })
 
 test('through the hooks, format=flowed is unwrapped by quote depth (postal-mime still calls decodeFlowedText)', async () => {
-  const email = await new FaithfulPostalMime().parse('Content-Type: text/plain; format=flowed\r\n\r\n> one \r\n> two\r\nthree\r\n')
+  const email = await new FaithfulPostalMime().parse(
+    'Content-Type: text/plain; format=flowed\r\n\r\n> one \r\n> two\r\nthree\r\n',
+  )
   expect(email.text).toBe('> one two\nthree\n')
 })

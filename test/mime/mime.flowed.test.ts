@@ -21,11 +21,19 @@ describe('decodeFlowed', () => {
     ['an unquoted flowed line never joins a quoted one', 'reply \n> quoted\n', 'reply \n> quoted\n'],
     ['deep quotes join at their own depth', '>>> one \n>>> two \n>>> three\n>> back\n', '>>> one two three\n>> back\n'],
     ['quote marks without a stuffing space are kept as written', '>>no space \n>>here\n', '>>no space here\n'],
-    ['the stuffing space of an unquoted line is removed, also on continuation lines', ' From the start \n From here\n', 'From the start From here\n'],
+    [
+      'the stuffing space of an unquoted line is removed, also on continuation lines',
+      ' From the start \n From here\n',
+      'From the start From here\n',
+    ],
     ['"> >" is depth one whose text starts with ">"', '> > a \n> > b\n', '> > a > b\n'],
     ['a space-stuffed empty line is fixed and ends the paragraph', 'a \n \nb\n', 'a \nb\n'],
     ['a line of two spaces is a flowed empty line', 'a \n  \nb\n', 'a  b\n'],
-    ['the signature separator is fixed, and a flowed line does not run into it', 'Regards \n-- \nAda \nLovelace\n', 'Regards \n-- \nAda Lovelace\n'],
+    [
+      'the signature separator is fixed, and a flowed line does not run into it',
+      'Regards \n-- \nAda \nLovelace\n',
+      'Regards \n-- \nAda Lovelace\n',
+    ],
     ['a quoted signature separator is fixed too', '> bye \n> -- \n> sig\n', '> bye \n> -- \n> sig\n'],
     ['a flowed last line ends the text', 'end \n', 'end \n'],
     ['without a final line break', 'a \nb', 'a b'],
@@ -54,7 +62,12 @@ describe('decodeFlowed', () => {
   test('lines are joined exactly where a flowed line meets the same depth; no text or quote depth is lost', () => {
     // Lines with an unambiguous reading: quote marks, a stuffing space or not, then text
     // that starts with neither; a trailing space makes a line flowed.
-    const line = fc.record({ depth: fc.nat(3), stuffed: fc.boolean(), text: fc.stringMatching(/^(?:[a-z-][a-z -]{0,6})?$/), flowed: fc.boolean() })
+    const line = fc.record({
+      depth: fc.nat(3),
+      stuffed: fc.boolean(),
+      text: fc.stringMatching(/^(?:[a-z-][a-z -]{0,6})?$/),
+      flowed: fc.boolean(),
+    })
     fc.assert(
       fc.property(fc.array(line, { maxLength: 20 }), (lines) => {
         const written = lines.map((l) => {
@@ -99,7 +112,9 @@ const parse = (raw: string) => new FaithfulPostalMime().parse(raw)
 describe('through the parser', () => {
   test('a base64 body with LF line ends and DelSp=yes', async () => {
     const body = Buffer.from('Hallo \nWelt\n> zit \n> iert\n').toString('base64')
-    const email = await parse(`Content-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\r\nContent-Transfer-Encoding: base64\r\n\r\n${body}\r\n`)
+    const email = await parse(
+      `Content-Type: text/plain; charset=utf-8; format=flowed; delsp=yes\r\nContent-Transfer-Encoding: base64\r\n\r\n${body}\r\n`,
+    )
     expect(email.text).toBe('HalloWelt\n> zitiert\n')
   })
 
@@ -109,13 +124,17 @@ describe('through the parser', () => {
   })
 
   test('quoted-printable: a soft line break is not a flowed one', async () => {
-    const email = await parse('Content-Type: text/plain; format=flowed\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n> caf=C3=A9 =\r\nau lait \r\n> next\r\n')
+    const email = await parse(
+      'Content-Type: text/plain; format=flowed\r\nContent-Transfer-Encoding: quoted-printable\r\n\r\n> caf=C3=A9 =\r\nau lait \r\n> next\r\n',
+    )
     expect(email.text).toBe('> café au lait next\n')
   })
 
   test('UTF-7 is decoded before unwrapping, so encoded quote marks count', async () => {
     // "+AD4-" is ">" and "+ACA-" a space in UTF-7.
-    const email = await parse('Content-Type: text/plain; charset=utf-7; format=flowed\r\n\r\n+AD4- J+APw-rgen+ACA-\r\n+AD4- schrieb\r\n')
+    const email = await parse(
+      'Content-Type: text/plain; charset=utf-7; format=flowed\r\n\r\n+AD4- J+APw-rgen+ACA-\r\n+AD4- schrieb\r\n',
+    )
     expect(email.text).toBe('> Jürgen schrieb\n')
   })
 

@@ -33,11 +33,18 @@ async function normalize(message: any, inboxId: string): Promise<any> {
   for (const attachment of message.attachments) {
     expect(attachment.id).toMatch(/^att_[0-9a-f]{32}$/)
     expect(attachment.download_url).toBe(`${server.app.publicUrls.filesUrl}/v1/attachments/${attachment.id}`)
-    const download = await fetch(`${server.url}/v1/attachments/${attachment.id}`, { headers: { authorization: `Bearer ${tenant.key}` } })
+    const download = await fetch(`${server.url}/v1/attachments/${attachment.id}`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+    })
     expect(download.status).toBe(200)
     const bytes = Buffer.from(await download.arrayBuffer())
     expect(bytes.byteLength).toBe(attachment.size_bytes)
-    attachments.push({ ...attachment, id: '<att>', download_url: '<url>', sha256: createHash('sha256').update(bytes).digest('hex') })
+    attachments.push({
+      ...attachment,
+      id: '<att>',
+      download_url: '<url>',
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+    })
   }
   return { ...message, id: '<msg>', inbox_id: '<inbox>', received_at: '<time>', expires_at: '<time>', attachments }
 }
@@ -47,7 +54,11 @@ describe('stored message equals the expected JSON', () => {
     test(eml, async () => {
       const raw = readFileSync(join(FIXTURES, eml))
       const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
-      const sent = await sendMail(server.app.smtpPort, { from: 'envelope-sender@bounce.example.net', to: [inbox.address] }, raw)
+      const sent = await sendMail(
+        server.app.smtpPort,
+        { from: 'envelope-sender@bounce.example.net', to: [inbox.address] },
+        raw,
+      )
       expect(sent.data?.code).toBe(250)
       const listed = await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, tenant.key)
       expect(listed.status).toBe(200)

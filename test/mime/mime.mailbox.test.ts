@@ -62,29 +62,61 @@ test('words beside a bare addr-spec never become part of the address', () => {
   const word = fc.stringMatching(/^[A-Za-z0-9!#$%&'*+/=^_`{|}~-]{1,8}$/)
   const dotAtom = fc.array(word, { minLength: 1, maxLength: 3 }).map((words) => words.join('.'))
   fc.assert(
-    fc.property(fc.array(word, { maxLength: 4 }), dotAtom, dotAtom, fc.array(word, { maxLength: 3 }), (before, local, domain, after) => {
-      const address = `${local}@${domain}`
-      const mailbox = firstMailbox([...before, address, ...after].join(' '))
-      expect(mailbox.address).toBe(address)
-      expect(mailbox.name).toBe((before.length ? before : after).join(' '))
-    }),
+    fc.property(
+      fc.array(word, { maxLength: 4 }),
+      dotAtom,
+      dotAtom,
+      fc.array(word, { maxLength: 3 }),
+      (before, local, domain, after) => {
+        const address = `${local}@${domain}`
+        const mailbox = firstMailbox([...before, address, ...after].join(' '))
+        expect(mailbox.address).toBe(address)
+        expect(mailbox.name).toBe((before.length ? before : after).join(' '))
+      },
+    ),
   )
 })
 
 describe('isAddress', () => {
-  test.each(['a@b', 'pete@silly.test', 'Zoë@exämple.org', '"john doe"@example.org', 'x@[IPv6:2001:db8::1]', "o'brien+tag@example.co.uk"])('%s is an address', (value) => {
+  test.each([
+    'a@b',
+    'pete@silly.test',
+    'Zoë@exämple.org',
+    '"john doe"@example.org',
+    'x@[IPv6:2001:db8::1]',
+    "o'brien+tag@example.co.uk",
+  ])('%s is an address', (value) => {
     expect(isAddress(value)).toBe(true)
   })
-  test.each(['', 'moderator', '@example.org', 'pete@', 'a..b@example.org', '.a@example.org', 'a b@example.org', 'pete(x)@silly.test', 'a@b@c', '<a@b>'])('%s is not', (value) => {
+  test.each([
+    '',
+    'moderator',
+    '@example.org',
+    'pete@',
+    'a..b@example.org',
+    '.a@example.org',
+    'a b@example.org',
+    'pete(x)@silly.test',
+    'a@b@c',
+    '<a@b>',
+  ])('%s is not', (value) => {
     expect(isAddress(value)).toBe(false)
   })
 })
 
 describe('deriveSender', () => {
   test('the decoded name and the address of the first From header', () => {
-    expect(deriveSender(message('From: =?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>', 'From: second@example.org'), ENVELOPE)).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
-    expect(from('"=?UTF-8?Q?Zo=C3=AB_Example?=" <Zoe@Example.org>')).toEqual({ name: 'Zoë Example', address: 'Zoe@Example.org' })
-    expect(from('=?UTF-7?Q?J+APw-rgen?= <juergen@example.org>')).toEqual({ name: 'Jürgen', address: 'juergen@example.org' })
+    expect(
+      deriveSender(message('From: =?UTF-8?Q?Zo=C3=AB?= <zoe@example.org>', 'From: second@example.org'), ENVELOPE),
+    ).toEqual({ name: 'Zoë', address: 'zoe@example.org' })
+    expect(from('"=?UTF-8?Q?Zo=C3=AB_Example?=" <Zoe@Example.org>')).toEqual({
+      name: 'Zoë Example',
+      address: 'Zoe@Example.org',
+    })
+    expect(from('=?UTF-7?Q?J+APw-rgen?= <juergen@example.org>')).toEqual({
+      name: 'Jürgen',
+      address: 'juergen@example.org',
+    })
   })
 
   test('a From without an addr-spec falls back to the envelope sender, keeping any display name', () => {
@@ -93,13 +125,21 @@ describe('deriveSender', () => {
     expect(from('Undisclosed recipients:;')).toEqual({ name: '', address: ENVELOPE })
     expect(from('')).toEqual({ name: '', address: ENVELOPE })
     expect(deriveSender(message('Subject: no From'), ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
-    expect(deriveSender(Buffer.from('Subject: no From\r\n\r\nFrom: in the body <body@example.org>\r\n'), ENVELOPE)).toEqual({ name: '', address: ENVELOPE })
+    expect(
+      deriveSender(Buffer.from('Subject: no From\r\n\r\nFrom: in the body <body@example.org>\r\n'), ENVELOPE),
+    ).toEqual({ name: '', address: ENVELOPE })
   })
 
   test('words before a bare address: the address spelled, the words as the name', () => {
     expect(from('Big Bug bb@bug.com')).toEqual({ name: 'Big Bug', address: 'bb@bug.com' })
-    expect(from('=?ks_c_5601-1987?B?wMy787/s?= ss.lee@example.com')).toEqual({ name: '이상우', address: 'ss.lee@example.com' })
-    expect(from('=?UTF-8?Q?Zo=C3=AB_Example?=zoe@example.org')).toEqual({ name: 'Zoë Example', address: 'zoe@example.org' })
+    expect(from('=?ks_c_5601-1987?B?wMy787/s?= ss.lee@example.com')).toEqual({
+      name: '이상우',
+      address: 'ss.lee@example.com',
+    })
+    expect(from('=?UTF-8?Q?Zo=C3=AB_Example?=zoe@example.org')).toEqual({
+      name: 'Zoë Example',
+      address: 'zoe@example.org',
+    })
   })
 
   test('words and no addr-spec: the envelope sender, by the same rule as a bare word', () => {
@@ -115,7 +155,14 @@ describe('deriveSender', () => {
   })
 
   test('hostile headers: long runs of specials, nesting, escapes', () => {
-    for (const value of ['('.repeat(100_000), '<'.repeat(100_000), '\\'.repeat(100_001), '"'.repeat(100_001), '@'.repeat(100_000), ':'.repeat(100_000) + 'a@b.test']) {
+    for (const value of [
+      '('.repeat(100_000),
+      '<'.repeat(100_000),
+      '\\'.repeat(100_001),
+      '"'.repeat(100_001),
+      '@'.repeat(100_000),
+      ':'.repeat(100_000) + 'a@b.test',
+    ]) {
       const sender = from(value)
       expect(sender.address === ENVELOPE || isAddress(sender.address)).toBe(true)
     }
@@ -133,7 +180,9 @@ test('hostile headers: long runs of words beside an address', () => {
 
 describe('headers read from the raw bytes', () => {
   test('the first Subject header, unfolded, encoded words decoded, UTF-7 included', () => {
-    expect(deriveSubject(message('Subject: =?utf-7?Q?Fr+APY-sche?= und Hasen', 'Subject: second'))).toBe('Frösche und Hasen')
+    expect(deriveSubject(message('Subject: =?utf-7?Q?Fr+APY-sche?= und Hasen', 'Subject: second'))).toBe(
+      'Frösche und Hasen',
+    )
     expect(deriveSubject(message('Subject: folded', '  twice,', '\tkept'))).toBe('folded  twice,\tkept')
     expect(deriveSubject(message('From: a@b.test'))).toBe('')
     expect(deriveSubject(Buffer.from('\r\nSubject: in the body\r\n'))).toBe('')
@@ -144,13 +193,24 @@ describe('headers read from the raw bytes', () => {
   })
 
   test("an 8-bit byte inside a Q encoded word is decoded in the word's charset", () => {
-    const raw = Buffer.concat([Buffer.from('Subject: =?iso-8859-1?Q?Die_Fr'), Buffer.from([0xf6]), Buffer.from('sche?=\r\n\r\n')])
+    const raw = Buffer.concat([
+      Buffer.from('Subject: =?iso-8859-1?Q?Die_Fr'),
+      Buffer.from([0xf6]),
+      Buffer.from('sche?=\r\n\r\n'),
+    ])
     expect(deriveSubject(raw)).toBe('Die Frösche')
   })
 
   test('raw 8-bit text is UTF-8 (RFC 6532), or windows-1252 when it is not valid UTF-8', () => {
-    expect(deriveSender(message('From: Jürgen Grüße <j@example.org>'), ENVELOPE)).toEqual({ name: 'Jürgen Grüße', address: 'j@example.org' })
-    const latin1 = Buffer.concat([Buffer.from('From: J'), Buffer.from([0xfc]), Buffer.from('rgen <j@example.org>\r\n\r\n')])
+    expect(deriveSender(message('From: Jürgen Grüße <j@example.org>'), ENVELOPE)).toEqual({
+      name: 'Jürgen Grüße',
+      address: 'j@example.org',
+    })
+    const latin1 = Buffer.concat([
+      Buffer.from('From: J'),
+      Buffer.from([0xfc]),
+      Buffer.from('rgen <j@example.org>\r\n\r\n'),
+    ])
     expect(deriveSender(latin1, ENVELOPE)).toEqual({ name: 'Jürgen', address: 'j@example.org' })
     expect(deriveSubject(Buffer.from('Subject: \x80 euro\n\n', 'latin1'))).toBe('€ euro')
   })

@@ -24,7 +24,8 @@ describe('decodeUtf7', () => {
   })
 
   test('charset labels', () => {
-    for (const label of ['utf-7', 'UTF-7', 'utf7', 'x-utf-7', 'unicode-1-1-utf-7', 'csUnicode11UTF7']) expect(isUtf7Charset(label)).toBe(true)
+    for (const label of ['utf-7', 'UTF-7', 'utf7', 'x-utf-7', 'unicode-1-1-utf-7', 'csUnicode11UTF7'])
+      expect(isUtf7Charset(label)).toBe(true)
     for (const label of [undefined, '', 'utf-8', 'utf-16', 'x-utf-77']) expect(isUtf7Charset(label)).toBe(false)
   })
 })

@@ -16,7 +16,10 @@ import { until } from '../support/wait.ts'
 
 setDefaultTimeout(90_000)
 
-const LIBFAKETIME = ['/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1', '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1'].find((path) => existsSync(path))
+const LIBFAKETIME = [
+  '/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1',
+  '/usr/lib/aarch64-linux-gnu/faketime/libfaketime.so.1',
+].find((path) => existsSync(path))
 const METRICS_TOKEN = 'multi-clock-skew-metrics-token'
 const LONG_POLLS = 4
 const REQUESTS = 10
@@ -37,7 +40,9 @@ function removeDeadFaketimeSegments(): void {
 }
 
 async function metric(machine: MachineProcess, name: string): Promise<number> {
-  const text = await (await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })).text()
+  const text = await (
+    await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+  ).text()
   return Number(
     text
       .split('\n')
@@ -97,10 +102,16 @@ const body = () => {
   })
 
   test(`long polls: a key limited to ${LONG_POLLS} gets exactly ${LONG_POLLS} across the machine behind and the one ahead`, async () => {
-    const poll = (machine: MachineProcess) => machineApi(machine, 'GET', `/v1/inboxes/${inboxId}/messages?wait_seconds=8`, key)
+    const poll = (machine: MachineProcess) =>
+      machineApi(machine, 'GET', `/v1/inboxes/${inboxId}/messages?wait_seconds=8`, key)
     const onA = Array.from({ length: LONG_POLLS / 2 }, () => poll(a))
     const onB = Array.from({ length: LONG_POLLS / 2 }, () => poll(b))
-    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) + (await longPollsWaiting(b, METRICS_TOKEN)) === LONG_POLLS, 'the polls to wait', { timeoutMs: 10_000, intervalMs: 50 })
+    await until(
+      async () =>
+        (await longPollsWaiting(a, METRICS_TOKEN)) + (await longPollsWaiting(b, METRICS_TOKEN)) === LONG_POLLS,
+      'the polls to wait',
+      { timeoutMs: 10_000, intervalMs: 50 },
+    )
     // More than a heartbeat later, so renewals on either clock have happened too.
     for (const machine of [b, a, b, a]) expect((await poll(machine)).status, machine.name).toBe(429)
     for (const answer of await Promise.all([...onA, ...onB])) expect(answer.status).toBe(204)
@@ -109,12 +120,18 @@ const body = () => {
   test(`requests: alternating between them, a key limited to ${REQUESTS} a minute gets exactly ${REQUESTS}`, async () => {
     // All inside one database minute. The machines' own clocks are 80 s apart, so they are
     // always in different minutes of their own (which used to let each admit the limit).
-    const second = async () => Number((await sql<{ s: number }[]>`select extract(second from clock_timestamp())::float8 as s`)[0]!.s)
-    await until(async () => (await second()) <= 40, 'room left in the database minute', { timeoutMs: 25_000, intervalMs: 200 })
-    const minute = async () => (await sql<{ m: string }[]>`select date_trunc('minute', clock_timestamp())::text as m`)[0]!.m
+    const second = async () =>
+      Number((await sql<{ s: number }[]>`select extract(second from clock_timestamp())::float8 as s`)[0]!.s)
+    await until(async () => (await second()) <= 40, 'room left in the database minute', {
+      timeoutMs: 25_000,
+      intervalMs: 200,
+    })
+    const minute = async () =>
+      (await sql<{ m: string }[]>`select date_trunc('minute', clock_timestamp())::text as m`)[0]!.m
     const began = await minute()
     const statuses: number[] = []
-    for (let i = 0; i < REQUESTS * 3; i++) statuses.push((await machineApi(i % 2 === 0 ? a : b, 'GET', '/v1/inboxes', counted)).status)
+    for (let i = 0; i < REQUESTS * 3; i++)
+      statuses.push((await machineApi(i % 2 === 0 ? a : b, 'GET', '/v1/inboxes', counted)).status)
     expect(await minute()).toBe(began)
     expect(statuses.filter((status) => status === 200)).toHaveLength(REQUESTS)
     expect(statuses.filter((status) => status === 429)).toHaveLength(REQUESTS * 2)
@@ -123,4 +140,8 @@ const body = () => {
 }
 
 if (LIBFAKETIME) describeWithPostgres('two machines 80 s apart (one 40 s behind the database, one 40 s ahead)', body)
-else describe.skip("two machines 80 s apart: Debian's faketime is not installed (apt-get install faketime; .ci/run installs it)", body)
+else
+  describe.skip(
+    "two machines 80 s apart: Debian's faketime is not installed (apt-get install faketime; .ci/run installs it)",
+    body,
+  )

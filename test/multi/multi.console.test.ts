@@ -72,8 +72,17 @@ describeWithPostgres('the console across two machines', () => {
     const linkB = setupLink(b)
     expect((await onA.get(linkA.path)).status).toBe(200)
     expect((await onB.get(linkB.path)).status).toBe(200)
-    const fields = (email: string, token: string) => ({ token, email, password: PASSWORD, organization: 'Acme', preset: 'hosted' })
-    const [doneA, doneB] = await Promise.all([onA.post('/setup', fields('first@example.com', linkA.token)), onB.post('/setup', fields('second@example.com', linkB.token))])
+    const fields = (email: string, token: string) => ({
+      token,
+      email,
+      password: PASSWORD,
+      organization: 'Acme',
+      preset: 'hosted',
+    })
+    const [doneA, doneB] = await Promise.all([
+      onA.post('/setup', fields('first@example.com', linkA.token)),
+      onB.post('/setup', fields('second@example.com', linkB.token)),
+    ])
     // The winner is sent on to its first-steps page (303); the other gets a refusal.
     expect([doneA.status, doneB.status].filter((status) => status === 303)).toHaveLength(1)
     const users = await sql`select email from users`
@@ -90,7 +99,11 @@ describeWithPostgres('the console across two machines', () => {
     expect(token).toBeDefined()
     const onB = new ConsoleClient(b.app.httpUrl)
     for (const [name, value] of client.cookies) onB.cookies.set(name, value)
-    const signedIn = await onB.post('/console/sign-in', { email: operator!.email, password: PASSWORD, next: '/console' }, { csrf: token! })
+    const signedIn = await onB.post(
+      '/console/sign-in',
+      { email: operator!.email, password: PASSWORD, next: '/console' },
+      { csrf: token! },
+    )
     expect(signedIn.status).toBe(303)
     const landing = await new ConsoleClient(a.app.httpUrl).get('/console', { cookie: onB.cookieHeader() })
     expect(landing.status).not.toBe(401)

@@ -36,7 +36,15 @@ interface Machine {
 async function startMachine(url: string, clock: ManualClock): Promise<Machine> {
   const dir = scratchDir('pigeonhole-multi-')
   const databasePath = join(dir, 'pigeonhole.db')
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test' })
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: '4',
+    RECEIVING_DOMAIN: 'inbox.test',
+  })
   const logs: Record<string, any>[] = []
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app = await startApp({ config, clock, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))) })
@@ -117,8 +125,15 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
       b.app.services.notifier.emit(inboxId, 'message_stored')
       expect(heard).toEqual({ early: ['message_stored'], plain: [], elsewhere: [] })
       // The publication then reaches everyone, the early listener a second time.
-      await until(() => heard.plain!.length === 1 && heard.elsewhere!.length === 1 && heard.early!.length === 2, 'every listener to hear the NOTIFY')
-      expect(heard).toEqual({ early: ['message_stored', 'message_stored'], plain: ['message_stored'], elsewhere: ['message_stored'] })
+      await until(
+        () => heard.plain!.length === 1 && heard.elsewhere!.length === 1 && heard.early!.length === 2,
+        'every listener to hear the NOTIFY',
+      )
+      expect(heard).toEqual({
+        early: ['message_stored', 'message_stored'],
+        plain: ['message_stored'],
+        elsewhere: ['message_stored'],
+      })
     } finally {
       for (const stop of stops) stop()
     }
@@ -146,7 +161,9 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
       const error = await thrown(() => machine.app.services.requestLimiter.admit(who))
       expect(error).toBeInstanceOf(DomainError)
       expect((error as DomainError).code).toBe('rate_limit_exceeded')
-      expect((error as DomainError).message).toBe('Rate limit of 3 requests per minute for this key exceeded; retry at the next UTC minute.')
+      expect((error as DomainError).message).toBe(
+        'Rate limit of 3 requests per minute for this key exceeded; retry at the next UTC minute.',
+      )
       // 09:15:20 → the next UTC minute begins in 40 s.
       expect((error as DomainError).facts.retryAfterSeconds).toBe(40)
     }
@@ -161,7 +178,9 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
     await a.app.services.requestLimiter.admit(first)
     await b.app.services.requestLimiter.admit(second)
     const error = await thrown(() => a.app.services.requestLimiter.admit(second))
-    expect((error as DomainError).message).toBe('Rate limit of 2 requests per minute for this organization exceeded; retry at the next UTC minute.')
+    expect((error as DomainError).message).toBe(
+      'Rate limit of 2 requests per minute for this organization exceeded; retry at the next UTC minute.',
+    )
   })
 
   test('concurrent long polls are counted across machines; each machine counts only its own for its metrics', async () => {
@@ -223,7 +242,12 @@ describeWithPostgres('two machines on one PostgreSQL database', () => {
       await third.app.services.longPolls.acquire(who)
       await third.app.services.longPolls.acquire(who)
       const releaseA = await a.app.services.longPolls.acquire(who)
-      const held = async () => (await sql<{ n: number }[]>`select count(*)::int as n from slot_leases where subject_id = ${`key:${who.keyPublicId}`}`)[0]!.n
+      const held = async () =>
+        (
+          await sql<
+            { n: number }[]
+          >`select count(*)::int as n from slot_leases where subject_id = ${`key:${who.keyPublicId}`}`
+        )[0]!.n
       expect(await held()).toBe(3)
       await third.app.stop()
       stopped = true

@@ -70,7 +70,11 @@ describeWithPostgres('PostgreSQL restarted and killed under load', () => {
             (answer) => note(answer.status === 200),
             () => note(false),
           ),
-          sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject: `load ${machine.name} ${i++}` })).then(
+          sendMail(
+            machine.smtp,
+            { to: [address] },
+            simpleMessage({ to: address, subject: `load ${machine.name} ${i++}` }),
+          ).then(
             (sent) => note(sent.data?.code === 250),
             () => note(false),
           ),
@@ -81,18 +85,27 @@ describeWithPostgres('PostgreSQL restarted and killed under load', () => {
   }
 
   const bothReady = () =>
-    until(async () => (await Promise.all([a, b].map((m) => machineApi(m, 'GET', '/ready')))).every((r) => r.status === 200), 'both machines to be ready', {
-      timeoutMs: 40_000,
-      intervalMs: 100,
-    })
+    until(
+      async () => (await Promise.all([a, b].map((m) => machineApi(m, 'GET', '/ready')))).every((r) => r.status === 200),
+      'both machines to be ready',
+      {
+        timeoutMs: 40_000,
+        intervalMs: 100,
+      },
+    )
 
   /** Once ready: every request answers promptly on both machines. */
   async function promptOnceReady(label: string) {
     const slowest: number[] = []
     for (let round = 0; round < 5; round++) {
       for (const machine of [a, b]) {
-        const answers = await Promise.all(Array.from({ length: 6 }, () => timed(() => machineApi(machine, 'GET', '/v1/inboxes', key, undefined, 20_000))))
-        for (const answer of answers) expect(answer.value.status, `${label} ${machine.name}: ${answer.value.text}`).toBe(200)
+        const answers = await Promise.all(
+          Array.from({ length: 6 }, () =>
+            timed(() => machineApi(machine, 'GET', '/v1/inboxes', key, undefined, 20_000)),
+          ),
+        )
+        for (const answer of answers)
+          expect(answer.value.status, `${label} ${machine.name}: ${answer.value.text}`).toBe(200)
         slowest.push(Math.max(...answers.map((answer) => answer.ms)))
       }
     }
@@ -128,7 +141,9 @@ describeWithPostgres('PostgreSQL restarted and killed under load', () => {
         const uncaught = machine
           .output()
           .split('\n')
-          .filter((line) => line.includes('"event":"uncaught_exception"') || line.includes('"event":"unhandled_rejection"'))
+          .filter(
+            (line) => line.includes('"event":"uncaught_exception"') || line.includes('"event":"unhandled_rejection"'),
+          )
         expect(uncaught, machine.name).toEqual([])
         expectDocumentedEvents(machine.output(), machine.name)
       }

@@ -59,7 +59,14 @@ const body = () => {
     sql = openPostgres(url, { max: 2 })
     const { dir } = disk as { dir: string }
     await sql.unsafe(`create tablespace ${space} location '${dir}'`)
-    for (const table of ['messages', 'message_contents', 'message_search_texts', 'message_sources', 'attachments', 'attachment_contents']) {
+    for (const table of [
+      'messages',
+      'message_contents',
+      'message_search_texts',
+      'message_sources',
+      'attachments',
+      'attachment_contents',
+    ]) {
       await sql.unsafe(`alter table ${table} set tablespace ${space}`)
     }
     machine = pgMachine('full', url, { DATABASE_STATEMENT_TIMEOUT_MS: '3000' })
@@ -89,7 +96,8 @@ const body = () => {
   })
 
   test('mail gets 451 and /ready fails naming the full disk; one storage_failing, and one storage_recovered once mail is stored again', async () => {
-    const send = (subject: string) => sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject, text: 'x'.repeat(20_000) }))
+    const send = (subject: string) =>
+      sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject, text: 'x'.repeat(20_000) }))
     const first = await send('refused 1')
     expect(first.data?.code, JSON.stringify(first)).toBe(451)
     // For a while: more refusals, and probes that commit their small row.
@@ -108,7 +116,10 @@ const body = () => {
     await sql`drop table filler`
     await Bun.sleep(RECOVERY_QUIET_MS)
     expect((await send('stored after')).data?.code).toBe(250)
-    await until(async () => (await machineApi(machine, 'GET', '/ready')).status === 200, '/ready to answer 200', { timeoutMs: 10_000, intervalMs: 200 })
+    await until(async () => (await machineApi(machine, 'GET', '/ready')).status === 200, '/ready to answer 200', {
+      timeoutMs: 10_000,
+      intervalMs: 200,
+    })
     expect(events(machine, 'storage_failing')).toHaveLength(1)
     expect(events(machine, 'storage_recovered')).toHaveLength(1)
     expectDocumentedEvents(machine.output(), machine.name)

@@ -44,7 +44,8 @@ function withAttachment(to: string): string {
   ].join('\r\n')
 }
 
-const p99 = (values: number[]) => [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(values.length * 0.99))]!
+const p99 = (values: number[]) =>
+  [...values].sort((x, y) => x - y)[Math.min(values.length - 1, Math.floor(values.length * 0.99))]!
 
 async function fairness(machine: MachineProcess): Promise<void> {
   await machine.start({ PG_MACHINE_TENANTS: 'local:1,local:1' })
@@ -53,7 +54,12 @@ async function fairness(machine: MachineProcess): Promise<void> {
   expect(inbox.status).toBe(201)
   const sent = await sendMail(machine.smtp, { to: [inbox.body.data.address] }, withAttachment(inbox.body.data.address))
   expect(sent.data?.code, JSON.stringify(sent)).toBe(250)
-  const listed = await machineApi(machine, 'GET', `/v1/inboxes/${inbox.body.data.id}/messages?include=content&limit=1`, x)
+  const listed = await machineApi(
+    machine,
+    'GET',
+    `/v1/inboxes/${inbox.body.data.id}/messages?include=content&limit=1`,
+    x,
+  )
   expect(listed.body.data?.[0]?.attachments?.[0], listed.text.slice(0, 500)).toBeDefined()
   const attachmentId = listed.body.data[0].attachments[0].id as string
 
@@ -81,7 +87,11 @@ async function fairness(machine: MachineProcess): Promise<void> {
     ],
     { stdout: 'pipe', stderr: 'inherit' },
   )
-  const tally = JSON.parse(await new Response(loop.stdout).text()) as { served: number; refused: number; other: string[] }
+  const tally = JSON.parse(await new Response(loop.stdout).text()) as {
+    served: number
+    refused: number
+    other: string[]
+  }
   expect(await loop.exited).toBe(0)
   downloading = false
   await otherCalls
@@ -90,11 +100,15 @@ async function fairness(machine: MachineProcess): Promise<void> {
   expect(tally.served).toBeGreaterThanOrEqual(DOWNLOADS_PER_ORGANIZATION)
   expect(tally.refused).toBeGreaterThan(0)
   const worst = p99(others)
-  console.info(`${machine.name}: ${tally.served} served, ${tally.refused} refused; the other organisation's calls: ${others.length}, p99 ${Math.round(worst)} ms`)
+  console.info(
+    `${machine.name}: ${tally.served} served, ${tally.refused} refused; the other organisation's calls: ${others.length}, p99 ${Math.round(worst)} ms`,
+  )
   // Its p99 is printed, not asserted: speed is the bench's to measure (a timed bound here would
   // measure the machine's other load as much as this server).
   // Every slot was given back: X downloads again.
-  const again = await fetch(`${machine.httpUrl}/v1/attachments/${attachmentId}`, { headers: { authorization: `Bearer ${x}` } })
+  const again = await fetch(`${machine.httpUrl}/v1/attachments/${attachmentId}`, {
+    headers: { authorization: `Bearer ${x}` },
+  })
   expect(again.status).toBe(200)
   await again.arrayBuffer()
 }

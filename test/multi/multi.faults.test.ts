@@ -55,17 +55,30 @@ describe('classifying PostgreSQL failures', () => {
     expect(postgresFailureKind({ code: '57014' })).toBe('busy')
     expect(postgresFailureKind({ code: '53100' })).toBe('full')
     expect(postgresFailureKind({ code: '25006' })).toBe('read_only')
-    for (const code of ['23505', '42P01', '40001', 'SQLITE_CONSTRAINT', undefined]) expect(postgresFailureKind({ code })).toBeNull()
+    for (const code of ['23505', '42P01', '40001', 'SQLITE_CONSTRAINT', undefined])
+      expect(postgresFailureKind({ code })).toBeNull()
   })
 
   test("in PostgreSQL mode the API answers 503 storage_unavailable where SQLite's does; in SQLite mode a reset socket stays a 500", () => {
-    const terminated = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' })
-    const inPostgres = toErrorResponse(terminated, undefined, quiet, 'req_1', new StorageHealth(quiet, () => {}, 'postgres'))
+    const terminated = Object.assign(new Error('terminating connection due to administrator command'), {
+      code: '57P01',
+    })
+    const inPostgres = toErrorResponse(
+      terminated,
+      undefined,
+      quiet,
+      'req_1',
+      new StorageHealth(quiet, () => {}, 'postgres'),
+    )
     expect(inPostgres).toMatchObject({ status: 503, code: 'storage_unavailable', headers: { 'Retry-After': '5' } })
     // Operations whose statuses list no 503 keep their 500, with the same retry hint, as in SQLite mode.
-    expect(toErrorResponse(terminated, undefined, quiet, 'req_2', new StorageHealth(quiet, () => {}, 'postgres'), false)).toMatchObject({ status: 500, code: 'internal_error' })
+    expect(
+      toErrorResponse(terminated, undefined, quiet, 'req_2', new StorageHealth(quiet, () => {}, 'postgres'), false),
+    ).toMatchObject({ status: 500, code: 'internal_error' })
     const reset = Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' })
-    expect(toErrorResponse(reset, undefined, quiet, 'req_3', new StorageHealth(quiet, () => {}, 'sqlite'))).toMatchObject({ status: 500, code: 'internal_error' })
+    expect(
+      toErrorResponse(reset, undefined, quiet, 'req_3', new StorageHealth(quiet, () => {}, 'sqlite')),
+    ).toMatchObject({ status: 500, code: 'internal_error' })
   })
 
   test("a failure that reaches us wrapped by the ORM is classified by its cause, and logged with the driver's code", async () => {
@@ -92,7 +105,9 @@ describe('classifying PostgreSQL failures', () => {
       expect(health.kindOf(error)).toBe('unreachable')
       expect(health.failing).toBeNull() // kindOf records nothing
       expect(health.failed(error)).toBe('unreachable')
-      expect(logged).toEqual([expect.objectContaining({ event: 'storage_failing', kind: 'unreachable', postgres_code: 'ECONNREFUSED' })])
+      expect(logged).toEqual([
+        expect.objectContaining({ event: 'storage_failing', kind: 'unreachable', postgres_code: 'ECONNREFUSED' }),
+      ])
       // A chain that loops ends the search instead of the process.
       const looped: { cause?: unknown } = {}
       looped.cause = looped
@@ -133,7 +148,15 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     relayed.port = String(relay.port)
     dir = scratchDir('pigeonhole-faults-')
     const databasePath = join(dir, 'pigeonhole.db')
-    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: relayed.href, DATABASE_POOL_SIZE: '2', RECEIVING_DOMAIN: 'inbox.test' })
+    const config = loadConfig({
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: databasePath,
+      DATABASE_URL: relayed.href,
+      DATABASE_POOL_SIZE: '2',
+      RECEIVING_DOMAIN: 'inbox.test',
+    })
     await layDownSelfSigned(databasePath, config.receivingDomain)
     app = await startApp({ config, logger: createLogger('debug', (line) => logs.push(JSON.parse(line))) })
   })
@@ -146,7 +169,10 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
 
   const ready = async () => {
     const response = await fetch(`${app.httpUrl}/ready`)
-    return { status: response.status, database: ((await response.json()) as { checks: { database: string } }).checks.database }
+    return {
+      status: response.status,
+      database: ((await response.json()) as { checks: { database: string } }).checks.database,
+    }
   }
 
   test('/ready fails while the database is cut off and passes again once it is back, without a restart; waiters re-query after LISTEN returns', async () => {
@@ -160,11 +186,15 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     expect(app.services.storageHealth.failing).toBe('unreachable')
     expect(await ready()).toEqual({ status: 503, database: 'failed' })
     // Logged once when the state began, however many probes failed.
-    expect(logs.filter((line) => line.event === 'storage_failing')).toEqual([expect.objectContaining({ kind: 'unreachable' })])
+    expect(logs.filter((line) => line.event === 'storage_failing')).toEqual([
+      expect.objectContaining({ kind: 'unreachable' }),
+    ])
 
     relay.restore()
     // The probe's own timer notices the recovery; no request is needed for it.
-    await until(() => logs.some((line) => line.event === 'storage_recovered'), 'the recovery to be logged', { timeoutMs: 20_000 })
+    await until(() => logs.some((line) => line.event === 'storage_recovered'), 'the recovery to be logged', {
+      timeoutMs: 20_000,
+    })
     expect(app.services.storageHealth.failing).toBeNull()
     expect(await ready()).toEqual({ status: 200, database: 'ok' })
     // A NOTIFY sent while LISTEN was down is lost: every waiter is told to look again.
@@ -176,11 +206,16 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
   test('a long poll whose query meets the database going away waits out its time: answered at its deadline, not before', async () => {
     const org = await createOrganization(app.services, CLI_ACTOR, { name: 'riding out', preset: 'local' })
     const { key } = await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })
-    const created = await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    const created = await fetch(`${app.httpUrl}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(created.status).toBe(201)
     const inboxId = ((await created.json()) as { data: { id: string } }).data.id
     const began = performance.now()
-    const poll = fetch(`${app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=3`, { headers: { authorization: `Bearer ${key}` } })
+    const poll = fetch(`${app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=3`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
     // Cut the moment the poll holds its slot: its first query, right after, meets the cut.
     // (Should the query win the race, the poll is parked and answers at its deadline anyway.)
     await until(() => app.services.longPolls.total() === 1, 'the poll to take its slot', { intervalMs: 1 })
@@ -197,7 +232,10 @@ describeWithPostgres('a machine whose database goes away and comes back', () => 
     } finally {
       relay.restore()
     }
-    await until(async () => (await ready()).status === 200, 'the database to be back', { timeoutMs: 20_000, intervalMs: 100 })
+    await until(async () => (await ready()).status === 200, 'the database to be back', {
+      timeoutMs: 20_000,
+      intervalMs: 100,
+    })
   })
 
   test('a machine stops while its database is away: the stop ends, the leases are left to run out', async () => {

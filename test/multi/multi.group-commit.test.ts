@@ -54,7 +54,10 @@ describeWithPostgres('group commit on two machines', () => {
   let organizationId: string
 
   const newInbox = async (): Promise<{ id: string; address: string }> => {
-    const response = await fetch(`${machines[0]!.app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    const response = await fetch(`${machines[0]!.app.httpUrl}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(response.status).toBe(201)
     return ((await response.json()) as { data: { id: string; address: string } }).data
   }
@@ -75,7 +78,9 @@ describeWithPostgres('group commit on two machines', () => {
 
   test('many connections on both machines into the same inboxes: every 250 stored once, received_at strictly increasing per inbox, usage exact', async () => {
     const inboxes = await Promise.all([newInbox(), newInbox(), newInbox()])
-    const [before] = await sql<{ n: number }[]>`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
+    const [before] = await sql<
+      { n: number }[]
+    >`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
     // 12 connections per machine, 3 messages each, recipients rotating over the inboxes (some
     // messages to two at once): each machine's stores queue behind its batches in flight.
     const sends = machines.flatMap((machine, m) =>
@@ -84,7 +89,11 @@ describeWithPostgres('group commit on two machines', () => {
         for (let k = 0; k < 3; k++) {
           const first = inboxes[(c + k) % 3]!
           const to = k === 2 ? [first.address, inboxes[(c + k + 1) % 3]!.address] : [first.address]
-          const result = await sendMail(machine.app.smtpPort, { to }, simpleMessage({ to: to[0]!, subject: `m${m} c${c} k${k}` }))
+          const result = await sendMail(
+            machine.app.smtpPort,
+            { to },
+            simpleMessage({ to: to[0]!, subject: `m${m} c${c} k${k}` }),
+          )
           expect(result.data?.code).toBe(250)
           ids.push(...(result.data!.text.match(/msg_[0-9a-f]{32}/g) ?? []))
         }
@@ -97,10 +106,14 @@ describeWithPostgres('group commit on two machines', () => {
       select id, inbox_id, received_at::text as at from messages where inbox_id in ${sql(inboxes.map((inbox) => inbox.id))} order by inbox_id, received_at`
     expect(rows.map((row) => row.id).sort()).toEqual([...acknowledged].sort())
     for (const inbox of inboxes) {
-      const times = rows.filter((row) => row.inbox_id === inbox.id).map((row) => Date.parse(row.at.replace(' ', 'T').replace(/\+00$/, 'Z')))
+      const times = rows
+        .filter((row) => row.inbox_id === inbox.id)
+        .map((row) => Date.parse(row.at.replace(' ', 'T').replace(/\+00$/, 'Z')))
       for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!)
     }
-    const [after] = await sql<{ n: number }[]>`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
+    const [after] = await sql<
+      { n: number }[]
+    >`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
     expect(after!.n - before!.n).toBe(acknowledged.length)
   })
 })

@@ -65,14 +65,20 @@ let livePath = ''
 /** Whether the operator, signed in on `machine`, can open all of their live views there at once (closed again after). */
 async function opensLiveViews(machine: MachineProcess): Promise<boolean> {
   const client = await signedIn({ url: machine.httpUrl }, OPERATOR)
-  const streams = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, () => openEventStream(client, livePath)))
+  const streams = await Promise.all(
+    Array.from({ length: MAX_STREAMS_PER_USER }, () => openEventStream(client, livePath)),
+  )
   for (const stream of streams) stream.abort()
   return streams.every((stream) => stream.response.status === 200)
 }
 
 /** Whether `machine` admits LIMIT long polls with `key` at once (each waits a second). */
 async function admitsLongPolls(machine: MachineProcess, key: string, inboxId: string): Promise<boolean> {
-  const answers = await Promise.all(Array.from({ length: LIMIT }, () => machineApi(machine, 'GET', `/v1/inboxes/${inboxId}/messages?wait_seconds=1`, key)))
+  const answers = await Promise.all(
+    Array.from({ length: LIMIT }, () =>
+      machineApi(machine, 'GET', `/v1/inboxes/${inboxId}/messages?wait_seconds=1`, key),
+    ),
+  )
   return answers.every((answer) => answer.status === 204)
 }
 
@@ -90,7 +96,13 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     relay = tcpCut(direct.hostname, Number(direct.port))
     const relayed = new URL(direct)
     relayed.port = String(relay.port)
-    const env = { METRICS_TOKEN, EMAIL_ROUTING: 'cloudflare', CLOUDFLARE_API_TOKEN: FAKE_TOKEN, CLOUDFLARE_ZONE_ID: FAKE_ZONE, CLOUDFLARE_API_BASE: fake.baseUrl }
+    const env = {
+      METRICS_TOKEN,
+      EMAIL_ROUTING: 'cloudflare',
+      CLOUDFLARE_API_TOKEN: FAKE_TOKEN,
+      CLOUDFLARE_ZONE_ID: FAKE_ZONE,
+      CLOUDFLARE_API_BASE: fake.baseUrl,
+    }
     a = pgMachine('a', relayed.href, env)
     b = pgMachine('b', direct.href, env)
     await a.start({ PG_MACHINE_TENANTS: 'hosted:1,hosted:1,hosted:1' })
@@ -103,7 +115,13 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     const setup = new URL(a.setupUrl!)
     const operator = new ConsoleClient(a.httpUrl)
     expect((await operator.get(setup.pathname + setup.search)).status).toBe(200)
-    const made = await operator.post('/setup', { token: setup.searchParams.get('token')!, email: OPERATOR, password: PASSWORD, organization: 'Viewers', preset: 'hosted' })
+    const made = await operator.post('/setup', {
+      token: setup.searchParams.get('token')!,
+      email: OPERATOR,
+      password: PASSWORD,
+      organization: 'Viewers',
+      preset: 'hosted',
+    })
     expect(made.status).toBe(303) // to the page that shows the first key (post/redirect/get)
     const done = await operator.get(made.location!)
     expect(done.status).toBe(200)
@@ -138,20 +156,30 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     expect(await acceptsUpToLimit(b, monthlyInbox.address)).toBe(false)
     // ... all of a person's live views ...
     const viewer = await signedIn({ url: a.httpUrl }, OPERATOR)
-    const views: EventStream[] = await Promise.all(Array.from({ length: MAX_STREAMS_PER_USER }, () => openEventStream(viewer, livePath)))
+    const views: EventStream[] = await Promise.all(
+      Array.from({ length: MAX_STREAMS_PER_USER }, () => openEventStream(viewer, livePath)),
+    )
     for (const view of views) expect(view.response.status).toBe(200)
     expect(await opensLiveViews(b)).toBe(false)
     // ... the claim of a createInbox whose routing rule is being made ...
     const keyedRule = fake.hold('POST')
     const idempotentCreate = (machine: MachineProcess) =>
-      fetch(`${machine.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${polls}`, 'idempotency-key': 'lease-faults-key-1' } })
+      fetch(`${machine.httpUrl}/v1/inboxes`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${polls}`, 'idempotency-key': 'lease-faults-key-1' },
+      })
     const claimed = idempotentCreate(a)
     await keyedRule.received
     expect((await idempotentCreate(b)).status).toBe(409)
 
     // ... and, last, every long-poll slot of the key (polls that end inside the outage).
-    const waiting = Array.from({ length: LIMIT }, () => machineApi(a, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=3`, polls))
-    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === LIMIT, 'the long polls to be parked on A', { timeoutMs: 10_000, intervalMs: 50 })
+    const waiting = Array.from({ length: LIMIT }, () =>
+      machineApi(a, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=3`, polls),
+    )
+    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === LIMIT, 'the long polls to be parked on A', {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    })
     expect((await machineApi(b, 'GET', `/v1/inboxes/${pollInbox.id}/messages?wait_seconds=1`, polls)).status).toBe(429)
     relay.cut()
     const cutAt = performance.now()
@@ -177,7 +205,11 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
       within('live views', () => opensLiveViews(b)),
       within('idempotency claim', async () => (await idempotentCreate(b)).status === 201),
     ])
-    expect(settled.filter((outcome) => outcome.status === 'rejected').map((outcome) => String((outcome as PromiseRejectedResult).reason))).toEqual([])
+    expect(
+      settled
+        .filter((outcome) => outcome.status === 'rejected')
+        .map((outcome) => String((outcome as PromiseRejectedResult).reason)),
+    ).toEqual([])
     console.info(`freed after the database came back (ms): ${JSON.stringify(freed)}`)
     for (const [what, ms] of Object.entries(freed)) expect(ms, what).toBeLessThanOrEqual(FREE_WITHIN_MS)
 
@@ -185,7 +217,11 @@ describeWithPostgres('leases held by a machine whose database goes away', () => 
     const usage = await machineApi(b, 'GET', '/v1/usage', monthly)
     expect(usage.body.emails.received).toBe(0)
     for (let i = 0; i < LIMIT; i++) {
-      const sent = await sendMail(b.smtp, { to: [monthlyInbox.address] }, simpleMessage({ to: monthlyInbox.address, subject: `after ${i}` }))
+      const sent = await sendMail(
+        b.smtp,
+        { to: [monthlyInbox.address] },
+        simpleMessage({ to: monthlyInbox.address, subject: `after ${i}` }),
+      )
       expect(sent.data?.code, JSON.stringify(sent)).toBe(250)
     }
     // A itself admits again too (its own in-memory counts were given back).

@@ -35,7 +35,15 @@ interface Machine {
 async function startMachine(url: string, clock: ManualClock, sql: Sql, holder: string): Promise<Machine> {
   const dir = scratchDir('pigeonhole-streams-')
   const databasePath = join(dir, 'pigeonhole.db')
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '2', RECEIVING_DOMAIN: 'inbox.test' })
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: '2',
+    RECEIVING_DOMAIN: 'inbox.test',
+  })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app = await startApp({ config, clock, logger: createLogger('error', () => {}) })
   return { app, dir, streams: new LiveStreams(createLiveStreamLeases(sql, { holder, clock, bounds })) }
@@ -52,7 +60,10 @@ describeWithPostgres('console live-stream bounds across two machines', () => {
   beforeAll(async () => {
     url = await migratedDatabase()
     sql = openPostgres(url, { max: 4 })
-    ;[a, b] = await Promise.all([startMachine(url, clock, sql, 'machine-a'), startMachine(url, clock, sql, 'machine-b')])
+    ;[a, b] = await Promise.all([
+      startMachine(url, clock, sql, 'machine-a'),
+      startMachine(url, clock, sql, 'machine-b'),
+    ])
   })
   afterAll(async () => {
     for (const tab of tabs) tab.abort()
@@ -79,11 +90,16 @@ describeWithPostgres('console live-stream bounds across two machines', () => {
   test(`a person's ${MAX_STREAMS_PER_USER} streams are counted across A and B; the next is refused on either, and a tab closed on B frees a slot for A`, async () => {
     const opened: AbortController[] = []
     for (let i = 0; i < MAX_STREAMS_PER_USER; i++) opened.push(await openTab(i % 2 === 0 ? a : b, 'usr_one', 'org_one'))
-    expect(await refusal(openTab(a, 'usr_one', 'org_one'))).toContain(`At most ${MAX_STREAMS_PER_USER} live inbox pages per person`)
+    expect(await refusal(openTab(a, 'usr_one', 'org_one'))).toContain(
+      `At most ${MAX_STREAMS_PER_USER} live inbox pages per person`,
+    )
     expect(await refusal(openTab(b, 'usr_one', 'org_one'))).toContain('per person')
 
     opened[1]!.abort() // a tab on B
-    await until(async () => (await refusal(openTab(a, 'usr_one', 'org_one'))) === null, 'the slot freed on B to be taken on A')
+    await until(
+      async () => (await refusal(openTab(a, 'usr_one', 'org_one'))) === null,
+      'the slot freed on B to be taken on A',
+    )
     expect(await refusal(openTab(b, 'usr_one', 'org_one'))).toContain('per person')
   })
 
@@ -92,15 +108,24 @@ describeWithPostgres('console live-stream bounds across two machines', () => {
     for (let person = 0; person < people; person++) {
       for (let i = 0; i < MAX_STREAMS_PER_USER; i++) await openTab(i % 2 === 0 ? a : b, `usr_org_${person}`, 'org_two')
     }
-    expect(await refusal(openTab(b, 'usr_new', 'org_two'))).toContain(`At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation`)
+    expect(await refusal(openTab(b, 'usr_new', 'org_two'))).toContain(
+      `At most ${MAX_STREAMS_PER_ORGANIZATION} live inbox pages per organisation`,
+    )
     expect(await refusal(openTab(a, 'usr_new', 'org_other'))).toBeNull()
   })
 
   test("a dead machine's streams hold their slots only until its lease runs out", async () => {
     // A machine that opened a person's streams and then died: nothing renews or releases them.
-    const dead = new LiveStreams(createLiveStreamLeases(sql, { holder: 'machine-dead', clock, bounds, leaseMs: 30_000 }))
+    const dead = new LiveStreams(
+      createLiveStreamLeases(sql, { holder: 'machine-dead', clock, bounds, leaseMs: 30_000 }),
+    )
     for (let i = 0; i < MAX_STREAMS_PER_USER; i++) {
-      await dead.stream(a.app.services, new AbortController().signal, { userId: 'usr_three', organizationId: 'org_three', stillAllowed: () => true }, 'inb_dead')
+      await dead.stream(
+        a.app.services,
+        new AbortController().signal,
+        { userId: 'usr_three', organizationId: 'org_three', stillAllowed: () => true },
+        'inb_dead',
+      )
     }
     expect(await refusal(openTab(b, 'usr_three', 'org_three'))).toContain('per person')
     clock.advance(30_000)

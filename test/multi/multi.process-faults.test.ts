@@ -98,7 +98,11 @@ async function cycle(machine: MachineProcess, key: string, subject: string): Pro
   expect(created.status, `${machine.name}: ${created.text}`).toBe(201)
   const { id, address } = created.body.data
   const waiting = machineApi(machine, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key)
-  const sent = await sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject, text: 'after the outage' }))
+  const sent = await sendMail(
+    machine.smtp,
+    { to: [address] },
+    simpleMessage({ to: address, subject, text: 'after the outage' }),
+  )
   expect(sent.data?.code, `${machine.name}: ${JSON.stringify(sent)}`).toBe(250)
   const woken = await waiting
   expect(woken.status, `${machine.name}: ${woken.text}`).toBe(200)
@@ -118,7 +122,13 @@ async function subjectsIn(machine: MachineProcess, key: string, inboxId: string)
  * back. Before: an inbox on each, an SMTP transaction up to RCPT and two parked long polls,
  * one whose deadline falls in the outage and one that outlasts it.
  */
-async function outage(machines: MachineProcess[], key: string, away: () => void | Promise<void>, back: () => void | Promise<void>, label: string) {
+async function outage(
+  machines: MachineProcess[],
+  key: string,
+  away: () => void | Promise<void>,
+  back: () => void | Promise<void>,
+  label: string,
+) {
   const inboxes: { id: string; address: string }[] = []
   for (const machine of machines) {
     const created = await machineApi(machine, 'POST', '/v1/inboxes', key)
@@ -128,14 +138,29 @@ async function outage(machines: MachineProcess[], key: string, away: () => void 
   const receivedBefore = (await machineApi(machines[0]!, 'GET', '/v1/usage', key)).body.emails.received
   const inFlight = await Promise.all(machines.map((machine, i) => openTransaction(machine, inboxes[i]!.address)))
   const poll = (machine: MachineProcess, i: number, seconds: number) =>
-    timed(() => machineApi(machine, 'GET', `/v1/inboxes/${inboxes[i]!.id}/messages?wait_seconds=${seconds}&include=content&limit=1`, key))
+    timed(() =>
+      machineApi(
+        machine,
+        'GET',
+        `/v1/inboxes/${inboxes[i]!.id}/messages?wait_seconds=${seconds}&include=content&limit=1`,
+        key,
+      ),
+    )
   const ending = machines.map((machine, i) => poll(machine, i, WAIT_SECONDS))
   const outlasting = machines.map((machine, i) => poll(machine, i, 40))
   // Every poll parked (past its first query) before the database goes: /metrics counts them.
-  await until(async () => (await Promise.all(machines.map(waitsHeld))).every((n) => n === 2), 'the long polls to be parked', { timeoutMs: 10_000, intervalMs: 50 })
+  await until(
+    async () => (await Promise.all(machines.map(waitsHeld))).every((n) => n === 2),
+    'the long polls to be parked',
+    { timeoutMs: 10_000, intervalMs: 50 },
+  )
 
   await away()
-  const measured = await Promise.all(machines.map((machine, i) => smtpWhileAway(machine, inFlight[i]!, inboxes[i]!.address, `${label}-refused-${machine.name}`)))
+  const measured = await Promise.all(
+    machines.map((machine, i) =>
+      smtpWhileAway(machine, inFlight[i]!, inboxes[i]!.address, `${label}-refused-${machine.name}`),
+    ),
+  )
   for (const [i, machine] of machines.entries()) await apiWhileAway(machine, key, inboxes[i]!.id)
   // A poll whose deadline falls in the outage answers at its deadline, not before (even when
   // the outage met its first query). It cannot read the inbox, so it cannot say "nothing
@@ -151,22 +176,37 @@ async function outage(machines: MachineProcess[], key: string, away: () => void 
 
   await back()
   // Nobody restarts anything: each machine's own probe notices the database is back.
-  await until(async () => (await Promise.all(machines.map(ready))).every((status) => status === 200), 'both machines to be ready again', { timeoutMs: 30_000, intervalMs: 200 })
+  await until(
+    async () => (await Promise.all(machines.map(ready))).every((status) => status === 200),
+    'both machines to be ready again',
+    { timeoutMs: 30_000, intervalMs: 200 },
+  )
   // A poll that outlasted the outage still waits, and mail stored on the other machine wakes it.
   for (const [i, machine] of machines.entries()) {
     const other = machines[(i + 1) % machines.length]!
     const subject = `${label}-woken-${machine.name}`
-    const sent = await sendMail(other.smtp, { to: [inboxes[i]!.address] }, simpleMessage({ to: inboxes[i]!.address, subject }))
+    const sent = await sendMail(
+      other.smtp,
+      { to: [inboxes[i]!.address] },
+      simpleMessage({ to: inboxes[i]!.address, subject }),
+    )
     expect(sent.data?.code, `${other.name}: ${JSON.stringify(sent)}`).toBe(250)
     const woken = await outlasting[i]!
-    expect(woken.value.status, `${machine.name}: ${woken.value.text} after ${Math.round(woken.ms)} ms\n${machine.output().slice(-4000)}`).toBe(200)
+    expect(
+      woken.value.status,
+      `${machine.name}: ${woken.value.text} after ${Math.round(woken.ms)} ms\n${machine.output().slice(-4000)}`,
+    ).toBe(200)
     expect(woken.value.body.data[0].subject).toBe(subject)
   }
   for (const machine of machines) await cycle(machine, key, `${label}-after-${machine.name}`)
   // Nothing refused was stored, and its quota reservation was given back.
-  for (const [i, machine] of machines.entries()) expect(await subjectsIn(machine, key, inboxes[i]!.id)).toEqual([`${label}-woken-${machine.name}`])
-  expect((await machineApi(machines[1]!, 'GET', '/v1/usage', key)).body.emails.received).toBe(receivedBefore + 2 * machines.length)
-  for (const [i, machine] of machines.entries()) expect((await machineApi(machine, 'DELETE', `/v1/inboxes/${inboxes[i]!.id}`, key)).status).toBe(204)
+  for (const [i, machine] of machines.entries())
+    expect(await subjectsIn(machine, key, inboxes[i]!.id)).toEqual([`${label}-woken-${machine.name}`])
+  expect((await machineApi(machines[1]!, 'GET', '/v1/usage', key)).body.emails.received).toBe(
+    receivedBefore + 2 * machines.length,
+  )
+  for (const [i, machine] of machines.entries())
+    expect((await machineApi(machine, 'DELETE', `/v1/inboxes/${inboxes[i]!.id}`, key)).status).toBe(204)
   // Each machine said so once when the state began and once when it ended (5 s after the last
   // failure: storage-health.ts's quiet time); no request or refusal logged an error of its own.
   for (const machine of machines) {
@@ -177,15 +217,25 @@ async function outage(machines: MachineProcess[], key: string, away: () => void 
         .filter((line) => line.startsWith('{"time"'))
         .map((line) => JSON.parse(line).event as string)
     const count = (event: string) => eventsOf().filter((e) => e === event).length
-    await until(() => count('storage_recovered') >= count('storage_failing'), `${machine.name}: the end of the failing state to be logged`, { timeoutMs: 15_000, intervalMs: 100 })
+    await until(
+      () => count('storage_recovered') >= count('storage_failing'),
+      `${machine.name}: the end of the failing state to be logged`,
+      { timeoutMs: 15_000, intervalMs: 100 },
+    )
     const events = eventsOf()
     expectDocumentedEvents(machine.output(), machine.name)
-    expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual([])
+    expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual(
+      [],
+    )
     expect(events.filter((event) => event === 'storage_failing').length).toBeGreaterThanOrEqual(1)
-    expect(events.filter((event) => event === 'storage_failing').length).toBe(events.filter((event) => event === 'storage_recovered').length)
+    expect(events.filter((event) => event === 'storage_failing').length).toBe(
+      events.filter((event) => event === 'storage_recovered').length,
+    )
   }
   const slowest = Math.max(...measured.flatMap((m) => [m.dataMs, m.rcptMs]))
-  console.info(`${label}: SMTP 451 within ${Math.round(slowest)} ms on both machines; polls ending in the outage answered after ${ended.map((p) => Math.round(p.ms)).join(', ')} ms`)
+  console.info(
+    `${label}: SMTP 451 within ${Math.round(slowest)} ms on both machines; polls ending in the outage answered after ${ended.map((p) => Math.round(p.ms)).join(', ')} ms`,
+  )
 }
 
 const METRICS_TOKEN = 'multi-process-faults-metrics-token'

@@ -92,7 +92,10 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
     expect(created.status).toBe(201)
     return created.body.data as { id: string; address: string }
   }
-  const subjects = async (inboxId: string) => ((await machineApi(b, 'GET', `/v1/inboxes/${inboxId}/messages?limit=100`, key)).body.data as { subject: string }[]).map((m) => m.subject)
+  const subjects = async (inboxId: string) =>
+    (
+      (await machineApi(b, 'GET', `/v1/inboxes/${inboxId}/messages?limit=100`, key)).body.data as { subject: string }[]
+    ).map((m) => m.subject)
 
   test('slow clients, a connection flood and oversize messages at A: each refused with its reply, nothing stored, memory bounded, legitimate mail taken; B prompt throughout', async () => {
     const inbox = await newInbox(a)
@@ -143,25 +146,51 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
     })()
 
     // Three messages over the spec's 10 MiB at once, from a third address.
-    const oversize = simpleMessage({ to: inbox.address, subject: 'too large', text: `${'z'.repeat(78)}\r\n`.repeat(Math.ceil((10 * MiB + 64 * 1024) / 80)) })
-    const tooLarge = Promise.all(Array.from({ length: 3 }, () => sendMail(a.smtp, { to: [inbox.address] }, oversize, '127.0.0.12')))
+    const oversize = simpleMessage({
+      to: inbox.address,
+      subject: 'too large',
+      text: `${'z'.repeat(78)}\r\n`.repeat(Math.ceil((10 * MiB + 64 * 1024) / 80)),
+    })
+    const tooLarge = Promise.all(
+      Array.from({ length: 3 }, () => sendMail(a.smtp, { to: [inbox.address] }, oversize, '127.0.0.12')),
+    )
 
     // Meanwhile legitimate mail from a fourth address is taken by A, and by B.
-    const legitimate = await sendMail(a.smtp, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'legitimate on A' }), '127.0.0.13')
+    const legitimate = await sendMail(
+      a.smtp,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'legitimate on A' }),
+      '127.0.0.13',
+    )
     expect(legitimate.data?.code, JSON.stringify(legitimate)).toBe(250)
-    const onB = await sendMail(b.smtp, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'legitimate on B' }))
+    const onB = await sendMail(
+      b.smtp,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'legitimate on B' }),
+    )
     expect(onB.data?.code).toBe(250)
 
     const sizes = await tooLarge
-    for (const sent of sizes) expect(sent.data).toEqual({ code: 552, text: `Message size exceeds fixed maximum message size (at most ${10 * MiB} bytes)` })
+    for (const sent of sizes)
+      expect(sent.data).toEqual({
+        code: 552,
+        text: `Message size exceeds fixed maximum message size (at most ${10 * MiB} bytes)`,
+      })
     // Each slow client gets its deadline's 421; should this busy test process miss a byte's
     // second by more than the command time, smtp-server's idle timeout (the same length) may
     // come first, with its own 421: either way refused and closed.
     const idleTimeout = { code: 421, text: 'Timeout - closing connection' }
     const [greetingReply, commandReply, dataReply] = await slowReplies
-    expect([{ code: 421, text: 'Timeout waiting for EHLO/HELO, closing connection' }, idleTimeout]).toContainEqual(greetingReply!)
-    expect([{ code: 421, text: 'Timeout waiting for the next command, closing connection' }, idleTimeout]).toContainEqual(commandReply!)
-    expect([{ code: 421, text: 'Message data took too long, closing connection' }, idleTimeout]).toContainEqual(dataReply!)
+    expect([{ code: 421, text: 'Timeout waiting for EHLO/HELO, closing connection' }, idleTimeout]).toContainEqual(
+      greetingReply!,
+    )
+    expect([
+      { code: 421, text: 'Timeout waiting for the next command, closing connection' },
+      idleTimeout,
+    ]).toContainEqual(commandReply!)
+    expect([{ code: 421, text: 'Message data took too long, closing connection' }, idleTimeout]).toContainEqual(
+      dataReply!,
+    )
     for (const stop of [stopGreeting, stopCommand, stopData]) stop()
     flooding = false
     await flood
@@ -172,9 +201,13 @@ describeWithPostgres('hostile SMTP clients at one of two real server processes',
 
     // Refused while the address holds its 8; greeted when the greeting deadline has closed a
     // held one and freed its slot. Never closed without a word.
-    const refused = refusals.filter((line) => line === '421 Too many connections from your address, try again later').length
+    const refused = refusals.filter(
+      (line) => line === '421 Too many connections from your address, try again later',
+    ).length
     expect(refused).toBeGreaterThan(refusals.length / 2)
-    expect(refusals.filter((line) => !line.startsWith('421 Too many connections') && !line.startsWith('220 '))).toEqual([])
+    expect(refusals.filter((line) => !line.startsWith('421 Too many connections') && !line.startsWith('220 '))).toEqual(
+      [],
+    )
     // Only the legitimate messages were stored.
     expect((await subjects(inbox.id)).sort()).toEqual(['legitimate on A', 'legitimate on B'])
     expect(health.length).toBeGreaterThan(0)

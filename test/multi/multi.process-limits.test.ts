@@ -5,7 +5,13 @@
  * period is wherever the test puts it: no test straddles a real minute boundary.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
-import { type MachineAnswer, type MachineProcess, machineApi, pgMachine, type SweepTurn } from '../support/pg-processes.ts'
+import {
+  type MachineAnswer,
+  type MachineProcess,
+  machineApi,
+  pgMachine,
+  type SweepTurn,
+} from '../support/pg-processes.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { expectError } from '../support/shapes.ts'
 import { SmtpClient, simpleMessage } from '../support/smtp.ts'
@@ -24,7 +30,9 @@ describeWithPostgres('two server processes on one injected clock', () => {
   async function alternating(key: string, n: number, first = 0): Promise<number[]> {
     const statuses: number[] = []
     for (let sent = 0; sent < n; sent += 40) {
-      const batch = Array.from({ length: Math.min(40, n - sent) }, (_, i) => machineApi((first + sent + i) % 2 === 0 ? a : b, 'GET', '/v1/usage', key))
+      const batch = Array.from({ length: Math.min(40, n - sent) }, (_, i) =>
+        machineApi((first + sent + i) % 2 === 0 ? a : b, 'GET', '/v1/usage', key),
+      )
       statuses.push(...(await Promise.all(batch)).map((answer) => answer.status))
     }
     return statuses
@@ -33,7 +41,9 @@ describeWithPostgres('two server processes on one injected clock', () => {
   function expectLimited(answer: MachineAnswer, subject: 'key' | 'organization', retryAfter: string): void {
     expectError(answer, 429, 'rate_limit_exceeded')
     expect(answer.body.error.request_id).toBe(answer.headers.get('x-request-id'))
-    expect(answer.body.error.message).toBe(`Rate limit of ${subject === 'key' ? 120 : 600} requests per minute for this ${subject} exceeded; retry at the next UTC minute.`)
+    expect(answer.body.error.message).toBe(
+      `Rate limit of ${subject === 'key' ? 120 : 600} requests per minute for this ${subject} exceeded; retry at the next UTC minute.`,
+    )
     expect(answer.headers.get('retry-after')).toBe(retryAfter)
   }
 
@@ -67,9 +77,11 @@ describeWithPostgres('two server processes on one injected clock', () => {
     await setClock('2026-05-04T11:20:45.000Z')
     const { keys } = a.tenants[0]!
     // Five keys at their 120 each: 600 together, spread over both machines.
-    for (const [i, key] of keys.slice(0, 5).entries()) expect(await alternating(key, 120, i)).toEqual(Array(120).fill(200))
+    for (const [i, key] of keys.slice(0, 5).entries())
+      expect(await alternating(key, 120, i)).toEqual(Array(120).fill(200))
     // The sixth key has used none of its own 120: only the organisation's 600 refuses it.
-    for (const machine of [b, a]) expectLimited(await machineApi(machine, 'GET', '/v1/usage', keys[5]!), 'organization', '15')
+    for (const machine of [b, a])
+      expectLimited(await machineApi(machine, 'GET', '/v1/usage', keys[5]!), 'organization', '15')
     expect((await machineApi(a, 'GET', '/v1/usage', a.tenants[1]!.keys[0]!)).status).toBe(200)
     await setClock('2026-05-04T11:21:00.000Z')
     expect((await machineApi(b, 'GET', '/v1/usage', keys[5]!)).status).toBe(200)
@@ -91,7 +103,10 @@ describeWithPostgres('two server processes on one injected clock', () => {
       try {
         for (const client of clients) expect((await client.command('EHLO retention.test')).code).toBe(250)
         for (let n = 0; n < transactions; n++) {
-          const sent = await clients[n % 2]!.transaction({ to: inboxes.map((inbox) => inbox.address) }, simpleMessage({ to: inboxes[0]!.address, subject }))
+          const sent = await clients[n % 2]!.transaction(
+            { to: inboxes.map((inbox) => inbox.address) },
+            simpleMessage({ to: inboxes[0]!.address, subject }),
+          )
           expect(sent.data?.code, JSON.stringify(sent)).toBe(250)
         }
       } finally {
@@ -105,7 +120,12 @@ describeWithPostgres('two server processes on one injected clock', () => {
     const count = async (subject: string) => {
       let n = 0
       for (const [i, inbox] of inboxes.entries()) {
-        const listed = await machineApi(i % 2 === 0 ? b : a, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100&subject=${subject}`, key)
+        const listed = await machineApi(
+          i % 2 === 0 ? b : a,
+          'GET',
+          `/v1/inboxes/${inbox.id}/messages?limit=100&subject=${subject}`,
+          key,
+        )
         expect(listed.status).toBe(200)
         n += listed.body.data.length
       }

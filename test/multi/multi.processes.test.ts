@@ -52,7 +52,11 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     const waiting = machineApi(b, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key)
     // The wait must be parked on B before the mail goes in, or a plain query would find it.
     await Bun.sleep(300)
-    const sent = await sendMail(a.smtp, { to: [email] }, simpleMessage({ to: email, subject: 'across machines', text: 'woken on B' }))
+    const sent = await sendMail(
+      a.smtp,
+      { to: [email] },
+      simpleMessage({ to: email, subject: 'across machines', text: 'woken on B' }),
+    )
     expect(sent.data?.code, `${JSON.stringify(sent)}\n${a.output()}`).toBe(250)
     const woken = await waiting
     expect(woken.status).toBe(200)
@@ -76,10 +80,14 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     )
     // The 31st goes in only once all 30 hold their slot (15 on each machine). Sent earlier, it
     // races them: it is admitted and one of the 30 gets the 429 instead, which is still exact.
-    await until(async () => (await waitsHeld(a)) === 15 && (await waitsHeld(b)) === 15, 'the 30 waits to be parked, 15 on each machine', {
-      timeoutMs: 30_000,
-      intervalMs: 50,
-    })
+    await until(
+      async () => (await waitsHeld(a)) === 15 && (await waitsHeld(b)) === 15,
+      'the 30 waits to be parked, 15 on each machine',
+      {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      },
+    )
     expect(settled).toEqual([])
     // Key 3 holds 7 of its 10: only the organisation's 30 refuses it, on either machine.
     for (const machine of [b, a]) {
@@ -92,7 +100,10 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     expect((await machineApi(b, 'DELETE', `/v1/inboxes/${inbox.body.data.id}`, keys[0]!)).status).toBe(204)
     const ended = await Promise.all(waits)
     expect(ended.map((w) => w.body?.error?.code)).toEqual(Array(30).fill('inbox_not_found'))
-    await until(async () => (await waitsHeld(a)) === 0 && (await waitsHeld(b)) === 0, 'every slot to be freed', { timeoutMs: 10_000, intervalMs: 50 })
+    await until(async () => (await waitsHeld(a)) === 0 && (await waitsHeld(b)) === 0, 'every slot to be freed', {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    })
   })
 
   test('kill -9 of machine A in the middle of ingest: every message that got 250 is readable through B, which served throughout', async () => {
@@ -115,10 +126,12 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         for (let n = 0; ; n++) {
           const subject = `kill-${i}-${n}`
           // A connection that dies with A fails the transaction's wait for its reply.
-          const reply = await client.transaction({ to: [address] }, simpleMessage({ to: address, subject })).catch((error: unknown) => {
-            if (error instanceof SmtpConnectionClosedError) return null
-            throw error
-          })
+          const reply = await client
+            .transaction({ to: [address] }, simpleMessage({ to: address, subject }))
+            .catch((error: unknown) => {
+              if (error instanceof SmtpConnectionClosedError) return null
+              throw error
+            })
           if (reply?.data?.code === 250) acknowledged[i]!.push(subject)
           else {
             // The connection died with A (a transaction cut short, never acknowledged).
@@ -140,12 +153,20 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         await Bun.sleep(50)
       }
     })()
-    await until(() => acknowledged.every((list) => list.length >= 5), 'every sender to have messages acknowledged by A', { timeoutMs: 30_000 })
+    await until(
+      () => acknowledged.every((list) => list.length >= 5),
+      'every sender to have messages acknowledged by A',
+      { timeoutMs: 30_000 },
+    )
     killed = true
     await a.kill()
     await Promise.all(sending)
     // B also still takes mail after A's death.
-    const afterwards = await sendMail(b.smtp, { to: [inboxes[0]!.address] }, simpleMessage({ to: inboxes[0]!.address, subject: 'after-the-kill' }))
+    const afterwards = await sendMail(
+      b.smtp,
+      { to: [inboxes[0]!.address] },
+      simpleMessage({ to: inboxes[0]!.address, subject: 'after-the-kill' }),
+    )
     expect(afterwards.data?.code).toBe(250)
     watching = false
     await watchB
@@ -154,14 +175,21 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
     for (const [i, inbox] of inboxes.entries()) {
       const stored = new Set<string>()
       for (let cursor: string | null = null, first = true; first || cursor; first = false) {
-        const listed = await machineApi(b, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`, key)
+        const listed = await machineApi(
+          b,
+          'GET',
+          `/v1/inboxes/${inbox.id}/messages?limit=100${cursor ? `&cursor=${cursor}` : ''}`,
+          key,
+        )
         expect(listed.status).toBe(200)
         for (const message of listed.body.data) stored.add(message.subject)
         cursor = listed.body.next_cursor
       }
       expect(acknowledged[i]!.filter((subject) => !stored.has(subject))).toEqual([])
     }
-    console.info(`kill -9 during ingest: ${acknowledged.flat().length} messages acknowledged by A, all readable on B; ${unanswered} transactions cut short`)
+    console.info(
+      `kill -9 during ingest: ${acknowledged.flat().length} messages acknowledged by A, all readable on B; ${unanswered} transactions cut short`,
+    )
     // A comes back on the same database for the tests after this one.
     await a.start()
   })
@@ -214,17 +242,38 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         if (created.status !== 201) throw new Error(`create answered ${created.status} ${created.text}`)
         const { id, address } = created.body.data
         const subject = `rolling-${loop}-${n}`
-        const waiting = stepped('wait', machineApi(through, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=${WAIT_SECONDS}&include=content&limit=1`, key, undefined, WAIT_SECONDS * 1000 + STEP_MS))
+        const waiting = stepped(
+          'wait',
+          machineApi(
+            through,
+            'GET',
+            `/v1/inboxes/${id}/messages?wait_seconds=${WAIT_SECONDS}&include=content&limit=1`,
+            key,
+            undefined,
+            WAIT_SECONDS * 1000 + STEP_MS,
+          ),
+        )
         waiting.catch(() => undefined) // read below; a send that fails first must not leave it unheard
         // Sent whether or not the wait is parked yet: a wait that starts late finds it stored.
         const sendStarted = performance.now()
-        await stepped('send', sendRetrying(smtp.port, { to: address }, simpleMessage({ to: address, subject, text: `cycle ${n}` }), { attemptTimeoutMs: STEP_MS, attempts: 1 }))
+        await stepped(
+          'send',
+          sendRetrying(smtp.port, { to: address }, simpleMessage({ to: address, subject, text: `cycle ${n}` }), {
+            attemptTimeoutMs: STEP_MS,
+            attempts: 1,
+          }),
+        )
         const sendTook = `the send took ${Math.round(performance.now() - sendStarted)} ms`
         // Acknowledged: from here on, nothing is retried.
         const woken = await waiting
-        if (woken.status !== 200 || woken.body.data[0]?.subject !== subject) throw new Error(`wait answered ${woken.status} ${woken.text} (${sendTook})`)
-        if (woken.body.data[0].text.trim() !== `cycle ${n}`) throw new Error(`wait answered the wrong content: ${woken.text}`)
-        const deleted = await stepped('delete', machineApi(through, 'DELETE', `/v1/inboxes/${id}`, key, undefined, STEP_MS))
+        if (woken.status !== 200 || woken.body.data[0]?.subject !== subject)
+          throw new Error(`wait answered ${woken.status} ${woken.text} (${sendTook})`)
+        if (woken.body.data[0].text.trim() !== `cycle ${n}`)
+          throw new Error(`wait answered the wrong content: ${woken.text}`)
+        const deleted = await stepped(
+          'delete',
+          machineApi(through, 'DELETE', `/v1/inboxes/${id}`, key, undefined, STEP_MS),
+        )
         if (deleted.status !== 204) throw new Error(`delete answered ${deleted.status} ${deleted.text}`)
       }
 
@@ -240,16 +289,28 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
         }
       })
       try {
-        await until(() => cycles.length >= 8, 'cycles to run through both machines before the restart', { timeoutMs: MACHINE_MS })
+        await until(() => cycles.length >= 8, 'cycles to run through both machines before the restart', {
+          timeoutMs: MACHINE_MS,
+        })
         for (const machine of [a, b]) {
           const from = performance.now()
-          const code = await within(machine.stop(), MACHINE_MS, () => `${machine.name} to exit after SIGTERM:\n${machine.output().slice(-4000)}`)
+          const code = await within(
+            machine.stop(),
+            MACHINE_MS,
+            () => `${machine.name} to exit after SIGTERM:\n${machine.output().slice(-4000)}`,
+          )
           expect(code, machine.output().slice(-4000)).toBe(0)
-          await within(machine.start(), MACHINE_MS, () => `${machine.name} to start again:\n${machine.output().slice(-4000)}`)
+          await within(
+            machine.start(),
+            MACHINE_MS,
+            () => `${machine.name} to start again:\n${machine.output().slice(-4000)}`,
+          )
           restarts.push({ from, to: performance.now() })
           const done = cycles.length
           // The restarted machine takes its share again before the next one stops.
-          await until(() => cycles.length >= done + 8, `cycles to run after ${machine.name} restarted`, { timeoutMs: MACHINE_MS })
+          await until(() => cycles.length >= done + 8, `cycles to run after ${machine.name} restarted`, {
+            timeoutMs: MACHINE_MS,
+          })
         }
       } catch (error) {
         interrupted = error
@@ -257,14 +318,22 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
       running = false
       try {
         // A failure of the restart itself (above) is named here too, or this wait's would hide it.
-        const why = interrupted ? `, after ${interrupted instanceof Error ? interrupted.message : String(interrupted)}` : ''
-        await within(Promise.all(loops), LOOPS_END_MS, () => `the loops to end their last cycles${why}; failures so far: ${JSON.stringify(failures)}`)
+        const why = interrupted
+          ? `, after ${interrupted instanceof Error ? interrupted.message : String(interrupted)}`
+          : ''
+        await within(
+          Promise.all(loops),
+          LOOPS_END_MS,
+          () => `the loops to end their last cycles${why}; failures so far: ${JSON.stringify(failures)}`,
+        )
       } finally {
         http.stop()
         smtp.stop()
       }
       const overlapped = cycles.filter((c) => restarts.some((r) => c.from < r.to && c.to > r.from)).length
-      console.info(`rolling restart: ${cycles.length} cycles, ${overlapped} overlapped a restart, ${failures.length} failed; proxies routed http ${http.routed} smtp ${smtp.routed}`)
+      console.info(
+        `rolling restart: ${cycles.length} cycles, ${overlapped} overlapped a restart, ${failures.length} failed; proxies routed http ${http.routed} smtp ${smtp.routed}`,
+      )
       if (failures.length > 0) console.info(`failed cycles: ${failures.join('\n')}`)
       if (interrupted) throw interrupted
       expect(failures).toEqual([])

@@ -38,7 +38,15 @@ interface Machine {
 async function startMachine(url: string, clock: ManualClock): Promise<Machine> {
   const dir = scratchDir('pigeonhole-quota-')
   const databasePath = join(dir, 'pigeonhole.db')
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test' })
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: '4',
+    RECEIVING_DOMAIN: 'inbox.test',
+  })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app = await startApp({ config, clock, logger: createLogger('error', () => {}) })
   return { app, dir }
@@ -83,8 +91,10 @@ describeWithPostgres('quota reservations across two machines', () => {
     return client
   }
 
-  const held = async (organizationId: string) => Number((await sql`select count(*) as n from quota_reservations where organization_id = ${organizationId}`)[0]!.n)
-  const stored = async (inboxId: string) => Number((await sql`select count(*) as n from messages where inbox_id = ${inboxId}`)[0]!.n)
+  const held = async (organizationId: string) =>
+    Number((await sql`select count(*) as n from quota_reservations where organization_id = ${organizationId}`)[0]!.n)
+  const stored = async (inboxId: string) =>
+    Number((await sql`select count(*) as n from messages where inbox_id = ${inboxId}`)[0]!.n)
 
   test('a monthly quota of 3 admits exactly 3 recipients in flight across A and B, and the 4th gets the spec reply; the stored 3 still fill it', async () => {
     const target = await inboxWith({ monthlyEmails: 3 })
@@ -92,17 +102,24 @@ describeWithPostgres('quota reservations across two machines', () => {
     expect((await a1.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
     expect((await b1.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
     expect((await a2.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
-    expect(await b2.command(`RCPT TO:<${target.address}>`)).toEqual({ code: 550, text: 'Monthly recipient quota exceeded (limit 3 per UTC month)' })
+    expect(await b2.command(`RCPT TO:<${target.address}>`)).toEqual({
+      code: 550,
+      text: 'Monthly recipient quota exceeded (limit 3 per UTC month)',
+    })
     expect(await held(target.organizationId)).toBe(3)
 
     // Stored on both machines: each unit becomes a stored count in its storing transaction.
-    for (const client of [a1, b1, a2]) expect((await client.data(simpleMessage({ to: target.address, subject: 'counted once' }))).code).toBe(250)
+    for (const client of [a1, b1, a2])
+      expect((await client.data(simpleMessage({ to: target.address, subject: 'counted once' }))).code).toBe(250)
     expect(await held(target.organizationId)).toBe(0)
     expect(await stored(target.inboxId)).toBe(3)
     const [usage] = await sql`select received from monthly_email_usage where organization_id = ${target.organizationId}`
     expect(Number(usage!.received)).toBe(3)
 
-    expect(await b2.command(`RCPT TO:<${target.address}>`)).toEqual({ code: 550, text: 'Monthly recipient quota exceeded (limit 3 per UTC month)' })
+    expect(await b2.command(`RCPT TO:<${target.address}>`)).toEqual({
+      code: 550,
+      text: 'Monthly recipient quota exceeded (limit 3 per UTC month)',
+    })
     const fresh = await session(a)
     expect((await fresh.command(`RCPT TO:<${target.address}>`)).code).toBe(550)
   })
@@ -116,7 +133,9 @@ describeWithPostgres('quota reservations across two machines', () => {
     expect((await client.data(simpleMessage({ to: target.address, subject: 'too late' }))).code).toBe(550)
     expect(await held(target.organizationId)).toBe(0)
     expect(await stored(target.inboxId)).toBe(0)
-    expect(await sql`select received from monthly_email_usage where organization_id = ${target.organizationId}`).toHaveLength(0)
+    expect(
+      await sql`select received from monthly_email_usage where organization_id = ${target.organizationId}`,
+    ).toHaveLength(0)
   })
 
   test('the inbox burst counts units held on both machines, with its own reply', async () => {
@@ -124,7 +143,10 @@ describeWithPostgres('quota reservations across two machines', () => {
     const [a1, b1, a2] = await Promise.all([session(a), session(b), session(a)])
     expect((await a1.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
     expect((await b1.command(`RCPT TO:<${target.address}>`)).code).toBe(250)
-    expect(await a2.command(`RCPT TO:<${target.address}>`)).toEqual({ code: 450, text: 'Inbox receive rate exceeded, try again later (limit 2 per inbox per 5 minutes)' })
+    expect(await a2.command(`RCPT TO:<${target.address}>`)).toEqual({
+      code: 450,
+      text: 'Inbox receive rate exceeded, try again later (limit 2 per inbox per 5 minutes)',
+    })
   })
 
   test('RSET on A gives its unit back at once for B; so do QUIT and a dropped connection', async () => {
@@ -156,7 +178,9 @@ describeWithPostgres('quota reservations across two machines', () => {
     // What a machine does at RCPT TO, by a holder that then dies: it never renews nor releases.
     const dead = createQuotaReservations(sql, { holder: 'dead-machine', clock, leaseMs: 30_000 })
     const limits = { monthlyEmails: 1, inboxBurst: 10, orgBurst: 25 }
-    expect((await dead.reserve({ organizationId: target.organizationId, inboxId: target.inboxId }, limits)).reserved).toBe(true)
+    expect(
+      (await dead.reserve({ organizationId: target.organizationId, inboxId: target.inboxId }, limits)).reserved,
+    ).toBe(true)
 
     const onA = await session(a)
     expect((await onA.command(`RCPT TO:<${target.address}>`)).code).toBe(550)
@@ -198,7 +222,12 @@ describeWithPostgres('quota reservations across two machines', () => {
         limits: { monthlyEmails: null, inboxBurst: null, orgBurst: null },
         counts: { monthReceived: 0, inboxAccepted: 0, orgAccepted: 0 },
       }
-      await sc.reservations.hold({ facts, periods: { month: '2026-03', bucket: '2026-03-10T09:15:00.000Z' }, limits: { monthlyEmails: 1, inboxBurst: 10, orgBurst: 25 }, isLive: () => true })
+      await sc.reservations.hold({
+        facts,
+        periods: { month: '2026-03', bucket: '2026-03-10T09:15:00.000Z' },
+        limits: { monthlyEmails: 1, inboxBurst: 10, orgBurst: 25 },
+        isLive: () => true,
+      })
       const claim = {
         organizationId: target.organizationId,
         key: 'stopping-key',

@@ -92,7 +92,10 @@ describeWithPostgres('a recipient whose admission outlasts its bound', () => {
 
     // The hold landed after the 451: its unit is given back while the session is still open
     // (before, it stayed until the session ended, counting against the organisation).
-    await until(async () => (await reservations()) === 0, 'the late unit to be given back', { timeoutMs: 5_000, intervalMs: 50 })
+    await until(async () => (await reservations()) === 0, 'the late unit to be given back', {
+      timeoutMs: 5_000,
+      intervalMs: 50,
+    })
     // The same session goes on: the recipient again, accepted now, and the message stored once.
     expect((await client.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
     expect(await reservations()).toBe(1)
@@ -104,6 +107,8 @@ describeWithPostgres('a recipient whose admission outlasts its bound', () => {
     expect(listed.body.data.map((message: { subject: string }) => message.subject)).toEqual(['after the late hold'])
     await until(async () => (await reservations()) === 0, 'the delivered unit to become usage')
     expectDocumentedEvents(a.output(), 'a')
-    console.info(`RCPT 451 after ${Math.round(answered.ms)} ms (bound ${BOUND_MS} ms; the hold answered at ${HOLD_FREED_MS} ms)`)
+    console.info(
+      `RCPT 451 after ${Math.round(answered.ms)} ms (bound ${BOUND_MS} ms; the hold answered at ${HOLD_FREED_MS} ms)`,
+    )
   })
 })

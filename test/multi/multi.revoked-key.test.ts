@@ -20,7 +20,12 @@ const ENDED_WITHIN_MS = 1_500
 /** Revokes `key` with the CLI; returns when it began and when it had committed (exited). */
 async function revokeWithCli(key: string, env: Record<string, string>): Promise<{ began: number; done: number }> {
   const began = performance.now()
-  const child = Bun.spawn(['bun', 'src/cli.ts', 'keys', 'revoke', key], { cwd: ROOT, env: { ...process.env, ...env }, stdout: 'pipe', stderr: 'pipe' })
+  const child = Bun.spawn(['bun', 'src/cli.ts', 'keys', 'revoke', key], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited])
   expect(code, stderr).toBe(0)
   return { began, done: performance.now() }
@@ -49,7 +54,10 @@ test('SQLite mode: the waiting polls of a key the CLI revokes end within a secon
   expect(created.status).toBe(201)
   const polls = waitingPolls([{ httpUrl: server.url }], key, created.body.data.id, 3)
   await Bun.sleep(500) // parked
-  const revokedAt = await revokeWithCli(key, { DATABASE_PATH: server.databasePath, DATABASE_URL: server.databaseUrl ?? '' })
+  const revokedAt = await revokeWithCli(key, {
+    DATABASE_PATH: server.databasePath,
+    DATABASE_URL: server.databaseUrl ?? '',
+  })
   for (const { answer, at } of await Promise.all(polls)) {
     expectError(answer, 401, 'invalid_api_key')
     // Still waiting when the revocation began, and ended within the bound of its commit.
@@ -85,6 +93,8 @@ describeWithPostgres('PostgreSQL mode, two machines', () => {
       expect(at).toBeGreaterThan(revokedAt.began)
       expect(at - revokedAt.done).toBeLessThan(ENDED_WITHIN_MS)
     }
-    console.info(`polls ended ${ended.map(({ at }) => Math.round(at - revokedAt.began)).join(', ')} ms after the CLI began; it took ${Math.round(revokedAt.done - revokedAt.began)} ms`)
+    console.info(
+      `polls ended ${ended.map(({ at }) => Math.round(at - revokedAt.began)).join(', ')} ms after the CLI began; it took ${Math.round(revokedAt.done - revokedAt.began)} ms`,
+    )
   })
 })

@@ -25,7 +25,10 @@ async function cutPollsAreLogged(machine: MachineProcess): Promise<void> {
       () => 'transport error',
     ),
   )
-  await until(async () => (await longPollsWaiting(machine, METRICS_TOKEN)) === POLLS, 'the polls to wait', { timeoutMs: 10_000, intervalMs: 50 })
+  await until(async () => (await longPollsWaiting(machine, METRICS_TOKEN)) === POLLS, 'the polls to wait', {
+    timeoutMs: 10_000,
+    intervalMs: 50,
+  })
   expect(await machine.stop()).toBe(0)
   expect(await Promise.all(polls)).toEqual(Array(POLLS).fill('transport error'))
   const lines = machine

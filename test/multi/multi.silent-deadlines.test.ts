@@ -46,8 +46,13 @@ describeWithPostgres('long polls whose deadline falls in a silence of the databa
     const key = a.tenants[0]!.keys[0]!
     const created = await machineApi(a, 'POST', '/v1/inboxes', key)
     expect(created.status).toBe(201)
-    const polls = WAITS.map((seconds) => timed(() => machineApi(a, 'GET', `/v1/inboxes/${created.body.data.id}/messages?wait_seconds=${seconds}`, key)))
-    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === WAITS.length, 'the polls to be parked', { timeoutMs: 10_000, intervalMs: 20 })
+    const polls = WAITS.map((seconds) =>
+      timed(() => machineApi(a, 'GET', `/v1/inboxes/${created.body.data.id}/messages?wait_seconds=${seconds}`, key)),
+    )
+    await until(async () => (await longPollsWaiting(a, METRICS_TOKEN)) === WAITS.length, 'the polls to be parked', {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    })
     relay.silence()
     const answered = await Promise.all(polls)
     relay.restore()
@@ -63,10 +68,17 @@ describeWithPostgres('long polls whose deadline falls in a silence of the databa
       a
         .output()
         .split('\n')
-        .filter((line) => line.startsWith('{"time"') && line.includes('"event":"http_request"') && line.includes('/messages'))
-    await until(() => requestLines().length >= WAITS.length, "every poll's request line", { timeoutMs: 10_000, intervalMs: 20 })
+        .filter(
+          (line) => line.startsWith('{"time"') && line.includes('"event":"http_request"') && line.includes('/messages'),
+        )
+    await until(() => requestLines().length >= WAITS.length, "every poll's request line", {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    })
     const pollLines = requestLines().map((line) => JSON.parse(line) as { status: number; connection_closed?: boolean })
-    expect(pollLines.map((line) => [line.status, line.connection_closed ?? false])).toEqual(WAITS.map(() => [500, false]))
+    expect(pollLines.map((line) => [line.status, line.connection_closed ?? false])).toEqual(
+      WAITS.map(() => [500, false]),
+    )
     expectDocumentedEvents(a.output(), 'a')
     console.info(`answered after ${answered.map(({ ms }) => Math.round(ms)).join(', ')} ms`)
   })

@@ -65,12 +65,19 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
     expect((await inFlight.command('EHLO silent.test')).code).toBe(250)
     expect((await inFlight.command('MAIL FROM:<sender@example.com>')).code).toBe(250)
     expect((await inFlight.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
-    const parked = timed(() => machineApi(a, 'GET', `/v1/inboxes/${inbox.id}/messages?wait_seconds=40&include=content&limit=1`, key))
-    await until(async () => (await waitsHeld(a)) === 1, 'the long poll to be parked', { timeoutMs: 10_000, intervalMs: 50 })
+    const parked = timed(() =>
+      machineApi(a, 'GET', `/v1/inboxes/${inbox.id}/messages?wait_seconds=40&include=content&limit=1`, key),
+    )
+    await until(async () => (await waitsHeld(a)) === 1, 'the long poll to be parked', {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+    })
 
     relay.silence()
     // Its DATA is refused, not acknowledged: the message's statements went into the silence.
-    const data = await timed(() => inFlight.data(simpleMessage({ to: inbox.address, subject: 'refused in the silence' })))
+    const data = await timed(() =>
+      inFlight.data(simpleMessage({ to: inbox.address, subject: 'refused in the silence' })),
+    )
     expect(data.value.code, JSON.stringify(data.value)).toBe(451)
     expect(data.value.text).toContain('Temporary failure storing the message, try again later')
     expect(data.ms).toBeLessThan(BOUND_MS)
@@ -94,7 +101,11 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
     expect(readiness.body.checks.database).toBe('failed')
 
     // Mail stored by B meanwhile: its NOTIFY to A's LISTEN connection is held by the silence.
-    const viaB = await sendMail(b.smtp, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'stored by b in the silence' }))
+    const viaB = await sendMail(
+      b.smtp,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'stored by b in the silence' }),
+    )
     expect(viaB.data?.code, JSON.stringify(viaB)).toBe(250)
 
     relay.restore()
@@ -103,12 +114,19 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
     expect(woken.value.status, `${woken.value.text}\n${a.output().slice(-4000)}`).toBe(200)
     expect(woken.value.body.data[0].subject).toBe('stored by b in the silence')
     // Nobody restarts anything: A's own probe notices the database answers again.
-    await until(async () => (await machineApi(a, 'GET', '/ready')).status === 200, 'A to be ready again', { timeoutMs: 20_000, intervalMs: 200 })
+    await until(async () => (await machineApi(a, 'GET', '/ready')).status === 200, 'A to be ready again', {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+    })
     const again = await machineApi(a, 'POST', '/v1/inboxes', key)
     expect(again.status, again.text).toBe(201)
     const { id, address } = again.body.data
     const waiting = machineApi(a, 'GET', `/v1/inboxes/${id}/messages?wait_seconds=30&include=content&limit=1`, key)
-    const sent = await sendMail(a.smtp, { to: [address] }, simpleMessage({ to: address, subject: 'after the silence', text: 'recovered' }))
+    const sent = await sendMail(
+      a.smtp,
+      { to: [address] },
+      simpleMessage({ to: address, subject: 'after the silence', text: 'recovered' }),
+    )
     expect(sent.data?.code, JSON.stringify(sent)).toBe(250)
     const answered = await waiting
     expect(answered.status, answered.text).toBe(200)
@@ -117,7 +135,9 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
 
     // Nothing refused was stored (the refused DATA's statements never ran), and its quota came back.
     const listed = await machineApi(a, 'GET', `/v1/inboxes/${inbox.id}/messages?limit=100`, key)
-    expect(listed.body.data.map((message: { subject: string }) => message.subject)).toEqual(['stored by b in the silence'])
+    expect(listed.body.data.map((message: { subject: string }) => message.subject)).toEqual([
+      'stored by b in the silence',
+    ])
     expect((await machineApi(a, 'GET', '/v1/usage', key)).body.emails.received).toBe(receivedBefore + 2)
     expect((await machineApi(a, 'DELETE', `/v1/inboxes/${inbox.id}`, key)).status).toBe(204)
     // Said once when the state began and once when it ended (5 s after the last failure:
@@ -129,12 +149,22 @@ describeWithPostgres('a machine whose path to the database goes silent', () => {
         .filter((line) => line.startsWith('{"time"'))
         .map((line) => JSON.parse(line).event as string)
     const count = (event: string) => eventsOf().filter((e) => e === event).length
-    await until(() => count('storage_recovered') >= count('storage_failing'), 'the end of the failing state to be logged', { timeoutMs: 15_000, intervalMs: 100 })
+    await until(
+      () => count('storage_recovered') >= count('storage_failing'),
+      'the end of the failing state to be logged',
+      { timeoutMs: 15_000, intervalMs: 100 },
+    )
     const events = eventsOf()
     expectDocumentedEvents(a.output(), 'a')
-    expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual([])
+    expect(events.filter((event) => ['unhandled_error', 'smtp_error', 'message_store_failed'].includes(event))).toEqual(
+      [],
+    )
     expect(events.filter((event) => event === 'storage_failing').length).toBeGreaterThanOrEqual(1)
-    expect(events.filter((event) => event === 'storage_failing').length).toBe(events.filter((event) => event === 'storage_recovered').length)
-    console.info(`silent: DATA 451 after ${Math.round(data.ms)} ms, RCPT 451 after ${Math.round(rcpt.ms)} ms, createInbox 503 after ${Math.round(refusedCreate.ms)} ms`)
+    expect(events.filter((event) => event === 'storage_failing').length).toBe(
+      events.filter((event) => event === 'storage_recovered').length,
+    )
+    console.info(
+      `silent: DATA 451 after ${Math.round(data.ms)} ms, RCPT 451 after ${Math.round(rcpt.ms)} ms, createInbox 503 after ${Math.round(refusedCreate.ms)} ms`,
+    )
   })
 })

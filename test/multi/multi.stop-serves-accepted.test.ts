@@ -46,7 +46,10 @@ describeWithPostgres('a stopping machine', () => {
 
     const accepted = await SmtpClient.connect(port) // greeted
     const exited = machine.stop()
-    await until(() => refused(port), 'new SMTP connections to be refused at the socket', { timeoutMs: 5_000, intervalMs: 20 })
+    await until(() => refused(port), 'new SMTP connections to be refused at the socket', {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    })
     expect((await accepted.command('EHLO accepted.test')).code).toBe(250)
     expect((await accepted.command('MAIL FROM:<sender@example.com>')).code).toBe(250)
     expect((await accepted.command(`RCPT TO:<${address}>`)).code).toBe(250)
@@ -106,16 +109,26 @@ describeWithPostgres("a machine stopping with connections in its listeners' back
       // as it does for whatever arrives while the event loop is busy when the stop begins.
       process.kill(pid, 'SIGSTOP')
       const sessions = Array.from({ length: 3 }, () => SmtpClient.open(smtp))
-      const requests = Array.from({ length: 3 }, () => rawHttp(http, rawRequest('GET', `/v1/inboxes/${id}`, { authorization: `Bearer ${key}`, connection: 'close' })))
-      await until(() => backlogOf(smtp) === 3 && backlogOf(http) === 3, 'the connections to wait in both backlogs', { timeoutMs: 5_000, intervalMs: 20 })
+      const requests = Array.from({ length: 3 }, () =>
+        rawHttp(http, rawRequest('GET', `/v1/inboxes/${id}`, { authorization: `Bearer ${key}`, connection: 'close' })),
+      )
+      await until(() => backlogOf(smtp) === 3 && backlogOf(http) === 3, 'the connections to wait in both backlogs', {
+        timeoutMs: 5_000,
+        intervalMs: 20,
+      })
       // The stop is waiting for the process when it runs again, and so is the backlog.
       const exited = machine.stop()
       await until(() => sigtermPending(pid), 'the SIGTERM to be pending', { timeoutMs: 5_000, intervalMs: 10 })
       process.kill(pid, 'SIGCONT')
 
-      for (const answered of await Promise.all(requests)) expect(answered.status, `stop ${stop}: ${answered.raw.slice(0, 300)}`).toBe(200)
+      for (const answered of await Promise.all(requests))
+        expect(answered.status, `stop ${stop}: ${answered.raw.slice(0, 300)}`).toBe(200)
       for (const [i, { client, greeting }] of (
-        await Promise.all(sessions.map((session) => session.catch((error: Error) => ({ client: null, greeting: { code: 0, text: error.message } }))))
+        await Promise.all(
+          sessions.map((session) =>
+            session.catch((error: Error) => ({ client: null, greeting: { code: 0, text: error.message } })),
+          ),
+        )
       ).entries()) {
         expect(greeting.code, `stop ${stop}: ${greeting.text}`).toBe(220)
         expect((await client!.command('EHLO backlogged.test')).code).toBe(250)
@@ -131,7 +144,9 @@ describeWithPostgres("a machine stopping with connections in its listeners' back
 
     const sql = openPostgres(url, { max: 1 })
     try {
-      const rows = await sql<{ subject: string }[]>`select subject from messages where inbox_id = ${id} order by subject`
+      const rows = await sql<
+        { subject: string }[]
+      >`select subject from messages where inbox_id = ${id} order by subject`
       expect(rows.map((row) => row.subject)).toEqual(expected.sort())
     } finally {
       await sql.end()

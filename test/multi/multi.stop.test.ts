@@ -32,7 +32,9 @@ async function listeners(waitMs: number) {
     },
   })
   smtp = new SMTPServer({ authOptional: true, logger: false })
-  const smtpPort = await new Promise<number>((resolve) => smtp!.listen(0, '127.0.0.1', () => resolve((smtp!.server.address() as AddressInfo).port)))
+  const smtpPort = await new Promise<number>((resolve) =>
+    smtp!.listen(0, '127.0.0.1', () => resolve((smtp!.server.address() as AddressInfo).port)),
+  )
   return { waiting: () => waiting, httpPort: http.port!, smtpPort }
 }
 
@@ -50,7 +52,9 @@ test('a waiting long poll gets its own answer; new connections are refused meanw
   const poll = fetch(`http://127.0.0.1:${httpPort}/v1/inboxes/x/messages?wait_seconds=180`)
   while (waiting() === 0) await Bun.sleep(10)
   const order: string[] = []
-  const drained = drainPatiently(http!, smtp!, waiting, () => order.push('live views ended')).then(() => order.push('drained'))
+  const drained = drainPatiently(http!, smtp!, waiting, () => order.push('live views ended')).then(() =>
+    order.push('drained'),
+  )
   await Bun.sleep(100)
   expect(await connects(httpPort)).toBe(false)
   expect(await connects(smtpPort)).toBe(false)

@@ -36,7 +36,16 @@ interface Machine {
 async function startMachine(url: string, env: Record<string, string> = {}): Promise<Machine> {
   const dir = scratchDir('pigeonhole-wake-')
   const databasePath = join(dir, 'pigeonhole.db')
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url, DATABASE_POOL_SIZE: '4', RECEIVING_DOMAIN: 'inbox.test', ...env })
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: url,
+    DATABASE_POOL_SIZE: '4',
+    RECEIVING_DOMAIN: 'inbox.test',
+    ...env,
+  })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const app = await startApp({ config, logger: createLogger('error', () => {}) })
   return { app, dir }
@@ -51,19 +60,27 @@ describeWithPostgres('wake-ups published after the commit, and the fallback that
   const heard: string[] = []
 
   const newInbox = async (machine: Machine): Promise<{ id: string; address: string }> => {
-    const response = await fetch(`${machine.app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    const response = await fetch(`${machine.app.httpUrl}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(response.status).toBe(201)
     return ((await response.json()) as { data: { id: string; address: string } }).data
   }
   const poll = (machine: Machine, inboxId: string, waitSeconds: number) =>
-    fetch(`${machine.app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=${waitSeconds}&limit=1`, { headers: { authorization: `Bearer ${key}` } })
+    fetch(`${machine.app.httpUrl}/v1/inboxes/${inboxId}/messages?wait_seconds=${waitSeconds}&limit=1`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
   /**
    * Waits until the machine's polls on these inboxes listen, then a moment for their first
    * query to find nothing (part of the scenario: the mail must arrive while they wait, not
    * before that query, or the query alone would find it).
    */
   const waiting = async (machine: Machine, inboxIds: string[]) => {
-    await until(() => inboxIds.every((id) => machine.app.services.notifier.listenerCount(id) === 1), 'the long polls to be listening')
+    await until(
+      () => inboxIds.every((id) => machine.app.services.notifier.listenerCount(id) === 1),
+      'the long polls to be listening',
+    )
     await Bun.sleep(300)
   }
   const publisher = (machine: Machine) => (machine.app.services.notifier as PostgresInboxNotifier).publisher

@@ -51,7 +51,8 @@ describeWithPostgres('two server processes whose database holds a lock on messag
     const created = await machineApi(a, 'POST', '/v1/inboxes', key)
     expect(created.status).toBe(201)
     const { address } = created.body.data as { address: string }
-    const send = (machine: MachineProcess, subject: string) => sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject }))
+    const send = (machine: MachineProcess, subject: string) =>
+      sendMail(machine.smtp, { to: [address] }, simpleMessage({ to: address, subject }))
     for (const machine of [a, b]) expect((await send(machine, `before-${machine.name}`)).data?.code).toBe(250)
 
     let unlock!: () => void
@@ -92,19 +93,29 @@ describeWithPostgres('two server processes whose database holds a lock on messag
     }
 
     const releasedAt = performance.now()
-    await until(async () => (await Promise.all([a, b].map((m) => machineApi(m, 'GET', '/ready')))).every((r) => r.status === 200), 'both machines to be ready again', {
-      timeoutMs: 5_000,
-      intervalMs: 100,
-    })
+    await until(
+      async () => (await Promise.all([a, b].map((m) => machineApi(m, 'GET', '/ready')))).every((r) => r.status === 200),
+      'both machines to be ready again',
+      {
+        timeoutMs: 5_000,
+        intervalMs: 100,
+      },
+    )
     const readyAfterMs = Math.round(performance.now() - releasedAt)
     for (const machine of [a, b]) expect((await send(machine, `after-${machine.name}`)).data?.code).toBe(250)
-    await until(() => [a, b].every((m) => events(m, 'storage_recovered').length === 1), 'one storage_recovered per machine', { timeoutMs: 10_000, intervalMs: 100 })
+    await until(
+      () => [a, b].every((m) => events(m, 'storage_recovered').length === 1),
+      'one storage_recovered per machine',
+      { timeoutMs: 10_000, intervalMs: 100 },
+    )
     for (const machine of [a, b]) {
       expect(events(machine, 'storage_failing').length, machine.name).toBe(1)
       expect(events(machine, 'storage_recovered').length, machine.name).toBe(1)
       expect(events(machine, 'storage_failing')[0]!.kind).toBe('busy')
       expectDocumentedEvents(machine.output(), machine.name)
     }
-    console.info(`${samples.length} /ready samples during the lock, all 503; ready again ${readyAfterMs} ms after its release`)
+    console.info(
+      `${samples.length} /ready samples during the lock, all 503; ready again ${readyAfterMs} ms after its release`,
+    )
   })
 })

@@ -18,7 +18,9 @@ const ROOT = join(import.meta.dir, '..', '..')
 let server: TestServer
 let doc: any
 beforeAll(async () => {
-  server = await startTestServer({ env: { BASE_URL: 'https://mail-api.example.org', FILES_URL: 'https://files.example.org' } })
+  server = await startTestServer({
+    env: { BASE_URL: 'https://mail-api.example.org', FILES_URL: 'https://files.example.org' },
+  })
   doc = (await server.get('/openapi/json')).body
 })
 afterAll(() => server.stop())
@@ -37,10 +39,21 @@ test('redocly lint finds no error and no warning', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-lint-'))
   try {
     writeFileSync(join(dir, 'openapi.json'), JSON.stringify(doc))
-    const lint = Bun.spawnSync([join(ROOT, 'node_modules', '.bin', 'redocly'), 'lint', '--config', join(ROOT, 'redocly.yaml'), '--format', 'json', join(dir, 'openapi.json')], {
-      cwd: dir,
-      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
-    })
+    const lint = Bun.spawnSync(
+      [
+        join(ROOT, 'node_modules', '.bin', 'redocly'),
+        'lint',
+        '--config',
+        join(ROOT, 'redocly.yaml'),
+        '--format',
+        'json',
+        join(dir, 'openapi.json'),
+      ],
+      {
+        cwd: dir,
+        env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+      },
+    )
     const report = JSON.parse(lint.stdout.toString())
     expect(report.problems.map((p: any) => `${p.severity} ${p.ruleId}: ${p.message}`)).toEqual([])
     expect(lint.exitCode).toBe(0)
@@ -51,16 +64,40 @@ test('redocly lint finds no error and no warning', async () => {
 
 test('servers come from BASE_URL, and downloads also name FILES_URL', () => {
   expect(doc.servers.map((s: any) => s.url)).toEqual(['https://mail-api.example.org'])
-  expect(operation('downloadAttachment').servers.map((s: any) => s.url)).toEqual(['https://files.example.org', 'https://mail-api.example.org'])
+  expect(operation('downloadAttachment').servers.map((s: any) => s.url)).toEqual([
+    'https://files.example.org',
+    'https://mail-api.example.org',
+  ])
 })
 
 test('named component schemas, referenced from the operations', () => {
-  expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining(['Inbox', 'Message', 'MessageSummary', 'Attachment', 'Usage', 'Error', 'InboxPage', 'MessagePage']))
-  expect(operation('getInbox').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/InboxResponse' })
-  expect(operation('listOrWaitForMessages').responses['200'].content['application/json'].schema).toEqual({ $ref: '#/components/schemas/MessagePage' })
-  expect(doc.components.schemas.Message.properties.attachments.items).toEqual({ $ref: '#/components/schemas/Attachment' })
+  expect(Object.keys(doc.components.schemas)).toEqual(
+    expect.arrayContaining([
+      'Inbox',
+      'Message',
+      'MessageSummary',
+      'Attachment',
+      'Usage',
+      'Error',
+      'InboxPage',
+      'MessagePage',
+    ]),
+  )
+  expect(operation('getInbox').responses['200'].content['application/json'].schema).toEqual({
+    $ref: '#/components/schemas/InboxResponse',
+  })
+  expect(operation('listOrWaitForMessages').responses['200'].content['application/json'].schema).toEqual({
+    $ref: '#/components/schemas/MessagePage',
+  })
+  expect(doc.components.schemas.Message.properties.attachments.items).toEqual({
+    $ref: '#/components/schemas/Attachment',
+  })
   // Header pairs are a 2020-12 tuple, not the draft-04 `items: [...]` form.
-  expect(doc.components.schemas.Message.properties.headers.items).toMatchObject({ type: 'array', prefixItems: [{ type: 'string' }, { type: 'string' }], items: false })
+  expect(doc.components.schemas.Message.properties.headers.items).toMatchObject({
+    type: 'array',
+    prefixItems: [{ type: 'string' }, { type: 'string' }],
+    items: false,
+  })
   expect(JSON.stringify(doc)).not.toContain('additionalItems')
 })
 
@@ -72,7 +109,8 @@ test('integer parameters are typed integer, with their ranges', () => {
 })
 
 test('204 answers have no content; the download is binary with its headers', () => {
-  for (const id of ['deleteInbox', 'deleteMessage', 'listOrWaitForMessages']) expect(operation(id).responses['204'].content).toBeUndefined()
+  for (const id of ['deleteInbox', 'deleteMessage', 'listOrWaitForMessages'])
+    expect(operation(id).responses['204'].content).toBeUndefined()
   const download = operation('downloadAttachment').responses['200']
   expect(download.content).toEqual({ 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } })
   expect(Object.keys(download.headers)).toEqual(expect.arrayContaining(['Content-Disposition', 'Cache-Control']))
@@ -84,14 +122,33 @@ describe('each operation lists its error codes', () => {
       409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
       422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
       502: ['email_routing_unavailable'],
-      503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage', 'storage_unavailable'],
+      503: [
+        'address_generation_failed',
+        'idempotency_unavailable',
+        'email_routing_unavailable',
+        'insufficient_storage',
+        'storage_unavailable',
+      ],
     },
     listInboxes: { 422: ['invalid_limit', 'invalid_cursor'] },
     getInbox: { 404: ['inbox_not_found'] },
-    deleteInbox: { 404: ['inbox_not_found'], 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable', 'storage_unavailable'] },
+    deleteInbox: {
+      404: ['inbox_not_found'],
+      502: ['email_routing_unavailable'],
+      503: ['email_routing_unavailable', 'storage_unavailable'],
+    },
     listOrWaitForMessages: {
       404: ['inbox_not_found'],
-      422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'],
+      422: [
+        'invalid_wait_seconds',
+        'invalid_limit',
+        'invalid_cursor',
+        'invalid_sender',
+        'invalid_sender_domain',
+        'invalid_received_after',
+        'invalid_include',
+        'invalid_subject',
+      ],
       429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'],
     },
     getMessage: { 404: ['message_not_found'] },
@@ -111,7 +168,8 @@ describe('each operation lists its error codes', () => {
       else expect(responses['503']).toBeUndefined()
       expect(Object.keys(responses['500'].headers)).toContain('Retry-After')
       if (id !== 'listOrWaitForMessages') expect(codes('429')).toEqual(['rate_limit_exceeded'])
-      for (const status of Object.keys(statuses)) expect(responses[status].description).toContain(`\`${statuses[status]![0]}\``)
+      for (const status of Object.keys(statuses))
+        expect(responses[status].description).toContain(`\`${statuses[status]![0]}\``)
     })
   }
 })

@@ -18,9 +18,12 @@ test('/openapi/json has version 1.0.0 and exactly the ten operationIds, on their
   expect(response.status).toBe(200)
   expect(response.body.info.version).toBe('1.0.0')
   const operations: Record<string, string> = {}
-  for (const [path, methods] of Object.entries(response.body.paths as Record<string, Record<string, { operationId?: string }>>)) {
+  for (const [path, methods] of Object.entries(
+    response.body.paths as Record<string, Record<string, { operationId?: string }>>,
+  )) {
     for (const [method, operation] of Object.entries(methods)) {
-      if (operation.operationId) operations[operation.operationId] = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`
+      if (operation.operationId)
+        operations[operation.operationId] = `${method.toUpperCase()} ${path.replace(/\{(\w+)\}/g, ':$1')}`
     }
   }
   expect(operations).toEqual({
@@ -39,8 +42,19 @@ test('/openapi/json has version 1.0.0 and exactly the ten operationIds, on their
 
 test('listOrWaitForMessages documents its query parameters and its 204', async () => {
   const operation = (await server.get('/openapi/json')).body.paths['/v1/inboxes/{inbox_id}/messages'].get
-  const names = operation.parameters.filter((p: { in: string }) => p.in === 'query').map((p: { name: string }) => p.name)
-  expect(names.sort()).toEqual(['cursor', 'include', 'limit', 'received_after', 'sender', 'sender_domain', 'subject', 'wait_seconds'])
+  const names = operation.parameters
+    .filter((p: { in: string }) => p.in === 'query')
+    .map((p: { name: string }) => p.name)
+  expect(names.sort()).toEqual([
+    'cursor',
+    'include',
+    'limit',
+    'received_after',
+    'sender',
+    'sender_domain',
+    'subject',
+    'wait_seconds',
+  ])
   expect(Object.keys(operation.responses).sort()).toEqual(['200', '204', '401', '404', '422', '429', '500']) // the interface's statuses, and the 500 every operation may answer
 })
 
@@ -49,10 +63,21 @@ test('the OpenAPI document lists all nine /v1 operations', async () => {
   const document = (await server.get('/openapi/json')).body
   for (const [path, operations] of Object.entries<Record<string, { operationId: string }>>(document.paths)) {
     if (!path.startsWith('/v1')) continue
-    for (const [method, operation] of Object.entries(operations)) routes.push({ method: method.toUpperCase(), path, operationId: operation.operationId })
+    for (const [method, operation] of Object.entries(operations))
+      routes.push({ method: method.toUpperCase(), path, operationId: operation.operationId })
   }
   expect(routes.map((r) => r.operationId).sort()).toEqual(
-    ['createInbox', 'deleteInbox', 'deleteMessage', 'downloadAttachment', 'getInbox', 'getMessage', 'getUsage', 'listInboxes', 'listOrWaitForMessages'].sort(),
+    [
+      'createInbox',
+      'deleteInbox',
+      'deleteMessage',
+      'downloadAttachment',
+      'getInbox',
+      'getMessage',
+      'getUsage',
+      'listInboxes',
+      'listOrWaitForMessages',
+    ].sort(),
   )
 })
 
@@ -82,9 +107,15 @@ describe('OpenAPI document', () => {
   test('documents the statuses and the Bearer scheme; health is open', async () => {
     const doc = (await server.get('/openapi/json')).body
     const create = doc.paths['/v1/inboxes'].post
-    expect(Object.keys(create.responses)).toEqual(expect.arrayContaining(['201', '401', '409', '422', '429', '502', '503']))
-    expect(Object.keys(doc.paths['/v1/inboxes/{inbox_id}'].delete.responses)).toEqual(expect.arrayContaining(['204', '401', '404', '429']))
-    expect(Object.keys(doc.paths['/v1/inboxes'].get.responses)).toEqual(expect.arrayContaining(['200', '401', '422', '429']))
+    expect(Object.keys(create.responses)).toEqual(
+      expect.arrayContaining(['201', '401', '409', '422', '429', '502', '503']),
+    )
+    expect(Object.keys(doc.paths['/v1/inboxes/{inbox_id}'].delete.responses)).toEqual(
+      expect.arrayContaining(['204', '401', '404', '429']),
+    )
+    expect(Object.keys(doc.paths['/v1/inboxes'].get.responses)).toEqual(
+      expect.arrayContaining(['200', '401', '422', '429']),
+    )
     expect(doc.paths['/health'].get.security).toEqual([])
     expect(JSON.stringify(doc.components.securitySchemes)).toContain('bearer')
   })

@@ -31,7 +31,8 @@ test('the page references no other host, and every asset it names is served', as
 
 test("the page's policy allows only this origin", async () => {
   const policy = (await server.get('/openapi')).headers.get('content-security-policy')!
-  for (const directive of policy.split(';')) expect(directive.trim()).toMatch(/^[a-z-]+( 'self'| 'unsafe-inline'| data:)+$/)
+  for (const directive of policy.split(';'))
+    expect(directive.trim()).toMatch(/^[a-z-]+( 'self'| 'unsafe-inline'| data:)+$/)
   expect(policy).toContain("default-src 'self'")
 })
 
@@ -46,6 +47,8 @@ test('GET / and other unknown routes point a newcomer to /openapi and /console/'
     const response = await server.get(path)
     expect(response.status).toBe(404)
     expect(response.body.error.code).toBe('not_found')
-    expect(response.body.error.message).toBe('No such route. The API is under /v1, described at /openapi; the web console is at /console/.')
+    expect(response.body.error.message).toBe(
+      'No such route. The API is under /v1, described at /openapi; the web console is at /console/.',
+    )
   }
 })

@@ -15,12 +15,21 @@ let server: TestServer
 let tenant: Tenant
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { METRICS_TOKEN: 'disk-guard-metrics-token', DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
+  server = await startTestServer({
+    env: {
+      METRICS_TOKEN: 'disk-guard-metrics-token',
+      DISK_MIN_FREE: '512KiB',
+      LIMIT_MONTHLY_EMAILS: '10000',
+      LIMIT_INBOX_BURST: '10000',
+      LIMIT_ORG_BURST: '10000',
+    },
+  })
   tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 
-const pragma = (name: string) => Object.values(server.app.storage!.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+const pragma = (name: string) =>
+  Object.values(server.app.storage!.sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
 const createInbox = () => server.post('/v1/inboxes', tenant.key)
 const body = (n: number) => `message ${n}\r\n` + 'abcdefghij'.repeat(6_000) // about 60 KB
 
@@ -30,13 +39,19 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     const first = (await createInbox()).body.data
     // Room for about twelve more 60 KB messages above the threshold.
     const pageSize = pragma('page_size')
-    server.app.storage!.sqlite.exec(`PRAGMA max_page_count = ${pragma('page_count') + Math.ceil((THRESHOLD + 720 * 1024) / pageSize)}`)
+    server.app.storage!.sqlite.exec(
+      `PRAGMA max_page_count = ${pragma('page_count') + Math.ceil((THRESHOLD + 720 * 1024) / pageSize)}`,
+    )
     expect(disk.refresh().tripped).toBe(false)
 
     const acknowledged: string[] = []
     let refusal: { code: number; text: string } | undefined
     for (let n = 0; n < 60 && !refusal; n++) {
-      const result = await sendMail(server.app.smtpPort, { to: [first.address] }, simpleMessage({ to: first.address, subject: `m${n}`, text: body(n) }))
+      const result = await sendMail(
+        server.app.smtpPort,
+        { to: [first.address] },
+        simpleMessage({ to: first.address, subject: `m${n}`, text: body(n) }),
+      )
       if (result.rcpt[0]!.code !== 250) refusal = result.rcpt[0]
       else {
         expect(result.data!.code).toBe(250)
@@ -47,7 +62,9 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     expect(refusal).toEqual({ code: 452, text: '4.3.1 Insufficient system storage' })
     expect(acknowledged.length).toBeGreaterThan(5)
     expect(server.logs.filter((line) => line.event === 'disk_guard_tripped')).toHaveLength(1)
-    const metrics = await (await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer disk-guard-metrics-token' } })).text()
+    const metrics = await (
+      await fetch(`${server.url}/metrics`, { headers: { authorization: 'Bearer disk-guard-metrics-token' } })
+    ).text()
     expect(metrics).toContain('\npigeonhole_disk_guard_tripped 1\n')
     expect(metrics).toContain(`\npigeonhole_disk_free_threshold_bytes ${THRESHOLD}\n`)
     expect(metrics).toContain('\npigeonhole_messages_refused_total{reason="insufficient_storage"} 1\n')
@@ -64,7 +81,11 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     expect(refused.headers.get('retry-after')).toBe('60')
 
     // Refusals while tripped write no more warning lines and no errors.
-    for (let n = 0; n < 5; n++) expect((await sendMail(server.app.smtpPort, { to: [first.address] }, simpleMessage({ to: first.address }))).rcpt[0]!.code).toBe(452)
+    for (let n = 0; n < 5; n++)
+      expect(
+        (await sendMail(server.app.smtpPort, { to: [first.address] }, simpleMessage({ to: first.address }))).rcpt[0]!
+          .code,
+      ).toBe(452)
     expect(server.logs.filter((line) => line.level === 'error')).toEqual([])
     expect(server.logs.filter((line) => line.event === 'disk_guard_tripped')).toHaveLength(1)
 
@@ -74,7 +95,11 @@ describe('DISK_MIN_FREE against max_page_count', () => {
     expect(server.logs.filter((line) => line.event === 'disk_guard_cleared')).toHaveLength(1)
     const second = await createInbox()
     expect(second.status).toBe(201)
-    const delivered = await sendMail(server.app.smtpPort, { to: [second.body.data.address] }, simpleMessage({ to: second.body.data.address }))
+    const delivered = await sendMail(
+      server.app.smtpPort,
+      { to: [second.body.data.address] },
+      simpleMessage({ to: second.body.data.address }),
+    )
     expect(delivered.data?.code).toBe(250)
   })
 })
@@ -90,14 +115,24 @@ test('DISK_MIN_FREE accepts bytes, units and percentages', () => {
 
 describe('DISK_MIN_FREE and the DATA spool', () => {
   test('bytes waiting in the spool count as used: the guard trips while they wait and clears once they are gone', async () => {
-    const own = await startTestServer({ env: { DISK_MIN_FREE: '512KiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000' } })
+    const own = await startTestServer({
+      env: {
+        DISK_MIN_FREE: '512KiB',
+        LIMIT_MONTHLY_EMAILS: '10000',
+        LIMIT_INBOX_BURST: '10000',
+        LIMIT_ORG_BURST: '10000',
+      },
+    })
     try {
       const ownTenant = await own.tenant()
       const inbox = (await own.post('/v1/inboxes', ownTenant.key)).body.data
       const sqlite = own.app.storage!.sqlite
-      const ownPragma = (name: string) => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+      const ownPragma = (name: string) =>
+        Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
       // 2 MiB of room above the threshold, as SQLite sees it.
-      sqlite.exec(`PRAGMA max_page_count = ${ownPragma('page_count') + Math.ceil((THRESHOLD + 2 * 1024 * 1024) / ownPragma('page_size'))}`)
+      sqlite.exec(
+        `PRAGMA max_page_count = ${ownPragma('page_count') + Math.ceil((THRESHOLD + 2 * 1024 * 1024) / ownPragma('page_size'))}`,
+      )
       const disk = own.app.services.disk
       expect(disk.refresh().tripped).toBe(false)
 
@@ -110,7 +145,11 @@ describe('DISK_MIN_FREE and the DATA spool', () => {
       big.writeBody(simpleMessage({ to: inbox.address, subject: 'big', text: `${'x'.repeat(998)}\r\n`.repeat(2600) }))
       await until(() => own.app.services.spool.bytes >= 2.4 * 1024 * 1024, 'the big message to be spooled')
       expect(disk.refresh().tripped).toBe(true)
-      const refused = await sendMail(own.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'while spooled', text: 'small' }))
+      const refused = await sendMail(
+        own.app.smtpPort,
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject: 'while spooled', text: 'small' }),
+      )
       expect(refused.rcpt[0]).toEqual({ code: 452, text: '4.3.1 Insufficient system storage' })
 
       // The sender gives up: its spool file goes, and so does the guard.

@@ -24,10 +24,16 @@ let loop = ''
 
 const run = (...command: string[]) => {
   const result = Bun.spawnSync(command)
-  return result.exitCode === 0 ? result.stdout.toString().trim() : new Error(`${command.join(' ')}: ${result.stderr.toString().trim()}`)
+  return result.exitCode === 0
+    ? result.stdout.toString().trim()
+    : new Error(`${command.join(' ')}: ${result.stderr.toString().trim()}`)
 }
 function mountVolume(): string | null {
-  for (const step of [() => run('truncate', '-s', '32M', image), () => run('mkfs.ext4', '-q', '-F', image), () => run('mkdir', '-p', mountPoint)]) {
+  for (const step of [
+    () => run('truncate', '-s', '32M', image),
+    () => run('mkfs.ext4', '-q', '-F', image),
+    () => run('mkdir', '-p', mountPoint),
+  ]) {
     const result = step()
     if (result instanceof Error) return result.message
   }
@@ -72,7 +78,8 @@ test.skipIf(unavailable !== null)(
     const s = server!
     const { key } = await s.tenant()
     const inbox = (await s.post('/v1/inboxes', key)).body.data
-    const send = (subject: string) => sendMail(s.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))
+    const send = (subject: string) =>
+      sendMail(s.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))
     expect((await send('kept')).data?.code).toBe(250)
     const logsBefore = s.logs.length
 
@@ -85,7 +92,10 @@ test.skipIf(unavailable !== null)(
     for (const path of [`/v1/inboxes/${inbox.id}/messages`, `/v1/inboxes/${inbox.id}`, '/v1/usage']) {
       const read = await s.get(path, key)
       // These operations list no 503 in the interface: a failing read is its 500, with the retry hint.
-      expect(read.status === 200 || (read.status === 500 && read.body.error.code === 'internal_error' && read.headers.get('retry-after') === '5')).toBe(true)
+      expect(
+        read.status === 200 ||
+          (read.status === 500 && read.body.error.code === 'internal_error' && read.headers.get('retry-after') === '5'),
+      ).toBe(true)
     }
     const ready = await s.get('/ready')
     expect(ready.status).toBe(503)

@@ -14,10 +14,19 @@ const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-first-run-'))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 function run(cmd: string[], env: Record<string, string>, cwd = ROOT) {
-  return Bun.spawn(cmd, { cwd, env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env }, stdout: 'pipe', stderr: 'pipe' })
+  return Bun.spawn(cmd, {
+    cwd,
+    env: { ...process.env, LOG_LEVEL: 'info', HOST: '127.0.0.1', ...env },
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
 }
 const finished = async (child: ReturnType<typeof run>) => {
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+    child.exited,
+  ])
   return { stdout, stderr, code }
 }
 
@@ -57,7 +66,11 @@ test('start-up prints where the API, docs and SMTP are and the next step, beside
 }, 20_000)
 
 test('it starts from any folder: the console pages compile without the project tsconfig', async () => {
-  const child = run(['bun', join(ROOT, 'src', 'index.ts')], { PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, 'elsewhere.db') }, dir)
+  const child = run(
+    ['bun', join(ROOT, 'src', 'index.ts')],
+    { PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, 'elsewhere.db') },
+    dir,
+  )
   let stderr = ''
   const reader = child.stderr.getReader()
   while (!stderr.includes('Stop with Ctrl+C')) {
@@ -80,7 +93,8 @@ test('every .tsx file under src/ names its JSX runtime, so no tsconfig is needed
   const files = await Array.fromAsync(new Bun.Glob('src/**/*.tsx').scan({ cwd: ROOT }))
   expect(files.length).toBeGreaterThan(10)
   const missing = []
-  for (const file of files) if (!(await Bun.file(join(ROOT, file)).text()).startsWith('/** @jsxImportSource preact */\n')) missing.push(file)
+  for (const file of files)
+    if (!(await Bun.file(join(ROOT, file)).text()).startsWith('/** @jsxImportSource preact */\n')) missing.push(file)
   expect(missing).toEqual([])
 })
 
@@ -90,9 +104,17 @@ for (const variable of ['PORT', 'SMTP_PORT'] as const) {
     const dataFolder = join(dir, `fresh-${variable}`, 'data')
     try {
       const other = variable === 'PORT' ? 'SMTP_PORT' : 'PORT'
-      const result = await finished(run(['bun', 'src/index.ts'], { [variable]: String(busy.port), [other]: '0', DATABASE_PATH: join(dataFolder, 'pigeonhole.db') }))
+      const result = await finished(
+        run(['bun', 'src/index.ts'], {
+          [variable]: String(busy.port),
+          [other]: '0',
+          DATABASE_PATH: join(dataFolder, 'pigeonhole.db'),
+        }),
+      )
       expect(result.code).not.toBe(0)
-      expect(result.stderr.trim()).toBe(`Port ${busy.port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`)
+      expect(result.stderr.trim()).toBe(
+        `Port ${busy.port} is already in use: stop the other process or choose a free port with ${variable}=<port>.`,
+      )
       // No log line (TLS created, stopping, stopped) before it, and no certificate, database or lock left behind.
       expect(result.stdout).toBe('')
       expect(existsSync(dataFolder)).toBe(false)
@@ -129,19 +151,29 @@ test('a second start in the same folder, on the same ports, names the server alr
 
 test('the CLI refuses to create a database unless asked, naming the path and the way out', async () => {
   const elsewhere = mkdtempSync(join(dir, 'elsewhere-'))
-  const refused = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  const refused = await finished(
+    run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere),
+  )
   expect(refused.code).not.toBe(0)
   expect(refused.stderr).toContain(`No database at ${join(elsewhere, 'data', 'pigeonhole.db')}.`)
   expect(refused.stderr).toContain('DATABASE_PATH')
   expect(refused.stderr).toContain('--create')
   expect(existsSync(join(elsewhere, 'data'))).toBe(false)
 
-  const created = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'create', 'fresh', '--create'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  const created = await finished(
+    run(
+      ['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'create', 'fresh', '--create'],
+      { DATABASE_PATH: './data/pigeonhole.db' },
+      elsewhere,
+    ),
+  )
   expect(created.code).toBe(0)
   expect(created.stdout.trim().split('\n').at(-1)).toMatch(/^org_[0-9a-f]{32}$/)
   expect(created.stderr).toContain(`database: ${join(elsewhere, 'data', 'pigeonhole.db')}`)
 
-  const listed = await finished(run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere))
+  const listed = await finished(
+    run(['bun', join(ROOT, 'src', 'cli.ts'), 'orgs', 'list'], { DATABASE_PATH: './data/pigeonhole.db' }, elsewhere),
+  )
   expect(listed.code).toBe(0)
   expect(listed.stdout).toContain('fresh')
   expect(listed.stderr).toContain(`database: ${join(elsewhere, 'data', 'pigeonhole.db')}`)

@@ -31,9 +31,17 @@ let tenant: Tenant
 
 beforeAll(async () => {
   const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=128m', 'tmpfs', mountPoint])
-  if (mounted.exitCode !== 0) throw new Error(`this test mounts a 128 MiB tmpfs and needs root: ${mounted.stderr.toString()}`)
+  if (mounted.exitCode !== 0)
+    throw new Error(`this test mounts a 128 MiB tmpfs and needs root: ${mounted.stderr.toString()}`)
   server = await startTestServer({
-    env: { DATABASE_PATH: databasePath, DISK_MIN_FREE: '16MiB', LIMIT_MONTHLY_EMAILS: '100000', LIMIT_INBOX_BURST: '100000', LIMIT_ORG_BURST: '100000', LIMIT_ACTIVE_INBOXES: '100' },
+    env: {
+      DATABASE_PATH: databasePath,
+      DISK_MIN_FREE: '16MiB',
+      LIMIT_MONTHLY_EMAILS: '100000',
+      LIMIT_INBOX_BURST: '100000',
+      LIMIT_ORG_BURST: '100000',
+      LIMIT_ACTIVE_INBOXES: '100',
+    },
   })
   tenant = await server.tenant()
 })
@@ -51,7 +59,11 @@ async function fillThroughSmtp(address: string): Promise<string[]> {
     for (;;) {
       const subject = `fill ${sent++}`
       if (sent > 2_000) throw new Error('the volume never filled')
-      const result = await sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address, subject, text: 'x'.repeat(200_000) }))
+      const result = await sendMail(
+        server.app.smtpPort,
+        { to: [address] },
+        simpleMessage({ to: address, subject, text: 'x'.repeat(200_000) }),
+      )
       if (result.rcpt[0]!.code === 452) return
       if (result.data?.code === 250) acknowledged.push(subject)
       else expect([451, 452]).toContain(result.data?.code ?? 0)
@@ -101,7 +113,11 @@ test('mail is taken again within 5 s of the delete that freed the volume', async
     expect(performance.now() - deletedAt).toBeLessThan(5_000)
     await Bun.sleep(100)
   }
-  const sent = await sendMail(server.app.smtpPort, { to: [fresh!.address] }, simpleMessage({ to: fresh!.address, subject: 'welcome back', text: 'x'.repeat(200_000) }))
+  const sent = await sendMail(
+    server.app.smtpPort,
+    { to: [fresh!.address] },
+    simpleMessage({ to: fresh!.address, subject: 'welcome back', text: 'x'.repeat(200_000) }),
+  )
   expect(sent.data?.code).toBe(250)
   const seconds = (performance.now() - deletedAt) / 1000
   expect(seconds).toBeLessThan(5)

@@ -25,10 +25,18 @@ const clock = new ManualClock()
 
 beforeAll(async () => {
   const mounted = Bun.spawnSync(['mount', '-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mountPoint])
-  if (mounted.exitCode !== 0) throw new Error(`this test mounts a 16 MiB tmpfs and needs root: ${mounted.stderr.toString()}`)
+  if (mounted.exitCode !== 0)
+    throw new Error(`this test mounts a 16 MiB tmpfs and needs root: ${mounted.stderr.toString()}`)
   server = await startTestServer({
     clock,
-    env: { DATABASE_PATH: join(mountPoint, 'pigeonhole.db'), DISK_MIN_FREE: '4MiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000', LIMIT_ACTIVE_INBOXES: '100' },
+    env: {
+      DATABASE_PATH: join(mountPoint, 'pigeonhole.db'),
+      DISK_MIN_FREE: '4MiB',
+      LIMIT_MONTHLY_EMAILS: '10000',
+      LIMIT_INBOX_BURST: '10000',
+      LIMIT_ORG_BURST: '10000',
+      LIMIT_ACTIVE_INBOXES: '100',
+    },
   })
   tenant = await server.tenant()
 }, 30_000) // a server start on a shared, busy machine can take more than the default 5 s
@@ -50,7 +58,11 @@ const newInbox = async () => {
 async function fill(inbox: { address: string }, tag: string): Promise<string[]> {
   const acknowledged: string[] = []
   for (let n = 0; n < 200; n++) {
-    const result = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: `${tag}${n}`, text: 'x'.repeat(200_000) }))
+    const result = await sendMail(
+      server.app.smtpPort,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: `${tag}${n}`, text: 'x'.repeat(200_000) }),
+    )
     if (result.rcpt[0]!.code === 452) return acknowledged
     if (result.data!.code === 250) acknowledged.push(`${tag}${n}`)
     server.app.services.disk.refresh() // instead of waiting out the guard's one-second cache
@@ -61,7 +73,15 @@ async function fill(inbox: { address: string }, tag: string): Promise<string[]> 
 async function expectGuardLifted(): Promise<void> {
   expect(server.app.services.disk.refresh().tripped).toBe(false)
   const inbox = await newInbox()
-  expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'welcome back' }))).data?.code).toBe(250)
+  expect(
+    (
+      await sendMail(
+        server.app.smtpPort,
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject: 'welcome back' }),
+      )
+    ).data?.code,
+  ).toBe(250)
 }
 
 test('deleting an inbox, the retention sweep and deleting messages each lift the guard', async () => {
@@ -89,7 +109,9 @@ test('deleting an inbox, the retention sweep and deleting messages each lift the
   const third = await newInbox()
   const stored = await fill(third, 'c')
   expect(disk.status().tripped).toBe(true)
-  const messages = (await server.get(`/v1/inboxes/${third.id}/messages?limit=100`, tenant.key)).body.data as Array<{ id: string }>
+  const messages = (await server.get(`/v1/inboxes/${third.id}/messages?limit=100`, tenant.key)).body.data as Array<{
+    id: string
+  }>
   expect(messages).toHaveLength(stored.length)
   let deleted = 0
   for (const message of messages) {
@@ -122,7 +144,9 @@ test('a volume filled to the last byte: the ballast waits for the delete, even a
     // Something else takes whatever room there was, then the delete comes.
     fillVolume()
     expect((await server.delete(`/v1/messages/${message.id}`, tenant.key)).status).toBe(204)
-    expect(server.logs.some((line) => line.event === 'disk_ballast_released' && line.reason === 'delete_needed_room')).toBe(true)
+    expect(
+      server.logs.some((line) => line.event === 'disk_ballast_released' && line.reason === 'delete_needed_room'),
+    ).toBe(true)
   } finally {
     reader.exec('COMMIT')
     reader.close()
@@ -132,7 +156,8 @@ test('a volume filled to the last byte: the ballast waits for the delete, even a
 
 test('a delete on a full volume with the ballast already spent: deleteMessage keeps the 500 its interface allows, with Retry-After', async () => {
   // The last test left its inbox full: deleting it lifts the guard (and lays the ballast again).
-  for (const { id } of (await server.get('/v1/inboxes', tenant.key)).body.data) expect((await server.delete(`/v1/inboxes/${id}`, tenant.key)).status).toBe(204)
+  for (const { id } of (await server.get('/v1/inboxes', tenant.key)).body.data)
+    expect((await server.delete(`/v1/inboxes/${id}`, tenant.key)).status).toBe(204)
   expect(server.app.services.disk.refresh().tripped).toBe(false)
   expect(existsSync(server.app.services.disk.ballastPath)).toBe(true)
   const inbox = await newInbox()
@@ -150,7 +175,11 @@ test('a delete on a full volume with the ballast already spent: deleteMessage ke
     const refused = await server.delete(`/v1/messages/${second.id}`, tenant.key)
     // deleteMessage lists no 503 in the interface: its 500, with the retry hint, and nothing deleted.
     expect(refused.status).toBe(500)
-    expect(refused.body.error).toEqual({ code: 'internal_error', message: expect.any(String), request_id: refused.headers.get('x-request-id') })
+    expect(refused.body.error).toEqual({
+      code: 'internal_error',
+      message: expect.any(String),
+      request_id: refused.headers.get('x-request-id'),
+    })
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0)
     expect((await server.get(`/v1/messages/${second.id}`, tenant.key)).status).toBe(200)
   } finally {

@@ -20,8 +20,16 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const TOKEN = 'fresh-start-metrics-token-0001'
 
 const env: Record<string, string> = {}
-for (const [name, value] of Object.entries(process.env)) if (value !== undefined && !SETTINGS.some((s) => s.env === name)) env[name] = value
-Object.assign(env, { PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'data', 'pigeonhole.db'), RECEIVING_DOMAIN: 'fresh.test', METRICS_TOKEN: TOKEN })
+for (const [name, value] of Object.entries(process.env))
+  if (value !== undefined && !SETTINGS.some((s) => s.env === name)) env[name] = value
+Object.assign(env, {
+  PORT: '0',
+  SMTP_PORT: '0',
+  HOST: '127.0.0.1',
+  DATABASE_PATH: join(dir, 'data', 'pigeonhole.db'),
+  RECEIVING_DOMAIN: 'fresh.test',
+  METRICS_TOKEN: TOKEN,
+})
 
 async function cli(...args: string[]): Promise<string> {
   const child = Bun.spawn(['bun', 'src/cli.ts', ...args], { cwd: ROOT, env, stdout: 'pipe', stderr: 'pipe' })
@@ -52,7 +60,9 @@ test('a fresh `bun run start` takes mail from nodemailer with requireTLS, and /m
 
     const key = await cli('keys', 'create', await cli('orgs', 'create', 'fresh'))
     const api = `http://127.0.0.1:${ports.http}`
-    const inbox = (await (await fetch(`${api}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })).json()) as { data: { id: string; address: string } }
+    const inbox = (await (
+      await fetch(`${api}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { data: { id: string; address: string } }
     const scrape = async () => {
       const response = await fetch(`${api}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
       expect(response.status).toBe(200)
@@ -61,10 +71,22 @@ test('a fresh `bun run start` takes mail from nodemailer with requireTLS, and /m
     const before = await scrape()
     expect(before).toContain('\npigeonhole_messages_stored_total 0\n')
 
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: ports.smtp, requireTLS: true, tls: { rejectUnauthorized: false } })
-    const info = await transport.sendMail({ from: 'app@example.com', to: inbox.data.address, subject: 'Fresh', text: 'hello' })
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: ports.smtp,
+      requireTLS: true,
+      tls: { rejectUnauthorized: false },
+    })
+    const info = await transport.sendMail({
+      from: 'app@example.com',
+      to: inbox.data.address,
+      subject: 'Fresh',
+      text: 'hello',
+    })
     expect(info.response).toStartWith('250 ')
-    await expect(transport.sendMail({ from: 'app@example.com', to: 'nobody-home@fresh.test', subject: 'x', text: 'x' })).rejects.toThrow('Recipient address rejected')
+    await expect(
+      transport.sendMail({ from: 'app@example.com', to: 'nobody-home@fresh.test', subject: 'x', text: 'x' }),
+    ).rejects.toThrow('Recipient address rejected')
 
     const after = await scrape()
     expect(after).toContain('\npigeonhole_messages_stored_total 1\n')

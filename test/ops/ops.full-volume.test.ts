@@ -45,7 +45,14 @@ beforeAll(async () => {
   if (cannotMount) return
   server = await startTestServer({
     clock,
-    env: { DATABASE_PATH: join(mountPoint, 'pigeonhole.db'), DISK_MIN_FREE: '8MiB', LIMIT_MONTHLY_EMAILS: '10000', LIMIT_INBOX_BURST: '10000', LIMIT_ORG_BURST: '10000', LIMIT_ACTIVE_INBOXES: '100' },
+    env: {
+      DATABASE_PATH: join(mountPoint, 'pigeonhole.db'),
+      DISK_MIN_FREE: '8MiB',
+      LIMIT_MONTHLY_EMAILS: '10000',
+      LIMIT_INBOX_BURST: '10000',
+      LIMIT_ORG_BURST: '10000',
+      LIMIT_ACTIVE_INBOXES: '100',
+    },
   })
   tenant = await server.tenant()
 })
@@ -75,7 +82,11 @@ test.skipIf(cannotMount !== null)(
     let refused: { code: number; text: string } | undefined
     for (let n = 0; n < 200 && !refused; n++) {
       const inbox = inboxes[n % 2]!
-      const result = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: `m${n}`, text: 'x'.repeat(200_000) }))
+      const result = await sendMail(
+        server.app.smtpPort,
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject: `m${n}`, text: 'x'.repeat(200_000) }),
+      )
       if (result.rcpt[0]!.code !== 250) refused = result.rcpt[0]
       else if (result.data!.code === 250) acknowledged.push(`m${n}`)
       else expect(result.data!.code).toBe(451) // the disk ran out between two checks: the sender retries
@@ -89,7 +100,10 @@ test.skipIf(cannotMount !== null)(
     server.app.storage!.sqlite.exec('PRAGMA wal_checkpoint(TRUNCATE)')
     fillVolume()
     expect(volumeFree()).toBeLessThan(64 * 1024)
-    expect((await sendMail(server.app.smtpPort, { to: [inboxes[0]!.address] }, simpleMessage({ to: inboxes[0]!.address }))).rcpt[0]!.code).toBe(452)
+    expect(
+      (await sendMail(server.app.smtpPort, { to: [inboxes[0]!.address] }, simpleMessage({ to: inboxes[0]!.address })))
+        .rcpt[0]!.code,
+    ).toBe(452)
 
     // Reads still work, and every acknowledged message is there.
     const subjects: string[] = []
@@ -116,7 +130,11 @@ test.skipIf(cannotMount !== null)(
     await until(() => !disk.status().tripped, 'the guard to clear on its timer', { timeoutMs: 10_000, intervalMs: 100 })
     expect(disk.status().tripped).toBe(false)
     expect(existsSync(disk.ballastPath)).toBe(true)
-    const delivered = await sendMail(server.app.smtpPort, { to: [inboxes[1]!.address] }, simpleMessage({ to: inboxes[1]!.address, subject: 'after' }))
+    const delivered = await sendMail(
+      server.app.smtpPort,
+      { to: [inboxes[1]!.address] },
+      simpleMessage({ to: inboxes[1]!.address, subject: 'after' }),
+    )
     expect(delivered.data?.code).toBe(250)
     expect(server.logs.filter((line) => line.event === 'disk_guard_tripped')).toHaveLength(1)
     expect(server.logs.filter((line) => line.event === 'disk_guard_cleared')).toHaveLength(1)

@@ -38,7 +38,15 @@ describeWithPostgres('the shared database unreachable', () => {
     relayed.port = String(relay.port)
     dir = scratchDir('pigeonhole-liveness-')
     const databasePath = join(dir, 'pigeonhole.db')
-    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: relayed.href, DATABASE_POOL_SIZE: '2', RECEIVING_DOMAIN: 'inbox.test' })
+    const config = loadConfig({
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: databasePath,
+      DATABASE_URL: relayed.href,
+      DATABASE_POOL_SIZE: '2',
+      RECEIVING_DOMAIN: 'inbox.test',
+    })
     await layDownSelfSigned(databasePath, config.receivingDomain)
     app = await startApp({ config, logger: createLogger('silent') })
     const org = await createOrganization(app.services, CLI_ACTOR, { name: 'liveness', preset: 'hosted' })
@@ -52,7 +60,9 @@ describeWithPostgres('the shared database unreachable', () => {
   })
 
   test('/health stays 200 while /ready fails, and clients get the documented 503 and 451', async () => {
-    const inbox = (await (await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })).json()) as { data: { address: string } }
+    const inbox = (await (
+      await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    ).json()) as { data: { address: string } }
     relay.cut()
 
     const health = await fetch(`${app.httpUrl}/health`)
@@ -60,7 +70,10 @@ describeWithPostgres('the shared database unreachable', () => {
     expect(await health.json()).toEqual({ status: 'ok', service: 'pigeonhole' })
     expect((await fetch(`${app.httpUrl}/ready`)).status).toBe(503)
 
-    const created = await fetch(`${app.httpUrl}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` } })
+    const created = await fetch(`${app.httpUrl}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}` },
+    })
     expect(created.status).toBe(503)
     expect(created.headers.get('retry-after')).toBe('5')
     expect(((await created.json()) as { error: { code: string } }).error.code).toBe('storage_unavailable')

@@ -23,7 +23,10 @@ test('each HTTP request logs one line with its request id and the status the cli
   responses.push(await server.delete(`/v1/inboxes/${inboxId}`, tenant.key))
   expect(responses.map((r) => r.status)).toEqual([200, 201, 422, 401, 204, 204])
   // afterResponse hooks run just after the bytes are sent: wait for the lines, not for a while.
-  const logged = (response: ApiResponse) => server.logs.some((line) => line.request_id === response.headers.get('x-request-id') && line.event === 'http_request')
+  const logged = (response: ApiResponse) =>
+    server.logs.some(
+      (line) => line.request_id === response.headers.get('x-request-id') && line.event === 'http_request',
+    )
   await until(() => responses.every(logged), 'a log line for every response')
   for (const response of responses) {
     const id = response.headers.get('x-request-id')
@@ -36,7 +39,11 @@ test('each HTTP request logs one line with its request id and the status the cli
 test('no log line contains an API key secret or message content', async () => {
   const tenant = await server.tenant()
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
-  await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'secret-subject-4711', text: 'secret-body-4711' }))
+  await sendMail(
+    server.app.smtpPort,
+    { to: [inbox.address] },
+    simpleMessage({ to: inbox.address, subject: 'secret-subject-4711', text: 'secret-body-4711' }),
+  )
   await server.get('/v1/usage', tenant.key)
   const secret = tenant.key.split('_').at(-1)!
   const all = server.logs.map((line) => JSON.stringify(line)).join('\n')

@@ -53,29 +53,45 @@ function proves(label: string, start: () => Promise<Target>) {
     target.clock.advance(90_000)
     expect(await secondsSinceStored(target)).toEqual([90])
 
-    const created = await fetch(`${target.url}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${target.key}` } })
+    const created = await fetch(`${target.url}/v1/inboxes`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${target.key}` },
+    })
     const inbox = (await created.json()).data
-    const sent = await sendMail(target.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'flowing' }))
+    const sent = await sendMail(
+      target.smtpPort,
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, subject: 'flowing' }),
+    )
     expect(sent.data?.code).toBe(250)
     expect(await secondsSinceStored(target)).toEqual([0])
 
     target.clock.advance(30_500)
     expect(await secondsSinceStored(target)).toEqual([30.5])
     // A refused message is not mail flowing.
-    const refused = await sendMail(target.smtpPort, { to: ['nobody@inbox.test'] }, simpleMessage({ to: 'nobody@inbox.test' }))
+    const refused = await sendMail(
+      target.smtpPort,
+      { to: ['nobody@inbox.test'] },
+      simpleMessage({ to: 'nobody@inbox.test' }),
+    )
     expect(refused.rcpt[0]?.code).toBe(550)
     expect(await secondsSinceStored(target)).toEqual([30.5])
   })
 }
 
-describeForBackends(['sqlite', 'postgres'], 'each machine of the pair counts its own mail; one scrape reaches one of them', 'seconds since the last stored message, on the run backend', () => {
-  proves('run backend', async () => {
-    const clock = new ManualClock()
-    const server = await startTestServer({ clock, env: { METRICS_TOKEN: TOKEN } })
-    const { key } = await server.tenant()
-    return { url: server.url, smtpPort: server.app.smtpPort, key, clock, stop: () => server.stop() }
-  })
-})
+describeForBackends(
+  ['sqlite', 'postgres'],
+  'each machine of the pair counts its own mail; one scrape reaches one of them',
+  'seconds since the last stored message, on the run backend',
+  () => {
+    proves('run backend', async () => {
+      const clock = new ManualClock()
+      const server = await startTestServer({ clock, env: { METRICS_TOKEN: TOKEN } })
+      const { key } = await server.tenant()
+      return { url: server.url, smtpPort: server.app.smtpPort, key, clock, stop: () => server.stop() }
+    })
+  },
+)
 
 describeWithPostgres('seconds since the last stored message, in PostgreSQL mode', () => {
   proves('PostgreSQL mode', async () => {

@@ -12,7 +12,15 @@ let server: TestServer
 let tenant: Tenant
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { METRICS_TOKEN: TOKEN, LIMIT_MONTHLY_EMAILS: '1000', LIMIT_REQUESTS_PER_KEY: '10000', LIMIT_REQUESTS_PER_ORG: '10000', LIMIT_LONG_POLLS_PER_KEY: '1' } })
+  server = await startTestServer({
+    env: {
+      METRICS_TOKEN: TOKEN,
+      LIMIT_MONTHLY_EMAILS: '1000',
+      LIMIT_REQUESTS_PER_KEY: '10000',
+      LIMIT_REQUESTS_PER_ORG: '10000',
+      LIMIT_LONG_POLLS_PER_KEY: '1',
+    },
+  })
   tenant = await server.tenant()
 })
 afterAll(() => server.stop())
@@ -35,7 +43,10 @@ async function scrape(): Promise<Map<string, number>> {
 const value = (samples: Map<string, number>, series: string) => samples.get(series) ?? 0
 
 /** Scrapes until a scrape satisfies `condition`, and returns that scrape. */
-async function scrapeUntil(condition: (samples: Map<string, number>) => boolean, what: string): Promise<Map<string, number>> {
+async function scrapeUntil(
+  condition: (samples: Map<string, number>) => boolean,
+  what: string,
+): Promise<Map<string, number>> {
   let samples = new Map<string, number>()
   await until(async () => {
     samples = await scrape()
@@ -50,7 +61,11 @@ describe('/metrics with METRICS_TOKEN set', () => {
     const before = await scrape()
     const stored = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))
     expect(stored.data?.code).toBe(250)
-    const refused = await sendMail(server.app.smtpPort, { to: ['nobody-at-all@inbox.test'] }, simpleMessage({ to: 'x' }))
+    const refused = await sendMail(
+      server.app.smtpPort,
+      { to: ['nobody-at-all@inbox.test'] },
+      simpleMessage({ to: 'x' }),
+    )
     expect(refused.rcpt[0]!.code).toBe(550)
     const after = await scrape()
     expect(value(after, 'pigeonhole_messages_stored_total') - value(before, 'pigeonhole_messages_stored_total')).toBe(1)
@@ -59,7 +74,10 @@ describe('/metrics with METRICS_TOKEN set', () => {
     expect(value(after, 'pigeonhole_database_bytes{file="database"}')).toBeGreaterThan(0)
     expect(value(after, 'process_resident_memory_bytes')).toBeGreaterThan(1024 * 1024)
     // The sampler's first reading comes 100 ms after start-up, which this test may beat: wait for it.
-    const sampled = await scrapeUntil((samples) => value(samples, 'pigeonhole_event_loop_delay_seconds_count') > 0, "the event-loop sampler's first reading")
+    const sampled = await scrapeUntil(
+      (samples) => value(samples, 'pigeonhole_event_loop_delay_seconds_count') > 0,
+      "the event-loop sampler's first reading",
+    )
     expect(value(sampled, 'pigeonhole_event_loop_delay_seconds_count')).toBeGreaterThan(0)
   })
 
@@ -69,9 +87,14 @@ describe('/metrics with METRICS_TOKEN set', () => {
     await server.get('/v1/inboxes/inbox_00000000000000000000000000000000', tenant.key)
     const inbox = await newInbox(server, tenant.key)
     const waiting = server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)
-    await scrapeUntil((samples) => samples.get('pigeonhole_long_polls_waiting') === 1, 'the poll to be counted as waiting')
+    await scrapeUntil(
+      (samples) => samples.get('pigeonhole_long_polls_waiting') === 1,
+      'the poll to be counted as waiting',
+    )
     expect((await server.get(`/v1/inboxes/${inbox.id}/messages?wait_seconds=30`, tenant.key)).status).toBe(429)
-    expect((await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code).toBe(250)
+    expect(
+      (await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data?.code,
+    ).toBe(250)
     expect((await waiting).status).toBe(200)
     const after = await scrape()
     const delta = (series: string) => value(after, series) - value(before, series)
@@ -92,10 +115,15 @@ describe('/metrics with METRICS_TOKEN set', () => {
     await client.command(`RCPT TO:<${inbox.address}>`)
     await client.command('DATA')
     client.writeBody('Subject: partial\r\n\r\n' + 'x'.repeat(50_000) + '\r\n')
-    const during = await scrapeUntil((samples) => value(samples, 'pigeonhole_smtp_data_buffered_bytes') >= 50_000, 'the partial DATA to be buffered')
+    const during = await scrapeUntil(
+      (samples) => value(samples, 'pigeonhole_smtp_data_buffered_bytes') >= 50_000,
+      'the partial DATA to be buffered',
+    )
     expect(value(during, 'pigeonhole_smtp_sessions_open')).toBeGreaterThanOrEqual(1)
     client.destroy() // leaves mid-DATA
-    const settled = (samples: Map<string, number>) => value(samples, 'pigeonhole_smtp_sessions_open') === 0 && value(samples, 'pigeonhole_smtp_data_buffered_bytes') === 0
+    const settled = (samples: Map<string, number>) =>
+      value(samples, 'pigeonhole_smtp_sessions_open') === 0 &&
+      value(samples, 'pigeonhole_smtp_data_buffered_bytes') === 0
     const after = await scrapeUntil(settled, 'the dropped session to close and give its bytes back')
     expect(value(after, 'pigeonhole_smtp_data_buffered_bytes')).toBe(0)
   })
@@ -112,7 +140,12 @@ describe('/metrics with METRICS_TOKEN set', () => {
   })
 
   test('a missing or wrong token is 401; the route is not in the OpenAPI document', async () => {
-    for (const authorization of [undefined, 'Bearer wrong-token-0123456789abcdef', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
+    for (const authorization of [
+      undefined,
+      'Bearer wrong-token-0123456789abcdef',
+      `Basic ${TOKEN}`,
+      `Bearer ${TOKEN}x`,
+    ]) {
       const response = await fetch(`${server.url}/metrics`, { headers: authorization ? { authorization } : {} })
       expect(response.status).toBe(401)
       expect(response.headers.get('www-authenticate')).toBe('Bearer realm="metrics"')
@@ -176,7 +209,9 @@ test('METRICS_PORT listens on loopback even when HOST is left at every interface
 test('every metric the sample Grafana dashboard queries is exposed', async () => {
   const dashboard = await Bun.file(new URL('../../docs/grafana-dashboard.json', import.meta.url)).text()
   JSON.parse(dashboard)
-  const queried = new Set([...dashboard.matchAll(/\b((?:pigeonhole|process)_[a-z_]+?)(?:_bucket|_sum|_count)?\{/g)].map((match) => match[1]!))
+  const queried = new Set(
+    [...dashboard.matchAll(/\b((?:pigeonhole|process)_[a-z_]+?)(?:_bucket|_sum|_count)?\{/g)].map((match) => match[1]!),
+  )
   expect(queried.size).toBeGreaterThan(10)
   const response = await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
   const exposed = new Set([...(await response.text()).matchAll(/^# TYPE (\S+) /gm)].map((match) => match[1]!))

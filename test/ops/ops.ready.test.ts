@@ -17,7 +17,16 @@ describe('GET /ready', () => {
   test('ready: 200 with each check named; no key needed', async () => {
     const response = await server.get('/ready')
     expect(response.status).toBe(200)
-    expect(response.body).toEqual({ status: 'ready', checks: { database: 'ok', smtp: 'ok', litestream: 'not_configured', replication: 'not_configured', proxy_lines: 'not_configured' } })
+    expect(response.body).toEqual({
+      status: 'ready',
+      checks: {
+        database: 'ok',
+        smtp: 'ok',
+        litestream: 'not_configured',
+        replication: 'not_configured',
+        proxy_lines: 'not_configured',
+      },
+    })
   })
 
   test('a database that refuses writes makes it 503 while /health (liveness) stays 200', async () => {
@@ -47,7 +56,10 @@ describe('GET /ready', () => {
       expect(response.body.checks.database).toBe('ok')
       expect(performance.now() - started).toBeLessThan(2_000) // the busy timeout is 5 s
       // A probe that writes now (the route's may reuse a success of the last 5 s) meets the lock too.
-      expect((await readinessChecks(server.app.services, { smtpListening: () => true }, () => null, new WriteProbe())).database).toBe('ok')
+      expect(
+        (await readinessChecks(server.app.services, { smtpListening: () => true }, () => null, new WriteProbe()))
+          .database,
+      ).toBe('ok')
       expect(server.logs.filter((line) => line.event === 'storage_failing' && line.kind === 'busy')).toEqual([]) // busy is writable
     } finally {
       other.exec('ROLLBACK')
@@ -87,7 +99,13 @@ test('a configured replica without Litestream as the parent process is not ready
   try {
     const response = await unreplicated.get('/ready')
     expect(response.status).toBe(503)
-    expect(response.body.checks).toEqual({ database: 'ok', smtp: 'ok', litestream: 'failed', replication: 'ok', proxy_lines: 'not_configured' })
+    expect(response.body.checks).toEqual({
+      database: 'ok',
+      smtp: 'ok',
+      litestream: 'failed',
+      replication: 'ok',
+      proxy_lines: 'not_configured',
+    })
     const services = unreplicated.app.services
     expect((await readinessChecks(services, { smtpListening: () => true }, () => 'litestream')).litestream).toBe('ok')
     expect((await readinessChecks(services, { smtpListening: () => false }, () => 'litestream')).smtp).toBe('failed')

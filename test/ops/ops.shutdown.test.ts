@@ -115,7 +115,10 @@ test('a client that talks before the greeting while the server stops gets 421, a
     received += chunk
   })
   const closed = new Promise<void>((resolve) => early.once('close', () => resolve()))
-  await until(() => /^pigeonhole_smtp_sessions_open 1$/m.test(server.app.metrics.render()), 'the server to hold the session')
+  await until(
+    () => /^pigeonhole_smtp_sessions_open 1$/m.test(server.app.metrics.render()),
+    'the server to hold the session',
+  )
   const stopping = server.app.stop()
   await until(
     async () =>
@@ -137,13 +140,19 @@ test('a stop never answers a waiting poll with 204: it closes the connection, so
   const tenant = await own.tenant()
   const inbox = await newInbox(own, tenant.key)
   const polls = Array.from({ length: 3 }, () =>
-    fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
+    fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, {
+      headers: { authorization: `Bearer ${tenant.key}` },
+    }).then(
       (response) => `answered ${response.status}`,
       // Reset, or refused when the client's fetch retried on a fresh connection: a transport error either way.
-      (error: { code?: string }) => (['ECONNRESET', 'ECONNREFUSED'].includes(error.code ?? '') ? 'transport error' : `other error ${error.code}`),
+      (error: { code?: string }) =>
+        ['ECONNRESET', 'ECONNREFUSED'].includes(error.code ?? '') ? 'transport error' : `other error ${error.code}`,
     ),
   )
-  await until(() => own.app.services.longPolls.count(principalOf(tenant.key, tenant.organizationId)).key === 3, 'the polls to wait')
+  await until(
+    () => own.app.services.longPolls.count(principalOf(tenant.key, tenant.organizationId)).key === 3,
+    'the polls to wait',
+  )
   const stopped = own.stop()
   expect(await Promise.all(polls)).toEqual(Array(3).fill('transport error'))
   await stopped
@@ -163,7 +172,9 @@ test('while SMTP drains, a poll stays open; when SMTP has closed the poll is cut
   // 5 s), and the poll must still be waiting all that time.
   const idle = await SmtpClient.connect(own.app.smtpPort)
   await idle.command('EHLO slow.test')
-  const poll = fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, { headers: { authorization: `Bearer ${tenant.key}` } }).then(
+  const poll = fetch(`${own.url}/v1/inboxes/${inbox.id}/messages?wait_seconds=120`, {
+    headers: { authorization: `Bearer ${tenant.key}` },
+  }).then(
     (response) => `answered ${response.status}`,
     () => 'connection closed',
   )
@@ -183,7 +194,14 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   const { join } = await import('node:path')
   const dir = scratchDir('pigeonhole-sigterm-')
   const child = Bun.spawn(['bun', join(import.meta.dir, '..', '..', 'src', 'index.ts')], {
-    env: { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: join(dir, 'db.sqlite'), METRICS_TOKEN: METRICS },
+    env: {
+      ...process.env,
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: join(dir, 'db.sqlite'),
+      METRICS_TOKEN: METRICS,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -203,14 +221,23 @@ test('bun run start stops cleanly on SIGTERM, closing a waiting poll without an 
   const key = (await createApiKey(cli, CLI_ACTOR, { organizationId: org.id })).key
   storage.close()
   const auth = { authorization: `Bearer ${key}` }
-  const inbox = ((await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as { data: { id: string } }).data
-  const poll = fetch(`http://127.0.0.1:${port}/v1/inboxes/${inbox.id}/messages?wait_seconds=60`, { headers: auth }).then(
+  const inbox = (
+    (await (await fetch(`http://127.0.0.1:${port}/v1/inboxes`, { method: 'POST', headers: auth })).json()) as {
+      data: { id: string }
+    }
+  ).data
+  const poll = fetch(`http://127.0.0.1:${port}/v1/inboxes/${inbox.id}/messages?wait_seconds=60`, {
+    headers: auth,
+  }).then(
     (response) => `answered ${response.status}`,
     () => 'transport error',
   )
   // The poll is parked in its wait (nothing to match): the child counts it.
-  const metrics = async () => (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text()
-  await until(async () => /^pigeonhole_long_polls_waiting 1$/m.test(await metrics()), 'the poll to wait in the child', { intervalMs: 50 })
+  const metrics = async () =>
+    (await fetch(`http://127.0.0.1:${port}/metrics`, { headers: { authorization: `Bearer ${METRICS}` } })).text()
+  await until(async () => /^pigeonhole_long_polls_waiting 1$/m.test(await metrics()), 'the poll to wait in the child', {
+    intervalMs: 50,
+  })
   child.kill('SIGTERM')
   expect(await poll).toBe('transport error')
   expect(await child.exited).toBe(0)

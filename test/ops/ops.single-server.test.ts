@@ -18,7 +18,14 @@ const ROOT = join(import.meta.dir, '..', '..')
 const dir = scratchDir('pigeonhole-single-server-')
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-const configFor = (databasePath: string) => loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, RECEIVING_DOMAIN: 'inbox.test' })
+const configFor = (databasePath: string) =>
+  loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    RECEIVING_DOMAIN: 'inbox.test',
+  })
 
 test('a second server in the same process is refused, naming the first; the CLI works beside it', async () => {
   const first = await startTestServer()
@@ -34,11 +41,18 @@ test('a second server in the same process is refused, naming the first; the CLI 
     )
     // The first server is untouched and the CLI still writes to the file it holds.
     expect((await first.get('/health')).status).toBe(200)
-    const cli = Bun.spawn(['bun', 'src/cli.ts', 'orgs', 'create', 'beside-the-server'], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: first.databasePath }, stdout: 'pipe', stderr: 'pipe' })
+    const cli = Bun.spawn(['bun', 'src/cli.ts', 'orgs', 'create', 'beside-the-server'], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_PATH: first.databasePath },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
     const [out, code] = await Promise.all([new Response(cli.stdout).text(), cli.exited])
     expect(code).toBe(0)
     const orgId = out.trim().split('\n').at(-1)!
-    expect(first.app.storage!.sqlite.query('SELECT name FROM organizations WHERE id = ?').get(orgId)).toEqual({ name: 'beside-the-server' })
+    expect(first.app.storage!.sqlite.query('SELECT name FROM organizations WHERE id = ?').get(orgId)).toEqual({
+      name: 'beside-the-server',
+    })
   } finally {
     await first.stop()
   }
@@ -49,7 +63,14 @@ test('a second server in the same process is refused, naming the first; the CLI 
 function serve(databasePath: string) {
   return Bun.spawn(['bun', 'src/index.ts'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, LOG_LEVEL: 'info' },
+    env: {
+      ...process.env,
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: databasePath,
+      LOG_LEVEL: 'info',
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
@@ -65,7 +86,8 @@ async function listening(child: ReturnType<typeof serve>): Promise<{ http: numbe
     out += new TextDecoder().decode(value)
   }
   reader.releaseLock()
-  const port = (event: string) => JSON.parse(out.split('\n').find((line) => line.includes(`"${event}"`))!).port as number
+  const port = (event: string) =>
+    JSON.parse(out.split('\n').find((line) => line.includes(`"${event}"`))!).port as number
   return { http: port('http_listening'), smtp: port('smtp_listening') }
 }
 
@@ -82,7 +104,9 @@ test('a second server that reaches the same file through a symbolic link is refu
       (reason: unknown) => reason,
     )
     expect(error).toBeInstanceOf(DatabaseInUseError)
-    expect((error as Error).message).toContain(`HTTP port ${first.app.httpPort}, SMTP port ${first.app.smtpPort}) is using ${link}:`)
+    expect((error as Error).message).toContain(
+      `HTTP port ${first.app.httpPort}, SMTP port ${first.app.smtpPort}) is using ${link}:`,
+    )
     expect(dirname(first.databasePath)).not.toBe(dir) // the link really is another path to the file
   } finally {
     await first.stop()
@@ -116,8 +140,13 @@ test('a note left by a process that is gone is not named (the holder could not r
   const databasePath = join(dir, 'stale-note.db')
   const held = lockServerDatabase(databasePath)
   try {
-    writeFileSync(`${databasePath}.server-lock.json`, JSON.stringify({ pid: 2 ** 30, http_port: 1, smtp_port: 2, started_at: '2026-01-01T00:00:00.000Z' }))
-    expect(() => lockServerDatabase(databasePath)).toThrow(`Another Pigeonhole server (process unknown) is using ${databasePath}`)
+    writeFileSync(
+      `${databasePath}.server-lock.json`,
+      JSON.stringify({ pid: 2 ** 30, http_port: 1, smtp_port: 2, started_at: '2026-01-01T00:00:00.000Z' }),
+    )
+    expect(() => lockServerDatabase(databasePath)).toThrow(
+      `Another Pigeonhole server (process unknown) is using ${databasePath}`,
+    )
     // A refused attempt closes its own handle on the lock file; the holder's lock survives that.
     expect(() => lockServerDatabase(databasePath)).toThrow(DatabaseInUseError)
   } finally {

@@ -33,8 +33,19 @@ async function occupiedPort(): Promise<{ port: number; server: Server }> {
  * Starts a server on `databasePath` with `env`, keeping its log lines. `steps`: without
  * startApp's check of the ports first, as when a port is taken between that check and the bind.
  */
-async function startLogged(databasePath: string, env: Record<string, string> = {}, how: 'startApp' | 'steps' = 'startApp') {
-  const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, RECEIVING_DOMAIN: 'inbox.test', ...env })
+async function startLogged(
+  databasePath: string,
+  env: Record<string, string> = {},
+  how: 'startApp' | 'steps' = 'startApp',
+) {
+  const config = loadConfig({
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+    DATABASE_PATH: databasePath,
+    RECEIVING_DOMAIN: 'inbox.test',
+    ...env,
+  })
   await layDownSelfSigned(databasePath, config.receivingDomain)
   const logs: Array<Record<string, unknown>> = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
@@ -74,48 +85,76 @@ async function startsAgain(databasePath: string) {
 
 test('a clean start runs every step, and its stop runs them backwards', async () => {
   const steps = await allSteps()
-  expect(steps).toEqual(['replication monitor', 'disk watch', 'http', 'tls watch', 'smtp', 'drain', 'retention sweeper', 'event-loop sampler', 'quiet collection', 'metrics listener'])
+  expect(steps).toEqual([
+    'replication monitor',
+    'disk watch',
+    'http',
+    'tls watch',
+    'smtp',
+    'drain',
+    'retention sweeper',
+    'event-loop sampler',
+    'quiet collection',
+    'metrics listener',
+  ])
 })
 
 test.each([
   { variable: 'PORT', failing: 'http' },
   { variable: 'SMTP_PORT', failing: 'smtp' },
   { variable: 'METRICS_PORT', failing: 'metrics listener' },
-])('a taken $variable fails its step; the steps before it stop in reverse and the database is free again', async ({ variable, failing }) => {
-  const steps = await allSteps()
-  const busy = await occupiedPort()
-  const databasePath = join(dir, `${variable}.db`)
-  try {
-    const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1', ...(variable === 'METRICS_PORT' ? {} : { METRICS_PORT: '' }) }, 'steps')
-    expect(run.app).toBeNull()
-    if (variable === 'METRICS_PORT') {
-      expect(run.error).toBeInstanceOf(ConfigError)
-      expect((run.error as ConfigError).message).toContain('METRICS_PORT')
-    } else expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
+])(
+  'a taken $variable fails its step; the steps before it stop in reverse and the database is free again',
+  async ({ variable, failing }) => {
+    const steps = await allSteps()
+    const busy = await occupiedPort()
+    const databasePath = join(dir, `${variable}.db`)
+    try {
+      const run = await startLogged(
+        databasePath,
+        {
+          [variable]: String(busy.port),
+          METRICS_HOST: '127.0.0.1',
+          ...(variable === 'METRICS_PORT' ? {} : { METRICS_PORT: '' }),
+        },
+        'steps',
+      )
+      expect(run.app).toBeNull()
+      if (variable === 'METRICS_PORT') {
+        expect(run.error).toBeInstanceOf(ConfigError)
+        expect((run.error as ConfigError).message).toContain('METRICS_PORT')
+      } else expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
 
-    const before = steps.slice(0, steps.indexOf(failing))
-    expect(run.started()).toEqual(before)
-    expect(run.stopped()).toEqual(before.toReversed())
-    expect(run.logs.at(-1)?.event).toBe('stopped')
-    // Whatever listened before the failure listens no more.
-    const httpListening = run.logs.find((line) => line.event === 'http_listening')
-    if (httpListening) expect(await refusesConnections(httpListening.port as number)).toBe(true)
-  } finally {
-    busy.server.close()
-  }
-  await startsAgain(databasePath)
-})
+      const before = steps.slice(0, steps.indexOf(failing))
+      expect(run.started()).toEqual(before)
+      expect(run.stopped()).toEqual(before.toReversed())
+      expect(run.logs.at(-1)?.event).toBe('stopped')
+      // Whatever listened before the failure listens no more.
+      const httpListening = run.logs.find((line) => line.event === 'http_listening')
+      if (httpListening) expect(await refusesConnections(httpListening.port as number)).toBe(true)
+    } finally {
+      busy.server.close()
+    }
+    await startsAgain(databasePath)
+  },
+)
 
-test.each(['PORT', 'SMTP_PORT', 'METRICS_PORT'])('startApp refuses a %s already taken before any step: nothing starts, nothing is logged', async (variable) => {
-  const busy = await occupiedPort()
-  const databasePath = join(dir, `checked-${variable}.db`)
-  try {
-    const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1' })
-    if (variable === 'METRICS_PORT') expect(run.error).toEqual(new ConfigError('METRICS_PORT', `cannot listen on 127.0.0.1 port ${busy.port}: another process uses it`))
-    else expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
-    expect(run.logs).toEqual([])
-  } finally {
-    busy.server.close()
-  }
-  await startsAgain(databasePath)
-})
+test.each(['PORT', 'SMTP_PORT', 'METRICS_PORT'])(
+  'startApp refuses a %s already taken before any step: nothing starts, nothing is logged',
+  async (variable) => {
+    const busy = await occupiedPort()
+    const databasePath = join(dir, `checked-${variable}.db`)
+    try {
+      const run = await startLogged(databasePath, { [variable]: String(busy.port), METRICS_HOST: '127.0.0.1' })
+      if (variable === 'METRICS_PORT')
+        expect(run.error).toEqual(
+          new ConfigError('METRICS_PORT', `cannot listen on 127.0.0.1 port ${busy.port}: another process uses it`),
+        )
+      else expect(run.error).toEqual(new PortInUseError(variable as 'PORT' | 'SMTP_PORT', busy.port))
+      expect(run.logs).toEqual([])
+    } finally {
+      busy.server.close()
+    }
+    await startsAgain(databasePath)
+  },
+)

@@ -62,8 +62,19 @@ describe('STARTTLS', () => {
 
   test('nodemailer with requireTLS delivers, and the message is stored', async () => {
     const inbox = await newInbox(server, tenant.key)
-    const transport = nodemailer.createTransport({ host: '127.0.0.1', port: server.app.smtpPort, secure: false, requireTLS: true, tls: { rejectUnauthorized: false } })
-    const info = await transport.sendMail({ from: 'app@example.com', to: inbox.address, subject: 'Over TLS', text: 'Your code is 424242' })
+    const transport = nodemailer.createTransport({
+      host: '127.0.0.1',
+      port: server.app.smtpPort,
+      secure: false,
+      requireTLS: true,
+      tls: { rejectUnauthorized: false },
+    })
+    const info = await transport.sendMail({
+      from: 'app@example.com',
+      to: inbox.address,
+      subject: 'Over TLS',
+      text: 'Your code is 424242',
+    })
     expect(info.response).toMatch(/^250 Message stored as msg_[0-9a-f]{32}$/)
     const list = await server.get(`/v1/inboxes/${inbox.id}/messages?limit=1&include=content`, tenant.key)
     expect(list.body.data[0].subject).toBe('Over TLS')
@@ -81,8 +92,15 @@ describe('STARTTLS', () => {
       'code, text = s.data(msg) if s.mail("py@example.com")[0] == 250 and s.rcpt(sys.argv[2])[0] == 250 else (0, b"refused")',
       'print(code, text.decode(), s.sock.version()); s.quit()',
     ].join('\n')
-    const child = Bun.spawn(['python3', '-c', script, String(server.app.smtpPort), inbox.address], { stdout: 'pipe', stderr: 'pipe' })
-    const [out, err, exit] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    const child = Bun.spawn(['python3', '-c', script, String(server.app.smtpPort), inbox.address], {
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [out, err, exit] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
     expect(err).toBe('')
     expect(exit).toBe(0)
     expect(out).toMatch(/^250 Message stored as msg_[0-9a-f]{32} TLSv1\.[23]\n$/)
@@ -92,7 +110,8 @@ describe('STARTTLS', () => {
 
   test('a message over TLS is stored exactly as the same bytes over plain SMTP', async () => {
     const inbox = await newInbox(server, tenant.key)
-    const raw = simpleMessage({ to: inbox.address, subject: 'Same bytes', text: 'Line one\r\n..leading dot\r\nünïcode' }) + '\r\n'
+    const raw =
+      simpleMessage({ to: inbox.address, subject: 'Same bytes', text: 'Line one\r\n..leading dot\r\nünïcode' }) + '\r\n'
     const plain = await SmtpClient.connect(server.app.smtpPort)
     await plain.command('EHLO plain.test')
     const overPlain = await plain.transaction({ to: [inbox.address] }, raw)
@@ -110,7 +129,10 @@ describe('STARTTLS', () => {
     const [plainId] = overPlain.data!.text.match(/msg_[0-9a-f]{32}/)!
     const [tlsId] = overTls.text.match(/msg_[0-9a-f]{32}/)!
     expect(Buffer.from(rawSource(tlsId!)).equals(Buffer.from(rawSource(plainId!)))).toBe(true)
-    const [a, b] = await Promise.all([server.get(`/v1/messages/${plainId}`, tenant.key), server.get(`/v1/messages/${tlsId}`, tenant.key)])
+    const [a, b] = await Promise.all([
+      server.get(`/v1/messages/${plainId}`, tenant.key),
+      server.get(`/v1/messages/${tlsId}`, tenant.key),
+    ])
     const comparable = ({ id, received_at, expires_at, ...rest }: Record<string, unknown>) => rest
     expect(comparable(b.body.data)).toEqual(comparable(a.body.data))
   })
@@ -129,7 +151,10 @@ describe('STARTTLS', () => {
     socket.write('this is not a TLS client hello\r\n'.repeat(20))
     await closed
     const failed = () => server.logs.slice(logsBefore).some((line) => line.event === 'smtp_tls_failed')
-    await until(() => reservations.size === held && failed(), 'the failed handshake to be logged and its reservation released')
+    await until(
+      () => reservations.size === held && failed(),
+      'the failed handshake to be logged and its reservation released',
+    )
     const loud = server.logs.slice(logsBefore).filter((line) => line.level === 'error' || line.level === 'warn')
     expect(loud.map((line) => line.event)).toEqual(['smtp_tls_failed'])
     expect(loud[0]!.stack).toBeUndefined()

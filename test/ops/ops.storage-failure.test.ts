@@ -25,8 +25,14 @@ beforeAll(async () => {
 })
 afterAll(() => server.stop())
 
-const send = (address: string, subject: string) => sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address, subject }))
-const failures = (kind: string) => Number(new RegExp(`^pigeonhole_storage_failures_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(server.app.metrics.render())?.[1])
+const send = (address: string, subject: string) =>
+  sendMail(server.app.smtpPort, { to: [address] }, simpleMessage({ to: address, subject }))
+const failures = (kind: string) =>
+  Number(
+    new RegExp(`^pigeonhole_storage_failures_total\\{kind="${kind}"\\} (\\d+)$`, 'm').exec(
+      server.app.metrics.render(),
+    )?.[1],
+  )
 
 test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one line each way, nothing lost', async () => {
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
@@ -43,7 +49,11 @@ test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one l
     const created = await server.post('/v1/inboxes', tenant.key)
     expect(created.status).toBe(503)
     expect(created.headers.get('retry-after')).toBe('5')
-    expect(created.body.error).toEqual({ code: 'storage_unavailable', message: expect.any(String), request_id: created.headers.get('x-request-id') })
+    expect(created.body.error).toEqual({
+      code: 'storage_unavailable',
+      message: expect.any(String),
+      request_id: created.headers.get('x-request-id'),
+    })
     const ready = await server.get('/ready')
     expect(ready.status).toBe(503)
     expect(ready.body.checks.database).toBe('failed')
@@ -52,7 +62,11 @@ test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one l
     const deleted = await server.delete(`/v1/messages/${message.id}`, tenant.key)
     expect(deleted.status).toBe(500)
     expect(deleted.headers.get('retry-after')).toBe('5')
-    expect(deleted.body.error).toEqual({ code: 'internal_error', message: expect.any(String), request_id: deleted.headers.get('x-request-id') })
+    expect(deleted.body.error).toEqual({
+      code: 'internal_error',
+      message: expect.any(String),
+      request_id: deleted.headers.get('x-request-id'),
+    })
     // Reads go on, and show what was acknowledged.
     const listed = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
     expect(listed.status).toBe(200)
@@ -65,12 +79,18 @@ test('a read-only database: 503 storage_unavailable, SMTP 451, /ready 503, one l
   expect((await server.get('/ready')).status).toBe(200)
   expect((await send(inbox.address, 'after')).data?.code).toBe(250)
   const lines = server.logs.slice(logsBefore)
-  expect(lines.filter((line) => line.event === 'storage_failing')).toEqual([expect.objectContaining({ level: 'warn', kind: 'read_only', sqlite_code: 'SQLITE_READONLY' })])
-  expect(lines.filter((line) => line.event === 'storage_recovered')).toEqual([expect.objectContaining({ level: 'warn', kind: 'read_only', refused: 6 })])
+  expect(lines.filter((line) => line.event === 'storage_failing')).toEqual([
+    expect.objectContaining({ level: 'warn', kind: 'read_only', sqlite_code: 'SQLITE_READONLY' }),
+  ])
+  expect(lines.filter((line) => line.event === 'storage_recovered')).toEqual([
+    expect.objectContaining({ level: 'warn', kind: 'read_only', refused: 6 }),
+  ])
   expect(lines.filter((line) => line.level === 'error')).toEqual([])
   expect(lines.filter((line) => 'stack' in line)).toEqual([])
   expect(lines.filter((line) => line.event === 'smtp_refused' && line.reason === 'storage_failed')).toHaveLength(3)
-  const subjects = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.map((m: { subject: string }) => m.subject)
+  const subjects = (await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)).body.data.map(
+    (m: { subject: string }) => m.subject,
+  )
   expect(subjects.sort()).toEqual(['after', 'before'])
 })
 

@@ -16,7 +16,11 @@ const keyFile = join(dir, 'key.pem')
 let server: TestServer
 
 const certificate = (name: string) =>
-  generate([{ name: 'commonName', value: name }], { keyType: 'ec', algorithm: 'sha256', extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: name }] }] })
+  generate([{ name: 'commonName', value: name }], {
+    keyType: 'ec',
+    algorithm: 'sha256',
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: name }] }],
+  })
 
 async function install(name: string, mtime: number): Promise<void> {
   const pems = await certificate(name)
@@ -58,7 +62,9 @@ describe('SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE', () => {
 
   test('a changed file is picked up without a signal', async () => {
     await install('third.inbox.test', 3_000_000)
-    await until(async () => (await servedName()) === 'third.inbox.test', 'the new certificate to be served', { intervalMs: 100 })
+    await until(async () => (await servedName()) === 'third.inbox.test', 'the new certificate to be served', {
+      intervalMs: 100,
+    })
   })
 
   test('a key that does not match the certificate is refused and the old pair kept', async () => {
@@ -66,7 +72,10 @@ describe('SMTP_TLS_CERT_FILE and SMTP_TLS_KEY_FILE', () => {
     writeFileSync(certFile, other.cert) // the key stays that of third.inbox.test
     utimesSync(certFile, 4_000_000, 4_000_000)
     process.kill(process.pid, 'SIGHUP')
-    await until(() => server.logs.some((line) => line.event === 'smtp_tls_reload_failed'), 'the refused reload to be logged')
+    await until(
+      () => server.logs.some((line) => line.event === 'smtp_tls_reload_failed'),
+      'the refused reload to be logged',
+    )
     expect(await servedName()).toBe('third.inbox.test')
   })
 })

@@ -34,18 +34,27 @@ describeWithPostgres('openBackend in PostgreSQL mode', () => {
   })
 
   // DATABASE_PATH names no file in PostgreSQL mode; nothing is created there.
-  const configFor = () => loadConfig({ DATABASE_URL: url, DATABASE_PATH: join(dir, 'pigeonhole.db'), RECEIVING_DOMAIN: 'inbox.test' })
+  const configFor = () =>
+    loadConfig({ DATABASE_URL: url, DATABASE_PATH: join(dir, 'pigeonhole.db'), RECEIVING_DOMAIN: 'inbox.test' })
 
   test('one holder name on every lease: an idempotency claim and a long-poll slot, both gone at close', async () => {
     const config = configFor()
     const logger = createLogger('error', () => {})
-    const backend = await openBackend(config, { use: 'server', clock: systemClock, logger, health: new StorageHealth(logger, () => {}, 'postgres') })
+    const backend = await openBackend(config, {
+      use: 'server',
+      clock: systemClock,
+      logger,
+      health: new StorageHealth(logger, () => {}, 'postgres'),
+    })
     let closed = false
     try {
       expect(backend.dialect).toBe('postgres')
       expect(backend.sqlite).toBeNull()
       expect(backend.lock).toBeNull()
-      const org = await createOrganization({ clock: systemClock, store: backend.store }, CLI_ACTOR, { name: 'backend-holder', preset: 'local' })
+      const org = await createOrganization({ clock: systemClock, store: backend.store }, CLI_ACTOR, {
+        name: 'backend-holder',
+        preset: 'local',
+      })
       const now = new Date()
       const claimed = await backend.store.inboxes.claimIdempotencyKey({
         organizationId: org.id,
@@ -55,14 +64,22 @@ describeWithPostgres('openBackend in PostgreSQL mode', () => {
         expiresAt: new Date(now.getTime() + 86_400_000).toISOString(),
       })
       expect(claimed.outcome).toBe('claimed')
-      const release = await backend.coordination.longPolls.acquire({ organizationId: org.id, keyPublicId: 'k1', limits: config.limits })
-      const holders = await sql<{ holder: string }[]>`select holder from idempotency_leases union all select holder from slot_leases`
+      const release = await backend.coordination.longPolls.acquire({
+        organizationId: org.id,
+        keyPublicId: 'k1',
+        limits: config.limits,
+      })
+      const holders = await sql<
+        { holder: string }[]
+      >`select holder from idempotency_leases union all select holder from slot_leases`
       expect(holders.length).toBeGreaterThanOrEqual(2)
       expect(new Set(holders.map((row) => row.holder))).toEqual(new Set([backend.leaseHolder!]))
       release()
       await backend.close()
       closed = true
-      const [leases] = await sql<{ left: number }[]>`select (select count(*) from idempotency_leases)::int + (select count(*) from slot_leases)::int as left`
+      const [leases] = await sql<
+        { left: number }[]
+      >`select (select count(*) from idempotency_leases)::int + (select count(*) from slot_leases)::int as left`
       expect(leases?.left).toBe(0)
     } finally {
       if (!closed) await backend.close()

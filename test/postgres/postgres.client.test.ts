@@ -155,7 +155,9 @@ describeWithPostgres('the PostgreSQL client', () => {
   test('a pool of 2 runs 8 concurrent queries on at most 2 server connections', async () => {
     const sql = openPostgres(url, { max: 2 })
     try {
-      const rows = await Promise.all(Array.from({ length: 8 }, () => sql<{ pid: number }[]>`select pg_backend_pid() as pid, pg_sleep(0.1)`))
+      const rows = await Promise.all(
+        Array.from({ length: 8 }, () => sql<{ pid: number }[]>`select pg_backend_pid() as pid, pg_sleep(0.1)`),
+      )
       const pids = new Set(rows.map(([row]) => row!.pid))
       expect(pids.size).toBeLessThanOrEqual(2)
       expect(pids.size).toBeGreaterThanOrEqual(1)
@@ -249,7 +251,11 @@ describeWithPostgres('the PostgreSQL client', () => {
       await sql.listen('silence_test', (payload) => heard.push(payload))
       // A reachable server answers a statement past the timeout with its own error, on a connection that stays.
       expect((await outcome(sql`select pg_sleep(2)`)).result).toBe('57014')
-      expect((await Promise.all([outcome(sql`select pg_sleep(0.05)`), outcome(sql`select pg_sleep(0.05)`)])).map((o) => o.result)).toEqual(['ok', 'ok'])
+      expect(
+        (await Promise.all([outcome(sql`select pg_sleep(0.05)`), outcome(sql`select pg_sleep(0.05)`)])).map(
+          (o) => o.result,
+        ),
+      ).toEqual(['ok', 'ok'])
 
       relay.silence()
       const deadline = statementTimeoutMs + SILENCE_MARGIN_MS

@@ -13,7 +13,13 @@ import { awkwardMessage } from '../../scripts/year-of-use/awkward-mail.ts'
 import { startApp } from '../../src/app.ts'
 import { createLogger } from '../../src/log.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { CopyMismatch, type CopyProgress, copiedTables, copyFromSqlite, RowRefused } from '../../src/storage/postgres/copy-from-sqlite.ts'
+import {
+  CopyMismatch,
+  type CopyProgress,
+  copiedTables,
+  copyFromSqlite,
+  RowRefused,
+} from '../../src/storage/postgres/copy-from-sqlite.ts'
 import { startTestServer, type TestServer } from '../support/harness.ts'
 import { deliver, newInbox, ROOMY_LIMITS } from '../support/messages.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
@@ -43,14 +49,16 @@ async function readThroughApi(baseUrl: string, key: string, inboxId: string): Pr
   for (const summary of list.data as { id: string }[]) {
     const message = local(await (await get(`/v1/messages/${summary.id}`)).text())
     messages.push(message)
-    for (const a of message.data.attachments as { id: string }[]) attachments.push(Buffer.from(await (await get(`/v1/attachments/${a.id}`)).arrayBuffer()).toString('hex'))
+    for (const a of message.data.attachments as { id: string }[])
+      attachments.push(Buffer.from(await (await get(`/v1/attachments/${a.id}`)).arrayBuffer()).toString('hex'))
   }
   return { list, messages, attachments }
 }
 
 const countAll = async (sql: Sql) => {
   let total = 0
-  for (const table of copiedTables()) total += (await sql.unsafe(`select count(*)::int as n from "${table.name}"`))[0]!.n
+  for (const table of copiedTables())
+    total += (await sql.unsafe(`select count(*)::int as n from "${table.name}"`))[0]!.n
   return total
 }
 
@@ -108,19 +116,33 @@ describeWithPostgres('db copy on any real database', () => {
 
       // Progress: after every batch and table, rows and bytes only grow, ending at the totals.
       const total = report.tables.reduce((sum, t) => sum + t.rows, 0)
-      expect(seen.filter((p) => p.phase === 'copying').length).toBeGreaterThan(report.tables.filter((t) => t.rows > 0).length) // batches of 5 rows
+      expect(seen.filter((p) => p.phase === 'copying').length).toBeGreaterThan(
+        report.tables.filter((t) => t.rows > 0).length,
+      ) // batches of 5 rows
       for (let i = 1; i < seen.length; i++) {
         expect(seen[i]!.rows).toBeGreaterThanOrEqual(seen[i - 1]!.rows)
         expect(seen[i]!.bytes).toBeGreaterThanOrEqual(seen[i - 1]!.bytes)
       }
-      expect(seen.at(-1)).toMatchObject({ phase: 'verified', table: 'audit_events', rows: total, totalRows: total, bytes: report.bytes })
-      expect(seen.find((p) => p.phase === 'verified' && p.table === 'audit_events')).toMatchObject({ tableRows: audit.rows, tableTotal: audit.rows })
+      expect(seen.at(-1)).toMatchObject({
+        phase: 'verified',
+        table: 'audit_events',
+        rows: total,
+        totalRows: total,
+        bytes: report.bytes,
+      })
+      expect(seen.find((p) => p.phase === 'verified' && p.table === 'audit_events')).toMatchObject({
+        tableRows: audit.rows,
+        tableTotal: audit.rows,
+      })
       expect(report.bytes).toBeGreaterThan(3 * 2048)
 
       const dir = scratchDir('pigeonhole-copy-any-pg-')
       const databasePath = join(dir, 'unused.db')
       await layDownSelfSigned(databasePath, server.config.receivingDomain)
-      const app = await startApp({ config: { ...server.config, databasePath, databaseUrl: url, databasePoolSize: 2 }, logger: createLogger('error', () => {}) })
+      const app = await startApp({
+        config: { ...server.config, databasePath, databaseUrl: url, databasePoolSize: 2 },
+        logger: createLogger('error', () => {}),
+      })
       try {
         expect(await readThroughApi(app.httpUrl, key, inboxId)).toEqual(before)
       } finally {
@@ -133,7 +155,9 @@ describeWithPostgres('db copy on any real database', () => {
   })
 
   test('a NUL where PostgreSQL text cannot hold it is refused by table and key, and nothing is kept', async () => {
-    const path = tampered(server.databasePath, (db) => db.run("update organizations set name = 'a' || char(0) || 'b' where id = ?", [organizationId]))
+    const path = tampered(server.databasePath, (db) =>
+      db.run("update organizations set name = 'a' || char(0) || 'b' where id = ?", [organizationId]),
+    )
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     try {
       const refused = await copyFromSqlite(path, sql).catch((error: unknown) => error)
@@ -148,12 +172,16 @@ describeWithPostgres('db copy on any real database', () => {
   })
 
   test("a row PostgreSQL refuses is named by table and key, with PostgreSQL's reason", async () => {
-    const path = tampered(server.databasePath, (db) => db.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_gone', x'00', null)"))
+    const path = tampered(server.databasePath, (db) =>
+      db.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_gone', x'00', null)"),
+    )
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     try {
       const refused = await copyFromSqlite(path, sql).catch((error: unknown) => error)
       expect(refused).toBeInstanceOf(RowRefused)
-      expect((refused as Error).message).toStartWith('row attachment_id=att_gone of attachment_contents cannot be copied: PostgreSQL refused it: ')
+      expect((refused as Error).message).toStartWith(
+        'row attachment_id=att_gone of attachment_contents cannot be copied: PostgreSQL refused it: ',
+      )
       expect((refused as Error).message).toContain('foreign key')
       expect(await countAll(sql)).toBe(0)
     } finally {
@@ -162,13 +190,19 @@ describeWithPostgres('db copy on any real database', () => {
   })
 
   test("a value that is not of its column's type is named by row: text for a time, a number out of range", async () => {
-    const path = tampered(server.databasePath, (db) => db.run("update organizations set created_at = 'next tuesday' where id = ?", [organizationId]))
-    const huge = tampered(server.databasePath, (db) => db.run('update organizations set limit_active_inboxes = 4294967296 where id = ?', [organizationId]))
+    const path = tampered(server.databasePath, (db) =>
+      db.run("update organizations set created_at = 'next tuesday' where id = ?", [organizationId]),
+    )
+    const huge = tampered(server.databasePath, (db) =>
+      db.run('update organizations set limit_active_inboxes = 4294967296 where id = ?', [organizationId]),
+    )
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     try {
       const refused = await copyFromSqlite(path, sql).catch((error: unknown) => error)
       expect(refused).toBeInstanceOf(RowRefused)
-      expect((refused as Error).message).toBe(`row id=${organizationId} of organizations cannot be copied: created_at holds "next tuesday", not a time; nothing was kept`)
+      expect((refused as Error).message).toBe(
+        `row id=${organizationId} of organizations cannot be copied: created_at holds "next tuesday", not a time; nothing was kept`,
+      )
       const tooBig = await copyFromSqlite(huge, sql).catch((error: unknown) => error)
       expect((tooBig as Error).message).toBe(
         `row id=${organizationId} of organizations cannot be copied: limit_active_inboxes holds 4294967296, out of range for its PostgreSQL type; nothing was kept`,
@@ -180,7 +214,9 @@ describeWithPostgres('db copy on any real database', () => {
   })
 
   test('a value that reads back differently names its row, its column and both forms', async () => {
-    const path = tampered(server.databasePath, (db) => db.run("update organizations set created_at = '2026-03-10T09:00:00Z' where id = ?", [organizationId]))
+    const path = tampered(server.databasePath, (db) =>
+      db.run("update organizations set created_at = '2026-03-10T09:00:00Z' where id = ?", [organizationId]),
+    )
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     try {
       const failed = await copyFromSqlite(path, sql).catch((error: unknown) => error)

@@ -12,7 +12,13 @@ import { Database } from 'bun:sqlite'
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { join } from 'node:path'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { CopyMismatch, copiedTables, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from '../../src/storage/postgres/copy-from-sqlite.ts'
+import {
+  CopyMismatch,
+  copiedTables,
+  copyFromSqlite,
+  SourceSchemaMismatch,
+  TargetNotEmpty,
+} from '../../src/storage/postgres/copy-from-sqlite.ts'
 import { rfc3339FromPostgres } from '../../src/storage/postgres/time.ts'
 import { addMember, setUp } from '../support/console-client.ts'
 import { richMessage } from '../support/fixture-mail.ts'
@@ -71,7 +77,12 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     await client.post(`/console/orgs/${organizationId}/invites`, { role: 'owner' }) // left unused
     const other = await server.tenant('cli-org')
     const inbox = await newInbox(server, key, 'copy')
-    const idem = await server.post('/v1/inboxes', other.key, { prefix: 'idem' }, { 'idempotency-key': 'copy-idempotency-key-1' })
+    const idem = await server.post(
+      '/v1/inboxes',
+      other.key,
+      { prefix: 'idem' },
+      { 'idempotency-key': 'copy-idempotency-key-1' },
+    )
     expect(idem.status).toBe(201)
     await deliver(server, inbox.address, richMessage(inbox.address))
     await deliver(server, idem.body.data.address, simpleMessage({ to: idem.body.data.address, subject: 'Ünïcødé ✓' }))
@@ -90,9 +101,19 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     try {
       const report = await copyFromSqlite(server.databasePath, sql, { batchRows: 50, batchBytes: 64 * 1024 })
       const source = new Database(server.databasePath, { readonly: true })
-      const expected = Object.fromEntries(copiedTables().map((t) => [t.name, (source.query(`select count(*) as n from "${t.name}"`).get() as { n: number }).n]))
-      const auditTimes = source.query('select id, created_at from audit_events order by id').all() as { id: number; created_at: string }[]
-      const stored = source.query('select attachment_id, sha256 from attachment_contents where sha256 is not null order by attachment_id').all()
+      const expected = Object.fromEntries(
+        copiedTables().map((t) => [
+          t.name,
+          (source.query(`select count(*) as n from "${t.name}"`).get() as { n: number }).n,
+        ]),
+      )
+      const auditTimes = source.query('select id, created_at from audit_events order by id').all() as {
+        id: number
+        created_at: string
+      }[]
+      const stored = source
+        .query('select attachment_id, sha256 from attachment_contents where sha256 is not null order by attachment_id')
+        .all()
       source.close()
 
       expect(Object.fromEntries(report.tables.map((t) => [t.table, t.rows]))).toEqual(expected)
@@ -122,13 +143,20 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
       for (const t of report.tables) expect(t.sha256).toMatch(/^[0-9a-f]{64}$/)
 
       // Timestamps read back as the very strings the core wrote.
-      const copiedTimes = await sql<{ id: string; created_at: string }[]>`select id::text, created_at::text from audit_events order by id`
-      expect(copiedTimes.map((r) => ({ id: Number(r.id), created_at: rfc3339FromPostgres(r.created_at) }))).toEqual(auditTimes)
+      const copiedTimes = await sql<
+        { id: string; created_at: string }[]
+      >`select id::text, created_at::text from audit_events order by id`
+      expect(copiedTimes.map((r) => ({ id: Number(r.id), created_at: rfc3339FromPostgres(r.created_at) }))).toEqual(
+        auditTimes,
+      )
       // Bytes match the SHA-256 stored beside them.
-      const hashed = await sql`select attachment_id, encode(sha256(content), 'hex') as sha256 from attachment_contents where sha256 is not null order by attachment_id collate "C"`
+      const hashed =
+        await sql`select attachment_id, encode(sha256(content), 'hex') as sha256 from attachment_contents where sha256 is not null order by attachment_id collate "C"`
       expect([...hashed]).toEqual(stored as never[])
       // The next audit event continues after the copied ones.
-      const [next] = await sql<{ id: string }[]>`insert into audit_events (actor, action, target, client_address, created_at)
+      const [next] = await sql<
+        { id: string }[]
+      >`insert into audit_events (actor, action, target, client_address, created_at)
         values ('cli', 'test', 't', '', now()) returning id::text`
       expect(Number(next!.id)).toBe(auditTimes.at(-1)!.id + 1)
     } finally {
@@ -159,7 +187,9 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     db.close()
     const tampered = new Database(broken)
     tampered.run('pragma foreign_keys = off')
-    tampered.run("insert into message_contents (message_id, text_body, html_body, headers_json) values ('msg_gone', 'x', null, '[]')")
+    tampered.run(
+      "insert into message_contents (message_id, text_body, html_body, headers_json) values ('msg_gone', 'x', null, '[]')",
+    )
     tampered.close()
 
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
@@ -184,7 +214,9 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     const left = new Database(crashed)
     left.run('pragma foreign_keys = off')
     left.run("insert into message_sources (message_id, raw, sha256) values ('msg_never_committed', x'00', null)")
-    left.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_never_committed', x'00', null)")
+    left.run(
+      "insert into attachment_contents (attachment_id, content, sha256) values ('att_never_committed', x'00', null)",
+    )
     left.close()
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     const cleanSql = openPostgres(await migratedDatabase(), { max: 2 })
@@ -206,7 +238,9 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     db.run(`VACUUM INTO '${odd}'`)
     db.close()
     const tampered = new Database(odd)
-    tampered.run("update organizations set created_at = '2026-03-10T09:00:00Z' where rowid = (select min(rowid) from organizations)")
+    tampered.run(
+      "update organizations set created_at = '2026-03-10T09:00:00Z' where rowid = (select min(rowid) from organizations)",
+    )
     tampered.close()
 
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
@@ -234,7 +268,10 @@ describeWithPostgres('copying a SQLite database into PostgreSQL', () => {
     try {
       const refused = await copyFromSqlite(other, sql).catch((error: unknown) => error)
       expect(refused).toBeInstanceOf(SourceSchemaMismatch)
-      expect((refused as SourceSchemaMismatch).differences).toEqual(['inboxes.colour has no place in PostgreSQL', 'messages lacks internet_message_id'])
+      expect((refused as SourceSchemaMismatch).differences).toEqual([
+        'inboxes.colour has no place in PostgreSQL',
+        'messages lacks internet_message_id',
+      ])
       expect(Object.values(await countAll(sql)).every((n) => n === 0)).toBe(true)
     } finally {
       await sql.end()

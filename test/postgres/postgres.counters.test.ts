@@ -35,7 +35,9 @@ describeWithPostgres('exact counters across two machines', () => {
       { id: 'key:k1', limit: 120 },
       { id: 'org:o1', limit: 600 },
     ]
-    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => admitRequest(i % 2 ? machineA : machineB, clock, subjects)))
+    const results = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => admitRequest(i % 2 ? machineA : machineB, clock, subjects)),
+    )
     expect(admittedCount(results)).toBe(120)
     const refused = results.find((r) => !r.admitted)
     // 09:15:20 → the next minute starts in 40 s.
@@ -49,11 +51,21 @@ describeWithPostgres('exact counters across two machines', () => {
   test('a request is counted against all its subjects or none', async () => {
     // Two keys share an organisation limited to 15 a minute; each key may make 10.
     const org = { id: 'org:o2', limit: 15 }
-    const first = await Promise.all(Array.from({ length: 12 }, (_, i) => admitRequest(i % 2 ? machineA : machineB, clock, [{ id: 'key:a', limit: 10 }, org])))
+    const first = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        admitRequest(i % 2 ? machineA : machineB, clock, [{ id: 'key:a', limit: 10 }, org]),
+      ),
+    )
     expect(admittedCount(first)).toBe(10)
-    const second = await Promise.all(Array.from({ length: 12 }, (_, i) => admitRequest(i % 2 ? machineA : machineB, clock, [{ id: 'key:b', limit: 10 }, org])))
+    const second = await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        admitRequest(i % 2 ? machineA : machineB, clock, [{ id: 'key:b', limit: 10 }, org]),
+      ),
+    )
     expect(admittedCount(second)).toBe(5)
-    const rows = await machineA<{ subject_id: string; admitted: number }[]>`select subject_id, admitted from request_counts where subject_id in ('key:a', 'key:b', 'org:o2') order by subject_id`
+    const rows = await machineA<
+      { subject_id: string; admitted: number }[]
+    >`select subject_id, admitted from request_counts where subject_id in ('key:a', 'key:b', 'org:o2') order by subject_id`
     // key:b's refused requests were not counted against it, nor key:a's against the organisation.
     expect(rows.map((r) => [r.subject_id, r.admitted])).toEqual([
       ['key:a', 10],
@@ -66,17 +78,23 @@ describeWithPostgres('exact counters across two machines', () => {
     const a = createSlotLeases(machineA, { holder: 'machine-a', clock })
     const b = createSlotLeases(machineB, { holder: 'machine-b', clock })
     const org = { id: 'org:slots', limit: 30 }
-    const results = await Promise.all(Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).acquire([{ id: `key:s${i % 4}`, limit: 10 }, org])))
+    const results = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => (i % 2 ? a : b).acquire([{ id: `key:s${i % 4}`, limit: 10 }, org])),
+    )
     const granted = results.flatMap((r) => (r.acquired ? [r.lease] : []))
     expect(granted.length).toBe(30)
-    const perKey = await machineA<{ subject_id: string; n: number }[]>`select subject_id, count(*)::int as n from slot_leases where subject_id like 'key:s%' group by subject_id`
+    const perKey = await machineA<
+      { subject_id: string; n: number }[]
+    >`select subject_id, count(*)::int as n from slot_leases where subject_id like 'key:s%' group by subject_id`
     for (const row of perKey) expect(row.n).toBeLessThanOrEqual(10)
     expect(perKey.reduce((sum, row) => sum + row.n, 0)).toBe(30)
 
     // Releasing five frees exactly five.
     await Promise.all(granted.slice(0, 5).map((lease) => lease.release()))
     await granted[0]!.release() // twice is harmless
-    const more = await Promise.all(Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).acquire([{ id: `key:t${i}`, limit: 10 }, org])))
+    const more = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => (i % 2 ? a : b).acquire([{ id: `key:t${i}`, limit: 10 }, org])),
+    )
     expect(more.filter((r) => r.acquired).length).toBe(5)
   })
 
@@ -111,10 +129,16 @@ describeWithPostgres('exact counters across two machines', () => {
       // Three times the lease in all, in steps a beat apart: each beat renews from the clock's time.
       for (let step = 0; step < 6; step++) {
         clock.advance(leaseMs / 2)
-        const before = (await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`)[0]!.at
+        const before = (
+          await machineA<
+            { at: string }[]
+          >`select expires_at::text as at from slot_leases where holder = 'machine-beating'`
+        )[0]!.at
         // Wait (real time) until a beat has renewed the lease past the clock's new time.
         const renewed = async () => {
-          const [row] = await machineA<{ at: string }[]>`select expires_at::text as at from slot_leases where holder = 'machine-beating'`
+          const [row] = await machineA<
+            { at: string }[]
+          >`select expires_at::text as at from slot_leases where holder = 'machine-beating'`
           return row!.at !== before
         }
         await until(renewed, 'a beat to renew the lease', { timeoutMs: 10_000, intervalMs: 50 })

@@ -45,12 +45,16 @@ describeWithPostgres('live-stream bounds across two machines', () => {
   test('one organisation: 8 members with 10 tabs each open exactly 50 in all', async () => {
     const a = createLiveStreamLeases(machineA, { holder: 'machine-a2', clock, bounds })
     const b = createLiveStreamLeases(machineB, { holder: 'machine-b2', clock, bounds })
-    const attempts = Array.from({ length: 80 }, (_, i) => (i % 2 ? a : b).open({ userId: `user_m${i % 8}`, organizationId: 'org_big' }))
+    const attempts = Array.from({ length: 80 }, (_, i) =>
+      (i % 2 ? a : b).open({ userId: `user_m${i % 8}`, organizationId: 'org_big' }),
+    )
     const results = await Promise.all(attempts)
     expect(results.filter((r) => r.opened)).toHaveLength(MAX_STREAMS_PER_ORGANIZATION)
     expect(results.some((r) => !r.opened && r.full === 'organization')).toBe(true)
     // Long-poll slots of an organisation with the same id are counted apart.
-    const [row] = await machineA<{ n: number }[]>`select count(*)::int as n from slot_leases where subject_id = 'stream-org:org_big'`
+    const [row] = await machineA<
+      { n: number }[]
+    >`select count(*)::int as n from slot_leases where subject_id = 'stream-org:org_big'`
     expect(row!.n).toBe(MAX_STREAMS_PER_ORGANIZATION)
   })
 

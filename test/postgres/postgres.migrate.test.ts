@@ -8,7 +8,9 @@ import { describeWithPostgres, freshDatabase } from '../support/postgres.ts'
 
 setDefaultTimeout(60_000)
 
-const journal = JSON.parse(readFileSync(join(postgresMigrationsFolder(), 'meta', '_journal.json'), 'utf8')) as { entries: unknown[] }
+const journal = JSON.parse(readFileSync(join(postgresMigrationsFolder(), 'meta', '_journal.json'), 'utf8')) as {
+  entries: unknown[]
+}
 
 describeWithPostgres('migratePostgres', () => {
   test('six machines starting together: one applies every migration, all finish with the schema in place', async () => {
@@ -21,7 +23,9 @@ describeWithPostgres('migratePostgres', () => {
     try {
       const [migrations] = await sql<{ n: number }[]>`select count(*)::int as n from drizzle.__drizzle_migrations`
       expect(migrations!.n).toBe(journal.entries.length)
-      const tables = await sql<{ name: string }[]>`select table_name as name from information_schema.tables where table_schema = 'public'`
+      const tables = await sql<
+        { name: string }[]
+      >`select table_name as name from information_schema.tables where table_schema = 'public'`
       expect(tables.map((t) => t.name)).toContain('messages')
       expect(tables.map((t) => t.name)).toContain('slot_leases')
     } finally {

@@ -23,7 +23,10 @@ test('drizzle-kit finds no change to generate for PostgreSQL', () => {
     const schema = ['schema.ts', 'coordination-schema.ts'].map((file) => join(ROOT, 'src', 'storage', 'postgres', file))
     // drizzle-kit takes `out` relative to its working folder.
     writeFileSync(config, JSON.stringify({ dialect: 'postgresql', schema, out: './postgres' }))
-    const run = Bun.spawnSync(['bun', join(ROOT, 'node_modules', 'drizzle-kit', 'bin.cjs'), 'generate', '--config', config], { cwd: folder, stdout: 'pipe', stderr: 'pipe' })
+    const run = Bun.spawnSync(
+      ['bun', join(ROOT, 'node_modules', 'drizzle-kit', 'bin.cjs'), 'generate', '--config', config],
+      { cwd: folder, stdout: 'pipe', stderr: 'pipe' },
+    )
     const output = `${run.stdout.toString()}${run.stderr.toString()}`
     expect(run.exitCode, output).toBe(0)
     expect(output).toContain('No schema changes')

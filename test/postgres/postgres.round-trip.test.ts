@@ -28,7 +28,14 @@ describeWithPostgres('values through the PostgreSQL schema', () => {
   test('timestamps, bytes, sizes and flags come back as the core wrote them', async () => {
     const times = ['2026-01-15T12:00:00.000Z', '2026-01-15T12:00:00.120Z', '2026-12-31T23:59:59.999Z']
     await db.insert(schema.organizations).values({ id: 'org_1', name: 'Acme', createdAt: times[0]! })
-    await db.insert(schema.inboxes).values({ id: 'inbox_1', organizationId: 'org_1', localPart: 'a', address: 'a@x.test', state: 'active', createdAt: times[1]! })
+    await db.insert(schema.inboxes).values({
+      id: 'inbox_1',
+      organizationId: 'org_1',
+      localPart: 'a',
+      address: 'a@x.test',
+      state: 'active',
+      createdAt: times[1]!,
+    })
     const raw = Buffer.from([0, 1, 2, 255, 13, 10, 0x80])
     const big = 5 * 2 ** 32 // past 32 bits
     await db.insert(schema.messages).values({
@@ -48,7 +55,9 @@ describeWithPostgres('values through the PostgreSQL schema', () => {
       searchSenderDomain: '',
     })
     await db.insert(schema.messageSources).values({ messageId: 'msg_1', raw, sha256: null })
-    await db.insert(schema.users).values({ id: 'user_1', email: 'op@x.test', passwordHash: 'h', isOperator: true, createdAt: times[0]! })
+    await db
+      .insert(schema.users)
+      .values({ id: 'user_1', email: 'op@x.test', passwordHash: 'h', isOperator: true, createdAt: times[0]! })
 
     const [org] = await db.select().from(schema.organizations)
     const [inbox] = await db.select().from(schema.inboxes)
@@ -61,7 +70,10 @@ describeWithPostgres('values through the PostgreSQL schema', () => {
     expect(Buffer.from(source!.raw).equals(raw)).toBe(true)
     expect(user!.isOperator).toBe(true)
     // A filter by time given in the core's form finds the row: PostgreSQL compares instants.
-    const newer = await db.select({ id: schema.messages.id }).from(schema.messages).where(eq(schema.messages.receivedAt, '2026-12-31T23:59:59.999Z'))
+    const newer = await db
+      .select({ id: schema.messages.id })
+      .from(schema.messages)
+      .where(eq(schema.messages.receivedAt, '2026-12-31T23:59:59.999Z'))
     expect(newer).toEqual([{ id: 'msg_1' }])
 
     // Deleting the inbox takes its messages and their sources with it, as in SQLite.
@@ -76,7 +88,10 @@ describeWithPostgres('values through the PostgreSQL schema', () => {
       { ...base, action: 'first' },
       { ...base, action: 'second' },
     ])
-    const rows = await db.select({ id: schema.auditEvents.id, action: schema.auditEvents.action }).from(schema.auditEvents).orderBy(schema.auditEvents.id)
+    const rows = await db
+      .select({ id: schema.auditEvents.id, action: schema.auditEvents.action })
+      .from(schema.auditEvents)
+      .orderBy(schema.auditEvents.id)
     expect(rows.map((r) => r.action)).toEqual(['first', 'second'])
     expect(typeof rows[0]!.id).toBe('number')
   })

@@ -70,7 +70,8 @@ describeWithPostgres('runOnce', () => {
       const job = async () => {
         runs += 1
         // A bounded hold, not a wait that fails: past 10 s the job simply ends.
-        for (const deadline = Date.now() + 10_000; settled < pools.length - 1 && Date.now() < deadline; ) await Bun.sleep(20)
+        for (const deadline = Date.now() + 10_000; settled < pools.length - 1 && Date.now() < deadline; )
+          await Bun.sleep(20)
       }
       const results = await Promise.all(
         pools.map((pool) =>

@@ -42,21 +42,34 @@ function sqliteShape(): Shape {
   sqlite.run('PRAGMA foreign_keys = ON')
   migrate(drizzle(sqlite), { migrationsFolder: join(import.meta.dir, '..', '..', 'drizzle') })
   const shape: Shape = { columns: [], primaryKeys: [], indexes: [], foreignKeys: [] }
-  const tables = sqlite.query<{ name: string }, []>("select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '__drizzle%'").all()
+  const tables = sqlite
+    .query<{ name: string }, []>(
+      "select name from sqlite_master where type = 'table' and name not like 'sqlite_%' and name not like '__drizzle%'",
+    )
+    .all()
   for (const { name: table } of tables) {
-    const columns = sqlite.query<{ name: string; type: string; notnull: number; pk: number }, []>(`pragma table_info(${table})`).all()
+    const columns = sqlite
+      .query<{ name: string; type: string; notnull: number; pk: number }, []>(`pragma table_info(${table})`)
+      .all()
     const keyed = columns.filter((c) => c.pk > 0).sort((a, b) => a.pk - b.pk)
     shape.primaryKeys.push(`${table}(${keyed.map((c) => c.name).join(',')})`)
     for (const c of columns) {
-      const type = expectedType(table === 'audit_events' && c.name === 'id' ? 'audit_events.id' : c.name, c.type.toLowerCase())
+      const type = expectedType(
+        table === 'audit_events' && c.name === 'id' ? 'audit_events.id' : c.name,
+        c.type.toLowerCase(),
+      )
       shape.columns.push(`${table}.${c.name} ${type} ${c.notnull || c.pk ? 'not null' : 'null'}`)
     }
-    for (const index of sqlite.query<{ name: string; unique: number; origin: string }, []>(`pragma index_list(${table})`).all()) {
+    for (const index of sqlite
+      .query<{ name: string; unique: number; origin: string }, []>(`pragma index_list(${table})`)
+      .all()) {
       if (index.origin === 'pk') continue
       const on = sqlite.query<{ name: string; seqno: number }, []>(`pragma index_info(${index.name})`).all()
       shape.indexes.push(`${table} ${index.name}(${on.map((c) => c.name).join(',')})${index.unique ? ' unique' : ''}`)
     }
-    for (const fk of sqlite.query<{ table: string; from: string; to: string; on_delete: string }, []>(`pragma foreign_key_list(${table})`).all()) {
+    for (const fk of sqlite
+      .query<{ table: string; from: string; to: string; on_delete: string }, []>(`pragma foreign_key_list(${table})`)
+      .all()) {
       shape.foreignKeys.push(`${table}.${fk.from} -> ${fk.table}.${fk.to} on delete ${fk.on_delete.toLowerCase()}`)
     }
   }
@@ -68,7 +81,11 @@ function sqliteShape(): Shape {
 async function postgresShape(url: string): Promise<Shape & { tables: string[] }> {
   const sql = openPostgres(url, { max: 1 })
   try {
-    const tables = (await sql<{ name: string }[]>`select table_name as name from information_schema.tables where table_schema = 'public'`).map((t) => t.name)
+    const tables = (
+      await sql<
+        { name: string }[]
+      >`select table_name as name from information_schema.tables where table_schema = 'public'`
+    ).map((t) => t.name)
     const mirrored = tables.filter((t) => !POSTGRES_ONLY.includes(t))
     const columns = await sql<{ table: string; column: string; type: string; nullable: string }[]>`
       select table_name as table, column_name as column, data_type as type, is_nullable as nullable
@@ -79,20 +96,32 @@ async function postgresShape(url: string): Promise<Shape & { tables: string[] }>
               join pg_attribute a on a.attrelid = t.oid and a.attnum = k.attnum order by k.ord) as columns
       from pg_index ix join pg_class i on i.oid = ix.indexrelid join pg_class t on t.oid = ix.indrelid
       where t.relnamespace = 'public'::regnamespace and t.relname in ${sql(mirrored)}`
-    const foreignKeys = await sql<{ table: string; column: string; refTable: string; refColumn: string; onDelete: string }[]>`
+    const foreignKeys = await sql<
+      { table: string; column: string; refTable: string; refColumn: string; onDelete: string }[]
+    >`
       select c.conrelid::regclass::text as table, a.attname::text as column, c.confrelid::regclass::text as "refTable",
         af.attname::text as "refColumn", c.confdeltype as "onDelete"
       from pg_constraint c
       join pg_attribute a on a.attrelid = c.conrelid and a.attnum = c.conkey[1]
       join pg_attribute af on af.attrelid = c.confrelid and af.attnum = c.confkey[1]
       where c.contype = 'f' and c.connamespace = 'public'::regnamespace`
-    const onDelete: Record<string, string> = { c: 'cascade', a: 'no action', r: 'restrict', n: 'set null', d: 'set default' }
+    const onDelete: Record<string, string> = {
+      c: 'cascade',
+      a: 'no action',
+      r: 'restrict',
+      n: 'set null',
+      d: 'set default',
+    }
     const shape = {
       tables,
       columns: columns.map((c) => `${c.table}.${c.column} ${c.type} ${c.nullable === 'YES' ? 'null' : 'not null'}`),
       primaryKeys: indexes.filter((i) => i.primary).map((i) => `${i.table}(${i.columns.join(',')})`),
-      indexes: indexes.filter((i) => !i.primary).map((i) => `${i.table} ${i.name}(${i.columns.join(',')})${i.unique ? ' unique' : ''}`),
-      foreignKeys: foreignKeys.map((f) => `${f.table}.${f.column} -> ${f.refTable}.${f.refColumn} on delete ${onDelete[f.onDelete]}`),
+      indexes: indexes
+        .filter((i) => !i.primary)
+        .map((i) => `${i.table} ${i.name}(${i.columns.join(',')})${i.unique ? ' unique' : ''}`),
+      foreignKeys: foreignKeys.map(
+        (f) => `${f.table}.${f.column} -> ${f.refTable}.${f.refColumn} on delete ${onDelete[f.onDelete]}`,
+      ),
     }
     for (const list of [shape.columns, shape.primaryKeys, shape.indexes, shape.foreignKeys]) list.sort()
     return shape

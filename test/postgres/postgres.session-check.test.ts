@@ -22,12 +22,24 @@ async function startServer(databaseUrl: string) {
   const dir = scratchDir('pigeonhole-session-check-')
   const child = Bun.spawn([process.execPath, 'src/index.ts'], {
     cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', HOME: dir, HOST: '127.0.0.1', PORT: '0', SMTP_PORT: '0', DATABASE_PATH: join(dir, 'pigeonhole.db'), DATABASE_URL: databaseUrl },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: dir,
+      HOST: '127.0.0.1',
+      PORT: '0',
+      SMTP_PORT: '0',
+      DATABASE_PATH: join(dir, 'pigeonhole.db'),
+      DATABASE_URL: databaseUrl,
+    },
     stdout: 'pipe',
     stderr: 'pipe',
   })
   const guard = setTimeout(() => child.kill('SIGKILL'), 20_000)
-  const [code, stdout, stderr] = await Promise.all([child.exited, new Response(child.stdout).text(), new Response(child.stderr).text()])
+  const [code, stdout, stderr] = await Promise.all([
+    child.exited,
+    new Response(child.stdout).text(),
+    new Response(child.stderr).text(),
+  ])
   clearTimeout(guard)
   return { code, lines: (stdout + stderr).trim().split('\n') }
 }
@@ -35,7 +47,9 @@ async function startServer(databaseUrl: string) {
 async function tablesIn(url: string): Promise<number> {
   const sql = postgres(url, { max: 1, onnotice: () => {} })
   try {
-    const [row] = await sql<{ n: number }[]>`select count(*)::int as n from information_schema.tables where table_schema in ('public', 'drizzle')`
+    const [row] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from information_schema.tables where table_schema in ('public', 'drizzle')`
     return row?.n ?? -1
   } finally {
     await sql.end()
@@ -46,7 +60,10 @@ describeWithPgBouncer('the session check at start', () => {
   let transaction: Pooler
   let session: Pooler
   beforeAll(async () => {
-    ;[transaction, session] = await Promise.all([startPgBouncer(testCluster(), 'transaction'), startPgBouncer(testCluster(), 'session')])
+    ;[transaction, session] = await Promise.all([
+      startPgBouncer(testCluster(), 'transaction'),
+      startPgBouncer(testCluster(), 'session'),
+    ])
   })
   afterAll(() => {
     transaction?.stop()
@@ -80,7 +97,9 @@ describeWithPgBouncer('the session check at start', () => {
     expect(said[0]).toStartWith(
       `Invalid configuration: DATABASE_URL: ${url} does not keep a session per connection (a NOTIFY sent through it did not reach a LISTEN on it within 3 s; a session advisory lock `,
     )
-    expect(said[0]).toEndWith('). LISTEN/NOTIFY and session advisory locks need a direct connection or a pooler in session mode, not transaction mode (docs/scaling.md, "Connections and poolers").')
+    expect(said[0]).toEndWith(
+      '). LISTEN/NOTIFY and session advisory locks need a direct connection or a pooler in session mode, not transaction mode (docs/scaling.md, "Connections and poolers").',
+    )
     expect(code).toBe(78)
     expect(await tablesIn(testCluster().url(database))).toBe(0)
   })

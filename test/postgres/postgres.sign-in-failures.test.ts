@@ -5,7 +5,13 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
-import { ACCOUNT_SLOW_AFTER, FAILURES_PER_ACCOUNT_AND_ADDRESS, FAILURES_PER_ADDRESS, SIGN_IN_RULES, SIGN_IN_WINDOW_MS } from '../../src/core/users/sign-in-throttle.ts'
+import {
+  ACCOUNT_SLOW_AFTER,
+  FAILURES_PER_ACCOUNT_AND_ADDRESS,
+  FAILURES_PER_ADDRESS,
+  SIGN_IN_RULES,
+  SIGN_IN_WINDOW_MS,
+} from '../../src/core/users/sign-in-throttle.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
 import { createSignInFailures, type SignInFailures } from '../../src/storage/postgres/sign-in-failures.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
@@ -36,7 +42,9 @@ describeWithPostgres('sign-in throttle counts across two machines', () => {
   const admitted = (results: { admitted: boolean }[]) => results.filter((r) => r.admitted).length
 
   test('one account from one address: 20 guesses at once on two machines admit exactly 5; the pair is refused until the window ends', async () => {
-    const results = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).begin('ada@example.com', '203.0.113.1', 'mark-1')))
+    const results = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).begin('ada@example.com', '203.0.113.1', 'mark-1')),
+    )
     expect(admitted(results)).toBe(FAILURES_PER_ACCOUNT_AND_ADDRESS)
     expect(results.find((r) => !r.admitted)).toEqual({ admitted: false, refused: 'pair', retryAfterSeconds: 900 })
     // Not aimed at the owner: the same account from another address still gets in.
@@ -47,14 +55,19 @@ describeWithPostgres('sign-in throttle counts across two machines', () => {
   })
 
   test('a spray from one address over many accounts admits exactly 20 across both machines', async () => {
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).begin(`user${i}@example.com`, '203.0.113.2')))
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).begin(`user${i}@example.com`, '203.0.113.2')),
+    )
     expect(admitted(results)).toBe(FAILURES_PER_ADDRESS)
     expect(results.find((r) => !r.admitted)).toMatchObject({ admitted: false, refused: 'address' })
   })
 
   test('a slowed account spaces checks 2 s apart across machines, each turn given once, and refuses past the 10 s wait', async () => {
-    for (let i = 0; i < ACCOUNT_SLOW_AFTER; i++) expect((await a.begin('bob@example.com', `192.0.2.${i}`, 'mark-b')).admitted).toBe(true)
-    const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).begin('bob@example.com', `192.0.2.${100 + i}`, 'mark-b')))
+    for (let i = 0; i < ACCOUNT_SLOW_AFTER; i++)
+      expect((await a.begin('bob@example.com', `192.0.2.${i}`, 'mark-b')).admitted).toBe(true)
+    const results = await Promise.all(
+      Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).begin('bob@example.com', `192.0.2.${100 + i}`, 'mark-b')),
+    )
     const waits = results.flatMap((r) => (r.admitted ? [r.waitMs] : [])).sort((x, y) => x - y)
     expect(waits).toEqual([0, 2000, 4000, 6000, 8000, 10000])
     expect(results.find((r) => !r.admitted)).toEqual({ admitted: false, refused: 'account', retryAfterSeconds: 2 })
@@ -69,7 +82,9 @@ describeWithPostgres('sign-in throttle counts across two machines', () => {
     // The operator resets the password: counts made against the old one no longer apply.
     expect((await a.begin('cy@example.com', '203.0.113.3', 'mark-c2')).admitted).toBe(true)
     await a.finish('cy@example.com', '203.0.113.3', 'succeeded')
-    const rows = await machineA<{ slot: string }[]>`select slot from sign_in_failures where slot = 'account:cy@example.com'`
+    const rows = await machineA<
+      { slot: string }[]
+    >`select slot from sign_in_failures where slot = 'account:cy@example.com'`
     expect(rows).toHaveLength(0)
   })
 

@@ -25,7 +25,14 @@ describeWithPostgres('the start-up summary in PostgreSQL mode', () => {
     const url = new URL(await migratedDatabase())
     url.password = 'banner-secret-password'
     const databasePath = join(dir, 'pigeonhole.db')
-    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: url.href, RECEIVING_DOMAIN: 'inbox.test' })
+    const config = loadConfig({
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: databasePath,
+      DATABASE_URL: url.href,
+      RECEIVING_DOMAIN: 'inbox.test',
+    })
     await layDownSelfSigned(databasePath, config.receivingDomain)
     app = await startApp({ config, logger: createLogger('error', () => {}) })
     const banner = await startupBanner(app)

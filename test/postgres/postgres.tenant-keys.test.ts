@@ -94,7 +94,12 @@ describeWithPostgres('tenant keys', () => {
         if (f.hasColumn && f.primaryKeyHasIt && f.indexesWithout === 0) return [f.table, 'keyed']
         if (f.hasColumn) return [f.table, 'column only']
         // Without the column, the three kinds differ by what they hold, not by their shape: the list decides.
-        return [f.table, expected === 'keyed' || expected === 'column only' || expected === undefined ? 'through its parent' : expected]
+        return [
+          f.table,
+          expected === 'keyed' || expected === 'column only' || expected === undefined
+            ? 'through its parent'
+            : expected,
+        ]
       }),
     )
     expect(actual).toEqual(EXPECTED)

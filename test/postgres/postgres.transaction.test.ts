@@ -18,7 +18,8 @@ describeWithPostgres('PostgreSQL transaction helpers', () => {
     sql = openPostgres(await migratedDatabase(), { max: 2 })
   })
   afterAll(() => sql?.end())
-  const stored = async (name: string) => (await sql<{ value: string }[]>`select value from settings where name = ${name}`)[0]?.value ?? null
+  const stored = async (name: string) =>
+    (await sql<{ value: string }[]>`select value from settings where name = ${name}`)[0]?.value ?? null
 
   test('Drizzle: rolled back with an answer, nothing stays written; committed otherwise', async () => {
     const db = postgresDb(sql)

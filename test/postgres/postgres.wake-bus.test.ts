@@ -4,7 +4,16 @@
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createWakeBus, notifyAccessEnded, notifyInbox, notifyRefusal, publishStored, storedPayloads, type WakeBus, type WakeSubscription } from '../../src/storage/postgres/wake-bus.ts'
+import {
+  createWakeBus,
+  notifyAccessEnded,
+  notifyInbox,
+  notifyRefusal,
+  publishStored,
+  storedPayloads,
+  type WakeBus,
+  type WakeSubscription,
+} from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, freshDatabase, ownCluster, type TestCluster } from '../support/postgres.ts'
 import { until } from '../support/wait.ts'
 
@@ -12,7 +21,8 @@ setDefaultTimeout(60_000)
 
 /** Resolves true if `promise` settles within `ms`, false otherwise. */
 /** Expected false, it proves that nothing happens within `ms`; expected true, `ms` is only a deadline. */
-const settlesWithin = (promise: Promise<unknown>, ms: number) => Promise.race([promise.then(() => true), Bun.sleep(ms).then(() => false)])
+const settlesWithin = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.then(() => true), Bun.sleep(ms).then(() => false)])
 
 // A cluster of this file's own: its tests restart and stop it, and the run's cluster serves
 // other files at the same time. Started on first use (where PostgreSQL is missing no test runs).
@@ -33,7 +43,8 @@ describeWithPostgres('wake bus', () => {
       await tx`insert into mail (inbox_id) values (${inboxId})`
       await notifyInbox(tx, inboxId)
     })
-  const stored = async (sql: Sql, inboxId: string) => (await sql<{ n: number }[]>`select count(*)::int as n from mail where inbox_id = ${inboxId}`)[0]!.n
+  const stored = async (sql: Sql, inboxId: string) =>
+    (await sql<{ n: number }[]>`select count(*)::int as n from mail where inbox_id = ${inboxId}`)[0]!.n
 
   beforeAll(async () => {
     const url = await freshDatabase(ownServer())
@@ -116,7 +127,9 @@ describeWithPostgres('wake bus', () => {
     const ids = Array.from({ length: 600 }, (_, i) => `inb_${i.toString(16).padStart(32, '0')}`)
     expect(storedPayloads(ids).length).toBeGreaterThan(1) // the statement must send several
     const heard = new Set<string>()
-    const hooked = createWakeBus(machineA, { onWake: (inboxId, event) => event === 'message_stored' && heard.add(inboxId) })
+    const hooked = createWakeBus(machineA, {
+      onWake: (inboxId, event) => event === 'message_stored' && heard.add(inboxId),
+    })
     try {
       await hooked.ready()
       const first = await hooked.subscribe(ids[0]!)

@@ -43,7 +43,14 @@ async function readWith(year: YearOfUse, databaseUrl: string): Promise<unknown[]
   const dir = scratchDir('pigeonhole-year-read-')
   const databasePath = databaseUrl ? join(dir, 'unused.db') : year.databasePath
   await layDownSelfSigned(databasePath, 'year.test')
-  const config = loadConfig({ ...year.env, DATABASE_PATH: databasePath, DATABASE_URL: databaseUrl, PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1' })
+  const config = loadConfig({
+    ...year.env,
+    DATABASE_PATH: databasePath,
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    SMTP_PORT: '0',
+    HOST: '127.0.0.1',
+  })
   const app = await startApp({ config, logger: createLogger('error', () => {}) })
   try {
     return await everything(app.httpUrl, year)
@@ -60,7 +67,14 @@ describeWithPostgres('a database shaped like a year of use, moved in one command
 
   beforeAll(async () => {
     dir = scratchDir('pigeonhole-year-')
-    year = await makeYearOfUse(dir, { messages: 24, auditEvents: 60, attachmentBytes: 1024, inboxes: 4, connections: 2, cliOrganizations: 1 })
+    year = await makeYearOfUse(dir, {
+      messages: 24,
+      auditEvents: 60,
+      attachmentBytes: 1024,
+      inboxes: 4,
+      connections: 2,
+      cliOrganizations: 1,
+    })
     served = await readWith(year, '')
   })
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -78,8 +92,14 @@ describeWithPostgres('a database shaped like a year of use, moved in one command
       expect(one('select count(*) from organizations where limit_inbox_burst is not null')).toBe(2)
       expect(one('select count(*) from sessions')).toBeGreaterThanOrEqual(3)
       expect(one('select count(*) from invites where used_at is null')).toBe(1)
-      expect(one("select count(*) from messages where instr(subject, char(0)) > 0 and instr(subject, char(65535) || '0') > 0")).toBe(24)
-      expect(one('select count(*) from organizations where instr(name, char(128512)) > 0 and instr(name, char(65535)) > 0')).toBe(2)
+      expect(
+        one(
+          "select count(*) from messages where instr(subject, char(0)) > 0 and instr(subject, char(65535) || '0') > 0",
+        ),
+      ).toBe(24)
+      expect(
+        one('select count(*) from organizations where instr(name, char(128512)) > 0 and instr(name, char(65535)) > 0'),
+      ).toBe(2)
       expect(one('select count(*) from api_keys where instr(name, char(65533)) > 0')).toBe(1) // sent as bytes that are not UTF-8
     } finally {
       db.close()
@@ -88,8 +108,17 @@ describeWithPostgres('a database shaped like a year of use, moved in one command
 
   test('copied and verified by `cli db copy` with progress, then served the same by PostgreSQL', async () => {
     const url = await freshDatabase()
-    const child = Bun.spawn(['bun', 'src/cli.ts', 'db', 'copy', '--to', url], { cwd: ROOT, env: { ...process.env, DATABASE_PATH: year.databasePath }, stdout: 'pipe', stderr: 'pipe' })
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited])
+    const child = Bun.spawn(['bun', 'src/cli.ts', 'db', 'copy', '--to', url], {
+      cwd: ROOT,
+      env: { ...process.env, DATABASE_PATH: year.databasePath },
+      stdout: 'pipe',
+      stderr: 'pipe',
+    })
+    const [stdout, stderr, code] = await Promise.all([
+      new Response(child.stdout).text(),
+      new Response(child.stderr).text(),
+      child.exited,
+    ])
     expect({ code, stderr }).toMatchObject({ code: 0 })
     const copied = Object.fromEntries(
       stdout

@@ -42,7 +42,9 @@ test('a rule is one literal `to` matcher with the Worker action by default, sent
 })
 
 test('the action and its destination come from the configuration', async () => {
-  await provider({ CLOUDFLARE_RULE_ACTION: 'forward', CLOUDFLARE_RULE_DESTINATION: 'relay@mx.example.net' }).createRule('fwd@inbox.test')
+  await provider({ CLOUDFLARE_RULE_ACTION: 'forward', CLOUDFLARE_RULE_DESTINATION: 'relay@mx.example.net' }).createRule(
+    'fwd@inbox.test',
+  )
   await provider({ CLOUDFLARE_RULE_DESTINATION: 'my-relay-worker' }).createRule('wrk@inbox.test')
   expect(fake.rulesFor('fwd@inbox.test')[0]!.actions).toEqual([{ type: 'forward', value: ['relay@mx.example.net'] }])
   expect(fake.rulesFor('wrk@inbox.test')[0]!.actions).toEqual([{ type: 'worker', value: ['my-relay-worker'] }])
@@ -52,7 +54,11 @@ test('a rule is deleted by its id; an inbox without a rule id makes no call', as
   const cloudflare = provider()
   const ruleId = await cloudflare.createRule('gone-soon@inbox.test')
   await cloudflare.deleteRule(ruleId, 'gone-soon@inbox.test')
-  expect(fake.requests.at(-1)).toMatchObject({ method: 'DELETE', path: `/client/v4/zones/${FAKE_ZONE}/email/routing/rules/${ruleId}`, authorization: `Bearer ${FAKE_TOKEN}` })
+  expect(fake.requests.at(-1)).toMatchObject({
+    method: 'DELETE',
+    path: `/client/v4/zones/${FAKE_ZONE}/email/routing/rules/${ruleId}`,
+    authorization: `Bearer ${FAKE_TOKEN}`,
+  })
   expect(fake.rules.size).toBe(0)
 
   const calls = fake.requests.length
@@ -63,7 +69,11 @@ test('a rule is deleted by its id; an inbox without a rule id makes no call', as
 test('a wrong token or zone is a rejection (502), not an outage', async () => {
   const wrongToken = provider({ CLOUDFLARE_API_TOKEN: 'not-the-token' })
   const wrongZone = provider({ CLOUDFLARE_ZONE_ID: 'ffffffffffffffffffffffffffffffff' })
-  for (const attempt of [wrongToken.createRule('a@inbox.test'), wrongZone.createRule('b@inbox.test'), wrongZone.deleteRule('0123', 'b@inbox.test')]) {
+  for (const attempt of [
+    wrongToken.createRule('a@inbox.test'),
+    wrongZone.createRule('b@inbox.test'),
+    wrongZone.deleteRule('0123', 'b@inbox.test'),
+  ]) {
     const error = await attempt.then(
       () => null,
       (e: unknown) => e,
@@ -88,10 +98,16 @@ test('configuration: forward needs an address; the timeout is bounded; cloudflar
   const base = cloudflareEnv('http://127.0.0.1:1/client/v4')
   expect(problem(base)).toBeNull()
   expect(problem({ ...base, CLOUDFLARE_RULE_ACTION: 'forward' })).toBe('CLOUDFLARE_RULE_DESTINATION')
-  expect(problem({ ...base, CLOUDFLARE_RULE_ACTION: 'forward', CLOUDFLARE_RULE_DESTINATION: 'relay@mx.example.net' })).toBeNull()
+  expect(
+    problem({ ...base, CLOUDFLARE_RULE_ACTION: 'forward', CLOUDFLARE_RULE_DESTINATION: 'relay@mx.example.net' }),
+  ).toBeNull()
   expect(problem({ ...base, CLOUDFLARE_RULE_ACTION: 'drop' })).toBe('CLOUDFLARE_RULE_ACTION')
   expect(problem({ ...base, CLOUDFLARE_TIMEOUT_MS: '60000' })).toBe('CLOUDFLARE_TIMEOUT_MS')
   expect(problem({ ...base, CLOUDFLARE_API_TOKEN: '' })).toBe('CLOUDFLARE_API_TOKEN')
   expect(problem({ ...base, CLOUDFLARE_ZONE_ID: '' })).toBe('CLOUDFLARE_ZONE_ID')
-  expect(loadConfig(base)).toMatchObject({ cloudflareRuleAction: 'worker', cloudflareRuleDestination: 'pigeonhole-relay', cloudflareTimeoutMs: 5000 })
+  expect(loadConfig(base)).toMatchObject({
+    cloudflareRuleAction: 'worker',
+    cloudflareRuleDestination: 'pigeonhole-relay',
+    cloudflareTimeoutMs: 5000,
+  })
 })

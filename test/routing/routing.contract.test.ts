@@ -100,15 +100,26 @@ for (const provider of providers) {
 
       const rows = inboxRows(server)
       expect(rows.map((row) => row.id).sort()).toEqual([made[0].id, made[2].id].sort())
-      for (const inbox of made) expect(provider.ruleIds(inbox.address)).toHaveLength(inbox === made[1] ? 0 : rulesPerInbox)
+      for (const inbox of made)
+        expect(provider.ruleIds(inbox.address)).toHaveLength(inbox === made[1] ? 0 : rulesPerInbox)
       for (const row of rows) expect(row.routing_rule_id).toBe(provider.ruleIds(row.address)[0] ?? null)
       expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(2)
     })
 
     test('an idempotent replay and a refused request make no further rule', async () => {
-      const first = await server.post('/v1/inboxes', tenant.key, { prefix: 'contract-three' }, { 'idempotency-key': 'contract-key-1' })
+      const first = await server.post(
+        '/v1/inboxes',
+        tenant.key,
+        { prefix: 'contract-three' },
+        { 'idempotency-key': 'contract-key-1' },
+      )
       const callsAfterFirst = provider.calls()
-      const replay = await server.post('/v1/inboxes', tenant.key, { prefix: 'contract-three' }, { 'idempotency-key': 'contract-key-1' })
+      const replay = await server.post(
+        '/v1/inboxes',
+        tenant.key,
+        { prefix: 'contract-three' },
+        { 'idempotency-key': 'contract-key-1' },
+      )
       expect(replay.status).toBe(201)
       expect(replay.body).toEqual(first.body)
 

@@ -7,7 +7,13 @@ import { describe, expect, test } from 'bun:test'
 import { FAKE_TOKEN, type Trouble } from '../support/fakes/cloudflare-api.ts'
 import { errorCode, startTestServer, type Tenant } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
-import { closedPort, cloudflareEnv, idempotencyRecordCount, inboxRows, startWithFakeCloudflare } from '../support/routing.ts'
+import {
+  closedPort,
+  cloudflareEnv,
+  idempotencyRecordCount,
+  inboxRows,
+  startWithFakeCloudflare,
+} from '../support/routing.ts'
 
 type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: Tenant }
 
@@ -21,13 +27,17 @@ type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: T
 // with other test files was timed out and retried, leaving Cloudflare two rules.
 const HANG_TIMEOUT_MS = 1_000
 const ANSWER_TIMEOUT_MS = 2_000
-const timeoutFor = (troubles: Trouble[]) => (troubles.some((trouble) => trouble.kind === 'hang') ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS)
+const timeoutFor = (troubles: Trouble[]) =>
+  troubles.some((trouble) => trouble.kind === 'hang') ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS
 
 /**
  * A server and a fake Cloudflare of the test's own. The tests wait out real timeouts and
  * retry pauses, so they run at the same time.
  */
-async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>, timeoutMs = ANSWER_TIMEOUT_MS): Promise<void> {
+async function withFakeCloudflare(
+  run: (fixture: Fixture) => Promise<void>,
+  timeoutMs = ANSWER_TIMEOUT_MS,
+): Promise<void> {
   const started = await startWithFakeCloudflare({ timeoutMs })
   try {
     await run({ ...started, tenant: await started.server.tenant() })
@@ -38,7 +48,12 @@ async function withFakeCloudflare(run: (fixture: Fixture) => Promise<void>, time
 
 const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; posts: number }> = [
   { name: 'a 400 answer (not retried)', troubles: [{ kind: 'error', status: 400 }], status: 502, posts: 1 },
-  { name: 'a 403 authentication error (not retried)', troubles: [{ kind: 'error', status: 403, errors: [{ code: 10000, message: 'Authentication error' }] }], status: 502, posts: 1 },
+  {
+    name: 'a 403 authentication error (not retried)',
+    troubles: [{ kind: 'error', status: 403, errors: [{ code: 10000, message: 'Authentication error' }] }],
+    status: 502,
+    posts: 1,
+  },
   {
     name: 'two 500 answers',
     troubles: [
@@ -59,7 +74,12 @@ const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; posts
   },
   { name: 'a 200 envelope with success: false', troubles: [{ kind: 'unsuccessful' }], status: 502, posts: 1 },
   { name: 'a 200 answer that is not JSON', troubles: [{ kind: 'garbage' }], status: 502, posts: 1 },
-  { name: 'no answer within the timeout, twice', troubles: [{ kind: 'hang' }, { kind: 'hang' }], status: 503, posts: 2 },
+  {
+    name: 'no answer within the timeout, twice',
+    troubles: [{ kind: 'hang' }, { kind: 'hang' }],
+    status: 503,
+    posts: 2,
+  },
   { name: 'a dropped connection, twice', troubles: [{ kind: 'drop' }, { kind: 'drop' }], status: 503, posts: 2 },
 ]
 
@@ -80,10 +100,16 @@ describe.concurrent('createInbox with a failing Cloudflare', () => {
         expect(fake.count('POST') - requestsBefore).toBe(posts)
 
         expect(inboxRows(server).map((row) => row.address)).toEqual(['kept-one@inbox.test'])
-        expect((await server.get('/v1/inboxes', tenant.key)).body.data.map((inbox: { address: string }) => inbox.address)).toEqual(['kept-one@inbox.test'])
+        expect(
+          (await server.get('/v1/inboxes', tenant.key)).body.data.map((inbox: { address: string }) => inbox.address),
+        ).toEqual(['kept-one@inbox.test'])
         expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(before)
         expect(idempotencyRecordCount(server)).toBe(0)
-        const refused = await sendMail(server.app.smtpPort, { to: ['failing-box@inbox.test'] }, simpleMessage({ to: 'failing-box@inbox.test' }))
+        const refused = await sendMail(
+          server.app.smtpPort,
+          { to: ['failing-box@inbox.test'] },
+          simpleMessage({ to: 'failing-box@inbox.test' }),
+        )
         expect(refused.rcpt[0]!.code).toBe(550)
 
         // Same key, same body, provider healthy again: a fresh attempt, not a replay or a 409.

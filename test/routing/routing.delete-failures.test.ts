@@ -8,7 +8,10 @@ import { errorCode, type Tenant } from '../support/harness.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { inboxRows, startWithFakeCloudflare } from '../support/routing.ts'
 
-type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: Tenant; inbox: { id: string; address: string } }
+type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & {
+  tenant: Tenant
+  inbox: { id: string; address: string }
+}
 
 /**
  * CLOUDFLARE_TIMEOUT_MS of the test servers. Tests that make the fake hang wait it out, so
@@ -20,7 +23,8 @@ type Fixture = Awaited<ReturnType<typeof startWithFakeCloudflare>> & { tenant: T
 // with other test files was timed out and retried, leaving Cloudflare two rules.
 const HANG_TIMEOUT_MS = 1_000
 const ANSWER_TIMEOUT_MS = 2_000
-const timeoutFor = (troubles: Trouble[]) => (troubles.some((trouble) => trouble.kind === 'hang') ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS)
+const timeoutFor = (troubles: Trouble[]) =>
+  troubles.some((trouble) => trouble.kind === 'hang') ? HANG_TIMEOUT_MS : ANSWER_TIMEOUT_MS
 
 /**
  * A server and a fake Cloudflare of the test's own, with one inbox and its rule. The tests
@@ -55,8 +59,18 @@ const cases: Array<{ name: string; troubles: Trouble[]; status: 502 | 503; delet
     deletes: [2, 2],
   },
   { name: 'a 200 envelope with success: false', troubles: [{ kind: 'unsuccessful' }], status: 502, deletes: [1, 1] },
-  { name: 'no answer within the timeout, twice', troubles: [{ kind: 'hang' }, { kind: 'hang' }], status: 503, deletes: [2, 2] },
-  { name: 'every connection dropped', troubles: [{ kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }], status: 503, deletes: [2, 4] },
+  {
+    name: 'no answer within the timeout, twice',
+    troubles: [{ kind: 'hang' }, { kind: 'hang' }],
+    status: 503,
+    deletes: [2, 2],
+  },
+  {
+    name: 'every connection dropped',
+    troubles: [{ kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }, { kind: 'drop' }],
+    status: 503,
+    deletes: [2, 4],
+  },
 ]
 
 describe.concurrent('deleteInbox when Cloudflare fails', () => {
@@ -79,12 +93,18 @@ describe.concurrent('deleteInbox when Cloudflare fails', () => {
         expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([inbox])
         expect((await server.get('/v1/usage', tenant.key)).body.inboxes.active).toBe(1)
         // It still receives mail over SMTP, readable through the API.
-        const sent = await sendMail(server.app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'after a failed delete' }))
+        const sent = await sendMail(
+          server.app.smtpPort,
+          { to: [inbox.address] },
+          simpleMessage({ to: inbox.address, subject: 'after a failed delete' }),
+        )
         expect(sent.data?.code).toBe(250)
         const messages = await server.get(`/v1/inboxes/${inbox.id}/messages`, tenant.key)
         expect(messages.body.data.map((m: { subject: string }) => m.subject)).toEqual(['after a failed delete'])
         // The address stays taken by the surviving inbox.
-        expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' }))).toBe('address_unavailable')
+        expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'doomed-box' }))).toBe(
+          'address_unavailable',
+        )
 
         // Once Cloudflare recovers, the same call succeeds.
         expect((await server.delete(`/v1/inboxes/${inbox.id}`, tenant.key)).status).toBe(204)

@@ -30,7 +30,11 @@ test('while the provider is slow, the same key gets 409 idempotency_in_progress,
   // The address is held by the unfinished request, yet no inbox is visible.
   expect(errorCode(await server.post('/v1/inboxes', tenant.key, { prefix: 'slow-box' }))).toBe('address_unavailable')
   expect((await server.get('/v1/inboxes', tenant.key)).body.data).toEqual([])
-  const early = await sendMail(server.app.smtpPort, { to: ['slow-box@inbox.test'] }, simpleMessage({ to: 'slow-box@inbox.test' }))
+  const early = await sendMail(
+    server.app.smtpPort,
+    { to: ['slow-box@inbox.test'] },
+    simpleMessage({ to: 'slow-box@inbox.test' }),
+  )
   expect(early.rcpt[0]!.code).toBe(550)
 
   held.release()
@@ -46,7 +50,12 @@ test('while the provider is slow, the same key gets 409 idempotency_in_progress,
 test('the rule is removed when the organisation was deleted while the rule was being made', async () => {
   const { server, fake } = started
   const held = fake.hold('POST')
-  const pending = server.post('/v1/inboxes', tenant.key, { prefix: 'orphan-box' }, { 'idempotency-key': 'orphan-key-1' })
+  const pending = server.post(
+    '/v1/inboxes',
+    tenant.key,
+    { prefix: 'orphan-box' },
+    { 'idempotency-key': 'orphan-key-1' },
+  )
   await held.received
   // An operator removes the organisation by hand (sqlite3) meanwhile; its rows cascade away.
   const db = openDatabaseFile(server)
@@ -80,7 +89,10 @@ test('the rule is removed when the database stays locked past the busy timeout',
   db.exec('BEGIN IMMEDIATE')
   held.release()
   // Activation waits out busy_timeout and fails; the rule must go before anything else.
-  const first = await Promise.race([fake.waitFor((r) => r.method === 'DELETE').then(() => 'rule_deleted'), pending.then(() => 'answered')])
+  const first = await Promise.race([
+    fake.waitFor((r) => r.method === 'DELETE').then(() => 'rule_deleted'),
+    pending.then(() => 'answered'),
+  ])
   db.exec('ROLLBACK')
   db.close()
 

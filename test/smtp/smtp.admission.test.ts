@@ -22,24 +22,42 @@ describeForBackends(
   'fair SMTP admission per client address',
   () => {
     beforeAll(async () => {
-      server = await startTestServer({ env: { SMTP_MAX_CLIENTS: '12', SMTP_MAX_CLIENTS_PER_ADDRESS: '4', LIMIT_MONTHLY_EMAILS: '1000', LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000' } })
+      server = await startTestServer({
+        env: {
+          SMTP_MAX_CLIENTS: '12',
+          SMTP_MAX_CLIENTS_PER_ADDRESS: '4',
+          LIMIT_MONTHLY_EMAILS: '1000',
+          LIMIT_INBOX_BURST: '1000',
+          LIMIT_ORG_BURST: '1000',
+        },
+      })
       tenant = await server.tenant()
       inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
     })
     afterAll(() => server.stop())
 
     const port = () => server.app.smtpPort
-    const stored = async () => (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{ subject: string }>
+    const stored = async () =>
+      (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{
+        subject: string
+      }>
 
     async function legitimateSend(subject: string) {
-      const result = await sendMail(port(), { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }), LEGIT)
+      const result = await sendMail(
+        port(),
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject }),
+        LEGIT,
+      )
       expect(result.data?.code).toBe(250)
       expect((await stored()).map((m) => m.subject)).toContain(subject)
     }
 
     describe('connections per client address', () => {
       test('the connection past the cap gets 421 at once; another address is served; a closed one frees its slot', async () => {
-        const held = await Promise.all(Array.from({ length: 4 }, () => SmtpClient.connect(port(), '127.0.0.1', FLOODER)))
+        const held = await Promise.all(
+          Array.from({ length: 4 }, () => SmtpClient.connect(port(), '127.0.0.1', FLOODER)),
+        )
         const refused = await SmtpClient.open(port(), FLOODER)
         expect(refused.greeting).toEqual({ code: 421, text: 'Too many connections from your address, try again later' })
         await refused.client.closed()
@@ -61,7 +79,9 @@ describeForBackends(
 
       test('one address holding its connections with a byte a second, and reconnecting in a loop, never locks out another address', async () => {
         const flooder = '127.0.0.4'
-        const held = await Promise.all(Array.from({ length: 4 }, () => SmtpClient.connect(port(), '127.0.0.1', flooder)))
+        const held = await Promise.all(
+          Array.from({ length: 4 }, () => SmtpClient.connect(port(), '127.0.0.1', flooder)),
+        )
         const trickle = setInterval(() => {
           for (const client of held) client.socket.write('N')
         }, 20)
@@ -91,7 +111,10 @@ describeForBackends(
       test('parameters of extensions we do not offer get 555 (RFC 5321 §4.1.1.11); SIZE, BODY and SMTPUTF8 are accepted', async () => {
         const client = await SmtpClient.connect(port(), '127.0.0.1', LEGIT)
         await client.command('EHLO test')
-        expect(await client.command('MAIL FROM:<a@example.com> FOO=BAR')).toEqual({ code: 555, text: 'MAIL FROM/RCPT TO parameter not recognized' })
+        expect(await client.command('MAIL FROM:<a@example.com> FOO=BAR')).toEqual({
+          code: 555,
+          text: 'MAIL FROM/RCPT TO parameter not recognized',
+        })
         expect((await client.command('MAIL FROM:<a@example.com> RET=FULL')).code).toBe(555) // DSN is not offered
         expect((await client.command('MAIL FROM:<a@example.com> SIZE=100 BODY=8BITMIME SMTPUTF8')).code).toBe(250)
         expect((await client.command(`RCPT TO:<${inbox.address}> NOTIFY=NEVER`)).code).toBe(555)
@@ -105,7 +128,10 @@ describeForBackends(
         const client = await SmtpClient.connect(port(), '127.0.0.1', LEGIT)
         expect((await client.command('EHLO test')).text).toContain(`SIZE ${10 * 1024 * 1024}`)
         const reply = await client.command(`MAIL FROM:<a@example.com> SIZE=${10 * 1024 * 1024 + 1}`)
-        expect(reply).toEqual({ code: 552, text: `Message size exceeds fixed maximum message size (at most ${10 * 1024 * 1024} bytes)` })
+        expect(reply).toEqual({
+          code: 552,
+          text: `Message size exceeds fixed maximum message size (at most ${10 * 1024 * 1024} bytes)`,
+        })
         expect((await client.command(`MAIL FROM:<a@example.com> SIZE=${10 * 1024 * 1024}`)).code).toBe(250)
         await client.quit()
       })
@@ -114,7 +140,9 @@ describeForBackends(
     describe('behind a proxy (SMTP_PROXY_PROTOCOL=on)', () => {
       test('the address of the PROXY header is the one counted', async () => {
         // The test's proxy is loopback (TRUSTED_PROXIES: the PROXY line is believed from it only; smtp.proxy-trust.test.ts).
-        const proxied = await startTestServer({ env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: '127.0.0.1', SMTP_MAX_CLIENTS_PER_ADDRESS: '1' } })
+        const proxied = await startTestServer({
+          env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: '127.0.0.1', SMTP_MAX_CLIENTS_PER_ADDRESS: '1' },
+        })
         try {
           const open = async (client: string) => {
             const socket = connect(proxied.app.smtpPort, '127.0.0.1')

@@ -26,7 +26,14 @@ test.skipIf(skip !== null)(
   async () => {
     if ('skip' in cgroup) return
     try {
-      const result = await runBigMailFlood({ root: ROOT, entry: 'src/index.ts', cgroup, senders: 200, messageBytes: 9 * MiB, log: (line) => console.error(`[flood] ${line}`) })
+      const result = await runBigMailFlood({
+        root: ROOT,
+        entry: 'src/index.ts',
+        cgroup,
+        senders: 200,
+        messageBytes: 9 * MiB,
+        log: (line) => console.error(`[flood] ${line}`),
+      })
       console.error(`[flood] ${JSON.stringify(result)}`)
       expect(result.server_alive).toBe(true)
       expect(result.oom_kills).toBe(0)

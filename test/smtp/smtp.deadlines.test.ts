@@ -14,7 +14,12 @@ let server: TestServer
 
 beforeAll(async () => {
   server = await startTestServer({
-    env: { SMTP_GREETING_TIMEOUT_MS: '300', SMTP_COMMAND_TIMEOUT_MS: '1000', SMTP_DATA_TIMEOUT_MS: '1500', SMTP_SESSION_TIMEOUT_MS: '3000' },
+    env: {
+      SMTP_GREETING_TIMEOUT_MS: '300',
+      SMTP_COMMAND_TIMEOUT_MS: '1000',
+      SMTP_DATA_TIMEOUT_MS: '1500',
+      SMTP_SESSION_TIMEOUT_MS: '3000',
+    },
   })
 })
 afterAll(() => server.stop())

@@ -45,7 +45,12 @@ function open(port: number, early?: string): Promise<Opening> {
       const end = buffer.indexOf('\r\n')
       if (end < 0) return
       socket.removeAllListeners('data')
-      resolve({ ms: performance.now() - connectedAt, line: buffer.slice(0, end), closed, hangUp: () => socket.destroy() })
+      resolve({
+        ms: performance.now() - connectedAt,
+        line: buffer.slice(0, end),
+        closed,
+        hangUp: () => socket.destroy(),
+      })
     })
     socket.once('error', reject)
   })
@@ -86,7 +91,15 @@ describe('SMTP greeting delay', () => {
     server = await startTestServer({ env: { SMTP_GREETING_DELAY_MS: '500' } })
     const tenant = await server.tenant()
     const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
-    const pipelined = ['EHLO spam.example', 'MAIL FROM:<a@spam.example>', `RCPT TO:<${inbox.address}>`, 'DATA', simpleMessage({ to: inbox.address }), '.', ''].join('\r\n')
+    const pipelined = [
+      'EHLO spam.example',
+      'MAIL FROM:<a@spam.example>',
+      `RCPT TO:<${inbox.address}>`,
+      'DATA',
+      simpleMessage({ to: inbox.address }),
+      '.',
+      '',
+    ].join('\r\n')
     const opening = await open(server.app.smtpPort, pipelined)
     expect(opening.line).toMatch(/^421 .*You talk too soon/)
     expect(await opening.closed).toBe(true)

@@ -19,19 +19,28 @@ let inbox: { id: string; address: string }
 let sent = 0
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { LIMIT_MONTHLY_EMAILS: '1000', LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000' } })
+  server = await startTestServer({
+    env: { LIMIT_MONTHLY_EMAILS: '1000', LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000' },
+  })
   tenant = await server.tenant()
   inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
 })
 afterAll(() => server.stop())
 
 const port = () => server.app.smtpPort
-const messages = async () => (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{ id: string; subject: string }>
+const messages = async () =>
+  (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{
+    id: string
+    subject: string
+  }>
 
 /** Runs `attack` while a legitimate client sends; the legitimate message must be stored. */
 async function beside<T>(attack: Promise<T>): Promise<T> {
   const subject = `legitimate ${++sent}`
-  const [result, legit] = await Promise.all([attack, sendMail(port(), { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }), LEGIT)])
+  const [result, legit] = await Promise.all([
+    attack,
+    sendMail(port(), { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }), LEGIT),
+  ])
   expect(legit.data?.code).toBe(250)
   expect((await messages()).map((m) => m.subject)).toContain(subject)
   expect((await server.get('/health')).status).toBe(200)
@@ -43,7 +52,12 @@ describe('hostile SMTP clients', () => {
     const replies = await beside(
       (async () => {
         const client = await SmtpClient.connect(port(), '127.0.0.1', HOSTILE)
-        client.socket.write('EHLO flood\r\n' + 'NOOP\r\n'.repeat(10_000) + `MAIL FROM:<a@example.com>\r\nRCPT TO:<nobody@${server.config.receivingDomain}>\r\nRSET\r\n`.repeat(3_333) + 'QUIT\r\n')
+        client.socket.write(
+          'EHLO flood\r\n' +
+            'NOOP\r\n'.repeat(10_000) +
+            `MAIL FROM:<a@example.com>\r\nRCPT TO:<nobody@${server.config.receivingDomain}>\r\nRSET\r\n`.repeat(3_333) +
+            'QUIT\r\n',
+        )
         const codes: number[] = []
         for (let reply = await client.next(); reply.code !== 221; reply = await client.next()) codes.push(reply.code)
         client.destroy()
@@ -71,7 +85,14 @@ describe('hostile SMTP clients', () => {
 
   test('a message that is one 600 KiB line is stored whole', async () => {
     const text = 'z'.repeat(600 * 1024)
-    const result = await beside(sendMail(port(), { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'one long line', text }), HOSTILE))
+    const result = await beside(
+      sendMail(
+        port(),
+        { to: [inbox.address] },
+        simpleMessage({ to: inbox.address, subject: 'one long line', text }),
+        HOSTILE,
+      ),
+    )
     expect(result.data?.code).toBe(250)
     const id = (await messages()).find((m) => m.subject === 'one long line')!.id
     expect((await server.get(`/v1/messages/${id}`, tenant.key)).body.data.text.trim()).toBe(text)
@@ -133,7 +154,9 @@ describe('hostile SMTP clients', () => {
       expect(after.length).toBe(before + 2) // the smuggling one and the legitimate one, nothing else
       expect(after.map((m) => m.subject)).not.toContain('smuggled')
       const stored = after.find((m) => m.subject === `smuggling ${name}`)!
-      expect((await server.get(`/v1/messages/${stored.id}`, tenant.key)).body.data.text).toContain('MAIL FROM:<evil@example.com>')
+      expect((await server.get(`/v1/messages/${stored.id}`, tenant.key)).body.data.text).toContain(
+        'MAIL FROM:<evil@example.com>',
+      )
     })
   }
 })

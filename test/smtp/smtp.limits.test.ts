@@ -24,9 +24,14 @@ async function setUp(env: Record<string, string> = {}, clock?: ManualClock) {
 }
 const newInbox = async (tenant: Tenant) => (await server.post('/v1/inboxes', tenant.key)).body.data
 const usage = async (tenant: Tenant) => (await server.get('/v1/usage', tenant.key)).body
-const count = async (tenant: Tenant, inboxId: string) => (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data.length
+const count = async (tenant: Tenant, inboxId: string) =>
+  (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data.length
 
-function withAttachments(to: string, parts: Array<{ bytes: number; encoding?: 'base64' | '8bit' }>, body = 'see attached'): string {
+function withAttachments(
+  to: string,
+  parts: Array<{ bytes: number; encoding?: 'base64' | '8bit' }>,
+  body = 'see attached',
+): string {
   const sections = parts.map((part, i) => {
     const content =
       part.encoding === '8bit'
@@ -34,9 +39,14 @@ function withAttachments(to: string, parts: Array<{ bytes: number; encoding?: 'b
         : Buffer.alloc(part.bytes, i % 250)
             .toString('base64')
             .replace(/.{76}/g, '$&\r\n')
-    return [`--b`, `Content-Type: application/octet-stream`, `Content-Disposition: attachment; filename="f${i}.bin"`, `Content-Transfer-Encoding: ${part.encoding ?? 'base64'}`, '', content].join(
-      '\r\n',
-    )
+    return [
+      `--b`,
+      `Content-Type: application/octet-stream`,
+      `Content-Disposition: attachment; filename="f${i}.bin"`,
+      `Content-Transfer-Encoding: ${part.encoding ?? 'base64'}`,
+      '',
+      content,
+    ].join('\r\n')
   })
   return [
     `From: a@example.com`,
@@ -66,7 +76,10 @@ describe('size limits (permanent 552)', () => {
   test('actual data over 10 MiB is refused after DATA, nothing stored, usage unchanged, connection still usable', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    const huge = simpleMessage({ to: inbox.address, text: ('x'.repeat(998) + '\r\n').repeat(Math.ceil((10 * MiB) / 1000) + 10) })
+    const huge = simpleMessage({
+      to: inbox.address,
+      text: ('x'.repeat(998) + '\r\n').repeat(Math.ceil((10 * MiB) / 1000) + 10),
+    })
     const refused = await client.transaction({ to: [inbox.address] }, huge)
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Message size exceeds fixed maximum message size')
@@ -105,8 +118,14 @@ describe('size limits (permanent 552)', () => {
   test('an attachment of exactly 5 MiB is accepted, one byte more is refused', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    expect((await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, [{ bytes: 5 * MiB }]))).data!.code).toBe(250)
-    const refused = await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, [{ bytes: 5 * MiB + 1 }]))
+    expect(
+      (await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, [{ bytes: 5 * MiB }]))).data!
+        .code,
+    ).toBe(250)
+    const refused = await client.transaction(
+      { to: [inbox.address] },
+      withAttachments(inbox.address, [{ bytes: 5 * MiB + 1 }]),
+    )
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Attachment too large')
     expect(await count(tenant, inbox.id)).toBe(1)
@@ -118,8 +137,18 @@ describe('size limits (permanent 552)', () => {
     // the total is exercised with a lowered limit; the check is the same code path.
     const { tenant, client } = await setUp({ LIMIT_ATTACHMENTS_TOTAL_BYTES: '1000' })
     const inbox = await newInbox(tenant)
-    expect((await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, [{ bytes: 500 }, { bytes: 500 }]))).data!.code).toBe(250)
-    const refused = await client.transaction({ to: [inbox.address] }, withAttachments(inbox.address, [{ bytes: 500 }, { bytes: 501 }]))
+    expect(
+      (
+        await client.transaction(
+          { to: [inbox.address] },
+          withAttachments(inbox.address, [{ bytes: 500 }, { bytes: 500 }]),
+        )
+      ).data!.code,
+    ).toBe(250)
+    const refused = await client.transaction(
+      { to: [inbox.address] },
+      withAttachments(inbox.address, [{ bytes: 500 }, { bytes: 501 }]),
+    )
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Attachments too large in total')
     await client.quit()
@@ -171,7 +200,10 @@ describe('line guard (not a spec limit; protects the parser)', () => {
   test('a message with more lines than LIMIT_MESSAGE_LINES (300,000) is refused before parsing, nothing stored', async () => {
     const { tenant, client } = await setUp()
     const inbox = await newInbox(tenant)
-    const refused = await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address, text: '\r\n'.repeat(300_010) }))
+    const refused = await client.transaction(
+      { to: [inbox.address] },
+      simpleMessage({ to: inbox.address, text: '\r\n'.repeat(300_010) }),
+    )
     expect(refused.data!.code).toBe(552)
     expect(refused.data!.text).toContain('Message has too many lines')
     expect(await count(tenant, inbox.id)).toBe(0)
@@ -183,7 +215,8 @@ describe('line guard (not a spec limit; protects the parser)', () => {
   test('the guard is configurable and counts raw lines', async () => {
     const { tenant, client } = await setUp({ LIMIT_MESSAGE_LINES: '100' })
     const inbox = await newInbox(tenant)
-    const lines = (n: number) => simpleMessage({ to: inbox.address, text: Array.from({ length: n }, (_, i) => `line ${i}`).join('\r\n') })
+    const lines = (n: number) =>
+      simpleMessage({ to: inbox.address, text: Array.from({ length: n }, (_, i) => `line ${i}`).join('\r\n') })
     expect((await client.transaction({ to: [inbox.address] }, lines(80))).data!.code).toBe(250)
     expect((await client.transaction({ to: [inbox.address] }, lines(120))).data!.code).toBe(552)
     await client.quit()
@@ -195,13 +228,18 @@ describe('rate and quota limits', () => {
     const clock = new ManualClock('2026-03-10T10:00:00.000Z')
     const { tenant, client } = await setUp({}, clock)
     const inbox = await newInbox(tenant)
-    for (let i = 0; i < 10; i++) expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+    for (let i = 0; i < 10; i++)
+      expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+        250,
+      )
     clock.set('2026-03-10T10:04:59.999Z')
     const refused = await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))
     expect(refused.rcpt[0]!.code).toBe(450)
     expect(refused.rcpt[0]!.text).toContain('Inbox receive rate exceeded')
     clock.set('2026-03-10T10:05:00.000Z')
-    expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+    expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+      250,
+    )
     expect(await count(tenant, inbox.id)).toBe(11)
     await client.quit()
   })
@@ -212,16 +250,22 @@ describe('rate and quota limits', () => {
     const inboxes = [await newInbox(tenant), await newInbox(tenant), await newInbox(tenant), await newInbox(tenant)]
     for (let i = 0; i < 25; i++) {
       const inbox = inboxes[Math.floor(i / 10)]!
-      expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+      expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+        250,
+      )
     }
     const refused = await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))
     expect(refused.rcpt[0]!.code).toBe(450)
     expect(refused.rcpt[0]!.text).toContain('Organization receive rate exceeded')
     const other = await server.tenant('other')
     const otherInbox = await newInbox(other)
-    expect((await client.transaction({ to: [otherInbox.address] }, simpleMessage({ to: otherInbox.address }))).data!.code).toBe(250)
+    expect(
+      (await client.transaction({ to: [otherInbox.address] }, simpleMessage({ to: otherInbox.address }))).data!.code,
+    ).toBe(250)
     clock.advance(5 * 60_000)
-    expect((await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).data!.code).toBe(250)
+    expect(
+      (await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).data!.code,
+    ).toBe(250)
     await client.quit()
   })
 
@@ -232,7 +276,9 @@ describe('rate and quota limits', () => {
     for (let i = 0; i < 33; i++) {
       if (i === 25) clock.advance(5 * 60_000) // stay within the organisation's burst bucket
       const inbox = inboxes[i < 25 ? Math.floor(i / 10) : 3]!
-      expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+      expect((await client.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+        250,
+      )
     }
     expect((await usage(tenant)).emails).toEqual({ received: 33, limit: 33, remaining: 0 })
     const refused = await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))
@@ -241,9 +287,14 @@ describe('rate and quota limits', () => {
     expect((await usage(tenant)).emails.received).toBe(33)
     // Deleting messages or inboxes does not give quota back.
     await server.delete(`/v1/inboxes/${inboxes[0]!.id}`, tenant.key)
-    expect((await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).rcpt[0]!.code).toBe(550)
+    expect(
+      (await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).rcpt[0]!
+        .code,
+    ).toBe(550)
     clock.set('2026-04-01T00:00:00.000Z')
-    expect((await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).data!.code).toBe(250)
+    expect(
+      (await client.transaction({ to: [inboxes[3]!.address] }, simpleMessage({ to: inboxes[3]!.address }))).data!.code,
+    ).toBe(250)
     const april = await usage(tenant)
     expect(april.period).toEqual({ starts_at: '2026-04-01T00:00:00.000Z', ends_at: '2026-05-01T00:00:00.000Z' })
     expect(april.emails.received).toBe(1)
@@ -272,7 +323,10 @@ describe('a transaction that spans a period boundary', () => {
     clock.set('2026-12-01T00:00:10.000Z')
     const other = await SmtpClient.connect(server.app.smtpPort)
     await other.command('EHLO other')
-    for (let i = 0; i < 3; i++) expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+    for (let i = 0; i < 3; i++)
+      expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+        250,
+      )
     await other.quit()
     const reply = await client.data(simpleMessage({ to: inbox.address, subject: 'late' }))
     expect(reply.code).toBe(550)
@@ -291,7 +345,10 @@ describe('a transaction that spans a period boundary', () => {
     clock.set('2026-03-10T10:05:00.000Z')
     const other = await SmtpClient.connect(server.app.smtpPort)
     await other.command('EHLO other')
-    for (let i = 0; i < 10; i++) expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(250)
+    for (let i = 0; i < 10; i++)
+      expect((await other.transaction({ to: [inbox.address] }, simpleMessage({ to: inbox.address }))).data!.code).toBe(
+        250,
+      )
     await other.quit()
     const reply = await client.data(simpleMessage({ to: inbox.address }))
     expect(reply.code).toBe(450)

@@ -45,8 +45,14 @@ describeForBackends(
     afterAll(() => server.stop())
 
     const port = () => server.app.smtpPort
-    const message = (subject: string, bytes: number) => simpleMessage({ to: inbox.address, subject, text: ('y'.repeat(78) + '\r\n').repeat(Math.ceil(bytes / 80)) })
-    const subjects = async () => ((await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{ subject: string }>).map((m) => m.subject)
+    const message = (subject: string, bytes: number) =>
+      simpleMessage({ to: inbox.address, subject, text: ('y'.repeat(78) + '\r\n').repeat(Math.ceil(bytes / 80)) })
+    const subjects = async () =>
+      (
+        (await server.get(`/v1/inboxes/${inbox.id}/messages?limit=100`, tenant.key)).body.data as Array<{
+          subject: string
+        }>
+      ).map((m) => m.subject)
 
     /** EHLO, MAIL, RCPT and DATA on a new connection from `from`, ready for the body. */
     async function inData(from: string): Promise<SmtpClient> {
@@ -63,13 +69,25 @@ describeForBackends(
         const from = '127.0.0.20'
         const huge = await inData(from)
         huge.writeBody(message('too large', 70 * KiB))
-        await until(() => server.logs.some((l) => l.event === 'smtp_data_dropped' && l.reason === 'too_large' && l.remote === from), 'the dropped DATA to be logged')
+        await until(
+          () =>
+            server.logs.some((l) => l.event === 'smtp_data_dropped' && l.reason === 'too_large' && l.remote === from),
+          'the dropped DATA to be logged',
+        )
         // The same address's half of the budget (64 KiB) is free again while the huge one is still open.
-        const fits = await sendMail(port(), { to: [inbox.address] }, message('fits while the huge one streams', 50 * KiB), from)
+        const fits = await sendMail(
+          port(),
+          { to: [inbox.address] },
+          message('fits while the huge one streams', 50 * KiB),
+          from,
+        )
         expect(fits.data?.code).toBe(250)
         huge.writeBody('\r\nstill more bytes, only counted\r\n'.repeat(1000))
         huge.socket.write('.\r\n')
-        expect(await huge.next()).toEqual({ code: 552, text: `Message size exceeds fixed maximum message size (at most ${64 * KiB} bytes)` })
+        expect(await huge.next()).toEqual({
+          code: 552,
+          text: `Message size exceeds fixed maximum message size (at most ${64 * KiB} bytes)`,
+        })
         expect(await subjects()).not.toContain('too large')
         await huge.quit()
       })
@@ -82,13 +100,20 @@ describeForBackends(
         second!.writeBody(message('second of two', 40 * KiB))
         // 80 KiB from one address against its 64 KiB half: one of them is on disk now, before its end.
         await until(() => readdirSync(spoolDir).length === 1, 'a spool file')
-        const other = await sendMail(port(), { to: [inbox.address] }, message('other address, same moment', 60 * KiB), LEGIT)
+        const other = await sendMail(
+          port(),
+          { to: [inbox.address] },
+          message('other address, same moment', 60 * KiB),
+          LEGIT,
+        )
         expect(other.data?.code).toBe(250)
         first!.socket.write('\r\n.\r\n')
         second!.socket.write('\r\n.\r\n')
         const replies = [await first!.next(), await second!.next()]
         expect(replies.map((r) => r.code)).toEqual([250, 250])
-        expect(await subjects()).toEqual(expect.arrayContaining(['first of two', 'second of two', 'other address, same moment']))
+        expect(await subjects()).toEqual(
+          expect.arrayContaining(['first of two', 'second of two', 'other address, same moment']),
+        )
         await until(() => readdirSync(spoolDir).length === 0, 'the spool file to go')
         await Promise.all([first!.quit(), second!.quit()])
       })
@@ -104,12 +129,19 @@ describeForBackends(
             return client.next()
           }),
         )
-        const legit = await sendMail(port(), { to: [inbox.address] }, message('legitimate beside 200 floods', 60 * KiB), LEGIT)
+        const legit = await sendMail(
+          port(),
+          { to: [inbox.address] },
+          message('legitimate beside 200 floods', 60 * KiB),
+          LEGIT,
+        )
         expect(legit.data?.code).toBe(250)
         expect(new Set((await replies).map((r) => r.code))).toEqual(new Set([552]))
         await Promise.all(streams.map((client) => client.quit()))
         // Nothing of the flood stays held: the flooding address can use its whole half again.
-        expect((await sendMail(port(), { to: [inbox.address] }, message('after the flood', 60 * KiB), flooder)).data?.code).toBe(250)
+        expect(
+          (await sendMail(port(), { to: [inbox.address] }, message('after the flood', 60 * KiB), flooder)).data?.code,
+        ).toBe(250)
         expect(await subjects()).toEqual(expect.arrayContaining(['legitimate beside 200 floods', 'after the flood']))
         expect((await server.get('/health')).status).toBe(200)
       })

@@ -37,13 +37,17 @@ async function connectWithLine(from: string, client = '203.0.113.7') {
 async function proxyLines(): Promise<Record<string, number>> {
   const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
   const counts: Record<string, number> = {}
-  for (const [, outcome, n] of text.matchAll(/^pigeonhole_smtp_proxy_lines_total\{outcome="(\w+)"\} (\d+)$/gm)) counts[outcome!] = Number(n)
+  for (const [, outcome, n] of text.matchAll(/^pigeonhole_smtp_proxy_lines_total\{outcome="(\w+)"\} (\d+)$/gm))
+    counts[outcome!] = Number(n)
   return counts
 }
 
 const ready = async () => {
   const response = await fetch(`${server.url}/ready`)
-  return { status: response.status, check: ((await response.json()) as { checks: Record<string, string> }).checks.proxy_lines }
+  return {
+    status: response.status,
+    check: ((await response.json()) as { checks: Record<string, string> }).checks.proxy_lines,
+  }
 }
 const warnings = () => server.logs.filter((line) => line.event === 'smtp_proxy_line_refused')
 
@@ -55,7 +59,12 @@ describeForBackends(
     beforeAll(async () => {
       server = await startTestServer({
         clock,
-        env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`, METRICS_TOKEN: TOKEN, SMTP_MAX_CLIENTS_PER_ADDRESS: '50' },
+        env: {
+          SMTP_PROXY_PROTOCOL: 'on',
+          TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`,
+          METRICS_TOKEN: TOKEN,
+          SMTP_MAX_CLIENTS_PER_ADDRESS: '50',
+        },
       })
     })
     afterAll(() => server.stop())
@@ -73,7 +82,12 @@ describeForBackends(
       await until(async () => (await proxyLines()).refused === 3, 'three refused lines counted')
       // One warning for the three: the peer, how many, and what to change.
       expect(warnings()).toHaveLength(1)
-      expect(warnings()[0]).toMatchObject({ level: 'warn', remote: REAL_PROXY, refused: 1, trusted_proxies: `${CONFIGURED_PROXY}/32` })
+      expect(warnings()[0]).toMatchObject({
+        level: 'warn',
+        remote: REAL_PROXY,
+        refused: 1,
+        trusted_proxies: `${CONFIGURED_PROXY}/32`,
+      })
       expect(await ready()).toEqual({ status: 503, check: 'failed' })
 
       // Within the minute: counted, not warned again.
@@ -95,7 +109,12 @@ describeForBackends(
 
     test('one accepted line in the minute keeps it ready: a stranger sending a PROXY line is not a broken deployment', async () => {
       clock.advance(120_000)
-      const { client, greeting } = await SmtpClient.open(server.app.smtpPort, CONFIGURED_PROXY, '127.0.0.1', proxyLine('203.0.113.8'))
+      const { client, greeting } = await SmtpClient.open(
+        server.app.smtpPort,
+        CONFIGURED_PROXY,
+        '127.0.0.1',
+        proxyLine('203.0.113.8'),
+      )
       expect(greeting.code).toBe(220)
       // The client behind the proxy tries a line of its own: refused, counted apart, no warning.
       expect((await client.command(proxyLine('198.51.100.1').trimEnd())).code).toBe(421)
@@ -120,21 +139,40 @@ test('with SMTP_PROXY_PROTOCOL off the check is not configured', async () => {
   }
 })
 
-describeForBackends(['sqlite', 'postgres'], "its client connects from a chosen loopback address, which the pair's proxy replaces with its own", 'a PROXY line before a held greeting', () => {
-  test('a line that arrives before the greeting (SMTP_GREETING_DELAY_MS) is a refused line too', async () => {
-    const delayed = await startTestServer({
-      env: { SMTP_PROXY_PROTOCOL: 'on', TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`, METRICS_TOKEN: TOKEN, SMTP_GREETING_DELAY_MS: '300' },
+describeForBackends(
+  ['sqlite', 'postgres'],
+  "its client connects from a chosen loopback address, which the pair's proxy replaces with its own",
+  'a PROXY line before a held greeting',
+  () => {
+    test('a line that arrives before the greeting (SMTP_GREETING_DELAY_MS) is a refused line too', async () => {
+      const delayed = await startTestServer({
+        env: {
+          SMTP_PROXY_PROTOCOL: 'on',
+          TRUSTED_PROXIES: `${CONFIGURED_PROXY}/32`,
+          METRICS_TOKEN: TOKEN,
+          SMTP_GREETING_DELAY_MS: '300',
+        },
+      })
+      try {
+        const { client, greeting } = await SmtpClient.open(
+          delayed.app.smtpPort,
+          REAL_PROXY,
+          '127.0.0.1',
+          proxyLine('203.0.113.7'),
+        )
+        expect(greeting).toEqual({ code: 421, text: 'inbox.test You talk too soon' })
+        await client.closed()
+        const text = await (
+          await fetch(`${delayed.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })
+        ).text()
+        expect(text).toContain('pigeonhole_smtp_proxy_lines_total{outcome="refused"} 1\n')
+        expect(
+          delayed.logs.filter((line) => line.event === 'smtp_proxy_line_refused').map((line) => line.remote),
+        ).toEqual([REAL_PROXY])
+        expect((await fetch(`${delayed.url}/ready`)).status).toBe(503)
+      } finally {
+        await delayed.stop()
+      }
     })
-    try {
-      const { client, greeting } = await SmtpClient.open(delayed.app.smtpPort, REAL_PROXY, '127.0.0.1', proxyLine('203.0.113.7'))
-      expect(greeting).toEqual({ code: 421, text: 'inbox.test You talk too soon' })
-      await client.closed()
-      const text = await (await fetch(`${delayed.url}/metrics`, { headers: { authorization: `Bearer ${TOKEN}` } })).text()
-      expect(text).toContain('pigeonhole_smtp_proxy_lines_total{outcome="refused"} 1\n')
-      expect(delayed.logs.filter((line) => line.event === 'smtp_proxy_line_refused').map((line) => line.remote)).toEqual([REAL_PROXY])
-      expect((await fetch(`${delayed.url}/ready`)).status).toBe(503)
-    } finally {
-      await delayed.stop()
-    }
-  })
-})
+  },
+)

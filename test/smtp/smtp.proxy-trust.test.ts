@@ -55,12 +55,16 @@ describeForBackends(
     }
 
     test("a trusted proxy's PROXY line names the client that the guards count", async () => {
-      const held = await Promise.all(Array.from({ length: 5 }, () => SmtpClient.open(port(), PROXY, '127.0.0.1', proxyLine('203.0.113.7'))))
+      const held = await Promise.all(
+        Array.from({ length: 5 }, () => SmtpClient.open(port(), PROXY, '127.0.0.1', proxyLine('203.0.113.7'))),
+      )
       try {
         expect(held.map(({ greeting }) => greeting.code)).toEqual([220, 220, 220, 220, 220])
         const sixth = await SmtpClient.open(port(), PROXY, '127.0.0.1', proxyLine('203.0.113.7'))
         expect(sixth.greeting).toEqual(TOO_MANY)
-        expect(server.logs.some((line) => line.reason === 'too_many_connections' && line.remote === '203.0.113.7')).toBe(true)
+        expect(
+          server.logs.some((line) => line.reason === 'too_many_connections' && line.remote === '203.0.113.7'),
+        ).toBe(true)
         // The proxy's own address holds nothing: another client through it is served.
         expect((await sendThroughProxy('203.0.113.8', 'through the proxy')).code).toBe(250)
       } finally {
@@ -74,7 +78,12 @@ describeForBackends(
       const held = await Promise.all(Array.from({ length: 5 }, () => SmtpClient.connect(port(), '127.0.0.1', attacker)))
       try {
         for (let i = 0; i < 3; i++) {
-          const { client, greeting } = await SmtpClient.open(port(), attacker, '127.0.0.1', proxyLine(`198.51.100.${i + 1}`))
+          const { client, greeting } = await SmtpClient.open(
+            port(),
+            attacker,
+            '127.0.0.1',
+            proxyLine(`198.51.100.${i + 1}`),
+          )
           expect(greeting).toEqual(TOO_MANY)
           await client.closed()
         }
@@ -87,7 +96,12 @@ describeForBackends(
       const attacker = '127.0.0.6'
       const transcripts = await Promise.all(
         Array.from({ length: 8 }, async (_, i) => {
-          const { client, greeting } = await SmtpClient.open(port(), attacker, '127.0.0.1', proxyLine(`198.51.100.${10 + i}`))
+          const { client, greeting } = await SmtpClient.open(
+            port(),
+            attacker,
+            '127.0.0.1',
+            proxyLine(`198.51.100.${10 + i}`),
+          )
           const replies = [greeting]
           // Believed, the line would have opened a session here, and EHLO would get its 250.
           if (greeting.code === 220) replies.push(await client.command('EHLO attacker.example'))
@@ -97,11 +111,17 @@ describeForBackends(
       )
       // Over the limit at once; or greeted as itself and refused for the line; or, when the line
       // beat the greeting, refused as an early talker. Never a session under a claimed address.
-      const outcomes = [[TOO_MANY], [expect.objectContaining({ code: 220 }), REFUSED_HEADER], [{ code: 421, text: 'inbox.test You talk too soon' }]]
+      const outcomes = [
+        [TOO_MANY],
+        [expect.objectContaining({ code: 220 }), REFUSED_HEADER],
+        [{ code: 421, text: 'inbox.test You talk too soon' }],
+      ]
       for (const replies of transcripts) expect(outcomes).toContainEqual(replies)
       const claimed = server.logs.filter((line) => String(line.remote ?? '').startsWith('198.51.100.'))
       expect(claimed).toEqual([])
-      expect(server.logs.filter((line) => line.reason === 'proxy_header_refused').every((line) => line.remote === attacker)).toBe(true)
+      expect(
+        server.logs.filter((line) => line.reason === 'proxy_header_refused').every((line) => line.remote === attacker),
+      ).toBe(true)
     })
 
     test('a client behind the proxy cannot send a second PROXY line', async () => {
@@ -116,7 +136,9 @@ describeForBackends(
       const opened = await Promise.all(Array.from({ length: 40 }, () => SmtpClient.open(port(), silent)))
       const greeted = opened.filter(({ greeting }) => greeting.code === 220)
       expect(greeted.length).toBe(5)
-      expect(opened.filter(({ greeting }) => greeting.code === 421).every(({ greeting }) => greeting.text === TOO_MANY.text)).toBe(true)
+      expect(
+        opened.filter(({ greeting }) => greeting.code === 421).every(({ greeting }) => greeting.text === TOO_MANY.text),
+      ).toBe(true)
       // Another sender, through the proxy, while the five wait out their greeting deadline.
       expect((await sendThroughProxy('203.0.113.9', 'while forty sockets sat silent')).code).toBe(250)
       for (const { client } of greeted) {

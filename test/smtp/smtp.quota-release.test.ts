@@ -53,8 +53,12 @@ async function refuseStoring(refuse: boolean): Promise<void> {
     await server.query('drop trigger if exists refuse_messages on messages')
     return
   }
-  await server.query(`create or replace function refuse_messages() returns trigger language plpgsql as $$ begin raise exception 'storing refused'; end $$`)
-  await server.query('create or replace trigger refuse_messages before insert on messages for each row execute function refuse_messages()')
+  await server.query(
+    `create or replace function refuse_messages() returns trigger language plpgsql as $$ begin raise exception 'storing refused'; end $$`,
+  )
+  await server.query(
+    'create or replace trigger refuse_messages before insert on messages for each row execute function refuse_messages()',
+  )
 }
 
 /**

@@ -7,13 +7,17 @@ let server: TestServer
 let tenant: Tenant
 
 beforeAll(async () => {
-  server = await startTestServer({ env: { LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000', LIMIT_MONTHLY_EMAILS: '1000' } })
+  server = await startTestServer({
+    env: { LIMIT_INBOX_BURST: '1000', LIMIT_ORG_BURST: '1000', LIMIT_MONTHLY_EMAILS: '1000' },
+  })
   tenant = await server.tenant()
 })
 afterAll(() => server.stop())
 
-const newInbox = async (prefix?: string) => (await server.post('/v1/inboxes', tenant.key, prefix ? { prefix } : undefined)).body.data
-const messagesOf = async (inboxId: string) => (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data as any[]
+const newInbox = async (prefix?: string) =>
+  (await server.post('/v1/inboxes', tenant.key, prefix ? { prefix } : undefined)).body.data
+const messagesOf = async (inboxId: string) =>
+  (await server.get(`/v1/inboxes/${inboxId}/messages`, tenant.key)).body.data as any[]
 const received = async () => (await server.get('/v1/usage', tenant.key)).body.emails.received as number
 
 describe('RCPT TO', () => {
@@ -25,7 +29,11 @@ describe('RCPT TO', () => {
 
   test('an existing local part on another domain is refused', async () => {
     const inbox = await newInbox('other-domain')
-    const result = await sendMail(server.app.smtpPort, { to: ['other-domain@elsewhere.test'] }, simpleMessage({ to: 'x' }))
+    const result = await sendMail(
+      server.app.smtpPort,
+      { to: ['other-domain@elsewhere.test'] },
+      simpleMessage({ to: 'x' }),
+    )
     expect(result.rcpt[0]!.code).toBe(550)
     expect(result.rcpt[0]!.text).toContain('Recipient address rejected')
     expect(await messagesOf(inbox.id)).toHaveLength(0)
@@ -33,7 +41,11 @@ describe('RCPT TO', () => {
 
   test('local part and domain match case-insensitively', async () => {
     const inbox = await newInbox('mixed-case')
-    const result = await sendMail(server.app.smtpPort, { to: ['Mixed-CASE@INBOX.Test'] }, simpleMessage({ to: inbox.address }))
+    const result = await sendMail(
+      server.app.smtpPort,
+      { to: ['Mixed-CASE@INBOX.Test'] },
+      simpleMessage({ to: inbox.address }),
+    )
     expect(result.rcpt[0]!.code).toBe(250)
     expect(result.data!.code).toBe(250)
     const [message] = await messagesOf(inbox.id)
@@ -66,7 +78,11 @@ describe('RCPT TO', () => {
   test('one message to several inboxes is stored once per inbox and counted once per inbox', async () => {
     const [a, b] = [await newInbox(), await newInbox()]
     const before = await received()
-    const result = await sendMail(server.app.smtpPort, { to: [a.address, b.address, a.address.toUpperCase(), 'missing@inbox.test'] }, simpleMessage({ to: a.address, subject: 'fan-out' }))
+    const result = await sendMail(
+      server.app.smtpPort,
+      { to: [a.address, b.address, a.address.toUpperCase(), 'missing@inbox.test'] },
+      simpleMessage({ to: a.address, subject: 'fan-out' }),
+    )
     expect(result.rcpt.map((r) => r.code)).toEqual([250, 250, 250, 550])
     expect(result.data!.code).toBe(250)
     const [inA, inB] = [await messagesOf(a.id), await messagesOf(b.id)]

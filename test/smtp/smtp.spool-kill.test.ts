@@ -29,11 +29,21 @@ test('kill -9 mid spooled transfer: the acknowledged message survives whole, the
 
   // Mid-transfer: 2 MiB of a 3 MiB message written, so it is in a spool file now.
   const unfinished = await SmtpClient.connect(entry.smtpPort)
-  for (const line of ['EHLO crash.test', 'MAIL FROM:<big@example.com>', `RCPT TO:<${inbox.address}>`]) expect((await unfinished.command(line)).code).toBe(250)
+  for (const line of ['EHLO crash.test', 'MAIL FROM:<big@example.com>', `RCPT TO:<${inbox.address}>`])
+    expect((await unfinished.command(line)).code).toBe(250)
   expect((await unfinished.command('DATA')).code).toBe(354)
-  const unfinishedRaw = Buffer.from(multipartMessage({ to: inbox.address, subject: 'never finished', text: 'cut', attachments: [randomAttachment('cut.bin', 2 * MiB)] }))
+  const unfinishedRaw = Buffer.from(
+    multipartMessage({
+      to: inbox.address,
+      subject: 'never finished',
+      text: 'cut',
+      attachments: [randomAttachment('cut.bin', 2 * MiB)],
+    }),
+  )
   unfinished.writeBody(unfinishedRaw.subarray(0, 2 * MiB))
-  await until(() => spooled().some((size) => size >= 1.5 * MiB), 'the unfinished message in the spool', { timeoutMs: 10_000 })
+  await until(() => spooled().some((size) => size >= 1.5 * MiB), 'the unfinished message in the spool', {
+    timeoutMs: 10_000,
+  })
 
   // Spooled too (1.5 MiB), acknowledged; the kill follows its 250 at once.
   const attachment = randomAttachment('kept.bin', 1.5 * MiB)
@@ -41,7 +51,9 @@ test('kill -9 mid spooled transfer: the acknowledged message survives whole, the
   await acknowledged.command('EHLO crash.test')
   await acknowledged.command('MAIL FROM:<big@example.com>')
   expect((await acknowledged.command(`RCPT TO:<${inbox.address}>`)).code).toBe(250)
-  const reply = await acknowledged.data(multipartMessage({ to: inbox.address, subject: 'acknowledged', text: 'kept', attachments: [attachment] }))
+  const reply = await acknowledged.data(
+    multipartMessage({ to: inbox.address, subject: 'acknowledged', text: 'kept', attachments: [attachment] }),
+  )
   expect(reply.code).toBe(250)
   await entry.kill()
   unfinished.destroy()

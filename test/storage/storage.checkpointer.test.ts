@@ -38,7 +38,8 @@ const writeBlob = (storage: Storage, name: string, bytes: number) =>
 test('a large commit is checkpointed by the worker; the automatic checkpoint waits for it, then resumes', async () => {
   const path = join(dir, 'db.sqlite')
   const storage = openStorage(path, { checkpointInWorker: true })
-  const autocheckpoint = () => (storage.sqlite.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
+  const autocheckpoint = () =>
+    (storage.sqlite.query('PRAGMA wal_autocheckpoint').get() as { wal_autocheckpoint: number }).wal_autocheckpoint
   expect(autocheckpoint()).toBe(250)
   const before = statSync(path).size
   await writeBlob(storage, 'big', 12 * MiB)

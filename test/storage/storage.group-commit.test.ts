@@ -21,12 +21,15 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const insertOrg = (id: string) => (tx: Parameters<Parameters<Storage['write']>[0]>[0]) => tx.insert(organizations).values({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' }).run()
+const insertOrg = (id: string) => (tx: Parameters<Parameters<Storage['write']>[0]>[0]) =>
+  tx.insert(organizations).values({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' }).run()
 
 /** What another connection (a reader, or the file after a crash) sees. */
 function committedIds(): string[] {
   const other = new Database(join(dir, 'db.sqlite'), { readonly: true })
-  const ids = (other.query('SELECT id FROM organizations ORDER BY id').all() as Array<{ id: string }>).map((row) => row.id)
+  const ids = (other.query('SELECT id FROM organizations ORDER BY id').all() as Array<{ id: string }>).map(
+    (row) => row.id,
+  )
   other.close()
   return ids
 }
@@ -46,7 +49,9 @@ test('a job that throws is rolled back alone; the others of its batch commit', a
 
 test('each promise resolves only once its data is visible to other connections', async () => {
   const seenAtResolve: string[][] = []
-  await Promise.all(['org_x', 'org_y'].map((id) => storage.writeInGroup(insertOrg(id)).then(() => seenAtResolve.push(committedIds()))))
+  await Promise.all(
+    ['org_x', 'org_y'].map((id) => storage.writeInGroup(insertOrg(id)).then(() => seenAtResolve.push(committedIds()))),
+  )
   for (const seen of seenAtResolve) expect(seen).toEqual(['org_x', 'org_y'])
 })
 
@@ -69,7 +74,10 @@ test('jobs queued while a batch runs form the next batch, in order', async () =>
 
 test('when the database refuses writes, every job is rejected and nothing is stored', async () => {
   storage.sqlite.exec('PRAGMA query_only = ON')
-  const results = await Promise.allSettled([storage.writeInGroup(insertOrg('org_p')), storage.writeInGroup(insertOrg('org_q'))])
+  const results = await Promise.allSettled([
+    storage.writeInGroup(insertOrg('org_p')),
+    storage.writeInGroup(insertOrg('org_q')),
+  ])
   storage.sqlite.exec('PRAGMA query_only = OFF')
   expect(results.map((r) => r.status)).toEqual(['rejected', 'rejected'])
   expect(committedIds()).toEqual([])

@@ -22,11 +22,17 @@ test("drizzle.config.ts names the SQLite adapter's schema, and drizzle-kit finds
   try {
     const out = join(folder, 'drizzle')
     // The SQLite migrations only: drizzle/postgres/ is the other dialect's (its own test).
-    cpSync(join(ROOT, 'drizzle'), out, { recursive: true, filter: (source) => !source.startsWith(join(ROOT, 'drizzle', 'postgres')) })
+    cpSync(join(ROOT, 'drizzle'), out, {
+      recursive: true,
+      filter: (source) => !source.startsWith(join(ROOT, 'drizzle', 'postgres')),
+    })
     const before = readdirSync(out).sort()
     const config = join(folder, 'drizzle.config.json')
     writeFileSync(config, JSON.stringify({ dialect: 'sqlite', schema, out: './drizzle' }))
-    const run = Bun.spawnSync(['bun', join(ROOT, 'node_modules', 'drizzle-kit', 'bin.cjs'), 'generate', '--config', config], { cwd: folder, stdout: 'pipe', stderr: 'pipe' })
+    const run = Bun.spawnSync(
+      ['bun', join(ROOT, 'node_modules', 'drizzle-kit', 'bin.cjs'), 'generate', '--config', config],
+      { cwd: folder, stdout: 'pipe', stderr: 'pipe' },
+    )
     const output = `${run.stdout.toString()}${run.stderr.toString()}`
     expect(run.exitCode, output).toBe(0)
     expect(output).toContain('No schema changes')

@@ -23,12 +23,15 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true })
 })
 
-const insertOrg = (tx: Tx, id: string) => tx.insert(organizations).values({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' }).run()
+const insertOrg = (tx: Tx, id: string) =>
+  tx.insert(organizations).values({ id, name: id, createdAt: '2026-01-01T00:00:00.000Z' }).run()
 
 /** What another connection (a reader, or the file after a crash) sees. */
 function committedIds(): string[] {
   const other = new Database(join(dir, 'db.sqlite'), { readonly: true })
-  const ids = (other.query('SELECT id FROM organizations ORDER BY id').all() as Array<{ id: string }>).map((row) => row.id)
+  const ids = (other.query('SELECT id FROM organizations ORDER BY id').all() as Array<{ id: string }>).map(
+    (row) => row.id,
+  )
   other.close()
   return ids
 }

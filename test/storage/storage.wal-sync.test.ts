@@ -34,7 +34,9 @@ test('writeInGroup settles only after the WAL fsync returns, and one sync serves
     held.push(() => realFsync(fd, callback))
   }) as typeof fs.fsync
   let settled = 0
-  const writes = ['org_a', 'org_b'].map((id) => storage.writeInGroup((tx) => tx.insert(organizations).values(org(id)).run()).then(() => settled++))
+  const writes = ['org_a', 'org_b'].map((id) =>
+    storage.writeInGroup((tx) => tx.insert(organizations).values(org(id)).run()).then(() => settled++),
+  )
   await until(() => held.length > 0, "the group's WAL sync to be asked for", { intervalMs: 0 })
   // Committed (visible to the connection) but not yet acknowledged: the sync is still held.
   expect(storage.sqlite.query('SELECT count(*) AS n FROM organizations').get()).toEqual({ n: 2 })
@@ -52,7 +54,8 @@ test('writeInGroup settles only after the WAL fsync returns, and one sync serves
 
 test('a failed WAL sync fails the jobs waiting for it instead of acknowledging them', async () => {
   const storage = openStorage(join(dir, 'db.sqlite'))
-  fs.fsync = ((_fd: number, callback: (error: Error | null) => void) => callback(new Error('EIO: simulated'))) as typeof fs.fsync
+  fs.fsync = ((_fd: number, callback: (error: Error | null) => void) =>
+    callback(new Error('EIO: simulated'))) as typeof fs.fsync
   await expect(storage.writeInGroup((tx) => tx.insert(organizations).values(org('org_a')).run())).rejects.toThrow('EIO')
   storage.close()
 })

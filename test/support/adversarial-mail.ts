@@ -15,7 +15,8 @@ function lines(unit: string, bytes: number): string {
   return out.join('\r\n')
 }
 
-const html = (to: string, body: string) => [...HEAD, 'Content-Type: text/html; charset=utf-8', '', body, ''].join('\r\n').replace('{to}', to)
+const html = (to: string, body: string) =>
+  [...HEAD, 'Content-Type: text/html; charset=utf-8', '', body, ''].join('\r\n').replace('{to}', to)
 
 /** Just under the 1 MiB body limit once line breaks are added. */
 const BODY = MiB - 32 * 1024
@@ -42,7 +43,11 @@ export const SINGLE_PART_SHAPES: Record<string, [prefix: string, unit: string, s
   'short base64 lines': [`${HEAD_TEXT}Content-Transfer-Encoding: base64\r\n\r\n`, 'QQ==\r\n', ''],
   'quoted-printable soft breaks': [`${HEAD_TEXT}Content-Transfer-Encoding: quoted-printable\r\n\r\n`, '=\r\n', ''],
   'many addresses in To': ['From: a@b.c\r\nSubject: s\r\nTo: {to}', ', a@b.c', '\r\n\r\nbody\r\n'],
-  'RFC 2231 parameter continuations': [`${HEAD_TEXT}Content-Type: text/plain`, "; name*0*=utf-8''%C3%A9", '\r\n\r\nbody\r\n'],
+  'RFC 2231 parameter continuations': [
+    `${HEAD_TEXT}Content-Type: text/plain`,
+    "; name*0*=utf-8''%C3%A9",
+    '\r\n\r\nbody\r\n',
+  ],
 }
 
 export const ADVERSARIAL: Record<string, (to: string) => string> = {
@@ -54,14 +59,43 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
   'an entity flood': (to) => html(to, lines('&amp;&#x1F600;&lt', BODY)),
   '5,000 parts (the most LIMIT_MESSAGE_PARTS allows)': (to) => {
     const parts = Array.from({ length: 4_999 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`)
-    return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...parts, '--b--', ''].join('\r\n').replace('{to}', to)
+    return [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...parts, '--b--', '']
+      .join('\r\n')
+      .replace('{to}', to)
   },
-  'a header folded 200,000 times': (to) => [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
-  '20,000 headers': (to) => [...HEAD, ...Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
-  '100,000 tiny headers': (to) => [...HEAD, ...Array.from({ length: 100_000 }, (_, i) => `X${i % 10}: y`), 'Content-Type: text/plain', '', 'body', ''].join('\r\n').replace('{to}', to),
+  'a header folded 200,000 times': (to) =>
+    [...HEAD, `X-Folded: start${'\r\n x'.repeat(200_000)}`, 'Content-Type: text/plain', '', 'body', '']
+      .join('\r\n')
+      .replace('{to}', to),
+  '20,000 headers': (to) =>
+    [
+      ...HEAD,
+      ...Array.from({ length: 20_000 }, (_, i) => `X-H${i}: ${'v'.repeat(60)}`),
+      'Content-Type: text/plain',
+      '',
+      'body',
+      '',
+    ]
+      .join('\r\n')
+      .replace('{to}', to),
+  '100,000 tiny headers': (to) =>
+    [...HEAD, ...Array.from({ length: 100_000 }, (_, i) => `X${i % 10}: y`), 'Content-Type: text/plain', '', 'body', '']
+      .join('\r\n')
+      .replace('{to}', to),
   'text and HTML bodies of 1 MiB each': (to) => {
-    const body = (type: string, char: string) => [`--b`, `Content-Type: text/${type}`, '', lines(char, BODY)].join('\r\n')
-    return [...HEAD, 'Content-Type: multipart/alternative; boundary="b"', '', body('plain', 't'), body('html', 'h'), '--b--', ''].join('\r\n').replace('{to}', to)
+    const body = (type: string, char: string) =>
+      [`--b`, `Content-Type: text/${type}`, '', lines(char, BODY)].join('\r\n')
+    return [
+      ...HEAD,
+      'Content-Type: multipart/alternative; boundary="b"',
+      '',
+      body('plain', 't'),
+      body('html', 'h'),
+      '--b--',
+      '',
+    ]
+      .join('\r\n')
+      .replace('{to}', to)
   },
 }
 
@@ -69,11 +103,24 @@ export const ADVERSARIAL: Record<string, (to: string) => string> = {
 export const REFUSED: Record<string, { raw: (to: string) => string; code: number }> = {
   '30,000 parts': {
     raw: (to) =>
-      [...HEAD, 'Content-Type: multipart/mixed; boundary="b"', '', ...Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`), '--b--', '']
+      [
+        ...HEAD,
+        'Content-Type: multipart/mixed; boundary="b"',
+        '',
+        ...Array.from({ length: 30_000 }, (_, i) => `--b\r\nContent-Type: text/plain\r\n\r\npart ${i}`),
+        '--b--',
+        '',
+      ]
         .join('\r\n')
         .replace('{to}', to),
     code: 552,
   },
-  '299,000 empty parts': { raw: (to) => [...HEAD, 'Content-Type: multipart/mixed; boundary=b', '', '--b\r\n'.repeat(299_000)].join('\r\n').replace('{to}', to), code: 552 },
+  '299,000 empty parts': {
+    raw: (to) =>
+      [...HEAD, 'Content-Type: multipart/mixed; boundary=b', '', '--b\r\n'.repeat(299_000)]
+        .join('\r\n')
+        .replace('{to}', to),
+    code: 552,
+  },
   '301,000 lines': { raw: (to) => [...HEAD, '', 'x\r\n'.repeat(301_000)].join('\r\n').replace('{to}', to), code: 552 },
 }

@@ -45,7 +45,11 @@ export interface Backend {
  * `describe(label)` twice, `[sqlite]` and `[postgres]`; `body` gets the backend. Each half
  * assembles its services once (beforeAll) and closes them after its tests.
  */
-export function describeEachBackend(label: string, body: (backend: Backend) => void, options: BackendOptions = {}): void {
+export function describeEachBackend(
+  label: string,
+  body: (backend: Backend) => void,
+  options: BackendOptions = {},
+): void {
   describe(`${label} [sqlite]`, () => body(backendFor('sqlite', options)))
   describeWithPostgres(`${label} [postgres]`, () => body(backendFor('postgres', options)))
 }
@@ -85,7 +89,8 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
     logs,
     postgres: () => sql,
     storage() {
-      if (!assembly?.backend.sqlite) throw new Error('the backend is assembled in beforeAll; call storage() inside a test')
+      if (!assembly?.backend.sqlite)
+        throw new Error('the backend is assembled in beforeAll; call storage() inside a test')
       return assembly.backend.sqlite
     },
     services() {

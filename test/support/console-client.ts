@@ -67,18 +67,24 @@ export class ConsoleClient {
   }
 
   /** A form post; `origin: null` omits the header, `csrf: null` omits the token. A field given as a list is sent once per value (ticked checkboxes). */
-  post(path: string, fields: Record<string, string | string[]> = {}, options: { origin?: string | null; csrf?: string | null; headers?: Record<string, string> } = {}): Promise<Page> {
+  post(
+    path: string,
+    fields: Record<string, string | string[]> = {},
+    options: { origin?: string | null; csrf?: string | null; headers?: Record<string, string> } = {},
+  ): Promise<Page> {
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', ...options.headers }
     const origin = options.origin === undefined ? this.baseUrl : options.origin
     if (origin !== null) headers.origin = origin
     const csrf = options.csrf === undefined ? this.csrf : options.csrf
     const body = new URLSearchParams(csrf === null || csrf === undefined ? {} : { _csrf: csrf })
-    for (const [name, value] of Object.entries(fields)) for (const one of Array.isArray(value) ? value : [value]) body.append(name, one)
+    for (const [name, value] of Object.entries(fields))
+      for (const one of Array.isArray(value) ? value : [value]) body.append(name, one)
     return this.send(path, { method: 'POST', headers, body: body.toString() }).then(async (page) => {
       // A refused form redirects to its page with the message (`failed=`); like a browser,
       // the client follows that one redirect, so a test reads the page a person sees, with
       // its status. `refusedVia` keeps the redirect for tests of the redirect itself.
-      if (page.status !== 303 || !page.location || !new URL(page.location, this.baseUrl).searchParams.has('failed')) return page
+      if (page.status !== 303 || !page.location || !new URL(page.location, this.baseUrl).searchParams.has('failed'))
+        return page
       return { ...(await this.get(page.location)), refusedVia: page.location }
     })
   }
@@ -94,7 +100,10 @@ export function setupPath(server: TestServer): string {
 }
 
 /** Runs /setup as the operator; returns the signed-in client, the organisation id and the first key. */
-export async function setUp(server: TestServer, options: { email?: string; preset?: 'hosted' | 'local'; organization?: string } = {}) {
+export async function setUp(
+  server: TestServer,
+  options: { email?: string; preset?: 'hosted' | 'local'; organization?: string } = {},
+) {
   const client = ConsoleClient.for(server)
   const path = setupPath(server)
   const form = await client.get(path)
@@ -117,7 +126,11 @@ export async function setUp(server: TestServer, options: { email?: string; prese
 }
 
 /** Signs a user in with a fresh client. */
-export async function signedIn(server: Pick<TestServer, 'url'>, email: string, password = PASSWORD): Promise<ConsoleClient> {
+export async function signedIn(
+  server: Pick<TestServer, 'url'>,
+  email: string,
+  password = PASSWORD,
+): Promise<ConsoleClient> {
   const client = new ConsoleClient(server.url)
   await client.get('/console/sign-in')
   const page = await client.post('/console/sign-in', { email, password, next: '/console' })
@@ -129,7 +142,13 @@ export async function signedIn(server: Pick<TestServer, 'url'>, email: string, p
 }
 
 /** An owner invites `email`, who opens the link and creates an account; returns the new member, signed in. */
-export async function addMember(server: Pick<TestServer, 'url'>, owner: ConsoleClient, organizationId: string, email: string, password = PASSWORD): Promise<ConsoleClient> {
+export async function addMember(
+  server: Pick<TestServer, 'url'>,
+  owner: ConsoleClient,
+  organizationId: string,
+  email: string,
+  password = PASSWORD,
+): Promise<ConsoleClient> {
   await owner.get(`/console/orgs/${organizationId}/members`)
   const made = await owner.post(`/console/orgs/${organizationId}/invites`, { role: 'member' })
   // post/redirect/get: the link is shown on the page the form redirects to.

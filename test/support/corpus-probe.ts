@@ -56,7 +56,15 @@ const deliveries: CorpusDelivery[] = []
 /** One delivery of `raw` to a fresh inbox, the loop watched while the server handles DATA. */
 async function deliver(name: string, raw: Buffer): Promise<CorpusDelivery> {
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
-  const refused = (reply: { code: number; text: string }): CorpusDelivery => ({ name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: 0, delayMs: 0, heldMs: 0, tries: 1 })
+  const refused = (reply: { code: number; text: string }): CorpusDelivery => ({
+    name,
+    inboxId: inbox.id,
+    reply: `${reply.code} ${reply.text}`,
+    stalledMs: 0,
+    delayMs: 0,
+    heldMs: 0,
+    tries: 1,
+  })
   const mail = await client.command(`MAIL FROM:<${ENVELOPE}>`)
   if (mail.code !== 250) return refused(mail)
   const rcpt = await client.command(`RCPT TO:<${inbox.address}>`)
@@ -65,7 +73,10 @@ async function deliver(name: string, raw: Buffer): Promise<CorpusDelivery> {
     await client.command('RSET')
     return refused(data)
   }
-  const wire = Buffer.concat([Buffer.from(raw.toString('latin1').replace(/^\./gm, '..'), 'latin1'), Buffer.from('.\r\n')])
+  const wire = Buffer.concat([
+    Buffer.from(raw.toString('latin1').replace(/^\./gm, '..'), 'latin1'),
+    Buffer.from('.\r\n'),
+  ])
   // The previous message's garbage is not this message's cost: collect it first. A full
   // collection (about 10 ms here) only before a large message, where one landing inside
   // the measurement would matter; a young-generation one before the rest.
@@ -77,12 +88,22 @@ async function deliver(name: string, raw: Buffer): Promise<CorpusDelivery> {
   let answered = false
   const replied = client.next().finally(() => (answered = true))
   for (let at = 0; at < wire.byteLength && !answered; at += WRITE_CHUNK_BYTES) {
-    if (!client.socket.write(wire.subarray(at, at + WRITE_CHUNK_BYTES))) await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
+    if (!client.socket.write(wire.subarray(at, at + WRITE_CHUNK_BYTES)))
+      await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
   }
   const reply = await replied
   const { cpuMs, delayMs, heldMs } = watch.stop()
   const healthMs = await health?.stop()
-  return { name, inboxId: inbox.id, reply: `${reply.code} ${reply.text}`, stalledMs: cpuMs, delayMs, heldMs, healthMs, tries: 1 }
+  return {
+    name,
+    inboxId: inbox.id,
+    reply: `${reply.code} ${reply.text}`,
+    stalledMs: cpuMs,
+    delayMs,
+    heldMs,
+    healthMs,
+    tries: 1,
+  }
 }
 
 for (const { name, raw } of corpusMessages()) {
@@ -95,7 +116,11 @@ for (const { name, raw } of corpusMessages()) {
       first ??= delivery
       return delivery
     },
-    (d) => d.reply.slice(0, 4) === first!.reply.slice(0, 4) && d.stalledMs <= STALL_BOUND_MS && d.heldMs < RESPONSIVE_BOUND_MS && (d.healthMs ?? 0) < RESPONSIVE_BOUND_MS,
+    (d) =>
+      d.reply.slice(0, 4) === first!.reply.slice(0, 4) &&
+      d.stalledMs <= STALL_BOUND_MS &&
+      d.heldMs < RESPONSIVE_BOUND_MS &&
+      (d.healthMs ?? 0) < RESPONSIVE_BOUND_MS,
   )
   deliveries.push({ ...result, inboxId: first!.inboxId, reply: first!.reply, tries })
 }

@@ -13,7 +13,12 @@ export function randomAttachment(filename: string, size: number): Attachment {
 
 const base64Lines = (bytes: Buffer) => bytes.toString('base64').replace(/.{1,76}/g, '$&\r\n')
 
-export function multipartMessage(fields: { to: string; subject: string; text: string; attachments: Attachment[] }): string {
+export function multipartMessage(fields: {
+  to: string
+  subject: string
+  text: string
+  attachments: Attachment[]
+}): string {
   const boundary = `b-${randomBytes(8).toString('hex')}`
   const parts = [
     `--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n${fields.text}\r\n`,

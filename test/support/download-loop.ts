@@ -17,7 +17,11 @@ await Promise.all(
       const response = await fetch(url!, { headers: { authorization: `Bearer ${key}` } })
       const body = Buffer.from(await response.arrayBuffer())
       if (response.status === 200 && createHash('sha256').update(body).digest('hex') === sha256) tally.served++
-      else if (response.status === 429 && response.headers.get('retry-after') === '1' && JSON.parse(body.toString()).error?.code === 'rate_limit_exceeded') {
+      else if (
+        response.status === 429 &&
+        response.headers.get('retry-after') === '1' &&
+        JSON.parse(body.toString()).error?.code === 'rate_limit_exceeded'
+      ) {
         tally.refused++
         await Bun.sleep(50)
       } else tally.other.push(`${response.status} ${body.subarray(0, 200).toString()}`)

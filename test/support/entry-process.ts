@@ -133,7 +133,13 @@ export function createTenant(deployment: Deployment): string {
   return cli(deployment, 'keys', 'create', organizationId)
 }
 
-export async function api(baseUrl: string, key: string, method: string, path: string, body?: unknown): Promise<Response> {
+export async function api(
+  baseUrl: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<Response> {
   const headers: Record<string, string> = { authorization: `Bearer ${key}` }
   if (body !== undefined) headers['content-type'] = 'application/json'
   return fetch(`${baseUrl}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) })
@@ -150,7 +156,11 @@ export async function allMessages(baseUrl: string, key: string, inboxId: string)
   const items: any[] = []
   let cursor: string | null = null
   do {
-    const page: any = await getJson(baseUrl, key, `/v1/inboxes/${inboxId}/messages?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`)
+    const page: any = await getJson(
+      baseUrl,
+      key,
+      `/v1/inboxes/${inboxId}/messages?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+    )
     items.push(...page.data)
     cursor = page.next_cursor
   } while (cursor)

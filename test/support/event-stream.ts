@@ -20,7 +20,10 @@ export interface EventStream {
 /** Opens `path` with the client's cookies. The caller asserts the status: a refusal has no stream to read. */
 export async function openEventStream(client: ConsoleClient, path: string): Promise<EventStream> {
   const abort = new AbortController()
-  const response = await fetch(`${client.baseUrl}${path}`, { headers: { cookie: client.cookieHeader() }, signal: abort.signal })
+  const response = await fetch(`${client.baseUrl}${path}`, {
+    headers: { cookie: client.cookieHeader() },
+    signal: abort.signal,
+  })
   const reader = response.body!.getReader()
   const decoder = new TextDecoder()
   let buffered = ''

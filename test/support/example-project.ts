@@ -21,14 +21,19 @@ export interface ExampleProject {
  */
 export function newProject(): ExampleProject {
   const dir = scratchDir('pigeonhole-user-project-')
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: 'my-app', version: '1.0.0', main: 'index.js', type: 'commonjs' }, null, 2)}\n`)
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: 'my-app', version: '1.0.0', main: 'index.js', type: 'commonjs' }, null, 2)}\n`,
+  )
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'))
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) }
 }
 
 /** The shell lines of the README block marked `<!-- copy: name -->`, with path/to/pigeonhole as this checkout. */
 export function readmeCopySteps(name: string): string {
-  const block = new RegExp(`<!-- copy: ${name} -->\\n( *)\`\`\`sh\\n([\\s\\S]*?)\\n *\`\`\`\\n`).exec(readFileSync(join(ROOT, 'README.md'), 'utf8'))
+  const block = new RegExp(`<!-- copy: ${name} -->\\n( *)\`\`\`sh\\n([\\s\\S]*?)\\n *\`\`\`\\n`).exec(
+    readFileSync(join(ROOT, 'README.md'), 'utf8'),
+  )
   if (!block) throw new Error(`README.md has no <!-- copy: ${name} --> block`)
   const indent = block[1]!.length
   return block[2]!
@@ -40,6 +45,10 @@ export function readmeCopySteps(name: string): string {
 
 /** Runs those lines in the project's root with a POSIX shell, as a user pastes them. */
 export function copyAsReadmeSays(project: ExampleProject, name: string): void {
-  const run = Bun.spawnSync(['sh', '-e', '-c', readmeCopySteps(name)], { cwd: project.dir, stdout: 'pipe', stderr: 'pipe' })
+  const run = Bun.spawnSync(['sh', '-e', '-c', readmeCopySteps(name)], {
+    cwd: project.dir,
+    stdout: 'pipe',
+    stderr: 'pipe',
+  })
   if (run.exitCode !== 0) throw new Error(`README.md's ${name} copy steps failed: ${run.stderr.toString()}`)
 }

@@ -3,7 +3,11 @@
  * text and html alternatives, an inline image with a Content-ID, an attachment with an
  * RFC 2231 non-ASCII filename, encoded-word headers in two charsets, and repeated headers.
  */
-export const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082', 'hex')
+export const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d4948445200000001000000010806000000' +
+    '1f15c4890000000d49444154789c6360f8cf00000301010018dd8db00000000049454e44ae426082',
+  'hex',
+)
 /** Every byte value, so any text-mode mangling of the attachment shows. */
 export const BINARY = Buffer.from(Array.from({ length: 1024 }, (_, i) => (i * 7 + 3) % 256))
 export const PDF_NAME = 'résumé ✓ 2026.pdf'

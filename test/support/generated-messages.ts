@@ -68,7 +68,10 @@ export function thousandAttachments(): Buffer {
   const parts: string[] = []
   for (let i = 0; i < 1000; i++) {
     const name = `Content-Disposition: attachment; filename="part-${i}.txt"`
-    if (i % 3 === 0) parts.push(`--many\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n${name}\r\n\r\n${base64Lines(pseudoRandomBytes(1024, i + 10))}`)
+    if (i % 3 === 0)
+      parts.push(
+        `--many\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: base64\r\n${name}\r\n\r\n${base64Lines(pseudoRandomBytes(1024, i + 10))}`,
+      )
     else if (i % 3 === 1)
       parts.push(
         `--many\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: quoted-printable\r\n${name}\r\n\r\nline ${i} caf=C3=A9=\r\n continued\r\n${lines(12, 70, `qp${i}`)}\r\n`,

@@ -49,7 +49,8 @@ const BACKENDS: TestBackend[] = ['sqlite', 'postgres', 'postgres-pair']
 /** The backend PIGEONHOLE_TEST_BACKEND names (sqlite when unset); an unknown name stops the run. */
 export function testBackend(): TestBackend {
   const named = process.env.PIGEONHOLE_TEST_BACKEND || 'sqlite'
-  if (!BACKENDS.includes(named as TestBackend)) throw new Error(`PIGEONHOLE_TEST_BACKEND must be one of ${BACKENDS.join(', ')}, not ${named}`)
+  if (!BACKENDS.includes(named as TestBackend))
+    throw new Error(`PIGEONHOLE_TEST_BACKEND must be one of ${BACKENDS.join(', ')}, not ${named}`)
   return named as TestBackend
 }
 
@@ -71,7 +72,8 @@ if (testBackend() === 'postgres-pair') {
   const keepAliveFetch = globalThis.fetch
   const newConnectionPerRequest = (input: string | URL | Request, init?: RequestInit) => {
     const url = new URL(input instanceof Request ? input.url : input)
-    const toPair = url.hostname === '127.0.0.1' || url.hostname === 'localhost' ? pairProxyPorts.has(Number(url.port)) : false
+    const toPair =
+      url.hostname === '127.0.0.1' || url.hostname === 'localhost' ? pairProxyPorts.has(Number(url.port)) : false
     return keepAliveFetch(input, toPair ? { ...init, keepalive: false } : init)
   }
   globalThis.fetch = Object.assign(newConnectionPerRequest, keepAliveFetch)
@@ -139,7 +141,11 @@ export async function startTestServer(options: TestServerOptions = {}) {
     ]
   }
 
-  async function request<T = any>(method: string, path: string, init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {}): Promise<ApiResponse<T>> {
+  async function request<T = any>(
+    method: string,
+    path: string,
+    init: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...init.headers }
     if (init.key) headers.authorization = `Bearer ${init.key}`
     let body: string | undefined
@@ -156,7 +162,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
     /** Every server behind `url`: one, or machines A and B of the pair (per-machine state lives there). */
     machines,
     /** A per-machine count (waits held, listeners) summed over every machine behind `url`. */
-    sum: (count: (services: Services) => number): number => machines.reduce((total, machine) => total + count(machine.services), 0),
+    sum: (count: (services: Services) => number): number =>
+      machines.reduce((total, machine) => total + count(machine.services), 0),
     config,
     logs,
     databasePath,
@@ -166,7 +173,10 @@ export async function startTestServer(options: TestServerOptions = {}) {
     /** A new organisation with one key, made as the operator's `cli orgs create` and `cli keys create` make them. */
     async tenant(name = 'test-org'): Promise<Tenant> {
       const org = await createOrganization(app.services, CLI_ACTOR, { name, preset: 'hosted' })
-      return { organizationId: org.id, key: (await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key }
+      return {
+        organizationId: org.id,
+        key: (await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key,
+      }
     },
     /** Another key of the same organisation. */
     async extraKey(organizationId: string): Promise<string> {
@@ -188,9 +198,11 @@ export async function startTestServer(options: TestServerOptions = {}) {
      */
     query,
     request,
-    get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) => request<T>('GET', path, { key, headers }),
+    get: <T = any>(path: string, key?: string | null, headers?: Record<string, string>) =>
+      request<T>('GET', path, { key, headers }),
     delete: <T = any>(path: string, key?: string | null) => request<T>('DELETE', path, { key }),
-    post: <T = any>(path: string, key: string | null, body?: unknown, headers?: Record<string, string>) => request<T>('POST', path, { key, body, headers }),
+    post: <T = any>(path: string, key: string | null, body?: unknown, headers?: Record<string, string>) =>
+      request<T>('POST', path, { key, body, headers }),
     async stop() {
       await pg?.end()
       await app.stop()
@@ -276,7 +288,9 @@ function publicAddress(config: ReturnType<typeof loadConfig>, port: number): { b
 export function errorCode(response: ApiResponse): string {
   const requestId = response.headers.get('x-request-id')
   if (!requestId) throw new Error('response has no X-Request-Id')
-  if (response.body?.error?.request_id !== requestId) throw new Error(`error.request_id ${response.body?.error?.request_id} != header ${requestId}: ${response.text}`)
-  if (typeof response.body.error.message !== 'string' || response.body.error.message === '') throw new Error('error.message missing')
+  if (response.body?.error?.request_id !== requestId)
+    throw new Error(`error.request_id ${response.body?.error?.request_id} != header ${requestId}: ${response.text}`)
+  if (typeof response.body.error.message !== 'string' || response.body.error.message === '')
+    throw new Error('error.message missing')
   return response.body.error.code
 }

@@ -20,9 +20,20 @@ export const ROOMY_LIMITS: Record<string, string> = {
   LIMIT_ACTIVE_INBOXES: '1000',
 }
 
-export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) => startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
+export const startRoomyServer = (options: { clock?: Clock; env?: Record<string, string> } = {}) =>
+  startTestServer({ clock: options.clock, env: { ...ROOMY_LIMITS, ...options.env } })
 
-export const SUMMARY_FIELDS = ['expires_at', 'from', 'id', 'inbox_id', 'preview', 'received_at', 'size_bytes', 'subject', 'to']
+export const SUMMARY_FIELDS = [
+  'expires_at',
+  'from',
+  'id',
+  'inbox_id',
+  'preview',
+  'received_at',
+  'size_bytes',
+  'subject',
+  'to',
+]
 export const CONTENT_FIELDS = ['attachments', 'headers', 'html', 'internet_message_id', 'text']
 
 export async function newInbox(server: TestServer, key: string, prefix?: string): Promise<Inbox> {
@@ -32,13 +43,21 @@ export async function newInbox(server: TestServer, key: string, prefix?: string)
 }
 
 /** The principal the server sees for a key (for services.longPolls.count). */
-export const principalOf = (key: string, organizationId: string): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({
+export const principalOf = (
+  key: string,
+  organizationId: string,
+): Pick<Principal, 'organizationId' | 'keyPublicId'> => ({
   organizationId,
   keyPublicId: key.slice('ph_live_'.length, 'ph_live_'.length + 16),
 })
 
 /** Sends one message and expects 250; returns the stored message ids named in the reply. */
-export async function deliver(server: TestServer, to: string | string[], raw: string | Buffer, from = 'sender@example.com'): Promise<string[]> {
+export async function deliver(
+  server: TestServer,
+  to: string | string[],
+  raw: string | Buffer,
+  from = 'sender@example.com',
+): Promise<string[]> {
   const result = await sendMail(server.app.smtpPort, { from, to: Array.isArray(to) ? to : [to] }, raw)
   expect(result.data?.code).toBe(250)
   return result.data!.text.match(/msg_[0-9a-f]{32}/g) ?? []
@@ -48,7 +67,12 @@ export async function deliver(server: TestServer, to: string | string[], raw: st
  * DATA with exact bytes (no line-ending rewriting), for hostile input. The bytes must not
  * contain a line that starts with '.'; the terminator is added here.
  */
-export async function sendRawBytes(port: number, to: string, bytes: Buffer, from = 'sender@example.com'): Promise<Reply> {
+export async function sendRawBytes(
+  port: number,
+  to: string,
+  bytes: Buffer,
+  from = 'sender@example.com',
+): Promise<Reply> {
   const client = await SmtpClient.connect(port)
   client.socket.setNoDelay(true)
   try {
@@ -83,10 +107,13 @@ export async function asApi(response: Response): Promise<ApiResponse> {
 }
 
 /** GET /v1/attachments/{id} on `server` with `key`, as the raw fetch Response (bytes and headers matter). */
-export const downloadAttachment = (server: TestServer, id: string, key: string) => fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
+export const downloadAttachment = (server: TestServer, id: string, key: string) =>
+  fetch(`${server.url}/v1/attachments/${id}`, { headers: { authorization: `Bearer ${key}` } })
 
 /** A roomy server with one tenant and one inbox, shared by the tests of one file. */
-export async function startWithInbox(env: Record<string, string> = {}): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
+export async function startWithInbox(
+  env: Record<string, string> = {},
+): Promise<{ server: TestServer; tenant: Tenant; inbox: Inbox }> {
   const server = await startRoomyServer({ env })
   const tenant = await server.tenant()
   return { server, tenant, inbox: await newInbox(server, tenant.key) }

@@ -62,14 +62,20 @@ function decode(body: Buffer, encoding: string): Buffer {
 function splitMultipart(body: Buffer, boundary: string): Buffer[] {
   const parts: Buffer[] = []
   const text = body.toString('latin1')
-  const delimiter = new RegExp(`(^|\\r\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(--)?[ \\t]*(?=\\r\\n|$)`, 'g')
+  const delimiter = new RegExp(
+    `(^|\\r\\n)--${boundary.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(--)?[ \\t]*(?=\\r\\n|$)`,
+    'g',
+  )
   let start = -1
   for (let match = delimiter.exec(text); match; match = delimiter.exec(text)) {
     if (start >= 0) parts.push(body.subarray(start, match.index))
     if (match[2]) return parts
     start = match.index + match[0].length + 2
   }
-  if (start >= 0 && start <= body.length) parts.push(body.subarray(start).subarray(0, body.subarray(start).toString('latin1').endsWith('\r\n') ? -2 : undefined))
+  if (start >= 0 && start <= body.length)
+    parts.push(
+      body.subarray(start).subarray(0, body.subarray(start).toString('latin1').endsWith('\r\n') ? -2 : undefined),
+    )
   return parts
 }
 
@@ -135,7 +141,9 @@ export function decodeUnstructured(value: string): string | null {
       encoding.toUpperCase() === 'B'
         ? Buffer.from(text.replace(/[^A-Za-z0-9+/]/g, ''), 'base64')
         : Buffer.from(
-            text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+            text
+              .replace(/_/g, ' ')
+              .replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
             'latin1',
           )
     const adjacent = previous && 'charset' in previous && /^[ \t]*$/.test(between)

@@ -50,8 +50,14 @@ function parallelCommand(): string[] | null {
   const at = args?.indexOf('test') ?? -1
   if (!args || at < 0) return null
   const rest = args.slice(at + 1)
-  if (rest.some((arg) => arg.startsWith('--parallel') || STAYS_SERIAL.some((flag) => arg === flag || arg.startsWith(`${flag}=`)))) return null
-  const timings = existsSync(TIMINGS) && !rest.some((arg) => arg.startsWith('--timings')) ? [`--timings=${TIMINGS}`] : []
+  if (
+    rest.some(
+      (arg) => arg.startsWith('--parallel') || STAYS_SERIAL.some((flag) => arg === flag || arg.startsWith(`${flag}=`)),
+    )
+  )
+    return null
+  const timings =
+    existsSync(TIMINGS) && !rest.some((arg) => arg.startsWith('--timings')) ? [`--timings=${TIMINGS}`] : []
   const timeout = rest.some((arg) => arg.startsWith('--timeout')) ? [] : [`--timeout=${DEFAULT_TIMEOUT_MS}`]
   // --no-isolate: each worker keeps one global across its files, as the serial run keeps one
   // across all of them (which the suite has always passed in). Isolation re-imports the server
@@ -62,7 +68,9 @@ function parallelCommand(): string[] | null {
 
 const command = parallelCommand()
 if (command) {
-  console.error(`(the files run in ${WORKERS} worker processes, slowest first; PIGEONHOLE_TEST_SERIAL=1 runs them in this one)`)
+  console.error(
+    `(the files run in ${WORKERS} worker processes, slowest first; PIGEONHOLE_TEST_SERIAL=1 runs them in this one)`,
+  )
   const result = Bun.spawnSync(command, { stdio: ['inherit', 'inherit', 'inherit'], env: process.env })
   process.exit(result.exitCode ?? 1)
 }

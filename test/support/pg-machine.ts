@@ -37,7 +37,8 @@ for (const [index, spec] of (process.env.PG_MACHINE_TENANTS ?? '').split(',').fi
   if (preset !== 'hosted' && preset !== 'local') throw new Error(`PG_MACHINE_TENANTS: unknown preset ${preset}`)
   const org = await createOrganization(app.services, CLI_ACTOR, { name: `multi-${index}`, preset })
   const keys: string[] = []
-  for (let i = 0; i < Number(count ?? '1'); i++) keys.push((await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key)
+  for (let i = 0; i < Number(count ?? '1'); i++)
+    keys.push((await createApiKey(app.services, CLI_ACTOR, { organizationId: org.id })).key)
   tenants.push({ organizationId: org.id, keys })
 }
 process.stdout.write(`${JSON.stringify({ http: app.httpPort, smtp: app.smtpPort, tenants, setupUrl: app.setupUrl })}\n`)

@@ -123,7 +123,12 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
       spawned.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
         log += chunk
       })
-      const started = await new Promise<{ http: number; smtp: number; tenants: MachineTenant[]; setupUrl: string | null }>((resolve, reject) => {
+      const started = await new Promise<{
+        http: number
+        smtp: number
+        tenants: MachineTenant[]
+        setupUrl: string | null
+      }>((resolve, reject) => {
         let stdout = ''
         spawned.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
           log += chunk
@@ -138,7 +143,9 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
             awaiting.delete(reply.reply)
           }
         })
-        spawned.once('exit', (code, signal) => reject(new Error(`machine ${name} exited (${code ?? signal}) before listening:\n${log}`)))
+        spawned.once('exit', (code, signal) =>
+          reject(new Error(`machine ${name} exited (${code ?? signal}) before listening:\n${log}`)),
+        )
       })
       machine.http = started.http
       machine.smtp = started.smtp
@@ -181,12 +188,22 @@ export type MachineAnswer = ApiResponse
  * with no whole answer within `timeoutMs` (longer than any wait a test asks for) fails, naming
  * itself, rather than hanging until the runner's timeout.
  */
-export async function machineApi(machine: Pick<MachineProcess, 'httpUrl'>, method: string, path: string, key?: string, body?: unknown, timeoutMs = 45_000): Promise<MachineAnswer> {
+export async function machineApi(
+  machine: Pick<MachineProcess, 'httpUrl'>,
+  method: string,
+  path: string,
+  key?: string,
+  body?: unknown,
+  timeoutMs = 45_000,
+): Promise<MachineAnswer> {
   try {
     const response = await fetch(`${machine.httpUrl}${path}`, {
       method,
       signal: AbortSignal.timeout(timeoutMs),
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     })
     return await readApiResponse(response)
@@ -197,7 +214,10 @@ export async function machineApi(machine: Pick<MachineProcess, 'httpUrl'>, metho
 }
 
 /** How many long polls `machine` holds now, from its /metrics (`metricsToken` is its METRICS_TOKEN). */
-export async function longPollsWaiting(machine: Pick<MachineProcess, 'httpUrl'>, metricsToken: string): Promise<number> {
+export async function longPollsWaiting(
+  machine: Pick<MachineProcess, 'httpUrl'>,
+  metricsToken: string,
+): Promise<number> {
   const response = await fetch(`${machine.httpUrl}/metrics`, { headers: { authorization: `Bearer ${metricsToken}` } })
   const line = (await response.text()).split('\n').find((l) => l.startsWith('pigeonhole_long_polls_waiting '))
   return Number(line?.split(' ')[1] ?? Number.NaN)

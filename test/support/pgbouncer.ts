@@ -21,7 +21,8 @@ const isRoot = process.getuid?.() === 0
 /** `describe`, or a skip with one line saying why when PgBouncer is not installed. */
 export function describeWithPgBouncer(label: string, body: () => void): void {
   const unavailable = binary ? null : 'PgBouncer is not installed here (Debian package `pgbouncer`)'
-  if (unavailable && process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1') throw new Error(`the PgBouncer tests cannot run: ${unavailable}`)
+  if (unavailable && process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1')
+    throw new Error(`the PgBouncer tests cannot run: ${unavailable}`)
   if (unavailable) console.warn(`skipped: ${label} (${unavailable})`)
   describe.skipIf(unavailable !== null)(label, body)
 }

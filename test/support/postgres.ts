@@ -17,7 +17,17 @@
  * The bench's PostgreSQL phases (bench/phases/postgres.ts, postgres-servers.ts) start their cluster here too.
  */
 import { describe } from 'bun:test'
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs'
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
@@ -41,7 +51,8 @@ const isRoot = process.getuid?.() === 0
 /** Why the PostgreSQL tests cannot run here, or null when they can. */
 function whyUnavailable(bin: string | null): string | null {
   if (!bin) return 'PostgreSQL is not installed here (no initdb/pg_ctl); .ci/run installs it'
-  if (isRoot && Bun.spawnSync(['id', '-u', 'postgres']).exitCode !== 0) return 'running as root and there is no `postgres` user to run the server as'
+  if (isRoot && Bun.spawnSync(['id', '-u', 'postgres']).exitCode !== 0)
+    return 'running as root and there is no `postgres` user to run the server as'
   return null
 }
 
@@ -54,7 +65,8 @@ let reported = false
  * .ci/run sets PIGEONHOLE_REQUIRE_POSTGRES=1 so that a broken install fails CI instead of skipping.
  */
 export function describeWithPostgres(label: string, body: () => void): void {
-  if (unavailable && process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1') throw new Error(`the PostgreSQL tests cannot run: ${unavailable}`)
+  if (unavailable && process.env.PIGEONHOLE_REQUIRE_POSTGRES === '1')
+    throw new Error(`the PostgreSQL tests cannot run: ${unavailable}`)
   if (unavailable && !reported) {
     reported = true
     console.warn(`skipped: the PostgreSQL tests (${unavailable})`)
@@ -70,7 +82,8 @@ export function describeWithPostgres(label: string, body: () => void): void {
 function run(args: string[], outputFile: string): void {
   const command = isRoot ? ['su', 'postgres', '-s', '/bin/sh', '-c', args.map(shellQuote).join(' ')] : args
   const result = Bun.spawnSync(command, { stdin: 'ignore', stdout: Bun.file(outputFile), stderr: Bun.file(outputFile) })
-  if (result.exitCode !== 0) throw new Error(`${args[0]} failed (${result.exitCode}): ${readFileSync(outputFile, 'utf8')}`)
+  if (result.exitCode !== 0)
+    throw new Error(`${args[0]} failed (${result.exitCode}): ${readFileSync(outputFile, 'utf8')}`)
 }
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
@@ -151,10 +164,12 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   const pgCtl = join(bin!, 'pg_ctl')
   const out = join(folder, 'commands.log')
   // With a password, every connection must give it (scram); otherwise loopback is trusted.
-  const auth = password === undefined ? ['-A', 'trust'] : ['-A', 'scram-sha-256', `--pwfile=${join(folder, 'password')}`]
+  const auth =
+    password === undefined ? ['-A', 'trust'] : ['-A', 'scram-sha-256', `--pwfile=${join(folder, 'password')}`]
   if (password !== undefined) {
     writeFileSync(join(folder, 'password'), `${password}\n`)
-    if (isRoot) chownSync(join(folder, 'password'), Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()), 0)
+    if (isRoot)
+      chownSync(join(folder, 'password'), Number(Bun.spawnSync(['id', '-u', 'postgres']).stdout.toString().trim()), 0)
   }
   run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], out)
   const port = freePort()
@@ -170,7 +185,9 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
       run([pgCtl, '-D', data, '-o', options, '-l', join(folder, 'server.log'), '-w', '-t', '60', 'start'], out)
     } catch (error) {
       // pg_ctl says only "Examine the log output": the server's own last lines say why.
-      const log = existsSync(join(folder, 'server.log')) ? readFileSync(join(folder, 'server.log'), 'utf8').split('\n').slice(-8).join('\n') : ''
+      const log = existsSync(join(folder, 'server.log'))
+        ? readFileSync(join(folder, 'server.log'), 'utf8').split('\n').slice(-8).join('\n')
+        : ''
       throw new Error(`${(error as Error).message}\nserver.log:\n${log}`)
     }
     running = true
@@ -191,10 +208,13 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   const asServerUser = isRoot ? `su postgres -s /bin/sh -c ${shellQuote(stopCommand)}` : stopCommand
   const removed = [folder, alsoRemove ?? folder].map(shellQuote).join(' ')
   const watch = `while kill -0 ${ownerPid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${removed}`
-  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], { stdio: ['ignore', 'ignore', 'ignore'] })
+  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  })
   return {
     port,
-    url: (name = 'postgres') => `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/${name}`,
+    url: (name = 'postgres') =>
+      `postgres://postgres${password === undefined ? '' : `:${encodeURIComponent(password)}`}@127.0.0.1:${port}/${name}`,
     restart() {
       stop()
       start()
@@ -212,7 +232,10 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
       running = false
       const deadline = Date.now() + 30_000
       while ([postmaster, ...backends].some(processAlive)) {
-        if (Date.now() > deadline) throw new Error(`the killed postmaster's processes did not end: ${[postmaster, ...backends].filter(processAlive).join(' ')}`)
+        if (Date.now() > deadline)
+          throw new Error(
+            `the killed postmaster's processes did not end: ${[postmaster, ...backends].filter(processAlive).join(' ')}`,
+          )
         Bun.sleepSync(50)
       }
       // Left a zombie where nothing reaps it (a container whose first process is not an init),
@@ -275,15 +298,19 @@ function joinRunCluster(): TestCluster {
     // initdb and the start take a few seconds, more on a busy machine; a minute means it failed.
     const deadline = Date.now() + 60_000
     while (!existsSync(published)) {
-      if (existsSync(failed)) throw new Error(`the run's PostgreSQL cluster did not start: ${readFileSync(failed, 'utf8')}`)
-      if (Date.now() > deadline) throw new Error(`the run's PostgreSQL cluster did not start within a minute (${rendezvous})`)
+      if (existsSync(failed))
+        throw new Error(`the run's PostgreSQL cluster did not start: ${readFileSync(failed, 'utf8')}`)
+      if (Date.now() > deadline)
+        throw new Error(`the run's PostgreSQL cluster did not start within a minute (${rendezvous})`)
       Bun.sleepSync(50)
     }
     port = Number(readFileSync(published, 'utf8'))
   }
   // The same answer in every process: only the one that started it could stop it.
   const refuse = (what: string) => () => {
-    throw new Error(`${what} the run's shared cluster would break the files using it at the same time: use ownCluster()`)
+    throw new Error(
+      `${what} the run's shared cluster would break the files using it at the same time: use ownCluster()`,
+    )
   }
   return {
     port,

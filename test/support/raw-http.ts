@@ -58,7 +58,12 @@ export const rawRequest = (method: string, target: string, headers: Record<strin
  * Sends `head` (request line and headers, ending in the blank line), then `body` one byte
  * every `everyMs`: a slow client. `done` resolves when the server closes the connection.
  */
-export function trickleRequest(port: number, head: string, body: string, everyMs: number): { done: Promise<void>; text: () => string } {
+export function trickleRequest(
+  port: number,
+  head: string,
+  body: string,
+  everyMs: number,
+): { done: Promise<void>; text: () => string } {
   const received: string[] = []
   let closed = false
   let timer: ReturnType<typeof setInterval> | undefined

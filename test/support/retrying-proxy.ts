@@ -119,7 +119,14 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
     port: 0,
     socket: {
       open(client) {
-        const link: Link = { toClient: new WriteQueue(), toBackend: new WriteQueue(), backend: null, closed: false, unanswered: [], connecting: false }
+        const link: Link = {
+          toClient: new WriteQueue(),
+          toBackend: new WriteQueue(),
+          backend: null,
+          closed: false,
+          unanswered: [],
+          connecting: false,
+        }
         link.toClient.attach(client)
         client.data = link
         void connectBackend(link)

@@ -72,7 +72,12 @@ function expectReply(reply: Reply, step: string, expected: number): void {
   throw new SendFailedError(described)
 }
 
-async function attempt(port: number, envelope: { from: string; to: string }, raw: string | Buffer, timeoutMs: number): Promise<Reply> {
+async function attempt(
+  port: number,
+  envelope: { from: string; to: string },
+  raw: string | Buffer,
+  timeoutMs: number,
+): Promise<Reply> {
   let client: SmtpClient | null = null
   let timedOut = false
   let awaiting = 'the connection'
@@ -124,16 +129,30 @@ async function attempt(port: number, envelope: { from: string; to: string }, raw
 }
 
 /** One message to one recipient; resolves with the `250` and what was retried on the way. */
-export async function sendRetrying(port: number, envelope: { from?: string; to: string }, raw: string | Buffer, options: RetryingSendOptions = {}): Promise<RetriedSend> {
+export async function sendRetrying(
+  port: number,
+  envelope: { from?: string; to: string },
+  raw: string | Buffer,
+  options: RetryingSendOptions = {},
+): Promise<RetriedSend> {
   const { attempts = 5, attemptTimeoutMs = 10_000, pauseMs = 100, onlyClosedBeforeGreeting = false } = options
   const retried: string[] = []
   for (let n = 1; ; n++) {
     try {
-      const reply = await attempt(port, { from: envelope.from ?? 'sender@example.com', to: envelope.to }, raw, attemptTimeoutMs)
+      const reply = await attempt(
+        port,
+        { from: envelope.from ?? 'sender@example.com', to: envelope.to },
+        raw,
+        attemptTimeoutMs,
+      )
       return { reply, retried }
     } catch (error) {
-      if (!(error instanceof Retryable)) throw error instanceof SendFailedError ? error : new SendFailedError(`attempt ${n}: ${error instanceof Error ? error.message : String(error)}`)
-      if (onlyClosedBeforeGreeting && !error.closedBeforeGreeting) throw new SendFailedError(`attempt ${n}: ${error.message}`)
+      if (!(error instanceof Retryable))
+        throw error instanceof SendFailedError
+          ? error
+          : new SendFailedError(`attempt ${n}: ${error instanceof Error ? error.message : String(error)}`)
+      if (onlyClosedBeforeGreeting && !error.closedBeforeGreeting)
+        throw new SendFailedError(`attempt ${n}: ${error.message}`)
       retried.push(`${error.message} (attempt ${n})`)
       if (n >= attempts) throw new SendFailedError(`no attempt of ${attempts} was accepted: ${retried.join('; ')}`)
       await Bun.sleep(pauseMs)

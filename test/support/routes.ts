@@ -17,13 +17,17 @@ export async function documentedRoutes(server: TestServer): Promise<DocumentedRo
   const document = (await server.get('/openapi/json')).body
   for (const [path, operations] of Object.entries<Record<string, { operationId: string }>>(document.paths)) {
     if (!path.startsWith('/v1')) continue
-    for (const [method, operation] of Object.entries(operations)) routes.push({ method: method.toUpperCase(), path, operationId: operation.operationId })
+    for (const [method, operation] of Object.entries(operations))
+      routes.push({ method: method.toUpperCase(), path, operationId: operation.operationId })
   }
   return routes
 }
 
 /** An inbox of `key`'s organisation holding one message with one attachment: the ids every id-taking route needs. */
-export async function ownedResources(server: TestServer, key: string): Promise<Record<'inbox_id' | 'message_id' | 'attachment_id', string>> {
+export async function ownedResources(
+  server: TestServer,
+  key: string,
+): Promise<Record<'inbox_id' | 'message_id' | 'attachment_id', string>> {
   const inbox = (await server.post('/v1/inboxes', key)).body.data
   const raw = [
     'From: a@example.com',
@@ -49,4 +53,5 @@ export async function ownedResources(server: TestServer, key: string): Promise<R
 }
 
 /** A documented path (`{inbox_id}` or `:inbox_id`) with its parameters replaced from `ids`. */
-export const fillPath = (path: string, ids: Record<string, string>) => path.replace(/\{(\w+)\}|:(\w+)/g, (_, a?: string, b?: string) => ids[(a ?? b)!]!)
+export const fillPath = (path: string, ids: Record<string, string>) =>
+  path.replace(/\{(\w+)\}|:(\w+)/g, (_, a?: string, b?: string) => ids[(a ?? b)!]!)

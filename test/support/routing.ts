@@ -30,7 +30,9 @@ export function cloudflareEnv(baseUrl: string, extra: Record<string, string> = {
  */
 export async function startWithFakeCloudflare(options: { timeoutMs?: number; env?: Record<string, string> } = {}) {
   const fake = await startFakeCloudflare()
-  const server = await startTestServer({ env: cloudflareEnv(fake.baseUrl, { CLOUDFLARE_TIMEOUT_MS: String(options.timeoutMs ?? 300), ...options.env }) })
+  const server = await startTestServer({
+    env: cloudflareEnv(fake.baseUrl, { CLOUDFLARE_TIMEOUT_MS: String(options.timeoutMs ?? 300), ...options.env }),
+  })
   return {
     fake,
     server,
@@ -52,7 +54,9 @@ export function openDatabaseFile(server: TestServer): Database {
 export function inboxRows(server: TestServer): InboxRow[] {
   const db = openDatabaseFile(server)
   try {
-    return db.query<InboxRow, []>('SELECT id, address, state, routing_rule_id FROM inboxes ORDER BY created_at, id').all()
+    return db
+      .query<InboxRow, []>('SELECT id, address, state, routing_rule_id FROM inboxes ORDER BY created_at, id')
+      .all()
   } finally {
     db.close()
   }

@@ -62,7 +62,9 @@ function writeManifest(): void {
 function startWatcher(list: string): void {
   const quoted = `'${list.replaceAll("'", `'\\''`)}'`
   const watch = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; if [ -f ${quoted} ]; then while IFS= read -r d; do rm -rf "$d"; done < ${quoted}; fi; rm -f ${quoted} ${quoted}.tmp`
-  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], { stdio: ['ignore', 'ignore', 'ignore'] })
+  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
+    stdio: ['ignore', 'ignore', 'ignore'],
+  })
 }
 
 function made(prefix: string, owner: 'file' | 'process'): string {

@@ -8,7 +8,10 @@ export const GENERATED_LOCAL_PART = /^[a-z]+-[a-z]+-[0-9a-f]{16}$/
 
 /** Asserts status and code, the envelope, and that error.request_id equals X-Request-Id. */
 export function expectError(response: ApiResponse, status: number, code: string): void {
-  expect({ status: response.status, code: response.body?.error?.code, text: response.text }).toMatchObject({ status, code })
+  expect({ status: response.status, code: response.body?.error?.code, text: response.text }).toMatchObject({
+    status,
+    code,
+  })
   expect(errorCode(response)).toBe(code)
   expect(Object.keys(response.body).sort()).toEqual(['error'])
   expect(Object.keys(response.body.error).sort()).toEqual(['code', 'message', 'request_id'])

@@ -39,7 +39,12 @@ export class SmtpClient {
    * Connects (from `localAddress`, any 127.x.y.z on Linux) and returns the first reply, whatever
    * it is. `preamble` is written first, as a proxy writes its PROXY line.
    */
-  static async open(port: number, localAddress?: string, host = '127.0.0.1', preamble?: string): Promise<{ client: SmtpClient; greeting: Reply }> {
+  static async open(
+    port: number,
+    localAddress?: string,
+    host = '127.0.0.1',
+    preamble?: string,
+  ): Promise<{ client: SmtpClient; greeting: Reply }> {
     const socket = connect({ port, host, localAddress })
     await new Promise<void>((resolve, reject) => {
       socket.once('connect', resolve)
@@ -174,7 +179,12 @@ export interface SendResult {
 }
 
 /** One whole transaction on a fresh connection. DATA is sent only if some RCPT was accepted. */
-export async function sendMail(port: number, envelope: { from?: string; to: string[] }, raw: string | Buffer, localAddress?: string): Promise<SendResult> {
+export async function sendMail(
+  port: number,
+  envelope: { from?: string; to: string[] },
+  raw: string | Buffer,
+  localAddress?: string,
+): Promise<SendResult> {
   const client = await SmtpClient.connect(port, '127.0.0.1', localAddress)
   try {
     await client.command('EHLO test.local')
@@ -185,7 +195,13 @@ export async function sendMail(port: number, envelope: { from?: string; to: stri
 }
 
 /** A minimal RFC 5322 message. */
-export function simpleMessage(fields: { from?: string; to: string; subject?: string; text?: string; headers?: Record<string, string> }): string {
+export function simpleMessage(fields: {
+  from?: string
+  to: string
+  subject?: string
+  text?: string
+  headers?: Record<string, string>
+}): string {
   const lines = [
     `From: ${fields.from ?? 'Sender <sender@example.com>'}`,
     `To: ${fields.to}`,

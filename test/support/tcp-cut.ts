@@ -112,7 +112,15 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
-        const pair: Pair = { client, upstream: null, pending: new WriteQueue(), back: new WriteQueue(), answered: true, heldUp: [], heldBack: [] }
+        const pair: Pair = {
+          client,
+          upstream: null,
+          pending: new WriteQueue(),
+          back: new WriteQueue(),
+          answered: true,
+          heldUp: [],
+          heldBack: [],
+        }
         pair.back.attach(client)
         client.data = pair
         pairs.add(pair)

@@ -22,7 +22,11 @@ export interface UntilOptions {
  * so a broken rule cannot hang a test and the failure says what never happened.
  * A condition that throws fails the wait at once with its own error.
  */
-export async function until(condition: () => boolean | Promise<boolean>, what: string, options: UntilOptions = {}): Promise<void> {
+export async function until(
+  condition: () => boolean | Promise<boolean>,
+  what: string,
+  options: UntilOptions = {},
+): Promise<void> {
   const { timeoutMs = 5_000, intervalMs = 10 } = options
   const deadline = performance.now() + timeoutMs
   for (;;) {

@@ -11,7 +11,9 @@ import PostalMime from 'postal-mime'
 
 function expected(body: string): Buffer {
   const units = body.replace(/[^A-Za-z0-9+/=]+/g, '').split(/=+/)
-  return Buffer.concat(units.map((unit) => Buffer.from(unit.slice(0, unit.length - (unit.length % 4 === 1 ? 1 : 0)), 'base64')))
+  return Buffer.concat(
+    units.map((unit) => Buffer.from(unit.slice(0, unit.length - (unit.length % 4 === 1 ? 1 : 0)), 'base64')),
+  )
 }
 
 async function decoded(body: string): Promise<Buffer> {
@@ -40,7 +42,17 @@ describe('a base64 part decodes as the rule says', () => {
     const lines = bytes.toString('base64').replace(/.{1,76}/g, '$&\r\n')
     expect(await decoded(lines)).toEqual(bytes)
     // Padded at the end, padded on every line, stray characters, a lone last character.
-    for (const body of ['QUJD\r\nREU=', 'QU-JD_RE', 'QUI=\r\nQUI=\r\n', 'QU*JD\r\nRE\xe9VG', 'QUJDR', 'QUJD=\r\n=\r\n', '', '====']) expect(await decoded(body)).toEqual(expected(body))
+    for (const body of [
+      'QUJD\r\nREU=',
+      'QU-JD_RE',
+      'QUI=\r\nQUI=\r\n',
+      'QU*JD\r\nRE\xe9VG',
+      'QUJDR',
+      'QUJD=\r\n=\r\n',
+      '',
+      '====',
+    ])
+      expect(await decoded(body)).toEqual(expected(body))
   })
 
   test('any body of base64 characters, padding, line breaks and stray bytes', async () => {

@@ -12,7 +12,10 @@ const SHAPE = /^attachment; filename="([\x20-\x7e]*)"; filename\*=UTF-8''([A-Za-
 describe('contentDisposition', () => {
   test.each([
     ['report.pdf', 'attachment; filename="report.pdf"; filename*=UTF-8\'\'report.pdf'],
-    ['naïve résumé.txt', 'attachment; filename="na_ve r_sum_.txt"; filename*=UTF-8\'\'na%C3%AFve%20r%C3%A9sum%C3%A9.txt'],
+    [
+      'naïve résumé.txt',
+      'attachment; filename="na_ve r_sum_.txt"; filename*=UTF-8\'\'na%C3%AFve%20r%C3%A9sum%C3%A9.txt',
+    ],
     ['a"b;c\\d%e.txt', 'attachment; filename="a_b_c_d_e.txt"; filename*=UTF-8\'\'a%22b%3Bc%5Cd%25e.txt'],
     ['   ', 'attachment; filename="attachment"; filename*=UTF-8\'\'%20%20%20'],
     ["it's (1)*.txt", "attachment; filename=\"it's (1)*.txt\"; filename*=UTF-8''it%27s%20%281%29%2A.txt"],
@@ -31,6 +34,11 @@ describe('contentDisposition', () => {
   })
 
   test('CR, LF and NUL never reach the header', () => {
-    fc.assert(fc.property(fc.string({ unit: fc.constantFrom('a', '\r', '\n', '\0', ' ', 'é'), maxLength: 30 }), (filename) => !/[\r\n\0]/.test(contentDisposition(filename))))
+    fc.assert(
+      fc.property(
+        fc.string({ unit: fc.constantFrom('a', '\r', '\n', '\0', ' ', 'é'), maxLength: 30 }),
+        (filename) => !/[\r\n\0]/.test(contentDisposition(filename)),
+      ),
+    )
   })
 })

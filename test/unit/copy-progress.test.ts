@@ -38,5 +38,7 @@ test('the summary gives the totals and the rates', () => {
     bytes: 4_000_000,
     elapsedMs: 2_000,
   }
-  expect(summaryLine(report)).toBe('done: 2,000 of 2,000 rows (100%), 4.0 MB in 2.0 s, 1,000 rows/s, 2.0 MB/s, 7 insert statements')
+  expect(summaryLine(report)).toBe(
+    'done: 2,000 of 2,000 rows (100%), 4.0 MB in 2.0 s, 1,000 rows/s, 2.0 MB/s, 7 insert statements',
+  )
 })

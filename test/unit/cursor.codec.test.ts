@@ -13,7 +13,10 @@ import { DomainError } from '../../src/core/common/errors.ts'
 setDefaultTimeout(30_000)
 
 const codec = new CursorCodec('a'.repeat(64))
-const position = fc.record({ at: fc.string({ unit: 'grapheme', maxLength: 40 }), id: fc.string({ unit: 'grapheme', maxLength: 40 }) })
+const position = fc.record({
+  at: fc.string({ unit: 'grapheme', maxLength: 40 }),
+  id: fc.string({ unit: 'grapheme', maxLength: 40 }),
+})
 const listing = fc.string({ maxLength: 30 })
 
 /** The error decode throws, or null when it accepts the cursor. */
@@ -43,7 +46,10 @@ describe('CursorCodec', () => {
       fc.property(listing, listing, position, (a, b, at) => {
         fc.pre(a !== b)
         const cursor = codec.encode(a, at)
-        return refusal(() => codec.decode(b, cursor)) === 'invalid_cursor' && refusal(() => other.decode(a, cursor)) === 'invalid_cursor'
+        return (
+          refusal(() => codec.decode(b, cursor)) === 'invalid_cursor' &&
+          refusal(() => other.decode(a, cursor)) === 'invalid_cursor'
+        )
       }),
       { numRuns: 1000 },
     )
@@ -64,7 +70,10 @@ describe('CursorCodec', () => {
 
   test('any string we did not issue is refused with invalid_cursor, never another error', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 40 })), (text) => refusal(() => codec.decode('inbox', text)) === 'invalid_cursor'),
+      fc.property(
+        fc.oneof(fc.string({ maxLength: 200 }), fc.string({ unit: 'binary', maxLength: 40 })),
+        (text) => refusal(() => codec.decode('inbox', text)) === 'invalid_cursor',
+      ),
       { numRuns: 1000 },
     )
     expect(refusal(() => codec.decode('inbox', 'x'.repeat(100_000) + '.' + 'y'.repeat(100_000)))).toBe('invalid_cursor')

@@ -97,7 +97,10 @@ test('a download waiting its turn gets the next slot freed, in the order asked; 
   const holding = slots.acquire('org_a')
   const late = await slots.acquireInTurn('org_a', 20).catch((error: DomainError) => error)
   expect(late).toBeInstanceOf(DomainError)
-  expect([(late as DomainError).code, (late as DomainError).facts.retryAfterSeconds]).toEqual(['rate_limit_exceeded', 1])
+  expect([(late as DomainError).code, (late as DomainError).facts.retryAfterSeconds]).toEqual([
+    'rate_limit_exceeded',
+    1,
+  ])
   expect(slots.waiting()).toBe(0)
   holding()
   expect(slots.total()).toBe(0)

@@ -51,7 +51,9 @@ describe('neighbours that must stay apart', () => {
 
   test('ISO-2022-JP words, each ending with its own escape, are decoded each on its own', () => {
     // Joined, the WHATWG decoder refuses one escape right after the other (a U+FFFD).
-    expect(decodeHeaderText('=?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=\r\n  =?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=')).toBe('テストテスト')
+    expect(decodeHeaderText('=?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=\r\n  =?ISO-2022-JP?B?GyRCJUYlOSVIGyhC?=')).toBe(
+      'テストテスト',
+    )
   })
 
   test('text between two words ends the run, and is kept', () => {
@@ -86,7 +88,8 @@ describe('any UTF-8 text cut at any bytes into words of any encoding and label c
     })
   })
 
-  const qEncode = (bytes: Buffer): string => [...bytes].map((byte) => `=${byte.toString(16).toUpperCase().padStart(2, '0')}`).join('')
+  const qEncode = (bytes: Buffer): string =>
+    [...bytes].map((byte) => `=${byte.toString(16).toUpperCase().padStart(2, '0')}`).join('')
 
   test('decodes back to the text', () => {
     fc.assert(

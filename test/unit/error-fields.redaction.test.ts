@@ -8,8 +8,14 @@ import { DrizzleQueryError } from 'drizzle-orm/errors'
 import { errorFields } from '../../src/log.ts'
 
 test("a wrapped query error logs the driver's message, not the statement or its parameters", () => {
-  const driver = Object.assign(new Error('date/time field value out of range: "+010000-01-01T00:00:00.000Z"'), { name: 'PostgresError' })
-  const wrapped = new DrizzleQueryError('select * from messages where search_sender = $1 and received_at >= $2', ['someone@secret.example', '+010000-01-01T00:00:00.000Z'], driver)
+  const driver = Object.assign(new Error('date/time field value out of range: "+010000-01-01T00:00:00.000Z"'), {
+    name: 'PostgresError',
+  })
+  const wrapped = new DrizzleQueryError(
+    'select * from messages where search_sender = $1 and received_at >= $2',
+    ['someone@secret.example', '+010000-01-01T00:00:00.000Z'],
+    driver,
+  )
   const fields = errorFields(wrapped)
   const line = JSON.stringify(fields)
   expect(line).not.toContain('someone@secret.example')

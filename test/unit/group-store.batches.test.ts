@@ -15,7 +15,11 @@ function heldRuns(fails: (inputs: string[]) => boolean = () => false) {
   const run = (inputs: string[]) => {
     batches.push(inputs)
     return new Promise<string[]>((resolve, reject) => {
-      commits.push(() => (fails(inputs) ? reject(new Error(`rolled back: ${inputs.join(',')}`)) : resolve(inputs.map((input) => `stored ${input}`))))
+      commits.push(() =>
+        fails(inputs)
+          ? reject(new Error(`rolled back: ${inputs.join(',')}`))
+          : resolve(inputs.map((input) => `stored ${input}`)),
+      )
     })
   }
   const commitAll = async () => {

@@ -48,7 +48,13 @@ test('elements, attributes, inline and embedded CSS, at-rules and pseudo-classes
 })
 
 test('hostile HTML is scanned in linear time', () => {
-  for (const hostile of ['<a'.repeat(500_000), `<style>${'a'.repeat(1_000_000)}`, `<div style="${'a:'.repeat(400_000)}">`, '<!--'.repeat(250_000), `<p ${'x '.repeat(400_000)}`]) {
+  for (const hostile of [
+    '<a'.repeat(500_000),
+    `<style>${'a'.repeat(1_000_000)}`,
+    `<div style="${'a:'.repeat(400_000)}">`,
+    '<!--'.repeat(250_000),
+    `<p ${'x '.repeat(400_000)}`,
+  ]) {
     const started = performance.now()
     findFeatures(hostile, ALL)
     // Generous: about 50 ms on an idle machine; a quadratic scan takes minutes.

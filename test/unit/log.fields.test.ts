@@ -8,7 +8,11 @@ import { createLogger } from '../../src/log.ts'
 
 test('a field named like the line’s own keys does not replace them', () => {
   const lines: string[] = []
-  createLogger('debug', (line) => lines.push(line)).warn('wake_notify_failed', { event: 'inbox_deleted', level: 'debug', inbox_id: 'inbox_1' })
+  createLogger('debug', (line) => lines.push(line)).warn('wake_notify_failed', {
+    event: 'inbox_deleted',
+    level: 'debug',
+    inbox_id: 'inbox_1',
+  })
   const line = JSON.parse(lines[0]!)
   expect(line.event).toBe('wake_notify_failed')
   expect(line.level).toBe('warn')

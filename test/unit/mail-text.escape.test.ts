@@ -6,7 +6,17 @@ import { expect, test } from 'bun:test'
 import { decodeMailText, encodeMailText } from '../../src/storage/postgres/schema.ts'
 
 test('NUL and U+FFFF round-trip exactly; the stored form holds no NUL', () => {
-  for (const value of ['', 'plain', 'a\0b', '\0\0', '\uffff', '\uffff0', '\uffff1\0', 'x\uffff\0\uffff0y', '\0\uffff']) {
+  for (const value of [
+    '',
+    'plain',
+    'a\0b',
+    '\0\0',
+    '\uffff',
+    '\uffff0',
+    '\uffff1\0',
+    'x\uffff\0\uffff0y',
+    '\0\uffff',
+  ]) {
     const stored = encodeMailText(value)
     expect(stored.includes('\0')).toBe(false)
     expect(decodeMailText(stored)).toBe(value)

@@ -1,7 +1,11 @@
 /** The password gate as a unit: at most its limit at once, a short queue in order, then refusals. */
 import { expect, test } from 'bun:test'
 import { Refusal } from '../../src/core/common/refusals.ts'
-import { MAX_CONCURRENT_PASSWORD_WORK, MAX_QUEUED_PASSWORD_WORK, PasswordGate } from '../../src/core/users/password-gate.ts'
+import {
+  MAX_CONCURRENT_PASSWORD_WORK,
+  MAX_QUEUED_PASSWORD_WORK,
+  PasswordGate,
+} from '../../src/core/users/password-gate.ts'
 
 test('runs at most its limit at once, queues a few in order, refuses the rest at once with Retry-After 1', async () => {
   const gate = new PasswordGate()
@@ -39,7 +43,9 @@ test('runs at most its limit at once, queues a few in order, refuses the rest at
     releases.shift()!()
     await Bun.sleep(0)
   }
-  expect(await Promise.all(outcomes.slice(0, admitted))).toEqual(Array.from({ length: admitted }, (_, i) => ({ value: i })))
+  expect(await Promise.all(outcomes.slice(0, admitted))).toEqual(
+    Array.from({ length: admitted }, (_, i) => ({ value: i })),
+  )
   expect(started).toEqual(Array.from({ length: admitted }, (_, i) => i))
   expect(most).toBe(MAX_CONCURRENT_PASSWORD_WORK)
   expect(gate.inFlight).toBe(0)

@@ -6,7 +6,12 @@
 import { describe, expect, test } from 'bun:test'
 import fc from 'fast-check'
 import { DomainError } from '../../src/core/common/errors.ts'
-import { generateLocalPart, normalizePrefix, PREFIX_PATTERN, RESERVED_LOCAL_PARTS } from '../../src/core/inboxes/local-part.ts'
+import {
+  generateLocalPart,
+  normalizePrefix,
+  PREFIX_PATTERN,
+  RESERVED_LOCAL_PARTS,
+} from '../../src/core/inboxes/local-part.ts'
 
 function outcome(input: unknown): { ok: string } | { code: string } {
   try {
@@ -21,12 +26,25 @@ const valid = fc.stringMatching(/^[a-zA-Z0-9][a-zA-Z0-9-]{1,38}[a-zA-Z0-9]$/)
 
 describe('normalizePrefix', () => {
   test('any input: an accepted prefix is the input lowercased and obeys every rule; anything else is invalid_prefix', () => {
-    const input = fc.oneof(fc.string({ maxLength: 50 }), fc.string({ unit: 'binary', maxLength: 50 }), valid, fc.constantFrom(...RESERVED_LOCAL_PARTS), fc.anything())
+    const input = fc.oneof(
+      fc.string({ maxLength: 50 }),
+      fc.string({ unit: 'binary', maxLength: 50 }),
+      valid,
+      fc.constantFrom(...RESERVED_LOCAL_PARTS),
+      fc.anything(),
+    )
     fc.assert(
       fc.property(input, (value) => {
         const result = outcome(value)
         if ('code' in result) return result.code === 'invalid_prefix'
-        return typeof value === 'string' && result.ok === asciiLower(value) && PREFIX_PATTERN.test(result.ok) && result.ok.length >= 3 && result.ok.length <= 40 && !RESERVED_LOCAL_PARTS.has(result.ok)
+        return (
+          typeof value === 'string' &&
+          result.ok === asciiLower(value) &&
+          PREFIX_PATTERN.test(result.ok) &&
+          result.ok.length >= 3 &&
+          result.ok.length <= 40 &&
+          !RESERVED_LOCAL_PARTS.has(result.ok)
+        )
       }),
       { numRuns: 5000 },
     )

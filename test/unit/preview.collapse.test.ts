@@ -16,7 +16,21 @@ function reference(text: string): string {
   return characters.length <= 200 ? collapsed : characters.slice(0, 199).join('').trimEnd() + '…'
 }
 
-const PIECES = ['a', 'word', 'x'.repeat(150), ' ', '  ', '\r\n', '\t', '\u00a0', '\u2003', '😀', 'é', ' '.repeat(500), '\n\n\n']
+const PIECES = [
+  'a',
+  'word',
+  'x'.repeat(150),
+  ' ',
+  '  ',
+  '\r\n',
+  '\t',
+  '\u00a0',
+  '\u2003',
+  '😀',
+  'é',
+  ' '.repeat(500),
+  '\n\n\n',
+]
 
 test('equals collapsing the whole body, for random mixes of words and whitespace', () => {
   let state = 12345

@@ -14,8 +14,11 @@ function regexHtmlToText(html: string): string {
   const decode = (text: string) =>
     text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, entity: string) => {
       if (entity[0] !== '#') return names[entity.toLowerCase()] ?? whole
-      const code = entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
-      return Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd'
+      const code =
+        entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10)
+      return Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? String.fromCodePoint(code)
+        : '\ufffd'
     })
   return html
     .replace(/<(script|style|head|title)\b[\s\S]*?<\/\1\s*>/gi, ' ')
@@ -53,7 +56,23 @@ describe('htmlToText', () => {
 
   test('equals the regex implementation on well-formed HTML', () => {
     const text = fc.stringMatching(/^[^<>&]{0,12}$/)
-    const entity = fc.constantFrom('&amp;', '&LT;', '&gt;', '&quot;', '&apos;', '&nbsp;', '&bogus;', '&#65;', '&#x1F600;', '&#0;', '&#99999999;', '&', '&#', '&#x;', '&amp')
+    const entity = fc.constantFrom(
+      '&amp;',
+      '&LT;',
+      '&gt;',
+      '&quot;',
+      '&apos;',
+      '&nbsp;',
+      '&bogus;',
+      '&#65;',
+      '&#x1F600;',
+      '&#0;',
+      '&#99999999;',
+      '&',
+      '&#',
+      '&#x;',
+      '&amp',
+    )
     const tag = fc.constantFrom(
       '<b>',
       '</b>',
@@ -72,7 +91,9 @@ describe('htmlToText', () => {
       '<!DOCTYPE html>',
       '<h1x>',
     )
-    const block = fc.tuple(fc.constantFrom('script', 'style', 'head', 'title', 'SCRIPT'), text).map(([name, body]) => `<${name} type="t">${body}</${name.toLowerCase()} >`)
+    const block = fc
+      .tuple(fc.constantFrom('script', 'style', 'head', 'title', 'SCRIPT'), text)
+      .map(([name, body]) => `<${name} type="t">${body}</${name.toLowerCase()} >`)
     const comment = text.map((body) => `<!--${body.replace(/-/g, '')}-->`)
     const html = fc.array(fc.oneof(text, entity, tag, block, comment), { maxLength: 30 }).map((parts) => parts.join(''))
     fc.assert(
@@ -82,7 +103,10 @@ describe('htmlToText', () => {
   })
 
   test('decodeEntities equals the regex decoding on any text', () => {
-    const piece = fc.oneof(fc.string({ maxLength: 6 }), fc.constantFrom('&', '&#', '&#x', ';', 'amp', 'lt', '65', 'x1f', 'zz'))
+    const piece = fc.oneof(
+      fc.string({ maxLength: 6 }),
+      fc.constantFrom('&', '&#', '&#x', ';', 'amp', 'lt', '65', 'x1f', 'zz'),
+    )
     const text = fc.array(piece, { maxLength: 20 }).map((parts) => parts.join('').replace(/[<>]/g, ''))
     fc.assert(
       fc.property(text, (t) => decodeEntities(t) === regexHtmlToText(t)),
@@ -99,7 +123,10 @@ describe('makePreview', () => {
   })
 
   test('one trimmed line of at most 200 code points, never cutting a surrogate pair', () => {
-    const body = fc.string({ unit: fc.constantFrom('a', ' ', '\n', '\t', 'é', '😀', '&amp;', '<br>', '<!--c-->'), maxLength: 600 })
+    const body = fc.string({
+      unit: fc.constantFrom('a', ' ', '\n', '\t', 'é', '😀', '&amp;', '<br>', '<!--c-->'),
+      maxLength: 600,
+    })
     fc.assert(
       fc.property(fc.option(body), fc.option(body), (text, html) => {
         const preview = makePreview(text, html)
@@ -115,7 +142,10 @@ describe('makePreview', () => {
         fc.pre(text.trim() !== '')
         const collapsed = text.replace(/\s+/g, ' ').trim()
         const preview = makePreview(text, null)
-        return preview === collapsed || (preview.endsWith('…') && collapsed.startsWith(preview.slice(0, -1)) && codePoints(preview) <= 200)
+        return (
+          preview === collapsed ||
+          (preview.endsWith('…') && collapsed.startsWith(preview.slice(0, -1)) && codePoints(preview) <= 200)
+        )
       }),
       { numRuns: 1000 },
     )

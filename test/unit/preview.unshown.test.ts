@@ -30,7 +30,9 @@ describe('quoted attribute values', () => {
 
 describe('numeric references', () => {
   test('NUL, surrogate halves and code points past U+10FFFF decode to U+FFFD', () => {
-    expect(decodeEntities('a&#0;b&#xD800;c&#xdfff;d&#55296;e&#x110000;f&#99999999999;')).toBe('a\ufffdb\ufffdc\ufffdd\ufffde\ufffdf\ufffd')
+    expect(decodeEntities('a&#0;b&#xD800;c&#xdfff;d&#55296;e&#x110000;f&#99999999999;')).toBe(
+      'a\ufffdb\ufffdc\ufffdd\ufffde\ufffdf\ufffd',
+    )
     expect(makePreview(null, '&#xD800;x')).toBe('\ufffdx')
   })
 

@@ -25,7 +25,9 @@ test('an address claimed once: the next inbox with that address starts empty; 10
   for (let i = 0; i < 12; i++) list.record('Early@inbox.test', null, refusal(`s${i}@shop.example`))
   list.record('early@elsewhere.example', null, refusal('x@shop.example'))
   list.claim('early@inbox.test', 'inbox_a')
-  expect(list.recent('inbox_a').map((r) => r.sender)).toEqual(Array.from({ length: 10 }, (_, i) => `s${11 - i}@shop.example`))
+  expect(list.recent('inbox_a').map((r) => r.sender)).toEqual(
+    Array.from({ length: 10 }, (_, i) => `s${11 - i}@shop.example`),
+  )
   list.claim('early@inbox.test', 'inbox_b')
   expect(list.recent('inbox_b')).toEqual([])
 })
@@ -33,8 +35,14 @@ test('an address claimed once: the next inbox with that address starts empty; 10
 test('an address no inbox could take (not a valid prefix, or another domain) is not kept', () => {
   const list = new RefusedDeliveries('inbox.test')
   const tooLong = `${'a'.repeat(400)}@inbox.test`
-  for (const address of [tooLong, 'under_score@inbox.test', 'fine@inbox.test.evil.example', 'fine@elsewhere.example']) list.record(address, null, refusal('x@shop.example'))
-  for (const [i, address] of [tooLong, 'under_score@inbox.test', 'fine@inbox.test.evil.example', 'fine@elsewhere.example'].entries()) {
+  for (const address of [tooLong, 'under_score@inbox.test', 'fine@inbox.test.evil.example', 'fine@elsewhere.example'])
+    list.record(address, null, refusal('x@shop.example'))
+  for (const [i, address] of [
+    tooLong,
+    'under_score@inbox.test',
+    'fine@inbox.test.evil.example',
+    'fine@elsewhere.example',
+  ].entries()) {
     list.claim(address, `inbox_${i}`)
     expect(list.recent(`inbox_${i}`)).toEqual([])
   }

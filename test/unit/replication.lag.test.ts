@@ -8,7 +8,13 @@ import { afterAll, expect, test } from 'bun:test'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { createLogger } from '../../src/log.ts'
-import { litestreamDir, litestreamLocalBytes, ReplicationMonitor, replicaPosition, shadowWalPosition } from '../../src/core/runtime/replication.ts'
+import {
+  litestreamDir,
+  litestreamLocalBytes,
+  ReplicationMonitor,
+  replicaPosition,
+  shadowWalPosition,
+} from '../../src/core/runtime/replication.ts'
 import { scratchDir } from '../support/scratch.ts'
 
 const PAGE = 4096
@@ -18,7 +24,8 @@ const databasePath = join(dir, 'pigeonhole.db')
 const walDir = join(litestreamDir(databasePath), 'generations', 'abc123', 'wal')
 mkdirSync(walDir, { recursive: true })
 writeFileSync(join(litestreamDir(databasePath), 'generation'), 'abc123\n')
-const shadow = (index: number, frames: number, extra = 0) => writeFileSync(join(walDir, `${index.toString(16).padStart(8, '0')}.wal`), Buffer.alloc(32 + frames * FRAME + extra))
+const shadow = (index: number, frames: number, extra = 0) =>
+  writeFileSync(join(walDir, `${index.toString(16).padStart(8, '0')}.wal`), Buffer.alloc(32 + frames * FRAME + extra))
 
 let replica = { index: 0, offset: 0 }
 let answering = true
@@ -58,7 +65,10 @@ test("the replica position is read from Litestream's lines for this database, lo
   ].join('\n')
   expect(replicaPosition(text, '/data/pigeonhole.db')).toEqual({ index: 7, offset: 32 })
   // Litestream resolved a symlink: with one database only, it is ours.
-  expect(replicaPosition(text.split('\n').slice(0, 2).join('\n'), '/link/pigeonhole.db')).toEqual({ index: 7, offset: 4152 })
+  expect(replicaPosition(text.split('\n').slice(0, 2).join('\n'), '/link/pigeonhole.db')).toEqual({
+    index: 7,
+    offset: 4152,
+  })
   expect(replicaPosition('litestream_db_size{db="/data/pigeonhole.db"} 1', '/data/pigeonhole.db')).toBeNull()
 })
 

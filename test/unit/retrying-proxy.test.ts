@@ -76,7 +76,8 @@ test('connections take turns between the backends; a refusing backend is skipped
   const proxy = startRetryingProxy(() => [a.port, down])
   stops.push(() => proxy.stop())
   const answers = []
-  for (let i = 0; i < 4; i++) answers.push(Buffer.from(await exchange(proxy, new TextEncoder().encode(`hello ${i}`))).toString())
+  for (let i = 0; i < 4; i++)
+    answers.push(Buffer.from(await exchange(proxy, new TextEncoder().encode(`hello ${i}`))).toString())
   expect(answers).toEqual(['a:hello 0', 'a:hello 1', 'a:hello 2', 'a:hello 3'])
   expect(proxy.routed[0]).toBe(4)
   expect(proxy.routed[1]).toBeUndefined()

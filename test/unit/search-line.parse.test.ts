@@ -17,11 +17,22 @@ test('operators, words, phrases and negation', () => {
   expect(parseSearchLine('')).toEqual({})
   expect(parseSearchLine('   ')).toEqual({})
   expect(parseSearchLine('from:Billing@Shop.example')).toEqual({ all: [{ sender: 'billing@shop.example' }] })
-  expect(parseSearchLine('from:shop.example from:@shop.example')).toEqual({ all: [{ senderContains: 'shop.example' }, { senderContains: '@shop.example' }] })
-  expect(parseSearchLine('to:CI subject:"Order  Shipped"')).toEqual({ all: [{ recipient: 'ci' }, { subject: 'order  shipped' }] })
-  expect(parseSearchLine('has:attachment is:unread -is:read')).toEqual({ all: [{ hasAttachment: true }, { unread: true }], none: [{ unread: false }] })
-  expect(parseSearchLine('after:2026-11-25 before:"2026-11-26 14:30"')).toEqual({ all: [{ receivedAfter: '2026-11-25T00:00:00.000Z' }, { receivedBefore: '2026-11-26T14:30:00.000Z' }] })
-  expect(parseSearchLine('larger:100k smaller:2.5M larger:512')).toEqual({ all: [{ largerThan: 102400 }, { smallerThan: 2621440 }, { largerThan: 512 }] })
+  expect(parseSearchLine('from:shop.example from:@shop.example')).toEqual({
+    all: [{ senderContains: 'shop.example' }, { senderContains: '@shop.example' }],
+  })
+  expect(parseSearchLine('to:CI subject:"Order  Shipped"')).toEqual({
+    all: [{ recipient: 'ci' }, { subject: 'order  shipped' }],
+  })
+  expect(parseSearchLine('has:attachment is:unread -is:read')).toEqual({
+    all: [{ hasAttachment: true }, { unread: true }],
+    none: [{ unread: false }],
+  })
+  expect(parseSearchLine('after:2026-11-25 before:"2026-11-26 14:30"')).toEqual({
+    all: [{ receivedAfter: '2026-11-25T00:00:00.000Z' }, { receivedBefore: '2026-11-26T14:30:00.000Z' }],
+  })
+  expect(parseSearchLine('larger:100k smaller:2.5M larger:512')).toEqual({
+    all: [{ largerThan: 102400 }, { smallerThan: 2621440 }, { largerThan: 512 }],
+  })
   expect(parseSearchLine('Reset "your  Password" -newsletter -"un subscribe"')).toEqual({
     all: [{ text: 'reset' }, { text: 'your password' }],
     none: [{ text: 'newsletter' }, { text: 'un subscribe' }],
@@ -55,18 +66,24 @@ test('a line that cannot be read says at which character', () => {
 
 test('any line either parses or is refused with a position inside it (never another error)', () => {
   fc.assert(
-    fc.property(fc.string({ maxLength: 80, unit: fc.constantFrom('a', ' ', '"', '-', ':', 'from', 'is', 'x@y', '1', 'k', '\t', 'é') }), (line) => {
-      try {
-        const terms = tokenize(line)
-        expect(terms.length).toBeLessThanOrEqual(12)
-        parseSearchLine(line)
-      } catch (error) {
-        expect(error).toBeInstanceOf(SearchLineError)
-        const at = (error as SearchLineError).at
-        expect(at).toBeGreaterThanOrEqual(1)
-        expect(at).toBeLessThanOrEqual(Math.max(line.length, 1))
-      }
-    }),
+    fc.property(
+      fc.string({
+        maxLength: 80,
+        unit: fc.constantFrom('a', ' ', '"', '-', ':', 'from', 'is', 'x@y', '1', 'k', '\t', 'é'),
+      }),
+      (line) => {
+        try {
+          const terms = tokenize(line)
+          expect(terms.length).toBeLessThanOrEqual(12)
+          parseSearchLine(line)
+        } catch (error) {
+          expect(error).toBeInstanceOf(SearchLineError)
+          const at = (error as SearchLineError).at
+          expect(at).toBeGreaterThanOrEqual(1)
+          expect(at).toBeLessThanOrEqual(Math.max(line.length, 1))
+        }
+      },
+    ),
     { numRuns: 2000 },
   )
 })

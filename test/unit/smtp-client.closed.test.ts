@@ -51,8 +51,18 @@ function scriptedServer(scripts: Script[]) {
 
 /** An ordinary server, with `change` replacing the answer to some commands. */
 function answering(change: Record<string, string> = {}): Script {
-  const normal: Record<string, string> = { EHLO: '250 ok', MAIL: '250 ok', RCPT: '250 ok', DATA: '354 go on', '.': '250 Message stored', QUIT: '221 bye' }
-  return { greeting: change.greeting ?? '220 scripted ESMTP', on: (command) => change[command] ?? normal[command] ?? '500 unknown' }
+  const normal: Record<string, string> = {
+    EHLO: '250 ok',
+    MAIL: '250 ok',
+    RCPT: '250 ok',
+    DATA: '354 go on',
+    '.': '250 Message stored',
+    QUIT: '221 bye',
+  }
+  return {
+    greeting: change.greeting ?? '220 scripted ESMTP',
+    on: (command) => change[command] ?? normal[command] ?? '500 unknown',
+  }
 }
 
 /** The message a promise rejects with. */
@@ -73,7 +83,9 @@ test('a connection closed before a reply fails the command waiting for it, and e
   const server = scriptedServer([answering({ MAIL: 'close' })])
   const client = await SmtpClient.connect(server.port)
   expect((await client.command('EHLO test')).code).toBe(250)
-  expect(await failure(client.command('MAIL FROM:<a@example.com>'))).toBe('SMTP connection closed before the reply to MAIL')
+  expect(await failure(client.command('MAIL FROM:<a@example.com>'))).toBe(
+    'SMTP connection closed before the reply to MAIL',
+  )
   expect(await failure(client.command('RSET'))).toBe('SMTP connection closed before the reply to RSET')
   await client.quit() // resolves: nothing left to wait for
 })
@@ -91,13 +103,19 @@ test('the sender retries a connection closed before the greeting, and after the 
   const server = scriptedServer([answering({ greeting: 'close' }), answering({ '.': 'close' }), answering()])
   const sent = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0 })
   expect(sent.reply).toEqual({ code: 250, text: 'Message stored' })
-  expect(sent.retried).toEqual(['SMTP connection closed before the greeting (attempt 1)', 'SMTP connection closed before the reply to the message (after the final dot) (attempt 2)'])
+  expect(sent.retried).toEqual([
+    'SMTP connection closed before the greeting (attempt 1)',
+    'SMTP connection closed before the reply to the message (after the final dot) (attempt 2)',
+  ])
   expect(server.connections()).toBe(3)
 })
 
 test('onlyClosedBeforeGreeting: a close before the greeting is retried; a 421, or a close after it, fails at once', async () => {
   const retried = scriptedServer([answering({ greeting: 'close' }), answering()])
-  const sent = await sendRetrying(retried.port, { to: 'x@example.com' }, message, { pauseMs: 0, onlyClosedBeforeGreeting: true })
+  const sent = await sendRetrying(retried.port, { to: 'x@example.com' }, message, {
+    pauseMs: 0,
+    onlyClosedBeforeGreeting: true,
+  })
   expect(sent.retried).toEqual(['SMTP connection closed before the greeting (attempt 1)'])
   for (const [change, expected] of [
     [{ greeting: '421 stopping' }, 'attempt 1: the greeting answered 421 stopping'],
@@ -105,7 +123,10 @@ test('onlyClosedBeforeGreeting: a close before the greeting is retried; a 421, o
     [{ '.': 'close' }, 'attempt 1: SMTP connection closed before the reply to the message (after the final dot)'],
   ] as const) {
     const server = scriptedServer([answering(change), answering()])
-    const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0, onlyClosedBeforeGreeting: true }).catch((e: unknown) => e)
+    const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, {
+      pauseMs: 0,
+      onlyClosedBeforeGreeting: true,
+    }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(SendFailedError)
     expect((error as Error).message).toBe(expected)
     expect(server.connections()).toBe(1)
@@ -113,10 +134,19 @@ test('onlyClosedBeforeGreeting: a close before the greeting is retried; a 421, o
 })
 
 test('the sender retries 421 and 451 at any step', async () => {
-  const server = scriptedServer([answering({ greeting: '421 stopping' }), answering({ RCPT: '451 Try again later' }), answering({ '.': '421 Server shutting down' }), answering()])
+  const server = scriptedServer([
+    answering({ greeting: '421 stopping' }),
+    answering({ RCPT: '451 Try again later' }),
+    answering({ '.': '421 Server shutting down' }),
+    answering(),
+  ])
   const sent = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0 })
   expect(sent.reply.code).toBe(250)
-  expect(sent.retried).toEqual(['the greeting answered 421 stopping (attempt 1)', 'RCPT answered 451 Try again later (attempt 2)', 'the message answered 421 Server shutting down (attempt 3)'])
+  expect(sent.retried).toEqual([
+    'the greeting answered 421 stopping (attempt 1)',
+    'RCPT answered 451 Try again later (attempt 2)',
+    'the message answered 421 Server shutting down (attempt 3)',
+  ])
 })
 
 test('the sender never retries a permanent refusal, another 4xx or an unexpected reply', async () => {
@@ -127,7 +157,9 @@ test('the sender never retries a permanent refusal, another 4xx or an unexpected
     [{ DATA: '250 ok' }, 'DATA answered 250 ok'],
   ] as const) {
     const server = scriptedServer([answering(change), answering()])
-    const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0 }).catch((e: unknown) => e)
+    const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { pauseMs: 0 }).catch(
+      (e: unknown) => e,
+    )
     expect(error).toBeInstanceOf(SendFailedError)
     expect((error as Error).message).toBe(expected)
     expect(server.connections()).toBe(1)
@@ -136,7 +168,10 @@ test('the sender never retries a permanent refusal, another 4xx or an unexpected
 
 test('a server that stops answering fails the send at the attempt bound, naming the step; it is not retried', async () => {
   const server = scriptedServer([answering({ MAIL: 'silence' }), answering()])
-  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { attemptTimeoutMs: 300, pauseMs: 0 }).catch((e: unknown) => e)
+  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, {
+    attemptTimeoutMs: 300,
+    pauseMs: 0,
+  }).catch((e: unknown) => e)
   expect(error).toBeInstanceOf(SendFailedError)
   expect((error as Error).message).toBe('no answer within 300 ms while waiting for the reply to MAIL')
   expect(server.connections()).toBe(1)
@@ -144,13 +179,18 @@ test('a server that stops answering fails the send at the attempt bound, naming 
 
 test('a greeting that never comes is bounded too', async () => {
   const server = scriptedServer([{ greeting: 'silence', on: () => 'silence' }])
-  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { attemptTimeoutMs: 300, pauseMs: 0 }).catch((e: unknown) => e)
+  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, {
+    attemptTimeoutMs: 300,
+    pauseMs: 0,
+  }).catch((e: unknown) => e)
   expect((error as Error).message).toBe('no answer within 300 ms while waiting for the greeting')
 })
 
 test('the sender gives up after its attempts, listing every failure', async () => {
   const server = scriptedServer([answering({ greeting: 'close' })])
-  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { attempts: 3, pauseMs: 0 }).catch((e: unknown) => e)
+  const error = await sendRetrying(server.port, { to: 'x@example.com' }, message, { attempts: 3, pauseMs: 0 }).catch(
+    (e: unknown) => e,
+  )
   expect(error).toBeInstanceOf(SendFailedError)
   expect((error as Error).message).toBe(
     'no attempt of 3 was accepted: SMTP connection closed before the greeting (attempt 1); SMTP connection closed before the greeting (attempt 2); SMTP connection closed before the greeting (attempt 3)',

@@ -12,20 +12,39 @@ test('a verdict: score, threshold, action and rules (the weightiest first)', () 
     score: 15,
     required_score: 15,
     action: 'reject',
-    symbols: { A: { name: 'A', score: 0.1 }, GTUBE: { name: 'GTUBE', score: 0, description: 'GTUBE', options: ['x', 3] }, B: { name: 'B', score: -2 } },
+    symbols: {
+      A: { name: 'A', score: 0.1 },
+      GTUBE: { name: 'GTUBE', score: 0, description: 'GTUBE', options: ['x', 3] },
+      B: { name: 'B', score: -2 },
+    },
     messages: { smtp_message: 'Gtube pattern' },
   })
   expect(verdict).toMatchObject({ available: true, spam: true, action: 'reject', message: 'Gtube pattern' })
   if (verdict.available) expect(verdict.rules.map((r) => r.name)).toEqual(['B', 'A', 'GTUBE'])
-  expect(readRspamd({ score: 2.4, required_score: 15, action: 'no action', symbols: {} })).toMatchObject({ available: true, spam: false, rules: [] })
+  expect(readRspamd({ score: 2.4, required_score: 15, action: 'no action', symbols: {} })).toMatchObject({
+    available: true,
+    spam: false,
+    rules: [],
+  })
 })
 
 test('nonsense is an unavailable filter with a reason', () => {
-  for (const body of [null, 'x', 5, [], {}, { score: '1', required_score: 15, action: 'x' }, { error: 'bad message' }]) {
+  for (const body of [
+    null,
+    'x',
+    5,
+    [],
+    {},
+    { score: '1', required_score: 15, action: 'x' },
+    { error: 'bad message' },
+  ]) {
     const verdict = readRspamd(body)
     expect(verdict.available).toBe(false)
   }
-  expect(readRspamd({ error: 'bad message' })).toEqual({ available: false, reason: 'it refused the message: bad message' })
+  expect(readRspamd({ error: 'bad message' })).toEqual({
+    available: false,
+    reason: 'it refused the message: bad message',
+  })
 })
 
 test("spamd's REPORT: score, threshold and the table of rules, continuation lines joined", () => {
@@ -51,10 +70,19 @@ test("spamd's REPORT: score, threshold and the table of rules, continuation line
   expect(verdict).toMatchObject({ available: true, spam: true, score: 1003.3, required: 5 })
   if (verdict.available) {
     expect(verdict.rules.map((r) => r.name)).toEqual(['GTUBE', 'MISSING_DATE', 'LONG_ONE', 'NO_RECEIVED'])
-    expect(verdict.rules.find((r) => r.name === 'LONG_ONE')!.description).toBe('A description that goes on onto a second line')
+    expect(verdict.rules.find((r) => r.name === 'LONG_ONE')!.description).toBe(
+      'A description that goes on onto a second line',
+    )
   }
-  expect(readSpamd('SPAMD/1.1 0 EX_OK\r\nSpam: False ; 0.4 / 5.0\r\n\r\n')).toMatchObject({ available: true, spam: false, rules: [] })
-  expect(readSpamd('SPAMD/1.0 76 Bad header line: x')).toEqual({ available: false, reason: 'it refused the message: Bad header line: x' })
+  expect(readSpamd('SPAMD/1.1 0 EX_OK\r\nSpam: False ; 0.4 / 5.0\r\n\r\n')).toMatchObject({
+    available: true,
+    spam: false,
+    rules: [],
+  })
+  expect(readSpamd('SPAMD/1.0 76 Bad header line: x')).toEqual({
+    available: false,
+    reason: 'it refused the message: Bad header line: x',
+  })
   expect(readSpamd('')).toMatchObject({ available: false })
   expect(spamFilterFrom('spamd:127.0.0.1:783')).toEqual({ kind: 'spamd', host: '127.0.0.1', port: 783 })
   expect(spamFilterFrom('spamd:[::1]:783')).toEqual({ kind: 'spamd', host: '::1', port: 783 })

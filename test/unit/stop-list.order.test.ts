@@ -24,7 +24,17 @@ test('parts stop in reverse, each async stop finishing before the next begins', 
     })
   }
   await parts.stopAll()
-  expect(events).toEqual(['start first', 'start second', 'start third', 'stop third begins', 'stop third ends', 'stop second begins', 'stop second ends', 'stop first begins', 'stop first ends'])
+  expect(events).toEqual([
+    'start first',
+    'start second',
+    'start third',
+    'stop third begins',
+    'stop third ends',
+    'stop second begins',
+    'stop second ends',
+    'stop first begins',
+    'stop first ends',
+  ])
 })
 
 test('a stop that throws is logged and the parts below it still stop; a second stopAll stops nothing again', async () => {
@@ -37,8 +47,14 @@ test('a stop that throws is logged and the parts below it still stop; a second s
   parts.started('listener', () => stopped.push('listener'))
   await parts.stopAll()
   expect(stopped).toEqual(['listener', 'database'])
-  expect(logs.filter((line) => line.event === 'part_stop_failed')).toMatchObject([{ level: 'error', part: 'broken', error: 'cannot clear' }])
-  expect(logs.filter((line) => line.event === 'part_stopped').map((line) => line.part)).toEqual(['listener', 'broken', 'database'])
+  expect(logs.filter((line) => line.event === 'part_stop_failed')).toMatchObject([
+    { level: 'error', part: 'broken', error: 'cannot clear' },
+  ])
+  expect(logs.filter((line) => line.event === 'part_stopped').map((line) => line.part)).toEqual([
+    'listener',
+    'broken',
+    'database',
+  ])
   await parts.stopAll()
   expect(stopped).toEqual(['listener', 'database'])
 })

@@ -58,7 +58,10 @@ export class DatabaseClock implements Clock {
   readiness(): { check: 'ok' | 'failed'; failing?: string } {
     if (Math.abs(this.offset) <= OFFSET_TOLERANCE_MS) return { check: 'ok' }
     const seconds = (Math.abs(this.offset) / 1000).toFixed(1)
-    return { check: 'failed', failing: `this machine's clock is ${seconds} s ${this.offset > 0 ? 'behind' : 'ahead of'} the database's (tolerance ${OFFSET_TOLERANCE_MS / 1000} s)` }
+    return {
+      check: 'failed',
+      failing: `this machine's clock is ${seconds} s ${this.offset > 0 ? 'behind' : 'ahead of'} the database's (tolerance ${OFFSET_TOLERANCE_MS / 1000} s)`,
+    }
   }
 
   /** Measures the offset now; a failure keeps the last one (the database may be away). */
@@ -67,7 +70,9 @@ export class DatabaseClock implements Clock {
     try {
       for (let i = 0; i < SAMPLES; i++) {
         const before = this.wall()
-        const [row] = await this.sql<{ at: number }[]>`select (extract(epoch from clock_timestamp()) * 1000)::float8 as at`
+        const [row] = await this.sql<
+          { at: number }[]
+        >`select (extract(epoch from clock_timestamp()) * 1000)::float8 as at`
         const after = this.wall()
         const sample = { rtt: after - before, offset: Number(row!.at) - (before + after) / 2 }
         if (!best || sample.rtt < best.rtt) best = sample
@@ -83,7 +88,8 @@ export class DatabaseClock implements Clock {
     const large = Math.abs(this.offset) > OFFSET_LOGGED_MS
     if (large !== this.logged) {
       this.logged = large
-      if (large) this.logger.warn('database_clock_offset', { offset_ms: this.offset, tolerance_ms: OFFSET_TOLERANCE_MS })
+      if (large)
+        this.logger.warn('database_clock_offset', { offset_ms: this.offset, tolerance_ms: OFFSET_TOLERANCE_MS })
       else this.logger.info('database_clock_offset_ok', { offset_ms: this.offset })
     }
   }

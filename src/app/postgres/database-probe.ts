@@ -88,7 +88,10 @@ export class DatabaseProbe {
     } catch (error) {
       this.health.failed(error, 'probe')
       const code = (error as { code?: unknown }).code
-      return { check: 'failed', failing: `${part}: ${error instanceof Error ? error.message : String(error)}${typeof code === 'string' ? ` (${code})` : ''}` }
+      return {
+        check: 'failed',
+        failing: `${part}: ${error instanceof Error ? error.message : String(error)}${typeof code === 'string' ? ` (${code})` : ''}`,
+      }
     } finally {
       clearTimeout(timeout)
     }

@@ -31,7 +31,16 @@ import { type InboxEvent, InboxNotifier } from '../../notifier.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 import type { AccessEnded } from '../../console/live-streams.ts'
 import type { RefusalNews, RefusalsShared } from '../../core/inbound/refused-deliveries.ts'
-import { createWakeBus, MAX_REFUSAL_BYTES, newestPerInbox, notifyAccessEnded, notifyInbox, notifyRefusal, publishStored, type WakeBus } from '../../storage/postgres/wake-bus.ts'
+import {
+  createWakeBus,
+  MAX_REFUSAL_BYTES,
+  newestPerInbox,
+  notifyAccessEnded,
+  notifyInbox,
+  notifyRefusal,
+  publishStored,
+  type WakeBus,
+} from '../../storage/postgres/wake-bus.ts'
 import { createWakePublisher, type WakePublisher } from '../../storage/postgres/wake-publisher.ts'
 import { startWakeFallback, WAKE_RECHECK_MS, type WakeFallback } from './wake-fallback.ts'
 
@@ -65,7 +74,9 @@ export class PostgresInboxNotifier extends InboxNotifier {
     announce: (news) => {
       const body = JSON.stringify({ origin: this.origin, news })
       if (Buffer.byteLength(body) > MAX_REFUSAL_BYTES) return // bounded fields make this unreachable; a debugging aid is not worth an error
-      notifyRefusal(this.sql, body).catch((error: unknown) => this.logger.warn('refusal_notify_failed', { kind: news.kind, ...errorFields(error) }))
+      notifyRefusal(this.sql, body).catch((error: unknown) =>
+        this.logger.warn('refusal_notify_failed', { kind: news.kind, ...errorFields(error) }),
+      )
     },
     listen: (listener) => {
       this.refusalListeners.add(listener)
@@ -153,7 +164,11 @@ function parseRefusal(body: string): { origin: string; news: RefusalNews } | nul
   if (typeof value.origin !== 'string' || !news || typeof news !== 'object') return null
   const text = (key: string) => typeof news[key] === 'string'
   const entry = news.entry as Record<string, unknown> | undefined
-  const entryOk = !!entry && typeof entry.at === 'number' && typeof entry.sender === 'string' && typeof entry.reply === 'string'
-  const ok = (news.kind === 'inbox' && text('inboxId') && entryOk) || (news.kind === 'address' && text('address') && entryOk) || (news.kind === 'claim' && text('address') && text('inboxId'))
+  const entryOk =
+    !!entry && typeof entry.at === 'number' && typeof entry.sender === 'string' && typeof entry.reply === 'string'
+  const ok =
+    (news.kind === 'inbox' && text('inboxId') && entryOk) ||
+    (news.kind === 'address' && text('address') && entryOk) ||
+    (news.kind === 'claim' && text('address') && text('inboxId'))
   return ok ? { origin: value.origin, news: news as unknown as RefusalNews } : null
 }

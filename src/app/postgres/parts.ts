@@ -58,7 +58,9 @@ export interface PostgresParts {
 /** The database could not be reached (or migrated) at start. */
 export class DatabaseUnreachableError extends Error {
   constructor(target: string, cause: unknown) {
-    super(`Cannot start on PostgreSQL at ${target}: ${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`)
+    super(
+      `Cannot start on PostgreSQL at ${target}: ${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`,
+    )
     this.name = 'DatabaseUnreachableError'
   }
 }
@@ -72,7 +74,13 @@ function sessionNotKept(url: string, error: SessionNotKeptError): ConfigError {
 }
 
 /** `holder`: this process's name in lease rows (src/storage/postgres/lease-holder.ts). */
-export async function openPostgresParts(config: Config, clock: Clock, logger: Logger, health: StorageHealth, holder: string): Promise<PostgresParts> {
+export async function openPostgresParts(
+  config: Config,
+  clock: Clock,
+  logger: Logger,
+  health: StorageHealth,
+  holder: string,
+): Promise<PostgresParts> {
   let applied: number
   try {
     // Before the migration, whose own lock is a session lock: a URL that does not keep sessions
@@ -100,17 +108,25 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
   const slots = createSlotLeases(sql, { holder, clock: shared })
   const quota = createQuotaReservations(sql, { holder, clock: shared })
   // Same holder and table as the long-poll slots: the close below frees both.
-  const streamSlots = createLiveStreamLeases(sql, { holder, clock: shared, bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION } })
+  const streamSlots = createLiveStreamLeases(sql, {
+    holder,
+    clock: shared,
+    bounds: { perUser: MAX_STREAMS_PER_USER, perOrganization: MAX_STREAMS_PER_ORGANIZATION },
+  })
   let notifier: PostgresInboxNotifier | undefined
   let store: Store | undefined
   const giveBack = async () => {
     // The store's own leases (idempotency claims of createInbox) and their heartbeat.
     await store?.close().catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
     // Freed now rather than in 30 s: the other machines may hand these slots out at once.
-    await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
+    await sql`delete from slot_leases where holder = ${holder}`.catch((error: unknown) =>
+      logger.warn('leases_release_failed', errorFields(error)),
+    )
     // SMTP transactions have ended by now (the drain finished them): any row left is a unit
     // whose release failed; it would otherwise count until its lease ran out.
-    await sql`delete from quota_reservations where holder = ${holder}`.catch((error: unknown) => logger.warn('leases_release_failed', errorFields(error)))
+    await sql`delete from quota_reservations where holder = ${holder}`.catch((error: unknown) =>
+      logger.warn('leases_release_failed', errorFields(error)),
+    )
     await notifier?.close().catch(() => {})
   }
   const close = async () => {
@@ -138,8 +154,12 @@ export async function openPostgresParts(config: Config, clock: Clock, logger: Lo
       slots,
       quota,
       streamSlots,
-      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, shared, SIGN_IN_RULES), (error) => logger.warn('sign_in_count_failed', errorFields(error))),
-      reservations: new SharedInboundReservations(quota, (error) => logger.warn('quota_release_failed', errorFields(error))),
+      signInThrottle: new SharedSignInThrottle(createSignInFailures(sql, shared, SIGN_IN_RULES), (error) =>
+        logger.warn('sign_in_count_failed', errorFields(error)),
+      ),
+      reservations: new SharedInboundReservations(quota, (error) =>
+        logger.warn('quota_release_failed', errorFields(error)),
+      ),
       messagePages: new NeverHitPageCache(),
       probe: new DatabaseProbe(sql, health),
       clock: shared,

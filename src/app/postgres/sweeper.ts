@@ -33,7 +33,12 @@ export function sweepOnceAcrossMachines(s: Services, sql: Sql, shared: Clock = s
 }
 
 /** Runs a turn every `intervalMs`; returns the stop function. */
-export function startSweeperAcrossMachines(s: Services, sql: Sql, shared: Clock = s.clock, intervalMs = 60_000): () => void {
+export function startSweeperAcrossMachines(
+  s: Services,
+  sql: Sql,
+  shared: Clock = s.clock,
+  intervalMs = 60_000,
+): () => void {
   let running = false
   const timer = setInterval(() => {
     if (running) return
@@ -41,12 +46,16 @@ export function startSweeperAcrossMachines(s: Services, sql: Sql, shared: Clock 
     sweepOnceAcrossMachines(s, sql, shared)
       .then((turn) => {
         if (turn.ran && (turn.result.messages || turn.result.idempotencyRecords)) {
-          s.logger.info('retention_sweep', { deleted_messages: turn.result.messages, deleted_idempotency_records: turn.result.idempotencyRecords })
+          s.logger.info('retention_sweep', {
+            deleted_messages: turn.result.messages,
+            deleted_idempotency_records: turn.result.idempotencyRecords,
+          })
         }
       })
       .catch((error: unknown) => {
         const full = error instanceof DomainError && error.code === 'insufficient_storage'
-        if (!full && !s.storageHealth.failed(error, 'sweep')) s.logger.error('retention_sweep_failed', errorFields(error))
+        if (!full && !s.storageHealth.failed(error, 'sweep'))
+          s.logger.error('retention_sweep_failed', errorFields(error))
       })
       .finally(() => {
         running = false

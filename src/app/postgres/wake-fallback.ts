@@ -65,7 +65,8 @@ export function startWakeFallback(parts: WakeFallbackParts, intervalMs = WAKE_RE
         if (before?.exists) parts.deliver(inboxId, 'inbox_deleted')
         continue
       }
-      if (before ? before.newest !== reading.newest || !before.exists : reading.newest !== null) parts.deliver(inboxId, 'message_stored')
+      if (before ? before.newest !== reading.newest || !before.exists : reading.newest !== null)
+        parts.deliver(inboxId, 'message_stored')
     }
     // Inboxes no longer watched lose their reading: watched again later, they start afresh.
     readings = next

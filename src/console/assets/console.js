@@ -98,7 +98,8 @@ const showUnread = (count) => {
 // in this browser (localStorage), shown only when the tab is not what the person looks at.
 const NOTIFY_KEY = 'pigeonhole-notify'
 const notifyToggle = document.getElementById('notify-toggle')
-const notifying = () => window.Notification && Notification.permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === 'on'
+const notifying = () =>
+  window.Notification && Notification.permission === 'granted' && localStorage.getItem(NOTIFY_KEY) === 'on'
 const showNotifyState = () => {
   if (notifyToggle) notifyToggle.textContent = notifying() ? 'Notifications on (turn off)' : 'Notify me of new mail'
 }
@@ -114,7 +115,10 @@ if (notifyToggle && window.Notification && Notification.permission !== 'denied')
 const notifyNewMail = (count, subject) => {
   if (!notifying() || (document.visibilityState === 'visible' && document.hasFocus())) return
   const where = document.querySelector('.page-title')?.firstChild?.textContent?.trim() ?? 'Pigeonhole'
-  new Notification(count === 1 ? `New mail: ${subject}` : `${count} new messages, newest: ${subject}`, { body: where, tag: where })
+  new Notification(count === 1 ? `New mail: ${subject}` : `${count} new messages, newest: ${subject}`, {
+    body: where,
+    tag: where,
+  })
 }
 
 // Inbox page and Inboxes page: the server sends an event right after new mail is stored
@@ -132,7 +136,8 @@ if (liveList && window.EventSource) {
   // of 80 mails costs a few reads of the list, not 80.
   let reading = false
   let stale = false
-  const messageIds = () => new Set([...liveList.querySelectorAll('a[href*="/messages/"]')].map((a) => a.getAttribute('href')))
+  const messageIds = () =>
+    new Set([...liveList.querySelectorAll('a[href*="/messages/"]')].map((a) => a.getAttribute('href')))
   const refresh = async () => {
     stale = true
     if (reading) return
@@ -151,16 +156,22 @@ if (liveList && window.EventSource) {
         // Keep the keyboard's place: the link that had focus has it again in the new list.
         const focused = liveList.contains(document.activeElement) ? document.activeElement.getAttribute('href') : null
         // Keep what was ticked for a bulk action (and "all on this page").
-        const ticked = new Set([...liveList.querySelectorAll('input[type="checkbox"]:checked')].map((box) => box.value || box.id))
+        const ticked = new Set(
+          [...liveList.querySelectorAll('input[type="checkbox"]:checked')].map((box) => box.value || box.id),
+        )
         liveList.replaceChildren(fresh.content)
-        for (const box of liveList.querySelectorAll('input[type="checkbox"]')) if (ticked.has(box.value || box.id)) box.checked = true
+        for (const box of liveList.querySelectorAll('input[type="checkbox"]'))
+          if (ticked.has(box.value || box.id)) box.checked = true
         // After the swap, and only when it changed: drawing the badge is not on the way to the new row.
         const unread = response.headers.get('x-unread')
-        if (unread !== null && unread !== document.getElementById('inbox-unread')?.getAttribute('data-unread')) setTimeout(() => showUnread(Number(unread)), 0)
+        if (unread !== null && unread !== document.getElementById('inbox-unread')?.getAttribute('data-unread'))
+          setTimeout(() => showUnread(Number(unread)), 0)
         if (focused) [...liveList.querySelectorAll('a')].find((a) => a.getAttribute('href') === focused)?.focus()
         showRelativeTimes()
         // Announced through the status line (a live region): how many arrived, and the newest subject.
-        const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter((a) => !before.has(a.getAttribute('href')))
+        const added = [...liveList.querySelectorAll('a[href*="/messages/"]')].filter(
+          (a) => !before.has(a.getAttribute('href')),
+        )
         if (added.length > 0) {
           say(`Live: ${added.length} new message${added.length === 1 ? '' : 's'}, newest "${added[0].textContent}".`)
           notifyNewMail(added.length, added[0].textContent)
@@ -206,7 +217,9 @@ if (liveList && window.EventSource) {
     let deleted = false
     const open = () => {
       if (events || deleted) return
-      const url = org ? `${liveList.getAttribute('data-live-events')}?${keys.map((k) => `watch=${encodeURIComponent(k)}`).join('&')}` : liveList.getAttribute('data-live-events')
+      const url = org
+        ? `${liveList.getAttribute('data-live-events')}?${keys.map((k) => `watch=${encodeURIComponent(k)}`).join('&')}`
+        : liveList.getAttribute('data-live-events')
       events = new EventSource(url)
       for (const type of ['ready', 'message_stored']) events.addEventListener(type, handlers[type])
       events.addEventListener('inbox_deleted', () => {
@@ -216,7 +229,9 @@ if (liveList && window.EventSource) {
         close()
         handlers.inbox_deleted()
       })
-      events.addEventListener('error', () => (events.readyState === EventSource.CLOSED ? handlers.closed() : handlers.reconnecting()))
+      events.addEventListener('error', () =>
+        events.readyState === EventSource.CLOSED ? handlers.closed() : handlers.reconnecting(),
+      )
     }
     const close = () => {
       events?.close()
@@ -231,7 +246,15 @@ if (liveList && window.EventSource) {
 // # or Delete deletes (after the usual prompt), 1-7 open and jump to a view, c copies the first
 // code. On an inbox page j/k move through the messages and Enter opens one. Keys typed
 // into a field, or with a modifier, are left alone.
-const VIEWS = { 1: 'view-html', 2: 'view-text', 3: 'html-source', 4: 'raw-source', 5: 'view-attachments', 6: 'view-headers', 7: 'message-extracts' }
+const VIEWS = {
+  1: 'view-html',
+  2: 'view-text',
+  3: 'html-source',
+  4: 'raw-source',
+  5: 'view-attachments',
+  6: 'view-headers',
+  7: 'message-extracts',
+}
 document.addEventListener('keydown', (event) => {
   if (event.ctrlKey || event.metaKey || event.altKey || event.defaultPrevented) return
   if (event.target instanceof Element && event.target.closest('input, textarea, select, [contenteditable]')) return
@@ -325,7 +348,10 @@ if (messageFrame) {
     images.href = back.pathname + back.search
     images.setAttribute('data-images', remote ? 'blocked' : 'remote')
     images.textContent = remote ? 'Block remote images' : 'Load remote images'
-    if (note) note.textContent = remote ? 'Remote images are loaded (the sender can see that the message was opened).' : 'Scripts, forms and remote content are blocked.'
+    if (note)
+      note.textContent = remote
+        ? 'Remote images are loaded (the sender can see that the message was opened).'
+        : 'Scripts, forms and remote content are blocked.'
   })
 }
 

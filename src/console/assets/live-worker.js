@@ -26,7 +26,9 @@ function broadcast(message, inbox) {
 /** Reopens the stream when the set of watched inboxes changed, or when the last one ended; false when it stays. */
 function update() {
   const all = [...watching.values()]
-  const keys = [...new Set([...all.filter((k) => k.length === 1), ...all.filter((k) => k.length > 1)].flat())].slice(0, MAX_KEYS).sort()
+  const keys = [...new Set([...all.filter((k) => k.length === 1), ...all.filter((k) => k.length > 1)].flat())]
+    .slice(0, MAX_KEYS)
+    .sort()
   const wanted = keys.join('&')
   if (wanted === streamed && source && source.readyState !== EventSource.CLOSED) return false
   if (source) source.close()
@@ -50,7 +52,12 @@ self.addEventListener('connect', (event) => {
   const port = event.ports[0]
   port.addEventListener('message', (message) => {
     const data = message.data || {}
-    const keys = typeof data.key === 'string' ? [data.key] : Array.isArray(data.keys) ? data.keys.filter((k) => typeof k === 'string') : []
+    const keys =
+      typeof data.key === 'string'
+        ? [data.key]
+        : Array.isArray(data.keys)
+          ? data.keys.filter((k) => typeof k === 'string')
+          : []
     if (data.type === 'watch' && keys.length > 0) {
       watching.set(port, keys)
       // Joined a stream already open for this inbox: this page gets its own `ready` now.

@@ -57,7 +57,22 @@ const ELEMENTS: Record<string, string> = {
   dl: 'html-lists',
 }
 for (const h of ['h1', 'h2', 'h3', 'h4', 'h5', 'h6']) ELEMENTS[h] = 'html-h1-h6'
-for (const tag of ['article', 'aside', 'details', 'figcaption', 'figure', 'footer', 'header', 'main', 'mark', 'nav', 'section', 'summary', 'time']) ELEMENTS[tag] = 'html-semantics'
+for (const tag of [
+  'article',
+  'aside',
+  'details',
+  'figcaption',
+  'figure',
+  'footer',
+  'header',
+  'main',
+  'mark',
+  'nav',
+  'section',
+  'summary',
+  'time',
+])
+  ELEMENTS[tag] = 'html-semantics'
 
 const ATTRIBUTES: Record<string, string> = {
   align: 'html-align',
@@ -144,7 +159,8 @@ export function findFeatures(fullHtml: string, knownSlugs: ReadonlySet<string>):
         if (trimmed.startsWith('@')) {
           const rule = AT_RULES.find((name) => trimmed.startsWith(`@${name}`))
           if (rule) add(`css-at-${rule}`, at)
-          if (rule === 'media') for (const feature of MEDIA_FEATURES) if (trimmed.includes(feature)) add(`css-at-media-${feature}`, at)
+          if (rule === 'media')
+            for (const feature of MEDIA_FEATURES) if (trimmed.includes(feature)) add(`css-at-media-${feature}`, at)
         } else {
           for (let colon = trimmed.indexOf(':'); colon !== -1; colon = trimmed.indexOf(':', colon + 1)) {
             const element = trimmed[colon + 1] === ':'
@@ -196,7 +212,8 @@ export function findFeatures(fullHtml: string, knownSlugs: ReadonlySet<string>):
       const element = ELEMENTS[name]
       if (element) add(element, i)
       const attributes = tag.slice(nameEnd)
-      for (const attribute of Object.keys(ATTRIBUTES)) if (hasAttribute(attributes, attribute)) add(ATTRIBUTES[attribute]!, i)
+      for (const attribute of Object.keys(ATTRIBUTES))
+        if (hasAttribute(attributes, attribute)) add(ATTRIBUTES[attribute]!, i)
       if (hasAttribute(attributes, 'width')) add('html-width', i)
       if (hasAttribute(attributes, 'height')) add('html-height', i)
       const type = attributeValue(attributes, 'type')

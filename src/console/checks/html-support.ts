@@ -24,7 +24,18 @@ interface RawFeature {
 }
 
 /** The families shown, in this order: the clients most test mail is read in. */
-const FAMILIES = ['gmail', 'apple-mail', 'outlook', 'yahoo', 'samsung-email', 'thunderbird', 'aol', 'protonmail', 'fastmail', 'hey'] as const
+const FAMILIES = [
+  'gmail',
+  'apple-mail',
+  'outlook',
+  'yahoo',
+  'samsung-email',
+  'thunderbird',
+  'aol',
+  'protonmail',
+  'fastmail',
+  'hey',
+] as const
 
 const NICE = data.nicenames as { family: Record<string, string>; platform: Record<string, string> }
 const FEATURES = new Map((data.data as unknown as RawFeature[]).map((feature) => [feature.slug, feature]))
@@ -76,12 +87,21 @@ function newest(versions: Record<string, string>): { support: Support; notes: st
 
 export function checkHtmlSupport(html: string): HtmlSupportReport {
   const used = findFeatures(html, SLUGS)
-  const totals = new Map<string, { points: number; counted: number }>(FAMILIES.map((family) => [family, { points: 0, counted: 0 }]))
+  const totals = new Map<string, { points: number; counted: number }>(
+    FAMILIES.map((family) => [family, { points: 0, counted: 0 }]),
+  )
   const issues: FeatureReport[] = []
   let supported = 0
   for (const use of used) {
     const feature = FEATURES.get(use.slug)!
-    const report: FeatureReport = { slug: use.slug, title: feature.title, url: feature.url, lines: use.lines, count: use.count, shortfalls: [] }
+    const report: FeatureReport = {
+      slug: use.slug,
+      title: feature.title,
+      url: feature.url,
+      lines: use.lines,
+      count: use.count,
+      shortfalls: [],
+    }
     for (const family of FAMILIES) {
       const platforms = feature.stats[family]
       if (!platforms) continue
@@ -94,18 +114,29 @@ export function checkHtmlSupport(html: string): HtmlSupportReport {
         tested++
         total.counted++
         total.points += support === 'y' ? 1 : support === 'a' ? 0.5 : 0
-        if (support !== 'y') short.push({ platform: NICE.platform[platform] ?? platform, support, notes: notes.map((n) => feature.notes_by_num?.[n]).filter((n): n is string => !!n) })
+        if (support !== 'y')
+          short.push({
+            platform: NICE.platform[platform] ?? platform,
+            support,
+            notes: notes.map((n) => feature.notes_by_num?.[n]).filter((n): n is string => !!n),
+          })
       }
-      if (short.length > 0) report.shortfalls.push({ family, name: NICE.family[family] ?? family, platforms: short, tested })
+      if (short.length > 0)
+        report.shortfalls.push({ family, name: NICE.family[family] ?? family, platforms: short, tested })
     }
     if (report.shortfalls.length > 0) issues.push(report)
     else supported++
   }
-  const missing = (r: FeatureReport) => r.shortfalls.reduce((sum, f) => sum + f.platforms.filter((p) => p.support === 'n').length, 0)
+  const missing = (r: FeatureReport) =>
+    r.shortfalls.reduce((sum, f) => sum + f.platforms.filter((p) => p.support === 'n').length, 0)
   issues.sort((a, b) => missing(b) - missing(a) || a.title.localeCompare(b.title))
   const scores = FAMILIES.map((family) => {
     const total = totals.get(family)!
-    return { family, name: NICE.family[family] ?? family, score: total.counted === 0 ? null : Math.round((100 * total.points) / total.counted) }
+    return {
+      family,
+      name: NICE.family[family] ?? family,
+      score: total.counted === 0 ? null : Math.round((100 * total.points) / total.counted),
+    }
   })
   return { scores, issues, supported, truncated: html.length > MAX_CHECKED_CHARS, dataDate: DATA_DATE }
 }

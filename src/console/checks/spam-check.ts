@@ -18,13 +18,18 @@ export function spamFilterFrom(setting: string): SpamFilter | null {
   if (setting.startsWith('spamd:')) {
     const address = setting.slice('spamd:'.length)
     const colon = address.lastIndexOf(':')
-    return { kind: 'spamd', host: address.slice(0, colon).replace(/^\[|\]$/g, ''), port: Number(address.slice(colon + 1)) }
+    return {
+      kind: 'spamd',
+      host: address.slice(0, colon).replace(/^\[|\]$/g, ''),
+      port: Number(address.slice(colon + 1)),
+    }
   }
   return null
 }
 
 /** How the page names the filter. */
-export const spamFilterName = (filter: SpamFilter): string => (filter.kind === 'rspamd' ? `rspamd at ${filter.url}` : `spamd at ${filter.host}:${filter.port}`)
+export const spamFilterName = (filter: SpamFilter): string =>
+  filter.kind === 'rspamd' ? `rspamd at ${filter.url}` : `spamd at ${filter.host}:${filter.port}`
 
 interface SpamRule {
   name: string
@@ -33,7 +38,17 @@ interface SpamRule {
   options: string[]
 }
 
-export type SpamVerdict = { available: true; score: number; required: number; action: string; spam: boolean; rules: SpamRule[]; message?: string } | { available: false; reason: string }
+export type SpamVerdict =
+  | {
+      available: true
+      score: number
+      required: number
+      action: string
+      spam: boolean
+      rules: SpamRule[]
+      message?: string
+    }
+  | { available: false; reason: string }
 
 /** rspamd's score and action need a few tenths of a second; its DNS lookups can take longer. */
 const SPAM_CHECK_TIMEOUT_MS = 15_000
@@ -41,11 +56,21 @@ const SPAM_CHECK_TIMEOUT_MS = 15_000
 /** rspamd actions that mean the message would not be delivered as clean mail. */
 const SPAM_ACTIONS = new Set(['reject', 'soft reject', 'add header', 'rewrite subject'])
 
-export function checkSpam(filter: SpamFilter, raw: Uint8Array, envelope: { from: string | null; to: string }): Promise<SpamVerdict> {
-  return filter.kind === 'rspamd' ? checkWithRspamd(filter.url, raw, envelope) : checkWithSpamd(filter.host, filter.port, raw)
+export function checkSpam(
+  filter: SpamFilter,
+  raw: Uint8Array,
+  envelope: { from: string | null; to: string },
+): Promise<SpamVerdict> {
+  return filter.kind === 'rspamd'
+    ? checkWithRspamd(filter.url, raw, envelope)
+    : checkWithSpamd(filter.host, filter.port, raw)
 }
 
-async function checkWithRspamd(url: string, raw: Uint8Array, envelope: { from: string | null; to: string }): Promise<SpamVerdict> {
+async function checkWithRspamd(
+  url: string,
+  raw: Uint8Array,
+  envelope: { from: string | null; to: string },
+): Promise<SpamVerdict> {
   const headers: Record<string, string> = { 'content-type': 'message/rfc822', rcpt: envelope.to }
   if (envelope.from) headers.from = envelope.from
   let response: Response
@@ -59,7 +84,8 @@ async function checkWithRspamd(url: string, raw: Uint8Array, envelope: { from: s
     })
   } catch (error) {
     const name = error instanceof Error ? error.name : ''
-    if (name === 'TimeoutError') return { available: false, reason: `no answer within ${SPAM_CHECK_TIMEOUT_MS / 1000} s` }
+    if (name === 'TimeoutError')
+      return { available: false, reason: `no answer within ${SPAM_CHECK_TIMEOUT_MS / 1000} s` }
     return { available: false, reason: `could not connect (${error instanceof Error ? error.message : String(error)})` }
   }
   if (!response.ok) {
@@ -79,10 +105,20 @@ async function checkWithRspamd(url: string, raw: Uint8Array, envelope: { from: s
 export function readRspamd(body: unknown): SpamVerdict {
   if (typeof body !== 'object' || body === null) return { available: false, reason: 'its answer was not an object' }
   const answer = body as Record<string, unknown>
-  if (typeof answer.score !== 'number' || typeof answer.required_score !== 'number' || typeof answer.action !== 'string') {
-    return { available: false, reason: typeof answer.error === 'string' ? `it refused the message: ${answer.error}` : 'its answer had no score' }
+  if (
+    typeof answer.score !== 'number' ||
+    typeof answer.required_score !== 'number' ||
+    typeof answer.action !== 'string'
+  ) {
+    return {
+      available: false,
+      reason: typeof answer.error === 'string' ? `it refused the message: ${answer.error}` : 'its answer had no score',
+    }
   }
-  const symbols = typeof answer.symbols === 'object' && answer.symbols !== null ? Object.values(answer.symbols as Record<string, unknown>) : []
+  const symbols =
+    typeof answer.symbols === 'object' && answer.symbols !== null
+      ? Object.values(answer.symbols as Record<string, unknown>)
+      : []
   const rules: SpamRule[] = []
   for (const symbol of symbols) {
     if (typeof symbol !== 'object' || symbol === null) continue
@@ -100,7 +136,15 @@ export function readRspamd(body: unknown): SpamVerdict {
   const messages = answer.messages as Record<string, unknown> | undefined
   const message = typeof messages?.smtp_message === 'string' ? messages.smtp_message : undefined
   const spam = answer.score >= answer.required_score || SPAM_ACTIONS.has(answer.action)
-  return { available: true, score: answer.score, required: answer.required_score, action: answer.action, spam, rules, message }
+  return {
+    available: true,
+    score: answer.score,
+    required: answer.required_score,
+    action: answer.action,
+    spam,
+    rules,
+    message,
+  }
 }
 
 /** An answer larger than this is not a spamd report. */
@@ -120,7 +164,10 @@ function checkWithSpamd(host: string, port: number, raw: Uint8Array): Promise<Sp
       resolve(verdict)
     }
     const socket = connect({ host, port })
-    const timer = setTimeout(() => finish({ available: false, reason: `no answer within ${SPAM_CHECK_TIMEOUT_MS / 1000} s` }), SPAM_CHECK_TIMEOUT_MS)
+    const timer = setTimeout(
+      () => finish({ available: false, reason: `no answer within ${SPAM_CHECK_TIMEOUT_MS / 1000} s` }),
+      SPAM_CHECK_TIMEOUT_MS,
+    )
     socket.on('connect', () => {
       socket.write(`REPORT SPAMC/1.5\r\nContent-length: ${raw.byteLength}\r\n\r\n`)
       socket.write(raw)

@@ -12,7 +12,13 @@ interface SessionRow {
   current: boolean
 }
 
-export function AccountPage(props: { email: string; sessions: SessionRow[]; theme: Theme; notice?: string; error?: string }) {
+export function AccountPage(props: {
+  email: string
+  sessions: SessionRow[]
+  theme: Theme
+  notice?: string
+  error?: string
+}) {
   return (
     <>
       {props.notice && <p class="notice">{props.notice}</p>}
@@ -25,7 +31,8 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; them
             <legend>Theme</legend>
             {(['system', 'light', 'dark'] as const).map((theme) => (
               <label>
-                <input type="radio" name="theme" value={theme} checked={props.theme === theme} /> {theme === 'system' ? 'As the system' : theme === 'light' ? 'Light' : 'Dark'}
+                <input type="radio" name="theme" value={theme} checked={props.theme === theme} />{' '}
+                {theme === 'system' ? 'As the system' : theme === 'light' ? 'Light' : 'Dark'}
               </label>
             ))}
           </fieldset>
@@ -41,7 +48,14 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; them
           <label for="current">Current password</label>
           <input id="current" name="current" type="password" required autocomplete="current-password" />
           <label for="next-password">New password</label>
-          <input id="next-password" name="password" type="password" required minLength={MIN_PASSWORD_LENGTH} autocomplete="new-password" />
+          <input
+            id="next-password"
+            name="password"
+            type="password"
+            required
+            minLength={MIN_PASSWORD_LENGTH}
+            autocomplete="new-password"
+          />
           <div class="form-actions">
             <button type="submit">Change password</button>
           </div>
@@ -63,7 +77,10 @@ export function AccountPage(props: { email: string; sessions: SessionRow[]; them
             </tr>
           ))}
         </Table>
-        <PostForm action={PATHS.accountSignOutEverywhere.link()} confirm="Sign out on every browser, this one included?">
+        <PostForm
+          action={PATHS.accountSignOutEverywhere.link()}
+          confirm="Sign out on every browser, this one included?"
+        >
           <div class="form-actions">
             <button type="submit" class="danger">
               Sign out everywhere

@@ -1,6 +1,12 @@
 /** @jsxImportSource preact */
 /** The operator's pages: organisations and their limits, accounts, and instance events. */
-import { MAX_LIMIT, ORG_LIMIT_INFO, ORG_LIMIT_NAMES, type OrgLimitName, type OrgLimits } from '../../core/limits/organization-limits.ts'
+import {
+  MAX_LIMIT,
+  ORG_LIMIT_INFO,
+  ORG_LIMIT_NAMES,
+  type OrgLimitName,
+  type OrgLimits,
+} from '../../core/limits/organization-limits.ts'
 import { AuditTable } from './audit.tsx'
 import { PATHS } from '../paths.ts'
 import { LimitPresetChoice } from './setup.tsx'
@@ -21,7 +27,13 @@ interface UserRow {
   createdAt: string
 }
 
-export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string; defaults: OrgLimits; events: Parameters<typeof AuditTable>[0]['events'] }) {
+export function AdminPage(props: {
+  orgs: OrgRow[]
+  users: UserRow[]
+  me: string
+  defaults: OrgLimits
+  events: Parameters<typeof AuditTable>[0]['events']
+}) {
   return (
     <>
       <h1 class="page-title">Operator</h1>
@@ -73,7 +85,11 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
                 <Time at={user.createdAt} />
               </td>
               <td class="actions">
-                <PostForm action={PATHS.adminResetPassword.link(user.id)} class="inline" confirm={`Give ${user.email} a new password and sign them out everywhere?`}>
+                <PostForm
+                  action={PATHS.adminResetPassword.link(user.id)}
+                  class="inline"
+                  confirm={`Give ${user.email} a new password and sign them out everywhere?`}
+                >
                   <button type="submit" class="secondary">
                     Reset password
                   </button>
@@ -98,18 +114,35 @@ export function AdminPage(props: { orgs: OrgRow[]; users: UserRow[]; me: string;
   )
 }
 
-export function LimitsForm(props: { org: OrgRow; overrides: Record<OrgLimitName, number | null>; defaults: OrgLimits; error?: string; notice?: string }) {
+export function LimitsForm(props: {
+  org: OrgRow
+  overrides: Record<OrgLimitName, number | null>
+  defaults: OrgLimits
+  error?: string
+  notice?: string
+}) {
   return (
     <section class="card">
       <h2>Limits of {props.org.name}</h2>
       {props.notice && <p class="notice">{props.notice}</p>}
       {props.error && <p class="error">{props.error}</p>}
-      <p class="muted">Leave a field empty to follow the server's LIMIT_* value (shown greyed). Changes apply from the next request or message.</p>
+      <p class="muted">
+        Leave a field empty to follow the server's LIMIT_* value (shown greyed). Changes apply from the next request or
+        message.
+      </p>
       <PostForm action={PATHS.adminLimits.link(props.org.id)}>
         {ORG_LIMIT_NAMES.map((name) => (
           <>
             <label for={`limit-${name}`}>{ORG_LIMIT_INFO[name].label}</label>
-            <input id={`limit-${name}`} name={name} type="number" min={1} max={MAX_LIMIT} value={props.overrides[name] ?? ''} placeholder={String(props.defaults[name])} />
+            <input
+              id={`limit-${name}`}
+              name={name}
+              type="number"
+              min={1}
+              max={MAX_LIMIT}
+              value={props.overrides[name] ?? ''}
+              placeholder={String(props.defaults[name])}
+            />
           </>
         ))}
         <div class="form-actions">

@@ -10,9 +10,18 @@ import { Table } from './shell.tsx'
 /** Issues listed, the worst first: enough for any real mail, and the page stays under its 50 KB budget. */
 const ISSUES_SHOWN = 60
 
-const lines = (found: number[], count: number) => `line${found.length === 1 ? '' : 's'} ${found.join(', ')}${count > found.length ? ` (${count} times in all)` : ''}`
+const lines = (found: number[], count: number) =>
+  `line${found.length === 1 ? '' : 's'} ${found.join(', ')}${count > found.length ? ` (${count} times in all)` : ''}`
 
-export function HtmlCheckPage({ org, message, report }: { org: Membership; message: Message; report: HtmlSupportReport }) {
+export function HtmlCheckPage({
+  org,
+  message,
+  report,
+}: {
+  org: Membership
+  message: Message
+  report: HtmlSupportReport
+}) {
   return (
     <>
       <nav class="message-nav" aria-label="Messages">
@@ -21,9 +30,11 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
       <section class="card" id="html-support">
         <h2 class="page-title">HTML support by email client</h2>
         <p class="muted">
-          From caniemail.com's data (updated {report.dataDate.slice(0, 10)}): each HTML and CSS feature the message uses, at each client's newest tested version. A score is the share of features and
-          platforms that support them (partial support counts half).
-          {report.truncated && ` Only the first ${(MAX_CHECKED_CHARS / 1024 / 1024).toFixed(0)} MiB of the HTML was checked.`}
+          From caniemail.com's data (updated {report.dataDate.slice(0, 10)}): each HTML and CSS feature the message
+          uses, at each client's newest tested version. A score is the share of features and platforms that support them
+          (partial support counts half).
+          {report.truncated &&
+            ` Only the first ${(MAX_CHECKED_CHARS / 1024 / 1024).toFixed(0)} MiB of the HTML was checked.`}
         </p>
         <Table columns={['Client', 'Score']} class="support-scores">
           {report.scores.map((s) => (
@@ -53,10 +64,13 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
                     const everywhere = missing.length === f.platforms.length && f.platforms.length === f.tested
                     return (
                       <li>
-                        <strong>{f.name}</strong>: {everywhere ? 'not supported' : missing.length > 0 && `not on ${missing.join(', ')}`}
+                        <strong>{f.name}</strong>:{' '}
+                        {everywhere ? 'not supported' : missing.length > 0 && `not on ${missing.join(', ')}`}
                         {missing.length > 0 && partial.length > 0 && '; '}
                         {partial.length > 0 && `partly on ${partial.map((p) => p.platform).join(', ')}`}
-                        {partial.some((p) => p.notes.length > 0) && <span class="muted"> ({[...new Set(partial.flatMap((p) => p.notes))].join(' ')})</span>}
+                        {partial.some((p) => p.notes.length > 0) && (
+                          <span class="muted"> ({[...new Set(partial.flatMap((p) => p.notes))].join(' ')})</span>
+                        )}
                       </li>
                     )
                   })}
@@ -70,7 +84,9 @@ export function HtmlCheckPage({ org, message, report }: { org: Membership; messa
             And {report.issues.length - ISSUES_SHOWN} more, each missing on fewer platforms than those above.
           </p>
         )}
-        {report.supported > 0 && <p class="muted">{report.supported} more features used are supported by all of these clients.</p>}
+        {report.supported > 0 && (
+          <p class="muted">{report.supported} more features used are supported by all of these clients.</p>
+        )}
       </section>
     </>
   )

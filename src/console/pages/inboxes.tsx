@@ -17,7 +17,8 @@ import { PATHS, withQuery } from '../paths.ts'
 import { PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
-const swaksCommand = (smtpAddress: string, to: string) => `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
+const swaksCommand = (smtpAddress: string, to: string) =>
+  `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
 
 /** The same with curl, which most machines have (it speaks SMTP). */
 const curlCommand = (smtpAddress: string, to: string) =>
@@ -42,7 +43,13 @@ export function InboxesPage(props: {
       <UsageCards usage={props.usage} />
       <section class="card">
         <h2>Search all inboxes</h2>
-        <SearchLineForm action={PATHS.search.link(org.organizationId)} filter={emptyFilter} label="Search all inboxes" recipient idPrefix="search" />
+        <SearchLineForm
+          action={PATHS.search.link(org.organizationId)}
+          filter={emptyFilter}
+          label="Search all inboxes"
+          recipient
+          idPrefix="search"
+        />
       </section>
       <section class="card">
         <h2>New inbox</h2>
@@ -50,10 +57,21 @@ export function InboxesPage(props: {
         <PostForm action={PATHS.inboxes.link(org.organizationId)}>
           <label for="prefix">Address (optional)</label>
           <div class="copy-row">
-            <input id="prefix" name="prefix" type="text" maxLength={64} placeholder="random" class="mono" value={props.prefix} />
+            <input
+              id="prefix"
+              name="prefix"
+              type="text"
+              maxLength={64}
+              placeholder="random"
+              class="mono"
+              value={props.prefix}
+            />
             <span class="muted mono">@{props.receivingDomain}</span>
           </div>
-          <p class="muted">Leave it empty for a random address. A chosen one is the whole address and unique on this server until its inbox is deleted.</p>
+          <p class="muted">
+            Leave it empty for a random address. A chosen one is the whole address and unique on this server until its
+            inbox is deleted.
+          </p>
           <div class="form-actions">
             <button type="submit">Create inbox</button>
           </div>
@@ -65,7 +83,15 @@ export function InboxesPage(props: {
           <label for="address-filter" class="visually-hidden">
             Address contains
           </label>
-          <input id="address-filter" name="address" type="search" value={props.address} maxLength={ADDRESS_FILTER_LIMIT} placeholder="address contains…" class="mono" />
+          <input
+            id="address-filter"
+            name="address"
+            type="search"
+            value={props.address}
+            maxLength={ADDRESS_FILTER_LIMIT}
+            placeholder="address contains…"
+            class="mono"
+          />
           <button type="submit" class="secondary">
             Filter
           </button>
@@ -84,7 +110,9 @@ export function InboxesPage(props: {
           id="inbox-list"
           data-live-events={props.listing.data.length > 0 ? PATHS.live.link() : undefined}
           data-live-org={org.organizationId}
-          data-live-watch={props.listing.data.length > 0 ? props.listing.data.map((inbox) => inbox.id).join(' ') : undefined}
+          data-live-watch={
+            props.listing.data.length > 0 ? props.listing.data.map((inbox) => inbox.id).join(' ') : undefined
+          }
         >
           <InboxTable {...props} />
         </div>
@@ -94,7 +122,12 @@ export function InboxesPage(props: {
 }
 
 /** The inside of the Inboxes page's `#inbox-list`; also served alone to its live refresh. */
-export function InboxTable(props: { org: Membership; listing: { data: Inbox[]; next_cursor: string | null }; stats: Map<string, InboxStats>; address: string }) {
+export function InboxTable(props: {
+  org: Membership
+  listing: { data: Inbox[]; next_cursor: string | null }
+  stats: Map<string, InboxStats>
+  address: string
+}) {
   const { org } = props
   const inboxes = props.listing.data
   return (
@@ -103,7 +136,10 @@ export function InboxTable(props: { org: Membership; listing: { data: Inbox[]; n
         props.address ? (
           <p id="no-inboxes">No inbox address contains “{props.address}”.</p>
         ) : (
-          <p id="no-inboxes">No inboxes yet. Create one above: its page shows the command that sends it a message, and the message appears there as it arrives.</p>
+          <p id="no-inboxes">
+            No inboxes yet. Create one above: its page shows the command that sends it a message, and the message
+            appears there as it arrives.
+          </p>
         )
       ) : (
         // One form for the list (one CSRF token, not one per row), to keep 100 rows under the page budget.
@@ -119,7 +155,9 @@ export function InboxTable(props: { org: Membership; listing: { data: Inbox[]; n
                     </a>
                   </td>
                   <td class="count">{(stats?.messages ?? 0).toLocaleString('en')}</td>
-                  <td class={stats?.unread ? 'unread has-unread' : 'unread'}>{(stats?.unread ?? 0).toLocaleString('en')}</td>
+                  <td class={stats?.unread ? 'unread has-unread' : 'unread'}>
+                    {(stats?.unread ?? 0).toLocaleString('en')}
+                  </td>
                   <td>
                     <Time at={stats?.lastReceivedAt} />
                   </td>
@@ -127,7 +165,13 @@ export function InboxTable(props: { org: Membership; listing: { data: Inbox[]; n
                     <Time at={inbox.created_at} />
                   </td>
                   <td>
-                    <button type="submit" name="inbox" value={inbox.id} class="danger" aria-label={`Delete ${inbox.address}`}>
+                    <button
+                      type="submit"
+                      name="inbox"
+                      value={inbox.id}
+                      class="danger"
+                      aria-label={`Delete ${inbox.address}`}
+                    >
                       Delete
                     </button>
                   </td>
@@ -139,7 +183,13 @@ export function InboxTable(props: { org: Membership; listing: { data: Inbox[]; n
       )}
       {props.listing.next_cursor && (
         <p>
-          <a href={withQuery(PATHS.inboxes.link(org.organizationId), { address: props.address || undefined, cursor: props.listing.next_cursor })} id="older-inboxes">
+          <a
+            href={withQuery(PATHS.inboxes.link(org.organizationId), {
+              address: props.address || undefined,
+              cursor: props.listing.next_cursor,
+            })}
+            id="older-inboxes"
+          >
             Older inboxes
           </a>
         </p>
@@ -181,7 +231,12 @@ export function InboxPage(props: {
             Address
           </label>
           <input id="inbox-address" type="text" readonly value={inbox.address} class="visually-hidden" tabIndex={-1} />
-          <button type="button" class="button secondary small" data-copy="inbox-address" aria-label={`Copy ${inbox.address}`}>
+          <button
+            type="button"
+            class="button secondary small"
+            data-copy="inbox-address"
+            aria-label={`Copy ${inbox.address}`}
+          >
             Copy
           </button>
           {/* Shown by console.js where the browser has notifications; off until asked for. */}
@@ -225,7 +280,10 @@ export function InboxPage(props: {
       {props.refused.length > 0 && (
         <section class="card" id="refused-deliveries">
           <h2>Refused deliveries</h2>
-          <p class="muted">Mail for this address that the server refused at RCPT TO, newest first (the last 10 since the server started).</p>
+          <p class="muted">
+            Mail for this address that the server refused at RCPT TO, newest first (the last 10 since the server
+            started).
+          </p>
           <Table columns={['Time', 'Sender', 'Reply']}>
             {props.refused.map((r) => (
               <tr>
@@ -240,12 +298,18 @@ export function InboxPage(props: {
         </section>
       )}
       <div class="actions">
-        <PostForm action={PATHS.inboxEmpty.link(org.organizationId, inbox.id)} confirm={`Delete every message of ${inbox.address}? The inbox stays.`}>
+        <PostForm
+          action={PATHS.inboxEmpty.link(org.organizationId, inbox.id)}
+          confirm={`Delete every message of ${inbox.address}? The inbox stays.`}
+        >
           <button type="submit" class="danger">
             Empty this inbox
           </button>
         </PostForm>
-        <PostForm action={PATHS.inboxDelete.link(org.organizationId, inbox.id)} confirm={`Delete ${inbox.address} and all its mail?`}>
+        <PostForm
+          action={PATHS.inboxDelete.link(org.organizationId, inbox.id)}
+          confirm={`Delete ${inbox.address} and all its mail?`}
+        >
           <button type="submit" class="danger">
             Delete this inbox
           </button>
@@ -260,7 +324,10 @@ function Pager(props: { here: string; filter: InboxFilter; listing: ConsolePage;
   const { here, filter, listing } = props
   const { rows, total, first } = listing
   const shownTotal = total > COUNT_LIMIT ? `more than ${COUNT_LIMIT.toLocaleString('en')}` : total.toLocaleString('en')
-  const range = first === null ? `${rows.length} of ${shownTotal}` : `${first.toLocaleString('en')}–${(first + rows.length - 1).toLocaleString('en')} of ${shownTotal}`
+  const range =
+    first === null
+      ? `${rows.length} of ${shownTotal}`
+      : `${first.toLocaleString('en')}–${(first + rows.length - 1).toLocaleString('en')} of ${shownTotal}`
   const size = Number(filter.size || DEFAULT_PAGE_SIZE)
   // Newer and Older keep the filters; a new page size starts again from the newest.
   const suffix = props.where === 'top' ? '' : '-bottom'
@@ -271,14 +338,24 @@ function Pager(props: { here: string; filter: InboxFilter; listing: ConsolePage;
         {range}
       </span>
       {listing.newer ? (
-        <a href={filterHref(here, filter, undefined, listing.newer)} id={`newer-messages${suffix}`} rel="prev" aria-label={suffix ? undefined : 'Newer messages'}>
+        <a
+          href={filterHref(here, filter, undefined, listing.newer)}
+          id={`newer-messages${suffix}`}
+          rel="prev"
+          aria-label={suffix ? undefined : 'Newer messages'}
+        >
           ← Newer
         </a>
       ) : (
         <span class="muted">← Newer</span>
       )}
       {listing.older ? (
-        <a href={filterHref(here, filter, listing.older)} id={`older-messages${suffix}`} rel="next" aria-label={suffix ? undefined : 'Older messages'}>
+        <a
+          href={filterHref(here, filter, listing.older)}
+          id={`older-messages${suffix}`}
+          rel="next"
+          aria-label={suffix ? undefined : 'Older messages'}
+        >
           Older →
         </a>
       ) : (
@@ -296,7 +373,10 @@ function Pager(props: { here: string; filter: InboxFilter; listing: ConsolePage;
             n === size ? (
               <strong aria-current="true">{n}</strong>
             ) : (
-              <a href={filterHref(here, { ...filter, size: n === DEFAULT_PAGE_SIZE ? '' : String(n) })} aria-label={`${n} per page`}>
+              <a
+                href={filterHref(here, { ...filter, size: n === DEFAULT_PAGE_SIZE ? '' : String(n) })}
+                aria-label={`${n} per page`}
+              >
                 {n}
               </a>
             ),
@@ -312,7 +392,13 @@ function Pager(props: { here: string; filter: InboxFilter; listing: ConsolePage;
  * paging links. Also served alone to the page's live refresh (routes/inboxes.tsx), which
  * swaps it in without reading the rest of the page.
  */
-export function MessageList(props: { org: Membership; inbox: Inbox; listing: ConsolePage; filter: InboxFilter; smtpAddress: string }) {
+export function MessageList(props: {
+  org: Membership
+  inbox: Inbox
+  listing: ConsolePage
+  filter: InboxFilter
+  smtpAddress: string
+}) {
   const { org, inbox, filter, listing } = props
   const here = PATHS.inbox.link(org.organizationId, inbox.id)
   const filtered = isFiltered(filter) || filter.cursor !== '' || filter.before !== ''
@@ -340,7 +426,11 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
       ) : (
         // One form for the whole list (one CSRF token, not one per row): each row's button names
         // its message; the bulk buttons send the ticked ones. `back` returns to this very view.
-        <PostForm action={PATHS.inboxBulk.link(org.organizationId, inbox.id)} confirm="Delete this message?" id="list-form">
+        <PostForm
+          action={PATHS.inboxBulk.link(org.organizationId, inbox.id)}
+          confirm="Delete this message?"
+          id="list-form"
+        >
           <input type="hidden" name="back" value={back} />
           <div class="list-tools">
             <Pager here={here} filter={filter} listing={listing} where="top" />
@@ -356,7 +446,13 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
               <button type="submit" name="action" value="unread" class="secondary" data-confirm="">
                 Mark unread
               </button>
-              <button type="submit" name="action" value="delete" class="danger" data-confirm="Delete the selected messages?">
+              <button
+                type="submit"
+                name="action"
+                value="delete"
+                class="danger"
+                data-confirm="Delete the selected messages?"
+              >
                 Delete selected
               </button>
               <span class="muted" id="unread-on-page">
@@ -382,8 +478,20 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
                       {subject}
                     </a>
                     {m.has_attachment && (
-                      <svg class="att" role="img" aria-label="has an attachment" viewBox="0 0 16 16" width="14" height="14">
-                        <path d="M11 4.5v6.5a3 3 0 0 1-6 0V4a2 2 0 0 1 4 0v6.5a1 1 0 0 1-2 0V5" fill="none" stroke="currentColor" stroke-width="1.4" />
+                      <svg
+                        class="att"
+                        role="img"
+                        aria-label="has an attachment"
+                        viewBox="0 0 16 16"
+                        width="14"
+                        height="14"
+                      >
+                        <path
+                          d="M11 4.5v6.5a3 3 0 0 1-6 0V4a2 2 0 0 1 4 0v6.5a1 1 0 0 1-2 0V5"
+                          fill="none"
+                          stroke="currentColor"
+                          stroke-width="1.4"
+                        />
                       </svg>
                     )}
                     {full && <span class="muted"> {m.preview.slice(0, 100)}</span>}
@@ -394,7 +502,13 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
                   <td>{formatBytes(m.size_bytes)}</td>
                   {full && (
                     <td>
-                      <button type="submit" name="message" value={m.id} class="danger small" aria-label={`Delete ${subject}`}>
+                      <button
+                        type="submit"
+                        name="message"
+                        value={m.id}
+                        class="danger small"
+                        aria-label={`Delete ${subject}`}
+                      >
                         Delete
                       </button>
                     </td>
@@ -410,4 +524,5 @@ export function MessageList(props: { org: Membership; inbox: Inbox; listing: Con
   )
 }
 
-export const formatBytes = (n: number) => (n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`)
+export const formatBytes = (n: number) =>
+  n < 1024 ? `${n} B` : n < 1024 * 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${(n / 1024 / 1024).toFixed(1)} MiB`

@@ -16,27 +16,39 @@ interface KeyRow {
   creatorLeft: boolean
 }
 
-export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { key: string; name: string }; createdGone?: boolean }) {
+export function KeysPage(props: {
+  org: Membership
+  keys: KeyRow[]
+  created?: { key: string; name: string }
+  createdGone?: boolean
+}) {
   const { org } = props
   const owner = org.role === 'owner'
   return (
     <>
       {props.created && (
         <section class="card">
-          <p class="notice">Key "{props.created.name || 'unnamed'}" created. Copy it now: only its hash is stored, and it is not shown again.</p>
+          <p class="notice">
+            Key "{props.created.name || 'unnamed'}" created. Copy it now: only its hash is stored, and it is not shown
+            again.
+          </p>
           <CopyField id="new-key" label="API key" value={props.created.key} />
         </section>
       )}
       {props.createdGone && (
         <section class="card">
-          <p class="notice">The new key is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, revoke it and create another.</p>
+          <p class="notice">
+            The new key is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was
+            not copied, revoke it and create another.
+          </p>
         </section>
       )}
       <section class="card">
         <h2>API keys</h2>
         <p class="muted">
-          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next request on. Keys belong to the organisation: a key keeps working when the member who
-          made it leaves, so revoke and replace one marked "left" if they should no longer have it.
+          Tests send a key as <code>Authorization: Bearer ph_live_…</code>. A revoked key answers 401 from its next
+          request on. Keys belong to the organisation: a key keeps working when the member who made it leaves, so revoke
+          and replace one marked "left" if they should no longer have it.
         </p>
         <Table columns={['Public id', 'Name', 'Created by', 'Created', 'Last used', 'Status', owner && '']}>
           {props.keys.map((key) => (
@@ -46,7 +58,10 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
               <td>
                 {key.createdBy ?? <span class="muted">the CLI</span>}
                 {key.creatorLeft && !key.revokedAt && (
-                  <span class="badge warning" title="The member who made this key left the organisation; the key still works.">
+                  <span
+                    class="badge warning"
+                    title="The member who made this key left the organisation; the key still works."
+                  >
                     left the organisation
                   </span>
                 )}
@@ -69,7 +84,11 @@ export function KeysPage(props: { org: Membership; keys: KeyRow[]; created?: { k
               {owner && (
                 <td>
                   {!key.revokedAt && (
-                    <PostForm action={PATHS.keyRevoke.link(org.organizationId, key.publicId)} class="inline" confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}>
+                    <PostForm
+                      action={PATHS.keyRevoke.link(org.organizationId, key.publicId)}
+                      class="inline"
+                      confirm={`Revoke key ${key.publicId}? Tests using it get 401 at once.`}
+                    >
                       <button type="submit" class="danger">
                         Revoke
                       </button>

@@ -13,7 +13,13 @@ import { PostForm, Table, Time } from './shell.tsx'
 
 const good = (status: number | null) => status !== null && status >= 200 && status < 400
 
-export function LinkCheckPage(props: { org: Membership; message: Message; check: LinkCheckResult; canRecheck: boolean; allowList: string }) {
+export function LinkCheckPage(props: {
+  org: Membership
+  message: Message
+  check: LinkCheckResult
+  canRecheck: boolean
+  allowList: string
+}) {
   const { org, message, check } = props
   const failed = check.results.filter((r) => !good(r.status)).length
   return (
@@ -25,8 +31,9 @@ export function LinkCheckPage(props: { org: Membership; message: Message; check:
         </a>
       </p>
       <p id="link-check-summary">
-        Checked <Time at={check.createdAt} />: {check.results.length} URL{check.results.length === 1 ? '' : 's'}, {failed === 0 ? 'all answered' : `${failed} without a good answer`}. Redirects are
-        followed up to {MAX_HOPS} times, each hop checked before it is requested.
+        Checked <Time at={check.createdAt} />: {check.results.length} URL{check.results.length === 1 ? '' : 's'},{' '}
+        {failed === 0 ? 'all answered' : `${failed} without a good answer`}. Redirects are followed up to {MAX_HOPS}{' '}
+        times, each hop checked before it is requested.
         {check.skipped > 0 && ` ${check.skipped} more were not checked.`}
       </p>
       <p class="muted">

@@ -56,7 +56,9 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
                   <PostForm
                     action={PATHS.memberRemove.link(org.organizationId, member.userId)}
                     class="inline"
-                    confirm={member.userId === props.me ? `Leave ${org.name}?` : `Remove ${member.email} from ${org.name}?`}
+                    confirm={
+                      member.userId === props.me ? `Leave ${org.name}?` : `Remove ${member.email} from ${org.name}?`
+                    }
                   >
                     <button type="submit" class="danger">
                       {member.userId === props.me ? 'Leave' : 'Remove'}
@@ -71,7 +73,9 @@ export function MembersPage(props: { org: Membership; me: string; members: Membe
       {owner && (
         <section class="card">
           <h2>Invite someone</h2>
-          <p class="muted">You get a link to send them yourself (this service sends no mail). It works once and expires after 7 days.</p>
+          <p class="muted">
+            You get a link to send them yourself (this service sends no mail). It works once and expires after 7 days.
+          </p>
           <PostForm action={PATHS.invites.link(org.organizationId)}>
             <label for="invite-role">Role</label>
             <select id="invite-role" name="role">
@@ -118,7 +122,8 @@ export function InviteCreated(props: { org: Membership; link: string; role: stri
     <section class="card">
       <h2>Invite link</h2>
       <p class="notice">
-        Send this link to the person you invite. It makes them a {props.role}, works once, and expires <Time at={props.expiresAt} />. It is not shown again.
+        Send this link to the person you invite. It makes them a {props.role}, works once, and expires{' '}
+        <Time at={props.expiresAt} />. It is not shown again.
       </p>
       <CopyField id="invite-link" label="Invite link" value={props.link} />
       <p>
@@ -128,7 +133,14 @@ export function InviteCreated(props: { org: Membership; link: string; role: stri
   )
 }
 
-export function AcceptInvite(props: { organizationName: string; role: string; action: string; signedInAs: string | null; error?: string; email?: string }) {
+export function AcceptInvite(props: {
+  organizationName: string
+  role: string
+  action: string
+  signedInAs: string | null
+  error?: string
+  email?: string
+}) {
   return (
     <section class="card narrow">
       <h2>Join {props.organizationName}</h2>
@@ -151,7 +163,8 @@ export function AcceptInvite(props: { organizationName: string; role: string; ac
             </div>
           </PostForm>
           <p class="muted">
-            Already have an account? <a href={withQuery(PATHS.signIn.link(), { next: props.action })}>Sign in first</a>, then open the link again.
+            Already have an account? <a href={withQuery(PATHS.signIn.link(), { next: props.action })}>Sign in first</a>,
+            then open the link again.
           </p>
         </>
       )}

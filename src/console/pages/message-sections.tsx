@@ -60,11 +60,17 @@ export function HtmlPreview(props: MessageSectionProps & { remoteImages: boolean
             </a>
           ))}
         </nav>
-        <a href={view(!remoteImages, width)} id="remote-images-toggle" data-images={remoteImages ? 'blocked' : 'remote'}>
+        <a
+          href={view(!remoteImages, width)}
+          id="remote-images-toggle"
+          data-images={remoteImages ? 'blocked' : 'remote'}
+        >
           {remoteImages ? 'Block remote images' : 'Load remote images'}
         </a>
         <span class="muted" id="remote-images-note">
-          {remoteImages ? 'Remote images are loaded (the sender can see that the message was opened).' : 'Scripts, forms and remote content are blocked.'}
+          {remoteImages
+            ? 'Remote images are loaded (the sender can see that the message was opened).'
+            : 'Scripts, forms and remote content are blocked.'}
         </span>
       </div>
       <iframe
@@ -73,7 +79,9 @@ export function HtmlPreview(props: MessageSectionProps & { remoteImages: boolean
         title="Message HTML"
         sandbox={MESSAGE_HTML_SANDBOX}
         referrerpolicy="no-referrer"
-        src={withQuery(PATHS.messageHtml.link(org.organizationId, message.id), { images: remoteImages ? 'remote' : undefined })}
+        src={withQuery(PATHS.messageHtml.link(org.organizationId, message.id), {
+          images: remoteImages ? 'remote' : undefined,
+        })}
       ></iframe>
     </section>
   )
@@ -92,14 +100,23 @@ export function TextSection(props: MessageSectionProps & { derivedText?: string 
       </summary>
       {largeText ? (
         // A large text part is a document of its own, loaded on demand, so the page stays small.
-        <iframe class="message-source" title="Text" sandbox="" loading="lazy" src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'text' })}></iframe>
+        <iframe
+          class="message-source"
+          title="Text"
+          sandbox=""
+          loading="lazy"
+          src={withQuery(PATHS.messageSource.link(org.organizationId, message.id), { part: 'text' })}
+        ></iframe>
       ) : message.text !== null ? (
         <pre id="message-text">
           <TextWithLinks text={message.text} />
         </pre>
       ) : props.derivedText ? (
         <>
-          <p class="muted">This message has no text part. Below is the text of its HTML, as a reader without HTML would get it; it is not part of the message.</p>
+          <p class="muted">
+            This message has no text part. Below is the text of its HTML, as a reader without HTML would get it; it is
+            not part of the message.
+          </p>
           <pre id="message-text" class="derived">
             <TextWithLinks text={props.derivedText} />
           </pre>
@@ -155,7 +172,10 @@ export function LinksSection(props: { links: FoundLink[]; checkAction?: string; 
           <button type="submit" class="secondary">
             Check links
           </button>{' '}
-          <span class="muted">A HEAD request from the server to each of the first {MAX_CHECKED} (public addresses only, redirects not followed).</span>
+          <span class="muted">
+            A HEAD request from the server to each of the first {MAX_CHECKED} (public addresses only, redirects not
+            followed).
+          </span>
         </PostForm>
       )}
     </details>
@@ -183,7 +203,14 @@ export function AttachmentsSection({ org, message }: MessageSectionProps) {
           {message.attachments.map((a) => (
             <tr>
               <td>
-                {THUMBNAIL_TYPES.test(a.content_type) && <img class="thumbnail" src={PATHS.attachment.link(org.organizationId, a.id)} alt={`Preview of ${a.filename}`} loading="lazy" />}
+                {THUMBNAIL_TYPES.test(a.content_type) && (
+                  <img
+                    class="thumbnail"
+                    src={PATHS.attachment.link(org.organizationId, a.id)}
+                    alt={`Preview of ${a.filename}`}
+                    loading="lazy"
+                  />
+                )}
                 <a href={PATHS.attachment.link(org.organizationId, a.id)} download>
                   {a.filename}
                 </a>

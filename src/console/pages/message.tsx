@@ -9,7 +9,17 @@ import type { LinkStatus } from '../../core/messages/link-check.ts'
 import type { FoundCode, FoundLink } from '../message-links.ts'
 import { PATHS } from '../paths.ts'
 import { formatBytes } from './inboxes.tsx'
-import { AttachmentsSection, HeadersSection, HtmlPreview, LinksSection, type MessageSectionProps, type PreviewWidth, Shortcuts, SourceSections, TextSection } from './message-sections.tsx'
+import {
+  AttachmentsSection,
+  HeadersSection,
+  HtmlPreview,
+  LinksSection,
+  type MessageSectionProps,
+  type PreviewWidth,
+  Shortcuts,
+  SourceSections,
+  TextSection,
+} from './message-sections.tsx'
 import { PostForm, Time } from './shell.tsx'
 
 export function MessagePage(
@@ -33,9 +43,15 @@ export function MessagePage(
     <>
       <MessageNav org={org} message={message} newer={props.newer} older={props.older} />
       <MessageSummary org={org} message={message} codes={props.codes} spamCheck={props.spamCheck} />
-      {message.html !== null && <HtmlPreview org={org} message={message} remoteImages={props.remoteImages} width={props.width} />}
+      {message.html !== null && (
+        <HtmlPreview org={org} message={message} remoteImages={props.remoteImages} width={props.width} />
+      )}
       <TextSection org={org} message={message} derivedText={props.derivedText} />
-      <LinksSection links={props.links} checkAction={props.linkCheck ? PATHS.messageCheckLinks.link(org.organizationId, message.id) : undefined} statuses={props.statuses} />
+      <LinksSection
+        links={props.links}
+        checkAction={props.linkCheck ? PATHS.messageCheckLinks.link(org.organizationId, message.id) : undefined}
+        statuses={props.statuses}
+      />
       <AttachmentsSection org={org} message={message} />
       <HeadersSection headers={message.headers} />
       <SourceSections org={org} message={message} />
@@ -77,7 +93,9 @@ function MessageSummary(props: MessageSectionProps & { codes: FoundCode[]; spamC
       <dl class="message-meta">
         <div>
           <dt>From</dt>
-          <dd id="message-from">{message.from.name ? `${message.from.name} <${message.from.address}>` : message.from.address}</dd>
+          <dd id="message-from">
+            {message.from.name ? `${message.from.name} <${message.from.address}>` : message.from.address}
+          </dd>
         </div>
         <div>
           <dt>To</dt>
@@ -119,7 +137,15 @@ function Codes({ codes }: { codes: FoundCode[] }) {
     <ul class="codes" id="message-codes" aria-label="One-time codes">
       {codes.map((c, i) => (
         <li>
-          <input id={`code-${i}`} type="text" readonly value={c.code} class="mono code" aria-label={`Code ${c.code}`} size={Math.max(6, c.code.length + 1)} />{' '}
+          <input
+            id={`code-${i}`}
+            type="text"
+            readonly
+            value={c.code}
+            class="mono code"
+            aria-label={`Code ${c.code}`}
+            size={Math.max(6, c.code.length + 1)}
+          />{' '}
           <button type="button" class="button secondary" data-copy={`code-${i}`}>
             Copy
           </button>{' '}
@@ -138,16 +164,29 @@ function MessageActions({ org, message, spamCheck }: MessageSectionProps & { spa
         Download source (.eml)
       </a>
       {message.html !== null && (
-        <a class="button secondary" href={PATHS.messageHtmlCheck.link(org.organizationId, message.id)} id="html-check-link">
+        <a
+          class="button secondary"
+          href={PATHS.messageHtmlCheck.link(org.organizationId, message.id)}
+          id="html-check-link"
+        >
           HTML support
         </a>
       )}
       {spamCheck && (
-        <a class="button secondary" href={PATHS.messageSpamCheck.link(org.organizationId, message.id)} id="spam-check-link">
+        <a
+          class="button secondary"
+          href={PATHS.messageSpamCheck.link(org.organizationId, message.id)}
+          id="spam-check-link"
+        >
           Spam check
         </a>
       )}
-      <PostForm action={PATHS.messageDelete.link(org.organizationId, message.id)} class="inline" confirm="Delete this message?" id="delete-message">
+      <PostForm
+        action={PATHS.messageDelete.link(org.organizationId, message.id)}
+        class="inline"
+        confirm="Delete this message?"
+        id="delete-message"
+      >
         <button type="submit" class="danger">
           Delete
         </button>

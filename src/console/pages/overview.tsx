@@ -29,7 +29,13 @@ export function UsageCards({ usage }: { usage: Usage }) {
   )
 }
 
-export function Overview(props: { organizationId: string; usage: Usage; limits: OrgLimits; receivingDomain: string; isOwner: boolean }) {
+export function Overview(props: {
+  organizationId: string
+  usage: Usage
+  limits: OrgLimits
+  receivingDomain: string
+  isOwner: boolean
+}) {
   const { usage } = props
   return (
     <>
@@ -51,8 +57,9 @@ export function Overview(props: { organizationId: string; usage: Usage; limits: 
       <section class="card">
         <h2>Getting started</h2>
         <p>
-          Inbox addresses end in <code>@{props.receivingDomain}</code>. <a href={PATHS.inboxes.link(props.organizationId)}>Inboxes</a> shows their mail as it arrives. Tests use an API key from{' '}
-          <a href={PATHS.keys.link(props.organizationId)}>API keys</a>
+          Inbox addresses end in <code>@{props.receivingDomain}</code>.{' '}
+          <a href={PATHS.inboxes.link(props.organizationId)}>Inboxes</a> shows their mail as it arrives. Tests use an
+          API key from <a href={PATHS.keys.link(props.organizationId)}>API keys</a>
           {props.isOwner ? '' : ' (owners create them)'}.
         </p>
       </section>

@@ -5,7 +5,14 @@ import type { MessageSummary } from '../../core/common/models.ts'
 import { SEARCH_WINDOW } from '../../core/messages/search-organization.ts'
 import { TEXT_SEARCH_WINDOW } from '../../core/messages/search-filters.ts'
 import { TEXT_SEARCH_CHARS } from '../../core/inbound/search-text.ts'
-import { emptyFilter, FILTER_LIMITS, filterHref, type InboxFilter, isFiltered, usesFormFields } from '../inbox-filter.ts'
+import {
+  emptyFilter,
+  FILTER_LIMITS,
+  filterHref,
+  type InboxFilter,
+  isFiltered,
+  usesFormFields,
+} from '../inbox-filter.ts'
 import { MAX_LINE } from '../../core/messages/search-line.ts'
 import { PATHS } from '../paths.ts'
 import { Table, Time } from './shell.tsx'
@@ -26,28 +33,69 @@ function FilterFields(props: { idPrefix: string; filter: InboxFilter; recipient?
       </div>
       <div>
         <label for={id('text')}>Text contains</label>
-        <input id={id('text')} name="text" type="text" value={filter.text} maxLength={FILTER_LIMITS.text} placeholder="subject or body" />
+        <input
+          id={id('text')}
+          name="text"
+          type="text"
+          value={filter.text}
+          maxLength={FILTER_LIMITS.text}
+          placeholder="subject or body"
+        />
       </div>
       <div>
         <label for={id('from')}>From</label>
-        <input id={id('from')} name="from" type="text" value={filter.from} maxLength={FILTER_LIMITS.from} placeholder="a@b.example or @b.example" />
+        <input
+          id={id('from')}
+          name="from"
+          type="text"
+          value={filter.from}
+          maxLength={FILTER_LIMITS.from}
+          placeholder="a@b.example or @b.example"
+        />
       </div>
       {props.recipient && (
         <div>
           <label for={id('to')}>To contains</label>
-          <input id={id('to')} name="to" type="text" value={filter.to} maxLength={FILTER_LIMITS.to} placeholder="inbox address or part of it" />
+          <input
+            id={id('to')}
+            name="to"
+            type="text"
+            value={filter.to}
+            maxLength={FILTER_LIMITS.to}
+            placeholder="inbox address or part of it"
+          />
         </div>
       )}
       <div>
         <label for={id('since')}>Received since (UTC)</label>
-        <input id={id('since')} name="since" type="text" value={filter.since} maxLength={FILTER_LIMITS.since} placeholder="2026-11-25 14:30" />
+        <input
+          id={id('since')}
+          name="since"
+          type="text"
+          value={filter.since}
+          maxLength={FILTER_LIMITS.since}
+          placeholder="2026-11-25 14:30"
+        />
       </div>
       <div>
         <label for={id('until')}>Received until (UTC)</label>
-        <input id={id('until')} name="until" type="text" value={filter.until} maxLength={FILTER_LIMITS.until} placeholder="2026-11-25 18:00:59" />
+        <input
+          id={id('until')}
+          name="until"
+          type="text"
+          value={filter.until}
+          maxLength={FILTER_LIMITS.until}
+          placeholder="2026-11-25 18:00:59"
+        />
       </div>
       <div class="filter-check">
-        <input id={id('attachment')} name="attachment" type="checkbox" value="yes" checked={filter.attachment === 'yes'} />
+        <input
+          id={id('attachment')}
+          name="attachment"
+          type="checkbox"
+          value="yes"
+          checked={filter.attachment === 'yes'}
+        />
         <label for={id('attachment')}>Has attachment</label>
       </div>
     </>
@@ -58,7 +106,13 @@ function FilterFields(props: { idPrefix: string; filter: InboxFilter; recipient?
  * The search line with the operators beside it, and the filter form folded under it (open
  * when one of its fields is in use). One form, so the URL carries every value.
  */
-export function SearchLineForm(props: { action: string; filter: InboxFilter; label: string; recipient?: boolean; idPrefix?: string }) {
+export function SearchLineForm(props: {
+  action: string
+  filter: InboxFilter
+  label: string
+  recipient?: boolean
+  idPrefix?: string
+}) {
   const { filter } = props
   const id = (name: string) => `${props.idPrefix ?? 'filter'}-${name}`
   return (
@@ -67,15 +121,25 @@ export function SearchLineForm(props: { action: string; filter: InboxFilter; lab
         <label for={id('q')} class="visually-hidden">
           {props.label}
         </label>
-        <input id={id('q')} name="q" type="search" value={filter.q} maxLength={MAX_LINE} placeholder='from:shop.example is:unread "reset password" -has:attachment' class="mono" />
+        <input
+          id={id('q')}
+          name="q"
+          type="search"
+          value={filter.q}
+          maxLength={MAX_LINE}
+          placeholder='from:shop.example is:unread "reset password" -has:attachment'
+          class="mono"
+        />
         <button type="submit" class="secondary">
           {props.recipient ? 'Search all inboxes' : 'Search'}
         </button>
         {isFiltered(filter) && <a href={filterHref(props.action, { ...emptyFilter, size: filter.size })}>Clear</a>}
       </div>
       <p class="muted operators" id={id('operators')}>
-        <code>from:</code> <code>to:</code> <code>subject:</code> <code>has:attachment</code> <code>is:unread</code> <code>is:read</code> <code>before:</code>
-        <code>after:</code> <code>larger:</code> <code>smaller:</code> (<code>100k</code>, <code>2m</code>), <code>"a phrase"</code>, <code>-</code> negates; other words search the subject and text.
+        <code>from:</code> <code>to:</code> <code>subject:</code> <code>has:attachment</code> <code>is:unread</code>{' '}
+        <code>is:read</code> <code>before:</code>
+        <code>after:</code> <code>larger:</code> <code>smaller:</code> (<code>100k</code>, <code>2m</code>),{' '}
+        <code>"a phrase"</code>, <code>-</code> negates; other words search the subject and text.
       </p>
       {filter.size && <input type="hidden" name="size" value={filter.size} />}
       <details class="more-filters" open={usesFormFields(filter)}>
@@ -93,7 +157,12 @@ export function SearchLineForm(props: { action: string; filter: InboxFilter; lab
   )
 }
 
-export function SearchPage(props: { org: Membership; filter: InboxFilter; results: { data: MessageSummary[]; next_cursor: string | null } | null; error?: string }) {
+export function SearchPage(props: {
+  org: Membership
+  filter: InboxFilter
+  results: { data: MessageSummary[]; next_cursor: string | null } | null
+  error?: string
+}) {
   const { org, filter } = props
   const here = PATHS.search.link(org.organizationId)
   return (
@@ -102,8 +171,9 @@ export function SearchPage(props: { org: Membership; filter: InboxFilter; result
       <SearchLineForm action={here} filter={filter} label="Search all inboxes" recipient idPrefix="search" />
       {props.error && <p class="error">{props.error}</p>}
       <p class="muted" id="search-bounds">
-        Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox; with text or a subject, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text
-        contains looks at the subject and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
+        Looks through the organisation's newest {SEARCH_WINDOW.toLocaleString('en')} messages in every active inbox;
+        with text or a subject, its newest {TEXT_SEARCH_WINDOW.toLocaleString('en')}. Text contains looks at the subject
+        and the start of the text (the first {TEXT_SEARCH_CHARS.toLocaleString('en')} characters), ignoring case.
       </p>
       {props.results !== null &&
         (props.results.data.length === 0 ? (

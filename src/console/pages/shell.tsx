@@ -32,7 +32,12 @@ const useShell = () => useContext(ShellContext)
  * its pattern in src/console/paths.ts and its route in src/console/routes/ (registered in
  * src/console/index.ts).
  */
-const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: string): string }; ownersOnly?: boolean }[] = [
+const ORG_SECTIONS: {
+  id: string
+  label: string
+  path: { link(organizationId: string): string }
+  ownersOnly?: boolean
+}[] = [
   { id: 'overview', label: 'Overview', path: PATHS.organization },
   { id: 'inboxes', label: 'Inboxes', path: PATHS.inboxes },
   { id: 'members', label: 'Members', path: PATHS.members },
@@ -41,7 +46,13 @@ const ORG_SECTIONS: { id: string; label: string; path: { link(organizationId: st
 ]
 
 /** A POST form with the CSRF token; `confirm` asks before submitting (console.js). */
-export function PostForm(props: { action: string; children: ComponentChildren; confirm?: string; class?: string; id?: string }) {
+export function PostForm(props: {
+  action: string
+  children: ComponentChildren
+  confirm?: string
+  class?: string
+  id?: string
+}) {
   const { csrf } = useShell()
   return (
     <form method="post" action={props.action} class={props.class} id={props.id} data-confirm={props.confirm}>
@@ -61,7 +72,12 @@ export function Table(props: { columns: Array<string | false>; class?: string; c
     <div class="table-wrap">
       <table class={props.class}>
         <thead>
-          <tr>{props.columns.map((column) => column !== false && <th scope="col">{column || <span class="visually-hidden">Actions</span>}</th>)}</tr>
+          <tr>
+            {props.columns.map(
+              (column) =>
+                column !== false && <th scope="col">{column || <span class="visually-hidden">Actions</span>}</th>,
+            )}
+          </tr>
         </thead>
         <tbody>{props.children}</tbody>
       </table>
@@ -89,7 +105,10 @@ export function ShownValueGone(props: { what: string; back: string }) {
   return (
     <section class="card narrow">
       <h2>No longer shown</h2>
-      <p class="notice">The {props.what} is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was not copied, make a new one.</p>
+      <p class="notice">
+        The {props.what} is no longer shown: it is held for 10 minutes, in the browser session that made it. If it was
+        not copied, make a new one.
+      </p>
       <p>
         <a href={props.back}>Back</a>
       </p>
@@ -104,7 +123,8 @@ const exactTime = (at: string) => `${at.replace('T', ' ').slice(0, 19)} UTC`
  * A time to the second; console.js shows one from the last 24 hours as "12 s ago" and
  * puts the exact time in its title (hover). Without the script the exact time stays.
  */
-export const Time = ({ at }: { at: string | null | undefined }) => (at ? <time datetime={at}>{exactTime(at)}</time> : <span class="muted">never</span>)
+export const Time = ({ at }: { at: string | null | undefined }) =>
+  at ? <time datetime={at}>{exactTime(at)}</time> : <span class="muted">never</span>
 
 function Header({ shell }: { shell: Shell }) {
   const brand = (
@@ -119,7 +139,10 @@ function Header({ shell }: { shell: Shell }) {
       {shell.user && shell.memberships.length > 0 && (
         <nav class="orgs" aria-label="Organisations">
           {shell.memberships.map((m) => (
-            <a href={PATHS.organization.link(m.organizationId)} aria-current={shell.org?.organizationId === m.organizationId ? 'page' : undefined}>
+            <a
+              href={PATHS.organization.link(m.organizationId)}
+              aria-current={shell.org?.organizationId === m.organizationId ? 'page' : undefined}
+            >
               {m.name}
             </a>
           ))}

@@ -8,7 +8,8 @@ export function SignInForm(props: { next: string; error?: string; email?: string
       <h2>Sign in</h2>
       {props.notSetUp && (
         <p class="warning">
-          Nobody has set up this server yet. Open the one-time setup link it printed when it started (or run <code>bun src/cli.ts setup-link</code>).
+          Nobody has set up this server yet. Open the one-time setup link it printed when it started (or run{' '}
+          <code>bun src/cli.ts setup-link</code>).
         </p>
       )}
       {props.error && <p class="error">{props.error}</p>}

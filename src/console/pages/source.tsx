@@ -22,7 +22,9 @@ function htmlRuns(source: string): Run[] {
     if (match.index! > last) runs.push(['text', source.slice(last, match.index)])
     const token = match[0]
     if (token.startsWith('<!--')) runs.push(['comment', token])
-    else for (const [i, part] of token.split(ATTR_VALUE).entries()) if (part) runs.push([i % 2 === 1 ? 'attr' : 'tag', part])
+    else
+      for (const [i, part] of token.split(ATTR_VALUE).entries())
+        if (part) runs.push([i % 2 === 1 ? 'attr' : 'tag', part])
     last = match.index! + token.length
   }
   if (last < source.length) runs.push(['text', source.slice(last)])
@@ -61,7 +63,11 @@ export function sourceDocument(source: string, kind: 'html' | 'raw' | 'text'): s
         <style>{STYLE}</style>
       </head>
       <body>
-        {truncated && <p class="note">The first {MAX_SOURCE_CHARS.toLocaleString('en')} characters are shown; the download has all of it.</p>}
+        {truncated && (
+          <p class="note">
+            The first {MAX_SOURCE_CHARS.toLocaleString('en')} characters are shown; the download has all of it.
+          </p>
+        )}
         <pre>{runs.map(([cls, text]) => (cls === 'text' ? text : <span class={cls}>{text}</span>))}</pre>
       </body>
     </html>

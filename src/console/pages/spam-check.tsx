@@ -8,7 +8,17 @@ import { Table } from './shell.tsx'
 
 const points = (n: number) => n.toFixed(2).replace(/\.?0+$/, '') || '0'
 
-export function SpamCheckPage({ org, message, filterName, verdict }: { org: Membership; message: Message; filterName: string; verdict: SpamVerdict }) {
+export function SpamCheckPage({
+  org,
+  message,
+  filterName,
+  verdict,
+}: {
+  org: Membership
+  message: Message
+  filterName: string
+  verdict: SpamVerdict
+}) {
   return (
     <>
       <nav class="message-nav" aria-label="Messages">
@@ -23,10 +33,16 @@ export function SpamCheckPage({ org, message, filterName, verdict }: { org: Memb
         ) : (
           <>
             <p class={verdict.spam ? 'error' : 'notice'} id="spam-verdict">
-              <strong>{verdict.spam ? 'Spam' : 'Not spam'}</strong>: a score of <span id="spam-score">{points(verdict.score)}</span> against the filter's threshold of {points(verdict.required)};{' '}
-              {filterName} would {verdict.action === 'no action' ? 'deliver it as it is' : `take the action "${verdict.action}"`}.{verdict.message && ` (${verdict.message})`}
+              <strong>{verdict.spam ? 'Spam' : 'Not spam'}</strong>: a score of{' '}
+              <span id="spam-score">{points(verdict.score)}</span> against the filter's threshold of{' '}
+              {points(verdict.required)}; {filterName} would{' '}
+              {verdict.action === 'no action' ? 'deliver it as it is' : `take the action "${verdict.action}"`}.
+              {verdict.message && ` (${verdict.message})`}
             </p>
-            <p class="muted">From the filter this server's operator runs, with its own rules and settings; the message was sent to it as received.</p>
+            <p class="muted">
+              From the filter this server's operator runs, with its own rules and settings; the message was sent to it
+              as received.
+            </p>
             <h2>Rules that fired ({verdict.rules.length})</h2>
             {verdict.rules.length === 0 ? (
               <p class="muted">None.</p>

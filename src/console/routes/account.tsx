@@ -11,10 +11,20 @@ import { PATHS, withQuery } from '../paths.ts'
 import { renderPage } from '../render.tsx'
 import { route, type Route } from '../router.ts'
 
-async function accountPage(ctx: ConsoleRequest, { user, session }: SignedIn, message: { notice?: string; error?: string } = {}, status = 200): Promise<Response> {
+async function accountPage(
+  ctx: ConsoleRequest,
+  { user, session }: SignedIn,
+  message: { notice?: string; error?: string } = {},
+  status = 200,
+): Promise<Response> {
   const current = session.tokenSha256
   const sessions = (await listSessions(ctx.s, user)).map((row) => ({ ...row, current: row.tokenSha256 === current }))
-  return renderPage(ctx, 'Account', <AccountPage email={user.email} sessions={sessions} theme={readTheme(ctx.request)} {...message} />, { status })
+  return renderPage(
+    ctx,
+    'Account',
+    <AccountPage email={user.email} sessions={sessions} theme={readTheme(ctx.request)} {...message} />,
+    { status },
+  )
 }
 
 export const accountRoutes: Route[] = [
@@ -22,7 +32,14 @@ export const accountRoutes: Route[] = [
     method: 'GET',
     path: PATHS.account,
     access: 'signed-in',
-    handler: (ctx, who) => accountPage(ctx, who, ctx.url.searchParams.get('changed') === 'password' ? { notice: 'Password changed. Your other sessions were signed out.' } : {}),
+    handler: (ctx, who) =>
+      accountPage(
+        ctx,
+        who,
+        ctx.url.searchParams.get('changed') === 'password'
+          ? { notice: 'Password changed. Your other sessions were signed out.' }
+          : {},
+      ),
   }),
   route({
     method: 'POST',
@@ -31,12 +48,22 @@ export const accountRoutes: Route[] = [
     handler: async (ctx, who) => {
       const { user, session } = who
       try {
-        const input = { current: ctx.field('current'), next: ctx.field('password'), keepSessionSha256: session.tokenSha256, clientAddress: ctx.clientAddress }
+        const input = {
+          current: ctx.field('current'),
+          next: ctx.field('password'),
+          keepSessionSha256: session.tokenSha256,
+          clientAddress: ctx.clientAddress,
+        }
         await changePassword({ ...ctx.s, throttle: ctx.deps.throttle }, user, input)
         ctx.deps.streams.recheckUser(user.id) // the other sessions' live pages end too
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'throttled')) throw error
-        return ctx.failBack(PATHS.account.link(), { message: error.message, status: error.kind === 'throttled' ? 429 : 400, fields: {}, retryAfterSeconds: error.retryAfterSeconds })
+        return ctx.failBack(PATHS.account.link(), {
+          message: error.message,
+          status: error.kind === 'throttled' ? 429 : 400,
+          fields: {},
+          retryAfterSeconds: error.retryAfterSeconds,
+        })
       }
       // A GET to show the result: reloading it does not send the passwords again.
       return redirect(withQuery(PATHS.account.link(), { changed: 'password' }))
@@ -48,9 +75,14 @@ export const accountRoutes: Route[] = [
     access: 'signed-in',
     handler: (ctx) => {
       const theme = ctx.field('theme')
-      if (theme !== 'light' && theme !== 'dark' && theme !== 'system') throw new Refusal('invalid', 'Choose a theme: as the system, light or dark.')
+      if (theme !== 'light' && theme !== 'dark' && theme !== 'system')
+        throw new Refusal('invalid', 'Choose a theme: as the system, light or dark.')
       // A year in this browser; "as the system" forgets the choice.
-      ctx.setCookies.push(theme === 'system' ? clearCookie(THEME_COOKIE, ctx.deps.secureCookies) : cookie(THEME_COOKIE, theme, { secure: ctx.deps.secureCookies, maxAgeSeconds: 365 * 86_400 }))
+      ctx.setCookies.push(
+        theme === 'system'
+          ? clearCookie(THEME_COOKIE, ctx.deps.secureCookies)
+          : cookie(THEME_COOKIE, theme, { secure: ctx.deps.secureCookies, maxAgeSeconds: 365 * 86_400 }),
+      )
       return redirect(PATHS.account.link())
     },
   }),

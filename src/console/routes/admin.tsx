@@ -2,7 +2,14 @@
 /** /console/admin: the instance operator's pages. Anyone else gets 404, as for an unknown page. */
 import { listAudit } from '../../core/audit/audit.ts'
 import { Refusal, notFound } from '../../core/common/refusals.ts'
-import { changeLimits, createOrganization, listOrganizations, membershipsOf, organizationWithLimits, parseLimitInput } from '../../core/organizations/organizations.ts'
+import {
+  changeLimits,
+  createOrganization,
+  listOrganizations,
+  membershipsOf,
+  organizationWithLimits,
+  parseLimitInput,
+} from '../../core/organizations/organizations.ts'
 import { joinAsOwner } from '../../core/members/members.ts'
 import { signOutEverywhere } from '../../core/sessions/sessions.ts'
 import { findUser, listUsers, resetPassword } from '../../core/users/users.ts'
@@ -16,7 +23,12 @@ import { route, type Route } from '../router.ts'
 
 async function limitsPage(ctx: ConsoleRequest<'org'>, message: { notice?: string; error?: string } = {}, status = 200) {
   const org = await organizationWithLimits(ctx.s, { organizationId: ctx.params.org })
-  return renderPage(ctx, `Limits · ${org.name}`, <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />, { status })
+  return renderPage(
+    ctx,
+    `Limits · ${org.name}`,
+    <LimitsForm org={org} overrides={org.overrides} defaults={ctx.s.config.limits} {...message} />,
+    { status },
+  )
 }
 
 export const adminRoutes: Route[] = [
@@ -26,8 +38,21 @@ export const adminRoutes: Route[] = [
     access: 'operator',
     handler: async (ctx, { user: me }) => {
       const mine = new Set((await membershipsOf(ctx.s, me)).map((m) => m.organizationId))
-      const orgs = (await listOrganizations(ctx.s)).map((org) => ({ id: org.id, name: org.name, createdAt: org.createdAt, member: mine.has(org.id) }))
-      const page = <AdminPage orgs={orgs} users={await listUsers(ctx.s)} me={me.id} defaults={ctx.s.config.limits} events={await listAudit(ctx.s, 'instance')} />
+      const orgs = (await listOrganizations(ctx.s)).map((org) => ({
+        id: org.id,
+        name: org.name,
+        createdAt: org.createdAt,
+        member: mine.has(org.id),
+      }))
+      const page = (
+        <AdminPage
+          orgs={orgs}
+          users={await listUsers(ctx.s)}
+          me={me.id}
+          defaults={ctx.s.config.limits}
+          events={await listAudit(ctx.s, 'instance')}
+        />
+      )
       return renderPage(ctx, 'Operator', page)
     },
   }),
@@ -45,7 +70,8 @@ export const adminRoutes: Route[] = [
     method: 'GET',
     path: PATHS.adminOrganization,
     access: 'operator',
-    handler: (ctx) => limitsPage(ctx, ctx.url.searchParams.get('saved') === 'limits' ? { notice: 'Limits saved.' } : {}),
+    handler: (ctx) =>
+      limitsPage(ctx, ctx.url.searchParams.get('saved') === 'limits' ? { notice: 'Limits saved.' } : {}),
   }),
   route({
     method: 'POST',
@@ -62,11 +88,18 @@ export const adminRoutes: Route[] = [
     access: 'operator',
     handler: async (ctx) => {
       // An empty field means "follow LIMIT_*" on this form.
-      const input = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]))
+      const input = Object.fromEntries(
+        ORG_LIMIT_NAMES.map((name) => [name, ctx.form.has(name) ? ctx.field(name).trim() || 'default' : undefined]),
+      )
       try {
         await changeLimits(ctx.s, ctx.actor(), { organizationId: ctx.params.org, overrides: parseLimitInput(input) })
       } catch (error) {
-        if (error instanceof Refusal && error.kind === 'invalid') return ctx.failBack(PATHS.adminOrganization.link(ctx.params.org), { message: error.message, status: 400, fields: {} })
+        if (error instanceof Refusal && error.kind === 'invalid')
+          return ctx.failBack(PATHS.adminOrganization.link(ctx.params.org), {
+            message: error.message,
+            status: 400,
+            fields: {},
+          })
         throw error
       }
       return redirect(withQuery(PATHS.adminOrganization.link(ctx.params.org), { saved: 'limits' }))
@@ -93,7 +126,10 @@ export const adminRoutes: Route[] = [
     access: 'operator',
     handler: (ctx) => {
       const held = ctx.shown(ctx.url.searchParams.get('shown'), 'password')
-      if (!held) return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back={PATHS.admin.link()} />, { status: 404 })
+      if (!held)
+        return renderPage(ctx, 'Password reset', <ShownValueGone what="new password" back={PATHS.admin.link()} />, {
+          status: 404,
+        })
       return renderPage(ctx, 'Password reset', <PasswordReset email={held.email} password={held.password} />)
     },
   }),

@@ -24,7 +24,10 @@ export const authRoutes: Route[] = [
         <section class="card">
           <h2>Your organisations</h2>
           {memberships.length === 0 ? (
-            <p>You do not belong to any organisation yet. Ask an owner for an invite link{user.isOperator ? ', or create one on the operator page' : ''}.</p>
+            <p>
+              You do not belong to any organisation yet. Ask an owner for an invite link
+              {user.isOperator ? ', or create one on the operator page' : ''}.
+            </p>
           ) : (
             <ul>
               {memberships.map((m) => (
@@ -56,7 +59,11 @@ export const authRoutes: Route[] = [
     handler: async (ctx) => {
       const next = safeNext(ctx.field('next'))
       try {
-        const user = await signIn({ ...ctx.s, throttle: ctx.deps.throttle }, { clientAddress: ctx.clientAddress }, { email: ctx.field('email'), password: ctx.field('password') })
+        const user = await signIn(
+          { ...ctx.s, throttle: ctx.deps.throttle },
+          { clientAddress: ctx.clientAddress },
+          { email: ctx.field('email'), password: ctx.field('password') },
+        )
         await ctx.startSession(user.id)
         ctx.s.logger.info('console_signed_in', { user_id: user.id })
         return redirect(next)

@@ -17,7 +17,12 @@ import { deleteMessage, getMessage } from '../../core/messages/get-message.ts'
 import { Refusal } from '../../core/common/refusals.ts'
 import { inboxStats } from '../../core/inboxes/inbox-stats.ts'
 import { isFiltered, readInboxFilter, readPageSize, readSearchLine, toMessageQuery } from '../inbox-filter.ts'
-import { type ConsolePage, listForConsole, markMessagesRead, messagesOfInbox } from '../../core/messages/console-listing.ts'
+import {
+  type ConsolePage,
+  listForConsole,
+  markMessagesRead,
+  messagesOfInbox,
+} from '../../core/messages/console-listing.ts'
 import { searchOrganization } from '../../core/messages/search-organization.ts'
 import type { MessageQuery } from '../../core/messages/list-messages.ts'
 import { SearchPage } from '../pages/search.tsx'
@@ -38,7 +43,11 @@ const MESSAGES_SHOWN = 50
 /** "Empty this inbox" deletes at most this many pages of 100 per click (the page says when some are left). */
 const EMPTY_ROUNDS = 50
 
-async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, error?: { status: number; message: string }): Promise<Response> {
+async function inboxesPage(
+  ctx: ConsoleRequest,
+  { org, principal }: Member,
+  error?: { status: number; message: string },
+): Promise<Response> {
   const cursor = ctx.url.searchParams.get('cursor') || undefined
   const address = (ctx.url.searchParams.get('address') ?? '').trim().slice(0, 1000)
   // A filter that cannot be used is said on the page (400), never cut short or ignored.
@@ -48,7 +57,9 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
       : hasControlCharacter(address) || /[\p{Cc}\p{Cf}]/u.test(address)
         ? 'Address contains: control characters cannot be searched for.'
         : undefined
-  const listing = filterError ? { data: [], next_cursor: null } : await listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor, addressContains: address || undefined })
+  const listing = filterError
+    ? { data: [], next_cursor: null }
+    : await listInboxes(ctx.s, principal, { limit: INBOXES_SHOWN, cursor, addressContains: address || undefined })
   const stats = await inboxStats(
     ctx.s,
     listing.data.map((inbox) => inbox.id),
@@ -72,7 +83,11 @@ async function inboxesPage(ctx: ConsoleRequest, { org, principal }: Member, erro
       prefix={ctx.failedField('prefix')}
     />
   )
-  return renderPage(ctx, `Inboxes · ${org.name}`, page, { org, section: 'inboxes', status: error?.status ?? (filterError ? 400 : undefined) })
+  return renderPage(ctx, `Inboxes · ${org.name}`, page, {
+    org,
+    section: 'inboxes',
+    status: error?.status ?? (filterError ? 400 : undefined),
+  })
 }
 
 /** Sent by console.js's live refresh: answer with the message list alone (MessageList). */
@@ -97,7 +112,10 @@ export const inboxRoutes: Route[] = [
       const query = toMessageQuery(filter, SEARCH_RESULTS)
       const line = readSearchLine(filter)
       const error = 'error' in query ? query.error : 'error' in line ? line.error : undefined
-      const results = error || 'error' in line || !isFiltered(filter) ? null : await searchOrganization(ctx.s, principal, { ...(query as MessageQuery), line: line.line }, SEARCH_RESULTS)
+      const results =
+        error || 'error' in line || !isFiltered(filter)
+          ? null
+          : await searchOrganization(ctx.s, principal, { ...(query as MessageQuery), line: line.line }, SEARCH_RESULTS)
       const page = <SearchPage org={org} filter={filter} results={results} error={error} />
       return renderPage(ctx, `Search · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
     },
@@ -116,13 +134,20 @@ export const inboxRoutes: Route[] = [
       const { org, principal } = who
       const prefix = ctx.field('prefix').trim()
       try {
-        const created = await createInbox(ctx.s, principal, { body: prefix ? JSON.stringify({ prefix }) : '', idempotencyKey: null })
+        const created = await createInbox(ctx.s, principal, {
+          body: prefix ? JSON.stringify({ prefix }) : '',
+          idempotencyKey: null,
+        })
         return redirect(PATHS.inbox.link(org.organizationId, created.body.data.id))
       } catch (error) {
         if (!(error instanceof DomainError)) throw error
         // Shown on the form it came from (a taken address, a bad prefix, the quota), after a redirect: reloading does not post again.
         const refusal = asConsoleError(error) as Refusal
-        return ctx.failBack(PATHS.inboxes.link(org.organizationId), { status: refusal.kind === 'invalid' ? 400 : 409, message: refusal.message, fields: { prefix } })
+        return ctx.failBack(PATHS.inboxes.link(org.organizationId), {
+          status: refusal.kind === 'invalid' ? 400 : 409,
+          message: refusal.message,
+          fields: { prefix },
+        })
       }
     },
   }),
@@ -138,22 +163,39 @@ export const inboxRoutes: Route[] = [
       const query = toMessageQuery(filter, typeof size === 'number' ? size : MESSAGES_SHOWN)
       const line = readSearchLine(filter)
       // The first reason the view cannot be read: a field of the form, the search line, the page size.
-      const error = 'error' in query ? query.error : 'error' in line ? line.error : typeof size === 'number' ? undefined : size.error
+      const error =
+        'error' in query
+          ? query.error
+          : 'error' in line
+            ? line.error
+            : typeof size === 'number'
+              ? undefined
+              : size.error
       const listing: ConsolePage =
         error || 'error' in query || 'error' in line
           ? { rows: [], total: 0, first: 0, older: null, newer: null, inboxUnread: null }
-          : await listForConsole(ctx.s, principal, { inboxId: inbox.id, query, line: line.line, before: filter.before || undefined })
+          : await listForConsole(ctx.s, principal, {
+              inboxId: inbox.id,
+              query,
+              line: line.line,
+              before: filter.before || undefined,
+            })
       // The page's live refresh wants the list alone: a tenth of the page's bytes and of its
       // rendering, which is most of the time from a message's 250 to its row on screen.
       if (ctx.request.headers.get(LIVE_LIST_HEADER) === '1' && !error) {
-        const list = <MessageList org={org} inbox={inbox} listing={listing} filter={filter} smtpAddress={ctx.deps.smtpAddress()} />
+        const list = (
+          <MessageList org={org} inbox={inbox} listing={listing} filter={filter} smtpAddress={ctx.deps.smtpAddress()} />
+        )
         const response = renderFragment(ctx, list)
         // Marks the answer as the list alone: a page that got anything else (a sign-in page
         // after a redirect) leaves its list as it is.
         response.headers.set(LIVE_LIST_HEADER, '1')
         // The unread count for the tab's favicon badge and title (console.js).
         // From the page's own count when it covers the whole inbox (every refresh of the plain list): one query fewer on the way to the new row.
-        response.headers.set(UNREAD_HEADER, String(listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0))
+        response.headers.set(
+          UNREAD_HEADER,
+          String(listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0),
+        )
         // The handler's own time, which the browser test's latency report sets against the
         // whole wait for the answer (the rest is queueing for the event loop and the CPU).
         response.headers.set('server-timing', `list;dur=${(performance.now() - started).toFixed(1)}`)
@@ -161,9 +203,22 @@ export const inboxRoutes: Route[] = [
       }
       const unread = listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0
       const page = (
-        <InboxPage org={org} inbox={inbox} listing={listing} unread={unread} filter={filter} error={error} smtpAddress={ctx.deps.smtpAddress()} refused={ctx.s.refusedDeliveries.recent(inbox.id)} />
+        <InboxPage
+          org={org}
+          inbox={inbox}
+          listing={listing}
+          unread={unread}
+          filter={filter}
+          error={error}
+          smtpAddress={ctx.deps.smtpAddress()}
+          refused={ctx.s.refusedDeliveries.recent(inbox.id)}
+        />
       )
-      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, { org, section: 'inboxes', status: error ? 400 : 200 })
+      return renderPage(ctx, `${inbox.address} · ${org.name}`, page, {
+        org,
+        section: 'inboxes',
+        status: error ? 400 : 200,
+      })
     },
   }),
   route({
@@ -178,7 +233,8 @@ export const inboxRoutes: Route[] = [
       const single = ctx.field('message')
       const action = single ? 'delete' : ctx.field('action')
       const ids = single ? [single] : ctx.form.getAll('selected').slice(0, BULK_MAX)
-      if (!['read', 'unread', 'delete'].includes(action)) throw new Refusal('invalid', 'Choose Mark read, Mark unread or Delete selected.')
+      if (!['read', 'unread', 'delete'].includes(action))
+        throw new Refusal('invalid', 'Choose Mark read, Mark unread or Delete selected.')
       // Only messages of this inbox: the ids are the client's to change.
       const owned = await messagesOfInbox(ctx.s, principal, inbox.id, ids)
       if (single && owned.length === 0) throw new Refusal('not_found', 'Not found.')
@@ -208,7 +264,12 @@ export const inboxRoutes: Route[] = [
       const inbox = await getInbox(ctx.s, principal, ctx.params.inbox)
       // Page by page through the API's own verbs; bounded, so one click cannot hold the writer for long.
       for (let round = 0; round < EMPTY_ROUNDS; round++) {
-        const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: inbox.id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!
+        const listed = (await listOrWaitForMessages(ctx.s, principal, {
+          inboxId: inbox.id,
+          query: { limit: 100, includeContent: false },
+          waitSeconds: 0,
+          signal: ctx.request.signal,
+        }))!
         for (const message of listed.data) await deleteMessage(ctx.s, principal, message.id)
         if (listed.next_cursor === null) break
       }
@@ -240,8 +301,14 @@ export const inboxRoutes: Route[] = [
     handler: async (ctx, { org, principal, user, session }) => {
       const inbox = await findActiveInbox(ctx.s, principal, ctx.params.inbox)
       // A HEAD has no body to stream; it must not hold a slot.
-      if (ctx.request.method === 'HEAD') return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
-      const access = { userId: user.id, organizationId: org.organizationId, stillAllowed: () => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: org.organizationId }) }
+      if (ctx.request.method === 'HEAD')
+        return new Response(null, { headers: { 'content-type': 'text/event-stream; charset=utf-8' } })
+      const access = {
+        userId: user.id,
+        organizationId: org.organizationId,
+        stillAllowed: () =>
+          sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: org.organizationId }),
+      }
       const stream = await ctx.deps.streams.stream(ctx.s, ctx.request.signal, access, inbox.id)
       // Between two keep-alive lines a stream is silent longer than HTTP_IDLE_TIMEOUT_SECONDS may allow.
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)

@@ -18,7 +18,14 @@ export const keyRoutes: Route[] = [
       const shownId = ctx.url.searchParams.get('created')
       const held = ctx.shown(shownId, 'api_key')
       const created = held?.organizationId === org.organizationId ? { key: held.key, name: held.name } : undefined
-      const page = <KeysPage org={org} keys={await listOrganizationKeys(ctx.s, org)} created={created} createdGone={shownId !== null && !created} />
+      const page = (
+        <KeysPage
+          org={org}
+          keys={await listOrganizationKeys(ctx.s, org)}
+          created={created}
+          createdGone={shownId !== null && !created}
+        />
+      )
       return renderPage(ctx, `API keys · ${org.name}`, page, { org, section: 'keys' })
     },
   }),
@@ -30,7 +37,12 @@ export const keyRoutes: Route[] = [
       const name = ctx.field('name')
       const created = await createApiKey(ctx.s, ctx.actor(), { organizationId: org.organizationId, name })
       // Shown on the GET this redirects to, so a reload shows the same key instead of making another.
-      const id = ctx.holdShown({ kind: 'api_key', organizationId: org.organizationId, name: name.trim(), key: created.key })
+      const id = ctx.holdShown({
+        kind: 'api_key',
+        organizationId: org.organizationId,
+        name: name.trim(),
+        key: created.key,
+      })
       return redirect(withQuery(PATHS.keys.link(org.organizationId), { created: id }))
     },
   }),
@@ -50,7 +62,10 @@ export const keyRoutes: Route[] = [
     handler: async (ctx, { org }) => {
       const before = Number(ctx.url.searchParams.get('before')) || undefined
       const events = await listAudit(ctx.s, org, { before })
-      const olderHref = events.length === AUDIT_PAGE_SIZE ? withQuery(PATHS.audit.link(org.organizationId), { before: events.at(-1)!.id }) : undefined
+      const olderHref =
+        events.length === AUDIT_PAGE_SIZE
+          ? withQuery(PATHS.audit.link(org.organizationId), { before: events.at(-1)!.id })
+          : undefined
       const page = (
         <section class="card">
           <h2>Audit log</h2>

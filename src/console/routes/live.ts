@@ -34,7 +34,8 @@ export const liveRoutes: Route[] = [
     access: 'signed-in',
     handler: async (ctx, { user, session }) => {
       const keys = [...new Set(ctx.url.searchParams.getAll('watch'))]
-      if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES) throw new Refusal('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
+      if (keys.length === 0 || keys.length > MAX_WATCHED_INBOXES)
+        throw new Refusal('invalid', `Watch between 1 and ${MAX_WATCHED_INBOXES} inboxes.`)
       const watched: string[] = []
       const gone: string[] = []
       let organizationId: string | undefined
@@ -66,8 +67,20 @@ export const liveRoutes: Route[] = [
       // The stream counts against the person's and the (first) organisation's bounds.
       // It ends when the session ends or any of its memberships does; the worker reconnects,
       // and the new stream reports the inboxes no longer visible as gone.
-      const stillAllowed = async () => (await Promise.all([...organizations].map((id) => sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: id })))).every(Boolean)
-      const stream = await ctx.deps.streams.stream(ctx.s, ctx.request.signal, { userId: user.id, organizationId: organizationId!, stillAllowed }, watched)
+      const stillAllowed = async () =>
+        (
+          await Promise.all(
+            [...organizations].map((id) =>
+              sessionStillReads(ctx.s, { tokenSha256: session.tokenSha256, organizationId: id }),
+            ),
+          )
+        ).every(Boolean)
+      const stream = await ctx.deps.streams.stream(
+        ctx.s,
+        ctx.request.signal,
+        { userId: user.id, organizationId: organizationId!, stillAllowed },
+        watched,
+      )
       ctx.deps.connections.holdOpen(ctx.request, STREAM_SILENCE_SECONDS)
       if (gone.length === 0) return stream
       // Tell the pages of inboxes that are gone, ahead of the live events.

@@ -1,7 +1,14 @@
 /** @jsxImportSource preact */
 /** Members and invites of an organisation. Owners manage; anyone may leave; the last owner cannot. */
 import { Refusal } from '../../core/common/refusals.ts'
-import { acceptInvite, createInvite, listOpenInvites, openInvite, signUpWithInvite, withdrawInvite } from '../../core/members/invites.ts'
+import {
+  acceptInvite,
+  createInvite,
+  listOpenInvites,
+  openInvite,
+  signUpWithInvite,
+  withdrawInvite,
+} from '../../core/members/invites.ts'
 import { changeRole, listMembers, removeMember } from '../../core/members/members.ts'
 import type { Role } from '../../core/organizations/organizations.ts'
 import { memberOf } from '../access.ts'
@@ -33,7 +40,11 @@ export const memberRoutes: Route[] = [
     path: PATHS.memberRole,
     access: 'owner',
     handler: async (ctx, { org }) => {
-      await changeRole(ctx.s, ctx.actor(), { organizationId: org.organizationId, userId: ctx.params.user, role: parseRole(ctx.field('role')) })
+      await changeRole(ctx.s, ctx.actor(), {
+        organizationId: org.organizationId,
+        userId: ctx.params.user,
+        role: parseRole(ctx.field('role')),
+      })
       return redirect(PATHS.members.link(org.organizationId))
     },
   }),
@@ -59,7 +70,13 @@ export const memberRoutes: Route[] = [
       const invite = await createInvite(ctx.s, ctx.actor(), { organizationId: org.organizationId, role })
       const link = `${ctx.s.publicUrls().baseUrl}${PATHS.invite.link(invite.token)}`
       // Shown on the GET this redirects to, so a reload shows the same link instead of making another.
-      const id = ctx.holdShown({ kind: 'invite', organizationId: org.organizationId, link, role, expiresAt: invite.expiresAt })
+      const id = ctx.holdShown({
+        kind: 'invite',
+        organizationId: org.organizationId,
+        link,
+        role,
+        expiresAt: invite.expiresAt,
+      })
       return redirect(withQuery(PATHS.inviteCreated.link(org.organizationId), { shown: id }))
     },
   }),
@@ -70,9 +87,19 @@ export const memberRoutes: Route[] = [
     handler: (ctx, { org }) => {
       const held = ctx.shown(ctx.url.searchParams.get('shown'), 'invite')
       if (held?.organizationId !== org.organizationId) {
-        return renderPage(ctx, `Invite · ${org.name}`, <ShownValueGone what="invite link" back={PATHS.members.link(org.organizationId)} />, { org, section: 'members', status: 404 })
+        return renderPage(
+          ctx,
+          `Invite · ${org.name}`,
+          <ShownValueGone what="invite link" back={PATHS.members.link(org.organizationId)} />,
+          { org, section: 'members', status: 404 },
+        )
       }
-      return renderPage(ctx, `Invite · ${org.name}`, <InviteCreated org={org} link={held.link} role={held.role} expiresAt={held.expiresAt} />, { org, section: 'members' })
+      return renderPage(
+        ctx,
+        `Invite · ${org.name}`,
+        <InviteCreated org={org} link={held.link} role={held.role} expiresAt={held.expiresAt} />,
+        { org, section: 'members' },
+      )
     },
   }),
   route({
@@ -91,7 +118,15 @@ export const memberRoutes: Route[] = [
     access: 'public',
     handler: async (ctx, { user }) => {
       const invite = await openInvite(ctx.s, { token: ctx.params.token })
-      const page = <AcceptInvite organizationName={invite.organizationName} role={invite.role} action={ctx.url.pathname} signedInAs={user?.email ?? null} email={ctx.failedField('email')} />
+      const page = (
+        <AcceptInvite
+          organizationName={invite.organizationName}
+          role={invite.role}
+          action={ctx.url.pathname}
+          signedInAs={user?.email ?? null}
+          email={ctx.failedField('email')}
+        />
+      )
       return renderPage(ctx, `Join ${invite.organizationName}`, page)
     },
   }),
@@ -107,13 +142,24 @@ export const memberRoutes: Route[] = [
       }
       const invite = await openInvite(ctx.s, { token })
       try {
-        const { user } = await signUpWithInvite(ctx.s, { clientAddress: ctx.clientAddress }, { token, email: ctx.field('email'), password: ctx.field('password') })
+        const { user } = await signUpWithInvite(
+          ctx.s,
+          { clientAddress: ctx.clientAddress },
+          { token, email: ctx.field('email'), password: ctx.field('password') },
+        )
         await ctx.startSession(user.id)
         return redirect(PATHS.organization.link(invite.organizationId))
       } catch (error) {
         if (!(error instanceof Refusal) || (error.kind !== 'invalid' && error.kind !== 'conflict')) throw error
-        const message = error.kind === 'conflict' ? 'An account with this email exists: sign in first, then open the link again.' : error.message
-        return ctx.failBack(ctx.url.pathname, { message, status: error.kind === 'conflict' ? 409 : 400, fields: { email: ctx.field('email') } })
+        const message =
+          error.kind === 'conflict'
+            ? 'An account with this email exists: sign in first, then open the link again.'
+            : error.message
+        return ctx.failBack(ctx.url.pathname, {
+          message,
+          status: error.kind === 'conflict' ? 409 : 400,
+          fields: { email: ctx.field('email') },
+        })
       }
     },
   }),

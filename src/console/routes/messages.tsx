@@ -52,7 +52,14 @@ export const MESSAGE_HTML_CSP = [...HTML_POLICY, 'img-src data: cid:'].join('; '
 export const MESSAGE_HTML_REMOTE_IMAGES_CSP = [...HTML_POLICY, 'img-src data: cid: https: http:'].join('; ')
 
 /** The highlighted source views: our own escaped markup and inline style, nothing else, in a sandbox. */
-export const SOURCE_CSP = ['sandbox', "default-src 'none'", "style-src 'unsafe-inline'", "form-action 'none'", "base-uri 'none'", "frame-ancestors 'self'"].join('; ')
+export const SOURCE_CSP = [
+  'sandbox',
+  "default-src 'none'",
+  "style-src 'unsafe-inline'",
+  "form-action 'none'",
+  "base-uri 'none'",
+  "frame-ancestors 'self'",
+].join('; ')
 
 const wantsRemoteImages = (url: URL) => url.searchParams.get('images') === 'remote'
 
@@ -83,14 +90,25 @@ function derivedText(html: string): string {
     .slice(0, MAX_TEXT_INLINE)
 }
 
-async function messagePage(ctx: ConsoleRequest<'message'>, { org, principal }: Member, statuses?: Map<string, LinkStatus>): Promise<Response> {
+async function messagePage(
+  ctx: ConsoleRequest<'message'>,
+  { org, principal }: Member,
+  statuses?: Map<string, LinkStatus>,
+): Promise<Response> {
   const message = await getMessage(ctx.s, principal, ctx.params.message)
   // Opening a message in the console reads it (for every member, as a team inbox does); /v1
   // never does. A mark that cannot be written (a full volume, a database gone read-only) must
   // not cost the person the message: the page is shown, and the row stays unread.
-  await markMessagesRead(ctx.s, principal, [message.id], true).catch((error) => ctx.s.logger.info('console_read_mark_failed', { message_id: message.id, error: String(error).slice(0, 200) }))
+  await markMessagesRead(ctx.s, principal, [message.id], true).catch((error) =>
+    ctx.s.logger.info('console_read_mark_failed', { message_id: message.id, error: String(error).slice(0, 200) }),
+  )
   // Newer and older neighbours in the inbox's list (its newest 100), for the j/k keys and links.
-  const listed = (await listOrWaitForMessages(ctx.s, principal, { inboxId: message.inbox_id, query: { limit: 100, includeContent: false }, waitSeconds: 0, signal: ctx.request.signal }))!.data
+  const listed = (await listOrWaitForMessages(ctx.s, principal, {
+    inboxId: message.inbox_id,
+    query: { limit: 100, includeContent: false },
+    waitSeconds: 0,
+    signal: ctx.request.signal,
+  }))!.data
   const at = listed.findIndex((m) => m.id === message.id)
   const newer = at > 0 ? listed[at - 1]!.id : undefined
   const older = at >= 0 && at + 1 < listed.length ? listed[at + 1]!.id : undefined
@@ -145,13 +163,24 @@ export const messageRoutes: Route[] = [
       const message = await getMessage(ctx.s, who.principal, ctx.params.message)
       const user = who.user.id
       // One check at a time per person: each is up to MAX_CHECKED outbound requests.
-      if (checking.has(user)) throw new Refusal('throttled', 'A link check is already running; wait for it to finish.', 5)
+      if (checking.has(user))
+        throw new Refusal('throttled', 'A link check is already running; wait for it to finish.', 5)
       checking.add(user)
       try {
         const links = findLinks(message.html, message.text).map((link) => link.url)
         const images = imageUrls(message.html)
-        const id = await runLinkCheck(ctx.s, who.principal, { messageId: message.id, links, images }, withAllowList(parseAllowList(ctx.s.config.consoleLinkCheckAllow)))
-        ctx.s.logger.info('console_links_checked', { message_id: message.id, user_id: user, links: links.length, images: images.length })
+        const id = await runLinkCheck(
+          ctx.s,
+          who.principal,
+          { messageId: message.id, links, images },
+          withAllowList(parseAllowList(ctx.s.config.consoleLinkCheckAllow)),
+        )
+        ctx.s.logger.info('console_links_checked', {
+          message_id: message.id,
+          user_id: user,
+          links: links.length,
+          images: images.length,
+        })
         // Post, redirect, get: the result has an address of its own.
         return redirect(PATHS.messageLinkCheck.link(who.org.organizationId, message.id, id))
       } finally {
@@ -167,8 +196,19 @@ export const messageRoutes: Route[] = [
       const check = await readLinkCheck(ctx.s, principal, ctx.params.check)
       if (check.messageId !== ctx.params.message) throw new Refusal('not_found', 'Not found.')
       const message = await getMessage(ctx.s, principal, check.messageId)
-      const page = <LinkCheckPage org={org} message={message} check={check} canRecheck={linkCheckEnabled(ctx)} allowList={ctx.s.config.consoleLinkCheckAllow} />
-      return renderPage(ctx, `Link check · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+      const page = (
+        <LinkCheckPage
+          org={org}
+          message={message}
+          check={check}
+          canRecheck={linkCheckEnabled(ctx)}
+          allowList={ctx.s.config.consoleLinkCheckAllow}
+        />
+      )
+      return renderPage(ctx, `Link check · ${message.subject || '(no subject)'} · ${org.name}`, page, {
+        org,
+        section: 'inboxes',
+      })
     },
   }),
   route({
@@ -185,7 +225,9 @@ export const messageRoutes: Route[] = [
       })
       const bytes = new Map<string, Buffer | null>()
       for (const id of wanted) bytes.set(id, await inlineBytes(ctx, principal, id))
-      const html = withHeightReporter(linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => bytes.get(id) ?? null)))
+      const html = withHeightReporter(
+        linksOpenInNewTab(inlineCidImages(message.html ?? '', message.attachments, (id) => bytes.get(id) ?? null)),
+      )
       return new Response(html, {
         headers: {
           'content-type': 'text/html; charset=utf-8',
@@ -205,7 +247,10 @@ export const messageRoutes: Route[] = [
       const message = await getMessage(ctx.s, principal, ctx.params.message)
       if (message.html === null) throw new Refusal('not_found', 'This message has no HTML part.')
       const page = <HtmlCheckPage org={org} message={message} report={checkHtmlSupport(message.html)} />
-      return renderPage(ctx, `HTML support · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes' })
+      return renderPage(ctx, `HTML support · ${message.subject || '(no subject)'} · ${org.name}`, page, {
+        org,
+        section: 'inboxes',
+      })
     },
   }),
   route({
@@ -217,17 +262,30 @@ export const messageRoutes: Route[] = [
       if (!filter) throw new Refusal('not_found', 'Not found.')
       const message = await getMessage(ctx.s, principal, ctx.params.message)
       // One check at a time per person: each sends a whole message to the filter.
-      if (spamChecking.has(user.id)) throw new Refusal('throttled', 'A spam check is already running; wait for it to finish.', 5)
+      if (spamChecking.has(user.id))
+        throw new Refusal('throttled', 'A spam check is already running; wait for it to finish.', 5)
       spamChecking.add(user.id)
       let verdict: SpamVerdict
       try {
-        verdict = await checkSpam(filter, await getMessageSource(ctx.s, principal, message.id), { from: message.from.address || null, to: message.to })
+        verdict = await checkSpam(filter, await getMessageSource(ctx.s, principal, message.id), {
+          from: message.from.address || null,
+          to: message.to,
+        })
       } finally {
         spamChecking.delete(user.id)
       }
-      if (!verdict.available) ctx.s.logger.warn('console_spam_filter_unavailable', { filter: spamFilterName(filter), reason: verdict.reason, message_id: message.id })
+      if (!verdict.available)
+        ctx.s.logger.warn('console_spam_filter_unavailable', {
+          filter: spamFilterName(filter),
+          reason: verdict.reason,
+          message_id: message.id,
+        })
       const page = <SpamCheckPage org={org} message={message} filterName={spamFilterName(filter)} verdict={verdict} />
-      return renderPage(ctx, `Spam check · ${message.subject || '(no subject)'} · ${org.name}`, page, { org, section: 'inboxes', status: verdict.available ? 200 : 503 })
+      return renderPage(ctx, `Spam check · ${message.subject || '(no subject)'} · ${org.name}`, page, {
+        org,
+        section: 'inboxes',
+        status: verdict.available ? 200 : 503,
+      })
     },
   }),
   route({
@@ -237,9 +295,17 @@ export const messageRoutes: Route[] = [
     handler: async (ctx, { principal }) => {
       const asked = ctx.url.searchParams.get('part')
       const part = asked === 'html' || asked === 'text' ? asked : 'raw'
-      const source = part === 'raw' ? new TextDecoder().decode(await getMessageSource(ctx.s, principal, ctx.params.message)) : ((await getMessage(ctx.s, principal, ctx.params.message))[part] ?? '')
+      const source =
+        part === 'raw'
+          ? new TextDecoder().decode(await getMessageSource(ctx.s, principal, ctx.params.message))
+          : ((await getMessage(ctx.s, principal, ctx.params.message))[part] ?? '')
       return new Response(sourceDocument(source, part), {
-        headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': SOURCE_CSP, 'cache-control': 'private, no-store', 'referrer-policy': 'no-referrer' },
+        headers: {
+          'content-type': 'text/html; charset=utf-8',
+          'content-security-policy': SOURCE_CSP,
+          'cache-control': 'private, no-store',
+          'referrer-policy': 'no-referrer',
+        },
       })
     },
   }),
@@ -250,9 +316,18 @@ export const messageRoutes: Route[] = [
     handler: async (ctx, { principal }) => {
       const id = ctx.params.message
       // The same per-organisation slots as the API's downloads, waited for (web/download-response.ts).
-      return heldDownload(ctx.s.downloads, principal.organizationId, async () => ({ content: await getMessageSource(ctx.s, principal, id), contentType: 'message/rfc822', filename: `${id}.eml` }), {
-        waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
-      })
+      return heldDownload(
+        ctx.s.downloads,
+        principal.organizationId,
+        async () => ({
+          content: await getMessageSource(ctx.s, principal, id),
+          contentType: 'message/rfc822',
+          filename: `${id}.eml`,
+        }),
+        {
+          waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
+        },
+      )
     },
   }),
   route({
@@ -270,9 +345,14 @@ export const messageRoutes: Route[] = [
     path: PATHS.attachment,
     access: 'member',
     handler: async (ctx, { principal }) => {
-      return heldDownload(ctx.s.downloads, principal.organizationId, () => downloadAttachment(ctx.s, principal, ctx.params.attachment), {
-        waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
-      })
+      return heldDownload(
+        ctx.s.downloads,
+        principal.organizationId,
+        () => downloadAttachment(ctx.s, principal, ctx.params.attachment),
+        {
+          waitForSlotMs: consoleWaitMs(ctx.s.config.httpIdleTimeoutSeconds),
+        },
+      )
     },
   }),
 ]

@@ -13,7 +13,15 @@ export const organizationRoutes: Route[] = [
     access: 'member',
     handler: async (ctx, { org, principal }) => {
       const usage = await getUsage(ctx.s, principal)
-      const page = <Overview organizationId={org.organizationId} usage={usage} limits={principal.limits} receivingDomain={ctx.s.config.receivingDomain} isOwner={org.role === 'owner'} />
+      const page = (
+        <Overview
+          organizationId={org.organizationId}
+          usage={usage}
+          limits={principal.limits}
+          receivingDomain={ctx.s.config.receivingDomain}
+          isOwner={org.role === 'owner'}
+        />
+      )
       return renderPage(ctx, org.name, page, { org, section: 'overview' })
     },
   }),

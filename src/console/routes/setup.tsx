@@ -16,7 +16,14 @@ export const setupRoutes: Route[] = [
     handler: async (ctx, { org }) => {
       const held = ctx.shown(ctx.url.searchParams.get('key'), 'api_key')
       const key = held?.organizationId === org.organizationId ? held.key : undefined
-      const page = <FirstSteps organizationId={org.organizationId} apiKey={key} baseUrl={ctx.s.publicUrls().baseUrl} smtpHint={ctx.deps.smtpAddress()} />
+      const page = (
+        <FirstSteps
+          organizationId={org.organizationId}
+          apiKey={key}
+          baseUrl={ctx.s.publicUrls().baseUrl}
+          smtpHint={ctx.deps.smtpAddress()}
+        />
+      )
       return renderPage(ctx, 'Ready', page, { org, section: 'overview' })
     },
   }),
@@ -45,17 +52,36 @@ export const setupRoutes: Route[] = [
     path: PATHS.setup,
     access: 'public',
     handler: async (ctx) => {
-      const input = { token: ctx.field('token'), email: ctx.field('email'), password: ctx.field('password'), organization: ctx.field('organization'), preset: ctx.field('preset') }
+      const input = {
+        token: ctx.field('token'),
+        email: ctx.field('email'),
+        password: ctx.field('password'),
+        organization: ctx.field('organization'),
+        preset: ctx.field('preset'),
+      }
       try {
         const done = await completeSetup(ctx.s, { clientAddress: ctx.clientAddress }, input)
         await ctx.startSession(done.user.id)
-        ctx.s.logger.info('console_setup_completed', { user_id: done.user.id, organization_id: done.organization.id, key_public_id: done.key.publicId })
+        ctx.s.logger.info('console_setup_completed', {
+          user_id: done.user.id,
+          organization_id: done.organization.id,
+          key_public_id: done.key.publicId,
+        })
         // The key is shown on the GET this redirects to (post/redirect/get, as new keys are): a reload shows it again.
-        const shown = ctx.holdShown({ kind: 'api_key', organizationId: done.organization.id, name: 'first key', key: done.key.key })
+        const shown = ctx.holdShown({
+          kind: 'api_key',
+          organizationId: done.organization.id,
+          name: 'first key',
+          key: done.key.key,
+        })
         return redirect(withQuery(PATHS.welcome.link(done.organization.id), { key: shown }))
       } catch (error) {
         if (!(error instanceof Refusal) || error.kind !== 'invalid') throw error
-        return ctx.failBack(withQuery(PATHS.setup.link(), { token: input.token }), { message: error.message, status: 400, fields: { email: input.email, organization: input.organization } })
+        return ctx.failBack(withQuery(PATHS.setup.link(), { token: input.token }), {
+          message: error.message,
+          status: 400,
+          fields: { email: input.email, organization: input.organization },
+        })
       }
     },
   }),

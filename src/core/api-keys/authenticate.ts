@@ -39,7 +39,10 @@ export const invalidKey = () => new DomainError('invalid_api_key', 'Missing, mal
  * Checks the Authorization header. The format is checked before the database is touched; the
  * key and its organisation's limits come from one read (prepared once, on SQLite).
  */
-export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config' | 'storageHealth'>, authorization: string | null): Promise<Principal> {
+export async function authenticate(
+  s: Pick<Services, 'store' | 'clock' | 'config' | 'storageHealth'>,
+  authorization: string | null,
+): Promise<Principal> {
   // The auth scheme is case-insensitive (RFC 9110 section 11.1): `bearer` is as valid as `Bearer`.
   const match = authorization ? /^Bearer +([^\s]+)$/i.exec(authorization) : null
   const parsed = match ? parseApiKey(match[1]!) : null
@@ -60,5 +63,9 @@ export async function authenticate(s: Pick<Services, 'store' | 'clock' | 'config
       if (!s.storageHealth.kindOf(error)) throw error
     }
   }
-  return { organizationId: row.organizationId, keyPublicId: parsed.publicId, limits: resolveOrgLimits(row, s.config.limits) }
+  return {
+    organizationId: row.organizationId,
+    keyPublicId: parsed.publicId,
+    limits: resolveOrgLimits(row, s.config.limits),
+  }
 }

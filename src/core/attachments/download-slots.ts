@@ -30,7 +30,8 @@ export const WAITING_PER_ORGANIZATION = 32
  * CONSOLE_WAIT_MS, shortened to end a second before HTTP_IDLE_TIMEOUT_SECONDS: Bun cuts a
  * connection silent that long even while its request waits, and a cut is no answer at all.
  */
-export const consoleWaitMs = (idleTimeoutSeconds: number): number => Math.max(0, Math.min(CONSOLE_WAIT_MS, idleTimeoutSeconds * 1000 - 1000))
+export const consoleWaitMs = (idleTimeoutSeconds: number): number =>
+  Math.max(0, Math.min(CONSOLE_WAIT_MS, idleTimeoutSeconds * 1000 - 1000))
 
 export class DownloadSlots {
   private readonly held = new Map<string, number>()
@@ -108,9 +109,13 @@ export class DownloadSlots {
   }
 
   private refusal(): DomainError {
-    return new DomainError('rate_limit_exceeded', `Too many concurrent attachment downloads: at most ${this.perOrganization} per organization at a time; retry in a second.`, {
-      retryAfterSeconds: 1,
-    })
+    return new DomainError(
+      'rate_limit_exceeded',
+      `Too many concurrent attachment downloads: at most ${this.perOrganization} per organization at a time; retry in a second.`,
+      {
+        retryAfterSeconds: 1,
+      },
+    )
   }
 
   /** Console downloads waiting for a slot on this machine, across organisations (tests). */

@@ -34,7 +34,11 @@ export type AuditAction =
  * The audit row for an event, for a storage operation to write in the same transaction as
  * the change it records (the port's `audit` inputs).
  */
-export function auditEntry(s: Pick<AccountServices, 'clock'>, actor: Actor, event: { organizationId: string | null; action: AuditAction; target: string; detail?: string }): AuditEntry {
+export function auditEntry(
+  s: Pick<AccountServices, 'clock'>,
+  actor: Actor,
+  event: { organizationId: string | null; action: AuditAction; target: string; detail?: string },
+): AuditEntry {
   return {
     organizationId: event.organizationId,
     actor: actor.label,
@@ -54,7 +58,15 @@ export const AUDIT_PAGE_SIZE = 100
  * is no event id (from a hand-edited URL: a fraction, a negative, an infinity, past what a
  * bigint holds) gives the first page: PostgreSQL would refuse it with an error.
  */
-export const listAudit = (s: Pick<AccountServices, 'store'>, scope: { organizationId: string } | 'instance', input: { before?: number } = {}): Promise<AuditEventRow[]> =>
-  s.store.organizations.listAudit({ organizationId: scope === 'instance' ? null : scope.organizationId, before: isEventId(input.before) ? input.before : null, limit: AUDIT_PAGE_SIZE })
+export const listAudit = (
+  s: Pick<AccountServices, 'store'>,
+  scope: { organizationId: string } | 'instance',
+  input: { before?: number } = {},
+): Promise<AuditEventRow[]> =>
+  s.store.organizations.listAudit({
+    organizationId: scope === 'instance' ? null : scope.organizationId,
+    before: isEventId(input.before) ? input.before : null,
+    limit: AUDIT_PAGE_SIZE,
+  })
 
 const isEventId = (value: number | undefined): value is number => Number.isSafeInteger(value) && value! > 0

@@ -10,7 +10,8 @@ import { createHash } from 'node:crypto'
 
 export const MAX_KEY_LENGTH = 80
 
-const bounded = (key: string) => (key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('base64url')}`)
+const bounded = (key: string) =>
+  key.length <= MAX_KEY_LENGTH ? key : `sha256:${createHash('sha256').update(key).digest('base64url')}`
 
 export class BoundedKeyMap<V> extends Map<string, V> {
   override get(key: string): V | undefined {

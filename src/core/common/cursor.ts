@@ -33,7 +33,8 @@ export class CursorCodec {
   }
 
   decode(listing: string, cursor: string): CursorPosition {
-    const invalid = () => new DomainError('invalid_cursor', 'cursor must be a next_cursor value returned by this listing.')
+    const invalid = () =>
+      new DomainError('invalid_cursor', 'cursor must be a next_cursor value returned by this listing.')
     const [payload, signature, extra] = cursor.split('.')
     if (!payload || !signature || extra !== undefined || cursor.length > 512) throw invalid()
     const expected = Buffer.from(this.sign(listing, payload))

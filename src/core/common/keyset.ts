@@ -6,7 +6,11 @@
  */
 
 /** A page from the `limit + 1` rows read: the extra row only says whether another page follows. */
-export function cutPage<R>(rows: R[], limit: number, cursorAfter: (last: R) => string): { rows: R[]; nextCursor: string | null } {
+export function cutPage<R>(
+  rows: R[],
+  limit: number,
+  cursorAfter: (last: R) => string,
+): { rows: R[]; nextCursor: string | null } {
   const page = rows.slice(0, limit)
   const last = page.at(-1)
   return { rows: page, nextCursor: rows.length > limit && last !== undefined ? cursorAfter(last) : null }

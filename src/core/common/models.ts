@@ -62,8 +62,14 @@ export const UsageModel = T.Object(
   {
     plan: T.Literal('free'),
     period: T.Object({ starts_at: Timestamp, ends_at: Timestamp }, { additionalProperties: false }),
-    inboxes: T.Object({ active: T.Integer(), limit: T.Integer(), remaining: T.Integer() }, { additionalProperties: false }),
-    emails: T.Object({ received: T.Integer(), limit: T.Integer(), remaining: T.Integer() }, { additionalProperties: false }),
+    inboxes: T.Object(
+      { active: T.Integer(), limit: T.Integer(), remaining: T.Integer() },
+      { additionalProperties: false },
+    ),
+    emails: T.Object(
+      { received: T.Integer(), limit: T.Integer(), remaining: T.Integer() },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 )

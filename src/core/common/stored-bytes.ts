@@ -31,11 +31,26 @@ async function sha256HexOffLoop(bytes: Uint8Array): Promise<string> {
 }
 
 /** `bytes` when they match `expected` (or when the row predates hashes); otherwise logs, counts and throws. */
-export async function verifiedBytes(s: { logger: Logger }, kind: StoredBytesKind, id: string, bytes: Buffer, expected: string | null): Promise<Buffer> {
+export async function verifiedBytes(
+  s: { logger: Logger },
+  kind: StoredBytesKind,
+  id: string,
+  bytes: Buffer,
+  expected: string | null,
+): Promise<Buffer> {
   if (expected === null) return bytes
   const actual = await sha256HexOffLoop(bytes)
   if (actual === expected) return bytes
   // The metric follows this line (src/metrics/log-observer.ts).
-  s.logger.error('stored_bytes_corrupt', { kind, id, size_bytes: bytes.byteLength, expected_sha256: expected, actual_sha256: actual })
-  throw new DomainError('internal_error', 'The stored bytes failed their integrity check, so they are not served. The operator has been told in the server log.')
+  s.logger.error('stored_bytes_corrupt', {
+    kind,
+    id,
+    size_bytes: bytes.byteLength,
+    expected_sha256: expected,
+    actual_sha256: actual,
+  })
+  throw new DomainError(
+    'internal_error',
+    'The stored bytes failed their integrity check, so they are not served. The operator has been told in the server log.',
+  )
 }

@@ -9,4 +9,5 @@ export const newToken = (): string => randomBytes(32).toString('base64url')
 export const sha256Hex = (value: string): string => createHash('sha256').update(value).digest('hex')
 
 /** Tokens we hand out are 43 base64url characters; anything else is refused before a lookup. */
-export const looksLikeToken = (value: unknown): value is string => typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value)
+export const looksLikeToken = (value: unknown): value is string =>
+  typeof value === 'string' && /^[A-Za-z0-9_-]{43}$/.test(value)

@@ -37,7 +37,8 @@ function addressNumber(text: string): bigint | null {
   else tail = expandQuad(tail)
   const left = head ? head.split(':') : []
   const right = tail ? tail.split(':') : []
-  const groups = tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
   return groups.reduce((value, group) => (value << 16n) | BigInt(parseInt(group, 16)), 0n)
 }
 
@@ -52,7 +53,8 @@ export const isIpAddress = (text: string): boolean => addressNumber(text) !== nu
 function parseNetwork(entry: string): Network | string {
   const [address = '', prefix, extra] = entry.split('/')
   const base = addressNumber(address)
-  if (base === null || extra !== undefined) return `"${entry}" is not an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8`
+  if (base === null || extra !== undefined)
+    return `"${entry}" is not an IPv4 or IPv6 network such as 10.0.0.0/8 or fd00::/8`
   const width = isIP(address.trim()) === 4 ? 32 : 128
   const bits = prefix === undefined ? width : /^\d{1,3}$/.test(prefix.trim()) ? Number(prefix) : Number.NaN
   if (!(bits >= 0 && bits <= width)) return `"${entry}" has a prefix length outside 0..${width}`

@@ -89,7 +89,10 @@ interface RecipientInput {
 }
 
 /** Admits one recipient for a transaction, returning its reservation. */
-export async function admitRecipient(s: Services, { address, isLive, admitted = [] }: RecipientInput): Promise<Reservation> {
+export async function admitRecipient(
+  s: Services,
+  { address, isLive, admitted = [] }: RecipientInput,
+): Promise<Reservation> {
   const localPart = localPartOf(address, s.config.receivingDomain)
   const periods = inboundPeriods(s.clock.now())
   const facts = localPart ? await s.store.inbound.admissionFacts(localPart, periods) : null
@@ -138,4 +141,5 @@ export async function admitRecipientWithin(s: Services, input: RecipientInput, b
 }
 
 /** The bound on one recipient's admission on this server: the statement timeout plus the margin, or none when that is off. */
-export const admissionBoundMs = (s: Services): number => (s.config.databaseStatementTimeoutMs > 0 ? s.config.databaseStatementTimeoutMs + ADMISSION_MARGIN_MS : 0)
+export const admissionBoundMs = (s: Services): number =>
+  s.config.databaseStatementTimeoutMs > 0 ? s.config.databaseStatementTimeoutMs + ADMISSION_MARGIN_MS : 0

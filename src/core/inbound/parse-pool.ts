@@ -47,12 +47,17 @@ interface Slot {
 }
 
 /** Beside this module in the source tree; beside the bundle in dist/ (see `bun run build`). */
-const PARSE_WORKER_URL = new URL(import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js', import.meta.url)
+const PARSE_WORKER_URL = new URL(
+  import.meta.url.endsWith('.ts') ? './parse-worker.ts' : './parse-worker.js',
+  import.meta.url,
+)
 
 /** The bytes' own ArrayBuffer when they span all of it (moved, not copied); a copy otherwise. */
 function transferableBytes(raw: Buffer): ArrayBuffer {
   const whole = raw.byteOffset === 0 && raw.byteLength === raw.buffer.byteLength && raw.buffer instanceof ArrayBuffer
-  return whole ? (raw.buffer as ArrayBuffer) : (raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength) as ArrayBuffer)
+  return whole
+    ? (raw.buffer as ArrayBuffer)
+    : (raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength) as ArrayBuffer)
 }
 
 const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
@@ -139,7 +144,10 @@ export class ParsePool {
     clearTimeout(slot.timer)
     slot.job = null
     if (reply.ok) {
-      const attachments = reply.mail.attachments.map((attachment) => ({ ...attachment, content: asBuffer(attachment.content) }))
+      const attachments = reply.mail.attachments.map((attachment) => ({
+        ...attachment,
+        content: asBuffer(attachment.content),
+      }))
       job.resolve({ mail: { ...reply.mail, attachments }, raw: Buffer.from(reply.raw) })
     } else if ('refusal' in reply) job.reject(new InboundRefusal(reply.refusal.reason, reply.refusal.detail))
     else job.reject(new InboundRefusal('unparseable', reply.error))
@@ -148,11 +156,16 @@ export class ParsePool {
 
   private onDeath(slot: Slot, why: string): void {
     if (!this.slots.has(slot)) return // retired on purpose
-    this.options.logger.error('parse_worker_died', { reason: why.slice(0, 200), started: slot.ready, busy: slot.job !== null })
+    this.options.logger.error('parse_worker_died', {
+      reason: why.slice(0, 200),
+      started: slot.ready,
+      busy: slot.job !== null,
+    })
     if (!slot.ready) {
       // It could not even load: fail what waits (a temporary error) instead of respawning in a loop.
       this.slots.delete(slot)
-      for (const job of this.queue.splice(0)) job.reject(new Error(`parse worker failed to start: ${why.slice(0, 200)}`))
+      for (const job of this.queue.splice(0))
+        job.reject(new Error(`parse worker failed to start: ${why.slice(0, 200)}`))
       return
     }
     // A message that kills the parser would do it again: refuse it like an unparseable one.

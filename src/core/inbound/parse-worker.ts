@@ -24,7 +24,10 @@ export type ParseReply =
 
 /** The bytes as a view that owns its whole ArrayBuffer (copied only if shared), listed for transfer. */
 function movable(bytes: Uint8Array, transfer: ArrayBuffer[]): Uint8Array {
-  const owns = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && !transfer.includes(bytes.buffer as ArrayBuffer)
+  const owns =
+    bytes.byteOffset === 0 &&
+    bytes.byteLength === bytes.buffer.byteLength &&
+    !transfer.includes(bytes.buffer as ArrayBuffer)
   const own = owns ? bytes : new Uint8Array(bytes)
   transfer.push(own.buffer as ArrayBuffer)
   return own
@@ -51,10 +54,14 @@ self.onmessage = async ({ data }: MessageEvent<ParseRequest>) => {
     if (refusal) throw refusal
     const mail = await parseMail(raw, data.envelopeFrom, data.limits)
     const transfer: ArrayBuffer[] = [data.raw]
-    const attachments = mail.attachments.map((attachment) => ({ ...attachment, content: movable(attachment.content, transfer) as Buffer }))
+    const attachments = mail.attachments.map((attachment) => ({
+      ...attachment,
+      content: movable(attachment.content, transfer) as Buffer,
+    }))
     reply({ id: data.id, ok: true, mail: { ...mail, attachments }, raw: data.raw }, transfer)
   } catch (error) {
-    if (error instanceof InboundRefusal) reply({ id: data.id, ok: false, refusal: { reason: error.reason, detail: error.detail } })
+    if (error instanceof InboundRefusal)
+      reply({ id: data.id, ok: false, refusal: { reason: error.reason, detail: error.detail } })
     else reply({ id: data.id, ok: false, error: error instanceof Error ? error.message.slice(0, 200) : 'parse failed' })
   }
   if (size >= COLLECT_AFTER_BYTES)

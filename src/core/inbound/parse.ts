@@ -40,13 +40,26 @@ export interface ParsedMail {
 const SAFE_MIME_TYPE = /^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}\/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$/
 
 const toBuffer = (content: ArrayBuffer | Uint8Array | string): Buffer =>
-  typeof content === 'string' ? Buffer.from(content, 'utf8') : content instanceof Uint8Array ? Buffer.from(content.buffer, content.byteOffset, content.byteLength) : Buffer.from(content)
+  typeof content === 'string'
+    ? Buffer.from(content, 'utf8')
+    : content instanceof Uint8Array
+      ? Buffer.from(content.buffer, content.byteOffset, content.byteLength)
+      : Buffer.from(content)
 
 /** `onEventLoop`: stop with NestedMessageFound at a nested message instead of parsing it (see receive.ts). */
-export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limits, options: { onEventLoop?: boolean } = {}): Promise<ParsedMail> {
+export async function parseMail(
+  raw: Buffer,
+  envelopeFrom: string,
+  limits: Limits,
+  options: { onEventLoop?: boolean } = {},
+): Promise<ParsedMail> {
   let email: Email
   try {
-    email = await new FaithfulPostalMime({ maxHeadersSize: limits.headerBytes, limits, onEventLoop: options.onEventLoop }).parse(raw)
+    email = await new FaithfulPostalMime({
+      maxHeadersSize: limits.headerBytes,
+      limits,
+      onEventLoop: options.onEventLoop,
+    }).parse(raw)
   } catch (error) {
     if (error instanceof InboundRefusal || error instanceof NestedMessageFound) throw error
     throw new InboundRefusal('unparseable', error instanceof Error ? error.message.slice(0, 120) : '')
@@ -56,13 +69,16 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
     ['text', email.text],
     ['html', email.html],
   ] as const) {
-    if (body && Buffer.byteLength(body, 'utf8') > limits.bodyBytes) throw new InboundRefusal('body_too_large', `${name} body over ${limits.bodyBytes} bytes`)
+    if (body && Buffer.byteLength(body, 'utf8') > limits.bodyBytes)
+      throw new InboundRefusal('body_too_large', `${name} body over ${limits.bodyBytes} bytes`)
   }
-  if (email.attachments.length > limits.attachments) throw new InboundRefusal('too_many_attachments', `at most ${limits.attachments}`)
+  if (email.attachments.length > limits.attachments)
+    throw new InboundRefusal('too_many_attachments', `at most ${limits.attachments}`)
   let total = 0
   const attachments = email.attachments.map((attachment, index): ParsedAttachment => {
     const content = toBuffer(attachment.content)
-    if (content.byteLength > limits.attachmentBytes) throw new InboundRefusal('attachment_too_large', `each at most ${limits.attachmentBytes} bytes`)
+    if (content.byteLength > limits.attachmentBytes)
+      throw new InboundRefusal('attachment_too_large', `each at most ${limits.attachmentBytes} bytes`)
     total += content.byteLength
     const mimeType = (attachment.mimeType ?? '').toLowerCase()
     return {
@@ -74,7 +90,8 @@ export async function parseMail(raw: Buffer, envelopeFrom: string, limits: Limit
       sha256: sha256Hex(content),
     }
   })
-  if (total > limits.attachmentsTotalBytes) throw new InboundRefusal('attachments_too_large', `at most ${limits.attachmentsTotalBytes} bytes in all`)
+  if (total > limits.attachmentsTotalBytes)
+    throw new InboundRefusal('attachments_too_large', `at most ${limits.attachmentsTotalBytes} bytes in all`)
 
   const from = deriveSender(raw, envelopeFrom)
   const text = email.text ?? null

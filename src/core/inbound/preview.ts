@@ -46,7 +46,10 @@ export function decodeEntities(text: string): string {
         end = digitsEnd + 1
         const code = parseInt(text.slice(digitsFrom, digitsEnd), hex ? 16 : 10)
         // As HTML does: NUL, a surrogate half or past Unicode's end is U+FFFD, never a lone surrogate.
-        value = Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd'
+        value =
+          Number.isFinite(code) && code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+            ? String.fromCodePoint(code)
+            : '\ufffd'
       }
     } else {
       const nameEnd = runEnd(text, at + 1, isLetter)
@@ -100,7 +103,10 @@ export function htmlToText(html: string, enough = Infinity, lineBreak = ' '): st
     quotedValue.lastIndex = from
     return quotedValue.exec(html) ? quotedValue.lastIndex - 1 : -1
   })
-  const nextQuote = { '"': forwardSearch((from) => html.indexOf('"', from)), "'": forwardSearch((from) => html.indexOf("'", from)) }
+  const nextQuote = {
+    '"': forwardSearch((from) => html.indexOf('"', from)),
+    "'": forwardSearch((from) => html.indexOf("'", from)),
+  }
   /** The `>` that ends the tag opened before `from`, past any `>` inside a quoted attribute value. */
   const tagEnd = (from: number): number => {
     for (;;) {

@@ -93,7 +93,11 @@ export class RefusedDeliveries {
 
   /** A refusal for `recipient`, which named the inbox `inboxId`, or no inbox (null). */
   record(recipient: string, inboxId: string | null, refusal: RefusedDelivery): void {
-    const entry = { at: refusal.at, sender: refusal.sender.slice(0, SENDER_CHARS), reply: refusal.reply.slice(0, REPLY_CHARS) }
+    const entry = {
+      at: refusal.at,
+      sender: refusal.sender.slice(0, SENDER_CHARS),
+      reply: refusal.reply.slice(0, REPLY_CHARS),
+    }
     if (inboxId !== null) {
       this.keep({ kind: 'inbox', inboxId, entry })
       return
@@ -101,7 +105,8 @@ export class RefusedDeliveries {
     // Kept only where an inbox could take the address later: a prefix a test may choose.
     const address = recipient.toLowerCase()
     const at = address.lastIndexOf('@')
-    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at))) this.keep({ kind: 'address', address, entry })
+    if (address.slice(at + 1) === this.receivingDomain && PREFIX_PATTERN.test(address.slice(0, at)))
+      this.keep({ kind: 'address', address, entry })
   }
 
   /** An inbox took `address`: the refusals that came while no inbox had it are its own from now on. */

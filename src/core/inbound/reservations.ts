@@ -60,7 +60,12 @@ export class InboundReservations implements QuotaHolds {
     // Check and add without an await between them: no other admission slips in.
     const refusal = this.recheck(facts, periods, limits)
     if (refusal) throw refusal.forInbox(facts.inboxId)
-    const reservation: Reservation = { organizationId: facts.organizationId, inboxId: facts.inboxId, ...periods, isLive }
+    const reservation: Reservation = {
+      organizationId: facts.organizationId,
+      inboxId: facts.inboxId,
+      ...periods,
+      isLive,
+    }
     this.live.add(reservation)
     return reservation
   }

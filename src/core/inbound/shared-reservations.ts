@@ -7,7 +7,13 @@
  * release that fails (the database unreachable) is logged and left to the lease, which stops
  * being renewed when this machine stops.
  */
-import type { AdmissionFacts, InboundHold, InboundLimitCode, InboundLimits, InboundPeriods } from '../../storage/port/inbound.ts'
+import type {
+  AdmissionFacts,
+  InboundHold,
+  InboundLimitCode,
+  InboundLimits,
+  InboundPeriods,
+} from '../../storage/port/inbound.ts'
 import { limitRefusal, quotaRefusal } from './admission.ts'
 import type { InboundRefusal } from './refusal.ts'
 import type { HoldRequest, QuotaHolds, Reservation } from './reservations.ts'
@@ -36,7 +42,13 @@ export class SharedInboundReservations implements QuotaHolds {
     const result = await this.quota.reserve({ organizationId: facts.organizationId, inboxId: facts.inboxId }, limits)
     if (!result.reserved) throw quotaRefusal(result.refusal, result.limit).forInbox(facts.inboxId)
     const hold: InboundHold = { ...result.reservation, limits }
-    const reservation: Reservation = { organizationId: facts.organizationId, inboxId: facts.inboxId, ...periods, isLive, hold }
+    const reservation: Reservation = {
+      organizationId: facts.organizationId,
+      inboxId: facts.inboxId,
+      ...periods,
+      isLive,
+      hold,
+    }
     if (isLive()) {
       this.held.add(hold)
       return reservation
@@ -63,7 +75,11 @@ export class SharedInboundReservations implements QuotaHolds {
 
   /** Only for a delivery without a hold; held units are re-checked by the storing transaction. */
   recheck(facts: AdmissionFacts, _periods: InboundPeriods, limits: InboundLimits): InboundRefusal | null {
-    return limitRefusal(limits, { month: facts.counts.monthReceived, inbox: facts.counts.inboxAccepted, org: facts.counts.orgAccepted })
+    return limitRefusal(limits, {
+      month: facts.counts.monthReceived,
+      inbox: facts.counts.inboxAccepted,
+      org: facts.counts.orgAccepted,
+    })
   }
 
   /** Units this machine holds now (tests, metrics). */

@@ -74,7 +74,12 @@ function inboundMessage(raw: Buffer, mail: ParsedMail): InboundMessage {
  * (its reservation held room in the old period only); when no recipient can be stored
  * for that reason, the limit's refusal is thrown.
  */
-export async function storeInboundMessage(s: Services, raw: Buffer, mail: ParsedMail, recipients: Reservation[]): Promise<StoredMessage[]> {
+export async function storeInboundMessage(
+  s: Services,
+  raw: Buffer,
+  mail: ParsedMail,
+  recipients: Reservation[],
+): Promise<StoredMessage[]> {
   const deliveries: Delivery[] = []
   for (const reservation of recipients) {
     // One copy per inbox, however often it was named.

@@ -14,7 +14,10 @@ export interface Structure {
 }
 
 /** Counts `bytes`; stops early, with a refusal, once either count passes its limit. */
-export function scanStructure(bytes: Uint8Array, limits: Pick<Limits, 'messageLines' | 'messageParts'>): Structure & { refusal: InboundRefusal | null } {
+export function scanStructure(
+  bytes: Uint8Array,
+  limits: Pick<Limits, 'messageLines' | 'messageParts'>,
+): Structure & { refusal: InboundRefusal | null } {
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
   let lines = 0
   let delimiters = 0
@@ -24,7 +27,8 @@ export function scanStructure(bytes: Uint8Array, limits: Pick<Limits, 'messageLi
     }
     const end = view.indexOf(0x0a, start)
     if (end === -1) return { lines, delimiters, refusal: null }
-    if (++lines > limits.messageLines) return { lines, delimiters, refusal: new InboundRefusal('too_many_lines', `at most ${limits.messageLines}`) }
+    if (++lines > limits.messageLines)
+      return { lines, delimiters, refusal: new InboundRefusal('too_many_lines', `at most ${limits.messageLines}`) }
     start = end + 1
   }
 }

@@ -14,7 +14,13 @@ import { generateLocalPart, normalizePrefix } from './local-part.ts'
 import type { Inbox } from '../common/models.ts'
 import { routingFailure } from '../common/routing.ts'
 import type { Services } from '../common/services.ts'
-import { checkIdempotencyKey, claimIdempotencyKey, fingerprint, type IdempotencyClaim, releaseIdempotencyClaim } from './idempotency.ts'
+import {
+  checkIdempotencyKey,
+  claimIdempotencyKey,
+  fingerprint,
+  type IdempotencyClaim,
+  releaseIdempotencyClaim,
+} from './idempotency.ts'
 import { presentInbox } from './present.ts'
 
 const GENERATION_ATTEMPTS = 8
@@ -36,7 +42,11 @@ export const MAX_CREATE_BODY_BYTES = 64 * 1024
 
 /** Parses the optional body into its normalised form: `{}` or `{ prefix }` (lowercased). */
 function parseCreateInboxBody(text: string): { prefix?: string } {
-  if (text.length > MAX_CREATE_BODY_BYTES) throw new DomainError('invalid_json', `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`)
+  if (text.length > MAX_CREATE_BODY_BYTES)
+    throw new DomainError(
+      'invalid_json',
+      `Request body must be a JSON object of at most ${MAX_CREATE_BODY_BYTES} bytes.`,
+    )
   if (text.trim() === '') return {}
   let value: unknown
   try {
@@ -48,12 +58,20 @@ function parseCreateInboxBody(text: string): { prefix?: string } {
     throw new DomainError('invalid_json', 'Request body must be a JSON object.')
   }
   const unknown = Object.keys(value).filter((key) => key !== 'prefix')
-  if (unknown.length > 0) throw new DomainError('unknown_property', `Unknown property "${unknown[0]}"; the only allowed property is "prefix".`)
+  if (unknown.length > 0)
+    throw new DomainError(
+      'unknown_property',
+      `Unknown property "${unknown[0]}"; the only allowed property is "prefix".`,
+    )
   const { prefix } = value as { prefix?: unknown }
   return prefix === undefined ? {} : { prefix: normalizePrefix(prefix) }
 }
 
-export async function createInbox(s: Services, principal: Principal, input: CreateInboxInput): Promise<CreateInboxResult> {
+export async function createInbox(
+  s: Services,
+  principal: Principal,
+  input: CreateInboxInput,
+): Promise<CreateInboxResult> {
   const key = checkIdempotencyKey(input.idempotencyKey)
   const body = parseCreateInboxBody(input.body)
   let claim: IdempotencyClaim | undefined
@@ -70,9 +88,18 @@ export async function createInbox(s: Services, principal: Principal, input: Crea
   }
 }
 
-async function provisionInbox(s: Services, principal: Principal, prefix: string | undefined, claim: IdempotencyClaim | undefined): Promise<{ data: Inbox }> {
+async function provisionInbox(
+  s: Services,
+  principal: Principal,
+  prefix: string | undefined,
+  claim: IdempotencyClaim | undefined,
+): Promise<{ data: Inbox }> {
   if (!s.disk.hasRoom()) {
-    throw new DomainError('insufficient_storage', 'The server is low on disk space and creates no inboxes until space is freed; retry later.', { retryAfterSeconds: 60 })
+    throw new DomainError(
+      'insufficient_storage',
+      'The server is low on disk space and creates no inboxes until space is freed; retry later.',
+      { retryAfterSeconds: 60 },
+    )
   }
   const row = await reserveInboxRow(s, principal, prefix)
   let ruleId: string | null
@@ -91,7 +118,8 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
       routingRuleId: ruleId,
       idempotency: claim ? { claim, responseBody: JSON.stringify(body) } : null,
     })
-    if (!activated) throw new Error('reserved inbox row vanished (or its idempotency claim was taken over) before activation')
+    if (!activated)
+      throw new Error('reserved inbox row vanished (or its idempotency claim was taken over) before activation')
     // Mail refused before the address had an inbox (an early send) is this inbox's to show.
     s.refusedDeliveries.claim(row.address, row.id)
     return body
@@ -101,7 +129,11 @@ async function provisionInbox(s: Services, principal: Principal, prefix: string 
     // and a rule left behind would route mail for an inbox that never existed.
     s.logger.error('inbox_activation_failed', { inbox_id: row.id, ...errorFields(error) })
     await s.routing.deleteRule(ruleId, row.address).catch((cleanupError: unknown) => {
-      s.logger.error('routing_rule_orphaned', { address: row.address, routing_rule_id: ruleId, ...errorFields(cleanupError) })
+      s.logger.error('routing_rule_orphaned', {
+        address: row.address,
+        routing_rule_id: ruleId,
+        ...errorFields(cleanupError),
+      })
     })
     await s.store.inboxes.discardReservation(row.id)
     throw error
@@ -114,13 +146,21 @@ async function reserveInboxRow(s: Services, principal: Principal, prefix: string
   const reserved = await s.store.inboxes.reserveInbox({
     organizationId: principal.organizationId,
     activeInboxLimit: principal.limits.activeInboxes,
-    candidates: localParts.map((localPart) => ({ id: newId('inbox'), localPart, address: `${localPart}@${s.config.receivingDomain}` })),
+    candidates: localParts.map((localPart) => ({
+      id: newId('inbox'),
+      localPart,
+      address: `${localPart}@${s.config.receivingDomain}`,
+    })),
     createdAt: isoTime(s.clock.now()),
   })
   if ('row' in reserved) return reserved.row
   if (reserved.refused === 'quota') {
-    throw new DomainError('inbox_quota_exceeded', `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`)
+    throw new DomainError(
+      'inbox_quota_exceeded',
+      `This organization already has ${principal.limits.activeInboxes} active inboxes; delete one first.`,
+    )
   }
-  if (prefix !== undefined) throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
+  if (prefix !== undefined)
+    throw new DomainError('address_unavailable', `The address ${prefix}@${s.config.receivingDomain} is already taken.`)
   throw new DomainError('address_generation_failed', 'Could not allocate a unique address; retry.')
 }

@@ -35,7 +35,14 @@ const UNFINISHED_AFTER_MS = 10 * 60_000
  * process serves the API, so at its boot every such row and claim is abandoned.
  */
 export async function discardUnfinishedInboxes(s: Services): Promise<void> {
-  const { inboxes: stale, releasedClaims } = await s.store.inboxes.discardUnfinished({ staleBefore: isoTime(s.clock.now() - UNFINISHED_AFTER_MS) })
-  for (const row of stale) s.logger.warn('unfinished_inbox_discarded', { inbox_id: row.id, address: row.address, routing_rule_id: row.routingRuleId })
+  const { inboxes: stale, releasedClaims } = await s.store.inboxes.discardUnfinished({
+    staleBefore: isoTime(s.clock.now() - UNFINISHED_AFTER_MS),
+  })
+  for (const row of stale)
+    s.logger.warn('unfinished_inbox_discarded', {
+      inbox_id: row.id,
+      address: row.address,
+      routing_rule_id: row.routingRuleId,
+    })
   if (releasedClaims > 0) s.logger.warn('abandoned_idempotency_claims_released', { count: releasedClaims })
 }

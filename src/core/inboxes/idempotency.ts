@@ -21,13 +21,19 @@ export function checkIdempotencyKey(key: string | null): string | null {
   return key
 }
 
-export const fingerprint = (normalizedBody: unknown): string => createHash('sha256').update(JSON.stringify(normalizedBody)).digest('hex')
+export const fingerprint = (normalizedBody: unknown): string =>
+  createHash('sha256').update(JSON.stringify(normalizedBody)).digest('hex')
 
 /**
  * Claims the key, or returns the cached body of an earlier success. Throws
  * idempotency_key_reused / idempotency_in_progress / idempotency_unavailable.
  */
-export async function claimIdempotencyKey(s: Services, organizationId: string, key: string, requestFingerprint: string): Promise<{ cached: unknown } | { claim: IdempotencyClaim }> {
+export async function claimIdempotencyKey(
+  s: Services,
+  organizationId: string,
+  key: string,
+  requestFingerprint: string,
+): Promise<{ cached: unknown } | { claim: IdempotencyClaim }> {
   const now = s.clock.now()
   const outcome = await s.store.inboxes.claimIdempotencyKey({
     organizationId,
@@ -40,7 +46,11 @@ export async function claimIdempotencyKey(s: Services, organizationId: string, k
     case 'reused':
       throw new DomainError('idempotency_key_reused', 'This Idempotency-Key was used with a different request body.')
     case 'in_progress':
-      throw new DomainError('idempotency_in_progress', 'A request with this Idempotency-Key is still running; retry in a second.', { retryAfterSeconds: 1 })
+      throw new DomainError(
+        'idempotency_in_progress',
+        'A request with this Idempotency-Key is still running; retry in a second.',
+        { retryAfterSeconds: 1 },
+      )
     case 'cached':
       return { cached: readCached(outcome.responseBody) }
     case 'claimed':
@@ -53,7 +63,10 @@ function readCached(body: string | null): unknown {
     if (body === null) throw new Error('no body')
     return JSON.parse(body)
   } catch {
-    throw new DomainError('idempotency_unavailable', 'The stored result of this Idempotency-Key could not be read; retry the same request.')
+    throw new DomainError(
+      'idempotency_unavailable',
+      'The stored result of this Idempotency-Key could not be read; retry the same request.',
+    )
   }
 }
 

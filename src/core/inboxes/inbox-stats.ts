@@ -13,9 +13,16 @@ export interface InboxStats {
 }
 
 export async function inboxStats(s: Services, inboxIds: string[]): Promise<Map<string, InboxStats>> {
-  const stats = new Map<string, InboxStats>(inboxIds.map((id) => [id, { messages: 0, unread: 0, lastReceivedAt: null }]))
+  const stats = new Map<string, InboxStats>(
+    inboxIds.map((id) => [id, { messages: 0, unread: 0, lastReceivedAt: null }]),
+  )
   if (inboxIds.length === 0) return stats
   const rows = await s.store.inboxes.inboxStats({ inboxIds, now: isoTime(s.clock.now()) })
-  for (const row of rows) stats.set(row.inboxId, { messages: Number(row.messages), unread: Number(row.unread), lastReceivedAt: row.lastReceivedAt })
+  for (const row of rows)
+    stats.set(row.inboxId, {
+      messages: Number(row.messages),
+      unread: Number(row.unread),
+      lastReceivedAt: row.lastReceivedAt,
+    })
   return stats
 }

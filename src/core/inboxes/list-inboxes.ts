@@ -12,10 +12,19 @@ interface ListInboxesInput {
 }
 
 /** Active inboxes, newest first, keyset-paged on (created_at, id). */
-export async function listInboxes(s: Services, principal: Principal, input: ListInboxesInput): Promise<{ data: Inbox[]; next_cursor: string | null }> {
+export async function listInboxes(
+  s: Services,
+  principal: Principal,
+  input: ListInboxesInput,
+): Promise<{ data: Inbox[]; next_cursor: string | null }> {
   const listing = `inboxes:${principal.organizationId}`
   const after = input.cursor === undefined ? undefined : s.cursors.decode(listing, input.cursor)
-  const rows = await s.store.inboxes.listActiveInboxes({ organizationId: principal.organizationId, after, limit: input.limit + 1, addressContains: input.addressContains?.toLowerCase() || undefined })
+  const rows = await s.store.inboxes.listActiveInboxes({
+    organizationId: principal.organizationId,
+    after,
+    limit: input.limit + 1,
+    addressContains: input.addressContains?.toLowerCase() || undefined,
+  })
   const page = cutPage(rows, input.limit, (last) => s.cursors.encode(listing, { at: last.createdAt, id: last.id }))
   return { data: page.rows.map(presentInbox), next_cursor: page.nextCursor }
 }

@@ -32,11 +32,16 @@ export function normalizePrefix(prefix: unknown): string {
   // ASCII letters only: String#toLowerCase would turn e.g. the Kelvin sign (U+212A) into
   // "k", accepting a prefix the client did not write in the allowed alphabet.
   const normalized = prefix.replace(/[A-Z]/g, (letter) => letter.toLowerCase())
-  if (normalized.length < 3 || normalized.length > 40) throw new DomainError('invalid_prefix', 'prefix must be 3 to 40 characters long.')
+  if (normalized.length < 3 || normalized.length > 40)
+    throw new DomainError('invalid_prefix', 'prefix must be 3 to 40 characters long.')
   if (!PREFIX_PATTERN.test(normalized)) {
-    throw new DomainError('invalid_prefix', 'prefix may contain only a-z, 0-9 and inner hyphens, and must start and end with a letter or digit.')
+    throw new DomainError(
+      'invalid_prefix',
+      'prefix may contain only a-z, 0-9 and inner hyphens, and must start and end with a letter or digit.',
+    )
   }
-  if (RESERVED_LOCAL_PARTS.has(normalized)) throw new DomainError('invalid_prefix', `prefix "${normalized}" is reserved.`)
+  if (RESERVED_LOCAL_PARTS.has(normalized))
+    throw new DomainError('invalid_prefix', `prefix "${normalized}" is reserved.`)
   return normalized
 }
 

@@ -47,14 +47,21 @@ class HeldHere {
 }
 
 const tooMany = (principal: Principal) =>
-  new DomainError('long_poll_limit_exceeded', `Too many concurrent waits: at most ${principal.limits.longPollsPerKey} per key and ${principal.limits.longPollsPerOrg} per organization.`)
+  new DomainError(
+    'long_poll_limit_exceeded',
+    `Too many concurrent waits: at most ${principal.limits.longPollsPerKey} per key and ${principal.limits.longPollsPerOrg} per organization.`,
+  )
 
 export class LongPollSlots implements LongPollAdmission {
   private readonly held = new HeldHere()
 
   acquire(principal: Principal): () => void {
     const limits = principal.limits
-    if (this.held.get(`key:${principal.keyPublicId}`) >= limits.longPollsPerKey || this.held.get(`org:${principal.organizationId}`) >= limits.longPollsPerOrg) throw tooMany(principal)
+    if (
+      this.held.get(`key:${principal.keyPublicId}`) >= limits.longPollsPerKey ||
+      this.held.get(`org:${principal.organizationId}`) >= limits.longPollsPerOrg
+    )
+      throw tooMany(principal)
     this.held.bump(principal, 1)
     let released = false
     return () => {
@@ -75,7 +82,9 @@ export class LongPollSlots implements LongPollAdmission {
 
 /** Slots every machine counts (storage's slot leases in PostgreSQL mode). */
 export interface SharedSlots {
-  acquire(subjects: { id: string; limit: number }[]): Promise<{ acquired: true; lease: { release(): Promise<void> } } | { acquired: false; full: string }>
+  acquire(
+    subjects: { id: string; limit: number }[],
+  ): Promise<{ acquired: true; lease: { release(): Promise<void> } } | { acquired: false; full: string }>
 }
 
 /** The same limits over leases every machine sees. */

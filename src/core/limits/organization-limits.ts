@@ -7,7 +7,16 @@ import type { Limits } from '../../config.ts'
 import type { LimitColumnName } from '../../storage/port/organizations.ts'
 import type { Services } from '../common/services.ts'
 
-export const ORG_LIMIT_NAMES = ['activeInboxes', 'monthlyEmails', 'inboxBurst', 'orgBurst', 'requestsPerKey', 'requestsPerOrg', 'longPollsPerKey', 'longPollsPerOrg'] as const
+export const ORG_LIMIT_NAMES = [
+  'activeInboxes',
+  'monthlyEmails',
+  'inboxBurst',
+  'orgBurst',
+  'requestsPerKey',
+  'requestsPerOrg',
+  'longPollsPerKey',
+  'longPollsPerOrg',
+] as const
 export type OrgLimitName = (typeof ORG_LIMIT_NAMES)[number]
 export type OrgLimits = Pick<Limits, OrgLimitName>
 export type OrgLimitOverrides = Partial<Record<OrgLimitName, number | null>>
@@ -61,16 +70,29 @@ export function resolveOrgLimits(row: OrgLimitColumns, defaults: Limits): OrgLim
 
 /** The stored overrides only (null = follows the environment). */
 export function storedOverrides(row: OrgLimitColumns): Record<OrgLimitName, number | null> {
-  return Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, row[COLUMN[name]]])) as Record<OrgLimitName, number | null>
+  return Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [name, row[COLUMN[name]]])) as Record<
+    OrgLimitName,
+    number | null
+  >
 }
 
 export const overridesToColumns = (overrides: OrgLimitOverrides): Partial<OrgLimitColumns> =>
-  Object.fromEntries(Object.entries(overrides).map(([name, value]) => [COLUMN[name as OrgLimitName], value])) as Partial<OrgLimitColumns>
+  Object.fromEntries(
+    Object.entries(overrides).map(([name, value]) => [COLUMN[name as OrgLimitName], value]),
+  ) as Partial<OrgLimitColumns>
 
 /** Every limit column null: an organisation that follows the environment throughout. */
-export const NO_LIMIT_COLUMNS: OrgLimitColumns = Object.fromEntries(ORG_LIMIT_NAMES.map((name) => [COLUMN[name], null])) as OrgLimitColumns
+export const NO_LIMIT_COLUMNS: OrgLimitColumns = Object.fromEntries(
+  ORG_LIMIT_NAMES.map((name) => [COLUMN[name], null]),
+) as OrgLimitColumns
 
 /** The organisation's effective limits; the environment's when the organisation is unknown. */
-export async function organizationLimits(s: Pick<Services, 'config' | 'store'>, organizationId: string): Promise<OrgLimits> {
-  return resolveOrgLimits((await s.store.organizations.organizationLimits(organizationId)) ?? NO_LIMIT_COLUMNS, s.config.limits)
+export async function organizationLimits(
+  s: Pick<Services, 'config' | 'store'>,
+  organizationId: string,
+): Promise<OrgLimits> {
+  return resolveOrgLimits(
+    (await s.store.organizations.organizationLimits(organizationId)) ?? NO_LIMIT_COLUMNS,
+    s.config.limits,
+  )
 }

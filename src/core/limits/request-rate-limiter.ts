@@ -22,8 +22,12 @@ const orgSubject = (principal: Principal) => `org:${principal.organizationId}`
 
 function rateLimitExceeded(principal: Principal, keyFull: boolean, retryAfterSeconds: number): DomainError {
   const { limits } = principal
-  const which = keyFull ? `${limits.requestsPerKey} requests per minute for this key` : `${limits.requestsPerOrg} requests per minute for this organization`
-  return new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, { retryAfterSeconds })
+  const which = keyFull
+    ? `${limits.requestsPerKey} requests per minute for this key`
+    : `${limits.requestsPerOrg} requests per minute for this organization`
+  return new DomainError('rate_limit_exceeded', `Rate limit of ${which} exceeded; retry at the next UTC minute.`, {
+    retryAfterSeconds,
+  })
 }
 
 export class RequestRateLimiter implements RequestAdmission {
@@ -63,7 +67,9 @@ interface RateSubject {
  * Counts a request against every subject for the current UTC minute, all or none (storage's
  * `admitRequest` in PostgreSQL mode); `full` names the subject that refused it.
  */
-export type SharedRequestCounter = (subjects: RateSubject[]) => Promise<{ admitted: true } | { admitted: false; full: string; retryAfterSeconds: number }>
+export type SharedRequestCounter = (
+  subjects: RateSubject[],
+) => Promise<{ admitted: true } | { admitted: false; full: string; retryAfterSeconds: number }>
 
 /** The same rules over a counter every machine shares. */
 export class SharedRequestRateLimiter implements RequestAdmission {

@@ -19,7 +19,10 @@ export function utcMonth(ms: number): { key: string; startsAt: number; endsAt: n
 export async function getUsage(s: Services, principal: Principal): Promise<Usage> {
   const { limits } = principal
   const month = utcMonth(s.clock.now())
-  const { activeInboxes: active, emailsReceived: received } = await s.store.messages.usage({ organizationId: principal.organizationId, month: month.key })
+  const { activeInboxes: active, emailsReceived: received } = await s.store.messages.usage({
+    organizationId: principal.organizationId,
+    month: month.key,
+  })
   return {
     plan: 'free',
     period: { starts_at: isoTime(month.startsAt), ends_at: isoTime(month.endsAt) },

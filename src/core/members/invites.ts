@@ -14,15 +14,33 @@ import { checkNewPassword, hashPassword, normaliseEmail, type User } from '../us
 
 export const INVITE_LIFETIME_MS = 7 * 86_400_000
 
-export async function createInvite(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor & { userId: string }, input: { organizationId: string; role: Role }) {
+export async function createInvite(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor & { userId: string },
+  input: { organizationId: string; role: Role },
+) {
   const { organizationId, role } = input
   const token = newToken()
   const now = s.clock.now()
   const id = newId('invite')
   const expiresAt = isoTime(now + INVITE_LIFETIME_MS)
   await s.store.organizations.createInvite({
-    invite: { tokenSha256: sha256Hex(token), id, organizationId, role, createdBy: actor.userId, createdAt: isoTime(now), expiresAt, usedAt: null },
-    audit: auditEntry(s, actor, { organizationId, action: 'member.invited', target: id, detail: `as ${role}, expires ${expiresAt}` }),
+    invite: {
+      tokenSha256: sha256Hex(token),
+      id,
+      organizationId,
+      role,
+      createdBy: actor.userId,
+      createdAt: isoTime(now),
+      expiresAt,
+      usedAt: null,
+    },
+    audit: auditEntry(s, actor, {
+      organizationId,
+      action: 'member.invited',
+      target: id,
+      detail: `as ${role}, expires ${expiresAt}`,
+    }),
   })
   return { id, token, expiresAt }
 }
@@ -31,7 +49,11 @@ export async function createInvite(s: Pick<AccountServices, 'clock' | 'store'>, 
 export const listOpenInvites = (s: Pick<AccountServices, 'clock' | 'store'>, scope: { organizationId: string }) =>
   s.store.organizations.listOpenInvites({ organizationId: scope.organizationId, now: isoTime(s.clock.now()) })
 
-export async function withdrawInvite(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { organizationId: string; inviteId: string }): Promise<void> {
+export async function withdrawInvite(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor,
+  input: { organizationId: string; inviteId: string },
+): Promise<void> {
   const { organizationId, inviteId } = input
   const withdrawn = await s.store.organizations.withdrawInvite({
     organizationId,
@@ -58,14 +80,25 @@ const emailTaken = () => new Refusal('conflict', 'An account with this email alr
  * Spends the invite and adds the membership (with `newUser`, after inserting that account),
  * in one operation; a refusal writes nothing.
  */
-async function accept(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor & { userId: string }, token: unknown, newUser: User | null): Promise<{ organizationId: string }> {
+async function accept(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor & { userId: string },
+  token: unknown,
+  newUser: User | null,
+): Promise<{ organizationId: string }> {
   if (!looksLikeToken(token)) throw notFound()
   const result = await s.store.organizations.acceptInvite({
     tokenSha256: sha256Hex(token),
     userId: actor.userId,
     now: isoTime(s.clock.now()),
     newUser,
-    audit: (invite) => auditEntry(s, actor, { organizationId: invite.organizationId, action: 'member.joined', target: actor.label, detail: `as ${invite.role} via ${invite.id}` }),
+    audit: (invite) =>
+      auditEntry(s, actor, {
+        organizationId: invite.organizationId,
+        action: 'member.joined',
+        target: actor.label,
+        detail: `as ${invite.role} via ${invite.id}`,
+      }),
   })
   if ('refused' in result) {
     if (result.refused === 'already_member') throw alreadyMember()
@@ -76,8 +109,11 @@ async function accept(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor 
 }
 
 /** A signed-in user joins the invite's organisation and spends the invite, in one transaction. */
-export const acceptInvite = (s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor & { userId: string }, input: { token: unknown }): Promise<{ organizationId: string }> =>
-  accept(s, actor, input.token, null)
+export const acceptInvite = (
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor & { userId: string },
+  input: { token: unknown },
+): Promise<{ organizationId: string }> => accept(s, actor, input.token, null)
 
 /**
  * Someone without an account follows the link: the account is made and joins the
@@ -94,6 +130,11 @@ export async function signUpWithInvite(
   if (!email) throw new Refusal('invalid', 'Enter an email address.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.password))
   const user: User = { id: newId('user'), email, passwordHash, isOperator: false, createdAt: isoTime(s.clock.now()) }
-  const { organizationId } = await accept(s, { userId: user.id, label: user.email, clientAddress: visitor.clientAddress }, input.token, user)
+  const { organizationId } = await accept(
+    s,
+    { userId: user.id, label: user.email, clientAddress: visitor.clientAddress },
+    input.token,
+    user,
+  )
   return { user, organizationId }
 }

@@ -23,7 +23,11 @@ interface Ports {
   extra: boolean
 }
 
-type Target = { kind: 'name'; name: string } | { kind: 'suffix'; suffix: string } | { kind: 'v4'; base: number; bits: number } | { kind: 'v6'; words: number[]; bits: number }
+type Target =
+  | { kind: 'name'; name: string }
+  | { kind: 'suffix'; suffix: string }
+  | { kind: 'v4'; base: number; bits: number }
+  | { kind: 'v6'; words: number[]; bits: number }
 
 export interface AllowList {
   /** How many entries (0: nothing beyond the public internet). */
@@ -74,12 +78,14 @@ function parseEntry(entry: string): { target: Target; ports: Ports } | string {
     return { target: { kind: 'v4', base: v4Number(host), bits }, ports }
   }
   if (rawBits !== undefined) return `"${entry}": only an address takes a /range`
-  if (host.startsWith('*.') && NAME.test(host.slice(2))) return { target: { kind: 'suffix', suffix: host.slice(1) }, ports }
+  if (host.startsWith('*.') && NAME.test(host.slice(2)))
+    return { target: { kind: 'suffix', suffix: host.slice(1) }, ports }
   if (NAME.test(host)) return { target: { kind: 'name', name: host }, ports }
   return `"${entry}" is not a host name`
 }
 
-const inV4 = (address: string, base: number, bits: number) => bits === 0 || v4Number(address) >>> (32 - bits) === base >>> (32 - bits)
+const inV4 = (address: string, base: number, bits: number) =>
+  bits === 0 || v4Number(address) >>> (32 - bits) === base >>> (32 - bits)
 
 function inV6(address: string, range: number[], bits: number): boolean {
   const words = v6Words(address)
@@ -106,13 +112,17 @@ export function parseAllowList(value: string): AllowList {
     size: entries.length,
     allowsHost: (host, port) =>
       entries.some(
-        ({ target, ports }) => ports.test(port) && ((target.kind === 'name' && target.name === host.toLowerCase()) || (target.kind === 'suffix' && host.toLowerCase().endsWith(target.suffix))),
+        ({ target, ports }) =>
+          ports.test(port) &&
+          ((target.kind === 'name' && target.name === host.toLowerCase()) ||
+            (target.kind === 'suffix' && host.toLowerCase().endsWith(target.suffix))),
       ),
     allowsAddress: (address, port) =>
       entries.some(
         ({ target, ports }) =>
           ports.test(port) &&
-          ((target.kind === 'v4' && isIPv4(address) && inV4(address, target.base, target.bits)) || (target.kind === 'v6' && isIPv6(address) && inV6(address, target.words, target.bits))),
+          ((target.kind === 'v4' && isIPv4(address) && inV4(address, target.base, target.bits)) ||
+            (target.kind === 'v6' && isIPv6(address) && inV6(address, target.words, target.bits))),
       ),
     namesPort: (port) => entries.some(({ ports }) => ports.extra && ports.test(port)),
   }

@@ -48,13 +48,21 @@ const olderListing = (inboxId: string) => `messages:${inboxId}`
 const newerListing = (inboxId: string) => `messages-newer:${inboxId}`
 
 /** The page. The inbox is the caller's (checked by the route with getInbox); a cursor of another listing is refused (invalid_cursor). */
-export async function listForConsole(s: Services, principal: Principal, input: ConsoleListingInput): Promise<ConsolePage> {
+export async function listForConsole(
+  s: Services,
+  principal: Principal,
+  input: ConsoleListingInput,
+): Promise<ConsolePage> {
   const { inboxId, query } = input
   const limit = query.limit
   const filters = storedFilters(query)
   if (input.line && (input.line.all || input.line.none)) filters.all = [input.line]
-  const after: MessagePosition | undefined = input.before === undefined && query.cursor !== undefined ? s.cursors.decode(olderListing(inboxId), query.cursor) : undefined
-  const before: MessagePosition | undefined = input.before === undefined ? undefined : s.cursors.decode(newerListing(inboxId), input.before)
+  const after: MessagePosition | undefined =
+    input.before === undefined && query.cursor !== undefined
+      ? s.cursors.decode(olderListing(inboxId), query.cursor)
+      : undefined
+  const before: MessagePosition | undefined =
+    input.before === undefined ? undefined : s.cursors.decode(newerListing(inboxId), input.before)
   const base = { inboxId, now: isoTime(s.clock.now()), filters, textWindow: TEXT_SEARCH_WINDOW }
   const read: InboxListing = { ...base, after, before, limit: limit + 1 }
   let rows = await s.store.messages.listInbox(read)
@@ -62,19 +70,38 @@ export async function listForConsole(s: Services, principal: Principal, input: C
   const more = rows.length > limit
   if (more) rows = before ? rows.slice(rows.length - limit) : rows.slice(0, limit)
   const firstRow = rows[0]
-  const counted = await s.store.messages.countInbox({ ...base, limit: COUNT_LIMIT + 1 }, firstRow ? { at: firstRow.receivedAt, id: firstRow.id } : undefined)
-  const marks = new Map((await s.store.messages.marks({ organizationId: principal.organizationId, ids: rows.map((row) => row.id) })).map((mark) => [mark.id, mark]))
+  const counted = await s.store.messages.countInbox(
+    { ...base, limit: COUNT_LIMIT + 1 },
+    firstRow ? { at: firstRow.receivedAt, id: firstRow.id } : undefined,
+  )
+  const marks = new Map(
+    (await s.store.messages.marks({ organizationId: principal.organizationId, ids: rows.map((row) => row.id) })).map(
+      (mark) => [mark.id, mark],
+    ),
+  )
   const lastRow = rows.at(-1)
   // Past the count's bound every counted row is newer than the page: its position is unknown.
   const beyondCount = counted.total > COUNT_LIMIT && counted.newer >= counted.total
-  const olderExists = lastRow !== undefined && (before ? beyondCount || counted.total > COUNT_LIMIT || counted.newer + rows.length < counted.total : more)
+  const olderExists =
+    lastRow !== undefined &&
+    (before ? beyondCount || counted.total > COUNT_LIMIT || counted.newer + rows.length < counted.total : more)
   return {
-    rows: rows.map((row) => ({ ...presentSummary(row), read: marks.get(row.id)?.read ?? false, has_attachment: marks.get(row.id)?.hasAttachment ?? false })),
+    rows: rows.map((row) => ({
+      ...presentSummary(row),
+      read: marks.get(row.id)?.read ?? false,
+      has_attachment: marks.get(row.id)?.hasAttachment ?? false,
+    })),
     total: counted.total,
     first: firstRow ? (beyondCount ? null : counted.newer + 1) : 0,
     older: olderExists ? s.cursors.encode(olderListing(inboxId), { at: lastRow.receivedAt, id: lastRow.id }) : null,
-    newer: firstRow && counted.newer > 0 ? s.cursors.encode(newerListing(inboxId), { at: firstRow.receivedAt, id: firstRow.id }) : null,
-    inboxUnread: Object.values(filters).every((value) => value === undefined) && counted.total <= COUNT_LIMIT ? Number(counted.unread) : null,
+    newer:
+      firstRow && counted.newer > 0
+        ? s.cursors.encode(newerListing(inboxId), { at: firstRow.receivedAt, id: firstRow.id })
+        : null,
+    inboxUnread:
+      Object.values(filters).every((value) => value === undefined) && counted.total <= COUNT_LIMIT
+        ? Number(counted.unread)
+        : null,
   }
 }
 
@@ -84,10 +111,22 @@ export async function listForConsole(s: Services, principal: Principal, input: C
  * page costs one query, not a full read of every message. Anything else is left out silently,
  * as the action leaves another inbox's or organisation's messages alone.
  */
-export async function messagesOfInbox(s: Services, principal: Principal, inboxId: string, ids: string[]): Promise<string[]> {
+export async function messagesOfInbox(
+  s: Services,
+  principal: Principal,
+  inboxId: string,
+  ids: string[],
+): Promise<string[]> {
   const wellFormed = [...new Set(ids)].filter((id) => ID_PATTERNS.msg.test(id))
   if (wellFormed.length === 0) return []
-  const found = new Set(await s.store.messages.inInbox({ organizationId: principal.organizationId, inboxId, ids: wellFormed, now: isoTime(s.clock.now()) }))
+  const found = new Set(
+    await s.store.messages.inInbox({
+      organizationId: principal.organizationId,
+      inboxId,
+      ids: wellFormed,
+      now: isoTime(s.clock.now()),
+    }),
+  )
   return wellFormed.filter((id) => found.has(id))
 }
 
@@ -95,6 +134,15 @@ export async function messagesOfInbox(s: Services, principal: Principal, inboxId
  * Marks messages of the organisation read (or unread): opening a message in the console, or
  * the list's bulk action. Ids of another organisation are left alone. Answers how many changed.
  */
-export async function markMessagesRead(s: Services, principal: Principal, ids: string[], read: boolean): Promise<number> {
-  return s.store.messages.markRead({ organizationId: principal.organizationId, ids, at: read ? isoTime(s.clock.now()) : null })
+export async function markMessagesRead(
+  s: Services,
+  principal: Principal,
+  ids: string[],
+  read: boolean,
+): Promise<number> {
+  return s.store.messages.markRead({
+    organizationId: principal.organizationId,
+    ids,
+    at: read ? isoTime(s.clock.now()) : null,
+  })
 }

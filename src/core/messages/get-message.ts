@@ -12,7 +12,9 @@ const notFound = () => new DomainError('message_not_found', 'No message with thi
 
 /** The caller's message as of now; null for an id that cannot be one (unknown, deleted, expired and foreign ids all end as 404). */
 const ownedMessage = (s: Services, principal: Principal, messageId: string): OwnedItem | null =>
-  ID_PATTERNS.msg.test(messageId) ? { organizationId: principal.organizationId, id: messageId, now: isoTime(s.clock.now()) } : null
+  ID_PATTERNS.msg.test(messageId)
+    ? { organizationId: principal.organizationId, id: messageId, now: isoTime(s.clock.now()) }
+    : null
 
 export async function getMessage(s: Services, principal: Principal, messageId: string): Promise<Message> {
   const item = ownedMessage(s, principal, messageId)

@@ -118,7 +118,10 @@ export const publicInternet: CheckDeps = {
 export const withAllowList = (allow: AllowList): CheckDeps => ({ ...publicInternet, allow })
 
 /** Where one URL may be requested: the address to connect to, or why not (nothing is sent then). */
-async function admit(url: URL, deps: CheckDeps): Promise<{ pinned: { address: string; family: number }; port: number } | { note: string }> {
+async function admit(
+  url: URL,
+  deps: CheckDeps,
+): Promise<{ pinned: { address: string; family: number }; port: number } | { note: string }> {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return { note: 'not checked: only http and https' }
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80))
   if (url.username || url.password) return { note: 'not checked: the URL carries credentials' }
@@ -126,17 +129,25 @@ async function admit(url: URL, deps: CheckDeps): Promise<{ pinned: { address: st
   const byName = deps.allow?.allowsHost(host, port) ?? false
   // A port outside the usual four is refused before any lookup, unless an allow entry names it.
   if (!deps.ports.has(port) && !byName && !deps.allow?.namesPort(port))
-    return { note: `not checked: only ports 80, 443, 8080 and 8443${deps.allow?.size ? ' and those CONSOLE_LINK_CHECK_ALLOW names' : ''}` }
+    return {
+      note: `not checked: only ports 80, 443, 8080 and 8443${deps.allow?.size ? ' and those CONSOLE_LINK_CHECK_ALLOW names' : ''}`,
+    }
   let addresses: { address: string; family: number }[]
   try {
-    addresses = isIPv4(host) || isIPv6(host) ? [{ address: host, family: isIPv4(host) ? 4 : 6 }] : await deps.resolve(host)
+    addresses =
+      isIPv4(host) || isIPv6(host) ? [{ address: host, family: isIPv4(host) ? 4 : 6 }] : await deps.resolve(host)
   } catch {
     return { note: 'the name does not resolve' }
   }
   // Every address must pass: public on a usual port, or allowed by the operator (by name or range) on this port.
-  const passes = (address: string) => byName || (deps.ports.has(port) && deps.allowed(address)) || (deps.allow?.allowsAddress(address, port) ?? false)
+  const passes = (address: string) =>
+    byName || (deps.ports.has(port) && deps.allowed(address)) || (deps.allow?.allowsAddress(address, port) ?? false)
   if (addresses.length === 0 || !addresses.every((a) => passes(a.address)))
-    return { note: deps.allow?.size ? 'refused: not a public address, nor allowed by CONSOLE_LINK_CHECK_ALLOW' : 'refused: not a public address' }
+    return {
+      note: deps.allow?.size
+        ? 'refused: not a public address, nor allowed by CONSOLE_LINK_CHECK_ALLOW'
+        : 'refused: not a public address',
+    }
   return { pinned: addresses[0]!, port }
 }
 
@@ -169,7 +180,9 @@ function request(
     }
     const sent = url.protocol === 'https:' ? https.request(options, onResponse) : http.request(options, onResponse)
     sent.on('timeout', () => sent.destroy(new Error('timed out')))
-    sent.on('error', (error) => resolve({ note: error.message === 'timed out' || signal.aborted ? 'timed out' : 'no answer' }))
+    sent.on('error', (error) =>
+      resolve({ note: error.message === 'timed out' || signal.aborted ? 'timed out' : 'no answer' }),
+    )
     sent.end()
   })
 }
@@ -185,12 +198,22 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
   for (;;) {
     const admitted = await admit(url, deps)
     const withHops = (status: LinkStatus) => (hops.length > 0 ? { ...status, hops } : status)
-    if ('note' in admitted) return withHops({ url: raw, status: null, note: hops.length > 0 ? `${admitted.note} (after ${hops.length} redirect${hops.length === 1 ? '' : 's'})` : admitted.note })
+    if ('note' in admitted)
+      return withHops({
+        url: raw,
+        status: null,
+        note:
+          hops.length > 0
+            ? `${admitted.note} (after ${hops.length} redirect${hops.length === 1 ? '' : 's'})`
+            : admitted.note,
+      })
     let answer = await request(url, admitted.pinned, admitted.port, 'HEAD', signal)
-    if (!('note' in answer) && (answer.status === 405 || answer.status === 501)) answer = await request(url, admitted.pinned, admitted.port, 'GET', signal)
+    if (!('note' in answer) && (answer.status === 405 || answer.status === 501))
+      answer = await request(url, admitted.pinned, admitted.port, 'GET', signal)
     if ('note' in answer) return withHops({ url: raw, status: null, note: answer.note })
     const { status, location } = answer
-    if (!(location && status >= 300 && status < 400)) return withHops({ url: raw, status, note: `${status} ${answer.message}`.trim() })
+    if (!(location && status >= 300 && status < 400))
+      return withHops({ url: raw, status, note: `${status} ${answer.message}`.trim() })
     let next: URL
     try {
       next = new URL(location, url)
@@ -210,7 +233,11 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
 const CHECK_BUDGET_MS = 20_000
 
 /** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS, all within `budgetMs`. */
-export async function checkLinks(urls: string[], deps: CheckDeps = publicInternet, budgetMs = CHECK_BUDGET_MS): Promise<LinkStatus[]> {
+export async function checkLinks(
+  urls: string[],
+  deps: CheckDeps = publicInternet,
+  budgetMs = CHECK_BUDGET_MS,
+): Promise<LinkStatus[]> {
   const todo = urls.slice(0, MAX_CHECKED)
   const results: LinkStatus[] = new Array(todo.length)
   const budget = AbortSignal.timeout(budgetMs)

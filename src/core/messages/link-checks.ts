@@ -39,8 +39,16 @@ export function imageUrls(html: string | null): string[] {
 }
 
 /** Runs the check over the message's links and images and keeps its result; answers its id. */
-export async function runLinkCheck(s: Services, principal: Principal, input: { messageId: string; links: string[]; images: string[] }, deps: CheckDeps): Promise<string> {
-  const targets = [...input.links.map((url) => ({ url, kind: 'link' as const })), ...input.images.filter((url) => !input.links.includes(url)).map((url) => ({ url, kind: 'image' as const }))]
+export async function runLinkCheck(
+  s: Services,
+  principal: Principal,
+  input: { messageId: string; links: string[]; images: string[] },
+  deps: CheckDeps,
+): Promise<string> {
+  const targets = [
+    ...input.links.map((url) => ({ url, kind: 'link' as const })),
+    ...input.images.filter((url) => !input.links.includes(url)).map((url) => ({ url, kind: 'image' as const })),
+  ]
   const checked = targets.slice(0, MAX_CHECKED)
   const statuses = await checkLinks(
     checked.map((t) => t.url),
@@ -61,8 +69,18 @@ export async function runLinkCheck(s: Services, principal: Principal, input: { m
 /** A kept check of the organisation, or not_found. */
 export async function readLinkCheck(s: Services, principal: Principal, id: string): Promise<LinkCheckResult> {
   if (!/^check_[0-9a-f]{32}$/.test(id)) throw notFound()
-  const row = await s.store.messages.getLinkCheck({ organizationId: principal.organizationId, id, now: isoTime(s.clock.now()) })
+  const row = await s.store.messages.getLinkCheck({
+    organizationId: principal.organizationId,
+    id,
+    now: isoTime(s.clock.now()),
+  })
   if (!row) throw notFound()
   const kept = JSON.parse(row.resultsJson) as { results: CheckedUrl[]; skipped: number }
-  return { id: row.id, messageId: row.messageId, createdAt: row.createdAt, results: kept.results, skipped: kept.skipped }
+  return {
+    id: row.id,
+    messageId: row.messageId,
+    createdAt: row.createdAt,
+    results: kept.results,
+    skipped: kept.skipped,
+  }
 }

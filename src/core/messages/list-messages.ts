@@ -39,7 +39,8 @@ export interface MessagePage {
 
 /** Checks the rules a schema cannot express; the HTTP layer has already checked each value's shape. */
 export function checkMessageQuery(query: MessageQuery): void {
-  if (query.includeContent && query.limit !== 1) throw new DomainError('invalid_include', 'include=content requires limit=1.')
+  if (query.includeContent && query.limit !== 1)
+    throw new DomainError('invalid_include', 'include=content requires limit=1.')
 }
 
 /**
@@ -48,12 +49,21 @@ export function checkMessageQuery(query: MessageQuery): void {
  * from its parts: :60 lands on the first instant after :59.999, which keeps "at or after".
  */
 export function parseRfc3339(value: string): number | null {
-  const match = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(value)
+  const match =
+    /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(?:([Zz])|([+-])(\d{2}):(\d{2}))$/.exec(value)
   if (!match) return null
   const [y, mo, d, h, mi, sec] = match.slice(1, 7).map(Number) as [number, number, number, number, number, number]
   const day = new Date(Date.UTC(2000, mo - 1, d)) // 2000 is a leap year: Feb 29 survives until the real year is set
   day.setUTCFullYear(y)
-  if (day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d || h > 23 || mi > 59 || sec > 60) return null
+  if (
+    day.getUTCFullYear() !== y ||
+    day.getUTCMonth() !== mo - 1 ||
+    day.getUTCDate() !== d ||
+    h > 23 ||
+    mi > 59 ||
+    sec > 60
+  )
+    return null
   const offsetHours = match[9] === undefined ? 0 : Number(match[10])
   const offsetMinutes = match[9] === undefined ? 0 : Number(match[11])
   if (offsetHours > 23 || offsetMinutes > 59) return null
@@ -118,21 +128,39 @@ export function checkCursor(cursors: CursorCodec, inboxId: string, cursor: strin
  * row that decides `next_cursor` included: until then the same query gives the same answer
  * (unless the inbox changes), which is what a cached page needs to know.
  */
-export async function queryMessagesWithExpiry(s: ListingServices, { inboxId, query, now }: Listing): Promise<{ page: MessagePage; earliestExpiresAt: number }> {
+export async function queryMessagesWithExpiry(
+  s: ListingServices,
+  { inboxId, query, now }: Listing,
+): Promise<{ page: MessagePage; earliestExpiresAt: number }> {
   const { cursors } = s
   const listing = `messages:${inboxId}`
   const after = query.cursor === undefined ? undefined : cursors.decode(listing, query.cursor)
-  const read: InboxListing = { inboxId, now: isoTime(now), filters: storedFilters(query), textWindow: TEXT_SEARCH_WINDOW, after, limit: query.limit + 1 }
-  const cursorAfter = (last: { receivedAt: string; id: string }) => cursors.encode(listing, { at: last.receivedAt, id: last.id })
+  const read: InboxListing = {
+    inboxId,
+    now: isoTime(now),
+    filters: storedFilters(query),
+    textWindow: TEXT_SEARCH_WINDOW,
+    after,
+    limit: query.limit + 1,
+  }
+  const cursorAfter = (last: { receivedAt: string; id: string }) =>
+    cursors.encode(listing, { at: last.receivedAt, id: last.id })
   if (query.includeContent) {
     const { rows, full } = await s.store.messages.listInboxWithContent(read, query.limit)
     const page = cutPage(rows, query.limit, cursorAfter)
     const filesUrl = s.publicUrls().filesUrl
-    return { page: { data: full.map((row) => presentFull(row, filesUrl)), next_cursor: page.nextCursor }, earliestExpiresAt: earliestExpiry(rows) }
+    return {
+      page: { data: full.map((row) => presentFull(row, filesUrl)), next_cursor: page.nextCursor },
+      earliestExpiresAt: earliestExpiry(rows),
+    }
   }
   const rows = await s.store.messages.listInbox(read)
   const page = cutPage(rows, query.limit, cursorAfter)
-  return { page: { data: page.rows.map(presentSummary), next_cursor: page.nextCursor }, earliestExpiresAt: earliestExpiry(rows) }
+  return {
+    page: { data: page.rows.map(presentSummary), next_cursor: page.nextCursor },
+    earliestExpiresAt: earliestExpiry(rows),
+  }
 }
 
-const earliestExpiry = (rows: Array<{ expiresAt: string }>) => rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY)
+const earliestExpiry = (rows: Array<{ expiresAt: string }>) =>
+  rows.reduce((earliest, row) => Math.min(earliest, Date.parse(row.expiresAt)), Number.POSITIVE_INFINITY)

@@ -40,7 +40,11 @@ interface ListOrWaitInput {
   signal: AbortSignal
 }
 
-export async function listOrWaitForMessages(s: Services, principal: Principal, input: ListOrWaitInput): Promise<MessagePage | null> {
+export async function listOrWaitForMessages(
+  s: Services,
+  principal: Principal,
+  input: ListOrWaitInput,
+): Promise<MessagePage | null> {
   const { inboxId, query, ...wait } = input
   checkMessageQuery(query)
   const inbox = await findActiveInbox(s, principal, inboxId)
@@ -92,7 +96,10 @@ export async function listOrWaitForMessages(s: Services, principal: Principal, i
       return await Promise.race([
         query,
         new Promise<never>((_, reject) => {
-          late = setTimeout(() => reject(new QueryPastDeadline()), Math.max(0, deadline - performance.now()) + DEADLINE_GRACE_MS)
+          late = setTimeout(
+            () => reject(new QueryPastDeadline()),
+            Math.max(0, deadline - performance.now()) + DEADLINE_GRACE_MS,
+          )
         }),
       ])
     } finally {

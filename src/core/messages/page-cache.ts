@@ -73,14 +73,26 @@ export class MessagePageCache {
 /** Key of one listing: the inbox and every query value that shapes the answer. */
 const keyOf = (inboxId: string, q: MessageQuery) =>
   // JSON, not a joined string: a value containing the separator must not collide with another query.
-  JSON.stringify([inboxId, q.limit, q.cursor ?? null, q.subject?.toLowerCase() ?? null, q.sender?.toLowerCase() ?? null, q.senderDomain?.toLowerCase() ?? null, q.receivedAfter ?? null])
+  JSON.stringify([
+    inboxId,
+    q.limit,
+    q.cursor ?? null,
+    q.subject?.toLowerCase() ?? null,
+    q.sender?.toLowerCase() ?? null,
+    q.senderDomain?.toLowerCase() ?? null,
+    q.receivedAfter ?? null,
+  ])
 
 /**
  * listOrWaitForMessages with wait_seconds=0 and no include: the JSON text of the page,
  * from the cache (Services.messagePages) when still valid. Errors (unknown inbox, bad
  * cursor) are never cached.
  */
-export async function listSummariesAsJson(s: Services, principal: Principal, input: { inboxId: string; query: MessageQuery }): Promise<string> {
+export async function listSummariesAsJson(
+  s: Services,
+  principal: Principal,
+  input: { inboxId: string; query: MessageQuery },
+): Promise<string> {
   const { query } = input
   const cache = s.messagePages
   const inbox = await findActiveInbox(s, principal, input.inboxId)

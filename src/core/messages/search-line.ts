@@ -76,14 +76,18 @@ export function tokenize(line: string): Term[] {
     if (line[i] === '-') {
       negated = true
       i++
-      if (i >= line.length || /\s/.test(line[i]!)) throw new SearchLineError(at, 'a "-" needs a term right after it (-from:x, -word).')
+      if (i >= line.length || /\s/.test(line[i]!))
+        throw new SearchLineError(at, 'a "-" needs a term right after it (-from:x, -word).')
     }
     let operator: Operator | null = null
     const named = /^([A-Za-z]+):/.exec(line.slice(i))
     if (named) {
       const name = named[1]!.toLowerCase()
       if (!(OPERATORS as readonly string[]).includes(name)) {
-        throw new SearchLineError(i + 1, `"${named[1]}:" is not an operator (${OPERATORS.map((o) => `${o}:`).join(' ')}); to search for the text, put it in quotes.`)
+        throw new SearchLineError(
+          i + 1,
+          `"${named[1]}:" is not an operator (${OPERATORS.map((o) => `${o}:`).join(' ')}); to search for the text, put it in quotes.`,
+        )
       }
       operator = name as Operator
       i += named[0].length
@@ -94,22 +98,34 @@ export function tokenize(line: string): Term[] {
       if (close < 0) throw new SearchLineError(i + 1, 'this quote is not closed.')
       value = line.slice(i + 1, close)
       i = close + 1
-      if (i < line.length && !/\s/.test(line[i]!)) throw new SearchLineError(i + 1, 'put a space after a closing quote.')
+      if (i < line.length && !/\s/.test(line[i]!))
+        throw new SearchLineError(i + 1, 'put a space after a closing quote.')
       if (value.trim() === '') throw new SearchLineError(at, 'empty quotes: put the text to look for between them.')
     } else {
       const start = i
       while (i < line.length && !/\s/.test(line[i]!)) i++
       value = line.slice(start, i)
-      if (value.includes('"')) throw new SearchLineError(start + value.indexOf('"') + 1, 'a quote inside a word: quote the whole value ("…").')
+      if (value.includes('"'))
+        throw new SearchLineError(start + value.indexOf('"') + 1, 'a quote inside a word: quote the whole value ("…").')
     }
-    if (operator && value === '') throw new SearchLineError(at, `${operator}: needs a value (${operator}:… with no space after the colon).`)
+    if (operator && value === '')
+      throw new SearchLineError(at, `${operator}: needs a value (${operator}:… with no space after the colon).`)
     terms.push({ at, negated, operator, value })
     if (terms.length > MAX_TERMS) throw new SearchLineError(at, `at most ${MAX_TERMS} terms in one search.`)
   }
   return terms
 }
 
-const SIZE_UNITS: Record<string, number> = { '': 1, b: 1, k: 1024, kb: 1024, kib: 1024, m: 1024 * 1024, mb: 1024 * 1024, mib: 1024 * 1024 }
+const SIZE_UNITS: Record<string, number> = {
+  '': 1,
+  b: 1,
+  k: 1024,
+  kb: 1024,
+  kib: 1024,
+  m: 1024 * 1024,
+  mb: 1024 * 1024,
+  mib: 1024 * 1024,
+}
 
 /** One term as a filter (before negation); throws SearchLineError. */
 function termFilter(term: Term): MessageFilters {
@@ -120,11 +136,13 @@ function termFilter(term: Term): MessageFilters {
   switch (term.operator) {
     case null: {
       const folded = foldForSearch(value).trim()
-      if (Buffer.byteLength(folded, 'utf8') > TEXT_BYTES) fail(`a word or phrase is at most ${TEXT_BYTES} bytes of UTF-8.`)
+      if (Buffer.byteLength(folded, 'utf8') > TEXT_BYTES)
+        fail(`a word or phrase is at most ${TEXT_BYTES} bytes of UTF-8.`)
       return { text: folded }
     }
     case 'subject':
-      if (Buffer.byteLength(value.toLowerCase(), 'utf8') > SUBJECT_BYTES) fail(`subject: is at most ${SUBJECT_BYTES} bytes of UTF-8.`)
+      if (Buffer.byteLength(value.toLowerCase(), 'utf8') > SUBJECT_BYTES)
+        fail(`subject: is at most ${SUBJECT_BYTES} bytes of UTF-8.`)
       return { subject: value.toLowerCase() }
     case 'from': {
       if (value.length > 320) fail('from: is at most 320 characters.')
@@ -153,7 +171,10 @@ function termFilter(term: Term): MessageFilters {
     case 'before':
     case 'after': {
       const at = parseFilterTime(value, false)
-      if (at === null) fail(`${term.operator}: a date (2026-11-25), or a date and time in UTC (2026-11-25T14:30, or quoted: "2026-11-25 14:30").`)
+      if (at === null)
+        fail(
+          `${term.operator}: a date (2026-11-25), or a date and time in UTC (2026-11-25T14:30, or quoted: "2026-11-25 14:30").`,
+        )
       return term.operator === 'after' ? { receivedAfter: isoTime(at!) } : { receivedBefore: isoTime(at!) }
     }
     case 'larger':

@@ -19,7 +19,10 @@ import { TEXT_SEARCH_WINDOW } from './search-filters.ts'
 /** How many of the organisation's newest messages a search looks through. */
 export const SEARCH_WINDOW = 5000
 
-export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient'> & {
+export type SearchQuery = Pick<
+  MessageQuery,
+  'subject' | 'sender' | 'senderDomain' | 'receivedAfter' | 'receivedBefore' | 'text' | 'hasAttachment' | 'recipient'
+> & {
   /** The console's search line (search-line.ts), ANDed with the rest. */
   line?: MessageFilters
 }
@@ -30,16 +33,25 @@ export type SearchQuery = Pick<MessageQuery, 'subject' | 'sender' | 'senderDomai
  * characters; over 5,000 of them a 200-byte subject query held the event loop for
  * 40–90 ms of CPU, over 1,000 a fifth of that).
  */
-export const searchWindow = (query: SearchQuery) => (query.text || query.subject || (query.line && (hasTextTerm(query.line) || hasSubjectTerm(query.line))) ? TEXT_SEARCH_WINDOW : SEARCH_WINDOW)
+export const searchWindow = (query: SearchQuery) =>
+  query.text || query.subject || (query.line && (hasTextTerm(query.line) || hasSubjectTerm(query.line)))
+    ? TEXT_SEARCH_WINDOW
+    : SEARCH_WINDOW
 
-const hasSubjectTerm = (f: MessageFilters): boolean => Boolean(f.subject) || [...(f.all ?? []), ...(f.none ?? [])].some(hasSubjectTerm)
+const hasSubjectTerm = (f: MessageFilters): boolean =>
+  Boolean(f.subject) || [...(f.all ?? []), ...(f.none ?? [])].some(hasSubjectTerm)
 
 /**
  * A page of matches, newest first, and the cursor of the next (signed for this
  * organisation's search). Later pages stay within the window of the newest messages,
  * which moves as mail arrives: a page is never older than the window of its own read.
  */
-export async function searchOrganization(s: Services, principal: Principal, query: SearchQuery & { cursor?: string }, limit: number): Promise<{ data: MessageSummary[]; next_cursor: string | null }> {
+export async function searchOrganization(
+  s: Services,
+  principal: Principal,
+  query: SearchQuery & { cursor?: string },
+  limit: number,
+): Promise<{ data: MessageSummary[]; next_cursor: string | null }> {
   const listing = `search:${principal.organizationId}`
   const after = query.cursor === undefined ? undefined : s.cursors.decode(listing, query.cursor)
   const rows = await s.store.messages.searchOrganization({

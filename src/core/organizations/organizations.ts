@@ -39,14 +39,19 @@ export function checkOrganizationName(raw: unknown): string {
   return name
 }
 
-const presetOverrides = (preset: LimitPreset): OrgLimitOverrides => (preset === 'local' ? { ...LOCAL_TESTING_LIMITS } : {})
+const presetOverrides = (preset: LimitPreset): OrgLimitOverrides =>
+  preset === 'local' ? { ...LOCAL_TESTING_LIMITS } : {}
 
 /**
  * The one way an organisation comes to be (the operator's console form, `cli orgs create`,
  * and the tests' harness): a checked name, the preset's limits, an audit row, and with
  * `owner` that user as its owner, all in one operation.
  */
-export async function createOrganization(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { name: unknown; preset: LimitPreset; owner?: string }): Promise<OrganizationRow> {
+export async function createOrganization(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor,
+  input: { name: unknown; preset: LimitPreset; owner?: string },
+): Promise<OrganizationRow> {
   const { organization, audit } = organizationToCreate(s, actor, input)
   return s.store.organizations.createOrganization({ organization, ownerUserId: input.owner ?? null, audit })
 }
@@ -55,9 +60,19 @@ export async function createOrganization(s: Pick<AccountServices, 'clock' | 'sto
  * The new organisation's row (checked name, the preset's limit columns) and its audit row,
  * for createOrganization and for first-run setup (which writes them in its own transaction).
  */
-export function organizationToCreate(s: Pick<AccountServices, 'clock'>, actor: Actor, input: { name: unknown; preset: LimitPreset }): { organization: OrganizationRow; audit: AuditEntry } {
+export function organizationToCreate(
+  s: Pick<AccountServices, 'clock'>,
+  actor: Actor,
+  input: { name: unknown; preset: LimitPreset },
+): { organization: OrganizationRow; audit: AuditEntry } {
   const name = checkOrganizationName(input.name)
-  const organization: OrganizationRow = { ...NO_LIMIT_COLUMNS, ...overridesToColumns(presetOverrides(input.preset)), id: newId('org'), name, createdAt: isoTime(s.clock.now()) }
+  const organization: OrganizationRow = {
+    ...NO_LIMIT_COLUMNS,
+    ...overridesToColumns(presetOverrides(input.preset)),
+    id: newId('org'),
+    name,
+    createdAt: isoTime(s.clock.now()),
+  }
   const audit = auditEntry(s, actor, {
     organizationId: null,
     action: 'organization.created',
@@ -68,7 +83,8 @@ export function organizationToCreate(s: Pick<AccountServices, 'clock'>, actor: A
 }
 
 /** Every organisation of the instance, oldest first (the operator's list and `cli orgs list`). */
-export const listOrganizations = (s: Pick<AccountServices, 'store'>): Promise<OrganizationRow[]> => s.store.organizations.listOrganizations()
+export const listOrganizations = (s: Pick<AccountServices, 'store'>): Promise<OrganizationRow[]> =>
+  s.store.organizations.listOrganizations()
 
 /**
  * The organisations already called `name`, oldest first, compared as a person reads a list:
@@ -80,7 +96,8 @@ export async function organizationsNamed(s: Pick<AccountServices, 'store'>, raw:
   return (await listOrganizations(s)).filter((org) => org.name.toLowerCase() === name)
 }
 
-export const membershipsOf = (s: Pick<AccountServices, 'store'>, user: { id: string }): Promise<Membership[]> => s.store.organizations.membershipsOf(user.id)
+export const membershipsOf = (s: Pick<AccountServices, 'store'>, user: { id: string }): Promise<Membership[]> =>
+  s.store.organizations.membershipsOf(user.id)
 
 /**
  * The user's membership of the organisation, with the organisation's effective limits (every
@@ -94,16 +111,29 @@ export async function requireMembership(
 ): Promise<{ membership: Membership; limits: OrgLimits }> {
   const row = await s.store.organizations.membership({ userId: user.id, organizationId: input.organizationId })
   if (!row) throw notFound()
-  if (input.role === 'owner' && row.role !== 'owner') throw new Refusal('forbidden', 'Only owners of this organisation can do that.')
+  if (input.role === 'owner' && row.role !== 'owner')
+    throw new Refusal('forbidden', 'Only owners of this organisation can do that.')
   const { organization, role } = row
-  return { membership: { organizationId: organization.id, name: organization.name, role }, limits: resolveOrgLimits(organization, s.config.limits) }
+  return {
+    membership: { organizationId: organization.id, name: organization.name, role },
+    limits: resolveOrgLimits(organization, s.config.limits),
+  }
 }
 
 /** The organisation with its effective limits and which of them it overrides. */
-export async function organizationWithLimits(s: Pick<AccountServices, 'config' | 'store'>, scope: { organizationId: string }) {
+export async function organizationWithLimits(
+  s: Pick<AccountServices, 'config' | 'store'>,
+  scope: { organizationId: string },
+) {
   const row = await s.store.organizations.findOrganization(scope.organizationId)
   if (!row) throw notFound()
-  return { id: row.id, name: row.name, createdAt: row.createdAt, limits: resolveOrgLimits(row, s.config.limits), overrides: storedOverrides(row) }
+  return {
+    id: row.id,
+    name: row.name,
+    createdAt: row.createdAt,
+    limits: resolveOrgLimits(row, s.config.limits),
+    overrides: storedOverrides(row),
+  }
 }
 
 /** Parses limit fields (strings from a form or flags); '' or absent leaves a limit as it is, 'default' returns it to the environment's. */
@@ -126,14 +156,23 @@ export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLim
 }
 
 /** The operator sets limits; the change is audited in the organisation's log and takes effect on the next request. */
-export async function changeLimits(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { organizationId: string; overrides: OrgLimitOverrides }): Promise<void> {
+export async function changeLimits(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor,
+  input: { organizationId: string; overrides: OrgLimitOverrides },
+): Promise<void> {
   const { organizationId, overrides } = input
   const detail = Object.entries(overrides)
     .map(([name, value]) => `${name}=${value ?? 'default'}`)
     .join(', ')
   const audit = auditEntry(s, actor, { organizationId, action: 'limits.changed', target: organizationId, detail })
-  if (!(await s.store.organizations.setLimits({ organizationId, columns: overridesToColumns(overrides), audit }))) throw notFound()
+  if (!(await s.store.organizations.setLimits({ organizationId, columns: overridesToColumns(overrides), audit })))
+    throw notFound()
 }
 
 /** The caller identity the console uses for domain verbs shared with the API (createInbox, getUsage). */
-export const consolePrincipal = (organizationId: string, limits: OrgLimits): Principal => ({ organizationId, keyPublicId: 'console', limits })
+export const consolePrincipal = (organizationId: string, limits: OrgLimits): Principal => ({
+  organizationId,
+  keyPublicId: 'console',
+  limits,
+})

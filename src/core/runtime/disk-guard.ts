@@ -59,7 +59,13 @@ export interface DiskStatus {
 }
 
 export class DiskGuard {
-  private status_: DiskStatus = { freeBytes: Infinity, thresholdBytes: 0, tripped: false, freePageBytes: 0, litestreamBytes: 0 }
+  private status_: DiskStatus = {
+    freeBytes: Infinity,
+    thresholdBytes: 0,
+    tripped: false,
+    freePageBytes: 0,
+    litestreamBytes: 0,
+  }
   private checkedAt = -Infinity
   private checkFailing = false
   /** A run of releaseFreePages steps is under way (one at a time). */
@@ -121,7 +127,8 @@ export class DiskGuard {
       this.checkFailing = false
     } catch (error) {
       this.checkedAt = performance.now()
-      if (!this.checkFailing) this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
+      if (!this.checkFailing)
+        this.logger.warn('disk_guard_check_failed', { error: error instanceof Error ? error.message : String(error) })
       this.checkFailing = true
     }
   }
@@ -136,13 +143,25 @@ export class DiskGuard {
     // the volume (up to ~4 MiB: a checkpoint reuses the file, never shrinks it). On a small
     // volume that alone keeps the guard tripped, so give them back, once per check, while
     // tripped (a rare state, and the checkpoint is only the WAL's pages).
-    if (this.status_.tripped && freeBytes >= thresholdBytes + ballast && volumeFreeBytes < volumeNeeded && this.db.truncateWal()) {
+    if (
+      this.status_.tripped &&
+      freeBytes >= thresholdBytes + ballast &&
+      volumeFreeBytes < volumeNeeded &&
+      this.db.truncateWal()
+    ) {
       ;({ freeBytes, volumeFreeBytes, thresholdBytes, freePageBytes } = this.measure())
     }
-    if (freePageBytes > 0 && volumeFreeBytes < this.volumeWanted(thresholdBytes)) this.releaseFreePagesSoon(this.status_.tripped)
+    if (freePageBytes > 0 && volumeFreeBytes < this.volumeWanted(thresholdBytes))
+      this.releaseFreePagesSoon(this.status_.tripped)
     const volumeFloor = Math.floor(thresholdBytes / 2)
     const litestreamBytes = this.litestreamBytes()
-    const fields = { free_bytes: freeBytes, volume_free_bytes: volumeFreeBytes, free_page_bytes: freePageBytes, litestream_local_bytes: litestreamBytes, threshold_bytes: thresholdBytes }
+    const fields = {
+      free_bytes: freeBytes,
+      volume_free_bytes: volumeFreeBytes,
+      free_page_bytes: freePageBytes,
+      litestream_local_bytes: litestreamBytes,
+      threshold_bytes: thresholdBytes,
+    }
     let tripped = this.status_.tripped
     if (!tripped && (freeBytes < thresholdBytes || volumeFreeBytes < volumeFloor)) {
       tripped = true
@@ -182,7 +201,8 @@ export class DiskGuard {
   private releaseFreePagesSoon(tripped: boolean): void {
     if (this.releasing) return
     if (!this.db.canReleaseFreePages()) {
-      if (tripped && !this.keptPagesLogged) this.logger.warn('disk_free_pages_kept', { reason: 'auto_vacuum is not incremental' })
+      if (tripped && !this.keptPagesLogged)
+        this.logger.warn('disk_free_pages_kept', { reason: 'auto_vacuum is not incremental' })
       this.keptPagesLogged ||= tripped
       return
     }
@@ -212,7 +232,10 @@ export class DiskGuard {
       } catch (error) {
         // The volume is full to the last byte (the step's WAL found no room) or failing: the
         // next check tries again; deletes still have their ballast.
-        if (!this.releaseFailing) this.logger.warn('disk_free_pages_release_failed', { error: error instanceof Error ? error.message : String(error) })
+        if (!this.releaseFailing)
+          this.logger.warn('disk_free_pages_release_failed', {
+            error: error instanceof Error ? error.message : String(error),
+          })
         this.releaseFailing = true
         return released
       }
@@ -265,7 +288,9 @@ export class DiskGuard {
           if (!isFull(again)) throw again
         }
       }
-      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { retryAfterSeconds: 60 })
+      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', {
+        retryAfterSeconds: 60,
+      })
     }
   }
 
@@ -286,7 +311,9 @@ export class DiskGuard {
           if (!isFull(again)) throw again
         }
       }
-      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', { retryAfterSeconds: 60 })
+      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', {
+        retryAfterSeconds: 60,
+      })
     }
   }
 
@@ -302,9 +329,17 @@ export class DiskGuard {
     const pages = this.db.pages()
     const freePageBytes = pages.freePages * pages.pageSize
     const sqliteRoom = (pages.maxPageCount - pages.pageCount) * pages.pageSize + freePageBytes
-    const thresholdBytes = 'percent' in this.minFree ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100) : this.minFree.bytes
+    const thresholdBytes =
+      'percent' in this.minFree
+        ? Math.ceil((volume.blocks * volume.bsize * this.minFree.percent) / 100)
+        : this.minFree.bytes
     const promised = this.inTransit()
-    return { freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom) - promised, volumeFreeBytes: volumeFree, thresholdBytes, freePageBytes }
+    return {
+      freeBytes: Math.min(volumeFree + freePageBytes, sqliteRoom) - promised,
+      volumeFreeBytes: volumeFree,
+      thresholdBytes,
+      freePageBytes,
+    }
   }
 
   private ballastBytes(thresholdBytes: number): number {
@@ -332,7 +367,10 @@ export class DiskGuard {
     } catch (error) {
       // No room for it: the guard still works, deletes just lose their reserve.
       rmSync(this.ballastPath, { force: true })
-      this.logger.warn('disk_ballast_not_created', { bytes: size, error: error instanceof Error ? error.message : String(error) })
+      this.logger.warn('disk_ballast_not_created', {
+        bytes: size,
+        error: error instanceof Error ? error.message : String(error),
+      })
     } finally {
       if (fd !== undefined) closeSync(fd)
     }

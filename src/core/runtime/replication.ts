@@ -36,7 +36,8 @@ const FETCH_TIMEOUT_MS = 900
 const MAX_PENDING = 3_600
 
 /** The folder Litestream 0.3 keeps beside the database. */
-export const litestreamDir = (databasePath: string) => join(dirname(databasePath), `.${basename(databasePath)}-litestream`)
+export const litestreamDir = (databasePath: string) =>
+  join(dirname(databasePath), `.${basename(databasePath)}-litestream`)
 
 /** Bytes of every file under Litestream's folder (0 when there is none). */
 export function litestreamLocalBytes(databasePath: string): number {
@@ -79,7 +80,8 @@ export function shadowWalPosition(databasePath: string, pageSize: number): WalPo
     if (index < 0) return { generation, index: 0, offset: 0 }
     const size = statSync(join(walDir, `${index.toString(16).padStart(8, '0')}.wal`)).size
     const frame = pageSize + FRAME_HEADER_BYTES
-    const offset = size < WAL_HEADER_BYTES ? 0 : Math.floor((size - WAL_HEADER_BYTES) / frame) * frame + WAL_HEADER_BYTES
+    const offset =
+      size < WAL_HEADER_BYTES ? 0 : Math.floor((size - WAL_HEADER_BYTES) / frame) * frame + WAL_HEADER_BYTES
     return { generation, index, offset }
   } catch {
     return null // no generation yet: Litestream has not started on this file
@@ -91,7 +93,9 @@ export function replicaPosition(metricsText: string, databasePath: string): { in
   const lines = metricsText.split('\n')
   // Litestream names the database as it resolved the path; when that differs from ours (a
   // symlink) and it replicates one database only, that one is ours.
-  const ours = lines.some((line) => line.startsWith('litestream_replica_wal_index{') && line.includes(`db="${databasePath}"`))
+  const ours = lines.some(
+    (line) => line.startsWith('litestream_replica_wal_index{') && line.includes(`db="${databasePath}"`),
+  )
   const read = (name: string) => {
     const values: number[] = []
     for (const line of lines) {
@@ -105,11 +109,13 @@ export function replicaPosition(metricsText: string, databasePath: string): { in
   const offsets = read('litestream_replica_wal_offset')
   if (indexes.length === 0 || offsets.length !== indexes.length) return null
   let lowest = 0
-  for (let i = 1; i < indexes.length; i++) if (indexes[i]! < indexes[lowest]! || (indexes[i] === indexes[lowest] && offsets[i]! < offsets[lowest]!)) lowest = i
+  for (let i = 1; i < indexes.length; i++)
+    if (indexes[i]! < indexes[lowest]! || (indexes[i] === indexes[lowest] && offsets[i]! < offsets[lowest]!)) lowest = i
   return { index: indexes[lowest]!, offset: offsets[lowest]! }
 }
 
-const atOrBefore = (a: WalPosition, b: { index: number; offset: number }) => a.index < b.index || (a.index === b.index && a.offset <= b.offset)
+const atOrBefore = (a: WalPosition, b: { index: number; offset: number }) =>
+  a.index < b.index || (a.index === b.index && a.offset <= b.offset)
 
 interface Options {
   databasePath: string
@@ -198,7 +204,8 @@ export class ReplicationMonitor {
       const last = this.pending.at(-1)?.position
       // A new generation (Litestream restarted, or lost its place) starts the count afresh.
       if (this.pending.length > 0 && this.pending[0]!.position.generation !== local.generation) this.pending = []
-      const moved = !last || last.index !== local.index || last.offset !== local.offset || last.generation !== local.generation
+      const moved =
+        !last || last.index !== local.index || last.offset !== local.offset || last.generation !== local.generation
       // Bounded memory over a long outage: the newest entry then moves forward but keeps its
       // time, which can only overstate the lag after a partial catch-up, never hide it.
       if (moved && this.pending.length >= MAX_PENDING) this.pending.at(-1)!.position = local
@@ -226,7 +233,11 @@ export class ReplicationMonitor {
       return position
     } catch (error) {
       // Unread, nothing is confirmed and the lag grows: the safe side.
-      if (!this.fetchFailing) this.options.logger.warn('litestream_metrics_unreadable', { url: this.options.metricsUrl, error: error instanceof Error ? error.message : String(error) })
+      if (!this.fetchFailing)
+        this.options.logger.warn('litestream_metrics_unreadable', {
+          url: this.options.metricsUrl,
+          error: error instanceof Error ? error.message : String(error),
+        })
       this.fetchFailing = true
       return null
     }
@@ -235,8 +246,17 @@ export class ReplicationMonitor {
   private reportLag(): void {
     const lag = this.lagSeconds()
     const over = !this.current()
-    if (over && !this.lagging) this.options.logger.warn('replication_lagging', { lag_seconds: Math.round(lag), max_lag_seconds: this.options.maxLagSeconds, litestream_local_bytes: this.localBytes_ })
-    if (!over && this.lagging) this.options.logger.warn('replication_caught_up', { lag_seconds: Math.round(lag), litestream_local_bytes: this.localBytes_ })
+    if (over && !this.lagging)
+      this.options.logger.warn('replication_lagging', {
+        lag_seconds: Math.round(lag),
+        max_lag_seconds: this.options.maxLagSeconds,
+        litestream_local_bytes: this.localBytes_,
+      })
+    if (!over && this.lagging)
+      this.options.logger.warn('replication_caught_up', {
+        lag_seconds: Math.round(lag),
+        litestream_local_bytes: this.localBytes_,
+      })
     this.lagging = over
   }
 
@@ -247,7 +267,11 @@ export class ReplicationMonitor {
     if (threshold === 0) return
     if (!this.localLarge && this.localBytes_ > threshold) {
       this.localLarge = true
-      logger.warn('litestream_local_files_large', { bytes: this.localBytes_, warn_bytes: threshold, lag_seconds: Math.round(this.lagSeconds()) })
+      logger.warn('litestream_local_files_large', {
+        bytes: this.localBytes_,
+        warn_bytes: threshold,
+        lag_seconds: Math.round(this.lagSeconds()),
+      })
     } else if (this.localLarge && this.localBytes_ < threshold / 2) {
       // Half way down before the all-clear, so a size hovering at the line logs nothing more.
       this.localLarge = false

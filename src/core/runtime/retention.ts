@@ -53,13 +53,18 @@ export function startRetentionSweeper(s: Services, intervalMs = 60_000): () => v
     running = true
     sweepOnce(s)
       .then((counts) => {
-        if (counts.messages || counts.idempotencyRecords) s.logger.info('retention_sweep', { deleted_messages: counts.messages, deleted_idempotency_records: counts.idempotencyRecords })
+        if (counts.messages || counts.idempotencyRecords)
+          s.logger.info('retention_sweep', {
+            deleted_messages: counts.messages,
+            deleted_idempotency_records: counts.idempotencyRecords,
+          })
       })
       .catch((error: unknown) => {
         // A failing or full volume was logged once when it began (storage-health.ts, the
         // guard); the sweep simply tries again next time, without a stack every minute.
         const full = error instanceof DomainError && error.code === 'insufficient_storage'
-        if (!full && !s.storageHealth.failed(error, 'sweep')) s.logger.error('retention_sweep_failed', errorFields(error))
+        if (!full && !s.storageHealth.failed(error, 'sweep'))
+          s.logger.error('retention_sweep_failed', errorFields(error))
       })
       .finally(() => {
         running = false

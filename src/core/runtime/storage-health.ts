@@ -10,7 +10,14 @@ import type { Logger } from '../../log.ts'
 import type { Dialect, StorageObserver } from '../../storage/port.ts'
 
 export type StorageFailureKind = 'read_only' | 'io_error' | 'full' | 'busy' | 'corrupt' | 'unreachable'
-export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = ['read_only', 'io_error', 'full', 'busy', 'corrupt', 'unreachable']
+export const STORAGE_FAILURE_KINDS: StorageFailureKind[] = [
+  'read_only',
+  'io_error',
+  'full',
+  'busy',
+  'corrupt',
+  'unreachable',
+]
 
 /**
  * What was being done when storage failed or succeeded: mail being stored, a request (API or
@@ -81,7 +88,8 @@ const UNREACHABLE_CLIENT_CODES = new Set([
 export function postgresFailureKind(error: unknown): StorageFailureKind | null {
   const code = (error as { code?: unknown } | null)?.code
   if (typeof code !== 'string') return null
-  if (UNREACHABLE_CLIENT_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code)) return 'unreachable'
+  if (UNREACHABLE_CLIENT_CODES.has(code) || /^08[0-9A-Z]{3}$/.test(code) || /^57P0[123]$/.test(code))
+    return 'unreachable'
   // 57014: a statement ran past the pool's statement_timeout (DATABASE_STATEMENT_TIMEOUT_MS):
   // a database too slow to answer now, as a lock held too long is in SQLite mode.
   // 55P03: a lock wait ran past a lock_timeout (the readiness probe's, on a table mail writes).
@@ -95,7 +103,8 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
 function ownFailureKind(error: unknown, dialect: Dialect): StorageFailureKind | null {
   // A waiting poll's query still unanswered at its deadline (core/messages/list-or-wait.ts):
   // a silent database, or a SQLite write lock held past the busy timeout.
-  if ((error as { code?: unknown } | null)?.code === 'QUERY_PAST_DEADLINE') return dialect === 'postgres' ? 'unreachable' : 'busy'
+  if ((error as { code?: unknown } | null)?.code === 'QUERY_PAST_DEADLINE')
+    return dialect === 'postgres' ? 'unreachable' : 'busy'
   // Only where a PostgreSQL client runs: in SQLite mode a reset socket is a client's, not storage's.
   const kind = storageFailureKind(error) ?? (dialect === 'postgres' ? postgresFailureKind(error) : null)
   if (kind) return kind
@@ -211,7 +220,11 @@ export class StorageHealth implements StorageObserver {
       this.firstKind = kind
       // The driver's code and message, not the ORM's wrapper (which repeats the whole statement).
       const { code, message } = carrier as { code?: unknown; message?: unknown }
-      this.logger.warn('storage_failing', { kind, [this.dialect === 'sqlite' ? 'sqlite_code' : 'postgres_code']: code, error: String(message ?? error) })
+      this.logger.warn('storage_failing', {
+        kind,
+        [this.dialect === 'sqlite' ? 'sqlite_code' : 'postgres_code']: code,
+        error: String(message ?? error),
+      })
     }
     return kind
   }

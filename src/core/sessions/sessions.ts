@@ -33,7 +33,13 @@ export async function createSession(
   const token = newToken()
   const now = s.clock.now()
   const expiresAt = now + input.lifetime.days * DAY
-  await s.store.accounts.insertSession({ tokenSha256: sha256Hex(token), userId: user.id, createdAt: isoTime(now), expiresAt: isoTime(expiresAt), clientAddress: input.clientAddress })
+  await s.store.accounts.insertSession({
+    tokenSha256: sha256Hex(token),
+    userId: user.id,
+    createdAt: isoTime(now),
+    expiresAt: isoTime(expiresAt),
+    clientAddress: input.clientAddress,
+  })
   return { token, expiresAt }
 }
 
@@ -41,7 +47,10 @@ export async function createSession(
  * The session for a cookie token, or null. Past half its lifetime the expiry moves to a
  * full lifetime from now: one write per half-lifetime, not one per request.
  */
-export async function validateSession(s: Pick<AccountServices, 'clock' | 'store'>, input: { token: string | undefined; lifetime: SessionLifetime }): Promise<ValidSession | null> {
+export async function validateSession(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  input: { token: string | undefined; lifetime: SessionLifetime },
+): Promise<ValidSession | null> {
   const { token, lifetime } = input
   if (!looksLikeToken(token)) return null
   const tokenSha256 = sha256Hex(token)
@@ -61,27 +70,43 @@ export async function validateSession(s: Pick<AccountServices, 'clock' | 'store'
  * a long-lived response (the viewer's event stream) rechecks, since it outlives the request
  * that checked them. Reads only; unlike validateSession it never extends the session.
  */
-export async function sessionStillReads(s: Pick<AccountServices, 'clock' | 'store'>, input: { tokenSha256: string; organizationId: string }): Promise<boolean> {
+export async function sessionStillReads(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  input: { tokenSha256: string; organizationId: string },
+): Promise<boolean> {
   const expiresAt = await s.store.accounts.sessionExpiryInOrganization(input)
   return expiresAt !== undefined && Date.parse(expiresAt) > s.clock.now()
 }
 
 /** Signs out this session (the sign-out button, or a cookie of a session that must end). */
-export const endSession = (s: Pick<AccountServices, 'store'>, input: { tokenSha256: string }): Promise<void> => s.store.accounts.deleteSession(input.tokenSha256)
+export const endSession = (s: Pick<AccountServices, 'store'>, input: { tokenSha256: string }): Promise<void> =>
+  s.store.accounts.deleteSession(input.tokenSha256)
 
 /**
  * Sign out everywhere (the user's own button, or the operator's for a user): every session
  * ends and the audit row goes in with it, in one transaction.
  */
-export async function signOutEverywhere(s: Pick<AccountServices, 'clock' | 'store'>, actor: Actor, input: { user: { id: string; email: string } }): Promise<number> {
+export async function signOutEverywhere(
+  s: Pick<AccountServices, 'clock' | 'store'>,
+  actor: Actor,
+  input: { user: { id: string; email: string } },
+): Promise<number> {
   const { user } = input
   return s.store.accounts.deleteSessionsOfUser({
     userId: user.id,
-    audit: (ended) => auditEntry(s, actor, { organizationId: null, action: 'user.sessions_revoked', target: user.email, detail: `${ended} sessions` }),
+    audit: (ended) =>
+      auditEntry(s, actor, {
+        organizationId: null,
+        action: 'user.sessions_revoked',
+        target: user.email,
+        detail: `${ended} sessions`,
+      }),
   })
 }
 
-export const listSessions = (s: Pick<AccountServices, 'store'>, user: { id: string }) => s.store.accounts.listSessions(user.id)
+export const listSessions = (s: Pick<AccountServices, 'store'>, user: { id: string }) =>
+  s.store.accounts.listSessions(user.id)
 
 /** Expired rows are harmless (refused on use) but would pile up; answers how many were deleted. */
-export const endExpiredSessions = (s: Pick<AccountServices, 'clock' | 'store'>): Promise<number> => s.store.accounts.deleteExpiredSessions(isoTime(s.clock.now()))
+export const endExpiredSessions = (s: Pick<AccountServices, 'clock' | 'store'>): Promise<number> =>
+  s.store.accounts.deleteExpiredSessions(isoTime(s.clock.now()))

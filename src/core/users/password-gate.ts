@@ -31,7 +31,8 @@ export class PasswordGate {
 
   async run<T>(work: () => Promise<T>): Promise<T> {
     if (this.running >= this.limit) {
-      if (this.waiting.length >= this.queueLimit) throw new Refusal('throttled', 'Too many password checks at once. Try again in a second.', 1)
+      if (this.waiting.length >= this.queueLimit)
+        throw new Refusal('throttled', 'Too many password checks at once. Try again in a second.', 1)
       // The slot is handed over by the finishing operation (below), so `running` never dips.
       await new Promise<void>((resolve) => this.waiting.push(resolve))
     } else {
@@ -50,4 +51,5 @@ export class PasswordGate {
 export const passwordGate = new PasswordGate()
 
 /** Bun.password.verify through the gate. */
-export const verifyPassword = (password: string, hash: string): Promise<boolean> => passwordGate.run(() => Bun.password.verify(password, hash))
+export const verifyPassword = (password: string, hash: string): Promise<boolean> =>
+  passwordGate.run(() => Bun.password.verify(password, hash))

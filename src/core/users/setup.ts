@@ -14,9 +14,11 @@ import { newToken, sha256Hex } from '../common/tokens.ts'
 import { checkNewPassword, hashPassword, newUserRow, normaliseEmail } from './users.ts'
 
 /** The pending setup token, made on first call; null once a user exists. */
-export const setupToken = (s: Pick<AccountServices, 'store'>): Promise<string | null> => s.store.accounts.pendingSetupToken(newToken())
+export const setupToken = (s: Pick<AccountServices, 'store'>): Promise<string | null> =>
+  s.store.accounts.pendingSetupToken(newToken())
 
-export const setupUrl = (baseUrl: string, token: string): string => `${baseUrl}/setup?token=${encodeURIComponent(token)}`
+export const setupUrl = (baseUrl: string, token: string): string =>
+  `${baseUrl}/setup?token=${encodeURIComponent(token)}`
 
 /** True when `given` is the pending token (compared in constant time). */
 export async function isSetupToken(s: Pick<AccountServices, 'store'>, input: { token: unknown }): Promise<boolean> {

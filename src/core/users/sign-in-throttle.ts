@@ -71,7 +71,8 @@ const REASONS = {
   account: 'This account has had many wrong passwords, so its sign-ins are spaced out.',
 } as const
 
-const refused = (reason: string, retryAfterSeconds: number) => new Refusal('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
+const refused = (reason: string, retryAfterSeconds: number) =>
+  new Refusal('throttled', `${reason} Try again in ${waitInWords(retryAfterSeconds)}.`, retryAfterSeconds)
 
 export class SignInThrottle implements GuessThrottle {
   // Keys hold client input (email, address): long ones are kept hashed (bounded-key-map.ts).
@@ -129,7 +130,9 @@ export class SignInThrottle implements GuessThrottle {
   /** Ends an attempt `begin` admitted: a success or an attempt never checked takes its counts back. */
   finish(email: string, clientAddress: string, outcome: AttemptOutcome): void {
     if (outcome === 'failed') return
-    for (const slot of outcome === 'succeeded' ? [pairSlot(email, clientAddress), addressSlot(clientAddress)] : [accountSlot(email), pairSlot(email, clientAddress), addressSlot(clientAddress)]) {
+    for (const slot of outcome === 'succeeded'
+      ? [pairSlot(email, clientAddress), addressSlot(clientAddress)]
+      : [accountSlot(email), pairSlot(email, clientAddress), addressSlot(clientAddress)]) {
       const entry = this.failures.get(slot)
       if (entry && entry.count > 0) entry.count--
     }
@@ -177,7 +180,13 @@ export const SIGN_IN_RULES = {
 
 /** The counts across machines (PostgreSQL mode: createSignInFailures with SIGN_IN_RULES). */
 export interface SharedSignInFailures {
-  begin(email: string, clientAddress: string, credential?: string): Promise<{ admitted: true; waitMs: number } | { admitted: false; refused: keyof typeof REASONS; retryAfterSeconds: number }>
+  begin(
+    email: string,
+    clientAddress: string,
+    credential?: string,
+  ): Promise<
+    { admitted: true; waitMs: number } | { admitted: false; refused: keyof typeof REASONS; retryAfterSeconds: number }
+  >
   finish(email: string, clientAddress: string, outcome: AttemptOutcome): Promise<void>
 }
 

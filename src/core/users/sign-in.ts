@@ -3,7 +3,14 @@ import type { AccountServices } from '../common/services.ts'
 import { Refusal } from '../common/refusals.ts'
 import { verifyPassword } from './password-gate.ts'
 import { type AttemptOutcome, credentialOf, type GuessThrottle } from './sign-in-throttle.ts'
-import { findUserByEmail, hashPassword, MAX_PASSWORD_LENGTH, normaliseEmail, rehashAtConfiguredCost, type User } from './users.ts'
+import {
+  findUserByEmail,
+  hashPassword,
+  MAX_PASSWORD_LENGTH,
+  normaliseEmail,
+  rehashAtConfiguredCost,
+  type User,
+} from './users.ts'
 
 // Verified against when the account does not exist, so the answer takes as long either way.
 // Made at the configured cost, like the passwords set under it: one per cost in the process.

@@ -21,14 +21,20 @@ const MAX_EMAIL_LENGTH = 254
  * made at the old cost keep working until their owner's next sign-in remakes them.
  */
 export const hashPassword = (s: Pick<AccountServices, 'config'>, password: string): Promise<string> =>
-  passwordGate.run(() => Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib }))
+  passwordGate.run(() =>
+    Bun.password.hash(password, { algorithm: 'argon2id', memoryCost: s.config.consolePasswordMemoryKib }),
+  )
 
 /**
  * A hash made before CONSOLE_PASSWORD_MEMORY_KIB changed, remade at the configured cost while
  * the password is at hand (at sign-in). Until then its check takes longer or shorter than the
  * decoy of an unknown account, which would tell an observer that the account exists.
  */
-export async function rehashAtConfiguredCost(s: Pick<AccountServices, 'config' | 'store'>, user: User, password: string): Promise<User> {
+export async function rehashAtConfiguredCost(
+  s: Pick<AccountServices, 'config' | 'store'>,
+  user: User,
+  password: string,
+): Promise<User> {
   if (/\$m=(\d+),/.exec(user.passwordHash)?.[1] === String(s.config.consolePasswordMemoryKib)) return user
   let passwordHash: string
   try {
@@ -59,15 +65,20 @@ export function checkNewPassword(password: unknown): string {
 
 export const countUsers = (s: Pick<AccountServices, 'store'>): Promise<number> => s.store.accounts.countUsers()
 
-export const findUserByEmail = (s: Pick<AccountServices, 'store'>, email: string): Promise<User | undefined> => s.store.accounts.findUserByEmail(email)
+export const findUserByEmail = (s: Pick<AccountServices, 'store'>, email: string): Promise<User | undefined> =>
+  s.store.accounts.findUserByEmail(email)
 
-export const findUser = (s: Pick<AccountServices, 'store'>, id: string): Promise<User | undefined> => s.store.accounts.findUser(id)
+export const findUser = (s: Pick<AccountServices, 'store'>, id: string): Promise<User | undefined> =>
+  s.store.accounts.findUser(id)
 
 /** Every account, oldest first (the operator's page). */
 export const listUsers = (s: Pick<AccountServices, 'store'>) => s.store.accounts.listUsers()
 
 /** A new account's row; the caller hashed the password and checked the email. */
-export const newUserRow = (s: Pick<AccountServices, 'clock'>, input: { email: string; passwordHash: string; isOperator?: boolean }): User => ({
+export const newUserRow = (
+  s: Pick<AccountServices, 'clock'>,
+  input: { email: string; passwordHash: string; isOperator?: boolean },
+): User => ({
   id: newId('user'),
   email: input.email,
   passwordHash: input.passwordHash,
@@ -84,14 +95,19 @@ const generatePassword = (): string => randomHex(10).match(/.{5}/g)!.join('-')
  * audit row is written in the same transaction, so a crash cannot keep the change and lose
  * its record.
  */
-export async function resetPassword(s: AccountServices, actor: Actor, input: { email: string }): Promise<{ user: User; password: string } | null> {
+export async function resetPassword(
+  s: AccountServices,
+  actor: Actor,
+  input: { email: string },
+): Promise<{ user: User; password: string } | null> {
   const user = await findUserByEmail(s, input.email)
   if (!user) return null
   const password = generatePassword()
   const passwordHash = await hashPassword(s, password)
   const audit = auditEntry(s, actor, { organizationId: null, action: 'user.password_reset', target: user.email })
   // The account may have been deleted while the hash was made: then there is nothing to reset.
-  if (!(await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: 'all', audit }))) return null
+  if (!(await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: 'all', audit })))
+    return null
   return { user, password }
 }
 
@@ -110,11 +126,19 @@ export async function changePassword(
   let outcome: AttemptOutcome = 'not_checked'
   try {
     if (waitMs > 0) await Bun.sleep(waitMs)
-    outcome = input.current.length <= MAX_PASSWORD_LENGTH && (await verifyPassword(input.current, user.passwordHash)) ? 'succeeded' : 'failed'
+    outcome =
+      input.current.length <= MAX_PASSWORD_LENGTH && (await verifyPassword(input.current, user.passwordHash))
+        ? 'succeeded'
+        : 'failed'
   } finally {
     await throttle.finish(user.email, input.clientAddress, outcome)
   }
   if (outcome !== 'succeeded') throw new Refusal('invalid', 'The current password is wrong.')
   const passwordHash = await hashPassword(s, checkNewPassword(input.next))
-  await s.store.accounts.setPasswordHash({ userId: user.id, passwordHash, endSessions: { keep: input.keepSessionSha256 }, audit: null })
+  await s.store.accounts.setPasswordHash({
+    userId: user.id,
+    passwordHash,
+    endSessions: { keep: input.keepSessionSha256 },
+    audit: null,
+  })
 }

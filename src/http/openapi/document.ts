@@ -42,8 +42,19 @@ export function openApiDocument(config: PublicUrls & { receivingDomain: string }
     ],
     paths,
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API key `ph_live_<16 hex>_<48 hex>`, made with the admin CLI or the console.' } },
-      headers: { XRequestId: { description: 'Identifies the request in the logs; error bodies repeat it as `error.request_id`.', schema: { type: 'string' } } },
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'An API key `ph_live_<16 hex>_<48 hex>`, made with the admin CLI or the console.',
+        },
+      },
+      headers: {
+        XRequestId: {
+          description: 'Identifies the request in the logs; error bodies repeat it as `error.request_id`.',
+          schema: { type: 'string' },
+        },
+      },
       schemas: componentSchemas(),
     },
   }

@@ -12,11 +12,19 @@ type Errors = Partial<Record<number, ErrorCode[]>>
 const schema = (name: string) => ({ $ref: `#/components/schemas/${name}` })
 const json = (name: string) => ({ 'application/json': { schema: schema(name) } })
 const requestIdHeader = { 'X-Request-Id': { $ref: '#/components/headers/XRequestId' } }
-const retryAfter = { 'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } } }
+const retryAfter = {
+  'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'integer', minimum: 0 } },
+}
 
 // internal_error is here because a read-only or failing volume answers it with a retry hint
 // on the operations whose statuses in the interface have no 503.
-const RETRY_CODES = new Set<ErrorCode>(['rate_limit_exceeded', 'idempotency_in_progress', 'insufficient_storage', 'storage_unavailable', 'internal_error'])
+const RETRY_CODES = new Set<ErrorCode>([
+  'rate_limit_exceeded',
+  'idempotency_in_progress',
+  'insufficient_storage',
+  'storage_unavailable',
+  'internal_error',
+])
 
 /** One response per error status, listing its codes in the description and as examples. */
 function errorResponses(errors: Errors): Record<string, Json> {
@@ -30,7 +38,12 @@ function errorResponses(errors: Errors): Record<string, Json> {
       content: {
         'application/json': {
           schema: schema('Error'),
-          examples: Object.fromEntries(codes!.map((code) => [code, { value: { error: { code, message: ERROR_MEANINGS[code], request_id: 'req_0123456789abcdef' } } }])),
+          examples: Object.fromEntries(
+            codes!.map((code) => [
+              code,
+              { value: { error: { code, message: ERROR_MEANINGS[code], request_id: 'req_0123456789abcdef' } } },
+            ]),
+          ),
         },
       },
     }
@@ -38,9 +51,24 @@ function errorResponses(errors: Errors): Record<string, Json> {
   return out
 }
 
-const ok = (description: string, content?: Json, headers: Json = {}) => ({ description, headers: { ...requestIdHeader, ...headers }, ...(content ? { content } : {}) })
-const idParameter = (name: string, prefix: string) => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: `^${prefix}_[0-9a-f]{32}$` } })
-const query = (name: string, description: string, schema: Json) => ({ name, in: 'query', required: false, description, schema })
+const ok = (description: string, content?: Json, headers: Json = {}) => ({
+  description,
+  headers: { ...requestIdHeader, ...headers },
+  ...(content ? { content } : {}),
+})
+const idParameter = (name: string, prefix: string) => ({
+  name,
+  in: 'path',
+  required: true,
+  schema: { type: 'string', pattern: `^${prefix}_[0-9a-f]{32}$` },
+})
+const query = (name: string, description: string, schema: Json) => ({
+  name,
+  in: 'query',
+  required: false,
+  description,
+  schema,
+})
 const limit = query('limit', 'Page size.', { type: 'integer', minimum: 1, maximum: 100, default: 50 })
 const cursor = query('cursor', 'The `next_cursor` of the previous page.', { type: 'string' })
 const limited = ['rate_limit_exceeded'] as ErrorCode[]
@@ -76,14 +104,23 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       requestBody: { required: false, content: json('CreateInboxRequest') },
       responses: {
         201: ok('The new inbox (or the replay of an idempotent create).', json('InboxResponse'), {
-          'Idempotent-Replayed': { description: '`true` when this is a replayed answer.', schema: { type: 'string', const: 'true' } },
+          'Idempotent-Replayed': {
+            description: '`true` when this is a replayed answer.',
+            schema: { type: 'string', const: 'true' },
+          },
         }),
         ...errorResponses({
           409: ['idempotency_key_reused', 'idempotency_in_progress', 'inbox_quota_exceeded', 'address_unavailable'],
           422: ['invalid_json', 'unknown_property', 'invalid_prefix', 'invalid_idempotency_key'],
           429: limited,
           502: ['email_routing_unavailable'],
-          503: ['address_generation_failed', 'idempotency_unavailable', 'email_routing_unavailable', 'insufficient_storage', 'storage_unavailable'],
+          503: [
+            'address_generation_failed',
+            'idempotency_unavailable',
+            'email_routing_unavailable',
+            'insufficient_storage',
+            'storage_unavailable',
+          ],
         }),
       },
     },
@@ -96,7 +133,10 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       tags: ['inboxes'],
       summary: 'Active inboxes, newest first',
       parameters: [limit, cursor],
-      responses: { 200: ok('One page of inboxes.', json('InboxPage')), ...errorResponses({ 422: ['invalid_limit', 'invalid_cursor'], 429: limited }) },
+      responses: {
+        200: ok('One page of inboxes.', json('InboxPage')),
+        ...errorResponses({ 422: ['invalid_limit', 'invalid_cursor'], 429: limited }),
+      },
     },
   },
   {
@@ -107,7 +147,10 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       tags: ['inboxes'],
       summary: 'One inbox',
       parameters: [idParameter('inbox_id', 'inbox')],
-      responses: { 200: ok('The inbox.', json('InboxResponse')), ...errorResponses({ 404: ['inbox_not_found'], 429: limited }) },
+      responses: {
+        200: ok('The inbox.', json('InboxResponse')),
+        ...errorResponses({ 404: ['inbox_not_found'], 429: limited }),
+      },
     },
   },
   {
@@ -121,7 +164,12 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       parameters: [idParameter('inbox_id', 'inbox')],
       responses: {
         204: ok('Deleted (empty body).'),
-        ...errorResponses({ 404: ['inbox_not_found'], 429: limited, 502: ['email_routing_unavailable'], 503: ['email_routing_unavailable', 'storage_unavailable'] }),
+        ...errorResponses({
+          404: ['inbox_not_found'],
+          429: limited,
+          502: ['email_routing_unavailable'],
+          503: ['email_routing_unavailable', 'storage_unavailable'],
+        }),
       },
     },
   },
@@ -132,24 +180,48 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       operationId: 'listOrWaitForMessages',
       tags: ['messages'],
       summary: 'List, or wait for, messages of an inbox (newest first)',
-      description: 'With `wait_seconds` > 0 and no matching message, the request waits until one is stored or the time is up (then 204, empty body). Filters combine with AND.',
+      description:
+        'With `wait_seconds` > 0 and no matching message, the request waits until one is stored or the time is up (then 204, empty body). Filters combine with AND.',
       parameters: [
         idParameter('inbox_id', 'inbox'),
-        query('wait_seconds', 'Seconds to wait for a match; 0 answers at once.', { type: 'integer', minimum: 0, maximum: 180, default: 0 }),
+        query('wait_seconds', 'Seconds to wait for a match; 0 answers at once.', {
+          type: 'integer',
+          minimum: 0,
+          maximum: 180,
+          default: 0,
+        }),
         limit,
         cursor,
         query('subject', 'Case-insensitive substring of the subject.', { type: 'string' }),
         query('sender', 'Exact sender address, case-insensitive.', { type: 'string', format: 'email' }),
         query('sender_domain', 'Exact sender domain without `@`, case-insensitive.', { type: 'string' }),
-        query('received_after', 'Only messages received at or after this instant (inclusive).', { type: 'string', format: 'date-time' }),
-        query('include', 'Adds the content fields to each item; needs `limit=1`.', { type: 'string', enum: ['content'] }),
+        query('received_after', 'Only messages received at or after this instant (inclusive).', {
+          type: 'string',
+          format: 'date-time',
+        }),
+        query('include', 'Adds the content fields to each item; needs `limit=1`.', {
+          type: 'string',
+          enum: ['content'],
+        }),
       ],
       responses: {
-        200: ok('Matching messages: a `MessageSummaryPage`, or with `include=content` a `MessageContentPage` (its one item has every content field).', json('MessagePage')),
+        200: ok(
+          'Matching messages: a `MessageSummaryPage`, or with `include=content` a `MessageContentPage` (its one item has every content field).',
+          json('MessagePage'),
+        ),
         204: ok('The wait ended with no match (empty body).'),
         ...errorResponses({
           404: ['inbox_not_found'],
-          422: ['invalid_wait_seconds', 'invalid_limit', 'invalid_cursor', 'invalid_sender', 'invalid_sender_domain', 'invalid_received_after', 'invalid_include', 'invalid_subject'],
+          422: [
+            'invalid_wait_seconds',
+            'invalid_limit',
+            'invalid_cursor',
+            'invalid_sender',
+            'invalid_sender_domain',
+            'invalid_received_after',
+            'invalid_include',
+            'invalid_subject',
+          ],
           429: ['rate_limit_exceeded', 'long_poll_limit_exceeded'],
         }),
       },
@@ -163,7 +235,10 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       tags: ['messages'],
       summary: 'One message with all content fields',
       parameters: [idParameter('message_id', 'msg')],
-      responses: { 200: ok('The message.', json('MessageResponse')), ...errorResponses({ 404: ['message_not_found'], 429: limited }) },
+      responses: {
+        200: ok('The message.', json('MessageResponse')),
+        ...errorResponses({ 404: ['message_not_found'], 429: limited }),
+      },
     },
   },
   {
@@ -184,15 +259,22 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       operationId: 'downloadAttachment',
       tags: ['attachments'],
       summary: 'The raw bytes of an attachment',
-      description: 'The `Content-Type` header is the stored MIME type. The bytes are not scanned: treat them as untrusted.',
+      description:
+        'The `Content-Type` header is the stored MIME type. The bytes are not scanned: treat them as untrusted.',
       parameters: [idParameter('attachment_id', 'att')],
       responses: {
         200: ok(
           'The bytes as the sender encoded them.',
           { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
           {
-            'Content-Disposition': { description: '`attachment`, with the file name (RFC 6266).', schema: { type: 'string' } },
-            'Cache-Control': { description: 'Always `private, no-store`.', schema: { type: 'string', const: 'private, no-store' } },
+            'Content-Disposition': {
+              description: '`attachment`, with the file name (RFC 6266).',
+              schema: { type: 'string' },
+            },
+            'Cache-Control': {
+              description: 'Always `private, no-store`.',
+              schema: { type: 'string', const: 'private, no-store' },
+            },
           },
         ),
         ...errorResponses({ 404: ['attachment_not_found'], 429: limited }),

@@ -30,7 +30,10 @@ const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 
 function viewerAssets(): Record<string, { body: string; type: string }> {
   const dir = dirname(Bun.resolveSync('swagger-ui-dist/package.json', import.meta.dir))
   return {
-    'swagger-ui-bundle.js': { body: readFileSync(join(dir, 'swagger-ui-bundle.js'), 'utf8'), type: 'text/javascript; charset=utf-8' },
+    'swagger-ui-bundle.js': {
+      body: readFileSync(join(dir, 'swagger-ui-bundle.js'), 'utf8'),
+      type: 'text/javascript; charset=utf-8',
+    },
     'swagger-ui.css': { body: readFileSync(join(dir, 'swagger-ui.css'), 'utf8'), type: 'text/css; charset=utf-8' },
     'init.js': { body: INIT, type: 'text/javascript; charset=utf-8' },
   }
@@ -40,11 +43,19 @@ export function openApiRoutes(s: Pick<Services, 'config' | 'publicUrls'>) {
   let assets: ReturnType<typeof viewerAssets> | undefined // read on first view: most servers never show the page
   return new Elysia()
     .get('/openapi/json', () => openApiDocument({ ...s.publicUrls(), receivingDomain: s.config.receivingDomain }))
-    .get('/openapi', () => new Response(PAGE, { headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': PAGE_POLICY } }))
+    .get(
+      '/openapi',
+      () =>
+        new Response(PAGE, {
+          headers: { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': PAGE_POLICY },
+        }),
+    )
     .get('/openapi/assets/:name', ({ params }) => {
       assets ??= viewerAssets()
       const asset = assets[params.name]
       if (!asset) throw new NotFoundError()
-      return new Response(asset.body, { headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=3600' } })
+      return new Response(asset.body, {
+        headers: { 'content-type': asset.type, 'cache-control': 'public, max-age=3600' },
+      })
     })
 }

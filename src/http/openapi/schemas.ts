@@ -65,7 +65,8 @@ const descriptions: Record<string, string> = {
   CreateInboxRequest: 'Optional body of createInbox. `prefix` is lowercased, then checked.',
   InboxPage: 'One page of inboxes, newest first. Pass `next_cursor` back as `cursor`; null on the last page.',
   MessageSummaryPage: 'The page listOrWaitForMessages answers without `include`: message summaries, newest first.',
-  MessageContentPage: 'The page listOrWaitForMessages answers with `include=content` (and `limit=1`): at most one message, with all content fields.',
+  MessageContentPage:
+    'The page listOrWaitForMessages answers with `include=content` (and `limit=1`): at most one message, with all content fields.',
   MessagePage:
     'One page of messages, newest first: a `MessageSummaryPage` without `include`, a `MessageContentPage` with `include=content`. OpenAPI cannot tie the shape to the query, so a generated client sees either: an `in` check on `text` picks the content one.',
   InboxResponse: 'A single inbox.',
@@ -75,7 +76,10 @@ const descriptions: Record<string, string> = {
 /** A page whose items are full messages: with `include=content`, `limit` must be 1. */
 function messageContentPage(): Json {
   const summaries = toJsonSchema(page(MessageSummaryModel))
-  return { ...summaries, properties: { ...(summaries.properties as Json), data: { type: 'array', maxItems: 1, items: ref('Message') } } }
+  return {
+    ...summaries,
+    properties: { ...(summaries.properties as Json), data: { type: 'array', maxItems: 1, items: ref('Message') } },
+  }
 }
 
 /** All component schemas: the named models plus the page and single-resource wrappers. */

@@ -13,9 +13,16 @@ export const attachmentRoutes = (s: Services, requests: RequestRegistry) =>
     '/v1/attachments/:attachment_id',
     async ({ request, params }) => {
       const principal = requests.principal(request)
-      return heldDownload(s.downloads, principal.organizationId, () => downloadAttachment(s, principal, params.attachment_id))
+      return heldDownload(s.downloads, principal.organizationId, () =>
+        downloadAttachment(s, principal, params.attachment_id),
+      )
     },
     {
-      response: { 200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }), 401: ErrorModel, 404: ErrorModel, 429: ErrorModel },
+      response: {
+        200: t.Any({ description: 'Raw bytes; Content-Type is the stored MIME type.' }),
+        401: ErrorModel,
+        404: ErrorModel,
+        429: ErrorModel,
+      },
     },
   )

@@ -9,4 +9,7 @@
 import { Elysia } from 'elysia'
 import { HealthModel } from '../openapi/envelopes.ts'
 
-export const healthRoutes = () => new Elysia().get('/health', () => ({ status: 'ok' as const, service: 'pigeonhole' as const }), { response: { 200: HealthModel } })
+export const healthRoutes = () =>
+  new Elysia().get('/health', () => ({ status: 'ok' as const, service: 'pigeonhole' as const }), {
+    response: { 200: HealthModel },
+  })

@@ -28,17 +28,28 @@ export const inboxRoutes = (s: Services, requests: RequestRegistry) =>
         // distinctions need more than schema validation gives: Elysia strips unknown properties
         // and coerces a non-object optional body.
         parse: 'none',
-        headers: t.Object({ 'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })) }),
+        headers: t.Object({
+          'idempotency-key': t.Optional(t.String({ description: '8 to 200 characters; retained 24 hours.' })),
+        }),
         response: { 201: single(InboxModel), ...errorResponses(401, 409, 422, 429, 502, 503) },
       },
     )
-    .get('/v1/inboxes', ({ request, query }) => listInboxes(s, requests.principal(request), { limit: pageSize(query.limit), cursor: query.cursor }), {
-      query: queryObject({ limit: LimitQuery, cursor: CursorQuery }),
-      response: { 200: page(InboxModel), ...errorResponses(401, 422, 429) },
-    })
-    .get('/v1/inboxes/:inbox_id', async ({ request, params }) => ({ data: await getInbox(s, requests.principal(request), params.inbox_id) }), {
-      response: { 200: single(InboxModel), ...errorResponses(401, 404, 429) },
-    })
+    .get(
+      '/v1/inboxes',
+      ({ request, query }) =>
+        listInboxes(s, requests.principal(request), { limit: pageSize(query.limit), cursor: query.cursor }),
+      {
+        query: queryObject({ limit: LimitQuery, cursor: CursorQuery }),
+        response: { 200: page(InboxModel), ...errorResponses(401, 422, 429) },
+      },
+    )
+    .get(
+      '/v1/inboxes/:inbox_id',
+      async ({ request, params }) => ({ data: await getInbox(s, requests.principal(request), params.inbox_id) }),
+      {
+        response: { 200: single(InboxModel), ...errorResponses(401, 404, 429) },
+      },
+    )
     .delete(
       '/v1/inboxes/:inbox_id',
       async ({ request, params, status }) => {

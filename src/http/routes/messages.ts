@@ -13,13 +13,35 @@ import { errorResponses, single } from '../openapi/envelopes.ts'
 import { CursorQuery, LimitQuery, pageSize, queryObject } from '../query.ts'
 
 const MessagesQuery = queryObject({
-  wait_seconds: t.Optional(t.String({ pattern: '^0*(?:[0-9]|[1-9][0-9]|1[0-7][0-9]|180)$', description: '0 to 180; > 0 long-polls until a match or timeout (then 204).' })),
+  wait_seconds: t.Optional(
+    t.String({
+      pattern: '^0*(?:[0-9]|[1-9][0-9]|1[0-7][0-9]|180)$',
+      description: '0 to 180; > 0 long-polls until a match or timeout (then 204).',
+    }),
+  ),
   limit: LimitQuery,
   cursor: CursorQuery,
   subject: t.Optional(t.String({ description: 'Case-insensitive substring of the subject.' })),
-  sender: t.Optional(t.String({ pattern: '^[^\\s@]+@[^\\s@]+$', maxLength: 320, description: 'Exact sender address, case-insensitive.' })),
-  sender_domain: t.Optional(t.String({ pattern: '^[^\\s@]+$', maxLength: 255, description: 'Exact sender domain without @, case-insensitive.' })),
-  received_after: t.Optional(t.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$', description: 'RFC 3339; messages at or after it.' })),
+  sender: t.Optional(
+    t.String({
+      pattern: '^[^\\s@]+@[^\\s@]+$',
+      maxLength: 320,
+      description: 'Exact sender address, case-insensitive.',
+    }),
+  ),
+  sender_domain: t.Optional(
+    t.String({
+      pattern: '^[^\\s@]+$',
+      maxLength: 255,
+      description: 'Exact sender domain without @, case-insensitive.',
+    }),
+  ),
+  received_after: t.Optional(
+    t.String({
+      pattern: '^\\d{4}-\\d{2}-\\d{2}[Tt ]\\d{2}:\\d{2}:\\d{2}(?:\\.\\d{1,9})?(?:[Zz]|[+-]\\d{2}:\\d{2})$',
+      description: 'RFC 3339; messages at or after it.',
+    }),
+  ),
   include: t.Optional(t.Literal('content', { description: 'Adds content fields; requires limit=1.' })),
 })
 
@@ -28,7 +50,11 @@ function readQuery(query: Static<typeof MessagesQuery>): { messageQuery: Message
   let receivedAfter: number | undefined
   if (query.received_after !== undefined) {
     receivedAfter = parseRfc3339(query.received_after) ?? undefined
-    if (receivedAfter === undefined) throw new DomainError('invalid_received_after', 'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.')
+    if (receivedAfter === undefined)
+      throw new DomainError(
+        'invalid_received_after',
+        'received_after must be an RFC 3339 timestamp, e.g. 2026-11-22T10:00:00Z.',
+      )
   }
   return {
     messageQuery: {
@@ -66,10 +92,18 @@ async function listWithContentOrWait(
   waitSeconds: number,
   nothingArrived: () => unknown,
 ): Promise<unknown> {
-  if (waitSeconds === 0) return listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })
+  if (waitSeconds === 0)
+    return listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })
   connections.holdOpen(request, waitSeconds + LONG_POLL_SLACK_SECONDS)
   try {
-    return (await listOrWaitForMessages(s, principal, { inboxId, query: messageQuery, waitSeconds, signal: request.signal })) ?? nothingArrived()
+    return (
+      (await listOrWaitForMessages(s, principal, {
+        inboxId,
+        query: messageQuery,
+        waitSeconds,
+        signal: request.signal,
+      })) ?? nothingArrived()
+    )
   } finally {
     connections.release(request)
   }
@@ -87,7 +121,16 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
           const body = await listSummariesAsJson(s, principal, { inboxId: params.inbox_id, query: messageQuery })
           return new Response(body, { headers: { 'content-type': 'application/json;charset=utf-8' } })
         }
-        return listWithContentOrWait(s, connections, request, principal, params.inbox_id, messageQuery, waitSeconds, () => status(204, undefined))
+        return listWithContentOrWait(
+          s,
+          connections,
+          request,
+          principal,
+          params.inbox_id,
+          messageQuery,
+          waitSeconds,
+          () => status(204, undefined),
+        )
       },
       {
         query: MessagesQuery,
@@ -95,9 +138,13 @@ export const messageRoutes = (s: Services, requests: RequestRegistry, connection
         // from the same presenters that getMessage validates.
       },
     )
-    .get('/v1/messages/:message_id', async ({ request, params }) => ({ data: await getMessage(s, requests.principal(request), params.message_id) }), {
-      response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
-    })
+    .get(
+      '/v1/messages/:message_id',
+      async ({ request, params }) => ({ data: await getMessage(s, requests.principal(request), params.message_id) }),
+      {
+        response: { 200: single(MessageModel), ...errorResponses(401, 404, 429) },
+      },
+    )
     .delete(
       '/v1/messages/:message_id',
       async ({ request, params, status }) => {

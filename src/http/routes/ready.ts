@@ -108,7 +108,10 @@ export const readyRoutes = (s: Services, probes: ReadinessProbes, heartbeat = ne
       set.status = ready ? 200 : 503
       set.headers['cache-control'] = 'no-store'
       // The failing parts in words (PostgreSQL mode), for the operator reading /ready.
-      const failing = { ...(database?.failing ? { database: database.failing } : {}), ...(clock?.failing ? { clock: clock.failing } : {}) }
+      const failing = {
+        ...(database?.failing ? { database: database.failing } : {}),
+        ...(clock?.failing ? { clock: clock.failing } : {}),
+      }
       return { status: ready ? 'ready' : 'not_ready', checks, ...(Object.keys(failing).length > 0 ? { failing } : {}) }
     },
     { detail: { hide: true } },

@@ -7,7 +7,8 @@ import type { ApiKeyRow, MembershipRow, OrganizationRow, SessionRow, UserRow } f
 export type LimitColumns = OrganizationLimitColumns
 
 /** What authenticating a request needs of its key, with its organisation's limits, in one read. */
-export type KeyForAuthentication = Pick<ApiKeyRow, 'organizationId' | 'secretSha256' | 'revokedAt' | 'lastUsedAt'> & LimitColumns
+export type KeyForAuthentication = Pick<ApiKeyRow, 'organizationId' | 'secretSha256' | 'revokedAt' | 'lastUsedAt'> &
+  LimitColumns
 
 /** A key as the organisation's keys page lists it. */
 export type ListedKey = {
@@ -53,7 +54,12 @@ export interface AccountStore {
    * Sets the user's password hash and, in the same transaction, ends the sessions `endSessions`
    * names and writes `audit`. False when no such user.
    */
-  setPasswordHash(input: { userId: string; passwordHash: string; endSessions: EndSessions; audit: AuditEntry | null }): Promise<boolean>
+  setPasswordHash(input: {
+    userId: string
+    passwordHash: string
+    endSessions: EndSessions
+    audit: AuditEntry | null
+  }): Promise<boolean>
 
   // First-run setup (the setup token lives in `settings`)
 
@@ -79,7 +85,12 @@ export interface AccountStore {
    * The session with its user. An expired session (`expiresAt <= now`) is deleted and answers
    * null; one that expires before `renewBefore` gets `renewTo` as its new expiry (`renewed`).
    */
-  useSession(input: { tokenSha256: string; now: string; renewBefore: string; renewTo: string }): Promise<{ user: UserRow; expiresAt: string; renewed: boolean } | null>
+  useSession(input: {
+    tokenSha256: string
+    now: string
+    renewBefore: string
+    renewTo: string
+  }): Promise<{ user: UserRow; expiresAt: string; renewed: boolean } | null>
   /** The session's expiry if its user is a member of the organisation; undefined otherwise. Reads only. */
   sessionExpiryInOrganization(input: { tokenSha256: string; organizationId: string }): Promise<string | undefined>
   deleteSession(tokenSha256: string): Promise<void>

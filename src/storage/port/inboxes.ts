@@ -40,13 +40,22 @@ export interface InboxStore {
    * part is free as 'creating'. Answers the row, or what refused it (`quota`; `taken` when every
    * candidate's local part is held).
    */
-  reserveInbox(input: { organizationId: string; activeInboxLimit: number; candidates: InboxCandidate[]; createdAt: string }): Promise<{ row: InboxRow } | { refused: 'quota' | 'taken' }>
+  reserveInbox(input: {
+    organizationId: string
+    activeInboxLimit: number
+    candidates: InboxCandidate[]
+    createdAt: string
+  }): Promise<{ row: InboxRow } | { refused: 'quota' | 'taken' }>
   /**
    * Turns a reserved row 'active' with its routing rule and, in the same transaction, completes
    * the idempotency claim with `responseBody` (JSON text). Answers the active row, or null when
    * the reserved row is gone or (PostgreSQL) the claim was taken over; then nothing is written.
    */
-  activateInbox(input: { inboxId: string; routingRuleId: string | null; idempotency: { claim: IdempotencyClaim; responseBody: string } | null }): Promise<InboxRow | null>
+  activateInbox(input: {
+    inboxId: string
+    routingRuleId: string | null
+    idempotency: { claim: IdempotencyClaim; responseBody: string } | null
+  }): Promise<InboxRow | null>
   /** Deletes the row of a createInbox that failed (its routing rule failed, or its activation did and the rule was taken back). */
   discardReservation(inboxId: string): Promise<void>
   /**
@@ -62,7 +71,12 @@ export interface InboxStore {
    * strictly after `after` when given (keyset paging); with `addressContains` (lowercase), only
    * those whose address contains it (the console's filter; a plain substring, no wildcards).
    */
-  listActiveInboxes(input: { organizationId: string; after: { at: string; id: string } | undefined; limit: number; addressContains?: string }): Promise<InboxRow[]>
+  listActiveInboxes(input: {
+    organizationId: string
+    after: { at: string; id: string } | undefined
+    limit: number
+    addressContains?: string
+  }): Promise<InboxRow[]>
   /** Deletes an inbox with its messages, sources and attachments; answers whether it existed. */
   deleteInbox(inboxId: string): Promise<boolean>
   /** Message count, unread count and newest arrival per listed inbox, over messages expiring after `now`; inboxes without any are left out. */
@@ -73,7 +87,13 @@ export interface InboxStore {
    * answers `reused`, `in_progress` or `cached`. An expired record is replaced. `expiresAt` is
    * the new record's retention.
    */
-  claimIdempotencyKey(input: { organizationId: string; key: string; fingerprint: string; now: string; expiresAt: string }): Promise<IdempotencyClaimOutcome>
+  claimIdempotencyKey(input: {
+    organizationId: string
+    key: string
+    fingerprint: string
+    now: string
+    expiresAt: string
+  }): Promise<IdempotencyClaimOutcome>
   /** Forgets a failed request's claim so the key can be retried at once; harmless if already gone. */
   releaseIdempotencyClaim(claim: IdempotencyClaim): Promise<void>
   /** Deletes up to `batch` records that expired at or before `now`; answers how many. */

@@ -5,9 +5,18 @@ import type { AttachmentRow, MessageContentRow, MessageRow } from '../rows.ts'
  * The columns a list summary needs, by name (both adapters select these: ../columns.ts);
  * content columns stay on disk unless asked for.
  */
-export const SUMMARY_COLUMN_NAMES = ['id', 'inboxId', 'fromName', 'fromAddress', 'toAddress', 'subject', 'preview', 'sizeBytes', 'receivedAt', 'expiresAt'] as const satisfies ReadonlyArray<
-  keyof MessageRow
->
+export const SUMMARY_COLUMN_NAMES = [
+  'id',
+  'inboxId',
+  'fromName',
+  'fromAddress',
+  'toAddress',
+  'subject',
+  'preview',
+  'sizeBytes',
+  'receivedAt',
+  'expiresAt',
+] as const satisfies ReadonlyArray<keyof MessageRow>
 export type MessageSummaryRow = Pick<MessageRow, (typeof SUMMARY_COLUMN_NAMES)[number]>
 
 /** A message with everything getMessage and include=content show: its content and its attachments in received order. */
@@ -63,10 +72,16 @@ export interface MessageFilters {
 
 /** Whether the filters use a console-only term (see MessageFilters). */
 export const hasConsoleTerms = (f: MessageFilters): boolean =>
-  f.senderContains !== undefined || f.unread !== undefined || f.largerThan !== undefined || f.smallerThan !== undefined || (f.all?.length ?? 0) > 0 || (f.none?.length ?? 0) > 0
+  f.senderContains !== undefined ||
+  f.unread !== undefined ||
+  f.largerThan !== undefined ||
+  f.smallerThan !== undefined ||
+  (f.all?.length ?? 0) > 0 ||
+  (f.none?.length ?? 0) > 0
 
 /** Whether a text term appears anywhere in the filters, negated ones included (each bounds the read to the text window). */
-export const hasTextTerm = (f: MessageFilters): boolean => Boolean(f.text) || (f.all ?? []).some(hasTextTerm) || (f.none ?? []).some(hasTextTerm)
+export const hasTextTerm = (f: MessageFilters): boolean =>
+  Boolean(f.text) || (f.all ?? []).some(hasTextTerm) || (f.none ?? []).some(hasTextTerm)
 
 /** One page of an inbox's listing, newest first by (received_at, id). */
 export interface InboxListing {
@@ -114,7 +129,10 @@ export interface MessageStore {
    * the look-ahead row that only decides `next_cursor` needs no content); read as one state of
    * the database.
    */
-  listInboxWithContent(listing: InboxListing, contentOf: number): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }>
+  listInboxWithContent(
+    listing: InboxListing,
+    contentOf: number,
+  ): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }>
 
   /** The organisation's unexpired message in full, or null (unknown, deleted, expired or another organisation's). */
   getFull(item: OwnedItem): Promise<FullMessageRows | null>
@@ -130,7 +148,9 @@ export interface MessageStore {
   delete(item: OwnedItem): Promise<{ inboxId: string } | null>
 
   /** An attachment of the organisation whose message has not expired: its metadata, bytes and SHA-256 (null for rows stored before hashes); null when there is none. */
-  getAttachment(item: OwnedItem): Promise<{ filename: string; contentType: string; content: Buffer; sha256: string | null } | null>
+  getAttachment(
+    item: OwnedItem,
+  ): Promise<{ filename: string; contentType: string; content: Buffer; sha256: string | null } | null>
 
   /** The search across the organisation's active inboxes. */
   searchOrganization(search: OrganizationSearch): Promise<MessageSummaryRow[]>
@@ -142,7 +162,10 @@ export interface MessageStore {
    * them are unread (the inbox's unread count when nothing filters). The bound keeps
    * a count of a huge inbox as cheap as a page of it.
    */
-  countInbox(listing: Omit<InboxListing, 'after' | 'before'>, newerThan: MessagePosition | undefined): Promise<{ total: number; newer: number; unread: number }>
+  countInbox(
+    listing: Omit<InboxListing, 'after' | 'before'>,
+    newerThan: MessagePosition | undefined,
+  ): Promise<{ total: number; newer: number; unread: number }>
 
   /**
    * Console only: which of these ids are the organisation's unexpired messages in this inbox,
@@ -151,7 +174,10 @@ export interface MessageStore {
   inInbox(input: { organizationId: string; inboxId: string; ids: string[]; now: string }): Promise<string[]>
 
   /** Console only: of these ids of the organisation, which are read and which have an attachment proper (inline parts do not count). */
-  marks(input: { organizationId: string; ids: string[] }): Promise<Array<{ id: string; read: boolean; hasAttachment: boolean }>>
+  marks(input: {
+    organizationId: string
+    ids: string[]
+  }): Promise<Array<{ id: string; read: boolean; hasAttachment: boolean }>>
 
   /**
    * Console only: marks the organisation's listed messages read at `at` (those already read
@@ -160,10 +186,18 @@ export interface MessageStore {
   markRead(input: { organizationId: string; ids: string[]; at: string | null }): Promise<number>
 
   /** Console only: keeps a link check's result for its message (gone with the message). */
-  saveLinkCheck(row: { id: string; messageId: string; organizationId: string; createdAt: string; resultsJson: string }): Promise<void>
+  saveLinkCheck(row: {
+    id: string
+    messageId: string
+    organizationId: string
+    createdAt: string
+    resultsJson: string
+  }): Promise<void>
 
   /** Console only: the organisation's link check with this id whose message is unexpired, or null. */
-  getLinkCheck(item: OwnedItem): Promise<{ id: string; messageId: string; createdAt: string; resultsJson: string } | null>
+  getLinkCheck(
+    item: OwnedItem,
+  ): Promise<{ id: string; messageId: string; createdAt: string; resultsJson: string } | null>
 
   /** The organisation's active inboxes and the messages it stored in `month` ('YYYY-MM'), read together. */
   usage(input: { organizationId: string; month: string }): Promise<{ activeInboxes: number; emailsReceived: number }>

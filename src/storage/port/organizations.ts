@@ -62,7 +62,11 @@ export interface OrganizationStore {
    * Inserts the organisation (with its limit columns), with `ownerUserId` as its owner when
    * given, and the audit row; answers the stored row.
    */
-  createOrganization(input: { organization: OrganizationRow; ownerUserId: string | null; audit: AuditEntry }): Promise<OrganizationRow>
+  createOrganization(input: {
+    organization: OrganizationRow
+    ownerUserId: string | null
+    audit: AuditEntry
+  }): Promise<OrganizationRow>
 
   /** Every organisation, oldest first. */
   listOrganizations(): Promise<OrganizationRow[]>
@@ -77,13 +81,20 @@ export interface OrganizationStore {
    * Writes the given limit columns (a number sets, null returns to the environment's) and
    * the audit row together; `false` (nothing written) when there is no such organisation.
    */
-  setLimits(input: { organizationId: string; columns: Partial<OrganizationLimitColumns>; audit: AuditEntry }): Promise<boolean>
+  setLimits(input: {
+    organizationId: string
+    columns: Partial<OrganizationLimitColumns>
+    audit: AuditEntry
+  }): Promise<boolean>
 
   /** The user's organisations with their role, by organisation name (byte order). */
   membershipsOf(userId: string): Promise<MembershipOfUser[]>
 
   /** The user's role in the organisation with the organisation's row (one read), or null when not a member. */
-  membership(input: { userId: string; organizationId: string }): Promise<{ organization: OrganizationRow; role: MemberRole } | null>
+  membership(input: {
+    userId: string
+    organizationId: string
+  }): Promise<{ organization: OrganizationRow; role: MemberRole } | null>
 
   /** The organisation's members with their emails, earliest joined first. */
   listMembers(organizationId: string): Promise<MemberListing[]>
@@ -117,7 +128,12 @@ export interface OrganizationStore {
    * member promoted. `already_owner` writes nothing (no audit row); `not_found` when there
    * is no such organisation.
    */
-  joinAsOwner(input: { organizationId: string; userId: string; now: string; audit: AuditEntry }): Promise<'joined' | 'promoted' | 'already_owner' | 'not_found'>
+  joinAsOwner(input: {
+    organizationId: string
+    userId: string
+    now: string
+    audit: AuditEntry
+  }): Promise<'joined' | 'promoted' | 'already_owner' | 'not_found'>
 
   /** Stores an invite (its token only as a SHA-256) with its audit row. */
   createInvite(input: { invite: InviteRow; audit: AuditEntry }): Promise<void>
@@ -148,7 +164,10 @@ export interface OrganizationStore {
     now: string
     newUser: UserRow | null
     audit: (invite: { id: string; organizationId: string; role: MemberRole }) => AuditEntry
-  }): Promise<{ accepted: { organizationId: string; role: MemberRole } } | { refused: 'invite_not_found' | 'already_member' | 'email_taken' }>
+  }): Promise<
+    | { accepted: { organizationId: string; role: MemberRole } }
+    | { refused: 'invite_not_found' | 'already_member' | 'email_taken' }
+  >
 
   /**
    * One page of the audit log, newest first: the organisation's events, or with

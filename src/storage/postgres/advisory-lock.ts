@@ -8,10 +8,16 @@
 import type { Sql } from './client.ts'
 
 /** Runs `work` holding the lock on `name` if it is free; `{ ran: false }` when another session holds it. */
-export async function tryAdvisoryLock<T>(sql: Sql, name: string, work: () => Promise<T>): Promise<{ ran: true; result: T } | { ran: false }> {
+export async function tryAdvisoryLock<T>(
+  sql: Sql,
+  name: string,
+  work: () => Promise<T>,
+): Promise<{ ran: true; result: T } | { ran: false }> {
   const connection = await sql.reserve()
   try {
-    const [row] = await connection<{ locked: boolean }[]>`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
+    const [row] = await connection<
+      { locked: boolean }[]
+    >`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
     if (!row?.locked) return { ran: false }
     try {
       return { ran: true, result: await work() }

@@ -49,7 +49,9 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
     // A database that goes silent (a network path dropping every packet, a frozen server) would
     // otherwise hold a sent statement, and the request behind it, until the OS gives the
     // connection up: minutes. The silence deadline is our patch to postgres.js.
-    ...(options.statementTimeoutMs === undefined ? {} : { silence_timeout: (options.statementTimeoutMs + SILENCE_MARGIN_MS) / 1000 }),
+    ...(options.statementTimeoutMs === undefined
+      ? {}
+      : { silence_timeout: (options.statementTimeoutMs + SILENCE_MARGIN_MS) / 1000 }),
     connection: {
       // Timestamps read back as text carry the session's offset; UTC keeps them the core's (time.ts).
       TimeZone: 'UTC',

@@ -16,7 +16,10 @@ export const requestCounts = pgTable(
     minuteStartsAt: at('minute_starts_at').notNull(), // the UTC minute, from the injected clock
     admitted: integer('admitted').notNull(), // never above the limit: the upsert refuses the next one
   },
-  (table) => [primaryKey({ columns: [table.subjectId, table.minuteStartsAt] }), index('request_counts_by_minute').on(table.minuteStartsAt)],
+  (table) => [
+    primaryKey({ columns: [table.subjectId, table.minuteStartsAt] }),
+    index('request_counts_by_minute').on(table.minuteStartsAt),
+  ],
 )
 
 /** Slots held right now (concurrent long polls), each a lease its machine renews. */
@@ -28,7 +31,10 @@ export const slotLeases = pgTable(
     holder: text('holder').notNull(), // the machine that holds it; its heartbeat renews all of its leases
     expiresAt: at('expires_at').notNull(), // a dead machine's slots count until this passes
   },
-  (table) => [index('slot_leases_by_subject').on(table.subjectId, table.expiresAt), index('slot_leases_by_holder').on(table.holder)],
+  (table) => [
+    index('slot_leases_by_subject').on(table.subjectId, table.expiresAt),
+    index('slot_leases_by_holder').on(table.holder),
+  ],
 )
 
 /**
@@ -47,7 +53,10 @@ export const quotaReservations = pgTable(
     holder: text('holder').notNull(), // the machine whose SMTP transaction holds it; its heartbeat renews it
     expiresAt: at('expires_at').notNull(), // a dead machine's reservations count until this passes
   },
-  (table) => [index('quota_reservations_by_organization').on(table.organizationId, table.expiresAt), index('quota_reservations_by_holder').on(table.holder)],
+  (table) => [
+    index('quota_reservations_by_organization').on(table.organizationId, table.expiresAt),
+    index('quota_reservations_by_holder').on(table.holder),
+  ],
 )
 
 /**
@@ -64,7 +73,10 @@ export const idempotencyLeases = pgTable(
     holder: text('holder').notNull(), // the machine running the request; its heartbeat renews the lease
     expiresAt: at('expires_at').notNull(), // after this, another machine may take the key over
   },
-  (table) => [primaryKey({ columns: [table.organizationId, table.idempotencyKey] }), index('idempotency_leases_by_holder').on(table.holder)],
+  (table) => [
+    primaryKey({ columns: [table.organizationId, table.idempotencyKey] }),
+    index('idempotency_leases_by_holder').on(table.holder),
+  ],
 )
 
 /**

@@ -54,7 +54,12 @@ export function shapeOf(table: PgTable): TableShape {
     columns: config.columns.map((c) => {
       const kind = kindOf(c)
       return kind === 'mailText'
-        ? { name: c.name, kind, toDriver: (v: string) => c.mapToDriverValue(v) as string, fromDriver: (v: string) => c.mapFromDriverValue(v) as string }
+        ? {
+            name: c.name,
+            kind,
+            toDriver: (v: string) => c.mapToDriverValue(v) as string,
+            fromDriver: (v: string) => c.mapFromDriverValue(v) as string,
+          }
         : { name: c.name, kind, toDriver: same, fromDriver: same }
     }),
     primaryKey: composite ?? config.columns.filter((c) => c.primary).map((c) => c.name),
@@ -96,23 +101,32 @@ export function refusalOf(column: ColumnShape, value: unknown): string | null {
   const shown = () => JSON.stringify(typeof value === 'string' && value.length > 60 ? `${value.slice(0, 60)}…` : value)
   switch (column.kind) {
     case 'text':
-      if (typeof value !== 'string') return `${column.name} holds a ${value instanceof Uint8Array ? 'blob' : typeof value} where text belongs`
-      if (value.includes('\0')) return `${column.name} holds a NUL character, which PostgreSQL text cannot hold (${shown()})`
+      if (typeof value !== 'string')
+        return `${column.name} holds a ${value instanceof Uint8Array ? 'blob' : typeof value} where text belongs`
+      if (value.includes('\0'))
+        return `${column.name} holds a NUL character, which PostgreSQL text cannot hold (${shown()})`
       return null
     case 'mailText':
-      return typeof value === 'string' ? null : `${column.name} holds a ${value instanceof Uint8Array ? 'blob' : typeof value} where text belongs`
+      return typeof value === 'string'
+        ? null
+        : `${column.name} holds a ${value instanceof Uint8Array ? 'blob' : typeof value} where text belongs`
     case 'int32':
     case 'int64': {
       const limit = column.kind === 'int32' ? INT32 : 2 ** 53
-      if (typeof value !== 'number' && typeof value !== 'bigint') return `${column.name} holds ${shown()}, not an integer`
+      if (typeof value !== 'number' && typeof value !== 'bigint')
+        return `${column.name} holds ${shown()}, not an integer`
       const n = Number(value)
-      return Number.isInteger(n) && n >= -limit && n < limit ? null : `${column.name} holds ${shown()}, out of range for its PostgreSQL type`
+      return Number.isInteger(n) && n >= -limit && n < limit
+        ? null
+        : `${column.name} holds ${shown()}, out of range for its PostgreSQL type`
     }
     case 'boolean':
       return value === 0 || value === 1 ? null : `${column.name} holds ${shown()}, not 0 or 1`
     case 'timestamp':
       // The client turns the text into a Date before sending it: text no Date reads fails there.
-      return typeof value === 'string' && !Number.isNaN(Date.parse(value)) ? null : `${column.name} holds ${shown()}, not a time`
+      return typeof value === 'string' && !Number.isNaN(Date.parse(value))
+        ? null
+        : `${column.name} holds ${shown()}, not a time`
     case 'bytes':
       return value instanceof Uint8Array ? null : `${column.name} holds ${shown()} where bytes belong`
   }
@@ -135,4 +149,5 @@ export function toPostgresValue(column: ColumnShape, value: unknown): unknown {
 }
 
 /** Bytes a value takes on the wire (text as UTF-8): the batch budget and the progress figures. */
-export const sizeOf = (value: unknown) => (value instanceof Uint8Array ? value.byteLength : typeof value === 'string' ? Buffer.byteLength(value) : 8)
+export const sizeOf = (value: unknown) =>
+  value instanceof Uint8Array ? value.byteLength : typeof value === 'string' ? Buffer.byteLength(value) : 8

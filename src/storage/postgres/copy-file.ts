@@ -8,19 +8,34 @@
 import { openStorage } from '../database.ts'
 import { DatabaseInUseError, lockServerDatabase } from '../server-lock.ts'
 import { describePostgresUrl, openPostgres } from './client.ts'
-import { type CopyProgress, type CopyReport, CopyMismatch, copyFromSqlite, SourceSchemaMismatch, TargetNotEmpty } from './copy-from-sqlite.ts'
+import {
+  type CopyProgress,
+  type CopyReport,
+  CopyMismatch,
+  copyFromSqlite,
+  SourceSchemaMismatch,
+  TargetNotEmpty,
+} from './copy-from-sqlite.ts'
 import { migratePostgres } from './migrate.ts'
 
 /** Why nothing was copied, in words an operator acts on; the URL's password never appears. */
 export class CopyRefused extends Error {}
 
-export async function copySqliteFileToPostgres(databasePath: string, url: string, progress: (line: string) => void = () => {}, onProgress?: (progress: CopyProgress) => void): Promise<CopyReport> {
+export async function copySqliteFileToPostgres(
+  databasePath: string,
+  url: string,
+  progress: (line: string) => void = () => {},
+  onProgress?: (progress: CopyProgress) => void,
+): Promise<CopyReport> {
   const target = describePostgresUrl(url)
   let lock: ReturnType<typeof lockServerDatabase>
   try {
     lock = lockServerDatabase(databasePath)
   } catch (error) {
-    if (error instanceof DatabaseInUseError) throw new CopyRefused(`${error.message} Copy only from a stopped server: mail accepted after the copy starts would be left behind.`)
+    if (error instanceof DatabaseInUseError)
+      throw new CopyRefused(
+        `${error.message} Copy only from a stopped server: mail accepted after the copy starts would be left behind.`,
+      )
     throw error
   }
   try {
@@ -30,15 +45,20 @@ export async function copySqliteFileToPostgres(databasePath: string, url: string
     await migratePostgres(url)
     const sql = openPostgres(url, { max: 1 })
     try {
-      progress(`copying ${databasePath} into ${target} (one transaction; nothing is kept until every table is verified)`)
+      progress(
+        `copying ${databasePath} into ${target} (one transaction; nothing is kept until every table is verified)`,
+      )
       return await copyFromSqlite(databasePath, sql, { onProgress })
     } finally {
       await sql.end()
     }
   } catch (error) {
-    if (error instanceof TargetNotEmpty || error instanceof SourceSchemaMismatch || error instanceof CopyMismatch) throw new CopyRefused(`copy refused: ${error.message}`)
+    if (error instanceof TargetNotEmpty || error instanceof SourceSchemaMismatch || error instanceof CopyMismatch)
+      throw new CopyRefused(`copy refused: ${error.message}`)
     // Connection and authentication failures: postgres.js names the cause; the URL is not repeated.
-    throw new CopyRefused(`copy failed, nothing was kept in ${target}: ${error instanceof Error ? error.message : String(error)}`)
+    throw new CopyRefused(
+      `copy failed, nothing was kept in ${target}: ${error instanceof Error ? error.message : String(error)}`,
+    )
   } finally {
     lock.release()
   }

@@ -114,14 +114,18 @@ export interface CopyOptions {
 
 export class TargetNotEmpty extends Error {
   constructor(readonly tables: string[]) {
-    super(`the PostgreSQL database is not empty (rows in ${tables.join(', ')}); copy only into a freshly migrated database`)
+    super(
+      `the PostgreSQL database is not empty (rows in ${tables.join(', ')}); copy only into a freshly migrated database`,
+    )
   }
 }
 
 /** The SQLite file is not at the schema this copy knows: copying it would lose or misplace data. */
 export class SourceSchemaMismatch extends Error {
   constructor(readonly differences: string[]) {
-    super(`the SQLite database does not have the current schema (${differences.join('; ')}); start the current server on it once to migrate it, then copy`)
+    super(
+      `the SQLite database does not have the current schema (${differences.join('; ')}); start the current server on it once to migrate it, then copy`,
+    )
   }
 }
 
@@ -132,7 +136,9 @@ export class CopyMismatch extends Error {
     /** The first row found to differ or be refused, by its primary key; null when none could be named. */
     readonly key: string | null = null,
   ) {
-    super(`the copy of ${table} differs from the SQLite database (${key === null ? '' : `row ${key}: `}${detail}); nothing was kept`)
+    super(
+      `the copy of ${table} differs from the SQLite database (${key === null ? '' : `row ${key}: `}${detail}); nothing was kept`,
+    )
   }
 }
 
@@ -163,7 +169,14 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
     const totals = new Map(tables.map((t) => [t.name, sqliteRowCount(source, t.name)]))
     const progress = { rows: 0, totalRows: [...totals.values()].reduce((a, b) => a + b, 0), bytes: 0 }
     const tell = (phase: CopyProgress['phase'], table: string, tableRows: number) =>
-      options.onProgress?.({ phase, table, tableRows, tableTotal: totals.get(table) ?? 0, ...progress, elapsedMs: performance.now() - started })
+      options.onProgress?.({
+        phase,
+        table,
+        tableRows,
+        tableTotal: totals.get(table) ?? 0,
+        ...progress,
+        elapsedMs: performance.now() - started,
+      })
     return await sql.begin(async (tx) => {
       // Two copies started at once into the same database: the second waits, then finds rows.
       await tx`select pg_advisory_xact_lock(hashtextextended('pigeonhole.copy-from-sqlite', 0))`
@@ -188,10 +201,10 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
           throw new CopyMismatch(table.name, first.detail, first.key)
         }
         for (const column of table.identity) {
-          await tx.unsafe(`select setval(pg_get_serial_sequence($1, $2), max_id) from (select max(${quote(column)}) as max_id from ${quote(table.name)}) m where max_id is not null`, [
-            table.name,
-            column,
-          ])
+          await tx.unsafe(
+            `select setval(pg_get_serial_sequence($1, $2), max_id) from (select max(${quote(column)}) as max_id from ${quote(table.name)}) m where max_id is not null`,
+            [table.name, column],
+          )
         }
         report.tables.push({ table: table.name, rows: copied.rows, sha256: copied.sha256 })
         tell('verified', table.name, copied.rows)
@@ -214,19 +227,28 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
 function checkSourceSchema(source: Database, tables: TableShape[]): void {
   const differences: string[] = []
   for (const table of tables) {
-    const present = (source.query(`select name from pragma_table_info(?)`).all(table.name) as { name: string }[]).map((c) => c.name)
+    const present = (source.query(`select name from pragma_table_info(?)`).all(table.name) as { name: string }[]).map(
+      (c) => c.name,
+    )
     if (present.length === 0) {
       differences.push(`no table ${table.name}`)
       continue
     }
     const expected = table.columns.map((c) => c.name)
     for (const name of expected) if (!present.includes(name)) differences.push(`${table.name} lacks ${name}`)
-    for (const name of present) if (!expected.includes(name)) differences.push(`${table.name}.${name} has no place in PostgreSQL`)
+    for (const name of present)
+      if (!expected.includes(name)) differences.push(`${table.name}.${name} has no place in PostgreSQL`)
   }
   if (differences.length > 0) throw new SourceSchemaMismatch(differences)
 }
 
-async function copyTable(source: Database, tx: postgres.TransactionSql, table: TableShape, options: CopyOptions, sent: (rows: number, bytes: number, tableRows: number) => void) {
+async function copyTable(
+  source: Database,
+  tx: postgres.TransactionSql,
+  table: TableShape,
+  options: CopyOptions,
+  sent: (rows: number, bytes: number, tableRows: number) => void,
+) {
   const batchRows = options.batchRows ?? 500
   const batchBytes = options.batchBytes ?? 2 * 1024 * 1024
   const names = table.columns.map((c) => quote(c.name)).join(', ')
@@ -234,7 +256,10 @@ async function copyTable(source: Database, tx: postgres.TransactionSql, table: T
   const width = table.columns.length
   const insert = (rows: unknown[][]) => {
     const tuples = rows.map((_, r) => `(${table.columns.map((_, c) => `$${r * width + c + 1}`).join(', ')})`).join(', ')
-    return tx.unsafe(`insert into ${quote(table.name)} (${names})${overriding} values ${tuples}`, rows.flat() as never[])
+    return tx.unsafe(
+      `insert into ${quote(table.name)} (${names})${overriding} values ${tuples}`,
+      rows.flat() as never[],
+    )
   }
   const hash = createHash('sha256')
   const state = { rows: 0, batches: 0 }
@@ -282,13 +307,22 @@ async function copyTable(source: Database, tx: postgres.TransactionSql, table: T
  */
 const rowRelated = (error: unknown) => error instanceof postgres.PostgresError && /^2[23]/.test(error.code)
 
-async function nameRefusedRow(tx: postgres.TransactionSql, table: TableShape, rows: unknown[][], keys: string[], insert: (rows: unknown[][]) => Promise<unknown>, error: unknown): Promise<unknown> {
+async function nameRefusedRow(
+  tx: postgres.TransactionSql,
+  table: TableShape,
+  rows: unknown[][],
+  keys: string[],
+  insert: (rows: unknown[][]) => Promise<unknown>,
+  error: unknown,
+): Promise<unknown> {
   const reason = (e: postgres.PostgresError) => `PostgreSQL refused it: ${e.message}${e.detail ? ` (${e.detail})` : ''}`
   for (const [i, row] of rows.entries()) {
     try {
       await tx.savepoint(() => insert([row]))
     } catch (single) {
-      return rowRelated(single) ? new RowRefused(table.name, keys[i]!, reason(single as postgres.PostgresError)) : single
+      return rowRelated(single)
+        ? new RowRefused(table.name, keys[i]!, reason(single as postgres.PostgresError))
+        : single
     }
   }
   // The rows pass one by one but not together (two rows of the batch clash): name the batch.

@@ -32,17 +32,26 @@ export function sqliteRows(source: Database, table: TableShape): IterableIterato
   const names = table.columns.map((c) => quote(c.name)).join(', ')
   const order = table.primaryKey.map(quote).join(', ')
   const owned = OWNED_ONLY[table.name] ?? ''
-  return source.query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)}${owned} order by ${order}`).iterate()
+  return source
+    .query<Record<string, unknown>, []>(`select ${names} from ${quote(table.name)}${owned} order by ${order}`)
+    .iterate()
 }
 
-export const sqliteLine = (table: TableShape, row: Record<string, unknown>) => rowLine(table.columns.map((c) => canonicalFromSqlite(c.kind, row[c.name])))
+export const sqliteLine = (table: TableShape, row: Record<string, unknown>) =>
+  rowLine(table.columns.map((c) => canonicalFromSqlite(c.kind, row[c.name])))
 
 /** The SELECT that reads a table back in primary-key order, each value as text, bytes as their SHA-256. */
 function readBackQuery(table: TableShape): string {
   // Columns are qualified with the table's alias: a bare name in ORDER BY would sort by the
   // output column of that name, the `::text` form (1, 10, 11, …, 2), not by the value.
-  const select = table.columns.map((c) => (c.kind === 'bytes' ? `encode(sha256(t.${quote(c.name)}), 'hex')` : `t.${quote(c.name)}::text`)).join(', ')
-  const order = table.primaryKey.map((c) => (table.columns.find((col) => col.name === c)?.kind === 'text' ? `t.${quote(c)} collate "C"` : `t.${quote(c)}`)).join(', ')
+  const select = table.columns
+    .map((c) => (c.kind === 'bytes' ? `encode(sha256(t.${quote(c.name)}), 'hex')` : `t.${quote(c.name)}::text`))
+    .join(', ')
+  const order = table.primaryKey
+    .map((c) =>
+      table.columns.find((col) => col.name === c)?.kind === 'text' ? `t.${quote(c)} collate "C"` : `t.${quote(c)}`,
+    )
+    .join(', ')
   return `select ${select} from ${quote(table.name)} t order by ${order}`
 }
 
@@ -76,7 +85,13 @@ export async function hashPostgresTable(tx: Queryable, table: TableShape) {
  * The hashes differ: both sides are read again, row by row in the same order, to name the
  * first row that differs and how (this runs only on the way to refusing the copy).
  */
-export async function firstDifference(source: Database, tx: Queryable, table: TableShape, sqliteCount: number, postgresCount: number): Promise<{ key: string | null; detail: string }> {
+export async function firstDifference(
+  source: Database,
+  tx: Queryable,
+  table: TableShape,
+  sqliteCount: number,
+  postgresCount: number,
+): Promise<{ key: string | null; detail: string }> {
   const counts = sqliteCount === postgresCount ? '' : `; ${sqliteCount} rows in SQLite, ${postgresCount} in PostgreSQL`
   const theirs = postgresRows(tx, table)
   for (const row of sqliteRows(source, table)) {
@@ -106,7 +121,11 @@ function differingColumns(table: TableShape, ours: string, copied: string): stri
   return table.columns
     .flatMap((column, i) => {
       if (a[i] === b[i]) return []
-      return [UNPRINTED.test(column.name) ? `${column.name} differs` : `${column.name} ${shown(a[i] ?? null)} reads back as ${shown(b[i] ?? null)}`]
+      return [
+        UNPRINTED.test(column.name)
+          ? `${column.name} differs`
+          : `${column.name} ${shown(a[i] ?? null)} reads back as ${shown(b[i] ?? null)}`,
+      ]
     })
     .join(', ')
 }

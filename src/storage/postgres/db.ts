@@ -30,11 +30,14 @@ function preparing<T extends postgres.Sql | postgres.TransactionSql>(client: T):
   return new Proxy(client, {
     get(target, key) {
       if (key === 'unsafe')
-        return (query: string, parameters?: postgres.ParameterOrJSON<never>[], options?: postgres.UnsafeQueryOptions) => target.unsafe(query, parameters, { ...options, prepare: true })
+        return (query: string, parameters?: postgres.ParameterOrJSON<never>[], options?: postgres.UnsafeQueryOptions) =>
+          target.unsafe(query, parameters, { ...options, prepare: true })
       if (key === 'begin' || key === 'savepoint')
         return (...args: unknown[]) => {
           const work = args.pop() as (tx: postgres.TransactionSql) => unknown
-          return (Reflect.get(target, key) as (...a: unknown[]) => unknown)(...args, (tx: postgres.TransactionSql) => work(preparing(tx)))
+          return (Reflect.get(target, key) as (...a: unknown[]) => unknown)(...args, (tx: postgres.TransactionSql) =>
+            work(preparing(tx)),
+          )
         }
       return Reflect.get(target, key)
     },
@@ -47,4 +50,5 @@ export const postgresDb = (sql: Sql): PostgresDb => drizzle(preparing(sql), { sc
  * The postgres.js transaction a Drizzle transaction runs on, for the raw-SQL helpers
  * (quota-reservations.ts) that must take part in it. Drizzle keeps it as its session's client.
  */
-export const rawTransaction = (tx: PostgresTx): postgres.TransactionSql => (tx as unknown as { session: { client: postgres.TransactionSql } }).session.client
+export const rawTransaction = (tx: PostgresTx): postgres.TransactionSql =>
+  (tx as unknown as { session: { client: postgres.TransactionSql } }).session.client

@@ -29,7 +29,10 @@ interface Job<I, O> {
  * `run` stores its inputs in one transaction and answers one output per input, in order;
  * `retryAlone` says whether a batch's failure may be one job's (by default, any may).
  */
-export function groupStore<I, O>(run: (inputs: I[]) => Promise<O[]>, retryAlone: (error: unknown) => boolean = () => true): (input: I) => Promise<O> {
+export function groupStore<I, O>(
+  run: (inputs: I[]) => Promise<O[]>,
+  retryAlone: (error: unknown) => boolean = () => true,
+): (input: I) => Promise<O> {
   let queue: Job<I, O>[] = []
   let inFlight = 0
 

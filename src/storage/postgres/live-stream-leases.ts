@@ -37,7 +37,10 @@ const streamSubjects = (owner: { userId: string; organizationId: string }, bound
   organization: { id: `stream-org:${owner.organizationId}`, limit: bounds.perOrganization },
 })
 
-export function createLiveStreamLeases(sql: Sql, options: { holder: string; clock: Clock; bounds: StreamBounds; leaseMs?: number }): LiveStreamLeases {
+export function createLiveStreamLeases(
+  sql: Sql,
+  options: { holder: string; clock: Clock; bounds: StreamBounds; leaseMs?: number },
+): LiveStreamLeases {
   const slots = createSlotLeases(sql, options)
   return {
     async open(owner) {

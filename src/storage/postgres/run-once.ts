@@ -8,6 +8,10 @@ import { tryAdvisoryLock } from './advisory-lock.ts'
 import type { Sql } from './client.ts'
 
 /** Runs `job` unless another machine is running the job called `name` right now. */
-export function runOnce<T>(sql: Sql, name: string, job: () => Promise<T>): Promise<{ ran: true; result: T } | { ran: false }> {
+export function runOnce<T>(
+  sql: Sql,
+  name: string,
+  job: () => Promise<T>,
+): Promise<{ ran: true; result: T } | { ran: false }> {
   return tryAdvisoryLock(sql, `pigeonhole.job.${name}`, job)
 }

@@ -11,7 +11,17 @@
  * byte sizes are `bigint`, raw bytes `bytea`, the operator flag `boolean`. Counts and limits
  * stay `integer`. Column comments are in `../sqlite/schema.ts`; only what differs is said here.
  */
-import { bigint, boolean, customType, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core'
+import {
+  bigint,
+  boolean,
+  customType,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  uniqueIndex,
+} from 'drizzle-orm/pg-core'
 import { rfc3339FromPostgres } from './time.ts'
 
 /**
@@ -36,9 +46,17 @@ const bytea = customType<{ data: Buffer; driverData: Buffer }>({ dataType: () =>
  * a filter is escaped the same way, so it finds exactly what SQLite finds (store/messages.ts).
  */
 const ESCAPE = '\uffff'
-export const encodeMailText = (value: string): string => (value.includes('\0') || value.includes(ESCAPE) ? value.replaceAll(ESCAPE, `${ESCAPE}1`).replaceAll('\0', `${ESCAPE}0`) : value)
-export const decodeMailText = (value: string): string => (value.includes(ESCAPE) ? value.replace(/\uffff([01])/g, (_, digit: string) => (digit === '0' ? '\0' : ESCAPE)) : value)
-const mailText = customType<{ data: string; driverData: string }>({ dataType: () => 'text', toDriver: encodeMailText, fromDriver: decodeMailText })
+export const encodeMailText = (value: string): string =>
+  value.includes('\0') || value.includes(ESCAPE)
+    ? value.replaceAll(ESCAPE, `${ESCAPE}1`).replaceAll('\0', `${ESCAPE}0`)
+    : value
+export const decodeMailText = (value: string): string =>
+  value.includes(ESCAPE) ? value.replace(/\uffff([01])/g, (_, digit: string) => (digit === '0' ? '\0' : ESCAPE)) : value
+const mailText = customType<{ data: string; driverData: string }>({
+  dataType: () => 'text',
+  toDriver: encodeMailText,
+  fromDriver: decodeMailText,
+})
 
 export const organizations = pgTable('organizations', {
   id: text('id').primaryKey(),
@@ -84,7 +102,10 @@ export const inboxes = pgTable(
     routingRuleId: text('routing_rule_id'),
     createdAt: at('created_at').notNull(),
   },
-  (table) => [uniqueIndex('inboxes_local_part_unique').on(table.localPart), index('inboxes_by_organization_newest').on(table.organizationId, table.state, table.createdAt, table.id)],
+  (table) => [
+    uniqueIndex('inboxes_local_part_unique').on(table.localPart),
+    index('inboxes_by_organization_newest').on(table.organizationId, table.state, table.createdAt, table.id),
+  ],
 )
 
 export const idempotencyRecords = pgTable(
@@ -100,7 +121,10 @@ export const idempotencyRecords = pgTable(
     createdAt: at('created_at').notNull(),
     expiresAt: at('expires_at').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.organizationId, table.idempotencyKey] }), index('idempotency_records_by_expiry').on(table.expiresAt)],
+  (table) => [
+    primaryKey({ columns: [table.organizationId, table.idempotencyKey] }),
+    index('idempotency_records_by_expiry').on(table.expiresAt),
+  ],
 )
 
 export const monthlyEmailUsage = pgTable(
@@ -122,7 +146,10 @@ export const inboundBursts = pgTable(
     bucketStartsAt: at('bucket_starts_at').notNull(),
     accepted: integer('accepted').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.subjectId, table.bucketStartsAt] }), index('inbound_bursts_by_bucket').on(table.bucketStartsAt)],
+  (table) => [
+    primaryKey({ columns: [table.subjectId, table.bucketStartsAt] }),
+    index('inbound_bursts_by_bucket').on(table.bucketStartsAt),
+  ],
 )
 
 export const settings = pgTable('settings', {
@@ -257,7 +284,10 @@ export const memberships = pgTable(
     role: text('role', { enum: ['owner', 'member'] }).notNull(),
     createdAt: at('created_at').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.organizationId, table.userId] }), index('memberships_by_user').on(table.userId)],
+  (table) => [
+    primaryKey({ columns: [table.organizationId, table.userId] }),
+    index('memberships_by_user').on(table.userId),
+  ],
 )
 
 export const invites = pgTable(

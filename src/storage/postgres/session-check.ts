@@ -49,7 +49,10 @@ export async function checkSessionSemantics(url: string, notifyWaitMs = NOTIFY_W
   const other = openOne(url)
   try {
     // Both run, so the exit line names every part that does not hold.
-    const problems = [await listenRoundTrip(owner, other, notifyWaitMs), await advisoryLockRoundTrip(owner, other)].filter((p) => p !== null)
+    const problems = [
+      await listenRoundTrip(owner, other, notifyWaitMs),
+      await advisoryLockRoundTrip(owner, other),
+    ].filter((p) => p !== null)
     if (problems.length > 0) throw new SessionNotKeptError(problems.join('; '))
   } finally {
     await Promise.all([owner.end({ timeout: 1 }), other.end({ timeout: 1 })]).catch(() => {})
@@ -70,9 +73,14 @@ async function listenRoundTrip(listener: postgres.Sql, sender: postgres.Sql, wai
   try {
     await sender`select pg_notify(${channel}, ${token})`
     let timer: ReturnType<typeof setTimeout> | undefined
-    const outcome = await Promise.race([arrived.then(() => 'heard' as const), new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), waitMs)))])
+    const outcome = await Promise.race([
+      arrived.then(() => 'heard' as const),
+      new Promise<'silent'>((resolve) => (timer = setTimeout(() => resolve('silent'), waitMs))),
+    ])
     clearTimeout(timer)
-    return outcome === 'heard' ? null : `a NOTIFY sent through it did not reach a LISTEN on it within ${waitMs / 1000} s`
+    return outcome === 'heard'
+      ? null
+      : `a NOTIFY sent through it did not reach a LISTEN on it within ${waitMs / 1000} s`
   } finally {
     await subscription.unlisten().catch(() => {})
   }
@@ -81,14 +89,22 @@ async function listenRoundTrip(listener: postgres.Sql, sender: postgres.Sql, wai
 /** Null when the lock behaved as a session's; otherwise what went wrong. */
 async function advisoryLockRoundTrip(owner: postgres.Sql, other: postgres.Sql): Promise<string | null> {
   const name = `pigeonhole.session-check.${randomBytes(8).toString('hex')}`
-  const [taken] = await owner<{ locked: boolean }[]>`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
+  const [taken] = await owner<
+    { locked: boolean }[]
+  >`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
   if (!taken?.locked) return 'a new session advisory lock could not be taken'
-  const [stolen] = await other<{ locked: boolean }[]>`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
+  const [stolen] = await other<
+    { locked: boolean }[]
+  >`select pg_try_advisory_lock(hashtextextended(${name}, 0)) as locked`
   if (stolen?.locked) {
     await other`select pg_advisory_unlock(hashtextextended(${name}, 0))`
     await owner`select pg_advisory_unlock(hashtextextended(${name}, 0))`
     return 'a session advisory lock held by one connection was granted to another'
   }
-  const [released] = await owner<{ unlocked: boolean }[]>`select pg_advisory_unlock(hashtextextended(${name}, 0)) as unlocked`
-  return released?.unlocked ? null : 'a session advisory lock was no longer held by its own connection at its next statement'
+  const [released] = await owner<
+    { unlocked: boolean }[]
+  >`select pg_advisory_unlock(hashtextextended(${name}, 0)) as unlocked`
+  return released?.unlocked
+    ? null
+    : 'a session advisory lock was no longer held by its own connection at its next statement'
 }

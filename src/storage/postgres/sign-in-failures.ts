@@ -52,7 +52,8 @@ interface Row {
 const msOf = (at: Date | string): number => new Date(at).getTime()
 
 /** Slots hold client input: a long one is stored as its digest, so a row stays small. */
-const stored = (slot: string): string => (slot.length <= 200 ? slot : `sha256:${createHash('sha256').update(slot).digest('hex')}`)
+const stored = (slot: string): string =>
+  slot.length <= 200 ? slot : `sha256:${createHash('sha256').update(slot).digest('hex')}`
 const slotsOf = (email: string, clientAddress: string) => ({
   account: stored(`account:${email}`),
   pair: stored(`pair:${clientAddress}|${email}`),
@@ -62,24 +63,37 @@ const slotsOf = (email: string, clientAddress: string) => ({
 export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules): SignInFailures {
   /** The live rows of these slots: an ended window or another password's count is none. */
   const liveRows = async (tx: Queryable, marks: Record<string, string>, now: number): Promise<Map<string, Row>> => {
-    const rows = await tx<Row[]>`select slot, credential, failures, window_ends_at, next_check_at from sign_in_failures where slot in ${tx(Object.keys(marks))}`
-    return new Map(rows.filter((r) => msOf(r.window_ends_at) > now && r.credential === marks[r.slot]).map((r) => [r.slot, r]))
+    const rows = await tx<
+      Row[]
+    >`select slot, credential, failures, window_ends_at, next_check_at from sign_in_failures where slot in ${tx(Object.keys(marks))}`
+    return new Map(
+      rows.filter((r) => msOf(r.window_ends_at) > now && r.credential === marks[r.slot]).map((r) => [r.slot, r]),
+    )
   }
 
   const refusalOf = (live: Map<string, Row>, slots: ReturnType<typeof slotsOf>, now: number): SignInRefusal | null => {
     const pair = live.get(slots.pair)
-    if (pair && pair.failures >= rules.failuresPerAccountAndAddress) return { refused: 'pair', retryAfterSeconds: Math.ceil((msOf(pair.window_ends_at) - now) / 1000) }
+    if (pair && pair.failures >= rules.failuresPerAccountAndAddress)
+      return { refused: 'pair', retryAfterSeconds: Math.ceil((msOf(pair.window_ends_at) - now) / 1000) }
     const address = live.get(slots.address)
-    if (address && address.failures >= rules.failuresPerAddress) return { refused: 'address', retryAfterSeconds: Math.ceil((msOf(address.window_ends_at) - now) / 1000) }
+    if (address && address.failures >= rules.failuresPerAddress)
+      return { refused: 'address', retryAfterSeconds: Math.ceil((msOf(address.window_ends_at) - now) / 1000) }
     return null
   }
 
   const lockSlots = async (tx: Queryable, slots: string[]) => {
-    for (const slot of [...slots].sort()) await tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.sign-in.${slot}`}, 0))`
+    for (const slot of [...slots].sort())
+      await tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.sign-in.${slot}`}, 0))`
   }
 
   /** One more failure on each slot: counted in its live window, or starting a new one. */
-  const countFailure = async (tx: Queryable, marks: Record<string, string>, live: Map<string, Row>, now: number, nextCheckAt: Map<string, number>) => {
+  const countFailure = async (
+    tx: Queryable,
+    marks: Record<string, string>,
+    live: Map<string, Row>,
+    now: number,
+    nextCheckAt: Map<string, number>,
+  ) => {
     for (const [slot, credential] of Object.entries(marks)) {
       const next = nextCheckAt.get(slot)
       const nextIso = next === undefined ? null : new Date(next).toISOString()
@@ -94,7 +108,11 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
     }
   }
 
-  const marksOf = (slots: ReturnType<typeof slotsOf>, credential: string) => ({ [slots.account]: credential, [slots.pair]: credential, [slots.address]: '' })
+  const marksOf = (slots: ReturnType<typeof slotsOf>, credential: string) => ({
+    [slots.account]: credential,
+    [slots.pair]: credential,
+    [slots.address]: '',
+  })
 
   return {
     async check(email, clientAddress, credential = '') {
@@ -118,7 +136,12 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
         if (account && account.failures >= rules.accountSlowAfter) {
           const turn = Math.max(now, account.next_check_at ? msOf(account.next_check_at) : now)
           waitMs = turn - now
-          if (waitMs > rules.maxAccountWaitMs) return { admitted: false, refused: 'account', retryAfterSeconds: Math.ceil((waitMs - rules.maxAccountWaitMs) / 1000) }
+          if (waitMs > rules.maxAccountWaitMs)
+            return {
+              admitted: false,
+              refused: 'account',
+              retryAfterSeconds: Math.ceil((waitMs - rules.maxAccountWaitMs) / 1000),
+            }
           nextCheckAt.set(slots.account, turn + rules.accountCheckSpacingMs)
         }
         await countFailure(tx, marks, live, now, nextCheckAt)
@@ -149,7 +172,8 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
     },
 
     async sweep() {
-      const deleted = await sql`delete from sign_in_failures where window_ends_at <= ${new Date(clock.now()).toISOString()}`
+      const deleted =
+        await sql`delete from sign_in_failures where window_ends_at <= ${new Date(clock.now()).toISOString()}`
       return deleted.count
     },
   }

@@ -77,7 +77,9 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
           for (const [i, subject] of ordered.entries()) {
             await tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.slots.${subject.id}`}, 0))`
             await tx`delete from slot_leases where subject_id = ${subject.id} and expires_at <= ${now}`
-            const [row] = await tx<{ held: number }[]>`select count(*)::int as held from slot_leases where subject_id = ${subject.id}`
+            const [row] = await tx<
+              { held: number }[]
+            >`select count(*)::int as held from slot_leases where subject_id = ${subject.id}`
             if ((row?.held ?? 0) >= subject.limit) return rollBackWith(subject.id)
             await tx`insert into slot_leases (id, subject_id, holder, expires_at) values (${ids[i]!}, ${subject.id}, ${holder}, ${expiresAt})`
           }

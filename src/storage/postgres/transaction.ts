@@ -37,11 +37,17 @@ async function answering<T, A>(run: (rollBackWith: RollBackWith<A>) => Promise<T
 }
 
 /** `work` in one Drizzle transaction; resolves with its result, or with what it rolled back with. */
-export function transaction<T, A = never>(db: PostgresDb, work: (tx: PostgresTx, rollBackWith: RollBackWith<A>) => Promise<T>): Promise<T | A> {
+export function transaction<T, A = never>(
+  db: PostgresDb,
+  work: (tx: PostgresTx, rollBackWith: RollBackWith<A>) => Promise<T>,
+): Promise<T | A> {
   return answering<T, A>((rollBackWith) => db.transaction((tx) => work(tx, rollBackWith)))
 }
 
 /** The same on postgres.js's own transaction, for the coordination tables' raw SQL (leases, counts). */
-export function sqlTransaction<T, A = never>(sql: Sql, work: (tx: postgres.TransactionSql, rollBackWith: RollBackWith<A>) => Promise<T>): Promise<T | A> {
+export function sqlTransaction<T, A = never>(
+  sql: Sql,
+  work: (tx: postgres.TransactionSql, rollBackWith: RollBackWith<A>) => Promise<T>,
+): Promise<T | A> {
   return answering<T, A>((rollBackWith) => sql.begin((tx) => work(tx, rollBackWith)) as Promise<T>)
 }

@@ -42,11 +42,13 @@ const REFUSAL_PREFIX = 'refused:'
 /** NOTIFY refuses a payload of 8,000 bytes or more. */
 export const MAX_REFUSAL_BYTES = 7_900
 
-const payloadOf = (inboxId: string, event: WakeEvent) => (event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId)
+const payloadOf = (inboxId: string, event: WakeEvent) =>
+  event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId
 
 /** A deletion names one inbox; a publication of stored messages one or many (a single id is the same payload either way). */
 function parsePayload(payload: string): { inboxIds: string[]; event: WakeEvent } {
-  if (payload.startsWith(DELETED_PREFIX)) return { inboxIds: [payload.slice(DELETED_PREFIX.length)], event: 'inbox_deleted' }
+  if (payload.startsWith(DELETED_PREFIX))
+    return { inboxIds: [payload.slice(DELETED_PREFIX.length)], event: 'inbox_deleted' }
   return { inboxIds: payload.split(ID_SEPARATOR).filter(Boolean), event: 'message_stored' }
 }
 
@@ -120,7 +122,10 @@ export async function publishStored(sql: Sql, inboxIds: Iterable<string>): Promi
  * still exists: what the wake-up fallback compares from one second to the next. One index
  * probe per inbox (messages_by_inbox_newest), however many messages an inbox holds.
  */
-export async function newestPerInbox(sql: Sql, inboxIds: string[]): Promise<Map<string, { exists: boolean; newest: string | null }>> {
+export async function newestPerInbox(
+  sql: Sql,
+  inboxIds: string[],
+): Promise<Map<string, { exists: boolean; newest: string | null }>> {
   const rows = await sql<{ id: string; exists: boolean; newest: string | null }[]>`
     select watched.id,
       exists (select 1 from inboxes where inboxes.id = watched.id) as exists,

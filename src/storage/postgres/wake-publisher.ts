@@ -25,7 +25,11 @@ export interface WakePublisher {
 }
 
 /** `send` publishes one batch (publishStored on the machine's pool); `onError` hears a batch that failed. */
-export function createWakePublisher(send: (inboxIds: string[]) => Promise<void>, onError: (error: unknown, inboxes: number) => void, intervalMs = WAKE_PUBLISH_INTERVAL_MS): WakePublisher {
+export function createWakePublisher(
+  send: (inboxIds: string[]) => Promise<void>,
+  onError: (error: unknown, inboxes: number) => void,
+  intervalMs = WAKE_PUBLISH_INTERVAL_MS,
+): WakePublisher {
   let pending = new Set<string>()
   let timer: ReturnType<typeof setTimeout> | undefined
   let inFlight: Promise<void> | null = null

@@ -76,7 +76,11 @@ export interface Checkpointer {
 }
 
 /** `setAutocheckpoint(pages)` sets the server connection's wal_autocheckpoint (0 pauses it). */
-export function startCheckpointer(path: string, autocheckpointPages: number, setAutocheckpoint: (pages: number) => void): Checkpointer {
+export function startCheckpointer(
+  path: string,
+  autocheckpointPages: number,
+  setAutocheckpoint: (pages: number) => void,
+): Checkpointer {
   const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
   // Never what keeps the process alive: the storage's close() ends it.
   ;(worker as Worker & { unref(): void }).unref()

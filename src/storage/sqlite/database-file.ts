@@ -26,7 +26,8 @@ export function truncateWal(sqlite: SQLite): boolean {
   }
 }
 
-const pragmaValue = (sqlite: SQLite, name: string): number => Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
+const pragmaValue = (sqlite: SQLite, name: string): number =>
+  Object.values(sqlite.query(`PRAGMA ${name}`).get() as Record<string, number>)[0]!
 
 /** Whether deletes can give the file's free pages back to the volume (auto_vacuum = INCREMENTAL). */
 export function canReleaseFreePages(sqlite: SQLite): boolean {

@@ -80,7 +80,10 @@ export const idempotencyRecords = sqliteTable(
     createdAt: text('created_at').notNull(),
     expiresAt: text('expires_at').notNull(), // created_at + IDEMPOTENCY_HOURS; swept after
   },
-  (table) => [primaryKey({ columns: [table.organizationId, table.idempotencyKey] }), index('idempotency_records_by_expiry').on(table.expiresAt)],
+  (table) => [
+    primaryKey({ columns: [table.organizationId, table.idempotencyKey] }),
+    index('idempotency_records_by_expiry').on(table.expiresAt),
+  ],
 )
 
 /** Stored emails received this month, per organisation: the monthly quota and getUsage read it. */
@@ -104,7 +107,10 @@ export const inboundBursts = sqliteTable(
     bucketStartsAt: text('bucket_starts_at').notNull(), // start of the five-minute bucket
     accepted: integer('accepted').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.subjectId, table.bucketStartsAt] }), index('inbound_bursts_by_bucket').on(table.bucketStartsAt)],
+  (table) => [
+    primaryKey({ columns: [table.subjectId, table.bucketStartsAt] }),
+    index('inbound_bursts_by_bucket').on(table.bucketStartsAt),
+  ],
 )
 
 /** Process-wide settings that must survive restarts (the cursor signing secret). */
@@ -273,7 +279,10 @@ export const memberships = sqliteTable(
     role: text('role', { enum: ['owner', 'member'] }).notNull(), // owners manage members and keys and read the audit log
     createdAt: text('created_at').notNull(),
   },
-  (table) => [primaryKey({ columns: [table.organizationId, table.userId] }), index('memberships_by_user').on(table.userId)],
+  (table) => [
+    primaryKey({ columns: [table.organizationId, table.userId] }),
+    index('memberships_by_user').on(table.userId),
+  ],
 )
 
 /** One-time invite links. Like sessions, only the SHA-256 of the link's token is kept. */

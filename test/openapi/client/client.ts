@@ -12,18 +12,31 @@ type WaitQuery = NonNullable<operations['listOrWaitForMessages']['parameters']['
 
 export async function createInbox(base: string, key: string, prefix?: string): Promise<Inbox> {
   const body: paths['/v1/inboxes']['post']['requestBody'] = { content: { 'application/json': { prefix } } }
-  const response = await fetch(`${base}/v1/inboxes`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: JSON.stringify(body?.content['application/json']) })
+  const response = await fetch(`${base}/v1/inboxes`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+    body: JSON.stringify(body?.content['application/json']),
+  })
   if (response.status !== 201) throw new Error(((await response.json()) as ErrorBody).error.code)
   const created = (await response.json()) as operations['createInbox']['responses'][201]['content']['application/json']
   return created.data
 }
 
 /** The page type for the request made: MessageContentPage with `include: 'content'`, MessageSummaryPage otherwise. */
-type PageFor<Q extends WaitQuery> = Q extends { include: 'content' } ? components['schemas']['MessageContentPage'] : components['schemas']['MessageSummaryPage']
+type PageFor<Q extends WaitQuery> = Q extends { include: 'content' }
+  ? components['schemas']['MessageContentPage']
+  : components['schemas']['MessageSummaryPage']
 
-export async function waitForMessage<const Q extends WaitQuery>(base: string, key: string, inbox: Inbox, query: Q): Promise<PageFor<Q>['data'][number] | null> {
+export async function waitForMessage<const Q extends WaitQuery>(
+  base: string,
+  key: string,
+  inbox: Inbox,
+  query: Q,
+): Promise<PageFor<Q>['data'][number] | null> {
   const params = new URLSearchParams(Object.entries(query).map(([name, value]) => [name, String(value)]))
-  const response = await fetch(`${base}/v1/inboxes/${inbox.id}/messages?${params}`, { headers: { authorization: `Bearer ${key}` } })
+  const response = await fetch(`${base}/v1/inboxes/${inbox.id}/messages?${params}`, {
+    headers: { authorization: `Bearer ${key}` },
+  })
   if (response.status === 204) return null
   const page = (await response.json()) as PageFor<Q>
   return page.data[0] ?? null
@@ -31,7 +44,12 @@ export async function waitForMessage<const Q extends WaitQuery>(base: string, ke
 
 /** With include=content the message's text compiles without an `in` check; without it, it does not. */
 export async function welcomeText(base: string, key: string, inbox: Inbox): Promise<string | null> {
-  const full = await waitForMessage(base, key, inbox, { wait_seconds: 30, limit: 1, include: 'content', subject: 'Welcome' })
+  const full = await waitForMessage(base, key, inbox, {
+    wait_seconds: 30,
+    limit: 1,
+    include: 'content',
+    subject: 'Welcome',
+  })
   const summary = await waitForMessage(base, key, inbox, { limit: 1 })
   // @ts-expect-error a summary (no include) has no text
   const missing: unknown = summary?.text

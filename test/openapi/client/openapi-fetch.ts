@@ -10,15 +10,21 @@ import type { paths } from './pigeonhole-api.ts'
 const pigeonhole = createClient<paths>({ baseUrl: 'http://localhost:3000' })
 
 export async function withoutTheCheck(inboxId: string): Promise<unknown> {
-  const { data } = await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', { params: { path: { inbox_id: inboxId }, query: { limit: 1, include: 'content' } } })
+  const { data } = await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', {
+    params: { path: { inbox_id: inboxId }, query: { limit: 1, include: 'content' } },
+  })
   const message = data?.data[0]
   // @ts-expect-error TS2339: OpenAPI cannot say that include=content answers the content page
   return message?.text
 }
 
 export async function summaries(inboxId: string): Promise<string[]> {
-  const { data } = await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', { params: { path: { inbox_id: inboxId }, query: { limit: 10 } } })
+  const { data } = await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', {
+    params: { path: { inbox_id: inboxId }, query: { limit: 10 } },
+  })
   // @ts-expect-error include has one value only
-  await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', { params: { path: { inbox_id: inboxId }, query: { include: 'everything' } } })
+  await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', {
+    params: { path: { inbox_id: inboxId }, query: { include: 'everything' } },
+  })
   return (data?.data ?? []).map((message) => message.subject)
 }

@@ -64,7 +64,12 @@ export async function startFakeCloudflare() {
     } catch {
       body = text
     }
-    const recorded: RecordedRequest = { method: request.method, path: url.pathname, authorization: request.headers.get('authorization'), body }
+    const recorded: RecordedRequest = {
+      method: request.method,
+      path: url.pathname,
+      authorization: request.headers.get('authorization'),
+      body,
+    }
     requests.push(recorded)
     for (const waiter of [...waiters]) if (waiter.done(recorded)) waiters.splice(waiters.indexOf(waiter), 1)
 
@@ -72,9 +77,18 @@ export async function startFakeCloudflare() {
     if (trouble) {
       switch (trouble.kind) {
         case 'error':
-          return envelope(trouble.status, null, trouble.errors ?? [{ code: 1000 + trouble.status, message: `planned failure ${trouble.status}` }])
+          return envelope(
+            trouble.status,
+            null,
+            trouble.errors ?? [{ code: 1000 + trouble.status, message: `planned failure ${trouble.status}` }],
+          )
         case 'unsuccessful':
-          return Response.json({ success: false, errors: [{ code: 2020, message: 'planned unsuccessful answer' }], messages: [], result: null })
+          return Response.json({
+            success: false,
+            errors: [{ code: 2020, message: 'planned unsuccessful answer' }],
+            messages: [],
+            result: null,
+          })
         case 'garbage':
           return new Response('<html>upstream trouble</html>', { headers: { 'content-type': 'text/html' } })
         case 'hang':
@@ -102,8 +116,12 @@ export async function startFakeCloudflare() {
 
     const match = ROUTE.exec(url.pathname)
     if (!match) return envelope(404, null, [{ code: 7000, message: 'No route for that URI' }])
-    if (recorded.authorization !== `Bearer ${FAKE_TOKEN}`) return envelope(403, null, [{ code: 10000, message: 'Authentication error' }])
-    if (match[1] !== FAKE_ZONE) return envelope(400, null, [{ code: 7003, message: 'Could not route to this zone, perhaps your object identifier is invalid?' }])
+    if (recorded.authorization !== `Bearer ${FAKE_TOKEN}`)
+      return envelope(403, null, [{ code: 10000, message: 'Authentication error' }])
+    if (match[1] !== FAKE_ZONE)
+      return envelope(400, null, [
+        { code: 7003, message: 'Could not route to this zone, perhaps your object identifier is invalid?' },
+      ])
     const ruleId = match[2]
 
     if (request.method === 'POST' && ruleId === undefined) {
@@ -111,7 +129,15 @@ export async function startFakeCloudflare() {
       if (problem) return envelope(400, null, [{ code: 2007, message: problem }])
       const id = randomBytes(16).toString('hex')
       const input = body as Omit<FakeRule, 'id' | 'tag'>
-      const rule: FakeRule = { id, tag: id, name: input.name ?? '', enabled: input.enabled ?? true, priority: input.priority ?? 0, matchers: input.matchers, actions: input.actions }
+      const rule: FakeRule = {
+        id,
+        tag: id,
+        name: input.name ?? '',
+        enabled: input.enabled ?? true,
+        priority: input.priority ?? 0,
+        matchers: input.matchers,
+        actions: input.actions,
+      }
       rules.set(id, rule)
       if (trouble?.kind === 'no_id') return envelope(200, { ...rule, id: undefined, tag: undefined })
       if (trouble?.kind === 'tag_only') return envelope(200, { ...rule, id: undefined })
@@ -181,12 +207,17 @@ function invalidRule(body: unknown): string | null {
   const { matchers, actions } = body as { matchers?: unknown; actions?: unknown }
   if (!Array.isArray(matchers) || matchers.length === 0) return 'matchers required'
   for (const m of matchers as Array<Record<string, unknown>>) {
-    if (m?.type !== 'literal' || m.field !== 'to' || typeof m.value !== 'string' || !m.value.includes('@')) return 'Invalid matcher'
+    if (m?.type !== 'literal' || m.field !== 'to' || typeof m.value !== 'string' || !m.value.includes('@'))
+      return 'Invalid matcher'
   }
   if (!Array.isArray(actions) || actions.length === 0) return 'actions required'
   for (const a of actions as Array<Record<string, unknown>>) {
     if (!['forward', 'worker', 'drop'].includes(String(a?.type))) return 'Invalid action type'
-    if (a.type !== 'drop' && (!Array.isArray(a.value) || a.value.length === 0 || a.value.some((v) => typeof v !== 'string'))) return 'Invalid action value'
+    if (
+      a.type !== 'drop' &&
+      (!Array.isArray(a.value) || a.value.length === 0 || a.value.some((v) => typeof v !== 'string'))
+    )
+      return 'Invalid action value'
   }
   return null
 }

@@ -5,7 +5,10 @@
  * obsolete source route is dropped, and a group yields its first member.
  */
 
-type Token = { kind: 'atom' | 'quoted' | 'literal' | 'comment'; text: string } | { kind: 'special'; text: string } | { kind: 'space'; text: ' ' }
+type Token =
+  | { kind: 'atom' | 'quoted' | 'literal' | 'comment'; text: string }
+  | { kind: 'special'; text: string }
+  | { kind: 'space'; text: ' ' }
 
 const SPECIALS = '<>@,;:.'
 const ATOM_END = /[\s()"<>@,;:.[\]\\]/
@@ -85,7 +88,8 @@ function addressOf(tokens: Token[]): string {
     .filter((token) => token.kind !== 'space' && token.kind !== 'comment' && !isSpecial(token, '>'))
     .map((token) => {
       if (token.kind === 'literal') return `[${token.text.replace(/\s+/g, '')}]`
-      if (token.kind === 'quoted') return DOT_ATOM.test(token.text) ? token.text : `"${token.text.replace(/(["\\])/g, '\\$1')}"`
+      if (token.kind === 'quoted')
+        return DOT_ATOM.test(token.text) ? token.text : `"${token.text.replace(/(["\\])/g, '\\$1')}"`
       return token.text
     })
     .join('')
@@ -103,7 +107,8 @@ function phraseOf(tokens: Token[]): string {
 const isGap = (token: Token): boolean => token.kind === 'space' || token.kind === 'comment'
 const isWord = (token: Token): boolean => token.kind === 'atom' || token.kind === 'quoted'
 /** What a display name may hold: words, obsolete dots (`Joe Q. Public`), comments, space. */
-const isPhrase = (tokens: Token[]): boolean => tokens.every((token) => isWord(token) || isGap(token) || isSpecial(token, '.'))
+const isPhrase = (tokens: Token[]): boolean =>
+  tokens.every((token) => isWord(token) || isGap(token) || isSpecial(token, '.'))
 
 /**
  * From `at` (an `@`) outwards, the tokens of one side of an addr-spec: words joined by dots,

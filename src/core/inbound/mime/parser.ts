@@ -30,11 +30,19 @@ interface Internals {
 
 const original = PostalMime.prototype as unknown as Partial<Internals>
 const { collectNode, collectAttachment, collectSubMessage } = original
-if (typeof collectNode !== 'function' || typeof collectAttachment !== 'function' || typeof collectSubMessage !== 'function') {
-  throw new Error('postal-mime no longer has collectNode, collectAttachment and collectSubMessage: update src/core/inbound/mime/parser.ts with the pinned version')
+if (
+  typeof collectNode !== 'function' ||
+  typeof collectAttachment !== 'function' ||
+  typeof collectSubMessage !== 'function'
+) {
+  throw new Error(
+    'postal-mime no longer has collectNode, collectAttachment and collectSubMessage: update src/core/inbound/mime/parser.ts with the pinned version',
+  )
 }
 if (!/new this\.constructor\(/.test(collectSubMessage.toString())) {
-  throw new Error('postal-mime is not patched: nested messages would bypass src/core/inbound/mime/parser.ts (run bun install)')
+  throw new Error(
+    'postal-mime is not patched: nested messages would bypass src/core/inbound/mime/parser.ts (run bun install)',
+  )
 }
 
 /**
@@ -57,8 +65,12 @@ class NestedMessageBudget {
   admit(content: ArrayBuffer | undefined): void {
     if (this.onEventLoop) throw new NestedMessageFound()
     const { messageLines, messageParts } = this.limits
-    const found = scanStructure(new Uint8Array(content ?? new ArrayBuffer(0)), { messageLines: messageLines - this.lines, messageParts: messageParts - this.delimiters })
-    if (found.refusal?.reason === 'too_many_parts') throw new InboundRefusal('too_many_parts', `at most ${messageParts}`)
+    const found = scanStructure(new Uint8Array(content ?? new ArrayBuffer(0)), {
+      messageLines: messageLines - this.lines,
+      messageParts: messageParts - this.delimiters,
+    })
+    if (found.refusal?.reason === 'too_many_parts')
+      throw new InboundRefusal('too_many_parts', `at most ${messageParts}`)
     if (found.refusal) throw new InboundRefusal('too_many_lines', `at most ${messageLines}`)
     this.lines += found.lines
     this.delimiters += found.delimiters
@@ -100,7 +112,10 @@ const hooked = FaithfulPostalMime.prototype as unknown as Internals
 /** Whether the parser's input ends with a line break of its sender's (not a boundary's). */
 function endsWithSendersBreak(parser: Internals): boolean {
   // postal-mime keeps its input in an internal field: read loudly, never guessed.
-  if (!(parser.av instanceof Uint8Array)) throw new Error('postal-mime no longer keeps its input in av: update src/core/inbound/mime/parser.ts with the pinned version')
+  if (!(parser.av instanceof Uint8Array))
+    throw new Error(
+      'postal-mime no longer keeps its input in av: update src/core/inbound/mime/parser.ts with the pinned version',
+    )
   return !parser.lastBreakBelongsToBoundary && parser.av.at(-1) === 0x0a
 }
 
@@ -113,7 +128,8 @@ hooked.collectAttachment = function (this: Internals, node, content, ...rest) {
   collectAttachment.call(this, node, content, ...rest)
   const attachment = this.attachments.at(-1)
   if (!attachment) return
-  if (content instanceof ArrayBuffer) attachment.content = faithfulBytes(node, content, lastBreakIsAdded(node, endsWithSendersBreak(this)))
+  if (content instanceof ArrayBuffer)
+    attachment.content = faithfulBytes(node, content, lastBreakIsAdded(node, endsWithSendersBreak(this)))
   // postal-mime decodes the name's encoded words without UTF-7.
   const name = node.contentDisposition.parsed.params.filename || node.contentType.parsed.params.name
   if (name) attachment.filename = decodeHeaderText(name)
@@ -124,7 +140,10 @@ hooked.collectSubMessage = function (this: Internals, node) {
   // The patched original constructs the nested parser before its first await. It is told
   // whether the last line break of its input is the boundary's, so that the nested message's
   // own last part ends where its sender ended it (the part body is not cut, to save a copy).
-  handedDown = { budget: this.nestedMessages, lastBreakBelongsToBoundary: lastBreakIsAdded(node, endsWithSendersBreak(this)) }
+  handedDown = {
+    budget: this.nestedMessages,
+    lastBreakBelongsToBoundary: lastBreakIsAdded(node, endsWithSendersBreak(this)),
+  }
   try {
     return collectSubMessage.call(this, node)
   } finally {

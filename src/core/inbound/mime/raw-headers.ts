@@ -41,7 +41,9 @@ function toUnicode(value: string): string {
     const eightBit = encoding.toUpperCase() === 'Q' && /[\x80-\xff]/.test(text)
     const bytes = eightBit
       ? Buffer.from(
-          text.replace(/_/g, ' ').replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
+          text
+            .replace(/_/g, ' ')
+            .replace(/=([0-9A-Fa-f]{2})/g, (_m, hex: string) => String.fromCharCode(parseInt(hex, 16))),
           'latin1',
         )
       : null

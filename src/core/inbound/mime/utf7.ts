@@ -35,5 +35,7 @@ function decodeRun(run: string): string {
  */
 export function decodeUtf7(text: string): string {
   if (!text.includes('+')) return text
-  return text.replace(/\+([A-Za-z0-9+/]*)-?/g, (_match, run: string) => (run === '' ? '+' : decodeRun(run))).toWellFormed()
+  return text
+    .replace(/\+([A-Za-z0-9+/]*)-?/g, (_match, run: string) => (run === '' ? '+' : decodeRun(run)))
+    .toWellFormed()
 }

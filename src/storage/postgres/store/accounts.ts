@@ -44,12 +44,20 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
       return (await db.select().from(users).where(eq(users.id, id)).limit(1))[0]
     },
 
-    listUsers: () => db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt), asc(users.id)),
+    listUsers: () =>
+      db
+        .select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt })
+        .from(users)
+        .orderBy(asc(users.createdAt), asc(users.id)),
 
     setPasswordHash({ userId, passwordHash, endSessions, audit }) {
       return db.transaction(async (tx) => {
         // The update locks the user's row until commit: a concurrent change of the same password waits.
-        const changed = await tx.update(users).set({ passwordHash }).where(eq(users.id, userId)).returning({ id: users.id })
+        const changed = await tx
+          .update(users)
+          .set({ passwordHash })
+          .where(eq(users.id, userId))
+          .returning({ id: users.id })
         if (changed.length === 0) return false
         await endSessionsOf(tx, userId, endSessions)
         await insertAudit(tx, audit)
@@ -99,7 +107,12 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
     },
 
     async useSession({ tokenSha256, now, renewBefore, renewTo }) {
-      const [row] = await db.select().from(sessions).innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenSha256, tokenSha256)).limit(1)
+      const [row] = await db
+        .select()
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(eq(sessions.tokenSha256, tokenSha256))
+        .limit(1)
       if (!row) return null
       if (Date.parse(row.sessions.expiresAt) <= Date.parse(now)) {
         await db.delete(sessions).where(eq(sessions.tokenSha256, tokenSha256))
@@ -117,7 +130,10 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
       const [row] = await db
         .select({ expiresAt: sessions.expiresAt })
         .from(sessions)
-        .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, organizationId)))
+        .innerJoin(
+          memberships,
+          and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, organizationId)),
+        )
         .where(eq(sessions.tokenSha256, tokenSha256))
         .limit(1)
       return row?.expiresAt
@@ -129,7 +145,9 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
 
     deleteSessionsOfUser({ userId, audit }) {
       return db.transaction(async (tx) => {
-        const ended = (await tx.delete(sessions).where(eq(sessions.userId, userId)).returning({ tokenSha256: sessions.tokenSha256 })).length
+        const ended = (
+          await tx.delete(sessions).where(eq(sessions.userId, userId)).returning({ tokenSha256: sessions.tokenSha256 })
+        ).length
         await insertAudit(tx, audit?.(ended) ?? null)
         return ended
       })
@@ -137,19 +155,30 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
 
     listSessions: (userId) =>
       db
-        .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
+        .select({
+          createdAt: sessions.createdAt,
+          expiresAt: sessions.expiresAt,
+          clientAddress: sessions.clientAddress,
+          tokenSha256: sessions.tokenSha256,
+        })
         .from(sessions)
         .where(eq(sessions.userId, userId)),
 
     async deleteExpiredSessions(now) {
-      return (await db.delete(sessions).where(lt(sessions.expiresAt, now)).returning({ tokenSha256: sessions.tokenSha256 })).length
+      return (
+        await db.delete(sessions).where(lt(sessions.expiresAt, now)).returning({ tokenSha256: sessions.tokenSha256 })
+      ).length
     },
 
     insertApiKey({ row, audit }) {
       return db.transaction(async (tx) => {
         // FOR SHARE holds the organisation's row until commit: a deletion of it waits, so the
         // key never outlives a check that found its organisation.
-        const [organization] = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, row.organizationId)).for('share')
+        const [organization] = await tx
+          .select({ id: organizations.id })
+          .from(organizations)
+          .where(eq(organizations.id, row.organizationId))
+          .for('share')
         if (!organization) return 'no_organization' as const
         await tx.insert(apiKeys).values(row)
         await insertAudit(tx, audit)
@@ -166,11 +195,16 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
           lastUsedAt: apiKeys.lastUsedAt,
           revokedAt: apiKeys.revokedAt,
           createdBy: users.email,
-          creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(Boolean),
+          creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(
+            Boolean,
+          ),
         })
         .from(apiKeys)
         .leftJoin(users, eq(users.id, apiKeys.createdBy))
-        .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
+        .leftJoin(
+          memberships,
+          and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)),
+        )
         .where(eq(apiKeys.organizationId, organizationId))
         .orderBy(asc(apiKeys.createdAt), asc(apiKeys.publicId)),
 
@@ -204,7 +238,13 @@ export function postgresAccounts(db: PostgresDb): AccountStore {
 
     async keyForAuthentication(publicId) {
       const [row] = await db
-        .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, ...limitColumns })
+        .select({
+          organizationId: apiKeys.organizationId,
+          secretSha256: apiKeys.secretSha256,
+          revokedAt: apiKeys.revokedAt,
+          lastUsedAt: apiKeys.lastUsedAt,
+          ...limitColumns,
+        })
         .from(apiKeys)
         .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
         .where(eq(apiKeys.publicId, publicId))

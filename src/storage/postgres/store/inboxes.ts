@@ -30,14 +30,19 @@ const LEASE_SECONDS = 30
 
 const keyset = { at: inboxes.createdAt, id: inboxes.id }
 
-const lockOrganizationQuota = (tx: PostgresDbOrTx, organizationId: string) => tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.inbox-quota.${organizationId}`}, 0))`)
+const lockOrganizationQuota = (tx: PostgresDbOrTx, organizationId: string) =>
+  tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.inbox-quota.${organizationId}`}, 0))`)
 
 // One lock per (organisation, key): claim, completion and release of a key serialise on it.
 const lockIdempotencyKey = (tx: PostgresDbOrTx, organizationId: string, key: string) =>
-  tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.idempotency.${organizationId}\n${key}`}, 0))`)
+  tx.execute(
+    sql`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.idempotency.${organizationId}\n${key}`}, 0))`,
+  )
 
-const recordOf = (organizationId: string, key: string) => and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key))
-const leaseOf = (organizationId: string, key: string) => and(eq(idempotencyLeases.organizationId, organizationId), eq(idempotencyLeases.idempotencyKey, key))
+const recordOf = (organizationId: string, key: string) =>
+  and(eq(idempotencyRecords.organizationId, organizationId), eq(idempotencyRecords.idempotencyKey, key))
+const leaseOf = (organizationId: string, key: string) =>
+  and(eq(idempotencyLeases.organizationId, organizationId), eq(idempotencyLeases.idempotencyKey, key))
 
 /** Deletes our lease on a claim; false when the claim was taken over (or already finished). */
 async function dropOwnLease(tx: PostgresDbOrTx, claim: IdempotencyClaim): Promise<boolean> {
@@ -60,7 +65,9 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
       await lockIdempotencyKey(tx, claim.organizationId, claim.key)
       // Only our own record: after a takeover the row belongs to the request that took it.
       if (await dropOwnLease(tx, claim)) {
-        await tx.delete(idempotencyRecords).where(and(recordOf(claim.organizationId, claim.key), eq(idempotencyRecords.state, 'in_progress')))
+        await tx
+          .delete(idempotencyRecords)
+          .where(and(recordOf(claim.organizationId, claim.key), eq(idempotencyRecords.state, 'in_progress')))
       }
     })
   // Claims of requests running here, by claim id.
@@ -111,7 +118,11 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
     async activateInbox({ inboxId, routingRuleId, idempotency }) {
       // Rolled back with null: the reserved row is gone, or the claim was taken over.
       const activated = await transaction<InboxRow, null>(db, async (tx, rollBackWith) => {
-        const [activated] = await tx.update(inboxes).set({ state: 'active', routingRuleId }).where(eq(inboxes.id, inboxId)).returning()
+        const [activated] = await tx
+          .update(inboxes)
+          .set({ state: 'active', routingRuleId })
+          .where(eq(inboxes.id, inboxId))
+          .returning()
         if (!activated) return rollBackWith(null)
         if (idempotency) {
           const { claim, responseBody } = idempotency
@@ -119,7 +130,10 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
           // owns the key now, and this inbox must not become active.
           await lockIdempotencyKey(tx, claim.organizationId, claim.key)
           if (!(await dropOwnLease(tx, claim))) return rollBackWith(null)
-          await tx.update(idempotencyRecords).set({ state: 'completed', responseBody }).where(recordOf(claim.organizationId, claim.key))
+          await tx
+            .update(idempotencyRecords)
+            .set({ state: 'completed', responseBody })
+            .where(recordOf(claim.organizationId, claim.key))
         }
         return activated
       })
@@ -184,7 +198,12 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
     async inboxStats({ inboxIds, now }) {
       if (inboxIds.length === 0) return []
       return db
-        .select({ inboxId: messages.inboxId, messages: count(), unread: sql<number>`(count(*) - count(${messages.readAt}))::int`, lastReceivedAt: max(messages.receivedAt) })
+        .select({
+          inboxId: messages.inboxId,
+          messages: count(),
+          unread: sql<number>`(count(*) - count(${messages.readAt}))::int`,
+          lastReceivedAt: max(messages.receivedAt),
+        })
         .from(messages)
         .where(and(inArray(messages.inboxId, inboxIds), gt(messages.expiresAt, now)))
         .groupBy(messages.inboxId)
@@ -209,7 +228,13 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
               leaseLive: sql<boolean | null>`${idempotencyLeases.expiresAt} > now()`,
             })
             .from(idempotencyRecords)
-            .leftJoin(idempotencyLeases, and(eq(idempotencyLeases.organizationId, idempotencyRecords.organizationId), eq(idempotencyLeases.idempotencyKey, idempotencyRecords.idempotencyKey)))
+            .leftJoin(
+              idempotencyLeases,
+              and(
+                eq(idempotencyLeases.organizationId, idempotencyRecords.organizationId),
+                eq(idempotencyLeases.idempotencyKey, idempotencyRecords.idempotencyKey),
+              ),
+            )
             .where(recordOf(organizationId, key))
           if (existing && Date.parse(existing.expiresAt) > Date.parse(now)) {
             if (existing.fingerprint !== fingerprint) return { outcome: 'reused' }
@@ -219,8 +244,21 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
           }
           await tx.delete(idempotencyLeases).where(leaseOf(organizationId, key))
           await tx.delete(idempotencyRecords).where(recordOf(organizationId, key))
-          await tx.insert(idempotencyRecords).values({ organizationId, idempotencyKey: key, requestFingerprint: fingerprint, state: 'in_progress', createdAt: now, expiresAt })
-          await tx.insert(idempotencyLeases).values({ organizationId, idempotencyKey: key, claimId: claim.claimId!, holder, expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})` })
+          await tx.insert(idempotencyRecords).values({
+            organizationId,
+            idempotencyKey: key,
+            requestFingerprint: fingerprint,
+            state: 'in_progress',
+            createdAt: now,
+            expiresAt,
+          })
+          await tx.insert(idempotencyLeases).values({
+            organizationId,
+            idempotencyKey: key,
+            claimId: claim.claimId!,
+            holder,
+            expiresAt: sql`now() + make_interval(secs => ${LEASE_SECONDS})`,
+          })
           return { outcome: 'claimed', claim }
         })
       } catch (error) {
@@ -253,7 +291,10 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
 
     async cursorSecret(candidate) {
       // The first machine to start stores its candidate; every later one (and every restart) reads it.
-      await db.insert(settings).values({ name: 'cursor_secret', value: candidate }).onConflictDoNothing({ target: settings.name })
+      await db
+        .insert(settings)
+        .values({ name: 'cursor_secret', value: candidate })
+        .onConflictDoNothing({ target: settings.name })
       const [row] = await db.select().from(settings).where(eq(settings.name, 'cursor_secret')).limit(1)
       return row!.value
     },

@@ -15,10 +15,30 @@ import { and, asc, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, lt
 import { summaryColumnsOf } from '../../columns.ts'
 import { type FilterDialect, filterConditions as sharedFilterConditions } from '../../message-filters.ts'
 import type { PgColumn } from 'drizzle-orm/pg-core'
-import { hasTextTerm, type FullMessageRows, type InboxListing, type MessageFilters, type MessagePosition, type MessageStore, type OwnedItem } from '../../port/messages.ts'
+import {
+  hasTextTerm,
+  type FullMessageRows,
+  type InboxListing,
+  type MessageFilters,
+  type MessagePosition,
+  type MessageStore,
+  type OwnedItem,
+} from '../../port/messages.ts'
 import type { AttachmentRow, MessageRow } from '../../rows.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
-import { attachmentContents, attachments, decodeMailText, encodeMailText, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
+import {
+  attachmentContents,
+  attachments,
+  decodeMailText,
+  encodeMailText,
+  inboxes,
+  linkChecks,
+  messageContents,
+  messageSearchTexts,
+  messageSources,
+  messages,
+  monthlyEmailUsage,
+} from '../schema.ts'
 
 const summaryColumns = summaryColumnsOf(messages)
 
@@ -34,11 +54,15 @@ const summaryColumns = summaryColumnsOf(messages)
  */
 const SLICE_BYTES = 512 * 1024
 
-const slice = (column: PgColumn, from: number) => sql<string>`encode(substring(${column} from ${from} for ${SLICE_BYTES}), 'base64')`
+const slice = (column: PgColumn, from: number) =>
+  sql<string>`encode(substring(${column} from ${from} for ${SLICE_BYTES}), 'base64')`
 const firstSlice = (column: PgColumn) => slice(column, 1)
 
 /** The whole value from its first slice and `rest(from)` (1-based, as `substring`) for each further one; null when the row went. */
-async function readInSlices(first: { first: string; length: number }, rest: (from: number) => Promise<{ slice: string }[]>): Promise<Buffer | null> {
+async function readInSlices(
+  first: { first: string; length: number },
+  rest: (from: number) => Promise<{ slice: string }[]>,
+): Promise<Buffer | null> {
   const bytes = Buffer.allocUnsafe(first.length)
   let filled = bytes.write(first.first, 0, 'base64')
   while (filled < first.length) {
@@ -68,10 +92,13 @@ const textContains = (folded: string): SQL =>
   sql`(${contains(messages.searchSubject, folded)} or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and ${contains(messageSearchTexts.text, folded)}))`
 
 /** At least one attachment proper (an inline image of the HTML body does not count). */
-const hasAttachment = (): SQL => sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
+const hasAttachment = (): SQL =>
+  sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
 
-const olderThan = (after: { at: string; id: string }) => or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id)))
-const newerThan = (before: MessagePosition) => or(gt(messages.receivedAt, before.at), and(eq(messages.receivedAt, before.at), gt(messages.id, before.id)))
+const olderThan = (after: { at: string; id: string }) =>
+  or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id)))
+const newerThan = (before: MessagePosition) =>
+  or(gt(messages.receivedAt, before.at), and(eq(messages.receivedAt, before.at), gt(messages.id, before.id)))
 
 /**
  * The shared filters (../../message-filters.ts) in PostgreSQL's terms: `contains` matches the
@@ -133,9 +160,21 @@ const attachmentFromJson = (a: AttachmentJson): AttachmentRow => ({
  * round trip, which is most of what a woken long poll with include=content waits for. The
  * attachments come as one JSON array per message, in position order.
  */
-async function withContent(db: PostgresDbOrTx, where: SQL | undefined, limit: number, contentOf: number): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }> {
-  const firsts = db.select({ id: messages.id }).from(messages).where(where).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(contentOf)
-  const attachmentsJson = sql<AttachmentJson[] | string | null>`case when ${messageContents.messageId} is null then null else (
+async function withContent(
+  db: PostgresDbOrTx,
+  where: SQL | undefined,
+  limit: number,
+  contentOf: number,
+): Promise<{ rows: MessageRow[]; full: FullMessageRows[] }> {
+  const firsts = db
+    .select({ id: messages.id })
+    .from(messages)
+    .where(where)
+    .orderBy(desc(messages.receivedAt), desc(messages.id))
+    .limit(contentOf)
+  const attachmentsJson = sql<
+    AttachmentJson[] | string | null
+  >`case when ${messageContents.messageId} is null then null else (
     select coalesce(json_agg(json_build_object(
       'id', a.id, 'messageId', a.message_id, 'organizationId', a.organization_id, 'position', a.position, 'filename', a.filename,
       'contentType', a.content_type, 'sizeBytes', a.size_bytes, 'disposition', a.disposition, 'contentId', a.content_id
@@ -150,7 +189,10 @@ async function withContent(db: PostgresDbOrTx, where: SQL | undefined, limit: nu
       attachments: attachmentsJson,
     })
     .from(messages)
-    .leftJoin(messageContents, and(eq(messageContents.messageId, messages.id), inArray(messageContents.messageId, firsts)))
+    .leftJoin(
+      messageContents,
+      and(eq(messageContents.messageId, messages.id), inArray(messageContents.messageId, firsts)),
+    )
     .where(where)
     .orderBy(desc(messages.receivedAt), desc(messages.id))
     .limit(limit)
@@ -158,27 +200,44 @@ async function withContent(db: PostgresDbOrTx, where: SQL | undefined, limit: nu
   for (const row of found) {
     // Written in the same transaction as the message, so there whenever the message is.
     if (row.contentMessageId === null || row.headersJson === null) continue
-    const parts = typeof row.attachments === 'string' ? (JSON.parse(row.attachments) as AttachmentJson[]) : (row.attachments ?? [])
+    const parts =
+      typeof row.attachments === 'string' ? (JSON.parse(row.attachments) as AttachmentJson[]) : (row.attachments ?? [])
     full.push({
       message: row.message,
-      content: { messageId: row.contentMessageId, textBody: row.textBody, htmlBody: row.htmlBody, headersJson: row.headersJson },
+      content: {
+        messageId: row.contentMessageId,
+        textBody: row.textBody,
+        htmlBody: row.htmlBody,
+        headersJson: row.headersJson,
+      },
       attachments: parts.map(attachmentFromJson),
     })
   }
   return { rows: found.map((row) => row.message), full }
 }
 
-const ownedWhere = ({ organizationId, id, now }: OwnedItem) => and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now))
+const ownedWhere = ({ organizationId, id, now }: OwnedItem) =>
+  and(eq(messages.id, id), eq(messages.organizationId, organizationId), gt(messages.expiresAt, now))
 
 export function postgresMessages(db: PostgresDb): MessageStore {
   return {
     async listInbox(listing) {
       if (listing.before) {
         // "Newer": the nearest rows above the position, read upwards, then turned newest first.
-        const rows = await db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(asc(messages.receivedAt), asc(messages.id)).limit(listing.limit)
+        const rows = await db
+          .select(summaryColumns)
+          .from(messages)
+          .where(listingWhere(db, listing))
+          .orderBy(asc(messages.receivedAt), asc(messages.id))
+          .limit(listing.limit)
         return rows.reverse()
       }
-      return db.select(summaryColumns).from(messages).where(listingWhere(db, listing)).orderBy(desc(messages.receivedAt), desc(messages.id)).limit(listing.limit)
+      return db
+        .select(summaryColumns)
+        .from(messages)
+        .where(listingWhere(db, listing))
+        .orderBy(desc(messages.receivedAt), desc(messages.id))
+        .limit(listing.limit)
     },
 
     async listInboxWithContent(listing, contentOf) {
@@ -193,7 +252,11 @@ export function postgresMessages(db: PostgresDb): MessageStore {
     async getSource(item) {
       // One statement for the message's visibility, its hash and the first slice of its source.
       const [row] = await db
-        .select({ first: firstSlice(messageSources.raw), length: sql<number>`octet_length(${messageSources.raw})`.mapWith(Number), sha256: messageSources.sha256 })
+        .select({
+          first: firstSlice(messageSources.raw),
+          length: sql<number>`octet_length(${messageSources.raw})`.mapWith(Number),
+          sha256: messageSources.sha256,
+        })
         .from(messageSources)
         .innerJoin(messages, eq(messages.id, messageSources.messageId))
         .where(ownedWhere(item))
@@ -252,7 +315,14 @@ export function postgresMessages(db: PostgresDb): MessageStore {
       return db
         .select(summaryColumns)
         .from(messages)
-        .where(and(inArray(messages.id, newest), inArray(messages.inboxId, active), ...filterConditions(filters), after ? olderThan(after) : undefined))
+        .where(
+          and(
+            inArray(messages.id, newest),
+            inArray(messages.inboxId, active),
+            ...filterConditions(filters),
+            after ? olderThan(after) : undefined,
+          ),
+        )
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(limit)
     },
@@ -260,14 +330,21 @@ export function postgresMessages(db: PostgresDb): MessageStore {
     async countInbox(listing, newer) {
       // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
       const counted = db
-        .select({ newer: (newer ? sql<boolean>`(${newerThan(newer)})` : sql<boolean>`false`).as('newer'), unread: sql<boolean>`(${messages.readAt} is null)`.as('unread') })
+        .select({
+          newer: (newer ? sql<boolean>`(${newerThan(newer)})` : sql<boolean>`false`).as('newer'),
+          unread: sql<boolean>`(${messages.readAt} is null)`.as('unread'),
+        })
         .from(messages)
         .where(listingWhere(db, listing))
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(listing.limit)
         .as('counted')
       const [row] = await db
-        .select({ total: sql<number>`count(*)::int`, newer: sql<number>`(count(*) filter (where ${counted.newer}))::int`, unread: sql<number>`(count(*) filter (where ${counted.unread}))::int` })
+        .select({
+          total: sql<number>`count(*)::int`,
+          newer: sql<number>`(count(*) filter (where ${counted.newer}))::int`,
+          unread: sql<number>`(count(*) filter (where ${counted.unread}))::int`,
+        })
         .from(counted)
       return { total: Number(row!.total), newer: Number(row!.newer), unread: Number(row!.unread) }
     },
@@ -278,7 +355,12 @@ export function postgresMessages(db: PostgresDb): MessageStore {
 
     async getLinkCheck({ organizationId, id, now }) {
       const [row] = await db
-        .select({ id: linkChecks.id, messageId: linkChecks.messageId, createdAt: linkChecks.createdAt, resultsJson: linkChecks.resultsJson })
+        .select({
+          id: linkChecks.id,
+          messageId: linkChecks.messageId,
+          createdAt: linkChecks.createdAt,
+          resultsJson: linkChecks.resultsJson,
+        })
         .from(linkChecks)
         .innerJoin(messages, eq(messages.id, linkChecks.messageId))
         .where(and(eq(linkChecks.id, id), eq(linkChecks.organizationId, organizationId), gt(messages.expiresAt, now)))
@@ -291,14 +373,25 @@ export function postgresMessages(db: PostgresDb): MessageStore {
       const rows = await db
         .select({ id: messages.id })
         .from(messages)
-        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), gt(messages.expiresAt, now)))
+        .where(
+          and(
+            inArray(messages.id, ids),
+            eq(messages.organizationId, organizationId),
+            eq(messages.inboxId, inboxId),
+            gt(messages.expiresAt, now),
+          ),
+        )
       return rows.map((row) => row.id)
     },
 
     async marks({ organizationId, ids }) {
       if (ids.length === 0) return []
       return db
-        .select({ id: messages.id, read: sql<boolean>`${messages.readAt} is not null`, hasAttachment: sql<boolean>`${hasAttachment()}` })
+        .select({
+          id: messages.id,
+          read: sql<boolean>`${messages.readAt} is not null`,
+          hasAttachment: sql<boolean>`${hasAttachment()}`,
+        })
         .from(messages)
         .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId)))
     },
@@ -309,7 +402,13 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         .update(messages)
         .set({ readAt: at })
         // Marking read keeps the first time a message was read; unread clears it.
-        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), at === null ? isNotNull(messages.readAt) : isNull(messages.readAt)))
+        .where(
+          and(
+            inArray(messages.id, ids),
+            eq(messages.organizationId, organizationId),
+            at === null ? isNotNull(messages.readAt) : isNull(messages.readAt),
+          ),
+        )
         .returning({ id: messages.id })
       return changed.length
     },
@@ -324,7 +423,12 @@ export function postgresMessages(db: PostgresDb): MessageStore {
         .select({ received: monthlyEmailUsage.received })
         .from(monthlyEmailUsage)
         .where(and(eq(monthlyEmailUsage.organizationId, organizationId), eq(monthlyEmailUsage.month, month)))
-      const [row] = await db.select({ activeInboxes: sql<number>`(${activeInboxes})::int`, emailsReceived: sql<number>`coalesce((${received}), 0)::int` }).from(sql`(select 1) as one`)
+      const [row] = await db
+        .select({
+          activeInboxes: sql<number>`(${activeInboxes})::int`,
+          emailsReceived: sql<number>`coalesce((${received}), 0)::int`,
+        })
+        .from(sql`(select 1) as one`)
       return { activeInboxes: Number(row!.activeInboxes), emailsReceived: Number(row!.emailsReceived) }
     },
   }

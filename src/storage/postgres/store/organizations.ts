@@ -21,11 +21,16 @@ import { insertAudit } from './audit.ts'
 
 const limitColumns = limitColumnsOf(organizations)
 
-const membershipKey = (organizationId: string, userId: string) => and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))
+const membershipKey = (organizationId: string, userId: string) =>
+  and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))
 
 /** Serialises membership changes of one organisation across machines; false when it does not exist. */
 async function lockOrganization(tx: PostgresTx, organizationId: string): Promise<boolean> {
-  const rows = await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).for('no key update')
+  const rows = await tx
+    .select({ id: organizations.id })
+    .from(organizations)
+    .where(eq(organizations.id, organizationId))
+    .for('no key update')
   return rows.length > 0
 }
 
@@ -52,7 +57,10 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
     async createOrganization({ organization, ownerUserId, audit }) {
       return db.transaction(async (tx) => {
         const [row] = await tx.insert(organizations).values(organization).returning()
-        if (ownerUserId) await tx.insert(memberships).values({ organizationId: row!.id, userId: ownerUserId, role: 'owner', createdAt: row!.createdAt })
+        if (ownerUserId)
+          await tx
+            .insert(memberships)
+            .values({ organizationId: row!.id, userId: ownerUserId, role: 'owner', createdAt: row!.createdAt })
         await insertAudit(tx, audit)
         return row!
       })
@@ -68,7 +76,11 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
     },
 
     async organizationLimits(organizationId) {
-      const [row] = await db.select(limitColumns).from(organizations).where(eq(organizations.id, organizationId)).limit(1)
+      const [row] = await db
+        .select(limitColumns)
+        .from(organizations)
+        .where(eq(organizations.id, organizationId))
+        .limit(1)
       return row ?? null
     },
 
@@ -76,8 +88,16 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
       return db.transaction(async (tx) => {
         const found =
           Object.keys(columns).length === 0
-            ? await tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).limit(1)
-            : await tx.update(organizations).set(columns).where(eq(organizations.id, organizationId)).returning({ id: organizations.id })
+            ? await tx
+                .select({ id: organizations.id })
+                .from(organizations)
+                .where(eq(organizations.id, organizationId))
+                .limit(1)
+            : await tx
+                .update(organizations)
+                .set(columns)
+                .where(eq(organizations.id, organizationId))
+                .returning({ id: organizations.id })
         if (found.length === 0) return false
         await insertAudit(tx, audit)
         return true
@@ -121,7 +141,8 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
         const member = await memberRow(tx, organizationId, userId)
         if (!member) return { refused: 'not_found' } as const
         if (member.role === role) return { outcome: 'unchanged' } as const
-        if (member.role === 'owner' && (await ownerCount(tx, organizationId)) <= 1) return { refused: 'last_owner' } as const
+        if (member.role === 'owner' && (await ownerCount(tx, organizationId)) <= 1)
+          return { refused: 'last_owner' } as const
         await tx.update(memberships).set({ role }).where(membershipKey(organizationId, userId))
         await insertAudit(tx, audit(member))
         return { outcome: 'changed' } as const
@@ -133,12 +154,15 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
         if (!(await lockOrganization(tx, organizationId))) return { refused: 'not_found' } as const
         const member = await memberRow(tx, organizationId, userId)
         if (!member) return { refused: 'not_found' } as const
-        if (member.role === 'owner' && (await ownerCount(tx, organizationId)) <= 1) return { refused: 'last_owner' } as const
+        if (member.role === 'owner' && (await ownerCount(tx, organizationId)) <= 1)
+          return { refused: 'last_owner' } as const
         await tx.delete(memberships).where(membershipKey(organizationId, userId))
         const [keys] = await tx
           .select({ n: sql<number>`count(*)::int` })
           .from(apiKeys)
-          .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
+          .where(
+            and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)),
+          )
         await insertAudit(tx, audit({ ...member, activeKeysMade: keys?.n ?? 0 }))
         return { removed: true } as const
       })
@@ -147,7 +171,11 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
     async joinAsOwner({ organizationId, userId, now, audit }) {
       return db.transaction(async (tx) => {
         if (!(await lockOrganization(tx, organizationId))) return 'not_found' as const
-        const [existing] = await tx.select({ role: memberships.role }).from(memberships).where(membershipKey(organizationId, userId)).limit(1)
+        const [existing] = await tx
+          .select({ role: memberships.role })
+          .from(memberships)
+          .where(membershipKey(organizationId, userId))
+          .limit(1)
         if (existing?.role === 'owner') return 'already_owner' as const
         if (existing) await tx.update(memberships).set({ role: 'owner' }).where(membershipKey(organizationId, userId))
         else await tx.insert(memberships).values({ organizationId, userId, role: 'owner', createdAt: now })
@@ -187,7 +215,14 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
 
     async inviteByToken(tokenSha256) {
       const [row] = await db
-        .select({ id: invites.id, organizationId: invites.organizationId, organizationName: organizations.name, role: invites.role, expiresAt: invites.expiresAt, usedAt: invites.usedAt })
+        .select({
+          id: invites.id,
+          organizationId: invites.organizationId,
+          organizationName: organizations.name,
+          role: invites.role,
+          expiresAt: invites.expiresAt,
+          usedAt: invites.usedAt,
+        })
         .from(invites)
         .innerJoin(organizations, eq(organizations.id, invites.organizationId))
         .where(eq(invites.tokenSha256, tokenSha256))
@@ -197,33 +232,41 @@ export function postgresOrganizations(db: PostgresDb): OrganizationStore {
 
     async acceptInvite({ tokenSha256, userId, now, newUser, audit }) {
       type Refusal = { refused: 'invite_not_found' | 'already_member' | 'email_taken' }
-      return transaction<{ accepted: { organizationId: string; role: MemberRole } }, Refusal>(db, async (tx, rollBackWith) => {
-        if (newUser) {
-          // The email's unique constraint decides between two sign-ups with one address.
-          const inserted = await tx.insert(users).values(newUser).onConflictDoNothing({ target: users.email }).returning({ id: users.id })
-          if (inserted.length === 0) return rollBackWith({ refused: 'email_taken' })
-        }
-        // Spends the invite only if it is still unused and unexpired; a concurrent accept
-        // holding its row makes this wait, then match nothing.
-        const [invite] = await tx
-          .update(invites)
-          .set({ usedAt: now })
-          .where(and(eq(invites.tokenSha256, tokenSha256), isNull(invites.usedAt), gt(invites.expiresAt, now)))
-          .returning({ id: invites.id, organizationId: invites.organizationId, role: invites.role })
-        if (!invite) return rollBackWith({ refused: 'invite_not_found' })
-        const joined = await tx
-          .insert(memberships)
-          .values({ organizationId: invite.organizationId, userId, role: invite.role, createdAt: now })
-          .onConflictDoNothing()
-          .returning({ userId: memberships.userId })
-        if (joined.length === 0) return rollBackWith({ refused: 'already_member' })
-        await insertAudit(tx, audit(invite))
-        return { accepted: { organizationId: invite.organizationId, role: invite.role } }
-      })
+      return transaction<{ accepted: { organizationId: string; role: MemberRole } }, Refusal>(
+        db,
+        async (tx, rollBackWith) => {
+          if (newUser) {
+            // The email's unique constraint decides between two sign-ups with one address.
+            const inserted = await tx
+              .insert(users)
+              .values(newUser)
+              .onConflictDoNothing({ target: users.email })
+              .returning({ id: users.id })
+            if (inserted.length === 0) return rollBackWith({ refused: 'email_taken' })
+          }
+          // Spends the invite only if it is still unused and unexpired; a concurrent accept
+          // holding its row makes this wait, then match nothing.
+          const [invite] = await tx
+            .update(invites)
+            .set({ usedAt: now })
+            .where(and(eq(invites.tokenSha256, tokenSha256), isNull(invites.usedAt), gt(invites.expiresAt, now)))
+            .returning({ id: invites.id, organizationId: invites.organizationId, role: invites.role })
+          if (!invite) return rollBackWith({ refused: 'invite_not_found' })
+          const joined = await tx
+            .insert(memberships)
+            .values({ organizationId: invite.organizationId, userId, role: invite.role, createdAt: now })
+            .onConflictDoNothing()
+            .returning({ userId: memberships.userId })
+          if (joined.length === 0) return rollBackWith({ refused: 'already_member' })
+          await insertAudit(tx, audit(invite))
+          return { accepted: { organizationId: invite.organizationId, role: invite.role } }
+        },
+      )
     },
 
     async listAudit({ organizationId, before, limit }) {
-      const scope = organizationId === null ? isNull(auditEvents.organizationId) : eq(auditEvents.organizationId, organizationId)
+      const scope =
+        organizationId === null ? isNull(auditEvents.organizationId) : eq(auditEvents.organizationId, organizationId)
       return db
         .select()
         .from(auditEvents)

@@ -19,7 +19,13 @@ const limitColumns = limitColumnsOf(organizations)
 
 const keyByPublicId = preparedPerDatabase((db) =>
   db
-    .select({ organizationId: apiKeys.organizationId, secretSha256: apiKeys.secretSha256, revokedAt: apiKeys.revokedAt, lastUsedAt: apiKeys.lastUsedAt, ...limitColumns })
+    .select({
+      organizationId: apiKeys.organizationId,
+      secretSha256: apiKeys.secretSha256,
+      revokedAt: apiKeys.revokedAt,
+      lastUsedAt: apiKeys.lastUsedAt,
+      ...limitColumns,
+    })
     .from(apiKeys)
     .innerJoin(organizations, eq(organizations.id, apiKeys.organizationId))
     .where(eq(apiKeys.publicId, sql.placeholder('publicId')))
@@ -31,7 +37,10 @@ const sessionMembership = preparedPerDatabase((db) =>
   db
     .select({ expiresAt: sessions.expiresAt })
     .from(sessions)
-    .innerJoin(memberships, and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, sql.placeholder('organizationId'))))
+    .innerJoin(
+      memberships,
+      and(eq(memberships.userId, sessions.userId), eq(memberships.organizationId, sql.placeholder('organizationId'))),
+    )
     .where(eq(sessions.tokenSha256, sql.placeholder('tokenSha256')))
     .prepare(),
 )
@@ -60,12 +69,18 @@ export function sqliteAccounts(storage: Storage): AccountStore {
     },
 
     async listUsers() {
-      return db.select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt }).from(users).orderBy(asc(users.createdAt), asc(users.id)).all()
+      return db
+        .select({ id: users.id, email: users.email, isOperator: users.isOperator, createdAt: users.createdAt })
+        .from(users)
+        .orderBy(asc(users.createdAt), asc(users.id))
+        .all()
     },
 
     async setPasswordHash({ userId, passwordHash, endSessions, audit }) {
       return transaction(storage, (tx) => {
-        const changed = tx.update(users).set({ passwordHash }).where(eq(users.id, userId)).returning({ id: users.id }).all().length > 0
+        const changed =
+          tx.update(users).set({ passwordHash }).where(eq(users.id, userId)).returning({ id: users.id }).all().length >
+          0
         if (!changed) return false
         endSessionsOf(tx, userId, endSessions)
         insertAudit(tx, audit)
@@ -108,7 +123,12 @@ export function sqliteAccounts(storage: Storage): AccountStore {
     },
 
     async useSession({ tokenSha256, now, renewBefore, renewTo }) {
-      const row = db.select().from(sessions).innerJoin(users, eq(users.id, sessions.userId)).where(eq(sessions.tokenSha256, tokenSha256)).get()
+      const row = db
+        .select()
+        .from(sessions)
+        .innerJoin(users, eq(users.id, sessions.userId))
+        .where(eq(sessions.tokenSha256, tokenSha256))
+        .get()
       if (!row) return null
       // Compared as instants: the stored strings are RFC 3339 but need not share one spelling.
       if (Date.parse(row.sessions.expiresAt) <= Date.parse(now)) {
@@ -132,7 +152,11 @@ export function sqliteAccounts(storage: Storage): AccountStore {
 
     async deleteSessionsOfUser({ userId, audit }) {
       return transaction(storage, (tx) => {
-        const ended = tx.delete(sessions).where(eq(sessions.userId, userId)).returning({ tokenSha256: sessions.tokenSha256 }).all().length
+        const ended = tx
+          .delete(sessions)
+          .where(eq(sessions.userId, userId))
+          .returning({ tokenSha256: sessions.tokenSha256 })
+          .all().length
         insertAudit(tx, audit?.(ended) ?? null)
         return ended
       })
@@ -140,19 +164,32 @@ export function sqliteAccounts(storage: Storage): AccountStore {
 
     async listSessions(userId) {
       return db
-        .select({ createdAt: sessions.createdAt, expiresAt: sessions.expiresAt, clientAddress: sessions.clientAddress, tokenSha256: sessions.tokenSha256 })
+        .select({
+          createdAt: sessions.createdAt,
+          expiresAt: sessions.expiresAt,
+          clientAddress: sessions.clientAddress,
+          tokenSha256: sessions.tokenSha256,
+        })
         .from(sessions)
         .where(eq(sessions.userId, userId))
         .all()
     },
 
     async deleteExpiredSessions(now) {
-      return transaction(storage, (tx) => tx.delete(sessions).where(lt(sessions.expiresAt, now)).returning({ tokenSha256: sessions.tokenSha256 }).all().length)
+      return transaction(
+        storage,
+        (tx) =>
+          tx.delete(sessions).where(lt(sessions.expiresAt, now)).returning({ tokenSha256: sessions.tokenSha256 }).all()
+            .length,
+      )
     },
 
     async insertApiKey({ row, audit }) {
       return transaction(storage, (tx) => {
-        if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, row.organizationId)).get()) return 'no_organization' as const
+        if (
+          !tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, row.organizationId)).get()
+        )
+          return 'no_organization' as const
         tx.insert(apiKeys).values(row).run()
         insertAudit(tx, audit)
         return 'created' as const
@@ -168,11 +205,16 @@ export function sqliteAccounts(storage: Storage): AccountStore {
           lastUsedAt: apiKeys.lastUsedAt,
           revokedAt: apiKeys.revokedAt,
           createdBy: users.email,
-          creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(Boolean),
+          creatorLeft: sql<boolean>`${apiKeys.createdBy} is not null and ${memberships.userId} is null`.mapWith(
+            Boolean,
+          ),
         })
         .from(apiKeys)
         .leftJoin(users, eq(users.id, apiKeys.createdBy))
-        .leftJoin(memberships, and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)))
+        .leftJoin(
+          memberships,
+          and(eq(memberships.organizationId, apiKeys.organizationId), eq(memberships.userId, apiKeys.createdBy)),
+        )
         .where(eq(apiKeys.organizationId, organizationId))
         .orderBy(asc(apiKeys.createdAt), asc(apiKeys.publicId))
         .all()

@@ -7,7 +7,19 @@
  */
 import { and, desc, eq, sql } from 'drizzle-orm'
 import { preparedPerDatabase } from '../../prepared.ts'
-import { attachmentContents, attachments, inboundBursts, inboxes, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage, organizations, settings } from '../schema.ts'
+import {
+  attachmentContents,
+  attachments,
+  inboundBursts,
+  inboxes,
+  messageContents,
+  messageSearchTexts,
+  messageSources,
+  messages,
+  monthlyEmailUsage,
+  organizations,
+  settings,
+} from '../schema.ts'
 
 const p = sql.placeholder
 
@@ -56,7 +68,11 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .where(and(eq(inboxes.id, p('inboxId')), eq(inboxes.state, 'active')))
     .prepare(),
   limitOverrides: db
-    .select({ monthlyEmails: organizations.limitMonthlyEmails, inboxBurst: organizations.limitInboxBurst, orgBurst: organizations.limitOrgBurst })
+    .select({
+      monthlyEmails: organizations.limitMonthlyEmails,
+      inboxBurst: organizations.limitInboxBurst,
+      orgBurst: organizations.limitOrgBurst,
+    })
     .from(organizations)
     .where(eq(organizations.id, p('organizationId')))
     .prepare(),
@@ -81,7 +97,12 @@ export const inboundStatements = preparedPerDatabase((db) => ({
   insertMessage: db.insert(messages).values(columnsOf<typeof messages.$inferInsert>(MESSAGE_COLUMNS)).prepare(),
   insertContent: db
     .insert(messageContents)
-    .values({ messageId: p('messageId'), textBody: p('textBody'), htmlBody: p('htmlBody'), headersJson: p('headersJson') })
+    .values({
+      messageId: p('messageId'),
+      textBody: p('textBody'),
+      htmlBody: p('htmlBody'),
+      headersJson: p('headersJson'),
+    })
     .prepare(),
   insertSearchText: db
     .insert(messageSearchTexts)
@@ -91,7 +112,10 @@ export const inboundStatements = preparedPerDatabase((db) => ({
     .insert(messageSources)
     .values({ messageId: p('messageId'), raw: p('raw'), sha256: p('sha256') })
     .prepare(),
-  insertAttachment: db.insert(attachments).values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS)).prepare(),
+  insertAttachment: db
+    .insert(attachments)
+    .values(columnsOf<typeof attachments.$inferInsert>(ATTACHMENT_COLUMNS))
+    .prepare(),
   insertAttachmentContent: db
     .insert(attachmentContents)
     .values({ attachmentId: p('attachmentId'), content: p('content'), sha256: p('sha256') })
@@ -99,12 +123,18 @@ export const inboundStatements = preparedPerDatabase((db) => ({
   countMonthlyEmail: db
     .insert(monthlyEmailUsage)
     .values({ organizationId: p('organizationId'), month: p('month'), received: 1 })
-    .onConflictDoUpdate({ target: [monthlyEmailUsage.organizationId, monthlyEmailUsage.month], set: { received: sql`${monthlyEmailUsage.received} + 1` } })
+    .onConflictDoUpdate({
+      target: [monthlyEmailUsage.organizationId, monthlyEmailUsage.month],
+      set: { received: sql`${monthlyEmailUsage.received} + 1` },
+    })
     .prepare(),
   bumpBurst: db
     .insert(inboundBursts)
     .values({ subjectId: p('subjectId'), bucketStartsAt: p('bucket'), accepted: 1 })
-    .onConflictDoUpdate({ target: [inboundBursts.subjectId, inboundBursts.bucketStartsAt], set: { accepted: sql`${inboundBursts.accepted} + 1` } })
+    .onConflictDoUpdate({
+      target: [inboundBursts.subjectId, inboundBursts.bucketStartsAt],
+      set: { accepted: sql`${inboundBursts.accepted} + 1` },
+    })
     .prepare(),
   writeSetting: db
     .insert(settings)

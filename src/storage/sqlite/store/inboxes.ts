@@ -16,7 +16,13 @@ const activeInbox = preparedPerDatabase((db) =>
   db
     .select()
     .from(inboxes)
-    .where(and(eq(inboxes.id, sql.placeholder('inboxId')), eq(inboxes.organizationId, sql.placeholder('organizationId')), eq(inboxes.state, 'active')))
+    .where(
+      and(
+        eq(inboxes.id, sql.placeholder('inboxId')),
+        eq(inboxes.organizationId, sql.placeholder('organizationId')),
+        eq(inboxes.state, 'active'),
+      ),
+    )
     .prepare(),
 )
 
@@ -25,7 +31,12 @@ const keyset = { at: inboxes.createdAt, id: inboxes.id }
 /** The console's grouped stats read over `messages_by_inbox_newest` (exported so a test can check its query plan). */
 export const inboxStatsQuery = (db: Db, inboxIds: string[], now: string) =>
   db
-    .select({ inboxId: messages.inboxId, messages: count(), unread: sql<number>`count(*) - count(${messages.readAt})`, lastReceivedAt: max(messages.receivedAt) })
+    .select({
+      inboxId: messages.inboxId,
+      messages: count(),
+      unread: sql<number>`count(*) - count(${messages.readAt})`,
+      lastReceivedAt: max(messages.receivedAt),
+    })
     .from(messages)
     .where(and(inArray(messages.inboxId, inboxIds), gt(messages.expiresAt, now)))
     .groupBy(messages.inboxId)
@@ -47,7 +58,11 @@ export function sqliteInboxes(storage: Storage): InboxStore {
           .get()!.n
         if (held >= activeInboxLimit) return { refused: 'quota' as const }
         for (const candidate of candidates) {
-          const taken = tx.select({ id: inboxes.id }).from(inboxes).where(eq(inboxes.localPart, candidate.localPart)).get()
+          const taken = tx
+            .select({ id: inboxes.id })
+            .from(inboxes)
+            .where(eq(inboxes.localPart, candidate.localPart))
+            .get()
           if (taken) continue
           const row = tx
             .insert(inboxes)
@@ -62,13 +77,23 @@ export function sqliteInboxes(storage: Storage): InboxStore {
 
     async activateInbox({ inboxId, routingRuleId, idempotency }) {
       return transaction(storage, (tx) => {
-        const activated = tx.update(inboxes).set({ state: 'active', routingRuleId }).where(eq(inboxes.id, inboxId)).returning().get()
+        const activated = tx
+          .update(inboxes)
+          .set({ state: 'active', routingRuleId })
+          .where(eq(inboxes.id, inboxId))
+          .returning()
+          .get()
         if (!activated) return null
         if (idempotency) {
           const { claim, responseBody } = idempotency
           tx.update(idempotencyRecords)
             .set({ state: 'completed', responseBody })
-            .where(and(eq(idempotencyRecords.organizationId, claim.organizationId), eq(idempotencyRecords.idempotencyKey, claim.key)))
+            .where(
+              and(
+                eq(idempotencyRecords.organizationId, claim.organizationId),
+                eq(idempotencyRecords.idempotencyKey, claim.key),
+              ),
+            )
             .run()
         }
         return activated
@@ -83,7 +108,11 @@ export function sqliteInboxes(storage: Storage): InboxStore {
     async discardUnfinished() {
       return transaction(storage, (tx) => {
         const discarded = tx.delete(inboxes).where(eq(inboxes.state, 'creating')).returning().all()
-        const releasedClaims = tx.delete(idempotencyRecords).where(eq(idempotencyRecords.state, 'in_progress')).returning().all().length
+        const releasedClaims = tx
+          .delete(idempotencyRecords)
+          .where(eq(idempotencyRecords.state, 'in_progress'))
+          .returning()
+          .all().length
         return { inboxes: discarded, releasedClaims }
       })
     },
@@ -112,7 +141,9 @@ export function sqliteInboxes(storage: Storage): InboxStore {
     // Not `async`: a full database throws here, synchronously, where DiskGuard.freeing (the
     // caller's wrapper) catches it, releases its ballast and retries.
     deleteInbox(inboxId) {
-      const deleted = transaction(storage, (tx) => tx.delete(inboxes).where(eq(inboxes.id, inboxId)).returning({ id: inboxes.id }).all())
+      const deleted = transaction(storage, (tx) =>
+        tx.delete(inboxes).where(eq(inboxes.id, inboxId)).returning({ id: inboxes.id }).all(),
+      )
       return Promise.resolve(deleted.length > 0)
     },
 
@@ -137,7 +168,16 @@ export function sqliteInboxes(storage: Storage): InboxStore {
           return { outcome: 'cached', responseBody: record.responseBody }
         }
         if (record) deleteRecord(tx, organizationId, key)
-        tx.insert(idempotencyRecords).values({ organizationId, idempotencyKey: key, requestFingerprint: fingerprint, state: 'in_progress', createdAt: now, expiresAt }).run()
+        tx.insert(idempotencyRecords)
+          .values({
+            organizationId,
+            idempotencyKey: key,
+            requestFingerprint: fingerprint,
+            state: 'in_progress',
+            createdAt: now,
+            expiresAt,
+          })
+          .run()
         return { outcome: 'claimed', claim: { organizationId, key, claimId: null } }
       })
     },

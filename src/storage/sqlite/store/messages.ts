@@ -22,7 +22,17 @@ import {
 } from '../../port/messages.ts'
 import { preparedPerDatabase } from '../../prepared.ts'
 import type { MessageRow } from '../../rows.ts'
-import { attachmentContents, attachments, inboxes, linkChecks, messageContents, messageSearchTexts, messageSources, messages, monthlyEmailUsage } from '../schema.ts'
+import {
+  attachmentContents,
+  attachments,
+  inboxes,
+  linkChecks,
+  messageContents,
+  messageSearchTexts,
+  messageSources,
+  messages,
+  monthlyEmailUsage,
+} from '../schema.ts'
 import type { Db, Storage } from '../../types.ts'
 import { transaction } from '../transaction.ts'
 
@@ -35,16 +45,19 @@ const textContains = (folded: unknown): SQL =>
   sql`(instr(${messages.searchSubject}, ${folded}) > 0 or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and instr(${messageSearchTexts.text}, ${folded}) > 0))`
 
 /** At least one attachment proper (an inline image of the HTML body does not count); reads attachments_by_message. */
-const hasAttachment = (): SQL => sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
+const hasAttachment = (): SQL =>
+  sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
 
 const subjectContains = (lowered: unknown): SQL => sql`instr(${messages.searchSubject}, ${lowered}) > 0`
 const recipientContains = (lowered: unknown): SQL => sql`instr(${messages.toAddress}, ${lowered}) > 0`
 
 /** Rows older than a position, newest first on (received_at, id); its parts may be values or placeholders. */
-const olderThan = (at: SQLiteColumn, id: SQLiteColumn, position: { at: unknown; id: unknown }) => or(lt(at, position.at), and(eq(at, position.at), lt(id, position.id)))
+const olderThan = (at: SQLiteColumn, id: SQLiteColumn, position: { at: unknown; id: unknown }) =>
+  or(lt(at, position.at), and(eq(at, position.at), lt(id, position.id)))
 
 /** Rows strictly newer than a position on (received_at, id). */
-const newerThan = (position: MessagePosition) => or(gt(messages.receivedAt, position.at), and(eq(messages.receivedAt, position.at), gt(messages.id, position.id)))
+const newerThan = (position: MessagePosition) =>
+  or(gt(messages.receivedAt, position.at), and(eq(messages.receivedAt, position.at), gt(messages.id, position.id)))
 
 /** The shared filters (../../message-filters.ts) in SQLite's terms: instr() is a plain, case-sensitive substring test. */
 const sqliteFilters: FilterDialect = {
@@ -64,13 +77,23 @@ function consoleListing(db: Db, listing: InboxListing) {
     .where(and(eq(messages.inboxId, listing.inboxId), gt(messages.expiresAt, listing.now)))
     .orderBy(desc(messages.receivedAt), desc(messages.id))
     .limit(listing.textWindow)
-  return and(eq(messages.inboxId, listing.inboxId), gt(messages.expiresAt, listing.now), hasTextTerm(listing.filters) ? inArray(messages.id, newest) : undefined, ...filterConditions(listing.filters))
+  return and(
+    eq(messages.inboxId, listing.inboxId),
+    gt(messages.expiresAt, listing.now),
+    hasTextTerm(listing.filters) ? inArray(messages.id, newest) : undefined,
+    ...filterConditions(listing.filters),
+  )
 }
 
 // ---- One inbox's listing.
 
 /** Which optional parts a listing has; each combination gets its own prepared statement. */
-export type ListingShape = Record<'full' | 'cursor' | Exclude<keyof MessageFilters, 'senderContains' | 'unread' | 'largerThan' | 'smallerThan' | 'all' | 'none'>, boolean>
+export type ListingShape = Record<
+  | 'full'
+  | 'cursor'
+  | Exclude<keyof MessageFilters, 'senderContains' | 'unread' | 'largerThan' | 'smallerThan' | 'all' | 'none'>,
+  boolean
+>
 
 const p = sql.placeholder
 
@@ -131,7 +154,8 @@ const noFilters: ListingShape = {
 }
 
 /** The SQL of a summary listing with these parts, so a test can check its plan. */
-export const listingSql = (db: Db, parts: Partial<ListingShape>, textWindow: number) => summarySelect(db, { ...noFilters, ...parts }, textWindow).toSQL()
+export const listingSql = (db: Db, parts: Partial<ListingShape>, textWindow: number) =>
+  summarySelect(db, { ...noFilters, ...parts }, textWindow).toSQL()
 
 /** Built once per shape and database (see the file's comment). */
 const summaryQueries = preparedPerDatabase(() => new Map<string, ReturnType<typeof buildSummary>>())
@@ -155,7 +179,8 @@ function shapeOf(listing: InboxListing, full: boolean): ListingShape {
   }
 }
 
-const keyOf = (shape: ListingShape, textWindow: number) => `${Object.values(shape).map(Number).join('')}${shape.text ? `:${textWindow}` : ''}`
+const keyOf = (shape: ListingShape, textWindow: number) =>
+  `${Object.values(shape).map(Number).join('')}${shape.text ? `:${textWindow}` : ''}`
 
 function cached<Q>(cache: Map<string, Q>, shape: ListingShape, textWindow: number, build: () => Q): Q {
   const key = keyOf(shape, textWindow)
@@ -191,7 +216,12 @@ const contentQueries = preparedPerDatabase((db) => {
   const messageId = p('messageId')
   return {
     content: db.select().from(messageContents).where(eq(messageContents.messageId, messageId)).prepare(),
-    attachments: db.select().from(attachments).where(eq(attachments.messageId, messageId)).orderBy(asc(attachments.position)).prepare(),
+    attachments: db
+      .select()
+      .from(attachments)
+      .where(eq(attachments.messageId, messageId))
+      .orderBy(asc(attachments.position))
+      .prepare(),
   }
 })
 
@@ -218,7 +248,10 @@ const findOwned = (db: Db, { organizationId, id, now }: OwnedItem) =>
 const consoleQueries = preparedPerDatabase((db) => {
   const counted = db
     .select({
-      newer: sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as('newer'),
+      newer:
+        sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as(
+          'newer',
+        ),
       unread: sql<number>`(${messages.readAt} is null)`.as('unread'),
     })
     .from(messages)
@@ -228,14 +261,23 @@ const consoleQueries = preparedPerDatabase((db) => {
     .as('counted')
   return {
     count: db
-      .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)`, unread: sql<number>`coalesce(sum(${counted.unread}), 0)` })
+      .select({
+        total: sql<number>`count(*)`,
+        newer: sql<number>`coalesce(sum(${counted.newer}), 0)`,
+        unread: sql<number>`coalesce(sum(${counted.unread}), 0)`,
+      })
       .from(counted)
       .prepare(),
     // The page's ids as one JSON array parameter: one statement whatever the page size.
     marks: db
       .select({ id: messages.id, read: sql<number>`${messages.readAt} is not null`, hasAttachment: hasAttachment() })
       .from(messages)
-      .where(and(sql`${messages.id} in (select value from json_each(${p('ids')}))`, eq(messages.organizationId, p('organizationId'))))
+      .where(
+        and(
+          sql`${messages.id} in (select value from json_each(${p('ids')}))`,
+          eq(messages.organizationId, p('organizationId')),
+        ),
+      )
       .prepare(),
   }
 })
@@ -257,7 +299,14 @@ export function searchSelect(db: Db, { organizationId, now, filters, window, aft
   return db
     .select(summaryColumns)
     .from(messages)
-    .where(and(inArray(messages.id, newest), inArray(messages.inboxId, active), ...filterConditions(filters), after ? olderThan(messages.receivedAt, messages.id, after) : undefined))
+    .where(
+      and(
+        inArray(messages.id, newest),
+        inArray(messages.inboxId, active),
+        ...filterConditions(filters),
+        after ? olderThan(messages.receivedAt, messages.id, after) : undefined,
+      ),
+    )
     .orderBy(desc(messages.receivedAt), desc(messages.id))
     .limit(limit)
 }
@@ -274,7 +323,8 @@ const receivedInMonth = preparedPerDatabase((db) =>
 )
 
 /** Messages stored for the organisation in the month 'YYYY-MM' (committed ones only). */
-const emailsReceivedIn = (db: Db, organizationId: string, month: string): number => receivedInMonth(db).get({ organizationId, month })?.received ?? 0
+const emailsReceivedIn = (db: Db, organizationId: string, month: string): number =>
+  receivedInMonth(db).get({ organizationId, month })?.received ?? 0
 
 export function sqliteMessages(storage: Storage): MessageStore {
   const { db } = storage
@@ -295,18 +345,27 @@ export function sqliteMessages(storage: Storage): MessageStore {
         return db
           .select(summaryColumns)
           .from(messages)
-          .where(and(consoleListing(db, listing), listing.after ? olderThan(messages.receivedAt, messages.id, listing.after) : undefined))
+          .where(
+            and(
+              consoleListing(db, listing),
+              listing.after ? olderThan(messages.receivedAt, messages.id, listing.after) : undefined,
+            ),
+          )
           .orderBy(desc(messages.receivedAt), desc(messages.id))
           .limit(listing.limit)
           .all()
       }
       const shape = shapeOf(listing, false)
-      return cached(summaryQueries(db), shape, listing.textWindow, () => buildSummary(db, shape, listing.textWindow)).all(listingParameters(listing))
+      return cached(summaryQueries(db), shape, listing.textWindow, () =>
+        buildSummary(db, shape, listing.textWindow),
+      ).all(listingParameters(listing))
     },
 
     async listInboxWithContent(listing, contentOf) {
       const shape = shapeOf(listing, true)
-      const rows = cached(fullQueries(db), shape, listing.textWindow, () => buildFull(db, shape, listing.textWindow)).all(listingParameters(listing))
+      const rows = cached(fullQueries(db), shape, listing.textWindow, () =>
+        buildFull(db, shape, listing.textWindow),
+      ).all(listingParameters(listing))
       return { rows, full: withContent(db, rows.slice(0, contentOf)) }
     },
 
@@ -319,7 +378,11 @@ export function sqliteMessages(storage: Storage): MessageStore {
       const row = findOwned(db, item)
       if (!row) return null
       // Written in the same transaction as the message, so it is always there.
-      return db.select({ raw: messageSources.raw, sha256: messageSources.sha256 }).from(messageSources).where(eq(messageSources.messageId, row.id)).get()!
+      return db
+        .select({ raw: messageSources.raw, sha256: messageSources.sha256 })
+        .from(messageSources)
+        .where(eq(messageSources.messageId, row.id))
+        .get()!
     },
 
     async delete(item) {
@@ -334,11 +397,18 @@ export function sqliteMessages(storage: Storage): MessageStore {
     async getAttachment({ organizationId, id, now }) {
       return (
         db
-          .select({ filename: attachments.filename, contentType: attachments.contentType, content: attachmentContents.content, sha256: attachmentContents.sha256 })
+          .select({
+            filename: attachments.filename,
+            contentType: attachments.contentType,
+            content: attachmentContents.content,
+            sha256: attachmentContents.sha256,
+          })
           .from(attachments)
           .innerJoin(attachmentContents, eq(attachmentContents.attachmentId, attachments.id))
           .innerJoin(messages, eq(messages.id, attachments.messageId))
-          .where(and(eq(attachments.id, id), eq(attachments.organizationId, organizationId), gt(messages.expiresAt, now)))
+          .where(
+            and(eq(attachments.id, id), eq(attachments.organizationId, organizationId), gt(messages.expiresAt, now)),
+          )
           .get() ?? null
       )
     },
@@ -351,18 +421,32 @@ export function sqliteMessages(storage: Storage): MessageStore {
       // The unfiltered list (every live refresh of an inbox page): one prepared statement.
       if (Object.values(listing.filters).every((value) => value === undefined)) {
         const far = { at: '', id: '' } // before every row: nothing is newer than "no page"
-        return consoleQueries(db).count.get({ inboxId: listing.inboxId, now: listing.now, limit: listing.limit, newerAt: newer?.at ?? far.at, newerId: newer?.id ?? far.id, hasNewer: newer ? 1 : 0 })!
+        return consoleQueries(db).count.get({
+          inboxId: listing.inboxId,
+          now: listing.now,
+          limit: listing.limit,
+          newerAt: newer?.at ?? far.at,
+          newerId: newer?.id ?? far.id,
+          hasNewer: newer ? 1 : 0,
+        })!
       }
       // The newest `limit` matches, walked down messages_by_inbox_newest, then counted.
       const counted = db
-        .select({ newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer'), unread: sql<number>`(${messages.readAt} is null)`.as('unread') })
+        .select({
+          newer: (newer ? sql<number>`(${newerThan(newer)})` : sql<number>`0`).as('newer'),
+          unread: sql<number>`(${messages.readAt} is null)`.as('unread'),
+        })
         .from(messages)
         .where(consoleListing(db, listing))
         .orderBy(desc(messages.receivedAt), desc(messages.id))
         .limit(listing.limit)
         .as('counted')
       return db
-        .select({ total: sql<number>`count(*)`, newer: sql<number>`coalesce(sum(${counted.newer}), 0)`, unread: sql<number>`coalesce(sum(${counted.unread}), 0)` })
+        .select({
+          total: sql<number>`count(*)`,
+          newer: sql<number>`coalesce(sum(${counted.newer}), 0)`,
+          unread: sql<number>`coalesce(sum(${counted.unread}), 0)`,
+        })
         .from(counted)
         .get()!
     },
@@ -374,7 +458,12 @@ export function sqliteMessages(storage: Storage): MessageStore {
     async getLinkCheck({ organizationId, id, now }) {
       return (
         db
-          .select({ id: linkChecks.id, messageId: linkChecks.messageId, createdAt: linkChecks.createdAt, resultsJson: linkChecks.resultsJson })
+          .select({
+            id: linkChecks.id,
+            messageId: linkChecks.messageId,
+            createdAt: linkChecks.createdAt,
+            resultsJson: linkChecks.resultsJson,
+          })
           .from(linkChecks)
           .innerJoin(messages, eq(messages.id, linkChecks.messageId))
           .where(and(eq(linkChecks.id, id), eq(linkChecks.organizationId, organizationId), gt(messages.expiresAt, now)))
@@ -387,7 +476,14 @@ export function sqliteMessages(storage: Storage): MessageStore {
       return db
         .select({ id: messages.id })
         .from(messages)
-        .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), eq(messages.inboxId, inboxId), gt(messages.expiresAt, now)))
+        .where(
+          and(
+            inArray(messages.id, ids),
+            eq(messages.organizationId, organizationId),
+            eq(messages.inboxId, inboxId),
+            gt(messages.expiresAt, now),
+          ),
+        )
         .all()
         .map((row) => row.id)
     },
@@ -406,7 +502,13 @@ export function sqliteMessages(storage: Storage): MessageStore {
           .update(messages)
           .set({ readAt: at })
           // Marking read keeps the first time a message was read; unread clears it.
-          .where(and(inArray(messages.id, ids), eq(messages.organizationId, organizationId), at === null ? isNotNull(messages.readAt) : isNull(messages.readAt)))
+          .where(
+            and(
+              inArray(messages.id, ids),
+              eq(messages.organizationId, organizationId),
+              at === null ? isNotNull(messages.readAt) : isNull(messages.readAt),
+            ),
+          )
           .returning({ id: messages.id })
           .all(),
       ).length

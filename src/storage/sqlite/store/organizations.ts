@@ -28,15 +28,22 @@ const limitsById = preparedPerDatabase((db) =>
  * The limit columns by a prepared statement, synchronously: for SQLite's own hot paths that
  * read limits inside a synchronous transaction (the RCPT TO checks).
  */
-const sqliteOrganizationLimits = (db: Db, organizationId: string): OrganizationLimitColumns | null => limitsById(db).get({ id: organizationId }) ?? null
+const sqliteOrganizationLimits = (db: Db, organizationId: string): OrganizationLimitColumns | null =>
+  limitsById(db).get({ id: organizationId }) ?? null
 
 /**
  * createOrganization's writes, synchronously in the caller's transaction: for first-run setup,
  * which makes the operator, the organisation and its key in one SQLite transaction.
  */
-function insertOrganization(tx: DbOrTx, { organization, ownerUserId, audit }: Parameters<OrganizationStore['createOrganization']>[0]): OrganizationRow {
+function insertOrganization(
+  tx: DbOrTx,
+  { organization, ownerUserId, audit }: Parameters<OrganizationStore['createOrganization']>[0],
+): OrganizationRow {
   const row = tx.insert(organizations).values(organization).returning().get()
-  if (ownerUserId) tx.insert(memberships).values({ organizationId: row.id, userId: ownerUserId, role: 'owner', createdAt: row.createdAt }).run()
+  if (ownerUserId)
+    tx.insert(memberships)
+      .values({ organizationId: row.id, userId: ownerUserId, role: 'owner', createdAt: row.createdAt })
+      .run()
   insertAudit(tx, audit)
   return row
 }
@@ -63,7 +70,8 @@ const roleOf = (tx: DbOrTx, organizationId: string, userId: string): MemberRole 
     .where(and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId)))
     .get()?.role
 
-const membershipKey = (organizationId: string, userId: string) => and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))
+const membershipKey = (organizationId: string, userId: string) =>
+  and(eq(memberships.organizationId, organizationId), eq(memberships.userId, userId))
 
 export function sqliteOrganizations(storage: Storage): OrganizationStore {
   const { db } = storage
@@ -89,7 +97,12 @@ export function sqliteOrganizations(storage: Storage): OrganizationStore {
         const found =
           Object.keys(columns).length === 0
             ? tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()
-            : tx.update(organizations).set(columns).where(eq(organizations.id, organizationId)).returning({ id: organizations.id }).get()
+            : tx
+                .update(organizations)
+                .set(columns)
+                .where(eq(organizations.id, organizationId))
+                .returning({ id: organizations.id })
+                .get()
         if (!found) return false
         insertAudit(tx, audit)
         return true
@@ -148,7 +161,9 @@ export function sqliteOrganizations(storage: Storage): OrganizationStore {
         const activeKeysMade = tx
           .select({ n: sql<number>`count(*)` })
           .from(apiKeys)
-          .where(and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)))
+          .where(
+            and(eq(apiKeys.organizationId, organizationId), eq(apiKeys.createdBy, userId), isNull(apiKeys.revokedAt)),
+          )
           .get()!.n
         insertAudit(tx, audit({ ...member, activeKeysMade }))
         return { removed: true } as const
@@ -157,7 +172,8 @@ export function sqliteOrganizations(storage: Storage): OrganizationStore {
 
     async joinAsOwner({ organizationId, userId, now, audit }) {
       return transaction(storage, (tx) => {
-        if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get()) return 'not_found' as const
+        if (!tx.select({ id: organizations.id }).from(organizations).where(eq(organizations.id, organizationId)).get())
+          return 'not_found' as const
         const existing = roleOf(tx, organizationId, userId)
         if (existing === 'owner') return 'already_owner' as const
         if (existing) tx.update(memberships).set({ role: 'owner' }).where(membershipKey(organizationId, userId)).run()
@@ -205,20 +221,25 @@ export function sqliteOrganizations(storage: Storage): OrganizationStore {
       // Every check comes before the first write, so a refusal writes nothing even when this
       // joins a transaction that is already open.
       return transaction(storage, (tx) => {
-        if (newUser && tx.select({ id: users.id }).from(users).where(eq(users.email, newUser.email)).get()) return { refused: 'email_taken' } as const
+        if (newUser && tx.select({ id: users.id }).from(users).where(eq(users.email, newUser.email)).get())
+          return { refused: 'email_taken' } as const
         const invite = inviteByToken(tx, tokenSha256)
-        if (!invite || invite.usedAt || Date.parse(invite.expiresAt) <= Date.parse(now)) return { refused: 'invite_not_found' } as const
+        if (!invite || invite.usedAt || Date.parse(invite.expiresAt) <= Date.parse(now))
+          return { refused: 'invite_not_found' } as const
         if (!newUser && roleOf(tx, invite.organizationId, userId)) return { refused: 'already_member' } as const
         if (newUser) tx.insert(users).values(newUser).run()
         tx.update(invites).set({ usedAt: now }).where(eq(invites.id, invite.id)).run()
-        tx.insert(memberships).values({ organizationId: invite.organizationId, userId, role: invite.role, createdAt: now }).run()
+        tx.insert(memberships)
+          .values({ organizationId: invite.organizationId, userId, role: invite.role, createdAt: now })
+          .run()
         insertAudit(tx, audit(invite))
         return { accepted: { organizationId: invite.organizationId, role: invite.role } }
       })
     },
 
     async listAudit({ organizationId, before, limit }) {
-      const scope = organizationId === null ? isNull(auditEvents.organizationId) : eq(auditEvents.organizationId, organizationId)
+      const scope =
+        organizationId === null ? isNull(auditEvents.organizationId) : eq(auditEvents.organizationId, organizationId)
       return db
         .select()
         .from(auditEvents)
@@ -232,7 +253,14 @@ export function sqliteOrganizations(storage: Storage): OrganizationStore {
 
 const inviteByToken = (tx: DbOrTx, tokenSha256: string) =>
   tx
-    .select({ id: invites.id, organizationId: invites.organizationId, organizationName: organizations.name, role: invites.role, expiresAt: invites.expiresAt, usedAt: invites.usedAt })
+    .select({
+      id: invites.id,
+      organizationId: invites.organizationId,
+      organizationName: organizations.name,
+      role: invites.role,
+      expiresAt: invites.expiresAt,
+      usedAt: invites.usedAt,
+    })
     .from(invites)
     .innerJoin(organizations, eq(organizations.id, invites.organizationId))
     .where(eq(invites.tokenSha256, tokenSha256))
