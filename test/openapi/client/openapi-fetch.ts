@@ -22,8 +22,8 @@ export async function summaries(inboxId: string): Promise<string[]> {
   const { data } = await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', {
     params: { path: { inbox_id: inboxId }, query: { limit: 10 } },
   })
-  // @ts-expect-error include has one value only
   await pigeonhole.GET('/v1/inboxes/{inbox_id}/messages', {
+    // @ts-expect-error include has one value only
     params: { path: { inbox_id: inboxId }, query: { include: 'everything' } },
   })
   return (data?.data ?? []).map((message) => message.subject)
