@@ -12,8 +12,10 @@
  *   bun src/cli.ts keys list <org-id>
  *   bun src/cli.ts keys revoke <key-or-public-id>
  *   bun src/cli.ts config            (prints the configuration table in Markdown)
- *   bun src/cli.ts db copy --to <postgres-url>   (copies the stopped server's SQLite file into an empty PostgreSQL database)
- *   bun src/cli.ts canary [--url U] [--key K] [--smtp HOST[:PORT] | --dns R] [--timeout S]   (is mail flowing? from anywhere; no database)
+ *   bun src/cli.ts db copy --to <postgres-url>
+ *                    (copies the stopped server's SQLite file into an empty PostgreSQL database)
+ *   bun src/cli.ts canary [--url U] [--key K] [--smtp HOST[:PORT] | --dns R] [--timeout S]
+ *                    (is mail flowing? from anywhere; no database)
  *
  * The database file it opened is named on stderr; a missing one is created only with --create.
  * With DATABASE_URL set, every command but `db copy` works on that PostgreSQL database
@@ -55,7 +57,8 @@ const USAGE = `usage:
   bun src/cli.ts keys revoke <key-or-public-id>
   bun src/cli.ts config
   bun src/cli.ts db copy --to postgres://user:password@host:5432/database
-  bun src/cli.ts canary [--url https://api.example] [--key ph_live_…] [--smtp host[:port] | --dns resolver[,resolver]] [--timeout seconds]
+  bun src/cli.ts canary [--url https://api.example] [--key ph_live_…]
+                 [--smtp host[:port] | --dns resolver[,resolver]] [--timeout seconds]
                  (defaults: PIGEONHOLE_URL or BASE_URL, PIGEONHOLE_KEY, PIGEONHOLE_SMTP or the domain's MX)
                  (quote the URL in a shell; percent-encode '/', '?', '#' and '%' in the password)
 add --create to make a new database when DATABASE_PATH names none yet`
@@ -105,7 +108,8 @@ if (group === 'db') {
     console.log('table\trows\tsha256')
     for (const table of report.tables) console.log(`${table.table}\t${table.rows}\t${table.sha256}`)
     console.log(
-      `copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} rows into ${describePostgresUrl(url)}`,
+      `copied and verified ${report.tables.reduce((sum, table) => sum + table.rows, 0)} ` +
+        `rows into ${describePostgresUrl(url)}`,
     )
   } catch (error) {
     if (error instanceof CopyRefused) fail(error.message)
@@ -116,7 +120,9 @@ if (group === 'db') {
 // The store alone, on the server's database (openBackend decides the mode, as for the server).
 const backend = await openBackend(config, { use: 'admin' })
 const { store } = backend
-/** Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are. */
+/**
+ * Tab-separated rows under a header naming every column (snake_case); '-' for null, as limits without an override are.
+ */
 const table = (rows: Record<string, unknown>[], columns: string[]) => {
   console.log(columns.map((c) => c.replace(/[A-Z]/g, (l) => `_${l.toLowerCase()}`)).join('\t'))
   for (const row of rows) console.log(columns.map((c) => row[c] ?? '-').join('\t'))

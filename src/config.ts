@@ -67,7 +67,8 @@ export const SETTINGS = [
     kind: { type: 'string' },
     default: './data/pigeonhole.db',
     description:
-      'SQLite file; its folder is created. With DATABASE_URL set, only the spool of mail being parsed lives in this folder.',
+      'SQLite file; its folder is created. With DATABASE_URL set, ' +
+      'only the spool of mail being parsed lives in this folder.',
   },
   {
     env: 'DATABASE_URL',
@@ -75,7 +76,8 @@ export const SETTINGS = [
     kind: { type: 'string' },
     default: '',
     description:
-      'Empty: one server on the SQLite file at DATABASE_PATH. `postgres://…` or `postgresql://…`: PostgreSQL mode, any number of machines on one database (docs/scaling.md); migrated at start under an advisory lock.',
+      'Empty: one server on the SQLite file at DATABASE_PATH. `postgres://…` or `postgresql://…`: PostgreSQL ' +
+      'mode, any number of machines on one database (docs/scaling.md); migrated at start under an advisory lock.',
   },
   {
     env: 'DATABASE_POOL_SIZE',
@@ -83,7 +85,8 @@ export const SETTINGS = [
     kind: positive(200),
     default: '10',
     description:
-      "PostgreSQL mode: connections this machine's pool opens at most (plus one for LISTEN). Keep the sum over machines under the server's `max_connections`.",
+      "PostgreSQL mode: connections this machine's pool opens at most (plus one for " +
+      "LISTEN). Keep the sum over machines under the server's `max_connections`.",
   },
   {
     env: 'DATABASE_STATEMENT_TIMEOUT_MS',
@@ -91,7 +94,11 @@ export const SETTINGS = [
     kind: { type: 'int', min: 0, max: 600_000 },
     default: '10000',
     description:
-      "PostgreSQL mode: the server's `statement_timeout` on this machine's pool (no statement of ours legitimately runs longer), and the bound on a database that goes silent: a statement that hears nothing for this long plus 2 s has its connection closed and fails as an outage (SMTP 451, API 503). The start-up migration and `cli db copy` are not bound. 0 turns both off (a statement sent to a silent database then waits for the OS to give its connection up: minutes); see docs/scaling.md for poolers.",
+      "PostgreSQL mode: the server's `statement_timeout` on this machine's pool (no statement of ours " +
+      'legitimately runs longer), and the bound on a database that goes silent: a statement that hears ' +
+      'nothing for this long plus 2 s has its connection closed and fails as an outage (SMTP 451, API 503). ' +
+      'The start-up migration and `cli db copy` are not bound. 0 turns both off (a statement sent to a silent ' +
+      'database then waits for the OS to give its connection up: minutes); see docs/scaling.md for poolers.',
   },
   {
     env: 'DATABASE_WAKE_PUBLISH',
@@ -99,7 +106,10 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['on', 'off'] },
     default: 'on',
     description:
-      "PostgreSQL mode: `on` publishes this machine's stored messages to the other machines after each commit, coalesced (one NOTIFY for many inboxes every few milliseconds), so a long poll on another machine answers within milliseconds. `off` publishes nothing: the other machines' waiters then hear a message by their once-a-second re-check. For measuring (the bench's wake-ups off), not for production.",
+      "PostgreSQL mode: `on` publishes this machine's stored messages to the other machines after each " +
+      'commit, coalesced (one NOTIFY for many inboxes every few milliseconds), so a long poll on another ' +
+      "machine answers within milliseconds. `off` publishes nothing: the other machines' waiters then hear a " +
+      "message by their once-a-second re-check. For measuring (the bench's wake-ups off), not for production.",
   },
   {
     env: 'RECEIVING_DOMAIN',
@@ -108,7 +118,8 @@ export const SETTINGS = [
     default: 'pigeonhole.test',
     // A reserved .test name (RFC 2606): never a real domain, yet email validators accept it (most refuse @localhost).
     description:
-      'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The default is a reserved `.test` name that sign-up forms accept.',
+      'Inbox addresses are `<local_part>@RECEIVING_DOMAIN`. The ' +
+      'default is a reserved `.test` name that sign-up forms accept.',
   },
   {
     env: 'BASE_URL',
@@ -123,7 +134,9 @@ export const SETTINGS = [
     kind: { type: 'int', min: 0, max: 63_072_000 },
     default: '31536000',
     description:
-      'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and console response (one year by default; no `includeSubDomains`, no `preload`; docs/operations.md says why). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
+      'When `BASE_URL` is https: `max-age` of the `Strict-Transport-Security` header on every API and ' +
+      'console response (one year by default; no `includeSubDomains`, no `preload`; docs/operations.md ' +
+      'says why). 0 tells browsers to forget an earlier one. Not sent when `BASE_URL` is http.',
   },
   {
     env: 'FILES_URL',
@@ -166,7 +179,8 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['worker', 'forward'] },
     default: 'worker',
     description:
-      'Action of each inbox rule: `worker` hands the mail to an Email Worker (which relays it to this SMTP listener), `forward` sends it to a verified destination address.',
+      'Action of each inbox rule: `worker` hands the mail to an Email Worker (which relays ' +
+      'it to this SMTP listener), `forward` sends it to a verified destination address.',
   },
   {
     env: 'CLOUDFLARE_RULE_DESTINATION',
@@ -220,7 +234,10 @@ export const SETTINGS = [
     kind: { type: 'int', min: 1, max: 255 },
     default: '255',
     description:
-      "Seconds an HTTP connection may stay silent before it is closed (255 is Bun's most; Bun checks about every 4 s). It applies while a request is handled too, so it must cover `HTTP_BODY_TIMEOUT_MS` and, with Cloudflare routing, two `CLOUDFLARE_TIMEOUT_MS` and a second. A long poll and a console live stream keep their connection open past it.",
+      "Seconds an HTTP connection may stay silent before it is closed (255 is Bun's most; Bun " +
+      'checks about every 4 s). It applies while a request is handled too, so it must cover ' +
+      '`HTTP_BODY_TIMEOUT_MS` and, with Cloudflare routing, two `CLOUDFLARE_TIMEOUT_MS` and a ' +
+      'second. A long poll and a console live stream keep their connection open past it.',
   },
   {
     env: 'CONSOLE_SESSION_DAYS',
@@ -235,7 +252,9 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['auto', 'on', 'off'] },
     default: 'auto',
     description:
-      "Whether the mail viewer may check a message's links and images (a HEAD request from this server, public addresses only unless `CONSOLE_LINK_CHECK_ALLOW` names more, redirects followed up to 5 hops, 3 s a request). `auto`: on when `BASE_URL` is localhost, off on a public deployment.",
+      "Whether the mail viewer may check a message's links and images (a HEAD request from this server, " +
+      'public addresses only unless `CONSOLE_LINK_CHECK_ALLOW` names more, redirects followed up to 5 ' +
+      'hops, 3 s a request). `auto`: on when `BASE_URL` is localhost, off on a public deployment.',
   },
   {
     env: 'CONSOLE_LINK_CHECK_ALLOW',
@@ -248,7 +267,10 @@ export const SETTINGS = [
     },
     default: '',
     description:
-      'What the link check may reach beyond public addresses, comma-separated: host names (`localhost`, `*.staging.internal`), IPv4 ranges (`127.0.0.0/8`), IPv6 ranges in brackets (`[::1]`), each optionally with ports (`:3000`, `:3000-3999`, `:*`; without, 80, 443, 8080 and 8443). Empty: nothing beyond the public internet.',
+      'What the link check may reach beyond public addresses, comma-separated: host ' +
+      'names (`localhost`, `*.staging.internal`), IPv4 ranges (`127.0.0.0/8`), IPv6 ' +
+      'ranges in brackets (`[::1]`), each optionally with ports (`:3000`, `:3000-3999`, ' +
+      '`:*`; without, 80, 443, 8080 and 8443). Empty: nothing beyond the public internet.',
   },
   {
     env: 'CONSOLE_SPAM_CHECK',
@@ -256,11 +278,16 @@ export const SETTINGS = [
     kind: {
       type: 'string',
       pattern: /^(off|rspamd:https?:\/\/[^\s/]+\/?|spamd:(\[[0-9a-fA-F:]+\]|[\w.-]+):\d{1,5})$/,
-      hint: 'off, rspamd: and the URL of its normal worker (rspamd:http://127.0.0.1:11333), or spamd: and its host:port (spamd:127.0.0.1:783)',
+      hint:
+        'off, rspamd: and the URL of its normal worker (rspamd:http://127.0.0.1:11333), ' +
+        'or spamd: and its host:port (spamd:127.0.0.1:783)',
     },
     default: 'off',
     description:
-      "The mail viewer's spam check: `off`; `rspamd:` and the URL of an rspamd normal worker the operator runs (its HTTP interface, `/checkv2`); or `spamd:` and the `host:port` of SpamAssassin's spamd (the spamc protocol). The message's raw source is sent there when someone opens a message's spam check; the score and the rules that fired are shown.",
+      "The mail viewer's spam check: `off`; `rspamd:` and the URL of an rspamd normal worker " +
+      'the operator runs (its HTTP interface, `/checkv2`); or `spamd:` and the `host:port` of ' +
+      "SpamAssassin's spamd (the spamc protocol). The message's raw source is sent there when " +
+      "someone opens a message's spam check; the score and the rules that fired are shown.",
   },
   {
     env: 'CONSOLE_PASSWORD_MEMORY_KIB',
@@ -269,7 +296,10 @@ export const SETTINGS = [
     kind: { type: 'int', min: 8, max: 1_048_576 },
     default: '65536',
     description:
-      "Memory cost (KiB) of the argon2id hash of console passwords set from now on (setup, invites, password changes and resets, also by the CLI). Existing hashes keep the cost they were made with and still verify. The default is Bun's (64 MiB, about 0.1 s per check); up to four checks run at once. A lower value suits a small machine (19456, OWASP's minimum, is about 0.03 s); values far below that are for test setups only.",
+      'Memory cost (KiB) of the argon2id hash of console passwords set from now on (setup, invites, password ' +
+      'changes and resets, also by the CLI). Existing hashes keep the cost they were made with and still verify. ' +
+      "The default is Bun's (64 MiB, about 0.1 s per check); up to four checks run at once. A lower value suits " +
+      "a small machine (19456, OWASP's minimum, is about 0.03 s); values far below that are for test setups only.",
   },
   {
     env: 'CLIENT_ADDRESS_HEADER',
@@ -277,7 +307,10 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^([A-Za-z0-9-]+)?$/, hint: 'a header name such as Fly-Client-IP' },
     default: '',
     description:
-      "Header that carries the client address when a proxy stands in front (Fly: `Fly-Client-IP`); empty uses the connection's address. The console throttles sign-ins and writes audit entries by it. Believed only from a peer in `TRUSTED_PROXIES` and only when it holds one IPv4 or IPv6 address; otherwise the connection's address is used.",
+      'Header that carries the client address when a proxy stands in front (Fly: ' +
+      "`Fly-Client-IP`); empty uses the connection's address. The console throttles sign-ins " +
+      'and writes audit entries by it. Believed only from a peer in `TRUSTED_PROXIES` and only ' +
+      "when it holds one IPv4 or IPv6 address; otherwise the connection's address is used.",
   },
   {
     env: 'TRUSTED_PROXIES',
@@ -290,7 +323,13 @@ export const SETTINGS = [
     // 6PN (fdaa::/16) is never meant: every machine of the organisation can connect over it.
     default: '172.16.0.0/12',
     description:
-      "Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set `CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The default is one private IPv4 network; `fly.toml` sets the three private IPv4 networks, since Fly's proxy connects over a private IPv4 address. A PROXY line refused from a peer outside them is counted, warned about and fails `/ready` when no line is accepted (docs/operations.md). `none`: trust no one (refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).",
+      'Comma-separated networks (CIDR, IPv4 or IPv6; a bare address is one host) of the proxies in front of ' +
+      'this server. Only a peer in them may send a PROXY line (`SMTP_PROXY_PROTOCOL`) or set ' +
+      '`CLIENT_ADDRESS_HEADER`; any other peer is counted, throttled and logged by its own address. The ' +
+      "default is one private IPv4 network; `fly.toml` sets the three private IPv4 networks, since Fly's " +
+      'proxy connects over a private IPv4 address. A PROXY line refused from a peer outside them is counted, ' +
+      'warned about and fails `/ready` when no line is accepted (docs/operations.md). `none`: trust no one ' +
+      '(refused at start while `SMTP_PROXY_PROTOCOL` is `on` or `CLIENT_ADDRESS_HEADER` is set).',
   },
   {
     env: 'LOG_LEVEL',
@@ -306,7 +345,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '11',
     description:
-      'Active inboxes per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+      'Active inboxes per organisation; the default for organisations ' +
+      'without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_MONTHLY_EMAILS',
@@ -315,7 +355,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '33',
     description:
-      'Inbound emails per organisation per UTC month; the default for organisations without their own (console or `cli orgs limits`).',
+      'Inbound emails per organisation per UTC month; the default for ' +
+      'organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_REQUESTS_PER_KEY',
@@ -324,7 +365,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '120',
     description:
-      'HTTP requests per key per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+      'HTTP requests per key per UTC minute; the default for ' +
+      'organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_REQUESTS_PER_ORG',
@@ -333,7 +375,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '600',
     description:
-      'HTTP requests per organisation per UTC minute; the default for organisations without their own (console or `cli orgs limits`).',
+      'HTTP requests per organisation per UTC minute; the default for ' +
+      'organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_LONG_POLLS_PER_KEY',
@@ -351,7 +394,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '30',
     description:
-      'Concurrent long polls per organisation; the default for organisations without their own (console or `cli orgs limits`).',
+      'Concurrent long polls per organisation; the default for ' +
+      'organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_INBOX_BURST',
@@ -360,7 +404,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '10',
     description:
-      'Messages per inbox per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+      'Messages per inbox per five-minute UTC bucket; the default for ' +
+      'organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_ORG_BURST',
@@ -369,7 +414,8 @@ export const SETTINGS = [
     kind: positive(),
     default: '25',
     description:
-      'Messages per organisation per five-minute UTC bucket; the default for organisations without their own (console or `cli orgs limits`).',
+      'Messages per organisation per five-minute UTC bucket; the default ' +
+      'for organisations without their own (console or `cli orgs limits`).',
   },
   {
     env: 'LIMIT_MESSAGE_BYTES',
@@ -386,7 +432,9 @@ export const SETTINGS = [
     kind: positive(),
     default: '300000',
     description:
-      'Lines per raw message, and again for all the messages nested in it once their bodies are decoded (not a spec limit: a guard against mail crafted to stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
+      'Lines per raw message, and again for all the messages nested in it once ' +
+      'their bodies are decoded (not a spec limit: a guard against mail crafted to ' +
+      'stall the parser; a 10 MiB message in 76-column base64 has about 140,000).',
   },
   {
     env: 'LIMIT_MESSAGE_PARTS',
@@ -395,7 +443,9 @@ export const SETTINGS = [
     kind: positive(),
     default: '5000',
     description:
-      'Lines that can delimit a MIME part (they start with `--`) per raw message, and again for all the messages nested in it once their bodies are decoded (not a spec limit: each part costs the parser about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
+      'Lines that can delimit a MIME part (they start with `--`) per raw message, and again for all the ' +
+      'messages nested in it once their bodies are decoded (not a spec limit: each part costs the parser ' +
+      'about 2 KiB of memory, and 300,000 empty parts in 1.5 MB took 700 MiB; real mail has a few dozen).',
   },
   {
     env: 'LIMIT_HEADER_BYTES',
@@ -404,7 +454,8 @@ export const SETTINGS = [
     kind: positive(2 * MiB),
     default: String(256 * 1024),
     description:
-      'Header bytes per message, all MIME parts together (not a spec limit: the parser holds about 100 times the header bytes in memory, so 1.75 MB of `To:` cost 174 MiB; real mail has a few KiB). Over it: `554`.',
+      'Header bytes per message, all MIME parts together (not a spec limit: the parser holds about 100 times ' +
+      'the header bytes in memory, so 1.75 MB of `To:` cost 174 MiB; real mail has a few KiB). Over it: `554`.',
   },
   {
     env: 'LIMIT_ATTACHMENTS',
@@ -460,7 +511,8 @@ export const SETTINGS = [
     kind: { type: 'int', min: 10, max: 600_000 },
     default: '5000',
     description:
-      'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses in well under a second); past it the message is refused with 554 and the worker replaced.',
+      'Time one message may take in a parse worker (not a spec limit: real mail of 10 MiB parses ' +
+      'in well under a second); past it the message is refused with 554 and the worker replaced.',
   },
   {
     env: 'SMTP_MAX_CLIENTS',
@@ -479,7 +531,8 @@ export const SETTINGS = [
     kind: positive(100_000),
     default: '20',
     description:
-      'Concurrent SMTP connections from one client address (IPv6: one /64); more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.',
+      'Concurrent SMTP connections from one client address (IPv6: one /64); ' +
+      'more get 421 at once, so one address cannot fill `SMTP_MAX_CLIENTS`.',
   },
   {
     env: 'SMTP_DATA_MEMORY_BYTES',
@@ -488,7 +541,11 @@ export const SETTINGS = [
     kind: positive(),
     default: String(16 * MiB),
     description:
-      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the message continues in a spool file on the data volume (`spool/` beside the database), so no message is refused for memory. What bounds memory under many large messages is the parse gate: one `LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/internals/inbound-processing.md).',
+      'DATA bytes kept in memory across all SMTP connections (one client address may hold half). A ' +
+      'message keeps its first 128 KiB in memory while this has room; past that, or when it is full, the ' +
+      'message continues in a spool file on the data volume (`spool/` beside the database), so no message ' +
+      'is refused for memory. What bounds memory under many large messages is the parse gate: one ' +
+      '`LIMIT_MESSAGE_BYTES` of large messages parsed at a time (docs/internals/inbound-processing.md).',
   },
   {
     env: 'SMTP_GREETING_TIMEOUT_MS',
@@ -505,7 +562,8 @@ export const SETTINGS = [
     kind: { type: 'int', min: 50, max: 3_600_000 },
     default: '60000',
     description:
-      "Time for the client's next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.",
+      "Time for the client's next step (`MAIL`, `RCPT`, `DATA`) or any silence; a line " +
+      'trickled byte by byte or a stream of `NOOP`s does not extend it. Then `421`.',
   },
   {
     env: 'SMTP_DATA_TIMEOUT_MS',
@@ -529,7 +587,11 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['off', 'on'] },
     default: 'off',
     description:
-      "`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header (for example Fly's `proxy_proto` handler): the per-address guards then count the real client address instead of the proxy's. Every connection from `TRUSTED_PROXIES` must then start with the header, within `SMTP_GREETING_TIMEOUT_MS`; a peer outside them is an ordinary SMTP client, and a PROXY line from it is refused.",
+      '`on` when a TCP proxy in front of the SMTP listener sends a PROXY protocol v1 header ' +
+      "(for example Fly's `proxy_proto` handler): the per-address guards then count the " +
+      "real client address instead of the proxy's. Every connection from `TRUSTED_PROXIES` " +
+      'must then start with the header, within `SMTP_GREETING_TIMEOUT_MS`; a peer outside ' +
+      'them is an ordinary SMTP client, and a PROXY line from it is refused.',
   },
   {
     env: 'SMTP_GREETING_DELAY_MS',
@@ -538,7 +600,10 @@ export const SETTINGS = [
     kind: { type: 'int', min: 0, max: 30_000 },
     default: '0',
     description:
-      'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test open a connection per message). A public MX that takes mail from the internet may set a few seconds to turn away spam bots that do not wait (see docs/latency.md). Below `SMTP_GREETING_TIMEOUT_MS`.',
+      'Milliseconds the SMTP `220` greeting is held; a client that talks before it gets `421 You talk too ' +
+      'soon` and is disconnected. 0 greets at once, which is what a test inbox wants (applications under test ' +
+      'open a connection per message). A public MX that takes mail from the internet may set a few seconds to ' +
+      'turn away spam bots that do not wait (see docs/latency.md). Below `SMTP_GREETING_TIMEOUT_MS`.',
   },
   {
     env: 'DISK_MIN_FREE',
@@ -550,7 +615,9 @@ export const SETTINGS = [
     },
     default: '64MiB',
     description:
-      "Free-space guard: below this much free space on the database volume (or room left under SQLite's max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.",
+      'Free-space guard: below this much free space on the database volume (or room left ' +
+      "under SQLite's max_page_count) RCPT answers `452 4.3.1 Insufficient system storage` " +
+      'and createInbox 503 `insufficient_storage`; reads and deletes go on. `0` turns it off.',
   },
   {
     env: 'SMTP_TLS_CERT_FILE',
@@ -558,7 +625,8 @@ export const SETTINGS = [
     kind: { type: 'string' },
     default: '',
     description:
-      'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.',
+      'PEM certificate (chain) offered by STARTTLS; re-read on SIGHUP or when the file changes. Empty: a ' +
+      'self-signed certificate for `RECEIVING_DOMAIN`, made on first start and kept beside the database.',
   },
   {
     env: 'SMTP_TLS_KEY_FILE',
@@ -580,7 +648,8 @@ export const SETTINGS = [
     kind: { type: 'string' },
     default: '',
     description:
-      'Bearer token (16 or more characters, no spaces) for Prometheus metrics at `/metrics`. Empty: `/metrics` answers 404.',
+      'Bearer token (16 or more characters, no spaces) for Prometheus ' +
+      'metrics at `/metrics`. Empty: `/metrics` answers 404.',
   },
   {
     env: 'METRICS_PORT',
@@ -588,7 +657,8 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^([0-9]{1,5})?$/, hint: 'a port number' },
     default: '',
     description:
-      "A second listener serving only `/metrics`, without a token, for scrapers that cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
+      'A second listener serving only `/metrics`, without a token, for scrapers that ' +
+      "cannot send one (Fly's `[metrics]`). Never publish this port. Empty: none.",
   },
   {
     env: 'METRICS_HOST',
@@ -601,7 +671,10 @@ export const SETTINGS = [
     // Not HOST: the API listens on every interface by default, and a listener without a token must not.
     default: '127.0.0.1',
     description:
-      "Bind address of the `METRICS_PORT` listener. The default, loopback, serves only scrapers on the same machine; on Fly, `0.0.0.0` as `fly.toml` sets it (Fly's metrics page asks for it; IPv4 only, so not the organisation's 6PN, and no service publishes the port). Never a public address: the listener asks for no token.",
+      'Bind address of the `METRICS_PORT` listener. The default, loopback, serves only ' +
+      "scrapers on the same machine; on Fly, `0.0.0.0` as `fly.toml` sets it (Fly's " +
+      "metrics page asks for it; IPv4 only, so not the organisation's 6PN, and no service " +
+      'publishes the port). Never a public address: the listener asks for no token.',
   },
   // Read only by the start-up entry (src/entry.ts), which runs the server under Litestream.
   {
@@ -610,7 +683,9 @@ export const SETTINGS = [
     kind: { type: 'enum', values: ['none', 'file', 's3'] },
     default: 'none',
     description:
-      "Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` (a local folder) or `s3` (S3-compatible storage such as Fly's Tigris; reads `BUCKET_NAME`, `AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).",
+      'Where `bun src/entry.ts` replicates the database: `none` (run the server directly), `file` ' +
+      "(a local folder) or `s3` (S3-compatible storage such as Fly's Tigris; reads `BUCKET_NAME`, " +
+      '`AWS_ENDPOINT_URL_S3`, `AWS_REGION`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`).',
   },
   {
     env: 'LITESTREAM_REPLICA_PATH',
@@ -634,7 +709,9 @@ export const SETTINGS = [
     kind: { type: 'int', min: 0, max: 65_535 },
     default: '0',
     description:
-      "Loopback port of Litestream's own metrics listener (`addr` in litestream.yml), which the server reads to know what the replica holds. `0`: the entry picks a free port at start and passes it to the server. Only used when `LITESTREAM_REPLICA` is not `none`.",
+      "Loopback port of Litestream's own metrics listener (`addr` in litestream.yml), which " +
+      'the server reads to know what the replica holds. `0`: the entry picks a free port at ' +
+      'start and passes it to the server. Only used when `LITESTREAM_REPLICA` is not `none`.',
   },
   {
     env: 'REPLICATION_MAX_LAG_SECONDS',
@@ -642,7 +719,8 @@ export const SETTINGS = [
     kind: { type: 'int', min: 1, max: 86_400 },
     default: '60',
     description:
-      '`/ready` fails (check `replication`) and a `replication_lagging` warning is logged while the oldest write not yet in the replica is older than this. Only with a replica.',
+      '`/ready` fails (check `replication`) and a `replication_lagging` warning is logged ' +
+      'while the oldest write not yet in the replica is older than this. Only with a replica.',
   },
   {
     env: 'LITESTREAM_LOCAL_WARN',
@@ -654,7 +732,9 @@ export const SETTINGS = [
     },
     default: '10%',
     description:
-      "A `litestream_local_files_large` warning is logged when Litestream's files beside the database (its shadow WAL, which grows while the replica cannot be reached) pass this size; one `litestream_local_files_normal` line when they shrink below it again. `0` turns the warning off.",
+      "A `litestream_local_files_large` warning is logged when Litestream's files beside the database " +
+      '(its shadow WAL, which grows while the replica cannot be reached) pass this size; one ' +
+      '`litestream_local_files_normal` line when they shrink below it again. `0` turns the warning off.',
   },
   {
     env: 'SERVER_SCRIPT',
@@ -662,7 +742,8 @@ export const SETTINGS = [
     kind: { type: 'string' },
     default: '',
     description:
-      'Script the entry (`src/entry.ts`) runs as the server (empty: `src/index.ts`; the Docker image sets the production bundle `dist/server.js` from `bun run build`).',
+      'Script the entry (`src/entry.ts`) runs as the server (empty: `src/index.ts`; the ' +
+      'Docker image sets the production bundle `dist/server.js` from `bun run build`).',
   },
   {
     env: 'RUN_AS',
@@ -670,7 +751,8 @@ export const SETTINGS = [
     kind: { type: 'string', pattern: /^([0-9]+:[0-9]+)?$/, hint: 'uid:gid such as 1000:1000' },
     default: '',
     description:
-      'When the entry starts as root: hand the database folder to this uid:gid and run Litestream and the server as it (the Docker image sets 1000:1000).',
+      'When the entry starts as root: hand the database folder to this uid:gid ' +
+      'and run Litestream and the server as it (the Docker image sets 1000:1000).',
   },
 ] as const satisfies readonly Setting[]
 
@@ -691,7 +773,8 @@ function checkCombinations(config: Config): void {
     if (config.cloudflareRuleAction === 'forward' && !/^[^@\s]+@[^@\s]+$/.test(config.cloudflareRuleDestination)) {
       throw new ConfigError(
         'CLOUDFLARE_RULE_DESTINATION',
-        `must be a verified destination email address when CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`,
+        `must be a verified destination email address when ` +
+          `CLOUDFLARE_RULE_ACTION=forward, got "${config.cloudflareRuleDestination}"`,
       )
     }
   }
@@ -709,7 +792,8 @@ function checkCombinations(config: Config): void {
     throw new ConfigError('METRICS_PORT', `must be between 0 and 65535, got ${config.metricsPort}`)
   const untrusted = TrustedNetworks.problem(config.trustedProxies)
   if (untrusted) throw new ConfigError('TRUSTED_PROXIES', untrusted)
-  // With no one trusted, either switch would refuse every proxied sender or ignore the header for good: a mistake, not a choice.
+  // With no one trusted, either switch would refuse every proxied
+  // sender or ignore the header for good: a mistake, not a choice.
   if (TrustedNetworks.parse(config.trustedProxies).empty) {
     if (config.smtpProxyProtocol === 'on')
       throw new ConfigError(
@@ -726,7 +810,8 @@ function checkCombinations(config: Config): void {
   if (config.smtpGreetingDelayMs >= config.limits.smtpGreetingTimeoutMs) {
     throw new ConfigError(
       'SMTP_GREETING_DELAY_MS',
-      `must be below SMTP_GREETING_TIMEOUT_MS (${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`,
+      `must be below SMTP_GREETING_TIMEOUT_MS ` +
+        `(${config.limits.smtpGreetingTimeoutMs}), got ${config.smtpGreetingDelayMs}`,
     )
   }
   // Bun cuts a silent connection even while its request is still being handled, so the
@@ -740,7 +825,8 @@ function checkCombinations(config: Config): void {
     const floor = Math.ceil(slowestMs / 1000)
     throw new ConfigError(
       'HTTP_IDLE_TIMEOUT_SECONDS',
-      `must be at least ${floor} (HTTP_BODY_TIMEOUT_MS, and twice CLOUDFLARE_TIMEOUT_MS plus a second with Cloudflare routing), got ${config.httpIdleTimeoutSeconds}`,
+      `must be at least ${floor} (HTTP_BODY_TIMEOUT_MS, and twice CLOUDFLARE_TIMEOUT_MS ` +
+        `plus a second with Cloudflare routing), got ${config.httpIdleTimeoutSeconds}`,
     )
   }
   // Checked here rather than by a pattern, whose message would repeat the password.

@@ -40,14 +40,17 @@ async function nextSteps(app: RunningApp): Promise<string[]> {
 
 export async function startupBanner(app: RunningApp): Promise<string> {
   const { config } = app.services
+  // PostgreSQL mode keeps no database in DATABASE_PATH: name the one it uses (never its password).
+  const database = config.databaseUrl
+    ? `PostgreSQL ${describePostgresUrl(config.databaseUrl)}`
+    : resolve(config.databasePath)
   return [
     '',
     'Pigeonhole is running.',
     `  API        ${app.publicUrls.baseUrl}   (set BASE_URL for the public address)`,
     `  API docs   ${app.publicUrls.baseUrl}/openapi`,
     `  SMTP       port ${app.smtpPort} on ${config.host}; inbox addresses end in @${config.receivingDomain}`,
-    // PostgreSQL mode keeps no database in DATABASE_PATH: name the one it uses (never its password).
-    `  Database   ${config.databaseUrl ? `PostgreSQL ${describePostgresUrl(config.databaseUrl)}` : resolve(config.databasePath)}`,
+    `  Database   ${database}`,
     ...(await nextSteps(app)),
     'Stop with Ctrl+C. README.md walks through the first test.',
     '',

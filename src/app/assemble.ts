@@ -60,7 +60,10 @@ export interface Assembly {
   metrics: AppMetrics
   addresses: ListenAddresses
   tls: SmtpTls
-  /** The database and what its mode brings (backend.ts): the store, the SQLite file and lock, or PostgreSQL's coordination. */
+  /**
+   * The database and what its mode brings (backend.ts): the store,
+   * the SQLite file and lock, or PostgreSQL's coordination.
+   */
   backend: Backend<'server'>
   /** Answers every request on PORT: the console's paths and the API. */
   answer(request: Request, peer: () => string): Response | Promise<Response>
@@ -73,7 +76,10 @@ export interface Assembly {
   stopping: AbortController
   /** Aborted once every HTTP connection is closed (waiting long polls then end unanswered). */
   stopped: AbortController
-  /** Closes what assemble opened: the parse workers, the database (or the pool, its LISTEN and leases), the spool, the lock. */
+  /**
+   * Closes what assemble opened: the parse workers, the database
+   * (or the pool, its LISTEN and leases), the spool, the lock.
+   */
   close(): Promise<void>
 }
 

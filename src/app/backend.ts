@@ -63,7 +63,10 @@ interface Coordination {
   patientDrain: boolean
   /** Starts the retention sweep (on every machine's timer, run once across them); returns its stop. */
   startSweeper(services: Services): () => void
-  /** Starts PostgreSQL mode's database probe (repeated while the database is unavailable); returns its stop. One file has none. */
+  /**
+   * Starts PostgreSQL mode's database probe (repeated while the
+   * database is unavailable); returns its stop. One file has none.
+   */
   watchDatabase?: () => () => void
 }
 
@@ -76,7 +79,10 @@ export interface Backend<Use extends BackendUse = BackendUse> {
    * monitor reads its page size, tests reach under the port with it. null in PostgreSQL mode.
    */
   readonly sqlite: Storage | null
-  /** The server's lock on the SQLite file; null in PostgreSQL mode (machines share the database on purpose) and for the CLI. */
+  /**
+   * The server's lock on the SQLite file; null in PostgreSQL mode
+   * (machines share the database on purpose) and for the CLI.
+   */
   readonly lock: ServerLock | null
   /** This process's name in every lease row it writes (PostgreSQL mode); null in SQLite mode, which leases nothing. */
   readonly leaseHolder: string | null

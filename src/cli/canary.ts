@@ -24,7 +24,9 @@ export interface CanaryOptions {
   smtp?: string
   /** How long the message may take to arrive (default 60 s). */
   timeoutSeconds?: number
-  /** DNS servers (ip or ip:port) to ask for the MX instead of the system's, e.g. a public resolver for the world's view. */
+  /**
+   * DNS servers (ip or ip:port) to ask for the MX instead of the system's, e.g. a public resolver for the world's view.
+   */
   dns?: string[]
 }
 
@@ -81,7 +83,10 @@ async function api(
   return response
 }
 
-/** Where mail for `domain` goes: the given host, else its MX records by preference, else the domain itself (RFC 5321 §5.1). */
+/**
+ * Where mail for `domain` goes: the given host, else its MX
+ * records by preference, else the domain itself (RFC 5321 §5.1).
+ */
 async function destinations(
   domain: string,
   smtp: string | undefined,

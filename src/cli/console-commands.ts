@@ -47,7 +47,8 @@ export async function createOrg(cli: CliContext, args: string[]): Promise<void> 
     if (existing.length > 0) {
       const [first] = existing
       cli.fail(
-        `An organization named "${first!.name}" already exists: ${existing.map((org) => `${org.id} (created ${org.createdAt})`).join(', ')}.\n` +
+        `An organization named "${first!.name}" already exists: ` +
+          `${existing.map((org) => `${org.id} (created ${org.createdAt})`).join(', ')}.\n` +
           `Use its id (bun src/cli.ts keys create ${first!.id}), or choose another name.`,
       )
     }

@@ -24,10 +24,22 @@ const HEIGHT_MESSAGE_FIELD = 'pigeonholeFrameHeight'
 /**
  * Measures the content's bottom edge (a Range over the body, and the margins of its last
  * children, which collapse through it: independent of the frame's own height, so the frame
- * can shrink when a wider preview needs less) and posts it on every
- * change: layout, images and fonts loading, the frame's width changing.
+ * can shrink when a wider preview needs less) and posts it on every change: layout, images
+ * and fonts loading, the frame's width changing.
  */
-export const HEIGHT_SCRIPT = `(()=>{let last=-1,queued=false;const measure=()=>{queued=false;const body=document.body;if(!body)return;const range=document.createRange();range.selectNodeContents(body);const style=getComputedStyle(body);let bottom=Math.max(range.getBoundingClientRect().bottom,body.getBoundingClientRect().top);for(let child=body.lastElementChild,n=0;child&&n<50;child=child.previousElementSibling,n++){bottom=Math.max(bottom,child.getBoundingClientRect().bottom+parseFloat(getComputedStyle(child).marginBottom))}bottom+=scrollY+parseFloat(style.paddingBottom)+parseFloat(style.marginBottom)+parseFloat(style.borderBottomWidth);const height=Math.ceil(bottom);if(height!==last){last=height;parent.postMessage({${HEIGHT_MESSAGE_FIELD}:height},'*')}};const soon=()=>{if(!queued){queued=true;requestAnimationFrame(measure)}};addEventListener('load',soon);addEventListener('resize',soon);document.addEventListener('load',soon,true);document.addEventListener('DOMContentLoaded',()=>{soon();if(window.ResizeObserver){const watch=new ResizeObserver(soon);watch.observe(document.documentElement);watch.observe(document.body)}})})()`
+export const HEIGHT_SCRIPT =
+  `(()=>{let last=-1,queued=false;const measure=()=>{queued=false;const body=document.body;if(!body)return;` +
+  `const range=document.createRange();range.selectNodeContents(body);const style=getComputedStyle(body);` +
+  `let bottom=Math.max(range.getBoundingClientRect().bottom,body.getBoundingClientRect().top);` +
+  `for(let child=body.lastElementChild,n=0;child&&n<50;child=child.previousElementSibling,n++){` +
+  `bottom=Math.max(bottom,child.getBoundingClientRect().bottom+parseFloat(getComputedStyle(child).marginBottom))}` +
+  `bottom+=scrollY+parseFloat(style.paddingBottom)+parseFloat(style.marginBottom)+` +
+  `parseFloat(style.borderBottomWidth);const height=Math.ceil(bottom);if(height!==last){last=height;` +
+  `parent.postMessage({${HEIGHT_MESSAGE_FIELD}:height},'*')}};const soon=()=>{if(!queued){queued=true;` +
+  `requestAnimationFrame(measure)}};addEventListener('load',soon);addEventListener('resize',soon);` +
+  `document.addEventListener('load',soon,true);document.addEventListener('DOMContentLoaded',()=>{soon();` +
+  `if(window.ResizeObserver){const watch=new ResizeObserver(soon);watch.observe(document.documentElement);` +
+  `watch.observe(document.body)}})})()`
 
 /** The CSP source that allows HEIGHT_SCRIPT and nothing else. */
 export const HEIGHT_SCRIPT_SOURCE = `'sha256-${createHash('sha256').update(HEIGHT_SCRIPT).digest('base64')}'`

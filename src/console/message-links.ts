@@ -38,7 +38,8 @@ export function linksOpenInNewTab(html: string): string {
       element.removeAttribute('ping')
     },
   }
-  // A <base target> of the message's own would not matter (each link sets its target), and its href is refused by `base-uri 'none'`.
+  // A <base target> of the message's own would not matter (each link
+  // sets its target), and its href is refused by `base-uri 'none'`.
   return new HTMLRewriter().on('a[href]', link).on('area[href]', link).transform(html)
 }
 
@@ -132,9 +133,15 @@ export interface FoundCode {
   context: string
 }
 
-/** Words that announce a code, then (within a short stretch) the code: 4 to 10 letters and digits with at least one digit, or 123-456. */
-const ANNOUNCED_CODE =
-  /\b(?:code|otp|pin|passcode|password|verification|verify|token|one[- ]time)\b[^\n]{0,40}?\b((?=[A-Z0-9-]*\d)[A-Z0-9]{4,10}|\d{3}[- ]\d{3})\b/gi
+/**
+ * Words that announce a code, then (within a short stretch) the code:
+ * 4 to 10 letters and digits with at least one digit, or 123-456.
+ */
+const ANNOUNCED_CODE = new RegExp(
+  String.raw`\b(?:code|otp|pin|passcode|password|verification|verify|token|one[- ]time)\b[^\n]{0,40}?` +
+    String.raw`\b((?=[A-Z0-9-]*\d)[A-Z0-9]{4,10}|\d{3}[- ]\d{3})\b`,
+  'gi',
+)
 /** A number of six digits on its own (the commonest OTP form). */
 const SIX_DIGITS = /(?<![\d.,:/-])\b\d{6}\b(?![\d.,:/-]\d)/g
 

@@ -45,7 +45,9 @@ const sealingKey = (sessionToken: string): Buffer =>
 export class ShownOnce {
   constructor(private readonly clock: Clock) {}
 
-  /** Seals the value for the session whose token is `sessionToken`: the id its GET page names, and the cookie's value. */
+  /**
+   * Seals the value for the session whose token is `sessionToken`: the id its GET page names, and the cookie's value.
+   */
   seal(sessionToken: string, value: ShownValue): { id: string; sealed: string; maxAgeSeconds: number } {
     const id = randomBytes(16).toString('base64url')
     const iv = randomBytes(IV_BYTES)

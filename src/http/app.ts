@@ -68,7 +68,8 @@ export function buildHttpApp(
         // Counted in memory (SQLite mode) it answers at once; only PostgreSQL mode's count is awaited.
         const admitted = s.requestLimiter.admit(state.principal)
         if (admitted) await admitted
-        if (request.method === 'GET') rejectRepeatedParameters(target.url) // only the two listings take query parameters
+        // Only the two listings take query parameters
+        if (request.method === 'GET') rejectRepeatedParameters(target.url)
         // Refuse an oversized body before reading it (a chunked one is cut off at the same size as it is read).
         if (Number(request.headers.get('content-length') ?? 0) > MAX_CREATE_BODY_BYTES && request.method === 'POST') {
           throw new DomainError(

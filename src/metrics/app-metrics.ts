@@ -67,7 +67,8 @@ export class AppMetrics {
   readonly proxyLines = this.registry.add(
     new Counter<'outcome'>(
       'pigeonhole_smtp_proxy_lines_total',
-      'PROXY lines by outcome: accepted (from TRUSTED_PROXIES), refused (from a peer outside them), refused_repeated (a second line behind a trusted proxy).',
+      'PROXY lines by outcome: accepted (from TRUSTED_PROXIES), refused (from a ' +
+        'peer outside them), refused_repeated (a second line behind a trusted proxy).',
     ),
   )
   readonly sweeperDeleted = this.registry.add(
@@ -190,7 +191,8 @@ export class AppMetrics {
     this.registry.add(
       new Gauge(
         'pigeonhole_seconds_since_last_message_stored',
-        "Seconds since this process last stored a message (since it started, before its first). Across machines, the smallest is the service's.",
+        'Seconds since this process last stored a message (since it started, ' +
+          "before its first). Across machines, the smallest is the service's.",
         () => Math.max(0, Math.round(this.now() - this.lastStoredAt) / 1000),
       ),
     )

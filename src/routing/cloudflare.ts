@@ -36,7 +36,8 @@ interface Envelope {
 type Attempt = { answered: true; status: number; envelope: Envelope | null } | { answered: false; reason: string }
 
 export function createCloudflareProvider(settings: CloudflareSettings, logger: Logger): RoutingProvider {
-  const rules = `${settings.cloudflareApiBase}/zones/${encodeURIComponent(settings.cloudflareZoneId)}/email/routing/rules`
+  const zone = encodeURIComponent(settings.cloudflareZoneId)
+  const rules = `${settings.cloudflareApiBase}/zones/${zone}/email/routing/rules`
 
   async function attempt(method: 'POST' | 'DELETE', url: string, body?: unknown): Promise<Attempt> {
     // One deadline covers connecting, the headers and the body.

@@ -61,7 +61,10 @@ export class GuardedSmtpServer extends SMTPServer {
     return this.proxy?.expectsHeader(socket.remoteAddress) ?? false
   }
 
-  /** smtp-server waits its idle timeout (reset by any byte) for the PROXY line; a trusted proxy gets the greeting deadline instead. */
+  /**
+   * smtp-server waits its idle timeout (reset by any byte) for the
+   * PROXY line; a trusted proxy gets the greeting deadline instead.
+   */
   override _acceptSocket(socket: Socket, handshake: boolean): false | (() => void) {
     const release = super._acceptSocket(socket, handshake)
     const proxy = this.proxy

@@ -66,7 +66,10 @@ export class MessageCollector {
     private readonly slowTurnMs: number = SLOW_TURN_MS,
   ) {}
 
-  /** Takes the chunk in; answers what changed with it ('too_large' when refused, 'spooled' when it moved to disk), else null. */
+  /**
+   * Takes the chunk in; answers what changed with it ('too_large'
+   * when refused, 'spooled' when it moved to disk), else null.
+   */
   add(chunk: Buffer): 'too_large' | 'spooled' | null {
     this.size += chunk.length
     this.budget.flow(chunk.length)

@@ -20,7 +20,8 @@ const REPLIES: Record<RefusalReason, { code: number; text: string }> = {
   unparseable: { code: 554, text: 'Message could not be parsed' },
   parse_timeout: { code: 554, text: 'Message could not be parsed in time' },
   storage_failed: { code: 451, text: 'Temporary failure storing the message, try again later' },
-  insufficient_storage: { code: 452, text: '4.3.1 Insufficient system storage' }, // RFC 3463's code, as Postfix words it
+  // RFC 3463's code, as Postfix words it
+  insufficient_storage: { code: 452, text: '4.3.1 Insufficient system storage' },
   tls_required: { code: 530, text: 'Must issue a STARTTLS command first' }, // RFC 3207
 }
 

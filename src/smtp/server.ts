@@ -104,7 +104,8 @@ export function createSmtpServer(
       disabledCommands: tls ? ['AUTH'] : ['AUTH', 'STARTTLS'],
       hideSTARTTLS: !tls,
       ...tls?.options,
-      size: limits.messageBytes, // advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
+      // Advertised; MAIL FROM SIZE= over it is refused by smtp-server, in our words (size-declaration.ts)
+      size: limits.messageBytes,
       maxClients: limits.smtpMaxClients,
       socketTimeout: limits.smtpCommandTimeoutMs, // silence; the deadlines in guards.ts bound the rest
       logger: false,

@@ -15,7 +15,8 @@ interface ParamCheck {
 export function assertSizeCheckHook(): void {
   if (typeof (SMTPConnection.prototype as unknown as Partial<ParamCheck>)._validateMailParams !== 'function') {
     throw new Error(
-      'smtp-server has no SMTPConnection#_validateMailParams any more: src/smtp/size-declaration.ts needs a new way to word the SIZE= refusal',
+      'smtp-server has no SMTPConnection#_validateMailParams any more: ' +
+        'src/smtp/size-declaration.ts needs a new way to word the SIZE= refusal',
     )
   }
 }

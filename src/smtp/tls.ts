@@ -50,7 +50,8 @@ function readPair(certFile: string, keyFile: string): TlsMaterial {
   } catch (error) {
     throw new ConfigError(
       'SMTP_TLS_KEY_FILE',
-      `with SMTP_TLS_CERT_FILE is not a PEM key and certificate that belong together (${error instanceof Error ? error.message : String(error)})`,
+      `with SMTP_TLS_CERT_FILE is not a PEM key and certificate that belong ` +
+        `together (${error instanceof Error ? error.message : String(error)})`,
     )
   }
 }

@@ -27,16 +27,19 @@ export interface Holder {
   started_at: string
 }
 
+/** What the holder is doing: still starting, or serving on its ports. */
+const portsOf = (holder: Holder) =>
+  holder.http_port === null ? 'still starting' : `HTTP port ${holder.http_port}, SMTP port ${holder.smtp_port}`
+
 export class DatabaseInUseError extends Error {
   constructor(
     readonly databasePath: string,
     readonly holder: Holder | null,
   ) {
-    const who = holder
-      ? `process ${holder.pid}, ${holder.http_port === null ? 'still starting' : `HTTP port ${holder.http_port}, SMTP port ${holder.smtp_port}`}`
-      : 'process unknown'
+    const who = holder ? `process ${holder.pid}, ${portsOf(holder)}` : 'process unknown'
     super(
-      `Another Pigeonhole server (${who}) is using ${databasePath}: stop it first, or give this one another DATABASE_PATH.`,
+      `Another Pigeonhole server (${who}) is using ${databasePath}: ` +
+        `stop it first, or give this one another DATABASE_PATH.`,
     )
     this.name = 'DatabaseInUseError'
   }

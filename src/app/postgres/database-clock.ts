@@ -60,7 +60,9 @@ export class DatabaseClock implements Clock {
     const seconds = (Math.abs(this.offset) / 1000).toFixed(1)
     return {
       check: 'failed',
-      failing: `this machine's clock is ${seconds} s ${this.offset > 0 ? 'behind' : 'ahead of'} the database's (tolerance ${OFFSET_TOLERANCE_MS / 1000} s)`,
+      failing:
+        `this machine's clock is ${seconds} s ${this.offset > 0 ? 'behind' : 'ahead of'} ` +
+        `the database's (tolerance ${OFFSET_TOLERANCE_MS / 1000} s)`,
     }
   }
 

@@ -68,13 +68,17 @@ export class DatabaseProbe {
       await Promise.race([
         this.sql.begin(async (tx) => {
           part = 'timeouts'
-          await tx`select set_config('lock_timeout', ${`${LOCK_TIMEOUT_MS}ms`}, true), set_config('statement_timeout', ${`${STATEMENT_TIMEOUT_MS}ms`}, true)`
+          await tx`
+            select set_config('lock_timeout', ${`${LOCK_TIMEOUT_MS}ms`}, true),
+              set_config('statement_timeout', ${`${STATEMENT_TIMEOUT_MS}ms`}, true)`
           for (const table of MAIL_TABLES) {
             part = `lock on ${table}`
             await tx.unsafe(`lock table ${table} in row exclusive mode`)
           }
           part = 'heartbeat write'
-          await tx`insert into settings (name, value) values ('readiness_heartbeat', ${new Date().toISOString()}) on conflict (name) do update set value = excluded.value`
+          await tx`
+            insert into settings (name, value) values ('readiness_heartbeat', ${new Date().toISOString()})
+            on conflict (name) do update set value = excluded.value`
           part = 'commit'
         }),
         new Promise((_, reject) => {
@@ -90,7 +94,9 @@ export class DatabaseProbe {
       const code = (error as { code?: unknown }).code
       return {
         check: 'failed',
-        failing: `${part}: ${error instanceof Error ? error.message : String(error)}${typeof code === 'string' ? ` (${code})` : ''}`,
+        failing:
+          `${part}: ${error instanceof Error ? error.message : String(error)}` +
+          (typeof code === 'string' ? ` (${code})` : ''),
       }
     } finally {
       clearTimeout(timeout)

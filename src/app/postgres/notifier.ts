@@ -45,7 +45,9 @@ import { createWakePublisher, type WakePublisher } from '../../storage/postgres/
 import { startWakeFallback, WAKE_RECHECK_MS, type WakeFallback } from './wake-fallback.ts'
 
 export interface PostgresNotifierOptions {
-  /** Publish this machine's stored messages (DATABASE_WAKE_PUBLISH); off, the others hear them by their fallback only. */
+  /**
+   * Publish this machine's stored messages (DATABASE_WAKE_PUBLISH); off, the others hear them by their fallback only.
+   */
   publish?: boolean
   /** The fallback's interval; tests shorten it. */
   recheckMs?: number
@@ -73,7 +75,8 @@ export class PostgresInboxNotifier extends InboxNotifier {
   readonly refusals: RefusalsShared = {
     announce: (news) => {
       const body = JSON.stringify({ origin: this.origin, news })
-      if (Buffer.byteLength(body) > MAX_REFUSAL_BYTES) return // bounded fields make this unreachable; a debugging aid is not worth an error
+      // Bounded fields make this unreachable; a debugging aid is not worth an error
+      if (Buffer.byteLength(body) > MAX_REFUSAL_BYTES) return
       notifyRefusal(this.sql, body).catch((error: unknown) =>
         this.logger.warn('refusal_notify_failed', { kind: news.kind, ...errorFields(error) }),
       )

@@ -59,7 +59,8 @@ export interface PostgresParts {
 export class DatabaseUnreachableError extends Error {
   constructor(target: string, cause: unknown) {
     super(
-      `Cannot start on PostgreSQL at ${target}: ${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`,
+      `Cannot start on PostgreSQL at ${target}: ` +
+        `${cause instanceof Error ? cause.message : String(cause)}. Start again once the database answers.`,
     )
     this.name = 'DatabaseUnreachableError'
   }
@@ -69,7 +70,9 @@ export class DatabaseUnreachableError extends Error {
 function sessionNotKept(url: string, error: SessionNotKeptError): ConfigError {
   return new ConfigError(
     'DATABASE_URL',
-    `${describePostgresUrl(url)} does not keep a session per connection (${error.problem}). LISTEN/NOTIFY and session advisory locks need a direct connection or a pooler in session mode, not transaction mode (docs/scaling.md, "Connections and poolers").`,
+    `${describePostgresUrl(url)} does not keep a session per connection (${error.problem}). ` +
+      `LISTEN/NOTIFY and session advisory locks need a direct connection or a pooler in ` +
+      `session mode, not transaction mode (docs/scaling.md, "Connections and poolers").`,
   )
 }
 

@@ -4,7 +4,9 @@
 // forwards each event to the tabs of its inbox. A browser allows six HTTP/1.1 connections
 // per host, so one stream per tab froze the console at the seventh tab.
 
-/** Each connected page's port, and the org:inbox keys it watches (one for an inbox page, a list for the Inboxes page). */
+/**
+ * Each connected page's port, and the org:inbox keys it watches (one for an inbox page, a list for the Inboxes page).
+ */
 const watching = new Map()
 /** The server takes this many keys in one stream (routes/live.ts); inbox pages' own keys go first. */
 const MAX_KEYS = 50

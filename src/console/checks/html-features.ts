@@ -114,7 +114,10 @@ const FUNCTIONS: [string, string][] = [
   ['rgb(', 'css-rgb'],
 ]
 
-/** Finds the features; `knownCss` is the set of caniemail slugs, so a CSS property counts only when caniemail has data for it. */
+/**
+ * Finds the features; `knownCss` is the set of caniemail slugs,
+ * so a CSS property counts only when caniemail has data for it.
+ */
 export function findFeatures(fullHtml: string, knownSlugs: ReadonlySet<string>): FoundFeature[] {
   const html = fullHtml.length > MAX_CHECKED_CHARS ? fullHtml.slice(0, MAX_CHECKED_CHARS) : fullHtml
   const lower = html.toLowerCase()

@@ -63,7 +63,10 @@ interface FeatureReport {
   url: string
   lines: number[]
   count: number
-  /** Per family, the platforms where it is partial or missing (families with none are left out), and how many platforms have data. */
+  /**
+   * Per family, the platforms where it is partial or missing (families
+   * with none are left out), and how many platforms have data.
+   */
   shortfalls: { family: string; name: string; platforms: Shortfall[]; tested: number }[]
 }
 

@@ -182,7 +182,10 @@ function checkWithSpamd(host: string, port: number, raw: Uint8Array): Promise<Sp
   })
 }
 
-/** spamd's `REPORT` answer: a status line, a `Spam:` header with score and threshold, then the report with its table of rules. */
+/**
+ * spamd's `REPORT` answer: a status line, a `Spam:` header with
+ * score and threshold, then the report with its table of rules.
+ */
 export function readSpamd(answer: string): SpamVerdict {
   const headerEnd = answer.indexOf('\r\n\r\n')
   const head = headerEnd === -1 ? answer : answer.slice(0, headerEnd)

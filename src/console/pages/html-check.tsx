@@ -1,5 +1,8 @@
 /** @jsxImportSource preact */
-/** A message's HTML support by email client (checks/html-support.ts), as its own GET page: shareable, and reloading costs nothing but the check. */
+/**
+ * A message's HTML support by email client (checks/html-support.ts), as
+ * its own GET page: shareable, and reloading costs nothing but the check.
+ */
 import type { Membership } from '../../core/organizations/organizations.ts'
 import type { Message } from '../../core/common/models.ts'
 import type { HtmlSupportReport } from '../checks/html-support.ts'

@@ -18,11 +18,13 @@ import { PostForm, Table, Time } from './shell.tsx'
 
 /** The swaks line a newcomer can paste to see mail arrive. */
 const swaksCommand = (smtpAddress: string, to: string) =>
-  `swaks --server ${smtpAddress} --to ${to} --from app@example.com --header "Subject: Hello from swaks" --body "It works."`
+  `swaks --server ${smtpAddress} --to ${to} --from app@example.com ` +
+  `--header "Subject: Hello from swaks" --body "It works."`
 
 /** The same with curl, which most machines have (it speaks SMTP). */
 const curlCommand = (smtpAddress: string, to: string) =>
-  `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
+  `printf 'Subject: Hello from curl\\r\\n\\r\\nIt works.\\r\\n' | curl -s ` +
+  `smtp://${smtpAddress} --mail-from app@example.com --mail-rcpt ${to} -T -`
 
 export function InboxesPage(props: {
   org: Membership
@@ -105,7 +107,10 @@ export function InboxesPage(props: {
         <p class="muted" id="live-status" role="status">
           Counts move as mail arrives.
         </p>
-        {/* Live: console.js watches the listed inboxes (org:id each) through the shared stream and re-reads the list when one gets mail. */}
+        {/*
+          Live: console.js watches the listed inboxes (org:id each) through the shared stream and re-reads the list
+          when one gets mail.
+        */}
         <div
           id="inbox-list"
           data-live-events={props.listing.data.length > 0 ? PATHS.live.link() : undefined}

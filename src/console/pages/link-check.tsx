@@ -22,6 +22,7 @@ export function LinkCheckPage(props: {
 }) {
   const { org, message, check } = props
   const failed = check.results.filter((r) => !good(r.status)).length
+  const answers = failed === 0 ? 'all answered' : `${failed} without a good answer`
   return (
     <section class="card" id="link-check">
       <h2 class="page-title">Link check</h2>
@@ -32,14 +33,15 @@ export function LinkCheckPage(props: {
       </p>
       <p id="link-check-summary">
         Checked <Time at={check.createdAt} />: {check.results.length} URL{check.results.length === 1 ? '' : 's'},{' '}
-        {failed === 0 ? 'all answered' : `${failed} without a good answer`}. Redirects are followed up to {MAX_HOPS}{' '}
-        times, each hop checked before it is requested.
+        {answers}. Redirects are followed up to {MAX_HOPS} times, each hop checked before it is requested.
         {check.skipped > 0 && ` ${check.skipped} more were not checked.`}
       </p>
       <p class="muted">
         {props.allowList
-          ? `Besides public addresses, this server may reach: ${props.allowList.split(',').join(', ')} (CONSOLE_LINK_CHECK_ALLOW).`
-          : 'Only public addresses are requested; CONSOLE_LINK_CHECK_ALLOW names the hosts, ranges and ports (localhost:3000, for example) the check may reach besides.'}
+          ? `Besides public addresses, this server may reach: ` +
+            `${props.allowList.split(',').join(', ')} (CONSOLE_LINK_CHECK_ALLOW).`
+          : 'Only public addresses are requested; CONSOLE_LINK_CHECK_ALLOW names the hosts, ' +
+            'ranges and ports (localhost:3000, for example) the check may reach besides.'}
       </p>
       {check.results.length === 0 ? (
         <p id="no-links">The message has no http(s) links or images.</p>

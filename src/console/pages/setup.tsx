@@ -15,6 +15,11 @@ export const suggestedPreset = (baseUrl: string): 'hosted' | 'local' =>
   /^https?:\/\/(localhost|127\.0\.0\.1|\[::1\])(:|\/|$)/.test(baseUrl) ? 'local' : 'hosted'
 
 export function LimitPresetChoice({ defaults, suggested }: { defaults: OrgLimits; suggested: 'hosted' | 'local' }) {
+  const local = {
+    ...LOCAL_TESTING_LIMITS,
+    monthlyEmails: LOCAL_TESTING_LIMITS.monthlyEmails.toLocaleString('en'),
+    inboxBurst: LOCAL_TESTING_LIMITS.inboxBurst.toLocaleString('en'),
+  }
   return (
     <fieldset class="presets">
       <legend>Limits for this organisation</legend>
@@ -29,10 +34,8 @@ export function LimitPresetChoice({ defaults, suggested }: { defaults: OrgLimits
       <label class="choice">
         <input type="radio" name="preset" value="local" checked={suggested === 'local'} />
         <span>
-          <strong>Local testing</strong>: limits that never lock you out (
-          {LOCAL_TESTING_LIMITS.monthlyEmails.toLocaleString('en')} emails a month,{' '}
-          {LOCAL_TESTING_LIMITS.inboxBurst.toLocaleString('en')} per 5 minutes, {LOCAL_TESTING_LIMITS.activeInboxes}{' '}
-          inboxes). Right for your own machine or CI.
+          <strong>Local testing</strong>: limits that never lock you out ({local.monthlyEmails} emails a month,{' '}
+          {local.inboxBurst} per 5 minutes, {local.activeInboxes} inboxes). Right for your own machine or CI.
         </span>
       </label>
     </fieldset>
@@ -118,13 +121,17 @@ export function FirstSteps(props: {
           Create an inbox, send it mail over SMTP with curl, and read it back (the last line is the status: 200, or 204
           if no mail came):
         </p>
-        <pre id="try-it">{`KEY=${props.apiKey ?? '<your API key>'}
+        <pre id="try-it">
+          {`KEY=${props.apiKey ?? '<your API key>'}
 H="Authorization: Bearer $KEY"
 INBOX=$(curl -s -X POST ${props.baseUrl}/v1/inboxes -H "$H")
 ID=$(echo "$INBOX" | sed -n 's/.*"id":"\\([^"]*\\)".*/\\1/p')
 ADDRESS=$(echo "$INBOX" | sed -n 's/.*"address":"\\([^"]*\\)".*/\\1/p')
-printf 'Subject: Hello\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${props.smtpHint} --mail-from app@example.com --mail-rcpt "$ADDRESS" -T -
-curl -s -w '\\n%{http_code}\\n' "${props.baseUrl}/v1/inboxes/$ID/messages?wait_seconds=30&limit=1&include=content" -H "$H"`}</pre>
+printf 'Subject: Hello\\r\\n\\r\\nIt works.\\r\\n' | curl -s smtp://${props.smtpHint} ` +
+            `--mail-from app@example.com --mail-rcpt "$ADDRESS" -T -
+curl -s -w '\\n%{http_code}\\n' "${props.baseUrl}/v1/inboxes/$ID/messages?wait_seconds=30&limit=1&include=content" ` +
+            `-H "$H"`}
+        </pre>
         <p>
           Or open <strong>Inboxes</strong>, create one, and run the curl or swaks line its page shows; the message
           appears there as it arrives.

@@ -48,7 +48,8 @@ const STYLE = `body{margin:0;font:13px/1.45 ui-monospace,Menlo,Consolas,monospac
 pre{margin:0;padding:.8rem;white-space:pre-wrap;overflow-wrap:anywhere}
 .tag{color:#1f4fb8}.attr{color:#9a3412}.comment{color:#6b7280;font-style:italic}.name{color:#7c2d8a;font-weight:600}
 .note{padding:.5rem .8rem;background:#fff7e6;font-family:system-ui,sans-serif}
-@media (prefers-color-scheme:dark){body{background:#111827;color:#e5e7eb}.tag{color:#8fb0ff}.attr{color:#fdba74}.comment{color:#9ca3af}.name{color:#e9a8f5}.note{background:#3b2f12}}`
+@media (prefers-color-scheme:dark){body{background:#111827;color:#e5e7eb}.tag{color:#8fb0ff}.attr{color:#fdba74}
+.comment{color:#9ca3af}.name{color:#e9a8f5}.note{background:#3b2f12}}`
 
 /** The whole document for the frame. */
 export function sourceDocument(source: string, kind: 'html' | 'raw' | 'text'): string {

@@ -114,7 +114,8 @@ export const adminRoutes: Route[] = [
       if (!user) throw notFound()
       const done = (await resetPassword(ctx.s, ctx.actor(), { email: user.email }))!
       ctx.deps.streams.recheckUser(user.id)
-      if (user.id === me.id) await ctx.startSession(user.id) // resetting one's own password keeps this browser signed in
+      // Resetting one's own password keeps this browser signed in
+      if (user.id === me.id) await ctx.startSession(user.id)
       // Shown on the GET this redirects to (held for this browser's session, the new one after a self-reset).
       const id = ctx.holdShown({ kind: 'password', email: user.email, password: done.password })
       return redirect(withQuery(PATHS.adminPasswordReset.link(), { shown: id }))

@@ -141,7 +141,8 @@ export const inboxRoutes: Route[] = [
         return redirect(PATHS.inbox.link(org.organizationId, created.body.data.id))
       } catch (error) {
         if (!(error instanceof DomainError)) throw error
-        // Shown on the form it came from (a taken address, a bad prefix, the quota), after a redirect: reloading does not post again.
+        // Shown on the form it came from (a taken address, a bad prefix,
+        // the quota), after a redirect: reloading does not post again.
         const refusal = asConsoleError(error) as Refusal
         return ctx.failBack(PATHS.inboxes.link(org.organizationId), {
           status: refusal.kind === 'invalid' ? 400 : 409,
@@ -191,7 +192,8 @@ export const inboxRoutes: Route[] = [
         // after a redirect) leaves its list as it is.
         response.headers.set(LIVE_LIST_HEADER, '1')
         // The unread count for the tab's favicon badge and title (console.js).
-        // From the page's own count when it covers the whole inbox (every refresh of the plain list): one query fewer on the way to the new row.
+        // From the page's own count when it covers the whole inbox (every
+        // refresh of the plain list): one query fewer on the way to the new row.
         response.headers.set(
           UNREAD_HEADER,
           String(listing.inboxUnread ?? (await inboxStats(ctx.s, [inbox.id])).get(inbox.id)?.unread ?? 0),

@@ -92,7 +92,9 @@ async function revoke(
   await s.store.accounts.revokeApiKey({ publicId: row.publicId, revokedAt: isoTime(s.clock.now()), audit })
 }
 
-/** A member revokes a key of their organisation; another organisation's key is not found. Revoking twice is harmless. */
+/**
+ * A member revokes a key of their organisation; another organisation's key is not found. Revoking twice is harmless.
+ */
 export async function revokeOrganizationKey(
   s: Pick<AccountServices, 'clock' | 'store'>,
   actor: Actor,

@@ -111,7 +111,8 @@ export class DownloadSlots {
   private refusal(): DomainError {
     return new DomainError(
       'rate_limit_exceeded',
-      `Too many concurrent attachment downloads: at most ${this.perOrganization} per organization at a time; retry in a second.`,
+      `Too many concurrent attachment downloads: at most ` +
+        `${this.perOrganization} per organization at a time; retry in a second.`,
       {
         retryAfterSeconds: 1,
       },

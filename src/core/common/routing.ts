@@ -32,7 +32,8 @@ export function routingFailure(error: unknown, action: 'create' | 'delete'): Dom
   const kind = error instanceof RoutingError ? error.kind : 'unavailable'
   return new DomainError(
     'email_routing_unavailable',
-    `The email routing provider could not ${action} the rule for this address (${kind === 'rejected' ? 'it answered with an error' : 'it could not be reached'}); retry later.`,
+    `The email routing provider could not ${action} the rule for this address ` +
+      `(${kind === 'rejected' ? 'it answered with an error' : 'it could not be reached'}); retry later.`,
     { routing: kind },
   )
 }

@@ -51,6 +51,7 @@ export async function verifiedBytes(
   })
   throw new DomainError(
     'internal_error',
-    'The stored bytes failed their integrity check, so they are not served. The operator has been told in the server log.',
+    'The stored bytes failed their integrity check, so they are ' +
+      'not served. The operator has been told in the server log.',
   )
 }

@@ -67,7 +67,10 @@ function parseNetwork(entry: string): Network | string {
 export class TrustedNetworks {
   private constructor(private readonly networks: readonly Network[]) {}
 
-  /** Parses a comma-separated list of networks (a bare address is a /32 or /128), or `none`; throws with the first bad entry. */
+  /**
+   * Parses a comma-separated list of networks (a bare address is
+   * a /32 or /128), or `none`; throws with the first bad entry.
+   */
   static parse(list: string): TrustedNetworks {
     const networks: Network[] = []
     // An empty setting means the default, so trusting no one needs a word of its own.

@@ -140,6 +140,9 @@ export async function admitRecipientWithin(s: Services, input: RecipientInput, b
   }
 }
 
-/** The bound on one recipient's admission on this server: the statement timeout plus the margin, or none when that is off. */
+/**
+ * The bound on one recipient's admission on this server: the
+ * statement timeout plus the margin, or none when that is off.
+ */
 export const admissionBoundMs = (s: Services): number =>
   s.config.databaseStatementTimeoutMs > 0 ? s.config.databaseStatementTimeoutMs + ADMISSION_MARGIN_MS : 0

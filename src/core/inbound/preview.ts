@@ -29,7 +29,9 @@ function runEnd(s: string, from: number, accepts: (c: number) => boolean): numbe
   return i
 }
 
-/** Decodes `&name;`, `&#nn;` and `&#xhh;`; unknown names stay as written. Linear: each character is read at most twice. */
+/**
+ * Decodes `&name;`, `&#nn;` and `&#xhh;`; unknown names stay as written. Linear: each character is read at most twice.
+ */
 export function decodeEntities(text: string): string {
   let at = text.indexOf('&')
   if (at === -1) return text

@@ -61,5 +61,7 @@ const NOUNS = (
 
 /** word-word-hex, e.g. `sunny-otter-9f0c2a71d4be3356`: about 76 bits, hopeless to guess. */
 export function generateLocalPart(): string {
-  return `${ADJECTIVES[randomInt(ADJECTIVES.length)]}-${NOUNS[randomInt(NOUNS.length)]}-${randomBytes(8).toString('hex')}`
+  const adjective = ADJECTIVES[randomInt(ADJECTIVES.length)]
+  const noun = NOUNS[randomInt(NOUNS.length)]
+  return `${adjective}-${noun}-${randomBytes(8).toString('hex')}`
 }

@@ -49,7 +49,8 @@ class HeldHere {
 const tooMany = (principal: Principal) =>
   new DomainError(
     'long_poll_limit_exceeded',
-    `Too many concurrent waits: at most ${principal.limits.longPollsPerKey} per key and ${principal.limits.longPollsPerOrg} per organization.`,
+    `Too many concurrent waits: at most ${principal.limits.longPollsPerKey} ` +
+      `per key and ${principal.limits.longPollsPerOrg} per organization.`,
   )
 
 export class LongPollSlots implements LongPollAdmission {

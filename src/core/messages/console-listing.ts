@@ -47,7 +47,10 @@ export interface ConsoleListingInput {
 const olderListing = (inboxId: string) => `messages:${inboxId}`
 const newerListing = (inboxId: string) => `messages-newer:${inboxId}`
 
-/** The page. The inbox is the caller's (checked by the route with getInbox); a cursor of another listing is refused (invalid_cursor). */
+/**
+ * The page. The inbox is the caller's (checked by the route with
+ * getInbox); a cursor of another listing is refused (invalid_cursor).
+ */
 export async function listForConsole(
   s: Services,
   principal: Principal,

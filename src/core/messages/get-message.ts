@@ -10,7 +10,10 @@ import { presentFull } from './present.ts'
 
 const notFound = () => new DomainError('message_not_found', 'No message with this id.')
 
-/** The caller's message as of now; null for an id that cannot be one (unknown, deleted, expired and foreign ids all end as 404). */
+/**
+ * The caller's message as of now; null for an id that cannot be
+ * one (unknown, deleted, expired and foreign ids all end as 404).
+ */
 const ownedMessage = (s: Services, principal: Principal, messageId: string): OwnedItem | null =>
   ID_PATTERNS.msg.test(messageId)
     ? { organizationId: principal.organizationId, id: messageId, now: isoTime(s.clock.now()) }

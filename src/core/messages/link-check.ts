@@ -85,8 +85,9 @@ export function isPublicAddress(ip: string): boolean {
   const w = v6Words(ip)
   if (!w) return false
   const embeddedV4 = () => `${w[6]! >> 8}.${w[6]! & 255}.${w[7]! >> 8}.${w[7]! & 255}`
-  if (w.slice(0, 6).every((x) => x === 0)) return w[6] === 0 && w[7]! <= 1 ? false : isPublicAddress(embeddedV4()) // ::, ::1, ::a.b.c.d
-  if (w.slice(0, 5).every((x) => x === 0) && w[5] === 0xffff) return isPublicAddress(embeddedV4()) // ::ffff:a.b.c.d
+  const zerosUpTo = (count: number) => w.slice(0, count).every((x) => x === 0)
+  if (zerosUpTo(6)) return w[6] === 0 && w[7]! <= 1 ? false : isPublicAddress(embeddedV4()) // ::, ::1, ::a.b.c.d
+  if (zerosUpTo(5) && w[5] === 0xffff) return isPublicAddress(embeddedV4()) // ::ffff:a.b.c.d
   if (w[0] === 0x64 && w[1] === 0xff9b) return isPublicAddress(embeddedV4()) // NAT64
   if ((w[0]! & 0xfe00) === 0xfc00) return false // unique local
   if ((w[0]! & 0xffc0) === 0xfe80) return false // link-local
@@ -130,7 +131,9 @@ async function admit(
   // A port outside the usual four is refused before any lookup, unless an allow entry names it.
   if (!deps.ports.has(port) && !byName && !deps.allow?.namesPort(port))
     return {
-      note: `not checked: only ports 80, 443, 8080 and 8443${deps.allow?.size ? ' and those CONSOLE_LINK_CHECK_ALLOW names' : ''}`,
+      note:
+        'not checked: only ports 80, 443, 8080 and 8443' +
+        (deps.allow?.size ? ' and those CONSOLE_LINK_CHECK_ALLOW names' : ''),
     }
   let addresses: { address: string; family: number }[]
   try {
@@ -232,7 +235,9 @@ async function checkOne(raw: string, deps: CheckDeps, signal: AbortSignal): Prom
  */
 const CHECK_BUDGET_MS = 20_000
 
-/** Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS, all within `budgetMs`. */
+/**
+ * Checks up to MAX_CHECKED URLs, CONCURRENCY at a time, each request within CHECK_TIMEOUT_MS, all within `budgetMs`.
+ */
 export async function checkLinks(
   urls: string[],
   deps: CheckDeps = publicInternet,

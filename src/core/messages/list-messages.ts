@@ -23,7 +23,10 @@ export interface MessageQuery {
   receivedAfter?: number
   /** Epoch ms; only messages received before it (the console's "until", made exclusive). */
   receivedBefore?: number
-  /** Console only: subject or text contains this, lowercased and folded (search-filters.ts); within the newest TEXT_SEARCH_WINDOW. */
+  /**
+   * Console only: subject or text contains this, lowercased and
+   * folded (search-filters.ts); within the newest TEXT_SEARCH_WINDOW.
+   */
   text?: string
   /** Console only: only messages with at least one attachment. */
   hasAttachment?: boolean

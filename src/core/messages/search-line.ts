@@ -86,7 +86,8 @@ export function tokenize(line: string): Term[] {
       if (!(OPERATORS as readonly string[]).includes(name)) {
         throw new SearchLineError(
           i + 1,
-          `"${named[1]}:" is not an operator (${OPERATORS.map((o) => `${o}:`).join(' ')}); to search for the text, put it in quotes.`,
+          `"${named[1]}:" is not an operator (${OPERATORS.map((o) => `${o}:`).join(' ')}); ` +
+            'to search for the text, put it in quotes.',
         )
       }
       operator = name as Operator
@@ -173,7 +174,8 @@ function termFilter(term: Term): MessageFilters {
       const at = parseFilterTime(value, false)
       if (at === null)
         fail(
-          `${term.operator}: a date (2026-11-25), or a date and time in UTC (2026-11-25T14:30, or quoted: "2026-11-25 14:30").`,
+          `${term.operator}: a date (2026-11-25), or a date and time ` +
+            `in UTC (2026-11-25T14:30, or quoted: "2026-11-25 14:30").`,
         )
       return term.operator === 'after' ? { receivedAfter: isoTime(at!) } : { receivedBefore: isoTime(at!) }
     }

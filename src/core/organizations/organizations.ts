@@ -136,7 +136,10 @@ export async function organizationWithLimits(
   }
 }
 
-/** Parses limit fields (strings from a form or flags); '' or absent leaves a limit as it is, 'default' returns it to the environment's. */
+/**
+ * Parses limit fields (strings from a form or flags); '' or absent
+ * leaves a limit as it is, 'default' returns it to the environment's.
+ */
 export function parseLimitInput(input: Partial<Record<string, unknown>>): OrgLimitOverrides {
   const overrides: OrgLimitOverrides = {}
   for (const name of ORG_LIMIT_NAMES) {

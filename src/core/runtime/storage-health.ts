@@ -99,7 +99,9 @@ export function postgresFailureKind(error: unknown): StorageFailureKind | null {
   return null
 }
 
-/** Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails, a PostgreSQL server away. */
+/**
+ * Also for failures that never reach SQLite's result codes: an fsync of the WAL that fails, a PostgreSQL server away.
+ */
 function ownFailureKind(error: unknown, dialect: Dialect): StorageFailureKind | null {
   // A waiting poll's query still unanswered at its deadline (core/messages/list-or-wait.ts):
   // a silent database, or a SQLite write lock held past the busy timeout.

@@ -48,7 +48,10 @@ export async function rehashAtConfiguredCost(
   return { ...user, passwordHash }
 }
 
-/** Lowercased and checked for one '@' with something on both sides, no control characters; null when it is not an address. */
+/**
+ * Lowercased and checked for one '@' with something on both
+ * sides, no control characters; null when it is not an address.
+ */
 export function normaliseEmail(raw: unknown): string | null {
   if (typeof raw !== 'string') return null
   const email = raw.trim().toLowerCase()

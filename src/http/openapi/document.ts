@@ -28,7 +28,10 @@ export function openApiDocument(config: PublicUrls & { receivingDomain: string }
       title: 'Pigeonhole',
       version: '1.0.0',
       summary: 'Receive-only test inboxes',
-      description: `Create an inbox, have the application under test send it real mail over SMTP (addresses end in \`@${config.receivingDomain}\`), wait for the message, assert, delete the inbox. Errors answer \`{ error: { code, message, request_id } }\`; branch on \`code\`.`,
+      description:
+        `Create an inbox, have the application under test send it real mail over SMTP (addresses ` +
+        `end in \`@${config.receivingDomain}\`), wait for the message, assert, delete the inbox. ` +
+        `Errors answer \`{ error: { code, message, request_id } }\`; branch on \`code\`.`,
       license: { name: 'MIT', identifier: 'MIT' },
     },
     servers: [{ url: config.baseUrl, description: 'This server' }],

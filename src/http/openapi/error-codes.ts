@@ -18,7 +18,8 @@ export const ERROR_MEANINGS: Partial<Record<ErrorCode, string>> = {
   address_unavailable: 'An inbox with the requested local part already exists.',
   address_generation_failed: 'No free generated address was found; retry.',
   email_routing_unavailable:
-    'The routing rule of the address could not be created or removed at the routing provider (502: it answered with an error, 503: it could not be reached).',
+    'The routing rule of the address could not be created or removed at the routing ' +
+    'provider (502: it answered with an error, 503: it could not be reached).',
   inbox_not_found: "No inbox with this id in the organisation (never existed, deleted, or another organisation's).",
   message_not_found: 'No message with this id in the organisation (never existed, deleted or expired).',
   attachment_not_found: 'No attachment with this id, or its stored bytes are gone.',
@@ -32,12 +33,15 @@ export const ERROR_MEANINGS: Partial<Record<ErrorCode, string>> = {
   invalid_subject:
     "`subject` was given more than once (not in the interface's table; a well-formed request never sees it).",
   insufficient_storage:
-    "The server is low on disk space and creates no inboxes until space is freed; retry after `Retry-After` seconds (not in the interface's table).",
+    'The server is low on disk space and creates no inboxes until space is ' +
+    "freed; retry after `Retry-After` seconds (not in the interface's table).",
   storage_unavailable:
-    "The server's storage refused the read or write (a read-only or failing volume, a lock held too long); nothing was changed, retry after `Retry-After` seconds (not in the interface's table).",
+    "The server's storage refused the read or write (a read-only or failing volume, a lock held too " +
+    "long); nothing was changed, retry after `Retry-After` seconds (not in the interface's table).",
   rate_limit_exceeded:
     'Too many requests this UTC minute for the key or the organisation; retry after `Retry-After` seconds.',
   long_poll_limit_exceeded: 'Too many waiting requests at once for the key or the organisation.',
   internal_error:
-    'An unexpected failure on our side; the request id finds it in the logs. On an operation whose statuses have no 503, a read-only or failing volume also answers this, with `Retry-After`: retry then.',
+    'An unexpected failure on our side; the request id finds it in the logs. On an operation whose ' +
+    'statuses have no 503, a read-only or failing volume also answers this, with `Retry-After`: retry then.',
 }

@@ -181,7 +181,8 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       tags: ['messages'],
       summary: 'List, or wait for, messages of an inbox (newest first)',
       description:
-        'With `wait_seconds` > 0 and no matching message, the request waits until one is stored or the time is up (then 204, empty body). Filters combine with AND.',
+        'With `wait_seconds` > 0 and no matching message, the request waits until one ' +
+        'is stored or the time is up (then 204, empty body). Filters combine with AND.',
       parameters: [
         idParameter('inbox_id', 'inbox'),
         query('wait_seconds', 'Seconds to wait for a match; 0 answers at once.', {
@@ -206,7 +207,8 @@ export const OPERATIONS: Array<{ method: string; path: string; operation: Json }
       ],
       responses: {
         200: ok(
-          'Matching messages: a `MessageSummaryPage`, or with `include=content` a `MessageContentPage` (its one item has every content field).',
+          'Matching messages: a `MessageSummaryPage`, or with `include=content` ' +
+            'a `MessageContentPage` (its one item has every content field).',
           json('MessagePage'),
         ),
         204: ok('The wait ended with no match (empty body).'),

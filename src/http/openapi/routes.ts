@@ -24,7 +24,9 @@ const PAGE = `<!doctype html>
 </html>
 `
 // validatorUrl: null, or the viewer would ask an online validator for a badge.
-const INIT = `window.ui = SwaggerUIBundle({ url: '/openapi/json', dom_id: '#swagger-ui', deepLinking: true, validatorUrl: null })\n`
+const INIT =
+  `window.ui = SwaggerUIBundle({ url: '/openapi/json', dom_id: ` +
+  `'#swagger-ui', deepLinking: true, validatorUrl: null })\n`
 const PAGE_POLICY = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'"
 
 function viewerAssets(): Record<string, { body: string; type: string }> {

@@ -66,9 +66,12 @@ const descriptions: Record<string, string> = {
   InboxPage: 'One page of inboxes, newest first. Pass `next_cursor` back as `cursor`; null on the last page.',
   MessageSummaryPage: 'The page listOrWaitForMessages answers without `include`: message summaries, newest first.',
   MessageContentPage:
-    'The page listOrWaitForMessages answers with `include=content` (and `limit=1`): at most one message, with all content fields.',
+    'The page listOrWaitForMessages answers with `include=content` ' +
+    '(and `limit=1`): at most one message, with all content fields.',
   MessagePage:
-    'One page of messages, newest first: a `MessageSummaryPage` without `include`, a `MessageContentPage` with `include=content`. OpenAPI cannot tie the shape to the query, so a generated client sees either: an `in` check on `text` picks the content one.',
+    'One page of messages, newest first: a `MessageSummaryPage` without `include`, a ' +
+    '`MessageContentPage` with `include=content`. OpenAPI cannot tie the shape to the query, ' +
+    'so a generated client sees either: an `in` check on `text` picks the content one.',
   InboxResponse: 'A single inbox.',
   MessageResponse: 'A single message with all content fields.',
 }

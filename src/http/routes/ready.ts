@@ -24,7 +24,10 @@ export interface ReadinessProbes {
    * (TRUSTED_PROXIES misses the real proxy, so all inbound mail is refused).
    */
   proxyLines?: () => Check
-  /** PostgreSQL mode: whether this machine's clock is within tolerance of the database's (app/postgres/database-clock.ts). */
+  /**
+   * PostgreSQL mode: whether this machine's clock is within
+   * tolerance of the database's (app/postgres/database-clock.ts).
+   */
   clock?: () => { check: 'ok' | 'failed'; failing?: string }
 }
 
@@ -56,7 +59,9 @@ export async function readinessChecks(
   }
 }
 
-/** How often /ready really writes while all is well; checks in between reuse the success (one fsync per 5 s at most). */
+/**
+ * How often /ready really writes while all is well; checks in between reuse the success (one fsync per 5 s at most).
+ */
 const WRITE_PROBE_INTERVAL_MS = 5_000
 
 /**

@@ -1,4 +1,7 @@
-/** Users, first-run setup, console sessions, API keys and instance settings. See ../port.ts for the conventions every operation follows. */
+/**
+ * Users, first-run setup, console sessions, API keys and instance
+ * settings. See ../port.ts for the conventions every operation follows.
+ */
 import type { AuditEntry } from './audit-entry.ts'
 import type { OrganizationLimitColumns } from './organizations.ts'
 import type { ApiKeyRow, MembershipRow, OrganizationRow, SessionRow, UserRow } from '../rows.ts'
@@ -105,7 +108,10 @@ export interface AccountStore {
 
   // API keys
 
-  /** Inserts the key and writes `audit` with it; 'no_organization' (nothing written) when its organisation does not exist. */
+  /**
+   * Inserts the key and writes `audit` with it; 'no_organization'
+   * (nothing written) when its organisation does not exist.
+   */
   insertApiKey(input: { row: ApiKeyRow; audit: AuditEntry | null }): Promise<'created' | 'no_organization'>
   /** The organisation's keys with their makers, oldest first; keys made in the same millisecond by public id. */
   listOrganizationKeys(organizationId: string): Promise<ListedKey[]>

@@ -56,7 +56,10 @@ export interface InboxStore {
     routingRuleId: string | null
     idempotency: { claim: IdempotencyClaim; responseBody: string } | null
   }): Promise<InboxRow | null>
-  /** Deletes the row of a createInbox that failed (its routing rule failed, or its activation did and the rule was taken back). */
+  /**
+   * Deletes the row of a createInbox that failed (its routing rule
+   * failed, or its activation did and the rule was taken back).
+   */
   discardReservation(inboxId: string): Promise<void>
   /**
    * At boot: deletes 'creating' rows and 'in_progress' idempotency records whose request cannot
@@ -79,7 +82,10 @@ export interface InboxStore {
   }): Promise<InboxRow[]>
   /** Deletes an inbox with its messages, sources and attachments; answers whether it existed. */
   deleteInbox(inboxId: string): Promise<boolean>
-  /** Message count, unread count and newest arrival per listed inbox, over messages expiring after `now`; inboxes without any are left out. */
+  /**
+   * Message count, unread count and newest arrival per listed inbox, over
+   * messages expiring after `now`; inboxes without any are left out.
+   */
   inboxStats(input: { inboxIds: string[]; now: string }): Promise<InboxStatsRow[]>
 
   /**

@@ -1,4 +1,7 @@
-/** Reading and deleting stored messages, their sources and attachments; usage. See ../port.ts for the conventions every operation follows. */
+/**
+ * Reading and deleting stored messages, their sources and attachments;
+ * usage. See ../port.ts for the conventions every operation follows.
+ */
 import type { AttachmentRow, MessageContentRow, MessageRow } from '../rows.ts'
 
 /**
@@ -47,7 +50,10 @@ export interface MessageFilters {
   receivedAfter?: string
   /** RFC 3339; received before it. */
   receivedBefore?: string
-  /** `search_subject` or the message's `message_search_texts` row contains it, within the newest `textWindow` messages of the inbox. */
+  /**
+   * `search_subject` or the message's `message_search_texts` row
+   * contains it, within the newest `textWindow` messages of the inbox.
+   */
   text?: string
   /** At least one attachment whose disposition is `attachment` (inline parts do not count). */
   hasAttachment?: boolean
@@ -79,7 +85,9 @@ export const hasConsoleTerms = (f: MessageFilters): boolean =>
   (f.all?.length ?? 0) > 0 ||
   (f.none?.length ?? 0) > 0
 
-/** Whether a text term appears anywhere in the filters, negated ones included (each bounds the read to the text window). */
+/**
+ * Whether a text term appears anywhere in the filters, negated ones included (each bounds the read to the text window).
+ */
 export const hasTextTerm = (f: MessageFilters): boolean =>
   Boolean(f.text) || (f.all ?? []).some(hasTextTerm) || (f.none ?? []).some(hasTextTerm)
 
@@ -137,7 +145,10 @@ export interface MessageStore {
   /** The organisation's unexpired message in full, or null (unknown, deleted, expired or another organisation's). */
   getFull(item: OwnedItem): Promise<FullMessageRows | null>
 
-  /** The raw source of the organisation's unexpired message and its SHA-256 (null for rows stored before hashes), or null when there is no such message. */
+  /**
+   * The raw source of the organisation's unexpired message and its SHA-256 (null
+   * for rows stored before hashes), or null when there is no such message.
+   */
   getSource(item: OwnedItem): Promise<{ raw: Buffer; sha256: string | null } | null>
 
   /**
@@ -147,7 +158,10 @@ export interface MessageStore {
    */
   delete(item: OwnedItem): Promise<{ inboxId: string } | null>
 
-  /** An attachment of the organisation whose message has not expired: its metadata, bytes and SHA-256 (null for rows stored before hashes); null when there is none. */
+  /**
+   * An attachment of the organisation whose message has not expired: its metadata,
+   * bytes and SHA-256 (null for rows stored before hashes); null when there is none.
+   */
   getAttachment(
     item: OwnedItem,
   ): Promise<{ filename: string; contentType: string; content: Buffer; sha256: string | null } | null>
@@ -173,7 +187,10 @@ export interface MessageStore {
    */
   inInbox(input: { organizationId: string; inboxId: string; ids: string[]; now: string }): Promise<string[]>
 
-  /** Console only: of these ids of the organisation, which are read and which have an attachment proper (inline parts do not count). */
+  /**
+   * Console only: of these ids of the organisation, which are read
+   * and which have an attachment proper (inline parts do not count).
+   */
   marks(input: {
     organizationId: string
     ids: string[]

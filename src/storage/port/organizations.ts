@@ -1,4 +1,7 @@
-/** Organisations and their limits, members, invites and the audit log. See ../port.ts for the conventions every operation follows. */
+/**
+ * Organisations and their limits, members, invites and the audit
+ * log. See ../port.ts for the conventions every operation follows.
+ */
 import type { AuditEventRow, InviteRow, OrganizationRow, UserRow } from '../rows.ts'
 import type { AuditEntry } from './audit-entry.ts'
 

@@ -64,7 +64,8 @@ export function openPostgres(url: string, options: ClientOptions = {}): Sql {
 export function describePostgresUrl(url: string): string {
   try {
     const parsed = new URL(url)
-    return `${parsed.protocol}//${parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''}${parsed.host}${parsed.pathname}`
+    const user = parsed.username ? `${decodeURIComponent(parsed.username)}@` : ''
+    return `${parsed.protocol}//${user}${parsed.host}${parsed.pathname}`
   } catch {
     return '(an unreadable URL)'
   }

@@ -69,7 +69,8 @@ export const idempotencyLeases = pgTable(
   {
     organizationId: text('organization_id').notNull(), // with the key, names the idempotency_records row
     idempotencyKey: text('idempotency_key').notNull(),
-    claimId: text('claim_id').notNull(), // random per claim: a holder that lost its claim to a takeover cannot complete it
+    // Random per claim: a holder that lost its claim to a takeover cannot complete it
+    claimId: text('claim_id').notNull(),
     holder: text('holder').notNull(), // the machine running the request; its heartbeat renews the lease
     expiresAt: at('expires_at').notNull(), // after this, another machine may take the key over
   },
@@ -87,8 +88,10 @@ export const idempotencyLeases = pgTable(
 export const signInFailures = pgTable(
   'sign_in_failures',
   {
-    slot: text('slot').primaryKey(), // 'account:<email>', 'address:<ip>' or 'pair:<ip>|<email>'; over 200 characters, 'sha256:<hex>' of it
-    credential: text('credential').notNull(), // the password mark the failures were made against ('' for an address); another mark resets the count
+    // 'account:<email>', 'address:<ip>' or 'pair:<ip>|<email>'; over 200 characters, 'sha256:<hex>' of it
+    slot: text('slot').primaryKey(),
+    // The password mark the failures were made against ('' for an address); another mark resets the count
+    credential: text('credential').notNull(),
     failures: integer('failures').notNull(), // failed (or still running) password checks in this window
     windowEndsAt: at('window_ends_at').notNull(), // when these failures are forgiven
     nextCheckAt: at('next_check_at'), // a slowed account's next free password check; null while not slowed

@@ -124,7 +124,8 @@ export class TargetNotEmpty extends Error {
 export class SourceSchemaMismatch extends Error {
   constructor(readonly differences: string[]) {
     super(
-      `the SQLite database does not have the current schema (${differences.join('; ')}); start the current server on it once to migrate it, then copy`,
+      `the SQLite database does not have the current schema (${differences.join('; ')}); ` +
+        `start the current server on it once to migrate it, then copy`,
     )
   }
 }
@@ -137,7 +138,8 @@ export class CopyMismatch extends Error {
     readonly key: string | null = null,
   ) {
     super(
-      `the copy of ${table} differs from the SQLite database (${key === null ? '' : `row ${key}: `}${detail}); nothing was kept`,
+      `the copy of ${table} differs from the SQLite database ` +
+        `(${key === null ? '' : `row ${key}: `}${detail}); nothing was kept`,
     )
   }
 }
@@ -202,7 +204,8 @@ export async function copyFromSqlite(sqlitePath: string, sql: Sql, options: Copy
         }
         for (const column of table.identity) {
           await tx.unsafe(
-            `select setval(pg_get_serial_sequence($1, $2), max_id) from (select max(${quote(column)}) as max_id from ${quote(table.name)}) m where max_id is not null`,
+            `select setval(pg_get_serial_sequence($1, $2), max_id) from (select ` +
+              `max(${quote(column)}) as max_id from ${quote(table.name)}) m where max_id is not null`,
             [table.name, column],
           )
         }

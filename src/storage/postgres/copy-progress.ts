@@ -16,7 +16,10 @@ const perSecond = (n: number, ms: number) => (ms > 0 ? (n * 1000) / ms : 0)
 /** The figures shared by every line: totals so far, and the rate since the start. */
 function totals(p: Pick<CopyProgress, 'rows' | 'totalRows' | 'bytes' | 'elapsedMs'>): string {
   const share = p.totalRows > 0 ? ` (${Math.floor((p.rows * 100) / p.totalRows)}%)` : ''
-  return `${count(p.rows)} of ${count(p.totalRows)} rows${share}, ${megabytes(p.bytes)} in ${seconds(p.elapsedMs)}, ${count(Math.round(perSecond(p.rows, p.elapsedMs)))} rows/s, ${megabytes(perSecond(p.bytes, p.elapsedMs))}/s`
+  return (
+    `${count(p.rows)} of ${count(p.totalRows)} rows${share}, ${megabytes(p.bytes)} in ${seconds(p.elapsedMs)}, ` +
+    `${count(Math.round(perSecond(p.rows, p.elapsedMs)))} rows/s, ${megabytes(perSecond(p.bytes, p.elapsedMs))}/s`
+  )
 }
 
 /** An `onProgress` for copyFromSqlite that writes at most one copying line per `everyMs`. */
@@ -35,5 +38,8 @@ export function progressPrinter(write: (line: string) => void, everyMs = 5_000):
 
 export function summaryLine(report: Pick<CopyReport, 'tables' | 'batches' | 'bytes' | 'elapsedMs'>): string {
   const rows = report.tables.reduce((sum, t) => sum + t.rows, 0)
-  return `done: ${totals({ rows, totalRows: rows, bytes: report.bytes, elapsedMs: report.elapsedMs })}, ${report.batches} insert statements`
+  return (
+    `done: ${totals({ rows, totalRows: rows, bytes: report.bytes, elapsedMs: report.elapsedMs })}, ` +
+    `${report.batches} insert statements`
+  )
 }

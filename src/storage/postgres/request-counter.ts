@@ -34,7 +34,8 @@ export async function admitRequest(sql: Sql, clock: Clock, subjects: CountedSubj
     for (const subject of ordered) {
       if (subject.limit <= 0) return full(subject.id)
       const rows = await tx`
-          insert into request_counts (subject_id, minute_starts_at, admitted) values (${subject.id}, ${minuteStartsAt}, 1)
+          insert into request_counts (subject_id, minute_starts_at, admitted)
+          values (${subject.id}, ${minuteStartsAt}, 1)
           on conflict (subject_id, minute_starts_at) do update set admitted = request_counts.admitted + 1
           where request_counts.admitted < ${subject.limit}
           returning admitted`

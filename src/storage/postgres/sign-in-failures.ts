@@ -63,9 +63,9 @@ const slotsOf = (email: string, clientAddress: string) => ({
 export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules): SignInFailures {
   /** The live rows of these slots: an ended window or another password's count is none. */
   const liveRows = async (tx: Queryable, marks: Record<string, string>, now: number): Promise<Map<string, Row>> => {
-    const rows = await tx<
-      Row[]
-    >`select slot, credential, failures, window_ends_at, next_check_at from sign_in_failures where slot in ${tx(Object.keys(marks))}`
+    const rows = await tx<Row[]>`
+      select slot, credential, failures, window_ends_at, next_check_at
+      from sign_in_failures where slot in ${tx(Object.keys(marks))}`
     return new Map(
       rows.filter((r) => msOf(r.window_ends_at) > now && r.credential === marks[r.slot]).map((r) => [r.slot, r]),
     )
@@ -98,12 +98,18 @@ export function createSignInFailures(sql: Sql, clock: Clock, rules: SignInRules)
       const next = nextCheckAt.get(slot)
       const nextIso = next === undefined ? null : new Date(next).toISOString()
       if (live.has(slot)) {
-        await tx`update sign_in_failures set failures = failures + 1, next_check_at = coalesce(${nextIso}::timestamptz, next_check_at) where slot = ${slot}`
+        await tx`
+          update sign_in_failures
+          set failures = failures + 1, next_check_at = coalesce(${nextIso}::timestamptz, next_check_at)
+          where slot = ${slot}`
       } else {
         const windowEndsAt = new Date(now + rules.windowMs).toISOString()
         await tx`
-          insert into sign_in_failures (slot, credential, failures, window_ends_at, next_check_at) values (${slot}, ${credential}, 1, ${windowEndsAt}, ${nextIso})
-          on conflict (slot) do update set credential = excluded.credential, failures = 1, window_ends_at = excluded.window_ends_at, next_check_at = excluded.next_check_at`
+          insert into sign_in_failures (slot, credential, failures, window_ends_at, next_check_at)
+          values (${slot}, ${credential}, 1, ${windowEndsAt}, ${nextIso})
+          on conflict (slot) do update
+          set credential = excluded.credential, failures = 1,
+            window_ends_at = excluded.window_ends_at, next_check_at = excluded.next_check_at`
       }
     }
   }

@@ -20,7 +20,10 @@ import type { CountedSubject } from './request-counter.ts'
 import { sqlTransaction } from './transaction.ts'
 
 export interface Lease {
-  /** Frees the slots; calling it twice is harmless. A failure is retried in the background (and still rejects, for the log). */
+  /**
+   * Frees the slots; calling it twice is harmless. A failure is
+   * retried in the background (and still rejects, for the log).
+   */
   release(): Promise<void>
 }
 
@@ -81,7 +84,9 @@ export function createSlotLeases(sql: Sql, options: SlotLeaseOptions): SlotLease
               { held: number }[]
             >`select count(*)::int as held from slot_leases where subject_id = ${subject.id}`
             if ((row?.held ?? 0) >= subject.limit) return rollBackWith(subject.id)
-            await tx`insert into slot_leases (id, subject_id, holder, expires_at) values (${ids[i]!}, ${subject.id}, ${holder}, ${expiresAt})`
+            await tx`
+              insert into slot_leases (id, subject_id, holder, expires_at)
+              values (${ids[i]!}, ${subject.id}, ${holder}, ${expiresAt})`
           }
           return null
         })

@@ -11,7 +11,10 @@ import { postgresOrganizations } from './store/organizations.ts'
 export interface PostgresStoreOptions {
   /** This process's name in the lease rows the store writes (lease-holder.ts). */
   holder: string
-  /** Converts the units admission holds in the database (see store/inbound.ts); null for a store that admits no mail (the CLI, tests). */
+  /**
+   * Converts the units admission holds in the database (see
+   * store/inbound.ts); null for a store that admits no mail (the CLI, tests).
+   */
   quota?: HoldConverter | null
 }
 

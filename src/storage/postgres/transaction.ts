@@ -15,7 +15,10 @@ import type { PostgresDb, PostgresTx } from './db.ts'
 
 export type RollBackWith<A> = (answer: A) => never
 
-/** What rollBackWith throws: private to this module, and to one transaction (an inner one's answer is not an outer one's). */
+/**
+ * What rollBackWith throws: private to this module, and to one
+ * transaction (an inner one's answer is not an outer one's).
+ */
 class Answered {
   constructor(
     readonly transaction: object,

@@ -45,7 +45,10 @@ export const MAX_REFUSAL_BYTES = 7_900
 const payloadOf = (inboxId: string, event: WakeEvent) =>
   event === 'inbox_deleted' ? `${DELETED_PREFIX}${inboxId}` : inboxId
 
-/** A deletion names one inbox; a publication of stored messages one or many (a single id is the same payload either way). */
+/**
+ * A deletion names one inbox; a publication of stored messages
+ * one or many (a single id is the same payload either way).
+ */
 function parsePayload(payload: string): { inboxIds: string[]; event: WakeEvent } {
   if (payload.startsWith(DELETED_PREFIX))
     return { inboxIds: [payload.slice(DELETED_PREFIX.length)], event: 'inbox_deleted' }
@@ -129,7 +132,10 @@ export async function newestPerInbox(
   const rows = await sql<{ id: string; exists: boolean; newest: string | null }[]>`
     select watched.id,
       exists (select 1 from inboxes where inboxes.id = watched.id) as exists,
-      (select received_at::text from messages where messages.inbox_id = watched.id order by received_at desc limit 1) as newest
+      (
+        select received_at::text from messages
+        where messages.inbox_id = watched.id order by received_at desc limit 1
+      ) as newest
     from unnest(${inboxIds}::text[]) as watched(id)`
   return new Map(rows.map((row) => [row.id, { exists: row.exists, newest: row.newest }]))
 }

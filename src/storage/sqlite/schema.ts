@@ -30,7 +30,8 @@ export const apiKeys = sqliteTable(
     organizationId: text('organization_id')
       .notNull()
       .references(() => organizations.id, { onDelete: 'cascade' }),
-    secretSha256: text('secret_sha256').notNull(), // hex SHA-256 of the 48-hex secret; the secret itself is never stored
+    // Hex SHA-256 of the 48-hex secret; the secret itself is never stored
+    secretSha256: text('secret_sha256').notNull(),
     name: text('name').notNull().default(''), // the owner's label in the console ("CI", "staging"); '' from the CLI
     createdAt: text('created_at').notNull(),
     lastUsedAt: text('last_used_at'), // refreshed at most once a minute to spare the writer
@@ -131,7 +132,8 @@ export const messages = sqliteTable(
     inboxId: text('inbox_id')
       .notNull()
       .references(() => inboxes.id, { onDelete: 'cascade' }),
-    organizationId: text('organization_id').notNull(), // copied from the inbox so id lookups check the tenant in one step
+    // Copied from the inbox so id lookups check the tenant in one step
+    organizationId: text('organization_id').notNull(),
     fromName: text('from_name').notNull(), // '' when the From header has no display name
     fromAddress: text('from_address').notNull(), // From header, else the envelope sender, else ''
     toAddress: text('to_address').notNull(), // the receiving inbox address
@@ -178,7 +180,9 @@ export const messageSearchTexts = sqliteTable('message_search_texts', {
   messageId: text('message_id')
     .primaryKey()
     .references(() => messages.id, { onDelete: 'cascade' }),
-  text: text('text').notNull(), // lowercased, at most TEXT_SEARCH_CHARS characters, after the folded subject when folding changed it (core/inbound/search-text.ts)
+  // Lowercased, at most TEXT_SEARCH_CHARS characters, after the folded
+  // subject when folding changed it (core/inbound/search-text.ts)
+  text: text('text').notNull(),
 })
 
 /** The raw message exactly as received, one row per message (kept apart from the summary). */
@@ -236,7 +240,8 @@ export const linkChecks = sqliteTable(
       .references(() => messages.id, { onDelete: 'cascade' }),
     organizationId: text('organization_id').notNull(), // tenant check in one step, as for messages
     createdAt: text('created_at').notNull(),
-    resultsJson: text('results_json').notNull(), // JSON array of checked URLs with each hop (core/messages/link-check.ts)
+    // JSON array of checked URLs with each hop (core/messages/link-check.ts)
+    resultsJson: text('results_json').notNull(),
   },
   (table) => [index('link_checks_by_message').on(table.messageId)],
 )
@@ -251,7 +256,10 @@ export const users = sqliteTable('users', {
   createdAt: text('created_at').notNull(),
 })
 
-/** Signed-in browsers. The cookie holds a random token; only its SHA-256 is stored, so a copied database opens no session. */
+/**
+ * Signed-in browsers. The cookie holds a random token; only its
+ * SHA-256 is stored, so a copied database opens no session.
+ */
 export const sessions = sqliteTable(
   'sessions',
   {
@@ -276,7 +284,8 @@ export const memberships = sqliteTable(
     userId: text('user_id')
       .notNull()
       .references(() => users.id, { onDelete: 'cascade' }),
-    role: text('role', { enum: ['owner', 'member'] }).notNull(), // owners manage members and keys and read the audit log
+    // Owners manage members and keys and read the audit log
+    role: text('role', { enum: ['owner', 'member'] }).notNull(),
     createdAt: text('created_at').notNull(),
   },
   (table) => [

@@ -32,7 +32,10 @@ export function lastBreakIsAdded(node: PartNode, messageEndsWithSendersBreak: bo
   return node.parentNode !== undefined || !messageEndsWithSendersBreak
 }
 
-/** The part's bytes as sent: `decoded` with CRLF line breaks, less the LF that lastBreakIsAdded says is not the sender's. */
+/**
+ * The part's bytes as sent: `decoded` with CRLF line breaks,
+ * less the LF that lastBreakIsAdded says is not the sender's.
+ */
 export function faithfulBytes(node: PartNode, decoded: ArrayBuffer, addedBreak: boolean): Buffer {
   const bytes = Buffer.from(decoded)
   if (node.contentTransferEncoding?.encoding === 'base64') return bytes

@@ -36,7 +36,8 @@ if (
   typeof collectSubMessage !== 'function'
 ) {
   throw new Error(
-    'postal-mime no longer has collectNode, collectAttachment and collectSubMessage: update src/core/inbound/mime/parser.ts with the pinned version',
+    'postal-mime no longer has collectNode, collectAttachment and collectSubMessage: ' +
+      'update src/core/inbound/mime/parser.ts with the pinned version',
   )
 }
 if (!/new this\.constructor\(/.test(collectSubMessage.toString())) {

@@ -4,9 +4,10 @@
  * - the active-inbox quota: a transaction-scoped advisory lock on the organisation;
  * - a taken local part: the unique index, with ON CONFLICT DO NOTHING;
  * - an idempotency key: a transaction-scoped advisory lock on (organisation, key), and a lease
- *   per 'in_progress' record (`idempotency_leases`) that this machine's heartbeat renews. A request on another machine that finds a live lease
- *   answers in_progress; once a dead machine's lease has run out, the next request with that
- *   key takes it over, and the old holder can no longer complete it.
+ *   per 'in_progress' record (`idempotency_leases`) that this machine's heartbeat renews. A
+ *   request on another machine that finds a live lease answers in_progress; once a dead
+ *   machine's lease has run out, the next request with that key takes it over, and the old
+ *   holder can no longer complete it.
  * Leases run on the database's clock (`now()`), which every machine shares: they measure
  * whether a machine is alive, not the service's (injectable) time. The heartbeat renews only
  * the claims of requests still running here; a claim whose release failed (the database away)
@@ -158,7 +159,8 @@ export function postgresInboxes(db: PostgresDb, holder = newLeaseHolder()): Inbo
           delete from idempotency_records r
           where r.state = 'in_progress' and not exists (
             select 1 from idempotency_leases l
-            where l.organization_id = r.organization_id and l.idempotency_key = r.idempotency_key and l.expires_at > now())
+            where l.organization_id = r.organization_id and l.idempotency_key = r.idempotency_key
+              and l.expires_at > now())
           returning r.organization_id`)
         await tx.delete(idempotencyLeases).where(lte(idempotencyLeases.expiresAt, sql`now()`))
         return { inboxes: discarded, releasedClaims: released.length }

@@ -8,8 +8,8 @@
  * collation orders as bytes, so ties fall the same way as in SQLite.
  *
  * A full message (its row, content and attachments) is read in one statement, so a delete
- * committed on another machine meanwhile cannot leave half a message. A delete is one conditional statement, so two machines
- * deleting the same message see exactly one success.
+ * committed on another machine meanwhile cannot leave half a message. A delete is one
+ * conditional statement, so two machines deleting the same message see exactly one success.
  */
 import { and, asc, desc, eq, getTableColumns, gt, inArray, isNotNull, isNull, lt, or, sql, type SQL } from 'drizzle-orm'
 import { summaryColumnsOf } from '../../columns.ts'
@@ -58,7 +58,10 @@ const slice = (column: PgColumn, from: number) =>
   sql<string>`encode(substring(${column} from ${from} for ${SLICE_BYTES}), 'base64')`
 const firstSlice = (column: PgColumn) => slice(column, 1)
 
-/** The whole value from its first slice and `rest(from)` (1-based, as `substring`) for each further one; null when the row went. */
+/**
+ * The whole value from its first slice and `rest(from)` (1-based,
+ * as `substring`) for each further one; null when the row went.
+ */
 async function readInSlices(
   first: { first: string; length: number },
   rest: (from: number) => Promise<{ slice: string }[]>,
@@ -89,11 +92,17 @@ const contains = (column: PgColumn, value: string): SQL => {
 }
 
 const textContains = (folded: string): SQL =>
-  sql`(${contains(messages.searchSubject, folded)} or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and ${contains(messageSearchTexts.text, folded)}))`
+  sql`(${contains(messages.searchSubject, folded)} or exists (
+    select 1 from ${messageSearchTexts}
+    where ${messageSearchTexts.messageId} = ${messages.id} and ${contains(messageSearchTexts.text, folded)}
+  ))`
 
 /** At least one attachment proper (an inline image of the HTML body does not count). */
 const hasAttachment = (): SQL =>
-  sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
+  sql`exists (
+    select 1 from ${attachments}
+    where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))}
+  )`
 
 const olderThan = (after: { at: string; id: string }) =>
   or(lt(messages.receivedAt, after.at), and(eq(messages.receivedAt, after.at), lt(messages.id, after.id)))
@@ -176,8 +185,9 @@ async function withContent(
     AttachmentJson[] | string | null
   >`case when ${messageContents.messageId} is null then null else (
     select coalesce(json_agg(json_build_object(
-      'id', a.id, 'messageId', a.message_id, 'organizationId', a.organization_id, 'position', a.position, 'filename', a.filename,
-      'contentType', a.content_type, 'sizeBytes', a.size_bytes, 'disposition', a.disposition, 'contentId', a.content_id
+      'id', a.id, 'messageId', a.message_id, 'organizationId', a.organization_id, 'position', a.position,
+      'filename', a.filename, 'contentType', a.content_type, 'sizeBytes', a.size_bytes,
+      'disposition', a.disposition, 'contentId', a.content_id
     ) order by a.position), '[]'::json) from ${attachments} a where a.message_id = ${messages.id}) end`
   const found = await db
     .select({

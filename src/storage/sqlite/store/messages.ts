@@ -40,13 +40,22 @@ const summaryColumns = summaryColumnsOf(messages)
 
 // ---- Filters, as SQL on `messages` (shared by the inbox listing and the organisation search).
 
-/** Subject or text contains `folded`: instr() is a plain, case-sensitive substring test, so user input holds no wildcards. */
+/**
+ * Subject or text contains `folded`: instr() is a plain,
+ * case-sensitive substring test, so user input holds no wildcards.
+ */
 const textContains = (folded: unknown): SQL =>
-  sql`(instr(${messages.searchSubject}, ${folded}) > 0 or exists (select 1 from ${messageSearchTexts} where ${messageSearchTexts.messageId} = ${messages.id} and instr(${messageSearchTexts.text}, ${folded}) > 0))`
+  sql`(instr(${messages.searchSubject}, ${folded}) > 0 or exists (
+    select 1 from ${messageSearchTexts}
+    where ${messageSearchTexts.messageId} = ${messages.id} and instr(${messageSearchTexts.text}, ${folded}) > 0
+  ))`
 
 /** At least one attachment proper (an inline image of the HTML body does not count); reads attachments_by_message. */
 const hasAttachment = (): SQL =>
-  sql`exists (select 1 from ${attachments} where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))})`
+  sql`exists (
+    select 1 from ${attachments}
+    where ${and(eq(attachments.messageId, messages.id), eq(attachments.disposition, 'attachment'))}
+  )`
 
 const subjectContains = (lowered: unknown): SQL => sql`instr(${messages.searchSubject}, ${lowered}) > 0`
 const recipientContains = (lowered: unknown): SQL => sql`instr(${messages.toAddress}, ${lowered}) > 0`
@@ -59,7 +68,9 @@ const olderThan = (at: SQLiteColumn, id: SQLiteColumn, position: { at: unknown; 
 const newerThan = (position: MessagePosition) =>
   or(gt(messages.receivedAt, position.at), and(eq(messages.receivedAt, position.at), gt(messages.id, position.id)))
 
-/** The shared filters (../../message-filters.ts) in SQLite's terms: instr() is a plain, case-sensitive substring test. */
+/**
+ * The shared filters (../../message-filters.ts) in SQLite's terms: instr() is a plain, case-sensitive substring test.
+ */
 const sqliteFilters: FilterDialect = {
   messages,
   contains: (column, needle) => sql`instr(${column}, ${needle}) > 0`,
@@ -246,12 +257,11 @@ const findOwned = (db: Db, { organizationId, id, now }: OwnedItem) =>
 // ---- The console's page position and marks, read on every live refresh: prepared once.
 
 const consoleQueries = preparedPerDatabase((db) => {
+  // Placeholders stand where newerThan takes the cursor's values: they are bound when the statement runs.
+  const newerCursor = { at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string }
   const counted = db
     .select({
-      newer:
-        sql<number>`(${p('hasNewer')} and ${newerThan({ at: p('newerAt') as unknown as string, id: p('newerId') as unknown as string })})`.as(
-          'newer',
-        ),
+      newer: sql<number>`(${p('hasNewer')} and ${newerThan(newerCursor)})`.as('newer'),
       unread: sql<number>`(${messages.readAt} is null)`.as('unread'),
     })
     .from(messages)
