@@ -11,7 +11,15 @@ import { startTestServer } from '../../test/support/harness.ts'
 import { SmtpClient } from '../../test/support/smtp.ts'
 
 const tries = Number(process.env.TRIES ?? 10)
-const server = await startTestServer({ env: { LOG_LEVEL: 'silent', LIMIT_MONTHLY_EMAILS: '100000', LIMIT_ACTIVE_INBOXES: '1000', LIMIT_INBOX_BURST: '100000', LIMIT_ORG_BURST: '100000' } })
+const server = await startTestServer({
+  env: {
+    LOG_LEVEL: 'silent',
+    LIMIT_MONTHLY_EMAILS: '100000',
+    LIMIT_ACTIVE_INBOXES: '1000',
+    LIMIT_INBOX_BURST: '100000',
+    LIMIT_ORG_BURST: '100000',
+  },
+})
 const tenant = await server.tenant()
 const client = await SmtpClient.connect(server.app.smtpPort)
 await client.command('EHLO turns.test')
@@ -28,7 +36,8 @@ for (let i = 0; i < tries; i++) {
   let answered = false
   const replied = client.next().finally(() => (answered = true))
   for (let at = 0; at < wire.byteLength && !answered; at += 64 * 1024) {
-    if (!client.socket.write(wire.subarray(at, at + 64 * 1024))) await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
+    if (!client.socket.write(wire.subarray(at, at + 64 * 1024)))
+      await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
   }
   const reply = await replied
   const { cpuMs, delayMs } = watch.stop()

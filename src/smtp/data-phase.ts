@@ -30,11 +30,23 @@ type DataCallback = (error?: Error | null, message?: string) => void
 /** ENOSPC or EDQUOT: the volume (or the process's share of it) is full, a temporary condition. */
 const isDiskFull = (error: unknown) => ['ENOSPC', 'EDQUOT'].includes((error as { code?: string }).code ?? '')
 
-export function receiveData(phase: DataPhase, recipients: Reservation[], stream: SMTPServerDataStream, session: SMTPServerSession, callback: DataCallback): void {
+export function receiveData(
+  phase: DataPhase,
+  recipients: Reservation[],
+  stream: SMTPServerDataStream,
+  session: SMTPServerSession,
+  callback: DataCallback,
+): void {
   const { s, guards, tooLarge, refuse } = phase
   const deadlines = guards.of(session.id)
   deadlines?.dataStarted()
-  const collector = new MessageCollector(guards.budget, clientKey(session.remoteAddress), s.config.limits.messageBytes, s.spool, stream)
+  const collector = new MessageCollector(
+    guards.budget,
+    clientKey(session.remoteAddress),
+    s.config.limits.messageBytes,
+    s.spool,
+    stream,
+  )
   let ended = false
   const reply: DataCallback = (error, message) => {
     callback(error, message)
@@ -45,7 +57,13 @@ export function receiveData(phase: DataPhase, recipients: Reservation[], stream:
   }
   stream.on('data', (chunk: Buffer) => {
     const change = collector.add(chunk)
-    if (change === 'too_large') s.logger.info('smtp_data_dropped', { session_id: session.id, reason: change, remote: session.remoteAddress, held_bytes: guards.budget.held })
+    if (change === 'too_large')
+      s.logger.info('smtp_data_dropped', {
+        session_id: session.id,
+        reason: change,
+        remote: session.remoteAddress,
+        held_bytes: guards.budget.held,
+      })
   })
   // A connection cut mid-DATA destroys the stream without 'end': give the bytes back.
   stream.on('close', () => ended || collector.release())
@@ -60,7 +78,11 @@ export function receiveData(phase: DataPhase, recipients: Reservation[], stream:
       size = collected.size
       if (collected.kind === 'too_large') throw tooLarge
       if (collected.kind === 'spool_failed') {
-        s.logger.error('smtp_spool_failed', { session_id: session.id, size_bytes: size, ...errorFields(collected.error) })
+        s.logger.error('smtp_spool_failed', {
+          session_id: session.id,
+          size_bytes: size,
+          ...errorFields(collected.error),
+        })
         throw new InboundRefusal(isDiskFull(collected.error) ? 'insufficient_storage' : 'storage_failed')
       }
       // Read back from the spool inside the gate: what bounds memory is how much is parsed at

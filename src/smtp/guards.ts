@@ -82,7 +82,12 @@ export class SmtpGuards implements ConnectionGuard {
     onHeld: (delta: number) => void = () => {},
   ) {
     const collectGarbage = deferredCollector()
-    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS), onHeld)
+    this.budget = new DataBudget(
+      limits.smtpDataMemoryBytes,
+      collectGarbage,
+      Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS),
+      onHeld,
+    )
     this.parsing = new ParseGate(limits.messageBytes)
     this.storing = new ParseGate(limits.messageBytes)
     this.parsingSmall = new ParseGate(SMALL_LANE_BYTES)
@@ -108,7 +113,11 @@ export class SmtpGuards implements ConnectionGuard {
   admit(sessionId: string, remoteAddress: string): boolean {
     const key = clientKey(remoteAddress)
     if (this.gate.enter(sessionId, key)) return true
-    this.logger.info('smtp_refused', { reason: 'too_many_connections', remote: remoteAddress, open_from_address: this.gate.openFrom(key) })
+    this.logger.info('smtp_refused', {
+      reason: 'too_many_connections',
+      remote: remoteAddress,
+      open_from_address: this.gate.openFrom(key),
+    })
     return false
   }
 

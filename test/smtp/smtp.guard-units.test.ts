@@ -126,7 +126,14 @@ describe('MessageCollector', () => {
 
   test('a disk that falls behind pauses the stream; the write resumes it', async () => {
     const controls = flow()
-    const collector = new MessageCollector(new DataBudget(1024 * 1024), 'a', 4 * 1024 * 1024, newSpool(), controls, 1024)
+    const collector = new MessageCollector(
+      new DataBudget(1024 * 1024),
+      'a',
+      4 * 1024 * 1024,
+      newSpool(),
+      controls,
+      1024,
+    )
     for (let i = 0; i < 8; i++) collector.add(Buffer.alloc(64 * 1024, i))
     expect(controls.calls).toEqual(['pause']) // 64 KiB queued before the first write finished
     const { raw } = await collect(collector)
@@ -143,7 +150,18 @@ describe('MessageCollector', () => {
     // which handed the waiting senders extra turns. An hour keeps that rule out of this test.
     const senders = Array.from({ length: READING_SENDERS + 4 }, (_, i) => {
       const controls = flow()
-      return { controls, collector: new MessageCollector(new DataBudget(1024 * 1024), `s${i}`, 4 * 1024 * 1024, spool, controls, 1024, 3_600_000) }
+      return {
+        controls,
+        collector: new MessageCollector(
+          new DataBudget(1024 * 1024),
+          `s${i}`,
+          4 * 1024 * 1024,
+          spool,
+          controls,
+          1024,
+          3_600_000,
+        ),
+      }
     })
     const resumed = () => senders.filter((s) => s.controls.calls.at(-1) === 'resume')
     // Each sender's read fills its 64 KiB: all pause, and their writes queue in the spool's line.
@@ -287,6 +305,8 @@ describe('ParseGate', () => {
 
 describe('SMTP_DATA_MEMORY_BYTES', () => {
   test('may be smaller than a message: what does not fit in memory is spooled', () => {
-    expect(loadConfig({ LIMIT_MESSAGE_BYTES: '1000', SMTP_DATA_MEMORY_BYTES: '10' }).limits.smtpDataMemoryBytes).toBe(10)
+    expect(loadConfig({ LIMIT_MESSAGE_BYTES: '1000', SMTP_DATA_MEMORY_BYTES: '10' }).limits.smtpDataMemoryBytes).toBe(
+      10,
+    )
   })
 })

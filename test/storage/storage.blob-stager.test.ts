@@ -37,9 +37,20 @@ describeForBackends(['sqlite'], 'the stager belongs to the SQLite adapter', 'sta
       const { key } = await server.tenant()
       const [kept, deleted] = [await newInbox(server, key), await newInbox(server, key)]
       const attachment = randomAttachment('big.bin', 2 * MiB)
-      const raw = multipartMessage({ to: kept.address, subject: 'two copies', text: 'one is kept', attachments: [attachment] })
+      const raw = multipartMessage({
+        to: kept.address,
+        subject: 'two copies',
+        text: 'one is kept',
+        attachments: [attachment],
+      })
       const client = await SmtpClient.connect(server.app.smtpPort)
-      for (const line of ['EHLO stager.test', 'MAIL FROM:<big@example.com>', `RCPT TO:<${kept.address}>`, `RCPT TO:<${deleted.address}>`]) expect((await client.command(line)).code).toBe(250)
+      for (const line of [
+        'EHLO stager.test',
+        'MAIL FROM:<big@example.com>',
+        `RCPT TO:<${kept.address}>`,
+        `RCPT TO:<${deleted.address}>`,
+      ])
+        expect((await client.command(line)).code).toBe(250)
       expect((await client.command('DATA')).code).toBe(354)
       expect((await server.delete(`/v1/inboxes/${deleted.id}`, key)).status).toBe(204)
       const reply = await client.message(raw)
@@ -61,23 +72,41 @@ describeForBackends(['sqlite'], 'the stager belongs to the SQLite adapter', 'sta
     const { key } = await first.tenant()
     const inbox = await newInbox(first, key)
     const attachment = randomAttachment('kept.bin', 1.5 * MiB)
-    const [id] = await deliver(first, inbox.address, multipartMessage({ to: inbox.address, subject: 'kept', text: 'kept', attachments: [attachment] }))
+    const [id] = await deliver(
+      first,
+      inbox.address,
+      multipartMessage({ to: inbox.address, subject: 'kept', text: 'kept', attachments: [attachment] }),
+    )
     await first.app.stop()
     // What the stager's connection had committed when the process died before the message's
     // transaction: blob rows keyed by ids no message or attachment row has.
     const file = new Database(first.databasePath)
-    file.query('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, NULL)').run(`msg_${'d'.repeat(32)}`, new Uint8Array(2 * MiB))
-    file.query('INSERT INTO attachment_contents (attachment_id, content, sha256) VALUES (?, ?, NULL)').run(`att_${'d'.repeat(32)}`, new Uint8Array(MiB))
+    file
+      .query('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, NULL)')
+      .run(`msg_${'d'.repeat(32)}`, new Uint8Array(2 * MiB))
+    file
+      .query('INSERT INTO attachment_contents (attachment_id, content, sha256) VALUES (?, ?, NULL)')
+      .run(`att_${'d'.repeat(32)}`, new Uint8Array(MiB))
     file.close()
     expect(countRows(first.databasePath, UNOWNED)).toBe(2)
 
     const app = await startApp({
-      config: loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: first.databasePath, RECEIVING_DOMAIN: 'inbox.test' }),
+      config: loadConfig({
+        PORT: '0',
+        SMTP_PORT: '0',
+        HOST: '127.0.0.1',
+        DATABASE_PATH: first.databasePath,
+        RECEIVING_DOMAIN: 'inbox.test',
+      }),
       logger: createLogger('silent'),
     })
     try {
       await until(() => countRows(first.databasePath, UNOWNED) === 0, 'the crash’s staged rows removed')
-      const message = ((await (await fetch(`${app.httpUrl}/v1/messages/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as any).data
+      const message = (
+        (await (
+          await fetch(`${app.httpUrl}/v1/messages/${id}`, { headers: { authorization: `Bearer ${key}` } })
+        ).json()) as any
+      ).data
       expect((await download(app.httpUrl, key, message.attachments[0].id)).equals(attachment.bytes)).toBe(true)
       expect(countRows(first.databasePath, 'SELECT count(*) AS n FROM message_sources')).toBe(1)
     } finally {

@@ -52,7 +52,11 @@ export const MEASURE_TRIES = 8
  * upper bound that load inflates, and only the least of several tries comes near the
  * work's own cost. A machine that busy can fail the corpus bound in every try.
  */
-export async function measureWithin<T>(measure: () => Promise<T>, within: (result: T) => boolean, tries = MEASURE_TRIES): Promise<{ result: T; tries: number }> {
+export async function measureWithin<T>(
+  measure: () => Promise<T>,
+  within: (result: T) => boolean,
+  tries = MEASURE_TRIES,
+): Promise<{ result: T; tries: number }> {
   for (let attempt = 1; ; attempt++) {
     const result = await measure()
     if (within(result) || attempt >= tries) return { result, tries: attempt }

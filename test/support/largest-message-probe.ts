@@ -8,7 +8,13 @@
  * runner's process walks every object the earlier test files left alive.
  */
 import { createHash } from 'node:crypto'
-import { LARGEST_MESSAGE_TURN_BOUND_MS, measureWithin, pollHealth, RESPONSIVE_BOUND_MS, watchEventLoop } from './event-loop.ts'
+import {
+  LARGEST_MESSAGE_TURN_BOUND_MS,
+  measureWithin,
+  pollHealth,
+  RESPONSIVE_BOUND_MS,
+  watchEventLoop,
+} from './event-loop.ts'
 import { largestLegalMessage } from './generated-messages.ts'
 import { startTestServer } from './harness.ts'
 import { SmtpClient } from './smtp.ts'
@@ -23,7 +29,8 @@ async function deliver() {
   const inbox = (await server.post('/v1/inboxes', tenant.key)).body.data
   const client = await SmtpClient.connect(server.app.smtpPort)
   try {
-    for (const line of ['EHLO largest.test', 'MAIL FROM:<big@sender.example>', `RCPT TO:<${inbox.address}>`, 'DATA']) await client.command(line)
+    for (const line of ['EHLO largest.test', 'MAIL FROM:<big@sender.example>', `RCPT TO:<${inbox.address}>`, 'DATA'])
+      await client.command(line)
     Bun.gc(true) // the previous try's garbage is not this one's cost
     const watch = watchEventLoop(1)
     const health = pollHealth(server.url)
@@ -31,7 +38,8 @@ async function deliver() {
     let answered = false
     const replied = client.next().finally(() => (answered = true))
     for (let at = 0; at < wire.byteLength && !answered; at += 64 * 1024) {
-      if (!client.socket.write(wire.subarray(at, at + 64 * 1024))) await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
+      if (!client.socket.write(wire.subarray(at, at + 64 * 1024)))
+        await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
     }
     const reply = await replied
     const stall = watch.stop()
@@ -42,7 +50,10 @@ async function deliver() {
   }
 }
 
-const { result, tries } = await measureWithin(deliver, (d) => d.cpuMs <= LARGEST_MESSAGE_TURN_BOUND_MS && d.heldMs < RESPONSIVE_BOUND_MS && d.healthMs < RESPONSIVE_BOUND_MS)
+const { result, tries } = await measureWithin(
+  deliver,
+  (d) => d.cpuMs <= LARGEST_MESSAGE_TURN_BOUND_MS && d.heldMs < RESPONSIVE_BOUND_MS && d.healthMs < RESPONSIVE_BOUND_MS,
+)
 const id = /msg_[0-9a-f]{32}/.exec(result.reply)?.[0]
 const [source] = id ? await server.query('SELECT raw FROM message_sources WHERE message_id = ?', id) : []
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex')

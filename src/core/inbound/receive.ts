@@ -22,8 +22,14 @@ export const PARSE_ON_EVENT_LOOP_MAX_BYTES = 8 * 1024
 /** Loaded with the first such message: a server that receives none keeps a lower idle RSS (bench/README.md). */
 let parserHere: Promise<typeof import('./parse.ts')> | undefined
 
-async function parse(s: Services, raw: Buffer, delimiters: number, envelopeFrom: string): Promise<{ mail: ParsedMail; raw: Buffer }> {
-  if (delimiters > 0 || raw.byteLength > PARSE_ON_EVENT_LOOP_MAX_BYTES) return s.parser.parse(raw, envelopeFrom, s.config.limits)
+async function parse(
+  s: Services,
+  raw: Buffer,
+  delimiters: number,
+  envelopeFrom: string,
+): Promise<{ mail: ParsedMail; raw: Buffer }> {
+  if (delimiters > 0 || raw.byteLength > PARSE_ON_EVENT_LOOP_MAX_BYTES)
+    return s.parser.parse(raw, envelopeFrom, s.config.limits)
   try {
     parserHere ??= import('./parse.ts')
     const { parseMail } = await parserHere
@@ -43,14 +49,21 @@ interface ReceivedMessage {
   envelopeFrom: string
   /** The transaction's reservations, one per admitted inbox; released whatever the outcome. */
   recipients: Reservation[]
-  /** Awaited between the parse and the store (the SMTP transport moves the message from its parse gate to its store gate). */
+  /**
+   * Awaited between the parse and the store (the SMTP transport moves the message from its
+   * parse gate to its store gate).
+   */
   parsed?: () => Promise<void>
 }
 
 /** Parses, checks and stores one message for its recipients; resolves once it is committed. */
-export async function receiveMessage(s: Services, { raw, envelopeFrom, recipients, parsed }: ReceivedMessage): Promise<StoredMessage[]> {
+export async function receiveMessage(
+  s: Services,
+  { raw, envelopeFrom, recipients, parsed }: ReceivedMessage,
+): Promise<StoredMessage[]> {
   try {
-    if (raw.byteLength > s.config.limits.messageBytes) throw new InboundRefusal('message_too_large', `at most ${s.config.limits.messageBytes} bytes`)
+    if (raw.byteLength > s.config.limits.messageBytes)
+      throw new InboundRefusal('message_too_large', `at most ${s.config.limits.messageBytes} bytes`)
     // A message too big for the event loop's parser is scanned by the worker that parses it
     // (parse-worker.ts): the scan of a 10 MiB message took 4–5 ms of the loop here.
     let delimiters = 1
@@ -70,7 +83,8 @@ export async function receiveMessage(s: Services, { raw, envelopeFrom, recipient
       if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
       // A failing volume was logged once when it began (storage-health.ts); each message it
       // refuses is an ordinary smtp_refused line. Anything else is a bug worth a stack trace.
-      if (!s.storageHealth.failed(error, 'mail')) s.logger.error('message_store_failed', { size_bytes: size, ...errorFields(error) })
+      if (!s.storageHealth.failed(error, 'mail'))
+        s.logger.error('message_store_failed', { size_bytes: size, ...errorFields(error) })
       throw new InboundRefusal('storage_failed')
     }
     // PostgreSQL mode: storing mail works again (SQLite's commit already told the storage state).

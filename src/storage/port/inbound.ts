@@ -1,4 +1,7 @@
-/** Admission counts, storing inbound mail, retention sweeps and the readiness heartbeat. See ../port.ts for the conventions every operation follows. */
+/**
+ * Admission counts, storing inbound mail, retention sweeps and the readiness heartbeat. See
+ * ../port.ts for the conventions every operation follows.
+ */
 
 /** An organisation's stored limit overrides that RCPT TO enforces; null follows the environment's value. */
 export interface InboundLimitOverrides {
@@ -57,7 +60,10 @@ export interface InboundMessage {
   htmlBody: string | null
   headersJson: string
   searchText: string
-  /** Handed over with the message, like each attachment's `content`: a store may move the bytes to another thread (SQLite's blob stager). */
+  /**
+   * Handed over with the message, like each attachment's `content`: a store may move the bytes
+   * to another thread (SQLite's blob stager).
+   */
   raw: Buffer
   rawSha256: string
   attachments: InboundAttachment[]
@@ -111,7 +117,10 @@ export interface InboundDelivery {
 export interface InboundDecider<D extends InboundDelivery> {
   /** The start of an attempt: the periods the counters are bumped in. */
   begin(): InboundPeriods
-  /** Whether the delivery's admission must be checked again in the current periods (read from the database only then). */
+  /**
+   * Whether the delivery's admission must be checked again in the current periods (read from
+   * the database only then).
+   */
   recheckNeeded(delivery: D): boolean
   /** With the counts and limits in the current periods: whether the copy may still be stored. */
   recheck(delivery: D, facts: AdmissionFacts): boolean

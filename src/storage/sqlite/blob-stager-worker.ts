@@ -22,7 +22,9 @@ let insertSource, insertContent, dropSource, dropContent
 const acquire = () => {
   // A batch of the server's waits: let it go first (bounded, so nothing waits forever).
   if (Atomics.load(lock, SERVER_WAITING) === 1) Atomics.wait(lock, SERVER_WAITING, 1, 50)
-  while (Atomics.compareExchange(lock, OWNER, FREE, WORKER) !== FREE) Atomics.wait(lock, OWNER, Atomics.load(lock, OWNER), 20)
+  while (Atomics.compareExchange(lock, OWNER, FREE, WORKER) !== FREE) {
+    Atomics.wait(lock, OWNER, Atomics.load(lock, OWNER), 20)
+  }
 }
 const release = () => {
   Atomics.store(lock, OWNER, FREE)
@@ -54,12 +56,18 @@ self.onmessage = ({ data }) => {
       db.exec('PRAGMA wal_autocheckpoint = 0')
       insertSource = db.prepare('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, ?)')
       insertContent = db.prepare('INSERT INTO attachment_contents (attachment_id, content, sha256) VALUES (?, ?, ?)')
-      dropSource = db.prepare('DELETE FROM message_sources WHERE message_id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE id = ?)')
-      dropContent = db.prepare('DELETE FROM attachment_contents WHERE attachment_id = ? AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)')
+      dropSource = db.prepare(
+        'DELETE FROM message_sources WHERE message_id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE id = ?)',
+      )
+      dropContent = db.prepare(
+        'DELETE FROM attachment_contents WHERE attachment_id = ? ' +
+          'AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)',
+      )
       // Left by a crash between staging and commit: no message owns them.
       const cleared = locked(() =>
         db.query('DELETE FROM message_sources WHERE message_id NOT IN (SELECT id FROM messages)').run().changes +
-        db.query('DELETE FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)').run().changes)
+        db.query('DELETE FROM attachment_contents WHERE attachment_id NOT IN (SELECT id FROM attachments)').run()
+          .changes)
       postMessage({ type: 'opened', cleared })
     } catch (error) {
       postMessage({ type: 'failed', error: String(error) })

@@ -32,7 +32,9 @@ import { FREE, OWNER, SERVER, SERVER_WAITING, WORKER_SOURCE } from './blob-stage
 export const STAGE_FROM_BYTES = 1024 * 1024
 
 /** One blob row to stage: a raw message (messageId) or an attachment's bytes (attachmentId). */
-export type StagedRow = { messageId: string; bytes: Uint8Array; sha256: string } | { attachmentId: string; bytes: Uint8Array; sha256: string }
+export type StagedRow =
+  | { messageId: string; bytes: Uint8Array; sha256: string }
+  | { attachmentId: string; bytes: Uint8Array; sha256: string }
 
 /**
  * The lock the server's connection shares with the worker's. `tryTake` never waits: it
@@ -70,8 +72,11 @@ const CLOSE_WAIT_MS = 5_000
 
 /** The row's bytes as an ArrayBuffer of their own, to transfer (copied only when they share one). */
 function ownBuffer(bytes: Uint8Array): ArrayBuffer {
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
-  return whole ? (bytes.buffer as ArrayBuffer) : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
+  const whole =
+    bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength && bytes.buffer instanceof ArrayBuffer
+  return whole
+    ? (bytes.buffer as ArrayBuffer)
+    : (bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer)
 }
 
 /**
@@ -103,7 +108,12 @@ export function startBlobStager(path: string): { stager: BlobStager; opened: Pro
     takeWaiting() {
       if (Atomics.load(cells, OWNER) === SERVER) return false
       Atomics.store(cells, SERVER_WAITING, 1)
-      for (let owner = Atomics.compareExchange(cells, OWNER, FREE, SERVER); owner !== FREE; owner = Atomics.compareExchange(cells, OWNER, FREE, SERVER)) Atomics.wait(cells, OWNER, owner, 20)
+      for (
+        let owner = Atomics.compareExchange(cells, OWNER, FREE, SERVER);
+        owner !== FREE;
+        owner = Atomics.compareExchange(cells, OWNER, FREE, SERVER)
+      )
+        Atomics.wait(cells, OWNER, owner, 20)
       return true
     },
     give() {

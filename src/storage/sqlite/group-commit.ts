@@ -84,7 +84,10 @@ export function groupCommitter(
     )
   const runAlone = (job: GroupJob) => {
     try {
-      void settle([job], [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))])
+      void settle(
+        [job],
+        [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))],
+      )
     } catch (error) {
       observer().failed(error)
       job.reject(error)
@@ -106,7 +109,9 @@ export function groupCommitter(
     if (jobs.length === 0) return
     let values: unknown[]
     try {
-      values = withoutInlineSync(jobs, () => db.transaction((tx) => jobs.map((job) => job.work(tx)), { behavior: 'immediate' }))
+      values = withoutInlineSync(jobs, () =>
+        db.transaction((tx) => jobs.map((job) => job.work(tx)), { behavior: 'immediate' }),
+      )
     } catch {
       for (const job of jobs) runAlone(job)
       return

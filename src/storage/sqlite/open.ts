@@ -77,7 +77,9 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
   let checkpoints: Checkpointer | undefined
   let stager: BlobStager | undefined
   if (options.checkpointInWorker && path !== ':memory:') {
-    checkpoints = startCheckpointer(path, autocheckpointPages, (pages) => sqlite.exec(`PRAGMA wal_autocheckpoint = ${pages}`))
+    checkpoints = startCheckpointer(path, autocheckpointPages, (pages) =>
+      sqlite.exec(`PRAGMA wal_autocheckpoint = ${pages}`),
+    )
     stager = startBlobStager(path).stager
   }
   const storage: Storage = {
@@ -100,7 +102,15 @@ export function openStorage(path: string, options: OpenOptions = {}): Storage {
       storage.observer.committed()
       return result
     },
-    writeInGroup: groupCommitter(db, sqlite, wal.durable, autocheckpointPages, () => storage.observer, checkpoints, stager?.lock),
+    writeInGroup: groupCommitter(
+      db,
+      sqlite,
+      wal.durable,
+      autocheckpointPages,
+      () => storage.observer,
+      checkpoints,
+      stager?.lock,
+    ),
     close: () => {
       stager?.close()
       checkpoints?.close()

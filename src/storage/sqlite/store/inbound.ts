@@ -6,7 +6,13 @@
  * are written first, on the stager's thread (../blob-stager.ts), and its job writes the rest.
  */
 import { inArray, lt, lte } from 'drizzle-orm'
-import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
+import type {
+  AdmissionFacts,
+  InboundDelivery,
+  InboundPeriods,
+  InboundStore,
+  StoreInboundInput,
+} from '../../port/inbound.ts'
 import { inboundBursts, messages } from '../schema.ts'
 import type { Db, Storage } from '../../types.ts'
 import { STAGE_FROM_BYTES, type StagedRow, stagerOf } from '../blob-stager.ts'
@@ -20,7 +26,11 @@ function factsFor(db: Db, inbox: { id: string; organizationId: string }, periods
   return {
     inboxId: inbox.id,
     organizationId: org,
-    limits: statements.limitOverrides.get({ organizationId: org }) ?? { monthlyEmails: null, inboxBurst: null, orgBurst: null },
+    limits: statements.limitOverrides.get({ organizationId: org }) ?? {
+      monthlyEmails: null,
+      inboxBurst: null,
+      orgBurst: null,
+    },
     counts: {
       monthReceived: statements.receivedInMonth.get({ organizationId: org, month: periods.month })?.received ?? 0,
       inboxAccepted: statements.acceptedInBucket.get({ subjectId: inbox.id, bucket: periods.bucket })?.accepted ?? 0,
@@ -33,7 +43,11 @@ function factsFor(db: Db, inbox: { id: string; organizationId: string }, periods
 function blobRows<D extends InboundDelivery>({ message, deliveries }: StoreInboundInput<D>): StagedRow[] {
   return deliveries.flatMap((delivery) => [
     { messageId: delivery.messageId, bytes: message.raw, sha256: message.rawSha256 },
-    ...message.attachments.map((attachment, position) => ({ attachmentId: delivery.attachmentIds[position]!, bytes: attachment.content, sha256: attachment.sha256 })),
+    ...message.attachments.map((attachment, position) => ({
+      attachmentId: delivery.attachmentIds[position]!,
+      bytes: attachment.content,
+      sha256: attachment.sha256,
+    })),
   ])
 }
 
@@ -43,7 +57,11 @@ function blobRows<D extends InboundDelivery>({ message, deliveries }: StoreInbou
  * rows removed; the removal skips a row whose message exists, so a commit whose sync failed
  * after it keeps its blobs.
  */
-async function storeStaged<D extends InboundDelivery>(storage: Storage, input: StoreInboundInput<D>, bytes: number): Promise<D[]> {
+async function storeStaged<D extends InboundDelivery>(
+  storage: Storage,
+  input: StoreInboundInput<D>,
+  bytes: number,
+): Promise<D[]> {
   const stager = stagerOf(storage)!
   const { deliveries } = input
   await stager.stage(blobRows(input))
@@ -62,7 +80,12 @@ async function storeStaged<D extends InboundDelivery>(storage: Storage, input: S
   }
 }
 
-function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, deliveries, decide }: StoreInboundInput<D>, bytes: number, staged: boolean): Promise<D[]> {
+function storeInGroup<D extends InboundDelivery>(
+  storage: Storage,
+  { message, deliveries, decide }: StoreInboundInput<D>,
+  bytes: number,
+  staged: boolean,
+): Promise<D[]> {
   // Prepared on the same (only) connection, so they run inside the group's write transaction.
   const statements = inboundStatements(storage.db)
   return transactionInGroup(
@@ -74,10 +97,17 @@ function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, de
         const inbox = statements.activeInboxAddress.get({ inboxId: delivery.inboxId })
         if (!inbox) continue // deleted since RCPT TO
         if (decide.recheckNeeded(delivery)) {
-          const facts = factsFor(storage.db, { id: delivery.inboxId, organizationId: delivery.organizationId }, { month, bucket })
+          const facts = factsFor(
+            storage.db,
+            { id: delivery.inboxId, organizationId: delivery.organizationId },
+            { month, bucket },
+          )
           if (!decide.recheck(delivery, facts)) continue
         }
-        const { receivedAt, expiresAt } = decide.times(delivery, statements.newestReceivedAt.get({ inboxId: delivery.inboxId })?.at)
+        const { receivedAt, expiresAt } = decide.times(
+          delivery,
+          statements.newestReceivedAt.get({ inboxId: delivery.inboxId })?.at,
+        )
         const { messageId, organizationId } = delivery
         statements.insertMessage.run({
           id: messageId,
@@ -96,7 +126,12 @@ function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, de
           searchSenderDomain: message.searchSenderDomain,
           internetMessageId: message.internetMessageId,
         })
-        statements.insertContent.run({ messageId, textBody: message.textBody, htmlBody: message.htmlBody, headersJson: message.headersJson })
+        statements.insertContent.run({
+          messageId,
+          textBody: message.textBody,
+          htmlBody: message.htmlBody,
+          headersJson: message.headersJson,
+        })
         statements.insertSearchText.run({ messageId, text: message.searchText })
         if (!staged) statements.insertSource.run({ messageId, raw: message.raw, sha256: message.rawSha256 })
         message.attachments.forEach((attachment, position) => {
@@ -112,7 +147,12 @@ function storeInGroup<D extends InboundDelivery>(storage: Storage, { message, de
             disposition: attachment.disposition,
             contentId: attachment.contentId,
           })
-          if (!staged) statements.insertAttachmentContent.run({ attachmentId, content: attachment.content, sha256: attachment.sha256 })
+          if (!staged)
+            statements.insertAttachmentContent.run({
+              attachmentId,
+              content: attachment.content,
+              sha256: attachment.sha256,
+            })
         })
         statements.countMonthlyEmail.run({ organizationId, month })
         statements.bumpBurst.run({ subjectId: delivery.inboxId, bucket })
@@ -135,14 +175,23 @@ export function sqliteInbound(storage: Storage): InboundStore {
     },
 
     storeMessage: (input) => {
-      const bytes = input.message.raw.byteLength + input.message.attachments.reduce((sum, attachment) => sum + attachment.content.byteLength, 0)
+      const bytes =
+        input.message.raw.byteLength +
+        input.message.attachments.reduce((sum, attachment) => sum + attachment.content.byteLength, 0)
       // The job still declares the bytes: the staged WAL frames are checkpointed on the worker too.
-      return bytes >= STAGE_FROM_BYTES && stagerOf(storage)?.usable ? storeStaged(storage, input, bytes) : storeInGroup(storage, input, bytes, false)
+      return bytes >= STAGE_FROM_BYTES && stagerOf(storage)?.usable
+        ? storeStaged(storage, input, bytes)
+        : storeInGroup(storage, input, bytes, false)
     },
 
     async deleteExpiredMessages(now, limit) {
       return transaction(storage, (tx) => {
-        const expired = tx.select({ id: messages.id, inboxId: messages.inboxId }).from(messages).where(lte(messages.expiresAt, now)).limit(limit).all()
+        const expired = tx
+          .select({ id: messages.id, inboxId: messages.inboxId })
+          .from(messages)
+          .where(lte(messages.expiresAt, now))
+          .limit(limit)
+          .all()
         // Contents, sources, search texts and attachments go by ON DELETE CASCADE.
         if (expired.length > 0)
           tx.delete(messages)
@@ -174,7 +223,9 @@ export function sqliteInbound(storage: Storage): InboundStore {
         // Not through storage.write, whose observer would count a busy lock as a failed write.
         // A real write (taking the write lock alone proves nothing: on a volume remounted
         // read-only SQLite still takes its locks, which live in shared memory).
-        storage.db.transaction(() => inboundStatements(storage.db).writeSetting.run({ name, value }), { behavior: 'immediate' })
+        storage.db.transaction(() => inboundStatements(storage.db).writeSetting.run({ name, value }), {
+          behavior: 'immediate',
+        })
         storage.observer.committed()
         return { outcome: 'committed' }
       } catch (error) {
