@@ -315,3 +315,24 @@ test('the searched text is bounded: a 1 MB body keeps its first TEXT_SEARCH_CHAR
   expect(subjectsOf((await inbox(c.id, 'text=early')).html)).toEqual(['Long'])
   expect(subjectsOf((await inbox(c.id, 'text=late')).html)).toEqual([])
 })
+
+test('the search line names each operator apart, as typed', async () => {
+  const page = await search('')
+  expect(page.status).toBe(200)
+  // Markup gone, as a reader sees it: adjacent <code> elements with no space between them read
+  // as one word (before:after:).
+  const help = page.html.match(/<p class="muted operators"[^>]*>([\s\S]*?)<\/p>/)![1]!.replace(/<[^>]+>/g, '')
+  const operators = help.split(/[\s,()]+/).filter((word) => word.includes(':'))
+  expect(operators).toEqual([
+    'from:',
+    'to:',
+    'subject:',
+    'has:attachment',
+    'is:unread',
+    'is:read',
+    'before:',
+    'after:',
+    'larger:',
+    'smaller:',
+  ])
+})

@@ -138,7 +138,7 @@ export function SearchLineForm(props: {
       {/* biome-ignore format: its fill puts a line's closing {' '} past the width */}
       <p class="muted operators" id={id('operators')}>
         <code>from:</code> <code>to:</code> <code>subject:</code> <code>has:attachment</code>{' '}
-        <code>is:unread</code> <code>is:read</code> <code>before:</code>
+        <code>is:unread</code> <code>is:read</code> <code>before:</code>{' '}
         <code>after:</code> <code>larger:</code> <code>smaller:</code> (<code>100k</code>, <code>2m</code>),{' '}
         <code>"a phrase"</code>, <code>-</code> negates; other words search the subject and text.
       </p>
