@@ -344,6 +344,70 @@ describeEachBackend(
       expect(s.reservations.size).toBe(0)
     })
 
+    test('stores committed together, re-checked in a turned bucket one after another: exactly the room left is stored, in every organisation', async () => {
+      clock.set('2026-03-03T11:04:59.999Z')
+      const s = backend.services()
+      const [one, two] = [await organization(backend, { inboxBurst: 3, orgBurst: 5 }), await organization(backend)]
+      const [x, y] = [await inbox(backend, one), await inbox(backend, one)]
+      const z = await inbox(backend, two)
+      const early: Reservation[] = []
+      for (const target of [x, x, x, y, y]) early.push(await admit(s, target.address))
+      const other = [await admit(s, z.address), await admit(s, z.address)]
+      clock.set('2026-03-03T11:05:00.000Z')
+      // The next bucket already holds one copy for x and one for y: the organisation has 3 left.
+      await deliver(s, [await admit(s, x.address)], mime('fresh x'))
+      await deliver(s, [await admit(s, y.address)], mime('fresh y'))
+      // Stored at once, so several share a transaction: each re-check must see the copies
+      // stored before it in the same one.
+      const outcomes = await Promise.all([...early, ...other].map((recipient, i) => refusalOf(deliver(s, [recipient], mime(`batched ${i}`)))))
+      const earlyOutcomes = outcomes.slice(0, 5)
+      expect(earlyOutcomes.filter((outcome) => outcome === null)).toHaveLength(3)
+      for (const outcome of earlyOutcomes) expect([null, 'inbox_burst_exceeded', 'organization_burst_exceeded']).toContain(outcome)
+      expect(outcomes.slice(5)).toEqual([null, null])
+      const inX = (await stored(backend, x.id)).length
+      const inY = (await stored(backend, y.id)).length
+      expect(inX + inY).toBe(5)
+      expect(inX).toBeLessThanOrEqual(3)
+      expect(inY).toBeLessThanOrEqual(3)
+      expect(await bursts(backend, x.id)).toEqual({ '2026-03-03T11:05:00.000Z': inX })
+      expect(await bursts(backend, y.id)).toEqual({ '2026-03-03T11:05:00.000Z': inY })
+      expect(await bursts(backend, one)).toEqual({ '2026-03-03T11:05:00.000Z': 5 })
+      expect(await monthlyCount(backend, one, '2026-03')).toBe(5)
+      expect(await bursts(backend, z.id)).toEqual({ '2026-03-03T11:05:00.000Z': 2 })
+      expect(await bursts(backend, two)).toEqual({ '2026-03-03T11:05:00.000Z': 2 })
+      expect(await monthlyCount(backend, two, '2026-03')).toBe(2)
+      // received_at strictly increasing in each inbox, whichever transaction stored the copy.
+      for (const target of [x, y]) {
+        const times = (await stored(backend, target.id)).map((row) => Date.parse(row.message.receivedAt))
+        for (let i = 1; i < times.length; i++) expect(times[i]!).toBeGreaterThan(times[i - 1]!)
+      }
+      expect(s.reservations.size).toBe(0)
+    })
+
+    test('stores committed together that mix a large message with small ones keep every part byte for byte', async () => {
+      clock.set('2026-03-04T08:00:00.000Z')
+      const s = backend.services()
+      const org = await organization(backend)
+      const [x, y] = [await inbox(backend, org), await inbox(backend, org)]
+      const big = Buffer.alloc(1536 * 1024, 7)
+      big.write('the large one', 0)
+      const raws = [mime('small 0'), mime('large', [{ name: 'big.bin', type: 'application/octet-stream', bytes: big }]), mime('small 1'), mime('small 2 with "quotes" and \\ backslashes')]
+      const recipients: Reservation[] = []
+      for (let i = 0; i < raws.length; i++) recipients.push(await admit(s, (i % 2 ? y : x).address))
+      const results = await Promise.all(raws.map((raw, i) => deliver(s, [recipients[i]!], raw)))
+      expect(results.flat()).toHaveLength(4)
+      const rows = [...(await stored(backend, x.id)), ...(await stored(backend, y.id))]
+      for (const raw of raws) {
+        const row = rows.find((candidate) => candidate.source && Buffer.compare(candidate.source.raw, raw) === 0)
+        expect(row?.source?.sha256).toBe(sha256Hex(raw))
+        expect(row?.content?.textBody).toContain('Hello from the contract')
+      }
+      expect(rows.map((row) => row.message.subject).sort()).toEqual(['large', 'small 0', 'small 1', 'small 2 with "quotes" and \\ backslashes'])
+      const attachment = rows.find((row) => row.message.subject === 'large')!.attachments[0]!
+      expect(Buffer.compare(attachment.content!.content, big)).toBe(0)
+      expect(await monthlyCount(backend, org, '2026-03')).toBe(4)
+    })
+
     test('concurrent stores into one inbox get distinct, increasing received_at and are all counted', async () => {
       clock.set('2026-03-04T09:00:00.000Z')
       const s = backend.services()

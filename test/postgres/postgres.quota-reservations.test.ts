@@ -8,7 +8,7 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createQuotaReservations, type QuotaReservation } from '../../src/storage/postgres/quota-reservations.ts'
+import { createQuotaReservations, type QuotaReservation, StoredCounts } from '../../src/storage/postgres/quota-reservations.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 
 setDefaultTimeout(60_000)
@@ -133,6 +133,52 @@ describeWithPostgres('quota reservations across two machines', () => {
     clock.set('2026-03-10T10:02:30.000Z')
   })
 
+  test("a batch's units converted in one transaction, re-checked in a turned bucket: each sees the ones counted before it, so exactly the room left is counted", async () => {
+    await newOrganization('org_batch_turn')
+    await newOrganization('org_batch_other')
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const limits = { monthlyEmails: 100, inboxBurst: 3, orgBurst: 1000 }
+    clock.set('2026-03-10T10:14:59.000Z')
+    const units: QuotaReservation[] = []
+    for (const target of [
+      { organizationId: 'org_batch_turn', inboxId: 'inb_bt' },
+      { organizationId: 'org_batch_turn', inboxId: 'inb_bt' },
+      { organizationId: 'org_batch_other', inboxId: 'inb_bo' },
+      { organizationId: 'org_batch_turn', inboxId: 'inb_bt' },
+    ]) {
+      const held = await a.reserve(target, limits)
+      if (!held.reserved) throw new Error('expected a unit')
+      units.push(held.reservation)
+    }
+    clock.set('2026-03-10T10:15:00.000Z')
+    // One copy already in the new bucket: inb_bt has room for two of its three old units.
+    const fresh = await a.reserve({ organizationId: 'org_batch_turn', inboxId: 'inb_bt' }, limits)
+    if (!fresh.reserved) throw new Error('expected a unit')
+    await machineA.begin((tx) => a.convert(tx, fresh.reservation, limits))
+    const results = await machineA.begin(async (tx) => {
+      const counts = new StoredCounts()
+      const sent: Promise<unknown>[] = []
+      const { answered, units: pending } = a.beginConvert(tx, units)
+      await answered
+      const converted = []
+      for (const unit of pending) converted.push(await unit.finish(limits, counts, sent))
+      sent.push(counts.send(tx))
+      await Promise.all(sent)
+      return converted
+    })
+    expect(results).toEqual([{ counted: true }, { counted: true }, { counted: true }, { counted: false, refusal: 'inbox_burst_exceeded', limit: 3 }])
+    const burst = async (subject: string) =>
+      (await machineA<{ accepted: number }[]>`select accepted from inbound_bursts where subject_id = ${subject} and bucket_starts_at = '2026-03-10T10:15:00Z'`)[0]?.accepted
+    expect(await burst('inb_bt')).toBe(3)
+    expect(await burst('org_batch_turn')).toBe(3)
+    expect(await burst('inb_bo')).toBe(1)
+    expect(await burst('org_batch_other')).toBe(1)
+    expect(await stored('org_batch_turn')).toBe(3)
+    expect(await stored('org_batch_other')).toBe(1)
+    expect(Number((await machineA<{ n: string }[]>`select count(*) as n from quota_reservations where organization_id in ('org_batch_turn', 'org_batch_other')`)[0]!.n)).toBe(0)
+    clock.set('2026-03-10T10:02:30.000Z')
+  })
+
   test('a hold lost before its store (as a crash loses a hold whose commit was not yet flushed) is checked again: counted with room, refused without', async () => {
     await newOrganization('org_lost', 98)
     const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
@@ -193,5 +239,36 @@ describeWithPostgres('quota reservations across two machines', () => {
     await machineB.begin((tx) => other.convert(tx, taken.reservation, limits))
     expect(await machineA.begin((tx) => stalled.convert(tx, late.reservation, limits))).toEqual({ counted: false, refusal: 'monthly_quota_exceeded', limit: 100 })
     expect(await stored('org_stall')).toBe(100)
+  })
+
+  test('a refused hold writes no row, and a hold that fails leaves its connection usable with nothing held', async () => {
+    await newOrganization('org_one_trip', 99)
+    const rows = async () => Number((await machineA<{ n: string }[]>`select count(*) as n from quota_reservations where organization_id = 'org_one_trip'`)[0]!.n)
+    // A pool of one: a connection a hold kept (or left inside its transaction) would stall the next.
+    const single = openPostgres(url, { max: 1, statementTimeoutMs: 300 })
+    try {
+      const q = createQuotaReservations(single, { holder: 'machine-single', clock })
+      const limits = { ...roomy, monthlyEmails: 100 }
+      expect((await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_1' }, limits)).reserved).toBe(true)
+      expect(await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_1' }, limits)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+      expect(await rows()).toBe(1)
+      // Another session holds the organisation's lock past the statement timeout: the hold fails.
+      const blocker = await machineB.reserve()
+      try {
+        await blocker`begin`
+        await blocker`select pg_advisory_xact_lock(hashtextextended(${'pigeonhole.quota.org_one_trip'}, 0))`
+        const failed = await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_2' }, roomy).catch((error: unknown) => error)
+        expect((failed as { code?: string }).code).toBe('57014')
+      } finally {
+        await blocker`rollback`
+        blocker.release()
+      }
+      expect(await rows()).toBe(1)
+      // The connection came back outside any transaction: the next hold commits (seen from another pool).
+      expect((await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_3' }, roomy)).reserved).toBe(true)
+      expect(await rows()).toBe(2)
+    } finally {
+      await single.end()
+    }
   })
 })

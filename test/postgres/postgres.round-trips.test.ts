@@ -30,10 +30,12 @@ setDefaultTimeout(60_000)
 
 /**
  * One message to one recipient, by statement group: admission facts (1); the quota hold's
- * BEGIN, lock + tidy + counts + its row, COMMIT (3); the store's BEGIN, inbox lock + inbox row
- * + newest received_at + quota lock + hold's delete, every row + counters, COMMIT (4).
- * Awaited one statement at a time, with Drizzle's statements unprepared (a describe before
- * each), it was 29, and the full read 9.
+ * BEGIN, lock + tidy + counts + its row, COMMIT (3); the store's BEGIN, inbox locks + inbox rows + newest
+ * received_at + quota locks + holds' delete, every row + counters, COMMIT (4), each group one
+ * statement per kind however many deliveries share the transaction. Awaited one statement at a
+ * time, with Drizzle's statements unprepared (a describe before each), it was 29, and the full
+ * read 9. Sending BEGIN and COMMIT with the statements on a reserved connection made it 4, and
+ * was undone: see bench/README.md, "CPU per message".
  */
 const DELIVERY_ROUND_TRIPS = 8
 /**

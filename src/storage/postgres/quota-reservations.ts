@@ -23,6 +23,7 @@ import { randomBytes } from 'node:crypto'
 import type { Clock } from '../../clock.ts'
 import type { Queryable, Sql } from './client.ts'
 import { createLeaseBook } from './lease-book.ts'
+import { textArray } from './array-literal.ts'
 import { sqlTransaction } from './transaction.ts'
 
 const FIVE_MINUTES = 5 * 60_000
@@ -50,8 +51,13 @@ type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reser
 type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
 
 export interface PendingConversion {
-  answered: Promise<void>
-  finish(limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+  /**
+   * Decides and counts, once the statements of beginConvert answered: the unit's count goes
+   * into `counts` (sent by the caller with its batch's). A re-check (the period turned, the
+   * lease ran out) first sends what `counts` holds so far, pushing its promise onto `sent`, so
+   * the counts it reads include the batch's earlier units.
+   */
+  finish(limits: QuotaLimits, counts: StoredCounts, sent: Promise<unknown>[]): Promise<ConvertResult>
 }
 
 export interface QuotaReservations {
@@ -64,19 +70,17 @@ export interface QuotaReservations {
    * message in the stored usage. When the month or bucket has turned since admission, or the
    * lease ran out (another machine may have used the unit), the unit is checked again against
    * the current counts and may be refused; the caller then does not store the message.
-   * With `sent`, the counting statements are sent but not awaited: their promise goes into
-   * `sent` for the caller to await with the statements it sends next (one round trip for all);
-   * the transaction must not commit before it settles.
    */
-  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits, sent?: Promise<unknown>[]): Promise<ConvertResult>
+  convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits): Promise<ConvertResult>
   /**
-   * convert in two steps, so its first statements can go out with the caller's: the
-   * organisation's lock and the reservation's delete are sent at the call (`answered` settles
-   * when both have answered); `finish` decides and counts, as convert does. A caller that
-   * learns meanwhile that the message will not be stored (its inbox is gone) skips `finish`:
-   * the unit is then freed with nothing counted, and the caller's later release is harmless.
+   * convert for a batch's units, in two steps, so its first statements go out with the
+   * caller's: every organisation's lock (in sorted order) and the reservations' delete, two
+   * statements however many units, sent at the call (`answered` settles when both have
+   * answered); then `finish` per unit decides and counts, as convert does. A caller that learns
+   * meanwhile that a message will not be stored (its inbox is gone) skips its `finish`: the unit
+   * is then freed with nothing counted, and the caller's later release is harmless.
    */
-  beginConvert(tx: Queryable, reservation: QuotaReservation): PendingConversion
+  beginConvert(tx: Queryable, reservations: QuotaReservation[]): { answered: Promise<void>; units: PendingConversion[] }
   /** Extends the reservations this machine still holds; the timer of `start()` calls it. */
   renew(): Promise<void>
   start(): void
@@ -96,8 +100,6 @@ export interface QuotaReservationOptions {
 
 const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
 const bucketOf = (ms: number): string => new Date(Math.floor(ms / FIVE_MINUTES) * FIVE_MINUTES).toISOString()
-/** Sent at once (`execute()`): see usedNow. */
-const lockOrganization = (tx: Queryable, organizationId: string) => tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${organizationId}`}, 0))`.execute()
 
 interface Used {
   month_used: number
@@ -133,24 +135,55 @@ function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; l
 }
 
 /**
- * Counts one stored message for `target` in `month` and `bucket`: the monthly usage and both
- * burst buckets, as increments in place. The one place inbound mail is counted in PostgreSQL
- * mode: convert() calls it for a held unit, the inbound adapter for a delivery without one.
+ * Stored messages counted by a batch: the monthly usage and both burst buckets, added up per
+ * row and sent as two statements (increments in place), however many messages. The one place
+ * inbound mail is counted in PostgreSQL mode: convert() adds a held unit, the inbound adapter a
+ * delivery without one. Rows are sent sorted (the months, then the bursts), one lock order for
+ * every batch; each is counted by the organisation's lock too when its units are held.
  */
-export async function countStoredMessage(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string): Promise<void> {
-  // Sent together, at the call (the caller may await it with statements it sends after) (postgres.js pipelines one connection's statements, run in the order sent):
-  // the organisation's month, then the inbox's and the organisation's bursts, one lock order.
-  const burst = (subject: string) =>
-    tx`
-    insert into inbound_bursts (subject_id, bucket_starts_at, accepted) values (${subject}, ${bucket}, 1)
-    on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + 1`.execute()
-  await Promise.all([
-    tx`
-      insert into monthly_email_usage (organization_id, month, received) values (${target.organizationId}, ${month}, 1)
-      on conflict (organization_id, month) do update set received = monthly_email_usage.received + 1`.execute(),
-    burst(target.inboxId),
-    burst(target.organizationId),
-  ])
+export class StoredCounts {
+  private months = new Map<string, { organizationId: string; month: string; count: number }>()
+  private bursts = new Map<string, { subjectId: string; bucket: string; count: number }>()
+
+  add(target: { organizationId: string; inboxId: string }, month: string, bucket: string): void {
+    const bump = <T extends { count: number }>(rows: Map<string, T>, key: string, row: Omit<T, 'count'>) => {
+      const found = rows.get(key)
+      if (found) found.count++
+      else rows.set(key, { ...row, count: 1 } as T)
+    }
+    bump(this.months, `${target.organizationId}\n${month}`, { organizationId: target.organizationId, month })
+    bump(this.bursts, `${target.inboxId}\n${bucket}`, { subjectId: target.inboxId, bucket })
+    bump(this.bursts, `${target.organizationId}\n${bucket}`, { subjectId: target.organizationId, bucket })
+  }
+
+  /** Sends the counts added since the last send (nothing when none was), and forgets them; answers when they are counted. */
+  send(tx: Queryable): Promise<unknown> {
+    const byKey = <T>(rows: Map<string, T>) => [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+    const months = byKey(this.months)
+    const bursts = byKey(this.bursts)
+    this.months = new Map()
+    this.bursts = new Map()
+    const sent: Promise<unknown>[] = []
+    if (months.length > 0)
+      sent.push(
+        tx`
+        insert into monthly_email_usage (organization_id, month, received)
+        select * from unnest(${textArray(months.map((row) => row.organizationId))}::text[], ${textArray(months.map((row) => row.month))}::text[], ${textArray(months.map((row) => row.count))}::int[])
+        on conflict (organization_id, month) do update set received = monthly_email_usage.received + excluded.received`.execute(),
+      )
+    if (bursts.length > 0)
+      sent.push(
+        tx`
+        insert into inbound_bursts (subject_id, bucket_starts_at, accepted)
+        select * from unnest(${textArray(bursts.map((row) => row.subjectId))}::text[], ${textArray(bursts.map((row) => row.bucket))}::timestamptz[], ${textArray(bursts.map((row) => row.count))}::int[])
+        on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + excluded.accepted`.execute(),
+      )
+    // Marked handled: the caller awaits it with the rest of its transaction, maybe after an
+    // earlier failure made it stop awaiting.
+    const all = Promise.all(sent)
+    all.catch(() => {})
+    return all
+  }
 }
 
 export function createQuotaReservations(sql: Sql, options: QuotaReservationOptions): QuotaReservations {
@@ -168,35 +201,39 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
     },
   })
 
-  const beginConvert = (tx: Queryable, reservation: QuotaReservation): PendingConversion => {
-    // The storing transaction deletes the row; should it roll back, the caller releases the unit.
-    book.forget(reservation.id)
+  const beginConvert = (tx: Queryable, reservations: QuotaReservation[]) => {
+    // The storing transaction deletes the rows; should it roll back, the caller releases the units.
+    for (const reservation of reservations) book.forget(reservation.id)
     const nowMs = clock.now()
     const now = new Date(nowMs).toISOString()
     const month = monthOf(nowMs)
     const bucket = bucketOf(nowMs)
-    // The lock and the delete under it, sent now: they go out with whatever the caller sends
-    // in the same turn and run in the order sent.
+    // The locks and the delete under them, sent now: they go out with whatever the caller sends
+    // in the same turn and run in the order sent. Locks in one order (sorted), one statement.
+    const organizations = [...new Set(reservations.map((reservation) => reservation.organizationId))].sort()
     const deleted = Promise.all([
-      lockOrganization(tx, reservation.organizationId),
-      tx<{ live: boolean }[]>`delete from quota_reservations where id = ${reservation.id} returning expires_at > ${now} as live`.execute(),
-    ]).then(([, rows]) => rows[0])
-    return {
-      answered: deleted.then(() => {}),
-      async finish(limits, sent) {
-        const held = await deleted
-        // Its own row is gone, so the re-check does not count the unit against itself.
-        const stillHeld = held?.live === true && reservation.month === month && reservation.bucketStartsAt === bucket
-        if (!stillHeld) {
-          const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
-          if (refused) return { counted: false, ...refused }
-        }
-        const counting = countStoredMessage(tx, reservation, month, bucket)
-        if (sent) sent.push(counting)
-        else await counting
-        return { counted: true }
-      },
-    }
+      tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || o, 0))) from unnest(${textArray(organizations)}::text[]) as t(o)`.execute(),
+      tx<
+        { id: string; live: boolean }[]
+      >`delete from quota_reservations where id = any(${textArray(reservations.map((reservation) => reservation.id))}::text[]) returning id, expires_at > ${now} as live`.execute(),
+    ]).then(([, rows]) => new Map(rows.map((row) => [row.id, row.live])))
+    const units = reservations.map(
+      (reservation): PendingConversion => ({
+        async finish(limits, counts, sent) {
+          const live = (await deleted).get(reservation.id)
+          // Its own row is gone, so the re-check does not count the unit against itself.
+          const stillHeld = live === true && reservation.month === month && reservation.bucketStartsAt === bucket
+          if (!stillHeld) {
+            sent.push(counts.send(tx))
+            const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
+            if (refused) return { counted: false, ...refused }
+          }
+          counts.add(reservation, month, bucket)
+          return { counted: true }
+        },
+      }),
+    )
+    return { answered: deleted.then(() => {}), units }
   }
 
   return {
@@ -225,7 +262,7 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
           // its row gone and checks the counts again under the lock (finish, below).
           const [, , , used] = await Promise.all([
             tx`set local synchronous_commit = off`.execute(),
-            lockOrganization(tx, target.organizationId),
+            tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${target.organizationId}`}, 0))`.execute(),
             tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
             usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
             tx`
@@ -251,8 +288,13 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
 
     beginConvert,
 
-    convert(tx, reservation, limits, sent) {
-      return beginConvert(tx, reservation).finish(limits, sent)
+    async convert(tx, reservation, limits) {
+      const counts = new StoredCounts()
+      const sent: Promise<unknown>[] = []
+      const converted = await beginConvert(tx, [reservation]).units[0]!.finish(limits, counts, sent)
+      sent.push(counts.send(tx))
+      await Promise.all(sent)
+      return converted
     },
 
     renew: book.renew,

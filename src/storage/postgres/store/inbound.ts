@@ -6,15 +6,17 @@
  * - the inbox row is read FOR SHARE: deleting it waits for the store to commit (and then takes
  *   its messages along) instead of the store inserting under an inbox already gone.
  * - counters are increments in place (INSERT … ON CONFLICT DO UPDATE), never read-then-write.
- * - locks are taken in one order (inboxes sorted, then counter rows by organisation and inbox),
- *   so two stores naming the same inboxes in another order cannot deadlock.
+ * - locks are taken in one order (inboxes sorted, then organisations' quota locks sorted, then
+ *   counter rows sorted), so two stores naming the same inboxes in another order cannot deadlock.
  * A delivery admitted in PostgreSQL mode carries its hold: a unit of quota held in the database
  * since RCPT TO (../quota-reservations.ts), which every machine counts. The store converts it
  * in this transaction (the row goes, the stored counts go up), so across machines admission is
- * exact for stored mail and for mail in flight alike. countStoredMessage is the one place that
+ * exact for stored mail and for mail in flight alike. StoredCounts is the one place that
  * counts, for held deliveries and for deliveries without a hold.
  * Stores are group-committed (../group-store.ts): the deliveries of every message queued while
- * earlier ones commit share one transaction, taking every inbox lock first, in one order.
+ * earlier ones commit share one transaction, taking every inbox lock first, in one order. What
+ * a batch sends does not grow with its size in statements: its locks, reads, rows and counts
+ * are a statement each for all its deliveries (store/inbound-rows.ts).
  * The transaction sends no NOTIFY: PostgreSQL serialises the commits of notifying transactions
  * on one database-wide lock held through the commit's flush, so every store of every machine
  * would commit one behind another. Wake-ups go out after the commit, coalesced per machine
@@ -23,12 +25,13 @@
 import { asc, inArray, lt, lte, sql } from 'drizzle-orm'
 import type postgres from 'postgres'
 import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
-import { type PostgresDb, type PostgresDbOrTx, type PostgresTx, rawTransaction } from '../db.ts'
-import { countStoredMessage, type PendingConversion, type QuotaReservations } from '../quota-reservations.ts'
+import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
+import { type PendingConversion, type QuotaReservations, StoredCounts } from '../quota-reservations.ts'
 import type { Queryable, Sql } from '../client.ts'
 import { inboundBursts, messages, settings } from '../schema.ts'
 import { groupStore } from '../group-store.ts'
-import { sendMessageRows } from './inbound-rows.ts'
+import { MessageRows } from './inbound-rows.ts'
+import { textArray } from '../array-literal.ts'
 import { rfc3339FromPostgres } from '../time.ts'
 
 /** How long the /ready probe waits for another machine's transaction on the heartbeat row before answering busy. */
@@ -89,81 +92,20 @@ const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
 export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
 
 /**
- * What storing one delivery must read first, under its inbox's lock: the inbox row FOR SHARE,
- * the inbox's newest received_at, and for a held delivery the first half of its conversion
- * (the organisation's quota lock and the hold's delete). Every statement is sent at the call,
- * raw (postgres.js sends a statement one microtask after `execute()`; Drizzle's builders take
- * more hops, so mixing the two could reorder what is sent), so they go out in one round trip,
- * with the inbox locks before them for the first delivery.
+ * `work` in postgres.js's transaction; the statements it answers unawaited in `sent` are
+ * awaited before the COMMIT. Not on a reserved connection, which would let the BEGIN go out
+ * with the reads and the COMMIT with the rows (two round trips fewer): a reservation waits for
+ * an idle connection, where `begin` hands its BEGIN to a busy one too, and under load a
+ * connection is rarely idle (bench/README.md, "CPU per message").
  */
-interface DeliveryReads {
-  inbox: Promise<{ address: string }[]>
-  newest: Promise<{ at: string }[]>
-  conversion: PendingConversion | null
-}
-
-function readFor(raw: postgres.TransactionSql, delivery: InboundDelivery, quota: HoldConverter | null): DeliveryReads {
-  const { inboxId, hold } = delivery
-  if (hold && !quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
-  return {
-    inbox: raw<{ address: string }[]>`select address from inboxes where id = ${inboxId} and state = 'active' for share`.execute(),
-    // As text, whatever the client's type parsers: the same text Drizzle's column reads.
-    newest: raw<{ at: string }[]>`select received_at::text as at from messages where inbox_id = ${inboxId} order by received_at desc limit 1`.execute(),
-    conversion: hold && quota ? quota.beginConvert(raw, hold) : null,
-  }
-}
-
-const answered = (reads: DeliveryReads): Promise<unknown>[] => [reads.inbox, reads.newest, ...(reads.conversion ? [reads.conversion.answered] : [])]
-
-/**
- * Stores one delivery of a batch: its statements are pushed onto `pipelined` (sent, awaited by
- * the caller with every other delivery's). `newestWritten` holds the received_at this batch
- * gave each inbox so far: the newest read for a later delivery into the same inbox was sent
- * before those rows were.
- */
-async function storeOne<D extends InboundDelivery>(
-  tx: PostgresTx,
-  input: StoreInboundInput<D>,
-  delivery: D,
-  reads: DeliveryReads,
-  periods: InboundPeriods,
-  pipelined: Promise<unknown>[],
-  newestWritten: Map<string, string>,
-): Promise<boolean> {
-  const { message, decide } = input
-  const [[inbox], [newestRead]] = await Promise.all([reads.inbox, reads.newest, ...answered(reads)])
-  // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
-  // of the hold then finds it gone).
-  if (!inbox) return false
-  // The counters and the rows go out together and are awaited once: postgres.js
-  // pipelines what is sent on one connection, the server runs it in the order sent, and a
-  // failing statement aborts the transaction, so Promise.all rejects and nothing commits.
-  // Rows another row references are sent first: the message, the attachments before their
-  // contents. Only a re-check (a period turned since RCPT TO) waits for an answer before them.
-  const { hold } = delivery
-  if (hold && reads.conversion) {
-    // Converted first: when its period turned and the new one is full, nothing is written.
-    // Its counting statements are sent, and awaited with the rows below.
-    const converted = await reads.conversion.finish(hold.limits, pipelined)
-    if (!converted.counted) {
-      decide.refused(delivery, converted.refusal, converted.limit)
-      return false
-    }
-  } else if (decide.recheckNeeded(delivery)) {
-    const facts = await factsOf(rawTransaction(tx), { inboxId: delivery.inboxId }, periods)
-    if (!facts || !decide.recheck(delivery, facts)) return false
-  }
-  // Read under the inbox's lock, which this transaction holds until it commits: no other
-  // store of this inbox can have written a newer one since.
-  const newest = newestWritten.get(delivery.inboxId) ?? (newestRead ? rfc3339FromPostgres(newestRead.at) : undefined)
-  const { receivedAt, expiresAt } = decide.times(delivery, newest)
-  newestWritten.set(delivery.inboxId, receivedAt)
-  pipelined.push(...sendMessageRows(rawTransaction(tx), delivery, message, { toAddress: inbox.address, receivedAt, expiresAt }))
-  // A held unit was counted by its conversion; otherwise the counters here (quota-reservations.ts
-  // counts in the file's lock order: the organisation's month, then the inbox's and the organisation's bursts).
-  if (!hold) pipelined.push(countStoredMessage(rawTransaction(tx), delivery, periods.month, periods.bucket))
-  decide.stored(delivery)
-  return true
+async function inTransaction<T>(pool: Sql, work: (tx: postgres.TransactionSql) => Promise<{ result: T; sent: Promise<unknown>[] }>): Promise<T> {
+  return (
+    await pool.begin(async (tx) => {
+      const { result, sent } = await work(tx)
+      await Promise.all(sent)
+      return [result]
+    })
+  )[0] as T
 }
 
 /** One delivery of one job of a batch. */
@@ -174,39 +116,89 @@ interface BatchEntry {
 }
 
 /**
- * Stores the messages of several jobs (../group-store.ts) in one transaction; answers each
- * job's stored deliveries, in its caller's (RCPT) order. Round trips, however many jobs:
- * BEGIN; every inbox's lock, then every delivery's reads (and held units' first half of the
- * conversion); every row and counter; COMMIT.
+ * What a batch reads first, sent at the call in one go (after its BEGIN): every inbox's lock
+ * (sorted; one statement), the inbox rows FOR SHARE, each inbox's newest received_at, and for
+ * held deliveries the first half of their conversion (the organisations' quota locks, the
+ * holds' delete). Each is one statement for the whole batch.
  */
-async function storeBatch(db: PostgresDb, quota: HoldConverter | null, inputs: StoreInboundInput<InboundDelivery>[]): Promise<InboundDelivery[][]> {
-  return db.transaction(async (tx) => {
-    const raw = rawTransaction(tx)
-    // Locks in one order (see the file's comment): every inbox's first, then deliveries by
-    // organisation and inbox, so two batches naming the same inboxes cannot deadlock.
-    const entries: BatchEntry[] = inputs.flatMap((input, job) => input.deliveries.map((delivery) => ({ job, input, delivery })))
-    entries.sort((a, b) => byOrganizationThenInbox(a.delivery, b.delivery) || a.job - b.job)
-    const inboxIds = [...new Set(entries.map((entry) => entry.delivery.inboxId))].sort()
-    const locks = inboxIds.map((inboxId) => raw`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole:inbound:${inboxId}`}, 0))`.execute())
-    const reads = entries.map((entry) => readFor(raw, entry.delivery, quota))
-    const sent = [...locks, ...reads.flatMap(answered)]
-    // A failure aborts the transaction and rejects every later answer too: those are awaited
-    // one by one below (or never, past the failure), so each is marked handled here.
-    for (const promise of sent) promise.catch(() => {})
-    await Promise.all(sent)
+function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: HoldConverter | null) {
+  const inboxIds = textArray([...new Set(entries.map((entry) => entry.delivery.inboxId))].sort())
+  const held = entries.filter((entry) => entry.delivery.hold)
+  if (held.length > 0 && !quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+  const locked = tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0))) from unnest(${inboxIds}::text[]) as t(i)`.execute()
+  const inboxes = tx<{ id: string; address: string }[]>`select id, address from inboxes where id = any(${inboxIds}::text[]) and state = 'active' order by id for share`.execute()
+  // As text, whatever the client's type parsers: the same text Drizzle's column reads.
+  const newest = tx<{ id: string; at: string | null }[]>`
+    select t.id, (select received_at::text from messages where inbox_id = t.id order by received_at desc limit 1) as at
+    from unnest(${inboxIds}::text[]) as t(id)`.execute()
+  const conversion =
+    quota && held.length > 0
+      ? quota.beginConvert(
+          tx,
+          held.map((entry) => entry.delivery.hold!),
+        )
+      : null
+  const units = new Map<InboundDelivery, PendingConversion>(held.map((entry, i) => [entry.delivery, conversion!.units[i]!]))
+  const answered = [locked, inboxes, newest, ...(conversion ? [conversion.answered] : [])]
+  return { inboxes, newest, units, answered }
+}
+
+/**
+ * Stores the messages of several jobs (../group-store.ts) in one transaction; answers each
+ * job's stored deliveries, in its caller's (RCPT) order. Four round trips however many jobs:
+ * BEGIN; the batch's locks and reads; its rows and counts; COMMIT. A re-check (a period turned
+ * since RCPT TO, rare) waits for its counts in between.
+ */
+async function storeBatch(pool: Sql, quota: HoldConverter | null, inputs: StoreInboundInput<InboundDelivery>[]): Promise<InboundDelivery[][]> {
+  // Locks in one order (see the file's comment): every inbox's first, then organisations', then
+  // counter rows, each sorted, so two batches naming the same inboxes cannot deadlock.
+  const entries: BatchEntry[] = inputs.flatMap((input, job) => input.deliveries.map((delivery) => ({ job, input, delivery })))
+  entries.sort((a, b) => byOrganizationThenInbox(a.delivery, b.delivery) || a.job - b.job)
+  return inTransaction(pool, async (tx) => {
+    const reads = sendReads(tx, entries, quota)
+    // A failure aborts the transaction and rejects every later answer too: each is marked handled here.
+    for (const promise of reads.answered) promise.catch(() => {})
+    await Promise.all(reads.answered)
+    const addressOf = new Map((await reads.inboxes).map((row) => [row.id, row.address]))
+    // Read under the inboxes' locks, which this transaction holds until it commits: no other
+    // store of these inboxes can write a newer one meanwhile; this batch's own go in as written.
+    const newestOf = new Map((await reads.newest).flatMap((row) => (row.at === null ? [] : [[row.id, rfc3339FromPostgres(row.at)] as const])))
     const periods = inputs.map((input) => input.decide.begin())
+    const rows = new MessageRows()
+    const counts = new StoredCounts()
+    const sent: Promise<unknown>[] = []
     const done = new Set<InboundDelivery>()
-    const pipelined: Promise<unknown>[] = []
-    const newestWritten = new Map<string, string>()
-    for (const [i, entry] of entries.entries()) {
-      const from = pipelined.length
-      const stored = await storeOne(tx, entry.input, entry.delivery, reads[i]!, periods[entry.job]!, pipelined, newestWritten)
-      // Awaited together below; a later delivery's wait (a re-check) may throw first, so each is marked handled now.
-      for (const promise of pipelined.slice(from)) promise.catch(() => {})
-      if (stored) done.add(entry.delivery)
+    for (const { job, input, delivery } of entries) {
+      const { decide } = input
+      const toAddress = addressOf.get(delivery.inboxId)
+      // Deleted since RCPT TO: its hold's row is already deleted, nothing counted (core's release
+      // of the hold then finds it gone).
+      if (toAddress === undefined) continue
+      const unit = reads.units.get(delivery)
+      if (delivery.hold && unit) {
+        // Converted first: when its period turned and the new one is full, nothing is written.
+        const converted = await unit.finish(delivery.hold.limits, counts, sent)
+        if (!converted.counted) {
+          decide.refused(delivery, converted.refusal, converted.limit)
+          continue
+        }
+      } else if (decide.recheckNeeded(delivery)) {
+        // The counts read must include this batch's earlier messages: sent first.
+        sent.push(counts.send(tx))
+        const facts = await factsOf(tx, { inboxId: delivery.inboxId }, periods[job]!)
+        if (!facts || !decide.recheck(delivery, facts)) continue
+        counts.add(delivery, periods[job]!.month, periods[job]!.bucket)
+      } else counts.add(delivery, periods[job]!.month, periods[job]!.bucket)
+      const { receivedAt, expiresAt } = decide.times(delivery, newestOf.get(delivery.inboxId))
+      newestOf.set(delivery.inboxId, receivedAt)
+      rows.add(delivery, input.message, { toAddress, receivedAt, expiresAt })
+      decide.stored(delivery)
+      done.add(delivery)
     }
-    await Promise.all(pipelined)
-    return inputs.map((input) => input.deliveries.filter((delivery) => done.has(delivery)))
+    // The rows before the counts: a failing row (a constraint) aborts the transaction before them.
+    sent.push(...rows.send(tx), counts.send(tx))
+    for (const promise of sent) promise.catch(() => {})
+    return { result: inputs.map((input) => input.deliveries.filter((delivery) => done.has(delivery))), sent }
   })
 }
 
@@ -217,7 +209,7 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
 /** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
 export function postgresInbound(db: PostgresDb, pool: Sql, quota: HoldConverter | null = null): InboundStore {
   // Deliveries from many SMTP connections share a transaction (../group-store.ts).
-  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(db, quota, inputs), mayBeOneJob)
+  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(pool, quota, inputs), mayBeOneJob)
   return {
     admissionFacts: (localPart, periods) => factsOf(pool, { localPart }, periods),
 
