@@ -45,10 +45,3 @@ function preparing<T extends postgres.Sql | postgres.TransactionSql>(client: T):
 }
 
 export const postgresDb = (sql: Sql): PostgresDb => drizzle(preparing(sql), { schema: everyTable })
-
-/**
- * The postgres.js transaction a Drizzle transaction runs on, for the raw-SQL helpers
- * (quota-reservations.ts) that must take part in it. Drizzle keeps it as its session's client.
- */
-export const rawTransaction = (tx: PostgresTx): postgres.TransactionSql =>
-  (tx as unknown as { session: { client: postgres.TransactionSql } }).session.client
