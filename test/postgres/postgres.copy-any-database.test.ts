@@ -173,14 +173,16 @@ describeWithPostgres('db copy on any real database', () => {
 
   test("a row PostgreSQL refuses is named by table and key, with PostgreSQL's reason", async () => {
     const path = tampered(server.databasePath, (db) =>
-      db.run("insert into attachment_contents (attachment_id, content, sha256) values ('att_gone', x'00', null)"),
+      db.run(
+        "insert into message_contents (message_id, text_body, html_body, headers_json) values ('msg_gone', 'x', null, '[]')",
+      ),
     )
     const sql = openPostgres(await migratedDatabase(), { max: 2 })
     try {
       const refused = await copyFromSqlite(path, sql).catch((error: unknown) => error)
       expect(refused).toBeInstanceOf(RowRefused)
       expect((refused as Error).message).toStartWith(
-        'row attachment_id=att_gone of attachment_contents cannot be copied: PostgreSQL refused it: ',
+        'row message_id=msg_gone of message_contents cannot be copied: PostgreSQL refused it: ',
       )
       expect((refused as Error).message).toContain('foreign key')
       expect(await countAll(sql)).toBe(0)

@@ -81,6 +81,9 @@ describeForBackends(['sqlite'], 'the stager belongs to the SQLite adapter', 'sta
     // What the stager's connection had committed when the process died before the message's
     // transaction: blob rows keyed by ids no message or attachment row has.
     const file = new Database(first.databasePath)
+    // As any second connection does: a checkpoint the stopped server's worker was finishing
+    // may hold the file a moment longer.
+    file.run('PRAGMA busy_timeout = 5000')
     file
       .query('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, NULL)')
       .run(`msg_${'d'.repeat(32)}`, new Uint8Array(2 * MiB))
