@@ -10,7 +10,12 @@ import { expect, setDefaultTimeout, test } from 'bun:test'
 import { and, asc, eq } from 'drizzle-orm'
 import { isoTime, ManualClock } from '../../src/clock.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
-import { HEARTBEAT_SETTING, probeHeartbeatWrite, recordHeartbeat, touchDatabase } from '../../src/core/runtime/heartbeat.ts'
+import {
+  HEARTBEAT_SETTING,
+  probeHeartbeatWrite,
+  recordHeartbeat,
+  touchDatabase,
+} from '../../src/core/runtime/heartbeat.ts'
 import { admitRecipient } from '../../src/core/inbound/admission.ts'
 import { parseMail } from '../../src/core/inbound/parse.ts'
 import { InboundRefusal } from '../../src/core/inbound/refusal.ts'
@@ -51,16 +56,34 @@ interface Inbox {
   address: string
 }
 
-const principalOf = (organizationId: string): Principal => ({ organizationId, keyPublicId: 'contract', limits: LOCAL_TESTING_LIMITS })
+const principalOf = (organizationId: string): Principal => ({
+  organizationId,
+  keyPublicId: 'contract',
+  limits: LOCAL_TESTING_LIMITS,
+})
 
 /** An active inbox through createInbox; a 'creating' one (no verb leaves one behind at will) as a fixture row. */
-async function inbox(backend: Backend, organizationId: string, state: 'active' | 'creating' = 'active'): Promise<Inbox> {
+async function inbox(
+  backend: Backend,
+  organizationId: string,
+  state: 'active' | 'creating' = 'active',
+): Promise<Inbox> {
   if (state === 'active') {
-    const { body } = await createInbox(backend.services(), principalOf(organizationId), { body: '', idempotencyKey: null })
+    const { body } = await createInbox(backend.services(), principalOf(organizationId), {
+      body: '',
+      idempotencyKey: null,
+    })
     return { id: body.data.id, organizationId, address: body.data.address }
   }
   const localPart = `c${newId('inbox').slice(-12)}`
-  const row = { id: newId('inbox'), organizationId, localPart, address: `${localPart}@inbox.test`, state, createdAt: isoTime(clock.now()) }
+  const row = {
+    id: newId('inbox'),
+    organizationId,
+    localPart,
+    address: `${localPart}@inbox.test`,
+    state,
+    createdAt: isoTime(clock.now()),
+  }
   const sql = backend.postgres()
   if (sql) await postgresDb(sql).insert(pg.inboxes).values(row)
   else backend.storage().db.insert(lite.inboxes).values(row).run()
@@ -72,17 +95,31 @@ async function stored(backend: Backend, inboxId: string) {
   const sql = backend.postgres()
   if (sql) {
     const db = postgresDb(sql)
-    const rows = await db.select().from(pg.messages).where(eq(pg.messages.inboxId, inboxId)).orderBy(asc(pg.messages.receivedAt))
+    const rows = await db
+      .select()
+      .from(pg.messages)
+      .where(eq(pg.messages.inboxId, inboxId))
+      .orderBy(asc(pg.messages.receivedAt))
     return Promise.all(
       rows.map(async (message) => ({
         message,
         content: (await db.select().from(pg.messageContents).where(eq(pg.messageContents.messageId, message.id)))[0],
-        search: (await db.select().from(pg.messageSearchTexts).where(eq(pg.messageSearchTexts.messageId, message.id)))[0],
+        search: (
+          await db.select().from(pg.messageSearchTexts).where(eq(pg.messageSearchTexts.messageId, message.id))
+        )[0],
         source: (await db.select().from(pg.messageSources).where(eq(pg.messageSources.messageId, message.id)))[0],
         attachments: await Promise.all(
-          (await db.select().from(pg.attachments).where(eq(pg.attachments.messageId, message.id)).orderBy(asc(pg.attachments.position))).map(async (row) => ({
+          (
+            await db
+              .select()
+              .from(pg.attachments)
+              .where(eq(pg.attachments.messageId, message.id))
+              .orderBy(asc(pg.attachments.position))
+          ).map(async (row) => ({
             row,
-            content: (await db.select().from(pg.attachmentContents).where(eq(pg.attachmentContents.attachmentId, row.id)))[0],
+            content: (
+              await db.select().from(pg.attachmentContents).where(eq(pg.attachmentContents.attachmentId, row.id))
+            )[0],
           })),
         ),
       })),
@@ -106,7 +143,14 @@ async function stored(backend: Backend, inboxId: string) {
         .where(eq(lite.attachments.messageId, message.id))
         .orderBy(asc(lite.attachments.position))
         .all()
-        .map((row) => ({ row, content: db.select().from(lite.attachmentContents).where(eq(lite.attachmentContents.attachmentId, row.id)).get() })),
+        .map((row) => ({
+          row,
+          content: db
+            .select()
+            .from(lite.attachmentContents)
+            .where(eq(lite.attachmentContents.attachmentId, row.id))
+            .get(),
+        })),
     }))
 }
 
@@ -134,9 +178,15 @@ async function partsLeft(backend: Backend, messageIds: string[]): Promise<number
 
 async function monthlyCount(backend: Backend, organizationId: string, month: string): Promise<number> {
   const sql = backend.postgres()
-  const where = (t: typeof pg.monthlyEmailUsage | typeof lite.monthlyEmailUsage) => and(eq(t.organizationId, organizationId), eq(t.month, month))
-  if (sql) return (await postgresDb(sql).select().from(pg.monthlyEmailUsage).where(where(pg.monthlyEmailUsage)))[0]?.received ?? 0
-  return backend.storage().db.select().from(lite.monthlyEmailUsage).where(where(lite.monthlyEmailUsage)).get()?.received ?? 0
+  const where = (t: typeof pg.monthlyEmailUsage | typeof lite.monthlyEmailUsage) =>
+    and(eq(t.organizationId, organizationId), eq(t.month, month))
+  if (sql)
+    return (
+      (await postgresDb(sql).select().from(pg.monthlyEmailUsage).where(where(pg.monthlyEmailUsage)))[0]?.received ?? 0
+    )
+  return (
+    backend.storage().db.select().from(lite.monthlyEmailUsage).where(where(lite.monthlyEmailUsage)).get()?.received ?? 0
+  )
 }
 
 /** Every burst bucket of `subjectId`: bucket start → accepted. */
@@ -150,16 +200,20 @@ async function bursts(backend: Backend, subjectId: string): Promise<Record<strin
 
 async function heartbeatValue(backend: Backend): Promise<string | undefined> {
   const sql = backend.postgres()
-  if (sql) return (await postgresDb(sql).select().from(pg.settings).where(eq(pg.settings.name, HEARTBEAT_SETTING)))[0]?.value
+  if (sql)
+    return (await postgresDb(sql).select().from(pg.settings).where(eq(pg.settings.name, HEARTBEAT_SETTING)))[0]?.value
   return backend.storage().db.select().from(lite.settings).where(eq(lite.settings.name, HEARTBEAT_SETTING)).get()?.value
 }
 
 const live = () => true
-const admit = (s: Services, address: string, admitted: Reservation[] = []) => admitRecipient(s, { address, isLive: live, admitted })
+const admit = (s: Services, address: string, admitted: Reservation[] = []) =>
+  admitRecipient(s, { address, isLive: live, admitted })
 
 const mime = (subject: string, attachments: { name: string; type: string; bytes: Buffer }[] = []) => {
   const boundary = 'contract-boundary'
-  const parts = [`--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello from the contract, ${subject}.\r\n`]
+  const parts = [
+    `--${boundary}\r\nContent-Type: text/plain; charset=utf-8\r\n\r\nHello from the contract, ${subject}.\r\n`,
+  ]
   for (const a of attachments)
     parts.push(
       `--${boundary}\r\nContent-Type: ${a.type}; name="${a.name}"\r\nContent-Disposition: attachment; filename="${a.name}"\r\nContent-Transfer-Encoding: base64\r\n\r\n${a.bytes.toString('base64')}\r\n`,
@@ -245,7 +299,16 @@ describeEachBackend(
         expect(search?.text).toContain('invoice 42')
         expect(Buffer.compare(source!.raw, raw)).toBe(0)
         expect(source!.sha256).toBe(sha256Hex(raw))
-        expect(attachments.map(({ row }) => [row.position, row.filename, row.contentType, row.sizeBytes, row.disposition, row.organizationId])).toEqual([
+        expect(
+          attachments.map(({ row }) => [
+            row.position,
+            row.filename,
+            row.contentType,
+            row.sizeBytes,
+            row.disposition,
+            row.organizationId,
+          ]),
+        ).toEqual([
           [0, 'invoice.pdf', 'application/pdf', pdf.byteLength, 'attachment', org],
           [1, 'logo.png', 'image/png', png.byteLength, 'attachment', org],
         ])
@@ -264,7 +327,9 @@ describeEachBackend(
       expect(await refusalOf(admit(s, 'nobody-here@inbox.test'))).toBe('unknown_recipient')
       expect(await refusalOf(admit(s, creating.address))).toBe('unknown_recipient')
       const active = await inbox(backend, org)
-      expect(await refusalOf(admit(s, active.address.replace('inbox.test', 'elsewhere.test')))).toBe('unknown_recipient')
+      expect(await refusalOf(admit(s, active.address.replace('inbox.test', 'elsewhere.test')))).toBe(
+        'unknown_recipient',
+      )
       const reservation = await admit(s, active.address)
       expect(reservation).toMatchObject({ inboxId: active.id, organizationId: org })
       s.reservations.release(reservation)
@@ -359,10 +424,13 @@ describeEachBackend(
       await deliver(s, [await admit(s, y.address)], mime('fresh y'))
       // Stored at once, so several share a transaction: each re-check must see the copies
       // stored before it in the same one.
-      const outcomes = await Promise.all([...early, ...other].map((recipient, i) => refusalOf(deliver(s, [recipient], mime(`batched ${i}`)))))
+      const outcomes = await Promise.all(
+        [...early, ...other].map((recipient, i) => refusalOf(deliver(s, [recipient], mime(`batched ${i}`)))),
+      )
       const earlyOutcomes = outcomes.slice(0, 5)
       expect(earlyOutcomes.filter((outcome) => outcome === null)).toHaveLength(3)
-      for (const outcome of earlyOutcomes) expect([null, 'inbox_burst_exceeded', 'organization_burst_exceeded']).toContain(outcome)
+      for (const outcome of earlyOutcomes)
+        expect([null, 'inbox_burst_exceeded', 'organization_burst_exceeded']).toContain(outcome)
       expect(outcomes.slice(5)).toEqual([null, null])
       const inX = (await stored(backend, x.id)).length
       const inY = (await stored(backend, y.id)).length
@@ -391,7 +459,12 @@ describeEachBackend(
       const [x, y] = [await inbox(backend, org), await inbox(backend, org)]
       const big = Buffer.alloc(1536 * 1024, 7)
       big.write('the large one', 0)
-      const raws = [mime('small 0'), mime('large', [{ name: 'big.bin', type: 'application/octet-stream', bytes: big }]), mime('small 1'), mime('small 2 with "quotes" and \\ backslashes')]
+      const raws = [
+        mime('small 0'),
+        mime('large', [{ name: 'big.bin', type: 'application/octet-stream', bytes: big }]),
+        mime('small 1'),
+        mime('small 2 with "quotes" and \\ backslashes'),
+      ]
       const recipients: Reservation[] = []
       for (let i = 0; i < raws.length; i++) recipients.push(await admit(s, (i % 2 ? y : x).address))
       const results = await Promise.all(raws.map((raw, i) => deliver(s, [recipients[i]!], raw)))
@@ -402,7 +475,12 @@ describeEachBackend(
         expect(row?.source?.sha256).toBe(sha256Hex(raw))
         expect(row?.content?.textBody).toContain('Hello from the contract')
       }
-      expect(rows.map((row) => row.message.subject).sort()).toEqual(['large', 'small 0', 'small 1', 'small 2 with "quotes" and \\ backslashes'])
+      expect(rows.map((row) => row.message.subject).sort()).toEqual([
+        'large',
+        'small 0',
+        'small 1',
+        'small 2 with "quotes" and \\ backslashes',
+      ])
       const attachment = rows.find((row) => row.message.subject === 'large')!.attachments[0]!
       expect(Buffer.compare(attachment.content!.content, big)).toBe(0)
       expect(await monthlyCount(backend, org, '2026-03')).toBe(4)
@@ -447,7 +525,12 @@ describeEachBackend(
       clock.set('2026-03-06T10:00:00.000Z')
       const s = backend.services()
       const [one, two] = [await organization(backend), await organization(backend)]
-      const boxes = [await inbox(backend, one), await inbox(backend, two), await inbox(backend, one), await inbox(backend, two)]
+      const boxes = [
+        await inbox(backend, one),
+        await inbox(backend, two),
+        await inbox(backend, one),
+        await inbox(backend, two),
+      ]
       // Both this order and its reverse: whatever order the store locks in, the answer follows the caller's.
       for (const order of [boxes, [...boxes].reverse()]) {
         const recipients: Reservation[] = []
@@ -465,7 +548,10 @@ describeEachBackend(
       await deliver(s, [await admit(s, x.address)])
       clock.set('2026-03-05T11:59:00.000Z')
       await deliver(s, [await admit(s, x.address)])
-      expect((await stored(backend, x.id)).map((row) => row.message.receivedAt)).toEqual(['2026-03-05T12:00:00.000Z', '2026-03-05T12:00:00.001Z'])
+      expect((await stored(backend, x.id)).map((row) => row.message.receivedAt)).toEqual([
+        '2026-03-05T12:00:00.000Z',
+        '2026-03-05T12:00:00.001Z',
+      ])
     })
 
     test('retention deletes expired messages with their parts, keeps the rest, and drops old burst buckets', async () => {

@@ -8,7 +8,11 @@
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { ManualClock } from '../../src/clock.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
-import { createQuotaReservations, type QuotaReservation, StoredCounts } from '../../src/storage/postgres/quota-reservations.ts'
+import {
+  createQuotaReservations,
+  type QuotaReservation,
+  StoredCounts,
+} from '../../src/storage/postgres/quota-reservations.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 
 setDefaultTimeout(60_000)
@@ -31,11 +35,14 @@ describeWithPostgres('quota reservations across two machines', () => {
 
   const newOrganization = async (id: string, receivedThisMonth = 0) => {
     await machineA`insert into organizations (id, name, created_at) values (${id}, ${id}, ${new Date(clock.now()).toISOString()})`
-    if (receivedThisMonth > 0) await machineA`insert into monthly_email_usage (organization_id, month, received) values (${id}, '2026-03', ${receivedThisMonth})`
+    if (receivedThisMonth > 0)
+      await machineA`insert into monthly_email_usage (organization_id, month, received) values (${id}, '2026-03', ${receivedThisMonth})`
   }
   const reservedOf = (results: { reserved: boolean }[]) => results.filter((r) => r.reserved).length
   const stored = async (org: string) => {
-    const [row] = await machineA<{ received: number }[]>`select received from monthly_email_usage where organization_id = ${org} and month = '2026-03'`
+    const [row] = await machineA<
+      { received: number }[]
+    >`select received from monthly_email_usage where organization_id = ${org} and month = '2026-03'`
     return row?.received ?? 0
   }
 
@@ -44,7 +51,11 @@ describeWithPostgres('quota reservations across two machines', () => {
     const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
     const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
     const limits = { ...roomy, monthlyEmails: 100 }
-    const results = await Promise.all(Array.from({ length: 40 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_month', inboxId: `inb_m${i}` }, limits)))
+    const results = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        (i % 2 ? a : b).reserve({ organizationId: 'org_month', inboxId: `inb_m${i}` }, limits),
+      ),
+    )
     expect(reservedOf(results)).toBe(10)
     expect(results.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
   })
@@ -54,12 +65,24 @@ describeWithPostgres('quota reservations across two machines', () => {
     const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
     const b = createQuotaReservations(machineB, { holder: 'machine-b', clock })
     const limits = { monthlyEmails: 1000, inboxBurst: 10, orgBurst: 25 }
-    const one = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: 'inb_hot' }, limits)))
+    const one = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: 'inb_hot' }, limits),
+      ),
+    )
     expect(reservedOf(one)).toBe(10)
     expect(one.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'inbox_burst_exceeded', limit: 10 })
-    const many = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: `inb_b${i % 5}` }, limits)))
+    const many = await Promise.all(
+      Array.from({ length: 30 }, (_, i) =>
+        (i % 2 ? a : b).reserve({ organizationId: 'org_burst', inboxId: `inb_b${i % 5}` }, limits),
+      ),
+    )
     expect(reservedOf(many)).toBe(15)
-    expect(many.find((r) => !r.reserved)).toEqual({ reserved: false, refusal: 'organization_burst_exceeded', limit: 25 })
+    expect(many.find((r) => !r.reserved)).toEqual({
+      reserved: false,
+      refusal: 'organization_burst_exceeded',
+      limit: 25,
+    })
   })
 
   test('release frees exactly the released units; releasing twice is harmless', async () => {
@@ -77,7 +100,9 @@ describeWithPostgres('quota reservations across two machines', () => {
     await a.release(held[0]!)
     await a.release(held[0]!)
     await a.release(held[1]!)
-    const again = await Promise.all(Array.from({ length: 6 }, () => b.reserve({ organizationId: 'org_release', inboxId: 'inb_r' }, limits)))
+    const again = await Promise.all(
+      Array.from({ length: 6 }, () => b.reserve({ organizationId: 'org_release', inboxId: 'inb_r' }, limits)),
+    )
     expect(reservedOf(again)).toBe(2)
   })
 
@@ -101,7 +126,9 @@ describeWithPostgres('quota reservations across two machines', () => {
 
     await machineA.begin((tx) => a.convert(tx, first.reservation, limits))
     expect(await stored('org_convert')).toBe(99)
-    const [bursts] = await machineA<{ n: number }[]>`select sum(accepted)::int as n from inbound_bursts where subject_id in ('inb_c', 'org_convert')`
+    const [bursts] = await machineA<
+      { n: number }[]
+    >`select sum(accepted)::int as n from inbound_bursts where subject_id in ('inb_c', 'org_convert')`
     expect(bursts!.n).toBe(2) // the inbox's and the organisation's bucket
     expect(await machineA`select 1 from quota_reservations where id = ${first.reservation.id}`).toHaveLength(0)
     // One stored plus one reserved: still full, not 98 + 2 + 1 nor 99 + 0.
@@ -119,7 +146,9 @@ describeWithPostgres('quota reservations across two machines', () => {
     if (!last.reserved) throw new Error('expected the last unit')
     clock.set('2026-03-10T10:05:00.000Z')
     expect(await machineA.begin((tx) => a.convert(tx, last.reservation, limits))).toEqual({ counted: true })
-    const [bucket] = await machineA<{ at: string }[]>`select bucket_starts_at::text as at from inbound_bursts where subject_id = 'inb_t'`
+    const [bucket] = await machineA<
+      { at: string }[]
+    >`select bucket_starts_at::text as at from inbound_bursts where subject_id = 'inb_t'`
     expect(bucket!.at).toBe('2026-03-10 10:05:00+00')
 
     // In the new bucket, an inbox already full refuses a unit reserved in the old one.
@@ -128,8 +157,13 @@ describeWithPostgres('quota reservations across two machines', () => {
     const old = await a.reserve({ organizationId: 'org_turn_full', inboxId: 'inb_tf' }, limits)
     if (!old.reserved) throw new Error('expected a unit')
     clock.set('2026-03-10T10:10:00.000Z')
-    for (let i = 0; i < 3; i++) expect((await a.reserve({ organizationId: 'org_turn_full', inboxId: 'inb_tf' }, limits)).reserved).toBe(true)
-    expect(await machineA.begin((tx) => a.convert(tx, old.reservation, limits))).toEqual({ counted: false, refusal: 'inbox_burst_exceeded', limit: 3 })
+    for (let i = 0; i < 3; i++)
+      expect((await a.reserve({ organizationId: 'org_turn_full', inboxId: 'inb_tf' }, limits)).reserved).toBe(true)
+    expect(await machineA.begin((tx) => a.convert(tx, old.reservation, limits))).toEqual({
+      counted: false,
+      refusal: 'inbox_burst_exceeded',
+      limit: 3,
+    })
     clock.set('2026-03-10T10:02:30.000Z')
   })
 
@@ -166,16 +200,33 @@ describeWithPostgres('quota reservations across two machines', () => {
       await Promise.all(sent)
       return converted
     })
-    expect(results).toEqual([{ counted: true }, { counted: true }, { counted: true }, { counted: false, refusal: 'inbox_burst_exceeded', limit: 3 }])
+    expect(results).toEqual([
+      { counted: true },
+      { counted: true },
+      { counted: true },
+      { counted: false, refusal: 'inbox_burst_exceeded', limit: 3 },
+    ])
     const burst = async (subject: string) =>
-      (await machineA<{ accepted: number }[]>`select accepted from inbound_bursts where subject_id = ${subject} and bucket_starts_at = '2026-03-10T10:15:00Z'`)[0]?.accepted
+      (
+        await machineA<
+          { accepted: number }[]
+        >`select accepted from inbound_bursts where subject_id = ${subject} and bucket_starts_at = '2026-03-10T10:15:00Z'`
+      )[0]?.accepted
     expect(await burst('inb_bt')).toBe(3)
     expect(await burst('org_batch_turn')).toBe(3)
     expect(await burst('inb_bo')).toBe(1)
     expect(await burst('org_batch_other')).toBe(1)
     expect(await stored('org_batch_turn')).toBe(3)
     expect(await stored('org_batch_other')).toBe(1)
-    expect(Number((await machineA<{ n: string }[]>`select count(*) as n from quota_reservations where organization_id in ('org_batch_turn', 'org_batch_other')`)[0]!.n)).toBe(0)
+    expect(
+      Number(
+        (
+          await machineA<
+            { n: string }[]
+          >`select count(*) as n from quota_reservations where organization_id in ('org_batch_turn', 'org_batch_other')`
+        )[0]!.n,
+      ),
+    ).toBe(0)
     clock.set('2026-03-10T10:02:30.000Z')
   })
 
@@ -190,7 +241,11 @@ describeWithPostgres('quota reservations across two machines', () => {
     // A third sender takes the room the lost holds no longer count.
     expect((await a.reserve({ organizationId: 'org_lost', inboxId: 'inb_l' }, limits)).reserved).toBe(true)
     expect(await machineA.begin((tx) => a.convert(tx, first.reservation, limits))).toEqual({ counted: true })
-    expect(await machineA.begin((tx) => a.convert(tx, second.reservation, limits))).toEqual({ counted: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+    expect(await machineA.begin((tx) => a.convert(tx, second.reservation, limits))).toEqual({
+      counted: false,
+      refusal: 'monthly_quota_exceeded',
+      limit: 100,
+    })
     expect(await stored('org_lost')).toBe(99)
   })
 
@@ -212,7 +267,11 @@ describeWithPostgres('quota reservations across two machines', () => {
     }
     expect(kept.length).toBe(4)
     const other = createQuotaReservations(machineB, { holder: 'machine-other', clock, leaseMs })
-    expect(await other.reserve(target, limits)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+    expect(await other.reserve(target, limits)).toEqual({
+      reserved: false,
+      refusal: 'monthly_quota_exceeded',
+      limit: 100,
+    })
 
     clock.advance(leaseMs / 2)
     await live.renew()
@@ -220,7 +279,8 @@ describeWithPostgres('quota reservations across two machines', () => {
     const after = await Promise.all(Array.from({ length: 8 }, () => other.reserve(target, limits)))
     expect(reservedOf(after)).toBe(6)
     // The live machine's units still convert: they were never given away.
-    for (const reservation of kept) expect(await machineA.begin((tx) => live.convert(tx, reservation, limits))).toEqual({ counted: true })
+    for (const reservation of kept)
+      expect(await machineA.begin((tx) => live.convert(tx, reservation, limits))).toEqual({ counted: true })
     expect(await stored('org_lease')).toBe(94)
   })
 
@@ -237,27 +297,44 @@ describeWithPostgres('quota reservations across two machines', () => {
     const taken = await other.reserve(target, limits)
     if (!taken.reserved) throw new Error('the expired unit should be free')
     await machineB.begin((tx) => other.convert(tx, taken.reservation, limits))
-    expect(await machineA.begin((tx) => stalled.convert(tx, late.reservation, limits))).toEqual({ counted: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+    expect(await machineA.begin((tx) => stalled.convert(tx, late.reservation, limits))).toEqual({
+      counted: false,
+      refusal: 'monthly_quota_exceeded',
+      limit: 100,
+    })
     expect(await stored('org_stall')).toBe(100)
   })
 
   test('a refused hold writes no row, and a hold that fails leaves its connection usable with nothing held', async () => {
     await newOrganization('org_one_trip', 99)
-    const rows = async () => Number((await machineA<{ n: string }[]>`select count(*) as n from quota_reservations where organization_id = 'org_one_trip'`)[0]!.n)
+    const rows = async () =>
+      Number(
+        (
+          await machineA<
+            { n: string }[]
+          >`select count(*) as n from quota_reservations where organization_id = 'org_one_trip'`
+        )[0]!.n,
+      )
     // A pool of one: a connection a hold kept (or left inside its transaction) would stall the next.
     const single = openPostgres(url, { max: 1, statementTimeoutMs: 300 })
     try {
       const q = createQuotaReservations(single, { holder: 'machine-single', clock })
       const limits = { ...roomy, monthlyEmails: 100 }
       expect((await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_1' }, limits)).reserved).toBe(true)
-      expect(await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_1' }, limits)).toEqual({ reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 })
+      expect(await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_1' }, limits)).toEqual({
+        reserved: false,
+        refusal: 'monthly_quota_exceeded',
+        limit: 100,
+      })
       expect(await rows()).toBe(1)
       // Another session holds the organisation's lock past the statement timeout: the hold fails.
       const blocker = await machineB.reserve()
       try {
         await blocker`begin`
         await blocker`select pg_advisory_xact_lock(hashtextextended(${'pigeonhole.quota.org_one_trip'}, 0))`
-        const failed = await q.reserve({ organizationId: 'org_one_trip', inboxId: 'inb_2' }, roomy).catch((error: unknown) => error)
+        const failed = await q
+          .reserve({ organizationId: 'org_one_trip', inboxId: 'inb_2' }, roomy)
+          .catch((error: unknown) => error)
         expect((failed as { code?: string }).code).toBe('57014')
       } finally {
         await blocker`rollback`

@@ -58,14 +58,31 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
     dir = scratchDir('pigeonhole-round-trips-')
     const databasePath = join(dir, 'pigeonhole.db')
     // One connection in the pool: every statement's first use (its describe) is in the warm-up.
-    const config = loadConfig({ PORT: '0', SMTP_PORT: '0', HOST: '127.0.0.1', DATABASE_PATH: databasePath, DATABASE_URL: relayed.href, DATABASE_POOL_SIZE: '1', RECEIVING_DOMAIN: 'inbox.test' })
+    const config = loadConfig({
+      PORT: '0',
+      SMTP_PORT: '0',
+      HOST: '127.0.0.1',
+      DATABASE_PATH: databasePath,
+      DATABASE_URL: relayed.href,
+      DATABASE_POOL_SIZE: '1',
+      RECEIVING_DOMAIN: 'inbox.test',
+    })
     await layDownSelfSigned(databasePath, config.receivingDomain)
     app = await startApp({ config, logger: createLogger('error', () => {}) })
     const s = app.services
     const org = await createOrganization(s, CLI_ACTOR, { name: 'round trips', preset: 'local' })
     const principal: Principal = { organizationId: org.id, keyPublicId: 'round-trips', limits: LOCAL_TESTING_LIMITS }
     inbox = (await createInbox(s, principal, { body: '', idempotencyKey: null })).body.data
-    for (let i = 0; i < 2; i++) expect((await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: `warm-up ${i}` }))).data?.code).toBe(250)
+    for (let i = 0; i < 2; i++)
+      expect(
+        (
+          await sendMail(
+            app.smtpPort,
+            { to: [inbox.address] },
+            simpleMessage({ to: inbox.address, subject: `warm-up ${i}` }),
+          )
+        ).data?.code,
+      ).toBe(250)
     await publisher().flush()
   })
   const publisher = () => (app.services.notifier as PostgresInboxNotifier).publisher
@@ -78,7 +95,10 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
   test(`an SMTP delivery of one message costs ${DELIVERY_ROUND_TRIPS} round trips, and its wake-up ${PUBLICATION_ROUND_TRIPS} more after the commit`, async () => {
     const before = relay.turns()
     const sent = publisher().sent()
-    expect((await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'counted' }))).data?.code).toBe(250)
+    expect(
+      (await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'counted' })))
+        .data?.code,
+    ).toBe(250)
     await publisher().flush()
     expect(publisher().sent() - sent).toBe(1)
     expect(relay.turns() - before).toBe(DELIVERY_ROUND_TRIPS + PUBLICATION_ROUND_TRIPS)
@@ -86,7 +106,14 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
 
   test('a page with its first message in full (a woken include=content poll) is one round trip, as is getFull', async () => {
     const { store } = app.services
-    const listing = { inboxId: inbox.id, now: new Date().toISOString(), filters: {}, textWindow: 1000, after: undefined, limit: 2 }
+    const listing = {
+      inboxId: inbox.id,
+      now: new Date().toISOString(),
+      filters: {},
+      textWindow: 1000,
+      after: undefined,
+      limit: 2,
+    }
     await store.messages.listInboxWithContent(listing, 1) // prepared on the connection
     let before = relay.turns()
     const { rows, full } = await store.messages.listInboxWithContent(listing, 1)

@@ -10,7 +10,9 @@
 const element = (value: string | null): string => (value === null ? 'NULL' : `"${value.replace(/["\\]/g, '\\$&')}"`)
 
 /** A text[] literal; numbers as their decimal text (cast in the statement). */
-export const textArray = (values: readonly (string | number | null)[]): string => `{${values.map((value) => element(value === null ? null : String(value))).join(',')}}`
+export const textArray = (values: readonly (string | number | null)[]): string =>
+  `{${values.map((value) => element(value === null ? null : String(value))).join(',')}}`
 
 /** A bytea[] literal: each value in bytea's hex format (its backslash escaped for the array). */
-export const byteaArray = (values: readonly Buffer[]): string => `{${values.map((value) => `"\\\\x${value.toString('hex')}"`).join(',')}}`
+export const byteaArray = (values: readonly Buffer[]): string =>
+  `{${values.map((value) => `"\\\\x${value.toString('hex')}"`).join(',')}}`

@@ -47,7 +47,9 @@ export interface QuotaReservation {
   bucketStartsAt: string
 }
 
-type ReserveResult = { reserved: true; reservation: QuotaReservation } | { reserved: false; refusal: QuotaRefusal; limit: number }
+type ReserveResult =
+  | { reserved: true; reservation: QuotaReservation }
+  | { reserved: false; refusal: QuotaRefusal; limit: number }
 type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal; limit: number }
 
 export interface PendingConversion {
@@ -113,7 +115,13 @@ interface Used {
  * The statement is sent at once (`execute()`), so a caller may send it in one go with the
  * lock it must follow (postgres.js pipelines a connection's statements, run in the order sent).
  */
-function usedNow(tx: Queryable, target: { organizationId: string; inboxId: string }, month: string, bucket: string, now: string): Promise<Used> {
+function usedNow(
+  tx: Queryable,
+  target: { organizationId: string; inboxId: string },
+  month: string,
+  bucket: string,
+  now: string,
+): Promise<Used> {
   const { organizationId: org, inboxId: inbox } = target
   return tx<Used[]>`
     select
@@ -124,7 +132,11 @@ function usedNow(tx: Queryable, target: { organizationId: string; inboxId: strin
       coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
         + (select count(*) from quota_reservations where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
     .execute()
-    .then(([row]) => ({ month_used: Number(row!.month_used), inbox_used: Number(row!.inbox_used), org_used: Number(row!.org_used) }))
+    .then(([row]) => ({
+      month_used: Number(row!.month_used),
+      inbox_used: Number(row!.inbox_used),
+      org_used: Number(row!.org_used),
+    }))
 }
 
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
@@ -158,7 +170,8 @@ export class StoredCounts {
 
   /** Sends the counts added since the last send (nothing when none was), and forgets them; answers when they are counted. */
   send(tx: Queryable): Promise<unknown> {
-    const byKey = <T>(rows: Map<string, T>) => [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
+    const byKey = <T>(rows: Map<string, T>) =>
+      [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
     const months = byKey(this.months)
     const bursts = byKey(this.bursts)
     this.months = new Map()

@@ -78,7 +78,14 @@ function sendGroup(tx: postgres.Sql | postgres.TransactionSql, copies: Copy[]): 
         ${textArray(of((c) => c.row.receivedAt))}::timestamptz[], ${textArray(of((c) => c.row.expiresAt))}::timestamptz[], ${textArray(messages.map((m) => mail(m.searchSubject)))}::text[],
         ${textArray(messages.map((m) => mail(m.searchSender)))}::text[], ${textArray(messages.map((m) => mail(m.searchSenderDomain)))}::text[], ${textArray(messages.map((m) => mailOrNull(m.internetMessageId)))}::text[])`.execute(),
   ]
-  const attached = copies.flatMap(({ delivery, message }) => message.attachments.map((attachment, position) => ({ id: delivery.attachmentIds[position]!, delivery, attachment, position })))
+  const attached = copies.flatMap(({ delivery, message }) =>
+    message.attachments.map((attachment, position) => ({
+      id: delivery.attachmentIds[position]!,
+      delivery,
+      attachment,
+      position,
+    })),
+  )
   if (attached.length > 0)
     sent.push(
       tx`insert into attachments (id, message_id, organization_id, position, filename, content_type, size_bytes, disposition, content_id)

@@ -24,7 +24,13 @@
  */
 import { asc, inArray, lt, lte, sql } from 'drizzle-orm'
 import type postgres from 'postgres'
-import type { AdmissionFacts, InboundDelivery, InboundPeriods, InboundStore, StoreInboundInput } from '../../port/inbound.ts'
+import type {
+  AdmissionFacts,
+  InboundDelivery,
+  InboundPeriods,
+  InboundStore,
+  StoreInboundInput,
+} from '../../port/inbound.ts'
 import type { PostgresDb, PostgresDbOrTx } from '../db.ts'
 import { type PendingConversion, type QuotaReservations, StoredCounts } from '../quota-reservations.ts'
 import type { Queryable, Sql } from '../client.ts'
@@ -54,7 +60,11 @@ interface FactsRow {
  * Counts and limits for the active inbox with this local part (RCPT TO) or id (the store's
  * re-check), in `periods`: one statement, hand-written (it runs for every recipient).
  */
-async function factsOf(db: Queryable, by: { localPart: string } | { inboxId: string }, periods: InboundPeriods): Promise<AdmissionFacts | null> {
+async function factsOf(
+  db: Queryable,
+  by: { localPart: string } | { inboxId: string },
+  periods: InboundPeriods,
+): Promise<AdmissionFacts | null> {
   const match = 'localPart' in by ? db`i.local_part = ${by.localPart}` : db`i.id = ${by.inboxId}`
   const [row] = await db<FactsRow[]>`
     select i.id as "inboxId", i.organization_id as "organizationId",
@@ -81,12 +91,22 @@ async function factsOf(db: Queryable, by: { localPart: string } | { inboxId: str
  * (53), a server stopping or a statement past its timeout (57).
  */
 const mayBeOneJob = (error: unknown): boolean => {
-  const code = (error as { code?: unknown; cause?: { code?: unknown } } | null)?.code ?? (error as { cause?: { code?: unknown } } | null)?.cause?.code
+  const code =
+    (error as { code?: unknown; cause?: { code?: unknown } } | null)?.code ??
+    (error as { cause?: { code?: unknown } } | null)?.cause?.code
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && !/^(08|53|57)/.test(code)
 }
 
 const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
-  a.organizationId < b.organizationId ? -1 : a.organizationId > b.organizationId ? 1 : a.inboxId < b.inboxId ? -1 : a.inboxId > b.inboxId ? 1 : 0
+  a.organizationId < b.organizationId
+    ? -1
+    : a.organizationId > b.organizationId
+      ? 1
+      : a.inboxId < b.inboxId
+        ? -1
+        : a.inboxId > b.inboxId
+          ? 1
+          : 0
 
 /** What converts a held unit inside the storing transaction: createQuotaReservations. */
 export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
@@ -98,7 +118,10 @@ export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
  * an idle connection, where `begin` hands its BEGIN to a busy one too, and under load a
  * connection is rarely idle (bench/README.md, "CPU per message").
  */
-async function inTransaction<T>(pool: Sql, work: (tx: postgres.TransactionSql) => Promise<{ result: T; sent: Promise<unknown>[] }>): Promise<T> {
+async function inTransaction<T>(
+  pool: Sql,
+  work: (tx: postgres.TransactionSql) => Promise<{ result: T; sent: Promise<unknown>[] }>,
+): Promise<T> {
   return (
     await pool.begin(async (tx) => {
       const { result, sent } = await work(tx)
@@ -124,9 +147,13 @@ interface BatchEntry {
 function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: HoldConverter | null) {
   const inboxIds = textArray([...new Set(entries.map((entry) => entry.delivery.inboxId))].sort())
   const held = entries.filter((entry) => entry.delivery.hold)
-  if (held.length > 0 && !quota) throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
-  const locked = tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0))) from unnest(${inboxIds}::text[]) as t(i)`.execute()
-  const inboxes = tx<{ id: string; address: string }[]>`select id, address from inboxes where id = any(${inboxIds}::text[]) and state = 'active' order by id for share`.execute()
+  if (held.length > 0 && !quota)
+    throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
+  const locked =
+    tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0))) from unnest(${inboxIds}::text[]) as t(i)`.execute()
+  const inboxes = tx<
+    { id: string; address: string }[]
+  >`select id, address from inboxes where id = any(${inboxIds}::text[]) and state = 'active' order by id for share`.execute()
   // As text, whatever the client's type parsers: the same text Drizzle's column reads.
   const newest = tx<{ id: string; at: string | null }[]>`
     select t.id, (select received_at::text from messages where inbox_id = t.id order by received_at desc limit 1) as at
@@ -138,7 +165,9 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
           held.map((entry) => entry.delivery.hold!),
         )
       : null
-  const units = new Map<InboundDelivery, PendingConversion>(held.map((entry, i) => [entry.delivery, conversion!.units[i]!]))
+  const units = new Map<InboundDelivery, PendingConversion>(
+    held.map((entry, i) => [entry.delivery, conversion!.units[i]!]),
+  )
   const answered = [locked, inboxes, newest, ...(conversion ? [conversion.answered] : [])]
   return { inboxes, newest, units, answered }
 }
@@ -149,10 +178,16 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
  * BEGIN; the batch's locks and reads; its rows and counts; COMMIT. A re-check (a period turned
  * since RCPT TO, rare) waits for its counts in between.
  */
-async function storeBatch(pool: Sql, quota: HoldConverter | null, inputs: StoreInboundInput<InboundDelivery>[]): Promise<InboundDelivery[][]> {
+async function storeBatch(
+  pool: Sql,
+  quota: HoldConverter | null,
+  inputs: StoreInboundInput<InboundDelivery>[],
+): Promise<InboundDelivery[][]> {
   // Locks in one order (see the file's comment): every inbox's first, then organisations', then
   // counter rows, each sorted, so two batches naming the same inboxes cannot deadlock.
-  const entries: BatchEntry[] = inputs.flatMap((input, job) => input.deliveries.map((delivery) => ({ job, input, delivery })))
+  const entries: BatchEntry[] = inputs.flatMap((input, job) =>
+    input.deliveries.map((delivery) => ({ job, input, delivery })),
+  )
   entries.sort((a, b) => byOrganizationThenInbox(a.delivery, b.delivery) || a.job - b.job)
   return inTransaction(pool, async (tx) => {
     const reads = sendReads(tx, entries, quota)
@@ -162,7 +197,9 @@ async function storeBatch(pool: Sql, quota: HoldConverter | null, inputs: StoreI
     const addressOf = new Map((await reads.inboxes).map((row) => [row.id, row.address]))
     // Read under the inboxes' locks, which this transaction holds until it commits: no other
     // store of these inboxes can write a newer one meanwhile; this batch's own go in as written.
-    const newestOf = new Map((await reads.newest).flatMap((row) => (row.at === null ? [] : [[row.id, rfc3339FromPostgres(row.at)] as const])))
+    const newestOf = new Map(
+      (await reads.newest).flatMap((row) => (row.at === null ? [] : [[row.id, rfc3339FromPostgres(row.at)] as const])),
+    )
     const periods = inputs.map((input) => input.decide.begin())
     const rows = new MessageRows()
     const counts = new StoredCounts()
@@ -209,17 +246,30 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
 /** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
 export function postgresInbound(db: PostgresDb, pool: Sql, quota: HoldConverter | null = null): InboundStore {
   // Deliveries from many SMTP connections share a transaction (../group-store.ts).
-  const store = groupStore((inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(pool, quota, inputs), mayBeOneJob)
+  const store = groupStore(
+    (inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(pool, quota, inputs),
+    mayBeOneJob,
+  )
   return {
     admissionFacts: (localPart, periods) => factsOf(pool, { localPart }, periods),
 
-    storeMessage: <D extends InboundDelivery>(input: StoreInboundInput<D>) => store(input as unknown as StoreInboundInput<InboundDelivery>) as Promise<D[]>,
+    storeMessage: <D extends InboundDelivery>(input: StoreInboundInput<D>) =>
+      store(input as unknown as StoreInboundInput<InboundDelivery>) as Promise<D[]>,
 
     async deleteExpiredMessages(now, limit) {
       // SKIP LOCKED: a second sweeper (another machine) takes other rows instead of waiting
       // for these or failing; contents, sources, search texts and attachments go by cascade.
-      const batch = db.select({ id: messages.id }).from(messages).where(lte(messages.expiresAt, now)).orderBy(asc(messages.expiresAt)).limit(limit).for('update', { skipLocked: true })
-      const deleted = await db.delete(messages).where(inArray(messages.id, batch)).returning({ inboxId: messages.inboxId })
+      const batch = db
+        .select({ id: messages.id })
+        .from(messages)
+        .where(lte(messages.expiresAt, now))
+        .orderBy(asc(messages.expiresAt))
+        .limit(limit)
+        .for('update', { skipLocked: true })
+      const deleted = await db
+        .delete(messages)
+        .where(inArray(messages.id, batch))
+        .returning({ inboxId: messages.inboxId })
       return { inboxIds: deleted.map((row) => row.inboxId) }
     },
 
