@@ -65,7 +65,10 @@ export interface PendingConversion {
 export interface QuotaReservations {
   /** Holds one unit for a message to `target`, or refuses with the first limit that has no room. */
   reserve(target: { organizationId: string; inboxId: string }, limits: QuotaLimits): Promise<ReserveResult>
-  /** Frees a unit whose message will not be stored; twice is harmless. A failure is retried in the background (and still rejects, for the log). */
+  /**
+   * Frees a unit whose message will not be stored; twice is harmless. A failure is retried in
+   * the background (and still rejects, for the log).
+   */
   release(reservation: QuotaReservation): Promise<void>
   /**
    * Inside the transaction that stores the message: deletes the reservation and counts the
@@ -126,11 +129,15 @@ function usedNow(
   return tx<Used[]>`
     select
       coalesce((select received from monthly_email_usage where organization_id = ${org} and month = ${month}), 0)
-        + (select count(*) from quota_reservations where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
+        + (select count(*) from quota_reservations
+           where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${inbox} and bucket_starts_at = ${bucket}), 0)
-        + (select count(*) from quota_reservations where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket} and expires_at > ${now}) as inbox_used,
+        + (select count(*) from quota_reservations
+           where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket}
+             and expires_at > ${now}) as inbox_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
-        + (select count(*) from quota_reservations where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
+        + (select count(*) from quota_reservations
+           where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
     .execute()
     .then(([row]) => ({
       month_used: Number(row!.month_used),
@@ -168,7 +175,10 @@ export class StoredCounts {
     bump(this.bursts, `${target.organizationId}\n${bucket}`, { subjectId: target.organizationId, bucket })
   }
 
-  /** Sends the counts added since the last send (nothing when none was), and forgets them; answers when they are counted. */
+  /**
+   * Sends the counts added since the last send (nothing when none was), and forgets them;
+   * answers when they are counted.
+   */
   send(tx: Queryable): Promise<unknown> {
     const byKey = <T>(rows: Map<string, T>) =>
       [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
@@ -181,15 +191,23 @@ export class StoredCounts {
       sent.push(
         tx`
         insert into monthly_email_usage (organization_id, month, received)
-        select * from unnest(${textArray(months.map((row) => row.organizationId))}::text[], ${textArray(months.map((row) => row.month))}::text[], ${textArray(months.map((row) => row.count))}::int[])
-        on conflict (organization_id, month) do update set received = monthly_email_usage.received + excluded.received`.execute(),
+        select * from unnest(
+          ${textArray(months.map((row) => row.organizationId))}::text[],
+          ${textArray(months.map((row) => row.month))}::text[],
+          ${textArray(months.map((row) => row.count))}::int[])
+        on conflict (organization_id, month)
+          do update set received = monthly_email_usage.received + excluded.received`.execute(),
       )
     if (bursts.length > 0)
       sent.push(
         tx`
         insert into inbound_bursts (subject_id, bucket_starts_at, accepted)
-        select * from unnest(${textArray(bursts.map((row) => row.subjectId))}::text[], ${textArray(bursts.map((row) => row.bucket))}::timestamptz[], ${textArray(bursts.map((row) => row.count))}::int[])
-        on conflict (subject_id, bucket_starts_at) do update set accepted = inbound_bursts.accepted + excluded.accepted`.execute(),
+        select * from unnest(
+          ${textArray(bursts.map((row) => row.subjectId))}::text[],
+          ${textArray(bursts.map((row) => row.bucket))}::timestamptz[],
+          ${textArray(bursts.map((row) => row.count))}::int[])
+        on conflict (subject_id, bucket_starts_at)
+          do update set accepted = inbound_bursts.accepted + excluded.accepted`.execute(),
       )
     // Marked handled: the caller awaits it with the rest of its transaction, maybe after an
     // earlier failure made it stop awaiting.
@@ -225,10 +243,11 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
     // in the same turn and run in the order sent. Locks in one order (sorted), one statement.
     const organizations = [...new Set(reservations.map((reservation) => reservation.organizationId))].sort()
     const deleted = Promise.all([
-      tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || o, 0))) from unnest(${textArray(organizations)}::text[]) as t(o)`.execute(),
-      tx<
-        { id: string; live: boolean }[]
-      >`delete from quota_reservations where id = any(${textArray(reservations.map((reservation) => reservation.id))}::text[]) returning id, expires_at > ${now} as live`.execute(),
+      tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || o, 0)))
+         from unnest(${textArray(organizations)}::text[]) as t(o)`.execute(),
+      tx<{ id: string; live: boolean }[]>`delete from quota_reservations
+         where id = any(${textArray(reservations.map((reservation) => reservation.id))}::text[])
+         returning id, expires_at > ${now} as live`.execute(),
     ]).then(([, rows]) => new Map(rows.map((row) => [row.id, row.live])))
     const units = reservations.map(
       (reservation): PendingConversion => ({
@@ -261,6 +280,8 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         bucketStartsAt: bucketOf(nowMs),
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
+      // The organisation's lock key: beginConvert's locks hash the same text.
+      const lockKey = `pigeonhole.quota.${target.organizationId}`
       book.hold(reservation.id, true)
       let result: ReserveResult
       try {
@@ -275,12 +296,15 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
           // its row gone and checks the counts again under the lock (finish, below).
           const [, , , used] = await Promise.all([
             tx`set local synchronous_commit = off`.execute(),
-            tx`select pg_advisory_xact_lock(hashtextextended(${`pigeonhole.quota.${target.organizationId}`}, 0))`.execute(),
-            tx`delete from quota_reservations where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
+            tx`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(),
+            tx`delete from quota_reservations
+               where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
             usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
             tx`
-              insert into quota_reservations (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
-              values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
+              insert into quota_reservations
+                (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
+              values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month},
+                ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
           ])
           const refused = refusalFor(used, limits)
           if (refused) return rollBackWith({ reserved: false, ...refused })

@@ -71,12 +71,24 @@ function sendGroup(tx: postgres.Sql | postgres.TransactionSql, copies: Copy[]): 
   const ids = of((c) => c.delivery.messageId)
   const messages = of((c) => c.message)
   const sent: Promise<unknown>[] = [
-    tx`insert into messages (id, inbox_id, organization_id, from_name, from_address, to_address, subject, preview, size_bytes, received_at, expires_at, search_subject, search_sender, search_sender_domain, internet_message_id)
-      select * from unnest(${textArray(ids)}::text[], ${textArray(of((c) => c.delivery.inboxId))}::text[], ${textArray(of((c) => c.delivery.organizationId))}::text[],
-        ${textArray(messages.map((m) => mail(m.fromName)))}::text[], ${textArray(messages.map((m) => mail(m.fromAddress)))}::text[], ${textArray(of((c) => c.row.toAddress))}::text[],
-        ${textArray(messages.map((m) => mail(m.subject)))}::text[], ${textArray(messages.map((m) => mail(m.preview)))}::text[], ${textArray(messages.map((m) => m.sizeBytes))}::bigint[],
-        ${textArray(of((c) => c.row.receivedAt))}::timestamptz[], ${textArray(of((c) => c.row.expiresAt))}::timestamptz[], ${textArray(messages.map((m) => mail(m.searchSubject)))}::text[],
-        ${textArray(messages.map((m) => mail(m.searchSender)))}::text[], ${textArray(messages.map((m) => mail(m.searchSenderDomain)))}::text[], ${textArray(messages.map((m) => mailOrNull(m.internetMessageId)))}::text[])`.execute(),
+    tx`insert into messages (id, inbox_id, organization_id, from_name, from_address, to_address, subject, preview,
+        size_bytes, received_at, expires_at, search_subject, search_sender, search_sender_domain, internet_message_id)
+      select * from unnest(
+        ${textArray(ids)}::text[],
+        ${textArray(of((c) => c.delivery.inboxId))}::text[],
+        ${textArray(of((c) => c.delivery.organizationId))}::text[],
+        ${textArray(messages.map((m) => mail(m.fromName)))}::text[],
+        ${textArray(messages.map((m) => mail(m.fromAddress)))}::text[],
+        ${textArray(of((c) => c.row.toAddress))}::text[],
+        ${textArray(messages.map((m) => mail(m.subject)))}::text[],
+        ${textArray(messages.map((m) => mail(m.preview)))}::text[],
+        ${textArray(messages.map((m) => m.sizeBytes))}::bigint[],
+        ${textArray(of((c) => c.row.receivedAt))}::timestamptz[],
+        ${textArray(of((c) => c.row.expiresAt))}::timestamptz[],
+        ${textArray(messages.map((m) => mail(m.searchSubject)))}::text[],
+        ${textArray(messages.map((m) => mail(m.searchSender)))}::text[],
+        ${textArray(messages.map((m) => mail(m.searchSenderDomain)))}::text[],
+        ${textArray(messages.map((m) => mailOrNull(m.internetMessageId)))}::text[])`.execute(),
   ]
   const attached = copies.flatMap(({ delivery, message }) =>
     message.attachments.map((attachment, position) => ({
@@ -88,23 +100,43 @@ function sendGroup(tx: postgres.Sql | postgres.TransactionSql, copies: Copy[]): 
   )
   if (attached.length > 0)
     sent.push(
-      tx`insert into attachments (id, message_id, organization_id, position, filename, content_type, size_bytes, disposition, content_id)
-        select * from unnest(${textArray(attached.map((a) => a.id))}::text[], ${textArray(attached.map((a) => a.delivery.messageId))}::text[], ${textArray(attached.map((a) => a.delivery.organizationId))}::text[],
-          ${textArray(attached.map((a) => a.position))}::int[], ${textArray(attached.map((a) => mail(a.attachment.filename)))}::text[], ${textArray(attached.map((a) => mail(a.attachment.contentType)))}::text[],
-          ${textArray(attached.map((a) => a.attachment.sizeBytes))}::bigint[], ${textArray(attached.map((a) => a.attachment.disposition))}::text[], ${textArray(attached.map((a) => mailOrNull(a.attachment.contentId)))}::text[])`.execute(),
+      tx`insert into attachments (id, message_id, organization_id, position, filename, content_type, size_bytes,
+          disposition, content_id)
+        select * from unnest(
+          ${textArray(attached.map((a) => a.id))}::text[],
+          ${textArray(attached.map((a) => a.delivery.messageId))}::text[],
+          ${textArray(attached.map((a) => a.delivery.organizationId))}::text[],
+          ${textArray(attached.map((a) => a.position))}::int[],
+          ${textArray(attached.map((a) => mail(a.attachment.filename)))}::text[],
+          ${textArray(attached.map((a) => mail(a.attachment.contentType)))}::text[],
+          ${textArray(attached.map((a) => a.attachment.sizeBytes))}::bigint[],
+          ${textArray(attached.map((a) => a.attachment.disposition))}::text[],
+          ${textArray(attached.map((a) => mailOrNull(a.attachment.contentId)))}::text[])`.execute(),
     )
   sent.push(
     tx`insert into message_contents (message_id, text_body, html_body, headers_json)
-      select * from unnest(${textArray(ids)}::text[], ${textArray(messages.map((m) => mailOrNull(m.textBody)))}::text[], ${textArray(messages.map((m) => mailOrNull(m.htmlBody)))}::text[],
+      select * from unnest(
+        ${textArray(ids)}::text[],
+        ${textArray(messages.map((m) => mailOrNull(m.textBody)))}::text[],
+        ${textArray(messages.map((m) => mailOrNull(m.htmlBody)))}::text[],
         ${textArray(messages.map((m) => mail(m.headersJson)))}::text[])`.execute(),
-    tx`insert into message_search_texts (message_id, text) select * from unnest(${textArray(ids)}::text[], ${textArray(messages.map((m) => mail(m.searchText)))}::text[])`.execute(),
+    tx`insert into message_search_texts (message_id, text)
+      select * from unnest(
+        ${textArray(ids)}::text[],
+        ${textArray(messages.map((m) => mail(m.searchText)))}::text[])`.execute(),
     tx`insert into message_sources (message_id, raw, sha256)
-      select * from unnest(${textArray(ids)}::text[], ${byteaArray(messages.map((m) => m.raw))}::bytea[], ${textArray(messages.map((m) => m.rawSha256))}::text[])`.execute(),
+      select * from unnest(
+        ${textArray(ids)}::text[],
+        ${byteaArray(messages.map((m) => m.raw))}::bytea[],
+        ${textArray(messages.map((m) => m.rawSha256))}::text[])`.execute(),
   )
   if (attached.length > 0)
     sent.push(
       tx`insert into attachment_contents (attachment_id, content, sha256)
-        select * from unnest(${textArray(attached.map((a) => a.id))}::text[], ${byteaArray(attached.map((a) => a.attachment.content))}::bytea[], ${textArray(attached.map((a) => a.attachment.sha256))}::text[])`.execute(),
+        select * from unnest(
+          ${textArray(attached.map((a) => a.id))}::text[],
+          ${byteaArray(attached.map((a) => a.attachment.content))}::bytea[],
+          ${textArray(attached.map((a) => a.attachment.sha256))}::text[])`.execute(),
     )
   return sent
 }

@@ -69,9 +69,12 @@ async function factsOf(
   const [row] = await db<FactsRow[]>`
     select i.id as "inboxId", i.organization_id as "organizationId",
       o.limit_monthly_emails as "monthlyEmails", o.limit_inbox_burst as "inboxBurst", o.limit_org_burst as "orgBurst",
-      coalesce((select received from monthly_email_usage where organization_id = i.organization_id and month = ${periods.month}), 0)::int as "monthReceived",
-      coalesce((select accepted from inbound_bursts where subject_id = i.id and bucket_starts_at = ${periods.bucket}), 0)::int as "inboxAccepted",
-      coalesce((select accepted from inbound_bursts where subject_id = i.organization_id and bucket_starts_at = ${periods.bucket}), 0)::int as "orgAccepted"
+      coalesce((select received from monthly_email_usage
+                where organization_id = i.organization_id and month = ${periods.month}), 0)::int as "monthReceived",
+      coalesce((select accepted from inbound_bursts
+                where subject_id = i.id and bucket_starts_at = ${periods.bucket}), 0)::int as "inboxAccepted",
+      coalesce((select accepted from inbound_bursts
+                where subject_id = i.organization_id and bucket_starts_at = ${periods.bucket}), 0)::int as "orgAccepted"
     from inboxes i left join organizations o on o.id = i.organization_id
     where ${match} and i.state = 'active'
     limit 1`
@@ -149,11 +152,13 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
   const held = entries.filter((entry) => entry.delivery.hold)
   if (held.length > 0 && !quota)
     throw new Error('a held delivery reached a PostgreSQL store without quota reservations')
-  const locked =
-    tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0))) from unnest(${inboxIds}::text[]) as t(i)`.execute()
-  const inboxes = tx<
-    { id: string; address: string }[]
-  >`select id, address from inboxes where id = any(${inboxIds}::text[]) and state = 'active' order by id for share`.execute()
+  const locked = tx`
+    select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0)))
+    from unnest(${inboxIds}::text[]) as t(i)`.execute()
+  const inboxes = tx<{ id: string; address: string }[]>`
+    select id, address from inboxes
+    where id = any(${inboxIds}::text[]) and state = 'active'
+    order by id for share`.execute()
   // As text, whatever the client's type parsers: the same text Drizzle's column reads.
   const newest = tx<{ id: string; at: string | null }[]>`
     select t.id, (select received_at::text from messages where inbox_id = t.id order by received_at desc limit 1) as at
@@ -243,7 +248,10 @@ async function upsertSetting(db: PostgresDbOrTx, name: string, value: string): P
   await db.insert(settings).values({ name, value }).onConflictDoUpdate({ target: settings.name, set: { value } })
 }
 
-/** `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a hold can be stored. */
+/**
+ * `quota` converts held units (PostgreSQL mode's assembly); without it only deliveries without a
+ * hold can be stored.
+ */
 export function postgresInbound(db: PostgresDb, pool: Sql, quota: HoldConverter | null = null): InboundStore {
   // Deliveries from many SMTP connections share a transaction (../group-store.ts).
   const store = groupStore(
