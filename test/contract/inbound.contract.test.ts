@@ -467,7 +467,9 @@ describeEachBackend(
       ]
       const recipients: Reservation[] = []
       for (let i = 0; i < raws.length; i++) recipients.push(await admit(s, (i % 2 ? y : x).address))
-      const results = await Promise.all(raws.map((raw, i) => deliver(s, [recipients[i]!], raw)))
+      // Copies go in: the port hands a message's bytes over to the store, which may move them to
+      // another thread (SQLite's blob stager), so a caller must not read them after.
+      const results = await Promise.all(raws.map((raw, i) => deliver(s, [recipients[i]!], Buffer.from(raw))))
       expect(results.flat()).toHaveLength(4)
       const rows = [...(await stored(backend, x.id)), ...(await stored(backend, y.id))]
       for (const raw of raws) {
