@@ -1,14 +1,26 @@
 /** `bun run start`: reads the environment, starts both listeners, stops cleanly on SIGTERM/SIGINT. */
-import { PortInUseError, startApp } from './app.ts'
 import { exitOnConfigError, loadConfigOrExit } from './config.ts'
-import { startupBanner } from './startup-banner.ts'
-import { DatabaseUnreachableError } from './app/postgres/parts.ts'
-import { runAsProcess } from './app/process.ts'
-import { DatabaseInUseError } from './storage/server-lock.ts'
+
+// The environment is read before the server's modules load: a wrong setting is reported
+// in a few milliseconds, not after the whole server has been read in.
+const config = loadConfigOrExit()
+const [
+  { PortInUseError, startApp },
+  { startupBanner },
+  { DatabaseUnreachableError },
+  { runAsProcess },
+  { DatabaseInUseError },
+] = await Promise.all([
+  import('./app.ts'),
+  import('./startup-banner.ts'),
+  import('./app/postgres/parts.ts'),
+  import('./app/process.ts'),
+  import('./storage/server-lock.ts'),
+])
 
 let app: Awaited<ReturnType<typeof startApp>>
 try {
-  app = await exitOnConfigError(() => startApp({ config: loadConfigOrExit() }))
+  app = await exitOnConfigError(() => startApp({ config }))
 } catch (error) {
   if (
     !(
