@@ -91,8 +91,18 @@ describeWithPostgres('a recipient whose admission outlasts its bound', () => {
     await freeing
 
     // The hold landed after the 451: its unit is given back while the session is still open
-    // (before, it stayed until the session ended, counting against the organisation).
-    await until(async () => (await reservations()) === 0, 'the late unit to be given back', {
+    // (before, it stayed until the session ended, counting against the organisation). Freed
+    // from the lock, the hold still has to insert and commit, and the release to follow: no
+    // unit, and no other statement of the database under way (a count of 0 read before the
+    // hold's insert proves nothing).
+    const busy = async () =>
+      Number(
+        (
+          await sql`select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and pid <> pg_backend_pid() and state <> 'idle'`
+        )[0]!.n,
+      )
+    await until(async () => (await busy()) === 0 && (await reservations()) === 0, 'the late unit to be given back', {
       timeoutMs: 5_000,
       intervalMs: 50,
     })
