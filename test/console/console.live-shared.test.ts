@@ -44,7 +44,11 @@ test('one stream carries the events of each watched inbox, naming it, and outliv
   ).toBe(250)
   expect(await stream.next()).toBe(`message_stored ${b.id}`)
   expect((await server.delete(`/v1/inboxes/${a.id}`, key)).status).toBe(204)
-  expect(await stream.next()).toBe(`inbox_deleted ${a.id}`)
+  // On two PostgreSQL machines the fallback re-reading (wake-fallback.ts) may tell of B's
+  // message once more, a wake that only costs a query: the deletion is the next other event.
+  let next = await stream.next()
+  while (next === `message_stored ${b.id}`) next = await stream.next()
+  expect(next).toBe(`inbox_deleted ${a.id}`)
   expect(
     (await sendMail(server.app.smtpPort, { to: [b.address] }, simpleMessage({ to: b.address, subject: 'Still' }))).data
       ?.code,
