@@ -177,7 +177,10 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   // loss anyway. The bench keeps PostgreSQL's own defaults (fsync and synchronous_commit on):
   // a figure measured without the flush of every commit would flatter the server.
   // The socket lives in the scratch folder so no system folder is needed.
-  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1${durable ? '' : ' -c fsync=off'} -c max_connections=200`
+  // BENCH_POSTGRES_OPTIONS adds server options to the bench's (durable) cluster, for a profile
+  // (e.g. `-c shared_preload_libraries=pg_stat_statements`); the tests' cluster ignores it.
+  const extra = durable && process.env.BENCH_POSTGRES_OPTIONS ? ` ${process.env.BENCH_POSTGRES_OPTIONS}` : ''
+  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1${durable ? '' : ' -c fsync=off'} -c max_connections=200${extra}`
   let running = false
   const start = () => {
     if (running) return
