@@ -24,7 +24,6 @@ import type { Clock } from '../../clock.ts'
 import type { Queryable, Sql } from './client.ts'
 import { createLeaseBook } from './lease-book.ts'
 import { textArray } from './array-literal.ts'
-import { sqlTransaction } from './transaction.ts'
 
 const FIVE_MINUTES = 5 * 60_000
 
@@ -145,6 +144,13 @@ function usedNow(
       org_used: Number(row!.org_used),
     }))
 }
+
+const limitOf = (refusal: QuotaRefusal, limits: QuotaLimits): number =>
+  refusal === 'monthly_quota_exceeded'
+    ? limits.monthlyEmails
+    : refusal === 'inbox_burst_exceeded'
+      ? limits.inboxBurst
+      : limits.orgBurst
 
 function refusalFor(used: Used, limits: QuotaLimits): { refusal: QuotaRefusal; limit: number } | null {
   if (used.month_used >= limits.monthlyEmails) return { refusal: 'monthly_quota_exceeded', limit: limits.monthlyEmails }
@@ -280,36 +286,24 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
         bucketStartsAt: bucketOf(nowMs),
       }
       const expiresAt = new Date(nowMs + leaseMs).toISOString()
-      // The organisation's lock key: beginConvert's locks hash the same text.
-      const lockKey = `pigeonhole.quota.${target.organizationId}`
       book.hold(reservation.id, true)
       let result: ReserveResult
       try {
-        result = await sqlTransaction<ReserveResult, ReserveResult>(sql, async (tx, rollBackWith) => {
-          // One round trip for the four (run in the order sent): the lock, a tidy under it (rows
-          // of dead machines no longer count anyway), the counts read after both, and the
-          // reservation's row, which the counts do not see. When the counts leave no room the
-          // transaction rolls back, row and tidy alike.
-          // The hold's commit does not wait for its flush: it held the organisation's lock (which
-          // every other hold and store of the organisation waits for) through a disk write, per
-          // recipient. A hold that a database crash loses costs nothing exact: the store finds
-          // its row gone and checks the counts again under the lock (finish, below).
-          const [, , , used] = await Promise.all([
-            tx`set local synchronous_commit = off`.execute(),
-            tx`select pg_advisory_xact_lock(hashtextextended(${lockKey}, 0))`.execute(),
-            tx`delete from quota_reservations
-               where organization_id = ${target.organizationId} and expires_at <= ${now}`.execute(),
-            usedNow(tx, target, reservation.month, reservation.bucketStartsAt, now),
-            tx`
-              insert into quota_reservations
-                (id, organization_id, inbox_id, month, bucket_starts_at, holder, expires_at)
-              values (${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId}, ${reservation.month},
-                ${reservation.bucketStartsAt}, ${holder}, ${expiresAt})`.execute(),
-          ])
-          const refused = refusalFor(used, limits)
-          if (refused) return rollBackWith({ reserved: false, ...refused })
-          return { reserved: true, reservation }
-        })
+        // One statement, one round trip, its own transaction: the function (a migration, see
+        // drizzle/postgres) takes the organisation's lock, tidies the expired rows under it,
+        // counts, and inserts the row only when every count leaves room. Its commit does not wait
+        // for its flush: the lock is held through the commit, and a flush per recipient would hold
+        // every other hold and store of the organisation behind a disk write. A hold that a
+        // database crash loses costs nothing exact: the store finds its row gone and checks the
+        // counts again under the same lock (finish, above).
+        const [row] = await sql<{ refusal: QuotaRefusal | null }[]>`
+          select pigeonhole_quota_hold(${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId},
+            ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${now}, ${expiresAt},
+            ${limits.monthlyEmails}, ${limits.inboxBurst}, ${limits.orgBurst}) as refusal`
+        const refusal = row!.refusal
+        result = refusal
+          ? { reserved: false, refusal, limit: limitOf(refusal, limits) }
+          : { reserved: true, reservation }
       } catch (error) {
         // The commit may have happened before the connection failed: give the unit back.
         book.orphan(reservation.id, true)
