@@ -5,7 +5,7 @@
  * the cluster's CPU per message, and writes the Markdown profile to BENCH_CPU_PROF_DIR
  * (default: a temp dir). `--no-prof` measures without the profiler.
  *
- *   bun bench/tools/postgres-profile.ts [connections=16] [seconds=5] [--no-prof] [--statements]
+ *   bun bench/tools/postgres-profile.ts [connections=16] [seconds=5] [organizations=8] [--no-prof] [--statements]
  *
  * `--statements` loads pg_stat_statements into the throwaway cluster and prints, for the
  * measured round, every statement's calls, mean and total execution time per stored message.
@@ -20,7 +20,7 @@ import { freePort } from '../lib/proc.ts'
 import { seed, startMachine } from '../phases/postgres-servers.ts'
 import { sweepRound } from '../phases/postgres-sweep.ts'
 
-const [connections = 16, seconds = 5] = process.argv
+const [connections = 16, seconds = 5, organizations = 8] = process.argv
   .slice(2)
   .filter((arg) => !arg.startsWith('--'))
   .map(Number)
@@ -33,7 +33,7 @@ if (statements) process.env.BENCH_POSTGRES_OPTIONS ??= '-c shared_preload_librar
 useDurableCluster()
 const port = testCluster().port
 const url = await freshDatabase()
-const keys = seed(url, 8)
+const keys = seed(url, organizations)
 const machine = await startMachine('profiled', entry, url, keys[0]!, [await freePort(), await freePort()])
 try {
   const shape = buildShapes().text_2kb

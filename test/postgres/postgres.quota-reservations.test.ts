@@ -305,6 +305,40 @@ describeWithPostgres('quota reservations across two machines', () => {
     expect(await stored('org_stall')).toBe(100)
   })
 
+  test("the hold's function: the last unit of each limit taken, the next refused in the spec's order; its commit unflushed", async () => {
+    await newOrganization('org_function', 98)
+    const hold = (tx: Sql, id: string, inbox: string, limits: [number, number, number]) =>
+      tx<
+        { refusal: string | null }[]
+      >`select pigeonhole_quota_hold(${id}, 'org_function', ${inbox}, '2026-03', '2026-03-10T10:00:00.000Z', 'machine-t',
+        '2026-03-10T10:02:30.000Z', '2026-03-10T10:03:00.000Z', ${limits[0]}, ${limits[1]}, ${limits[2]}) as refusal`.then(
+        ([row]) => row!.refusal,
+      )
+    const connection = await machineA.reserve()
+    try {
+      // Inside a caller's transaction: the setting it made lasts to that transaction's commit.
+      await connection`begin`
+      expect(await hold(connection, 'qres_f1', 'inb_f1', [100, 10, 25])).toBeNull()
+      const [setting] = await connection<{ value: string }[]>`select current_setting('synchronous_commit') as value`
+      expect(setting!.value).toBe('off')
+      await connection`commit`
+    } finally {
+      connection.release()
+    }
+    // 98 stored + 1 held: one unit left of 100. Every limit full at once refuses with the monthly
+    // quota first, then the inbox's burst, then the organisation's, and holds nothing.
+    expect(await hold(machineB, 'qres_f2', 'inb_f1', [99, 1, 1])).toBe('monthly_quota_exceeded')
+    expect(await hold(machineB, 'qres_f3', 'inb_f1', [100, 1, 1])).toBe('inbox_burst_exceeded')
+    expect(await hold(machineB, 'qres_f4', 'inb_f2', [100, 10, 1])).toBe('organization_burst_exceeded')
+    expect(await hold(machineB, 'qres_f5', 'inb_f2', [100, 10, 2])).toBeNull()
+    expect(await hold(machineA, 'qres_f6', 'inb_f3', [1000, 10, 25])).toBeNull()
+    expect(await hold(machineA, 'qres_f7', 'inb_f3', [100, 10, 25])).toBe('monthly_quota_exceeded')
+    const [row] = await machineA<
+      { ids: string[] }[]
+    >`select array_agg(id order by id) as ids from quota_reservations where organization_id = 'org_function'`
+    expect(row!.ids).toEqual(['qres_f1', 'qres_f5', 'qres_f6'])
+  })
+
   test('a refused hold writes no row, and a hold that fails leaves its connection usable with nothing held', async () => {
     await newOrganization('org_one_trip', 99)
     const rows = async () =>
