@@ -1,8 +1,8 @@
 -- The quota hold at RCPT TO as one statement: the application calls this function once per
 -- recipient, where it sent seven (BEGIN, the setting, the lock, the tidy, the counts, the row,
--- COMMIT). Same rules as before: under the organisation's advisory lock (the key the storing
--- transaction locks too), expired reservations of the organisation are deleted, the stored usage
--- plus the live reservations are counted, and the row is inserted only when the monthly quota,
+-- COMMIT). Under the organisation's advisory lock (the key a store's re-check locks too), the
+-- organisation's expired reservations are deleted, the stored usage plus the reservations left
+-- are counted, and the row is inserted only when the monthly quota,
 -- the inbox's burst and the organisation's burst all leave room. Returns NULL when held, else
 -- the first limit without room, in the spec's order. The commit does not wait for its flush
 -- (set_config(..., true) lasts to the end of the calling transaction): a hold lost to a crash
@@ -29,21 +29,26 @@ DECLARE
 BEGIN
 	PERFORM set_config('synchronous_commit', 'off', true);
 	PERFORM pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || p_organization_id, 0));
-	DELETE FROM quota_reservations WHERE organization_id = p_organization_id AND expires_at <= p_now;
+	-- SKIP LOCKED: an expired row another transaction has locked (a store converting it, a
+	-- release) is left to it and counted below, as any unit in flight is; the hold never waits
+	-- for a store, whose commit takes no lock a hold needs.
+	DELETE FROM quota_reservations WHERE id IN (
+		SELECT id FROM quota_reservations WHERE organization_id = p_organization_id AND expires_at <= p_now
+		FOR UPDATE SKIP LOCKED);
 	SELECT
 		coalesce((SELECT received FROM monthly_email_usage
 			WHERE organization_id = p_organization_id AND month = p_month), 0)
 		+ (SELECT count(*) FROM quota_reservations
-			WHERE organization_id = p_organization_id AND month = p_month AND expires_at > p_now),
+			WHERE organization_id = p_organization_id AND month = p_month),
 		coalesce((SELECT accepted FROM inbound_bursts
 			WHERE subject_id = p_inbox_id AND bucket_starts_at = p_bucket_starts_at), 0)
 		+ (SELECT count(*) FROM quota_reservations
 			WHERE organization_id = p_organization_id AND inbox_id = p_inbox_id
-				AND bucket_starts_at = p_bucket_starts_at AND expires_at > p_now),
+				AND bucket_starts_at = p_bucket_starts_at),
 		coalesce((SELECT accepted FROM inbound_bursts
 			WHERE subject_id = p_organization_id AND bucket_starts_at = p_bucket_starts_at), 0)
 		+ (SELECT count(*) FROM quota_reservations
-			WHERE organization_id = p_organization_id AND bucket_starts_at = p_bucket_starts_at AND expires_at > p_now)
+			WHERE organization_id = p_organization_id AND bucket_starts_at = p_bucket_starts_at)
 	INTO month_used, inbox_used, organization_used;
 	IF month_used >= p_monthly_limit THEN RETURN 'monthly_quota_exceeded'; END IF;
 	IF inbox_used >= p_inbox_limit THEN RETURN 'inbox_burst_exceeded'; END IF;

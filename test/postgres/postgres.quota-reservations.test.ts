@@ -191,13 +191,11 @@ describeWithPostgres('quota reservations across two machines', () => {
     await machineA.begin((tx) => a.convert(tx, fresh.reservation, limits))
     const results = await machineA.begin(async (tx) => {
       const counts = new StoredCounts()
-      const sent: Promise<unknown>[] = []
       const { answered, units: pending } = a.beginConvert(tx, units)
       await answered
       const converted = []
-      for (const unit of pending) converted.push(await unit.finish(limits, counts, sent))
-      sent.push(counts.send(tx))
-      await Promise.all(sent)
+      for (const unit of pending) converted.push(await unit.finish(limits, counts))
+      await counts.send(tx)
       return converted
     })
     expect(results).toEqual([
@@ -337,6 +335,45 @@ describeWithPostgres('quota reservations across two machines', () => {
       { ids: string[] }[]
     >`select array_agg(id order by id) as ids from quota_reservations where organization_id = 'org_function'`
     expect(row!.ids).toEqual(['qres_f1', 'qres_f5', 'qres_f6'])
+  })
+
+  test('a hold does not wait for a store converting a unit of its organisation, and counts that unit exactly once', async () => {
+    await newOrganization('org_no_wait', 98)
+    // Each machine its own clock, in the same five-minute bucket: B's a minute on, past A's leases.
+    const clockA = new ManualClock('2026-03-10T10:06:00.000Z')
+    const clockB = new ManualClock('2026-03-10T10:07:00.000Z')
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock: clockA })
+    // A pool whose statements give up after a second: a hold queued behind the store would fail.
+    const impatient = openPostgres(url, { max: 2, statementTimeoutMs: 1000 })
+    const b = createQuotaReservations(impatient, { holder: 'machine-b', clock: clockB })
+    try {
+      const limits = { ...roomy, monthlyEmails: 100 }
+      const first = await a.reserve({ organizationId: 'org_no_wait', inboxId: 'inb_nw' }, limits)
+      const second = await a.reserve({ organizationId: 'org_no_wait', inboxId: 'inb_nw' }, limits)
+      if (!first.reserved || !second.reserved) throw new Error('expected two units')
+      const during = await machineA.begin(async (tx) => {
+        const counts = new StoredCounts()
+        const { answered, units } = a.beginConvert(tx, [first.reservation])
+        await answered
+        expect(await units[0]!.finish(limits, counts)).toEqual({ counted: true })
+        await counts.send(tx)
+        // Uncommitted: B's hold sees the first unit's row (locked, expired by B's clock, so its
+        // tidy leaves it) and the second's (expired, unlocked: tidied), and takes the last unit.
+        const taken = await b.reserve({ organizationId: 'org_no_wait', inboxId: 'inb_nw2' }, limits)
+        const refused = await b.reserve({ organizationId: 'org_no_wait', inboxId: 'inb_nw3' }, limits)
+        return [taken.reserved, refused]
+      })
+      expect(during).toEqual([true, { reserved: false, refusal: 'monthly_quota_exceeded', limit: 100 }])
+      // Committed: 99 stored and B's unit held; A's second unit was tidied with its lease.
+      expect(await stored('org_no_wait')).toBe(99)
+      expect(await b.reserve({ organizationId: 'org_no_wait', inboxId: 'inb_nw4' }, limits)).toEqual({
+        reserved: false,
+        refusal: 'monthly_quota_exceeded',
+        limit: 100,
+      })
+    } finally {
+      await impatient.end()
+    }
   })
 
   test('a refused hold writes no row, and a hold that fails leaves its connection usable with nothing held', async () => {

@@ -5,13 +5,14 @@
  * organisation's monthly quota, its inbox's five-minute burst and its organisation's
  * five-minute burst until the message is stored or the transaction ends.
  *
- * Each reservation is a row with a lease. Admission takes the organisation's advisory lock
- * (the inbox belongs to it, so one lock covers all three counts) and, in one statement,
- * counts the stored usage plus the live reservations of the same month and bucket; it
- * inserts the row only when every count stays within its limit. Two machines therefore
- * cannot both see one unit left and both take it. Storing converts the reservation in the
- * storing transaction: the row goes and the stored counts go up together, so a unit is never
- * counted twice nor dropped in between. A machine that dies leaves its rows to run out with
+ * Each reservation is a row with a lease. Admission (one call of a server-side function)
+ * takes the organisation's advisory lock (the inbox belongs to it, so one lock covers all three
+ * counts), deletes the expired rows no other transaction has locked, and counts the stored
+ * usage plus the rows left of the same month and bucket; it inserts the row only when every
+ * count stays within its limit. Two machines therefore cannot both see one unit left and both
+ * take it. Storing converts the reservation in the storing transaction: the row goes and the
+ * stored counts go up together in one commit, so a unit is never counted twice nor dropped in
+ * between, and a unit still held needs no lock for it; a re-check does, and takes it. A machine that dies leaves its rows to run out with
  * its lease, not forever. While it lives, its heartbeat renews only the units still held, and
  * a release that fails is retried until the database answers (lease-book.ts): a transaction
  * that ended during an outage does not keep its unit once the database is back.
@@ -54,11 +55,11 @@ type ConvertResult = { counted: true } | { counted: false; refusal: QuotaRefusal
 export interface PendingConversion {
   /**
    * Decides and counts, once the statements of beginConvert answered: the unit's count goes
-   * into `counts` (sent by the caller with its batch's). A re-check (the period turned, the
-   * lease ran out) first sends what `counts` holds so far, pushing its promise onto `sent`, so
-   * the counts it reads include the batch's earlier units.
+   * into `counts` (sent by the caller once, with its batch's). A re-check (the period turned, the
+   * lease ran out) reads the stored counts and adds what `counts` holds so far, so it includes the
+   * batch's earlier units without sending them early (one send keeps the counter rows' lock order).
    */
-  finish(limits: QuotaLimits, counts: StoredCounts, sent: Promise<unknown>[]): Promise<ConvertResult>
+  finish(limits: QuotaLimits, counts: StoredCounts): Promise<ConvertResult>
 }
 
 export interface QuotaReservations {
@@ -77,12 +78,15 @@ export interface QuotaReservations {
    */
   convert(tx: Queryable, reservation: QuotaReservation, limits: QuotaLimits): Promise<ConvertResult>
   /**
-   * convert for a batch's units, in two steps, so its first statements go out with the
-   * caller's: every organisation's lock (in sorted order) and the reservations' delete, two
-   * statements however many units, sent at the call (`answered` settles when both have
-   * answered); then `finish` per unit decides and counts, as convert does. A caller that learns
-   * meanwhile that a message will not be stored (its inbox is gone) skips its `finish`: the unit
-   * is then freed with nothing counted, and the caller's later release is harmless.
+   * convert for a batch's units, in two steps, so its first statement goes out with the
+   * caller's: the reservations' delete, one statement however many units, sent at the call
+   * (`answered` settles when it has answered, and, when some unit must be re-checked, once its
+   * organisations' locks are taken too); then `finish` per unit decides and counts, as convert
+   * does. A unit still held (its lease live, its period unchanged) takes no lock: the storing
+   * commit removes its row and counts it at once, so a hold's count sees one or the other. A
+   * caller that learns meanwhile that a message will not be stored (its inbox is gone) skips its
+   * `finish`: the unit is then freed with nothing counted, and the caller's later release is
+   * harmless.
    */
   beginConvert(tx: Queryable, reservations: QuotaReservation[]): { answered: Promise<void>; units: PendingConversion[] }
   /** Extends the reservations this machine still holds; the timer of `start()` calls it. */
@@ -112,10 +116,12 @@ interface Used {
 }
 
 /**
- * Stored usage plus live reservations for one inbox in `month` and `bucket`, in one statement.
- * Run under the organisation's lock; a reservation counts while its lease has not run out.
- * The statement is sent at once (`execute()`), so a caller may send it in one go with the
- * lock it must follow (postgres.js pipelines a connection's statements, run in the order sent).
+ * Stored usage plus held reservations for one inbox in `month` and `bucket`, as the hold's
+ * function counts them: run under the organisation's lock, it first deletes the organisation's
+ * expired reservations that no other transaction has locked, then counts every row left. An
+ * expired row another transaction has locked is being converted or released by it: counted,
+ * as any unit in flight is, so a store that converted it without a re-check is never missed.
+ * Both statements are sent at once (`execute()`), run in the order sent.
  */
 function usedNow(
   tx: Queryable,
@@ -125,24 +131,25 @@ function usedNow(
   now: string,
 ): Promise<Used> {
   const { organizationId: org, inboxId: inbox } = target
-  return tx<Used[]>`
+  const tidied = tx`
+    delete from quota_reservations where id in (
+      select id from quota_reservations where organization_id = ${org} and expires_at <= ${now}
+      for update skip locked)`.execute()
+  const used = tx<Used[]>`
     select
       coalesce((select received from monthly_email_usage where organization_id = ${org} and month = ${month}), 0)
-        + (select count(*) from quota_reservations
-           where organization_id = ${org} and month = ${month} and expires_at > ${now}) as month_used,
+        + (select count(*) from quota_reservations where organization_id = ${org} and month = ${month}) as month_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${inbox} and bucket_starts_at = ${bucket}), 0)
         + (select count(*) from quota_reservations
-           where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket}
-             and expires_at > ${now}) as inbox_used,
+           where organization_id = ${org} and inbox_id = ${inbox} and bucket_starts_at = ${bucket}) as inbox_used,
       coalesce((select accepted from inbound_bursts where subject_id = ${org} and bucket_starts_at = ${bucket}), 0)
         + (select count(*) from quota_reservations
-           where organization_id = ${org} and bucket_starts_at = ${bucket} and expires_at > ${now}) as org_used`
-    .execute()
-    .then(([row]) => ({
-      month_used: Number(row!.month_used),
-      inbox_used: Number(row!.inbox_used),
-      org_used: Number(row!.org_used),
-    }))
+           where organization_id = ${org} and bucket_starts_at = ${bucket}) as org_used`.execute()
+  return Promise.all([tidied, used]).then(([, [row]]) => ({
+    month_used: Number(row!.month_used),
+    inbox_used: Number(row!.inbox_used),
+    org_used: Number(row!.org_used),
+  }))
 }
 
 const limitOf = (refusal: QuotaRefusal, limits: QuotaLimits): number =>
@@ -179,6 +186,15 @@ export class StoredCounts {
     bump(this.months, `${target.organizationId}\n${month}`, { organizationId: target.organizationId, month })
     bump(this.bursts, `${target.inboxId}\n${bucket}`, { subjectId: target.inboxId, bucket })
     bump(this.bursts, `${target.organizationId}\n${bucket}`, { subjectId: target.organizationId, bucket })
+  }
+
+  /** What add() holds for `target`'s month and bucket and not yet sent, as a re-check counts it. */
+  pending(target: { organizationId: string; inboxId: string }, month: string, bucket: string): Used {
+    return {
+      month_used: this.months.get(`${target.organizationId}\n${month}`)?.count ?? 0,
+      inbox_used: this.bursts.get(`${target.inboxId}\n${bucket}`)?.count ?? 0,
+      org_used: this.bursts.get(`${target.organizationId}\n${bucket}`)?.count ?? 0,
+    }
   }
 
   /**
@@ -245,25 +261,45 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
     const now = new Date(nowMs).toISOString()
     const month = monthOf(nowMs)
     const bucket = bucketOf(nowMs)
-    // The locks and the delete under them, sent now: they go out with whatever the caller sends
-    // in the same turn and run in the order sent. Locks in one order (sorted), one statement.
-    const organizations = [...new Set(reservations.map((reservation) => reservation.organizationId))].sort()
-    const deleted = Promise.all([
-      tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || o, 0)))
-         from unnest(${textArray(organizations)}::text[]) as t(o)`.execute(),
-      tx<{ id: string; live: boolean }[]>`delete from quota_reservations
+    const stillHeld = (reservation: QuotaReservation, live: boolean | undefined) =>
+      live === true && reservation.month === month && reservation.bucketStartsAt === bucket
+    // The delete, sent now: it goes out with whatever the caller sends in the same turn. A unit
+    // still held needs no lock: a hold counting meanwhile sees its row (the delete is not
+    // committed) or, after the commit, its stored count, never neither nor both, and a hold's
+    // tidy skips a row this transaction has locked. Units to re-check count under their
+    // organisations' locks, taken (sorted, one statement) before the caller sends any count, so
+    // every store locks counter rows in one order, after the organisations' locks.
+    const deleted = tx<{ id: string; live: boolean }[]>`delete from quota_reservations
          where id = any(${textArray(reservations.map((reservation) => reservation.id))}::text[])
-         returning id, expires_at > ${now} as live`.execute(),
-    ]).then(([, rows]) => new Map(rows.map((row) => [row.id, row.live])))
+         returning id, expires_at > ${now} as live`
+      .execute()
+      .then(async (rows) => {
+        const live = new Map(rows.map((row) => [row.id, row.live]))
+        const organizations = [
+          ...new Set(
+            reservations
+              .filter((reservation) => !stillHeld(reservation, live.get(reservation.id)))
+              .map((reservation) => reservation.organizationId),
+          ),
+        ].sort()
+        if (organizations.length > 0)
+          await tx`select count(pg_advisory_xact_lock(hashtextextended('pigeonhole.quota.' || o, 0)))
+             from unnest(${textArray(organizations)}::text[]) as t(o)`.execute()
+        return live
+      })
     const units = reservations.map(
       (reservation): PendingConversion => ({
-        async finish(limits, counts, sent) {
-          const live = (await deleted).get(reservation.id)
+        async finish(limits, counts) {
           // Its own row is gone, so the re-check does not count the unit against itself.
-          const stillHeld = live === true && reservation.month === month && reservation.bucketStartsAt === bucket
-          if (!stillHeld) {
-            sent.push(counts.send(tx))
-            const refused = refusalFor(await usedNow(tx, reservation, month, bucket, now), limits)
+          if (!stillHeld(reservation, (await deleted).get(reservation.id))) {
+            const stored = await usedNow(tx, reservation, month, bucket, now)
+            const pending = counts.pending(reservation, month, bucket)
+            const used = {
+              month_used: stored.month_used + pending.month_used,
+              inbox_used: stored.inbox_used + pending.inbox_used,
+              org_used: stored.org_used + pending.org_used,
+            }
+            const refused = refusalFor(used, limits)
             if (refused) return { counted: false, ...refused }
           }
           counts.add(reservation, month, bucket)
@@ -321,10 +357,8 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
 
     async convert(tx, reservation, limits) {
       const counts = new StoredCounts()
-      const sent: Promise<unknown>[] = []
-      const converted = await beginConvert(tx, [reservation]).units[0]!.finish(limits, counts, sent)
-      sent.push(counts.send(tx))
-      await Promise.all(sent)
+      const converted = await beginConvert(tx, [reservation]).units[0]!.finish(limits, counts)
+      await counts.send(tx)
       return converted
     },
 

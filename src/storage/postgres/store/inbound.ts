@@ -6,8 +6,10 @@
  * - the inbox row is read FOR SHARE: deleting it waits for the store to commit (and then takes
  *   its messages along) instead of the store inserting under an inbox already gone.
  * - counters are increments in place (INSERT … ON CONFLICT DO UPDATE), never read-then-write.
- * - locks are taken in one order (inboxes sorted, then organisations' quota locks sorted, then
- *   counter rows sorted), so two stores naming the same inboxes in another order cannot deadlock.
+ * - locks are taken in one order (inboxes sorted, then, only for units re-checked, organisations'
+ *   quota locks sorted, then counter rows sorted, in one statement), so two stores naming the same
+ *   inboxes in another order cannot deadlock. A unit still held takes no quota lock: holds of
+ *   its organisation do not wait for this transaction's commit flush.
  * A delivery admitted in PostgreSQL mode carries its hold: a unit of quota held in the database
  * since RCPT TO (../quota-reservations.ts), which every machine counts. The store converts it
  * in this transaction (the row goes, the stored counts go up), so across machines admission is
@@ -144,8 +146,8 @@ interface BatchEntry {
 /**
  * What a batch reads first, sent at the call in one go (after its BEGIN): every inbox's lock
  * (sorted; one statement), the inbox rows FOR SHARE, each inbox's newest received_at, and for
- * held deliveries the first half of their conversion (the organisations' quota locks, the
- * holds' delete). Each is one statement for the whole batch.
+ * held deliveries the first half of their conversion (the holds' delete; the quota locks of
+ * units to re-check, once it answers). Each is one statement for the whole batch.
  */
 function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: HoldConverter | null) {
   const inboxIds = textArray([...new Set(entries.map((entry) => entry.delivery.inboxId))].sort())
@@ -219,7 +221,7 @@ async function storeBatch(
       const unit = reads.units.get(delivery)
       if (delivery.hold && unit) {
         // Converted first: when its period turned and the new one is full, nothing is written.
-        const converted = await unit.finish(delivery.hold.limits, counts, sent)
+        const converted = await unit.finish(delivery.hold.limits, counts)
         if (!converted.counted) {
           decide.refused(delivery, converted.refusal, converted.limit)
           continue
