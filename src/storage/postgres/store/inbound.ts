@@ -145,7 +145,7 @@ interface BatchEntry {
 
 /**
  * What a batch reads first, sent at the call in one go (after its BEGIN): every inbox's lock
- * (sorted; one statement), the inbox rows FOR SHARE, each inbox's newest received_at, and for
+ * (sorted; one statement), the inbox rows FOR SHARE with each one's newest received_at, and for
  * held deliveries the first half of their conversion (the holds' delete; the quota locks of
  * units to re-check, once it answers). Each is one statement for the whole batch.
  */
@@ -157,14 +157,14 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
   const locked = tx`
     select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0)))
     from unnest(${inboxIds}::text[]) as t(i)`.execute()
-  const inboxes = tx<{ id: string; address: string }[]>`
-    select id, address from inboxes
+  // With each active inbox its newest received_at (only those are stored to), as text whatever
+  // the client's type parsers: the same text Drizzle's column reads.
+  const inboxes = tx<{ id: string; address: string; at: string | null }[]>`
+    select id, address,
+      (select received_at::text from messages m where m.inbox_id = i.id order by received_at desc limit 1) as at
+    from inboxes i
     where id = any(${inboxIds}::text[]) and state = 'active'
-    order by id for share`.execute()
-  // As text, whatever the client's type parsers: the same text Drizzle's column reads.
-  const newest = tx<{ id: string; at: string | null }[]>`
-    select t.id, (select received_at::text from messages where inbox_id = t.id order by received_at desc limit 1) as at
-    from unnest(${inboxIds}::text[]) as t(id)`.execute()
+    order by id for share of i`.execute()
   const conversion =
     quota && held.length > 0
       ? quota.beginConvert(
@@ -175,8 +175,8 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
   const units = new Map<InboundDelivery, PendingConversion>(
     held.map((entry, i) => [entry.delivery, conversion!.units[i]!]),
   )
-  const answered = [locked, inboxes, newest, ...(conversion ? [conversion.answered] : [])]
-  return { inboxes, newest, units, answered }
+  const answered = [locked, inboxes, ...(conversion ? [conversion.answered] : [])]
+  return { inboxes, units, answered }
 }
 
 /**
@@ -201,11 +201,12 @@ async function storeBatch(
     // A failure aborts the transaction and rejects every later answer too: each is marked handled here.
     for (const promise of reads.answered) promise.catch(() => {})
     await Promise.all(reads.answered)
-    const addressOf = new Map((await reads.inboxes).map((row) => [row.id, row.address]))
+    const inboxRows = await reads.inboxes
+    const addressOf = new Map(inboxRows.map((row) => [row.id, row.address]))
     // Read under the inboxes' locks, which this transaction holds until it commits: no other
     // store of these inboxes can write a newer one meanwhile; this batch's own go in as written.
     const newestOf = new Map(
-      (await reads.newest).flatMap((row) => (row.at === null ? [] : [[row.id, rfc3339FromPostgres(row.at)] as const])),
+      inboxRows.flatMap((row) => (row.at === null ? [] : [[row.id, rfc3339FromPostgres(row.at)] as const])),
     )
     const periods = inputs.map((input) => input.decide.begin())
     const rows = new MessageRows()
