@@ -27,7 +27,7 @@
  */
 import type { Logger } from '../../log.ts'
 import { errorFields } from '../../log.ts'
-import { type InboxEvent, InboxNotifier } from '../../notifier.ts'
+import { type InboxEvent, InboxNotifier, type SubscribeOptions } from '../../notifier.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 import type { AccessEnded } from '../../console/live-streams.ts'
 import type { RefusalNews, RefusalsShared } from '../../core/inbound/refused-deliveries.ts'
@@ -39,9 +39,11 @@ import {
   notifyInbox,
   notifyRefusal,
   publishStored,
+  publishWatching,
   type WakeBus,
 } from '../../storage/postgres/wake-bus.ts'
 import { createWakePublisher, type WakePublisher } from '../../storage/postgres/wake-publisher.ts'
+import { createRemoteWatches, type RemoteWatches, WATCH_REFRESH_MS, WATCH_TTL_MS } from './remote-watches.ts'
 import { startWakeFallback, WAKE_RECHECK_MS, type WakeFallback } from './wake-fallback.ts'
 
 export interface PostgresNotifierOptions {
@@ -51,12 +53,19 @@ export interface PostgresNotifierOptions {
   publish?: boolean
   /** The fallback's interval; tests shorten it. */
   recheckMs?: number
+  /** How long another machine's announcement that it watches an inbox counts (remote-watches.ts); tests shorten it. */
+  watchTtlMs?: number
 }
 
 export class PostgresInboxNotifier extends InboxNotifier {
   readonly bus: WakeBus
   readonly publisher: WakePublisher
   readonly fallback: WakeFallback
+  /** This machine's announcements of the inboxes it watches, coalesced like its publications. */
+  readonly announcer: WakePublisher
+  /** What the other machines watch: a stored message is published only when one of them does. */
+  private readonly remoteWatches: RemoteWatches
+  private readonly refreshTimer: ReturnType<typeof setInterval>
   private readonly publishing: boolean
   /** The console's live views hear here whose access ended on any machine (null: anyone's may have). */
   private readonly accessListeners = new Set<(userId: string | null) => void>()
@@ -99,6 +108,16 @@ export class PostgresInboxNotifier extends InboxNotifier {
       (inboxIds) => publishStored(sql, inboxIds),
       (error, inboxes) => logger.warn('wake_publish_failed', { inboxes, ...errorFields(error) }),
     )
+    const watchTtlMs = options.watchTtlMs ?? WATCH_TTL_MS
+    this.remoteWatches = createRemoteWatches(watchTtlMs)
+    this.announcer = createWakePublisher(
+      (inboxIds) => publishWatching(sql, origin, inboxIds),
+      // Missed announcements cost the waiters here their fallback interval; the next refresh retries.
+      (error, inboxes) => logger.debug('watch_announce_failed', { inboxes, ...errorFields(error) }),
+    )
+    // An announcement counts for watchTtlMs elsewhere: renewed three times within it.
+    this.refreshTimer = setInterval(() => this.announceWatched(), Math.min(WATCH_REFRESH_MS, watchTtlMs / 3))
+    this.refreshTimer.unref?.()
     this.fallback = startWakeFallback(
       {
         watched: () => this.watched(),
@@ -111,6 +130,17 @@ export class PostgresInboxNotifier extends InboxNotifier {
     )
     this.bus = createWakeBus(sql, {
       onWake: (inboxId, event) => this.deliver(inboxId, event),
+      onListening: () => {
+        // Announcements made while this connection was down went unheard here: publish
+        // everything until the others' refreshes have been heard again; and this machine's
+        // own announcements may have failed meanwhile: make them again.
+        this.remoteWatches.blind(performance.now())
+        this.announceWatched()
+      },
+      onWatching: (from, inboxIds) => {
+        if (from === this.origin || !this.publishing) return
+        for (const inboxId of this.remoteWatches.heard(inboxIds, performance.now())) this.publisher.publish(inboxId)
+      },
       onReconnect: () => {
         const inboxes = this.watched()
         logger.info('wake_bus_reconnected', { listening_inboxes: inboxes.length })
@@ -134,7 +164,8 @@ export class PostgresInboxNotifier extends InboxNotifier {
       // Emitted after the commit: a long poll's query may start now, without waiting for the
       // NOTIFY's hop through the database (which brings it back to every listener here).
       this.deliverEarly(inboxId, event)
-      if (this.publishing) this.publisher.publish(inboxId)
+      // Remembered even when not published: a watcher announced later still gets it.
+      if (this.remoteWatches.stored(inboxId, performance.now()) && this.publishing) this.publisher.publish(inboxId)
       return
     }
     notifyInbox(this.sql, inboxId, event).catch((error: unknown) => {
@@ -143,12 +174,30 @@ export class PostgresInboxNotifier extends InboxNotifier {
     })
   }
 
+  /** A first listener on an inbox here: the other machines are told to publish its wake-ups from now on. */
+  override subscribe(
+    inboxId: string,
+    listener: (event: InboxEvent) => void,
+    options: SubscribeOptions = {},
+  ): () => void {
+    const first = this.listenerCount(inboxId) === 0
+    const unsubscribe = super.subscribe(inboxId, listener, options)
+    if (first) this.announcer.publish(inboxId)
+    return unsubscribe
+  }
+
+  private announceWatched(): void {
+    for (const inboxId of this.watched()) this.announcer.publish(inboxId)
+  }
+
   override ready(): Promise<void> {
     return this.bus.ready()
   }
 
   async close(): Promise<void> {
     this.fallback.stop()
+    clearInterval(this.refreshTimer)
+    await this.announcer.flush()
     // What this machine stored last still reaches the others at once, not by their fallback.
     await this.publisher.flush()
     await this.bus.close()

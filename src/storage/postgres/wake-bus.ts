@@ -37,6 +37,12 @@ export type WakeEvent = 'message_stored' | 'inbox_deleted'
 const DELETED_PREFIX = 'deleted:'
 /** A user's session or membership ended; the payload's tail is the user id (no inbox id starts so). */
 const ACCESS_ENDED_PREFIX = 'access-ended:'
+/**
+ * A machine watches these inboxes: `watching:<origin>:<id>,<id>`, with no space, so nothing
+ * reading stored-message payloads (space-separated ids) mistakes one for a publication.
+ */
+const WATCHING_PREFIX = 'watching:'
+const WATCHING_SEPARATOR = ','
 /** A refused delivery or a claim for the console's list; the payload's tail is its JSON. */
 const REFUSAL_PREFIX = 'refused:'
 /** NOTIFY refuses a payload of 8,000 bytes or more. */
@@ -57,17 +63,26 @@ function parsePayload(payload: string): { inboxIds: string[]; event: WakeEvent }
 
 /** The payloads that name `inboxIds` as stored into: as few as fit, each under MAX_WAKE_PAYLOAD_BYTES. */
 export function storedPayloads(inboxIds: Iterable<string>): string[] {
+  return joinedPayloads(inboxIds, '', ID_SEPARATOR)
+}
+
+/** The payloads announcing that `origin` watches `inboxIds`: as few as fit, each under MAX_WAKE_PAYLOAD_BYTES. */
+export function watchingPayloads(origin: string, inboxIds: Iterable<string>): string[] {
+  return joinedPayloads(inboxIds, `${WATCHING_PREFIX}${encodeURIComponent(origin)}:`, WATCHING_SEPARATOR)
+}
+
+function joinedPayloads(inboxIds: Iterable<string>, prefix: string, separator: string): string[] {
   const payloads: string[] = []
   let current = ''
   for (const id of inboxIds) {
-    // Ids are ASCII (prefixed, base32): length is bytes.
-    if (current && current.length + ID_SEPARATOR.length + id.length > MAX_WAKE_PAYLOAD_BYTES) {
-      payloads.push(current)
+    // Ids are ASCII (prefixed, base32) and the prefix is URI-encoded: length is bytes.
+    if (current && prefix.length + current.length + separator.length + id.length > MAX_WAKE_PAYLOAD_BYTES) {
+      payloads.push(prefix + current)
       current = ''
     }
-    current = current ? current + ID_SEPARATOR + id : id
+    current = current ? current + separator + id : id
   }
-  if (current) payloads.push(current)
+  if (current) payloads.push(prefix + current)
   return payloads
 }
 
@@ -77,10 +92,14 @@ export interface WakeHooks {
   onWake?(inboxId: string, event: WakeEvent): void
   /** LISTEN is active again after a lost connection: notifications in between were lost. */
   onReconnect?(): void
+  /** LISTEN is active: the first time, and again after every reconnection. */
+  onListening?(): void
   /** A user's console access ended on some machine (this one's included): see notifyAccessEnded. */
   onAccessEnded?(userId: string): void
   /** A refused delivery or claim announced by some machine (this one's included): see notifyRefusal. */
   onRefusal?(body: string): void
+  /** Machine `origin` (this one included) watches `inboxIds`: see publishWatching. */
+  onWatching?(origin: string, inboxIds: string[]): void
 }
 
 export interface WakeSubscription {
@@ -113,11 +132,23 @@ export interface WakeBus {
  * publication a crash loses is caught by the waiters' fallback, like any lost one.
  */
 export async function publishStored(sql: Sql, inboxIds: Iterable<string>): Promise<void> {
-  const payloads = storedPayloads(inboxIds)
+  await notifyUnflushed(sql, storedPayloads(inboxIds))
+}
+
+async function notifyUnflushed(sql: Sql, payloads: string[]): Promise<void> {
   if (payloads.length === 0) return
   await sql`
     select pg_notify(${WAKE_CHANNEL}, payload)
     from (select set_config('synchronous_commit', 'off', true)) as unflushed, unnest(${payloads}::text[]) as payload`
+}
+
+/**
+ * Tells every machine that this one (`origin`) has listeners waiting on `inboxIds`, so that
+ * they publish their wake-ups (src/app/postgres/remote-watches.ts). Unflushed, like
+ * publishStored: a lost announcement costs at most the watchers' fallback interval.
+ */
+export async function publishWatching(sql: Sql, origin: string, inboxIds: Iterable<string>): Promise<void> {
+  await notifyUnflushed(sql, watchingPayloads(origin, inboxIds))
 }
 
 /**
@@ -175,6 +206,21 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
       hooks.onRefusal?.(payload.slice(REFUSAL_PREFIX.length))
       return
     }
+    if (payload.startsWith(WATCHING_PREFIX)) {
+      const rest = payload.slice(WATCHING_PREFIX.length)
+      const colon = rest.indexOf(':')
+      // Our channel, but a payload is still checked: a malformed one is dropped.
+      const origin = colon > 0 ? decodeURIComponentOrNull(rest.slice(0, colon)) : null
+      if (origin !== null)
+        hooks.onWatching?.(
+          origin,
+          rest
+            .slice(colon + 1)
+            .split(WATCHING_SEPARATOR)
+            .filter(Boolean),
+        )
+      return
+    }
     const { inboxIds, event } = parsePayload(payload)
     for (const inboxId of inboxIds) {
       hooks.onWake?.(inboxId, event)
@@ -205,6 +251,7 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
       hooks.onReconnect?.()
     }
     listened = true
+    hooks.onListening?.()
     firstListen()
   }
   const attempt = sql.listen(WAKE_CHANNEL, wake, onListen)
@@ -251,5 +298,13 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
       const first = await attempt.catch(() => null)
       await first?.unlisten()
     },
+  }
+}
+
+function decodeURIComponentOrNull(text: string): string | null {
+  try {
+    return decodeURIComponent(text)
+  } catch {
+    return null
   }
 }

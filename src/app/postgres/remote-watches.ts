@@ -1,0 +1,73 @@
+/**
+ * Which inboxes the other machines watch, as far as this machine has heard: so that it
+ * publishes a stored message's wake-up only when some other machine has a listener waiting
+ * on that inbox. Most mail has no waiter elsewhere when it commits (a test sends, then
+ * polls, and the poll's first query finds it), and at low concurrency every publication is a
+ * NOTIFY transaction of its own (nothing to coalesce with) that every machine's LISTEN
+ * connection must also read: that cost is saved for the mail nobody waits for.
+ *
+ * Each machine announces, on the wake channel, the inboxes it starts watching and, every
+ * WATCH_REFRESH_MS, every inbox it still watches. An announcement is kept for
+ * WATCH_TTL_MS (three refreshes: one lost announcement does not stop the wake-ups).
+ *
+ * No lost wake-up, by construction rather than by ordering: a watcher announces before its
+ * first query, but its announcement may reach this machine after this machine stored into
+ * that inbox and decided nobody watched. So this machine remembers the inboxes it stored
+ * into in the last WATCH_TTL_MS, and on hearing an announcement publishes those it names at
+ * once: the watcher hears either its query's answer or that publication. An announcement
+ * slower than WATCH_TTL_MS, or one missed while this machine's LISTEN connection was down,
+ * is covered by "blind" time: after (re)connecting, this machine publishes everything for
+ * WATCH_TTL_MS (until the watchers' refreshes have been heard again); beyond that, by the
+ * watchers' own fallback re-check (wake-fallback.ts), as for any lost wake-up.
+ */
+
+/** How often a machine announces again every inbox it watches. */
+export const WATCH_REFRESH_MS = 1_000
+/** How long an announcement counts, and how long stores are remembered. */
+export const WATCH_TTL_MS = 3 * WATCH_REFRESH_MS
+
+export interface RemoteWatches {
+  /** This machine stored into `inboxId` at `now`: whether to publish its wake-up. */
+  stored(inboxId: string, now: number): boolean
+  /** Another machine announced it watches `inboxIds`: those of them to publish now (stored here lately). */
+  heard(inboxIds: Iterable<string>, now: number): string[]
+  /** Announcements may have been missed until `now` (LISTEN just (re)started): publish everything for a while. */
+  blind(now: number): void
+}
+
+export function createRemoteWatches(ttlMs = WATCH_TTL_MS): RemoteWatches {
+  // Until the first LISTEN: blind (nothing heard yet).
+  let blindUntil = Number.POSITIVE_INFINITY
+  const watchedUntil = new Map<string, number>()
+  const storedAt = new Map<string, number>()
+  let prunedAt = Number.NEGATIVE_INFINITY
+
+  // Both maps are bounded by what happened in the last ttl: swept at most once per ttl.
+  const prune = (now: number) => {
+    if (now - prunedAt < ttlMs) return
+    prunedAt = now
+    for (const [id, until] of watchedUntil) if (until <= now) watchedUntil.delete(id)
+    for (const [id, at] of storedAt) if (at + ttlMs <= now) storedAt.delete(id)
+  }
+
+  return {
+    stored(inboxId, now) {
+      prune(now)
+      storedAt.set(inboxId, now)
+      return now < blindUntil || (watchedUntil.get(inboxId) ?? Number.NEGATIVE_INFINITY) > now
+    },
+    heard(inboxIds, now) {
+      prune(now)
+      const publish: string[] = []
+      for (const id of inboxIds) {
+        watchedUntil.set(id, now + ttlMs)
+        const at = storedAt.get(id)
+        if (at !== undefined && at + ttlMs > now) publish.push(id)
+      }
+      return publish
+    },
+    blind(now) {
+      blindUntil = now + ttlMs
+    },
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * Wake-ups published only for inboxes another machine watches: two notifiers on one
+ * database as two machines (their fallback re-check set out of reach, so a wake-up heard
+ * here came by NOTIFY). A store into an inbox nobody elsewhere watches sends nothing; a
+ * watcher's announcement makes the stores after it published; and a store the announcement
+ * arrives after is published when it arrives, so no wake-up waits for the fallback.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
+import { PostgresInboxNotifier } from '../../src/app/postgres/notifier.ts'
+import { createLogger } from '../../src/log.ts'
+import type { InboxEvent } from '../../src/notifier.ts'
+import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
+import { WAKE_CHANNEL } from '../../src/storage/postgres/wake-bus.ts'
+import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
+
+setDefaultTimeout(30_000)
+
+/** Short, so the test outlives the start-up's blind time within a second. */
+const WATCH_TTL_MS = 300
+
+describeWithPostgres('wake-ups for watched inboxes only', () => {
+  let poolA: Sql
+  let poolB: Sql
+  let spy: Sql
+  let a: PostgresInboxNotifier
+  let b: PostgresInboxNotifier
+  const heard: string[] = []
+  /** Publications of stored messages (space-separated ids) that name `inboxId`. */
+  const published = (inboxId: string) => heard.filter((payload) => payload.split(' ').includes(inboxId)).length
+  const logger = createLogger('silent', () => {})
+  const options = { recheckMs: 600_000, watchTtlMs: WATCH_TTL_MS }
+
+  beforeAll(async () => {
+    const url = await migratedDatabase()
+    poolA = openPostgres(url, { max: 2 })
+    poolB = openPostgres(url, { max: 2 })
+    spy = openPostgres(url, { max: 1 })
+    await spy.listen(WAKE_CHANNEL, (payload) => heard.push(payload))
+    a = new PostgresInboxNotifier(poolA, logger, 'machine-a', options)
+    b = new PostgresInboxNotifier(poolB, logger, 'machine-b', options)
+    await Promise.all([a.ready(), b.ready()])
+    await Bun.sleep(WATCH_TTL_MS + 50) // past the blind time that follows LISTEN
+  })
+  afterAll(async () => {
+    await a?.close()
+    await b?.close()
+    await Promise.all([poolA?.end(), poolB?.end(), spy?.end()])
+  })
+
+  const listen = (notifier: PostgresInboxNotifier, inboxId: string) => {
+    const events: InboxEvent[] = []
+    const stop = notifier.subscribe(inboxId, (event) => events.push(event))
+    return { events, stop }
+  }
+
+  test('a message stored into an inbox no other machine watches is published to nobody', async () => {
+    const sent = a.publisher.sent()
+    a.emit('inb_unwatched', 'message_stored')
+    await a.publisher.flush()
+    await Bun.sleep(100)
+    expect(a.publisher.sent()).toBe(sent)
+    expect(published('inb_unwatched')).toBe(0)
+  })
+
+  test('once a machine announces a waiter on the inbox, the next message stored elsewhere wakes it by NOTIFY', async () => {
+    const waiter = listen(b, 'inb_watched')
+    await until(() => heard.some((payload) => payload.includes('inb_watched')), 'the announcement')
+    await Bun.sleep(50) // and A has read it too
+    a.emit('inb_watched', 'message_stored')
+    await until(() => waiter.events.length > 0, 'the wake-up on B')
+    expect(waiter.events).toEqual(['message_stored'])
+    expect(published('inb_watched')).toBe(1)
+    waiter.stop()
+  })
+
+  test('a message stored just before the announcement reached the storing machine is published when it does', async () => {
+    a.emit('inb_raced', 'message_stored') // nobody watches yet: not published
+    await a.publisher.flush()
+    expect(published('inb_raced')).toBe(0)
+    const waiter = listen(b, 'inb_raced') // its first query could have missed that message
+    await until(() => waiter.events.length > 0, 'the wake-up on B')
+    expect(published('inb_raced')).toBe(1)
+    waiter.stop()
+  })
+
+  test('a waiter that keeps waiting is announced again, so its inbox stays published past the ttl', async () => {
+    const waiter = listen(b, 'inb_long')
+    await Bun.sleep(WATCH_TTL_MS * 3)
+    a.emit('inb_long', 'message_stored')
+    await until(() => waiter.events.length > 0, 'the wake-up on B')
+    waiter.stop()
+  })
+})

@@ -1,0 +1,44 @@
+/**
+ * Which inboxes the other machines watch (src/app/postgres/remote-watches.ts), on an injected
+ * clock: a stored message is published only while another machine's announcement counts, or
+ * while this machine may have missed announcements; a store an announcement arrives after is
+ * published when it arrives.
+ */
+import { expect, test } from 'bun:test'
+import { createRemoteWatches } from '../../src/app/postgres/remote-watches.ts'
+
+const TTL = 3_000
+
+test('before its first LISTEN and for a ttl after it, a machine publishes everything; then only what another machine watches', () => {
+  const watches = createRemoteWatches(TTL)
+  expect(watches.stored('inb_a', 0)).toBe(true) // nothing heard yet
+  watches.blind(100)
+  expect(watches.stored('inb_a', 100 + TTL - 1)).toBe(true)
+  expect(watches.stored('inb_a', 100 + TTL)).toBe(false)
+  watches.heard(['inb_b'], 5_000)
+  expect(watches.stored('inb_b', 5_001)).toBe(true)
+  expect(watches.stored('inb_a', 5_001)).toBe(false)
+})
+
+test('an announcement counts for the ttl unless renewed; a reconnection makes the machine blind again', () => {
+  const watches = createRemoteWatches(TTL)
+  watches.blind(0)
+  watches.heard(['inb_a'], 10_000)
+  expect(watches.stored('inb_a', 10_000 + TTL - 1)).toBe(true)
+  watches.heard(['inb_a'], 12_000) // a refresh
+  expect(watches.stored('inb_a', 10_000 + TTL + 1)).toBe(true)
+  expect(watches.stored('inb_a', 12_000 + TTL)).toBe(false)
+  watches.blind(20_000)
+  expect(watches.stored('inb_z', 20_001)).toBe(true)
+})
+
+test('an announcement heard after a store it could not see names that store for publication at once, within the ttl only', () => {
+  const watches = createRemoteWatches(TTL)
+  watches.blind(0)
+  expect(watches.stored('inb_late', 10_000)).toBe(false)
+  expect(watches.stored('inb_old', 6_000)).toBe(false)
+  expect(watches.heard(['inb_late', 'inb_old', 'inb_never'], 10_050)).toEqual(['inb_late'])
+  // Many stores and announcements later, the memory holds only the last ttl's.
+  for (let i = 0; i < 1_000; i++) watches.stored(`inb_${i}`, 20_000 + i)
+  expect(watches.heard(['inb_late'], 30_000)).toEqual([])
+})
