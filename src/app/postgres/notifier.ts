@@ -43,7 +43,13 @@ import {
   type WakeBus,
 } from '../../storage/postgres/wake-bus.ts'
 import { createWakePublisher, type WakePublisher } from '../../storage/postgres/wake-publisher.ts'
-import { createRemoteWatches, type RemoteWatches, WATCH_REFRESH_MS, WATCH_TTL_MS } from './remote-watches.ts'
+import {
+  createRemoteWatches,
+  type RemoteWatches,
+  WATCH_BLIND_MS,
+  WATCH_REFRESH_MS,
+  WATCH_TTL_MS,
+} from './remote-watches.ts'
 import { startWakeFallback, WAKE_RECHECK_MS, type WakeFallback } from './wake-fallback.ts'
 
 export interface PostgresNotifierOptions {
@@ -109,14 +115,15 @@ export class PostgresInboxNotifier extends InboxNotifier {
       (error, inboxes) => logger.warn('wake_publish_failed', { inboxes, ...errorFields(error) }),
     )
     const watchTtlMs = options.watchTtlMs ?? WATCH_TTL_MS
-    this.remoteWatches = createRemoteWatches(watchTtlMs)
+    const refreshMs = Math.min(WATCH_REFRESH_MS, watchTtlMs / 3)
+    this.remoteWatches = createRemoteWatches(watchTtlMs, (refreshMs * WATCH_BLIND_MS) / WATCH_REFRESH_MS)
     this.announcer = createWakePublisher(
       (inboxIds) => publishWatching(sql, origin, inboxIds),
       // Missed announcements cost the waiters here their fallback interval; the next refresh retries.
       (error, inboxes) => logger.debug('watch_announce_failed', { inboxes, ...errorFields(error) }),
     )
     // An announcement counts for watchTtlMs elsewhere: renewed three times within it.
-    this.refreshTimer = setInterval(() => this.announceWatched(), Math.min(WATCH_REFRESH_MS, watchTtlMs / 3))
+    this.refreshTimer = setInterval(() => this.announceWatched(), refreshMs)
     this.refreshTimer.unref?.()
     this.fallback = startWakeFallback(
       {

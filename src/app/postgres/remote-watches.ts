@@ -13,11 +13,11 @@
  * No lost wake-up, by construction rather than by ordering: a watcher announces before its
  * first query, but its announcement may reach this machine after this machine stored into
  * that inbox and decided nobody watched. So this machine remembers the inboxes it stored
- * into in the last WATCH_TTL_MS, and on hearing an announcement publishes those it names at
- * once: the watcher hears either its query's answer or that publication. An announcement
+ * into unpublished in the last WATCH_TTL_MS, and on hearing an announcement publishes those
+ * it names at once: the watcher hears either its query's answer or that publication. An announcement
  * slower than WATCH_TTL_MS, or one missed while this machine's LISTEN connection was down,
  * is covered by "blind" time: after (re)connecting, this machine publishes everything for
- * WATCH_TTL_MS (until the watchers' refreshes have been heard again); beyond that, by the
+ * WATCH_BLIND_MS (until every watcher's next refresh has been heard); beyond that, by the
  * watchers' own fallback re-check (wake-fallback.ts), as for any lost wake-up.
  */
 
@@ -25,6 +25,8 @@
 export const WATCH_REFRESH_MS = 1_000
 /** How long an announcement counts, and how long stores are remembered. */
 export const WATCH_TTL_MS = 3 * WATCH_REFRESH_MS
+/** How long after its LISTEN (re)starts a machine publishes everything: one refresh and a margin. */
+export const WATCH_BLIND_MS = 1.5 * WATCH_REFRESH_MS
 
 export interface RemoteWatches {
   /** This machine stored into `inboxId` at `now`: whether to publish its wake-up. */
@@ -35,7 +37,7 @@ export interface RemoteWatches {
   blind(now: number): void
 }
 
-export function createRemoteWatches(ttlMs = WATCH_TTL_MS): RemoteWatches {
+export function createRemoteWatches(ttlMs = WATCH_TTL_MS, blindMs = WATCH_BLIND_MS): RemoteWatches {
   // Until the first LISTEN: blind (nothing heard yet).
   let blindUntil = Number.POSITIVE_INFINITY
   const watchedUntil = new Map<string, number>()
@@ -53,8 +55,11 @@ export function createRemoteWatches(ttlMs = WATCH_TTL_MS): RemoteWatches {
   return {
     stored(inboxId, now) {
       prune(now)
-      storedAt.set(inboxId, now)
-      return now < blindUntil || (watchedUntil.get(inboxId) ?? Number.NEGATIVE_INFINITY) > now
+      const publish = now < blindUntil || (watchedUntil.get(inboxId) ?? Number.NEGATIVE_INFINITY) > now
+      // Only the stores not published wait for an announcement: a refresh repeats none.
+      if (publish) storedAt.delete(inboxId)
+      else storedAt.set(inboxId, now)
+      return publish
     },
     heard(inboxIds, now) {
       prune(now)
@@ -62,12 +67,14 @@ export function createRemoteWatches(ttlMs = WATCH_TTL_MS): RemoteWatches {
       for (const id of inboxIds) {
         watchedUntil.set(id, now + ttlMs)
         const at = storedAt.get(id)
-        if (at !== undefined && at + ttlMs > now) publish.push(id)
+        if (at === undefined) continue
+        storedAt.delete(id)
+        if (at + ttlMs > now) publish.push(id)
       }
       return publish
     },
     blind(now) {
-      blindUntil = now + ttlMs
+      blindUntil = now + blindMs
     },
   }
 }
