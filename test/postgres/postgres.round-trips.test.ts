@@ -20,11 +20,14 @@ import { createInbox } from '../../src/core/inboxes/create-inbox.ts'
 import { LOCAL_TESTING_LIMITS } from '../../src/core/limits/organization-limits.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { createLogger } from '../../src/log.ts'
+import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
+import { publishWatching } from '../../src/storage/postgres/wake-bus.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
 import { scratchDir } from '../support/scratch.ts'
 import { sendMail, simpleMessage } from '../support/smtp.ts'
 import { type TcpCut, tcpCut } from '../support/tcp-cut.ts'
 import { layDownSelfSigned } from '../support/tls-seed.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -40,8 +43,9 @@ setDefaultTimeout(60_000)
  */
 const DELIVERY_ROUND_TRIPS = 6
 /**
- * After the commit, outside it, the machine publishes the wake-up: one statement, shared by
- * every delivery the machine stores in the same few milliseconds (one here, alone).
+ * After the commit, outside it, the machine publishes the wake-up when another machine watches
+ * the inbox: one statement, shared by every delivery the machine stores in the same few
+ * milliseconds (one here, alone). Nobody watching elsewhere, none.
  */
 const PUBLICATION_ROUND_TRIPS = 1
 
@@ -50,9 +54,12 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
   let app: RunningApp
   let dir: string
   let inbox: { id: string; address: string }
+  /** Another machine's connection, beside the relay: its announcements are not counted. */
+  let elsewhere: Sql
 
   beforeAll(async () => {
     const direct = new URL(await migratedDatabase())
+    elsewhere = openPostgres(direct.href, { max: 1 })
     relay = tcpCut(direct.hostname, Number(direct.port))
     const relayed = new URL(direct)
     relayed.port = String(relay.port)
@@ -85,15 +92,38 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
         ).data?.code,
       ).toBe(250)
     await publisher().flush()
+    // Past the time after LISTEN's start when a machine publishes every store.
+    await until(() => !notifier().publishesFor(inbox.id), 'the start-up publishing to end')
   })
-  const publisher = () => (app.services.notifier as PostgresInboxNotifier).publisher
+  const notifier = () => app.services.notifier as PostgresInboxNotifier
+  const publisher = () => notifier().publisher
   afterAll(async () => {
+    await elsewhere?.end()
     await app?.stop()
     relay?.stop()
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
-  test(`an SMTP delivery of one message costs ${DELIVERY_ROUND_TRIPS} round trips, and its wake-up ${PUBLICATION_ROUND_TRIPS} more after the commit`, async () => {
+  test(`an SMTP delivery of one message nobody elsewhere waits for costs ${DELIVERY_ROUND_TRIPS} round trips, and no wake-up`, async () => {
+    const before = relay.turns()
+    const sent = publisher().sent()
+    expect(
+      (
+        await sendMail(
+          app.smtpPort,
+          { to: [inbox.address] },
+          simpleMessage({ to: inbox.address, subject: 'unwatched' }),
+        )
+      ).data?.code,
+    ).toBe(250)
+    await publisher().flush()
+    expect(publisher().sent() - sent).toBe(0)
+    expect(relay.turns() - before).toBe(DELIVERY_ROUND_TRIPS)
+  })
+
+  test(`with a waiter on another machine, its wake-up costs ${PUBLICATION_ROUND_TRIPS} more after the commit`, async () => {
+    await publishWatching(elsewhere, 'another-machine', [inbox.id])
+    await until(() => notifier().publishesFor(inbox.id), 'the announcement to be heard')
     const before = relay.turns()
     const sent = publisher().sent()
     expect(

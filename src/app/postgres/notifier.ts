@@ -193,6 +193,11 @@ export class PostgresInboxNotifier extends InboxNotifier {
     return unsubscribe
   }
 
+  /** Whether a message stored into `inboxId` now would be published (another machine watches it, or blind time). */
+  publishesFor(inboxId: string): boolean {
+    return this.publishing && this.remoteWatches.publishes(inboxId, performance.now())
+  }
+
   private announceWatched(): void {
     for (const inboxId of this.watched()) this.announcer.publish(inboxId)
   }

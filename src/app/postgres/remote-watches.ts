@@ -33,6 +33,8 @@ export interface RemoteWatches {
   stored(inboxId: string, now: number): boolean
   /** Another machine announced it watches `inboxIds`: those of them to publish now (stored here lately). */
   heard(inboxIds: Iterable<string>, now: number): string[]
+  /** Whether a store into `inboxId` at `now` would be published (changes nothing): for tests. */
+  publishes(inboxId: string, now: number): boolean
   /** Announcements may have been missed until `now` (LISTEN just (re)started): publish everything for a while. */
   blind(now: number): void
 }
@@ -52,10 +54,15 @@ export function createRemoteWatches(ttlMs = WATCH_TTL_MS, blindMs = WATCH_BLIND_
     for (const [id, at] of storedAt) if (at + ttlMs <= now) storedAt.delete(id)
   }
 
+  function publishes(inboxId: string, now: number): boolean {
+    return now < blindUntil || (watchedUntil.get(inboxId) ?? Number.NEGATIVE_INFINITY) > now
+  }
+
   return {
+    publishes,
     stored(inboxId, now) {
       prune(now)
-      const publish = now < blindUntil || (watchedUntil.get(inboxId) ?? Number.NEGATIVE_INFINITY) > now
+      const publish = publishes(inboxId, now)
       // Only the stores not published wait for an announcement: a refresh repeats none.
       if (publish) storedAt.delete(inboxId)
       else storedAt.set(inboxId, now)
