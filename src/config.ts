@@ -108,7 +108,10 @@ export const SETTINGS = [
     description:
       "PostgreSQL mode: `on` publishes this machine's stored messages to the other machines after each " +
       'commit, coalesced (one NOTIFY for many inboxes every few milliseconds), so a long poll on another ' +
-      "machine answers within milliseconds. `off` publishes nothing: the other machines' waiters then hear a " +
+      'machine answers within milliseconds; only for inboxes another machine has announced a waiter on (every ' +
+      'machine announces its watched inboxes on the same channel, at the first waiter and once a second), and ' +
+      'for everything during the 1.5 s after its LISTEN connection (re)starts. ' +
+      "`off` publishes nothing: the other machines' waiters then hear a " +
       "message by their once-a-second re-check. For measuring (the bench's wake-ups off), not for production.",
   },
   {
