@@ -6,6 +6,7 @@
  */
 import { expect, test } from 'bun:test'
 import { createRemoteWatches } from '../../src/app/postgres/remote-watches.ts'
+import { MAX_WAKE_PAYLOAD_BYTES, watchingPayloads } from '../../src/storage/postgres/wake-bus.ts'
 
 const TTL = 3_000
 const BLIND = 1_500
@@ -46,4 +47,18 @@ test('an announcement heard after a store it could not see names that store for 
   // Many stores and announcements later, the memory holds only the last ttl's.
   for (let i = 0; i < 1_000; i++) watches.stored(`inb_${i}`, 20_000 + i)
   expect(watches.heard(['inb_late'], 30_000)).toEqual([])
+})
+
+test('announcements name every inbox once, under the payload limit, with no space (never read as a publication)', () => {
+  const ids = Array.from({ length: 700 }, (_, i) => `inb_${String(i).padStart(26, '0')}`)
+  const payloads = watchingPayloads('machine a:1', ids)
+  expect(payloads.length).toBeGreaterThan(1)
+  const named: string[] = []
+  for (const payload of payloads) {
+    expect(payload.length).toBeLessThan(MAX_WAKE_PAYLOAD_BYTES)
+    expect(payload).not.toContain(' ')
+    expect(payload.startsWith(`watching:${encodeURIComponent('machine a:1')}:`)).toBe(true)
+    named.push(...payload.slice(payload.lastIndexOf(':') + 1).split(','))
+  }
+  expect(named).toEqual(ids)
 })
