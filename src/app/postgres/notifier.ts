@@ -3,7 +3,9 @@
  * views waiting on every machine: after the commit, a local `emit` of a stored message bumps
  * the version, reaches at once the listeners that asked to hear early (long polls, which
  * re-query on any event and so do not mind hearing it again), and queues the inbox for this
- * machine's next coalesced NOTIFY (the wake publisher; the storing transaction sends none).
+ * machine's next coalesced NOTIFY (the wake publisher; the storing transaction sends none)
+ * when another machine has announced a listener on it (remote-watches.ts: this machine
+ * announces its own listeners' inboxes the same way, at the first and once a second).
  * This machine's one LISTEN connection (the wake bus) hands each notification to the local
  * listeners, this machine's own publications included: the other listeners hear it there,
  * once, as the other machines' listeners do.
