@@ -141,6 +141,12 @@ export async function startTestServer(options: TestServerOptions = {}) {
     ]
   }
 
+  // A server that closes connections idle for a second or two (tests of that timeout) races
+  // a client reusing one: HTTP/1.1 keep-alive's known race (RFC 9112, 9.3.1), which Bun's
+  // fetch does not retry. Requests to such a server open a connection each, as the console's
+  // test browser always does; the timeout's own tests use raw sockets.
+  const keepalive = config.httpIdleTimeoutSeconds >= 5
+
   async function request<T = any>(
     method: string,
     path: string,
@@ -154,7 +160,7 @@ export async function startTestServer(options: TestServerOptions = {}) {
       body = JSON.stringify(init.body)
       headers['content-type'] = 'application/json'
     }
-    return readApiResponse<T>(await fetch(`${app.httpUrl}${path}`, { method, headers, body }))
+    return readApiResponse<T>(await fetch(`${app.httpUrl}${path}`, { method, headers, body, keepalive }))
   }
 
   return {
