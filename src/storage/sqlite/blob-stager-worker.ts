@@ -5,6 +5,8 @@
  * removes rows of copies that were not stored, and at its start the rows a crash left.
  */
 
+import { CLOSE_ON_REQUEST } from './file-worker.ts'
+
 /** Lock cells: OWNER holds FREE, WORKER or SERVER; SERVER_WAITING is 1 while a batch waits. */
 export const OWNER = 0
 export const SERVER_WAITING = 1
@@ -111,14 +113,6 @@ self.onmessage = ({ data }) => {
     postMessage({ type: 'unstaged', id: data.id })
     return
   }
-  if (data.type === 'close') {
-    try {
-      db?.close()
-    } finally {
-      const done = new Int32Array(data.done)
-      Atomics.store(done, 0, 1)
-      Atomics.notify(done, 0)
-    }
-  }
+${CLOSE_ON_REQUEST}
 }
 `

@@ -27,6 +27,7 @@
  * (on its own thread) and gives way to a waiting batch between two of its rows.
  */
 import { FREE, OWNER, SERVER, SERVER_WAITING, WORKER_SOURCE } from './blob-stager-worker.ts'
+import { closeFileWorker, startFileWorker } from './file-worker.ts'
 
 /** Messages whose blobs (raw plus attachments) reach this many bytes are staged. */
 export const STAGE_FROM_BYTES = 1024 * 1024
@@ -67,9 +68,6 @@ export interface BlobStager {
   close(): void
 }
 
-/** How long close() waits for the worker's row in progress and its connection to close. */
-const CLOSE_WAIT_MS = 5_000
-
 /** The row's bytes as an ArrayBuffer of their own, to transfer (copied only when they share one). */
 function ownBuffer(bytes: Uint8Array): ArrayBuffer {
   const whole =
@@ -85,9 +83,7 @@ function ownBuffer(bytes: Uint8Array): ArrayBuffer {
  * their count; it rejects if the worker cannot open the file.
  */
 export function startBlobStager(path: string): { stager: BlobStager; opened: Promise<number> } {
-  const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
-  // Never what keeps the process alive: the storage's close() ends it.
-  ;(worker as Worker & { unref(): void }).unref()
+  const worker = startFileWorker(WORKER_SOURCE)
   const cells = new Int32Array(new SharedArrayBuffer(8))
   let nextId = 1
   let closed = false
@@ -189,10 +185,7 @@ export function startBlobStager(path: string): { stager: BlobStager; opened: Pro
     close() {
       if (closed) return
       closed = true
-      const done = new SharedArrayBuffer(4)
-      worker.postMessage({ type: 'close', done })
-      Atomics.wait(new Int32Array(done), 0, 0, CLOSE_WAIT_MS)
-      worker.terminate()
+      closeFileWorker(worker)
       for (const call of pending.values()) call.reject(new Error('blob stager is closed'))
       pending.clear()
       runWaiting() // a batch waiting for the lock runs now (and meets the closed database)

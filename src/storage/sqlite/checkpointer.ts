@@ -22,6 +22,7 @@
  * SQLite syncs the WAL before a checkpoint and the main file after it, whichever connection
  * runs it.
  */
+import { CLOSE_ON_REQUEST, closeFileWorker, startFileWorker } from './file-worker.ts'
 
 /** Runs in the worker: one connection, one PASSIVE checkpoint per request. Plain JS, so no build step is needed. */
 const WORKER_SOURCE = `
@@ -48,20 +49,9 @@ self.onmessage = ({ data }) => {
     postMessage({ type: 'checkpointed', result })
     return
   }
-  if (data.type === 'close') {
-    try {
-      db?.close()
-    } finally {
-      const done = new Int32Array(data.done)
-      Atomics.store(done, 0, 1)
-      Atomics.notify(done, 0)
-    }
-  }
+${CLOSE_ON_REQUEST}
 }
 `
-
-/** How long close() waits for a checkpoint in progress to end and the worker's connection to close. */
-const CLOSE_WAIT_MS = 5_000
 
 export interface Checkpointer {
   /**
@@ -81,9 +71,7 @@ export function startCheckpointer(
   autocheckpointPages: number,
   setAutocheckpoint: (pages: number) => void,
 ): Checkpointer {
-  const worker = new Worker(URL.createObjectURL(new Blob([WORKER_SOURCE], { type: 'application/javascript' })))
-  // Never what keeps the process alive: the storage's close() ends it.
-  ;(worker as Worker & { unref(): void }).unref()
+  const worker = startFileWorker(WORKER_SOURCE)
   let ready = false
   let running = false
   let closed = false
@@ -136,12 +124,9 @@ export function startCheckpointer(
     close() {
       if (closed) return
       closed = true
-      const done = new SharedArrayBuffer(4)
-      worker.postMessage({ type: 'close', done })
       // Synchronous, like the storage's close(): the caller truncates the WAL next, which a
       // checkpoint still running on the other connection would make fail.
-      Atomics.wait(new Int32Array(done), 0, 0, CLOSE_WAIT_MS)
-      worker.terminate()
+      closeFileWorker(worker)
     },
   }
 }
