@@ -33,13 +33,7 @@ for (let i = 0; i < tries; i++) {
   await client.command('DATA')
   Bun.gc(true)
   const watch = watchEventLoop(1)
-  let answered = false
-  const replied = client.next().finally(() => (answered = true))
-  for (let at = 0; at < wire.byteLength && !answered; at += 64 * 1024) {
-    if (!client.socket.write(wire.subarray(at, at + 64 * 1024)))
-      await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
-  }
-  const reply = await replied
+  const reply = await client.writePaced(wire)
   const { cpuMs, delayMs } = watch.stop()
   if (reply.code !== 250) throw new Error(`${reply.code} ${reply.text}`)
   figures.push({ cpuMs, delayMs })

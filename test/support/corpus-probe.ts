@@ -35,7 +35,6 @@ export interface CorpusDelivery {
 
 const ENVELOPE = 'corpus-sender@envelope.example'
 const FULL_COLLECTION_BEFORE_BYTES = 256 * 1024
-const WRITE_CHUNK_BYTES = 64 * 1024
 
 const server = await startTestServer({
   env: {
@@ -83,15 +82,7 @@ async function deliver(name: string, raw: Buffer): Promise<CorpusDelivery> {
   Bun.gc(raw.byteLength >= FULL_COLLECTION_BEFORE_BYTES)
   const watch = watchEventLoop(1)
   const health = raw.byteLength >= HEALTH_CHECKED_FROM_BYTES ? pollHealth(server.url) : null
-  // Written as a sender's socket takes it, 64 KiB at a time: one write of the whole 10 MiB
-  // copied it inside the first measured turn, the client's cost, not the server's.
-  let answered = false
-  const replied = client.next().finally(() => (answered = true))
-  for (let at = 0; at < wire.byteLength && !answered; at += WRITE_CHUNK_BYTES) {
-    if (!client.socket.write(wire.subarray(at, at + WRITE_CHUNK_BYTES)))
-      await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
-  }
-  const reply = await replied
+  const reply = await client.writePaced(wire)
   const { cpuMs, delayMs, heldMs } = watch.stop()
   const healthMs = await health?.stop()
   return {

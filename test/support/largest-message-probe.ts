@@ -34,14 +34,7 @@ async function deliver() {
     Bun.gc(true) // the previous try's garbage is not this one's cost
     const watch = watchEventLoop(1)
     const health = pollHealth(server.url)
-    // Written as a sender's socket takes it, 64 KiB at a time (corpus-probe.ts says why).
-    let answered = false
-    const replied = client.next().finally(() => (answered = true))
-    for (let at = 0; at < wire.byteLength && !answered; at += 64 * 1024) {
-      if (!client.socket.write(wire.subarray(at, at + 64 * 1024)))
-        await Promise.race([new Promise((resolve) => client.socket.once('drain', resolve)), replied])
-    }
-    const reply = await replied
+    const reply = await client.writePaced(wire)
     const stall = watch.stop()
     const healthMs = await health.stop()
     return { reply: `${reply.code} ${reply.text}`, ...stall, healthMs }
