@@ -1,16 +1,13 @@
 /**
  * PostgreSQL mode's retention sweep: every machine's timer fires, only the machine holding
  * the job's advisory lock sweeps (runOnce), the others skip that turn. The same turn also
- * deletes ended minutes' request counts, which only this mode keeps. The logging is the
- * SQLite sweeper's (core/runtime/retention.ts): a count when something was deleted, a failing
- * database logged once by storage health rather than every minute.
+ * deletes ended minutes' request counts, which only this mode keeps. The schedule and the
+ * logging are core's (core/runtime/retention.ts `scheduleSweeps`), as in SQLite mode.
  */
 import type { Clock } from '../../clock.ts'
-import { DomainError } from '../../core/common/errors.ts'
-import { sweepOnce } from '../../core/runtime/retention.ts'
+import { scheduleSweeps, sweepOnce } from '../../core/runtime/retention.ts'
 import type { Services } from '../../core/common/services.ts'
 import { SIGN_IN_RULES } from '../../core/users/sign-in-throttle.ts'
-import { errorFields } from '../../log.ts'
 import type { Sql } from '../../storage/postgres/client.ts'
 import { sweepRequestCounts } from '../../storage/postgres/request-counter.ts'
 import { createSignInFailures } from '../../storage/postgres/sign-in-failures.ts'
@@ -32,35 +29,19 @@ export function sweepOnceAcrossMachines(s: Services, sql: Sql, shared: Clock = s
   })
 }
 
-/** Runs a turn every `intervalMs`; returns the stop function. */
+/** Runs a turn every `intervalMs` (core's schedule and logging); returns the stop function. */
 export function startSweeperAcrossMachines(
   s: Services,
   sql: Sql,
   shared: Clock = s.clock,
   intervalMs = 60_000,
 ): () => void {
-  let running = false
-  const timer = setInterval(() => {
-    if (running) return
-    running = true
-    sweepOnceAcrossMachines(s, sql, shared)
-      .then((turn) => {
-        if (turn.ran && (turn.result.messages || turn.result.idempotencyRecords)) {
-          s.logger.info('retention_sweep', {
-            deleted_messages: turn.result.messages,
-            deleted_idempotency_records: turn.result.idempotencyRecords,
-          })
-        }
-      })
-      .catch((error: unknown) => {
-        const full = error instanceof DomainError && error.code === 'insufficient_storage'
-        if (!full && !s.storageHealth.failed(error, 'sweep'))
-          s.logger.error('retention_sweep_failed', errorFields(error))
-      })
-      .finally(() => {
-        running = false
-      })
-  }, intervalMs)
-  timer.unref?.()
-  return () => clearInterval(timer)
+  return scheduleSweeps(
+    s,
+    async () => {
+      const turn = await sweepOnceAcrossMachines(s, sql, shared)
+      return turn.ran ? turn.result : null
+    },
+    intervalMs,
+  )
 }

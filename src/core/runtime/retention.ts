@@ -47,21 +47,34 @@ export async function sweepOnce(s: Services): Promise<{ messages: number; idempo
 
 /** Runs sweepOnce every `intervalMs`; returns a stop function. */
 export function startRetentionSweeper(s: Services, intervalMs = 60_000): () => void {
+  return scheduleSweeps(s, () => sweepOnce(s), intervalMs)
+}
+
+/**
+ * Runs `sweep` every `intervalMs`, one at a time (a turn still running skips the next), for
+ * both modes: `sweep` answers its counts, or null when another machine took the turn. A count
+ * is logged when something was deleted; a failing or full volume was logged once when it
+ * began (storage-health.ts, the guard), so a failed turn simply tries again next time,
+ * without a stack every minute. Returns a stop function.
+ */
+export function scheduleSweeps(
+  s: Services,
+  sweep: () => Promise<{ messages: number; idempotencyRecords: number } | null>,
+  intervalMs: number,
+): () => void {
   let running = false
   const timer = setInterval(() => {
     if (running) return
     running = true
-    sweepOnce(s)
+    sweep()
       .then((counts) => {
-        if (counts.messages || counts.idempotencyRecords)
+        if (counts && (counts.messages || counts.idempotencyRecords))
           s.logger.info('retention_sweep', {
             deleted_messages: counts.messages,
             deleted_idempotency_records: counts.idempotencyRecords,
           })
       })
       .catch((error: unknown) => {
-        // A failing or full volume was logged once when it began (storage-health.ts, the
-        // guard); the sweep simply tries again next time, without a stack every minute.
         const full = error instanceof DomainError && error.code === 'insufficient_storage'
         if (!full && !s.storageHealth.failed(error, 'sweep'))
           s.logger.error('retention_sweep_failed', errorFields(error))
