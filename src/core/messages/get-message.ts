@@ -30,7 +30,7 @@ export async function getMessage(s: Services, principal: Principal, messageId: s
 export async function deleteMessage(s: Services, principal: Principal, messageId: string): Promise<void> {
   const item = ownedMessage(s, principal, messageId)
   if (!item) throw notFound()
-  const deleted = await s.disk.freeingAsync(() => s.store.messages.delete(item))
+  const deleted = await s.disk.freeing(() => s.store.messages.delete(item))
   if (!deleted) throw notFound()
   // After the commit: a cached page built meanwhile carries the old version and is dropped.
   s.notifier.bump(deleted.inboxId)

@@ -269,33 +269,11 @@ export class DiskGuard {
   }
 
   /**
-   * Runs a write that frees space (deletes, the sweeper). If the volume is so full that even
-   * it fails with SQLITE_FULL, the ballast goes and the write is tried once more.
+   * Runs a write that frees space (deletes, the sweeper) through the storage port. If the
+   * volume is so full that even it fails with SQLITE_FULL, the ballast goes and the write is
+   * tried once more.
    */
-  freeing<T>(work: () => T): T {
-    try {
-      const result = work()
-      this.checkSoon()
-      return result
-    } catch (error) {
-      if (!isFull(error)) throw error
-      if (this.releaseBallast('delete_needed_room') > 0) {
-        try {
-          const result = work()
-          this.checkSoon()
-          return result
-        } catch (again) {
-          if (!isFull(again)) throw again
-        }
-      }
-      throw new DomainError('insufficient_storage', 'The server is out of disk space; retry later.', {
-        retryAfterSeconds: 60,
-      })
-    }
-  }
-
-  /** `freeing` for a write through the storage port, whose failure arrives as a rejection. */
-  async freeingAsync<T>(work: () => Promise<T>): Promise<T> {
+  async freeing<T>(work: () => Promise<T>): Promise<T> {
     try {
       const result = await work()
       this.checkSoon()

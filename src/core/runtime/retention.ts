@@ -18,7 +18,7 @@ const yieldToIngest = () => new Promise<void>((resolve) => setImmediate(resolve)
 
 async function deleteExpiredMessages(s: Services): Promise<number> {
   const now = isoTime(s.clock.now())
-  const { inboxIds } = await s.disk.freeingAsync(() => s.store.inbound.deleteExpiredMessages(now, BATCH))
+  const { inboxIds } = await s.disk.freeing(() => s.store.inbound.deleteExpiredMessages(now, BATCH))
   for (const inboxId of inboxIds) s.notifier.bump(inboxId)
   return inboxIds.length
 }

@@ -138,13 +138,11 @@ export function sqliteInboxes(storage: Storage): InboxStore {
         .all()
     },
 
-    // Not `async`: a full database throws here, synchronously, where DiskGuard.freeing (the
-    // caller's wrapper) catches it, releases its ballast and retries.
-    deleteInbox(inboxId) {
+    async deleteInbox(inboxId) {
       const deleted = transaction(storage, (tx) =>
         tx.delete(inboxes).where(eq(inboxes.id, inboxId)).returning({ id: inboxes.id }).all(),
       )
-      return Promise.resolve(deleted.length > 0)
+      return deleted.length > 0
     },
 
     async inboxStats({ inboxIds, now }) {
