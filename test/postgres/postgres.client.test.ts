@@ -238,6 +238,40 @@ describeWithPostgres('the PostgreSQL client', () => {
       relay.stop()
     }
   })
+  test('a start refused after another connection got through: its query goes to the working connection instead of failing', async () => {
+    // After a restart, an attempt begun while the database was down can be refused after a
+    // new connection has already succeeded (through a proxy, or on a busy machine): /ready
+    // said 200 from the working connection, and the query handed to the stale attempt answered
+    // 500. Such a query, and those waiting for a connection, now run on the working one.
+    const direct = new URL(url)
+    const relay = tcpCut(direct.hostname, Number(direct.port))
+    const relayed = new URL(url)
+    relayed.port = String(relay.port)
+    const sql = openPostgres(relayed.href, { max: 3 })
+    try {
+      expect((await outcome(sql`select 1`)).result).toBe('ok')
+      relay.refuseNew(150)
+      // The working connection is busy; the next queries start the other two, both refused.
+      const busy = outcome(sql`select pg_sleep(0.3)`)
+      const waiting = await Promise.all([1, 2, 3, 4].map(() => outcome(sql`select 2 as two`)))
+      expect(waiting.map((o) => o.result)).toEqual(['ok', 'ok', 'ok', 'ok'])
+      expect((await busy).result).toBe('ok')
+      // No connection works: a refused start still fails its query at once.
+      await sql.end({ timeout: 1 })
+      const alone = openPostgres(relayed.href, { max: 2 })
+      try {
+        const refused = await outcome(alone`select 1`)
+        expect(refused.result).toBe('CONNECTION_CLOSED')
+        expect(refused.ms).toBeLessThan(3_000)
+      } finally {
+        await alone.end({ timeout: 1 })
+      }
+    } finally {
+      relay.stop()
+      await sql.end({ timeout: 1 })
+    }
+  })
+
   test("a path gone silent under open connections: their statements fail at the statement timeout plus the margin; LISTEN stays and hears what was held; a slow statement is the server's 57014", async () => {
     const direct = new URL(url)
     const relay = tcpCut(direct.hostname, Number(direct.port))

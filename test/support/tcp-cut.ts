@@ -13,6 +13,11 @@
  * delivers what was held, in order, then the closes, and connects the connections accepted
  * meanwhile.
  *
+ * It can also refuse new connections only (`refuseNew`): each is accepted and closed a while
+ * later without reaching the server, while the connections already relayed go on, as an
+ * attempt begun while a database was restarting looks when its refusal arrives after the
+ * database came back.
+ *
  * It also counts round trips: a client's turn to speak after the server has answered it (or
  * its first bytes on a connection) is one. Statements a client pipelines go out in one turn,
  * however many TCP segments carry them; a statement awaited before the next is sent costs one.
@@ -40,6 +45,8 @@ export interface TcpCut {
   cut(): void
   /** Keeps every connection open and accepts new ones, but nothing passes either way until restore. */
   silence(): void
+  /** New connections are accepted and closed after `afterMs`, unrelayed; the open ones go on. */
+  refuseNew(afterMs: number): void
   /** Relays again: after a cut, new connections; after silence, the held bytes first. */
   restore(): void
   stop(): void
@@ -52,6 +59,8 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
   let open = true
   let turns = 0
   let silent = false
+  /** Set while new connections are refused (refuseNew): how long each is held before its close. */
+  let refusingAfterMs: number | null = null
   /** Accepted while silent: their upstream is connected on restore. */
   let unconnected: Pair[] = []
   /** Closes that happened while silent, passed on at restore. */
@@ -112,6 +121,10 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           client.end()
           return
         }
+        if (refusingAfterMs !== null) {
+          setTimeout(() => client.end(), refusingAfterMs)
+          return
+        }
         const pair: Pair = {
           client,
           upstream: null,
@@ -170,8 +183,12 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
     silence() {
       silent = true
     },
+    refuseNew(afterMs: number) {
+      refusingAfterMs = afterMs
+    },
     restore() {
       open = true
+      refusingAfterMs = null
       if (!silent) return
       silent = false
       for (const pair of pairs) flushHeld(pair)
