@@ -92,6 +92,16 @@ function resetAfterHandshake(target: URL): { port: number; stop(): void } {
   return { port: listener.port, stop: () => listener.stop(true) }
 }
 
+/** A server's ErrorResponse of severity FATAL (the PostgreSQL protocol's 'E' message). */
+function fatalResponse(code: string, message: string): Uint8Array {
+  const fields = ['SFATAL', 'VFATAL', `C${code}`, `M${message}`].map((field) => `${field}\0`).join('') + '\0'
+  const body = Buffer.from(fields, 'utf8')
+  const head = Buffer.alloc(5)
+  head.write('E', 0)
+  head.writeInt32BE(body.length + 4, 1)
+  return Buffer.concat([head, body])
+}
+
 describeWithPostgres('the PostgreSQL client', () => {
   // A cluster of this file's own: a test restarts it, and the run's cluster serves other files
   // at the same time.
@@ -265,6 +275,35 @@ describeWithPostgres('the PostgreSQL client', () => {
         expect(refused.ms).toBeLessThan(3_000)
       } finally {
         await alone.end({ timeout: 1 })
+      }
+    } finally {
+      relay.stop()
+      await sql.end({ timeout: 1 })
+    }
+  })
+
+  test('a start the server ends by terminating its backend is tried once more, on a new connection', async () => {
+    // A postmaster killed -9 while it forked a backend leaves that backend to answer the
+    // start-up with FATAL 57P01 "terminating connection due to unexpected postmaster exit",
+    // even after the new server took its first connections: the query it was for ran nowhere.
+    const direct = new URL(url)
+    const relay = tcpCut(direct.hostname, Number(direct.port))
+    const relayed = new URL(url)
+    relayed.port = String(relay.port)
+    const sql = openPostgres(relayed.href, { max: 2 })
+    try {
+      relay.replyNew(fatalResponse('57P01', 'terminating connection due to unexpected postmaster exit'), 1)
+      expect((await outcome(sql`select 1`)).result).toBe('ok')
+      // Every start ended so: once more, then the error, promptly; never a loop.
+      await sql.end({ timeout: 1 })
+      const doomed = openPostgres(relayed.href, { max: 2 })
+      try {
+        relay.replyNew(fatalResponse('57P01', 'terminating connection due to administrator command'), 1_000)
+        const ended = await outcome(doomed`select 1`)
+        expect(ended.result).toBe('57P01')
+        expect(ended.ms).toBeLessThan(3_000)
+      } finally {
+        await doomed.end({ timeout: 1 })
       }
     } finally {
       relay.stop()

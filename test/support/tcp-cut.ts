@@ -16,7 +16,9 @@
  * It can also refuse new connections only (`refuseNew`): each is accepted and closed a while
  * later without reaching the server, while the connections already relayed go on, as an
  * attempt begun while a database was restarting looks when its refusal arrives after the
- * database came back.
+ * database came back. Or it can answer the next few new connections itself (`replyNew`): the
+ * given bytes in reply to the client's first, then a close, as a server process that is going
+ * away answers a start-up.
  *
  * It also counts round trips: a client's turn to speak after the server has answered it (or
  * its first bytes on a connection) is one. Statements a client pipelines go out in one turn,
@@ -47,6 +49,8 @@ export interface TcpCut {
   silence(): void
   /** New connections are accepted and closed after `afterMs`, unrelayed; the open ones go on. */
   refuseNew(afterMs: number): void
+  /** The next `count` new connections get `reply` to their first bytes, then a close; unrelayed. */
+  replyNew(reply: Uint8Array, count: number): void
   /** Relays again: after a cut, new connections; after silence, the held bytes first. */
   restore(): void
   stop(): void
@@ -61,6 +65,10 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
   let silent = false
   /** Set while new connections are refused (refuseNew): how long each is held before its close. */
   let refusingAfterMs: number | null = null
+  /** Set by replyNew: what the next new connections are answered, and how many are left. */
+  let replying: { reply: Uint8Array; left: number } | null = null
+  /** Connections replyNew took: answered on their first bytes, never relayed. */
+  const answering = new Map<Socket<Pair>, Uint8Array>()
   /** Accepted while silent: their upstream is connected on restore. */
   let unconnected: Pair[] = []
   /** Closes that happened while silent, passed on at restore. */
@@ -125,6 +133,11 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
           setTimeout(() => client.end(), refusingAfterMs)
           return
         }
+        if (replying && replying.left > 0) {
+          replying.left--
+          answering.set(client, replying.reply)
+          return
+        }
         const pair: Pair = {
           client,
           upstream: null,
@@ -141,6 +154,12 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
         else connectUpstream(pair)
       },
       data(client, chunk) {
+        const reply = answering.get(client)
+        if (reply) {
+          answering.delete(client)
+          client.end(reply)
+          return
+        }
         // Refused while cut (no pair): what it sends before it sees the close goes nowhere.
         const pair = client.data
         if (!pair) return
@@ -156,6 +175,7 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
         client.data?.back.flush()
       },
       close(client) {
+        answering.delete(client)
         const pair = client.data
         if (!pair) return
         pairs.delete(pair)
@@ -186,9 +206,13 @@ export function tcpCut(targetHost: string, targetPort: number): TcpCut {
     refuseNew(afterMs: number) {
       refusingAfterMs = afterMs
     },
+    replyNew(reply: Uint8Array, count: number) {
+      replying = { reply, left: count }
+    },
     restore() {
       open = true
       refusingAfterMs = null
+      replying = null
       if (!silent) return
       silent = false
       for (const pair of pairs) flushHeld(pair)
