@@ -389,9 +389,18 @@ export function summarize(results: Results) {
       '>= 50%',
       mark(goals.at(-1)!),
     ])
-    // The sweep: rate of both machines together, wake-ups on and off, at 4, 16 and 64 connections.
-    const level = (wakeUps: 'on' | 'off', connections: number) =>
-      pgs.sweep.find((l) => l.wakeUps === wakeUps && l.connections === connections)
+    // The sweep: rate of both machines together, wake-ups on and off, at 4, 16 and 64 connections;
+    // each mode's runs (two, alternated) averaged.
+    const level = (wakeUps: 'on' | 'off', connections: number) => {
+      const runs = pgs.sweep.filter((l) => l.wakeUps === wakeUps && l.connections === connections)
+      if (runs.length === 0) return undefined
+      const mean = (pick: (l: (typeof runs)[number]) => number) => runs.reduce((sum, l) => sum + pick(l), 0) / runs.length
+      return {
+        perSecond: mean((l) => l.perSecond),
+        serverCpuMsPerMessage: mean((l) => l.serverCpuMsPerMessage),
+        databaseCpuMsPerMessage: mean((l) => l.databaseCpuMsPerMessage),
+      }
+    }
     const levels = [...new Set(pgs.sweep.map((l) => l.connections))].sort((a, b) => a - b)
     const sweepGoals: Goal[] = []
     for (const [i, connections] of levels.entries()) {
@@ -418,7 +427,7 @@ export function summarize(results: Results) {
       const cell = (l: typeof on) =>
         l ? `${fmt(l.perSecond)} (${fmt(l.serverCpuMsPerMessage, 2)}; ${fmt(l.databaseCpuMsPerMessage, 2)})` : 'n/a'
       rows.push([
-        `  sweep, ${connections} connections over two machines: on / off, msg/s (CPU/msg servers; database)`,
+        `  sweep, ${connections} connections over two machines: on / off (mean of runs), msg/s (CPU/msg servers; database)`,
         `${cell(on)} / ${cell(off)}`,
         '',
         '',

@@ -1,11 +1,20 @@
 /**
  * PostgreSQL mode's concurrency sweep: 4, 16 and 64 SMTP connections delivering 2 KB mail at
  * once, spread over two machines (half each) and over several organisations (connection i
- * sends to an inbox of its own, of organisation i mod the number made), first with wake-ups
- * published (DATABASE_WAKE_PUBLISH=on, the default), then with two fresh machines that publish
- * none (off). Per level: messages a second of both machines together; CPU per message of the
- * two server processes together and of the cluster (postmaster and every backend, from
- * /proc). Every round's messages are counted back through the API.
+ * sends to an inbox of its own, of organisation i mod the number made), with wake-ups
+ * published (DATABASE_WAKE_PUBLISH=on, the default) and with two machines that publish none
+ * (off). Half the inboxes have a waiter on the other machine (long polls, one at most every
+ * WAITER_PACE_MS, as a test suite waiting for its mail): a machine publishes only the
+ * wake-ups of inboxes another machine watches, so without waiters "on" would publish
+ * nothing and measure nothing. Per level: messages a second of both machines together; CPU
+ * per message of the two server processes together and of the cluster (postmaster and every
+ * backend, from /proc); the waiters' answers. Every round's messages are counted back
+ * through the API.
+ *
+ * Each mode runs twice, in the order on, off, off, on (a fresh pair of machines each time,
+ * measured only once its first LISTEN's publish-everything window has passed), so a drift
+ * over the phase (the tables growing, the machine's load) weighs on both modes alike; the
+ * summary sets the means of each mode side by side.
  *
  * What it shows: whether the commits of one machine wait on those of another (throughput
  * should rise, or at least not fall, from one level to the next), and what publishing the
@@ -24,10 +33,21 @@ import { serverCpuMs } from './postgres.ts'
 import type { Machine } from './postgres-servers.ts'
 
 export const SWEEP_LEVELS = [4, 16, 64]
+/** The order of the sweep's runs: each mode twice, so a drift over the phase weighs on both alike. */
+const SWEEP_RUNS = ['on', 'off', 'off', 'on'] as const
+/** A waiter's long polls start at most this often: it keeps its inbox watched without a request per message. */
+const WAITER_PACE_MS = 250
+/** How long a fresh machine publishes everything (remote-watches.ts's WATCH_BLIND_MS, with a margin). */
+const PUBLISH_EVERYTHING_MS = 2000
 
 export interface SweepLevel {
   wakeUps: 'on' | 'off'
+  /** Which run of its mode (1 or 2). */
+  run: number
   connections: number
+  /** Inboxes with a waiter on the other machine, and the waiters' polls answered with a message. */
+  waiters: number
+  wakes: number
   accepted: number
   rejected: number
   verified: boolean
@@ -45,6 +65,34 @@ interface Sender {
   client: SmtpClient
   to: string
   count: () => Promise<number>
+  /** The other machine's API and the inbox's id, when this inbox has a waiter. */
+  waiter: { api: PigeonholeApi; inboxId: string } | null
+}
+
+/**
+ * Long polls on one inbox until `signal` aborts, one started at most every WAITER_PACE_MS,
+ * each for mail received from its start on; answers how many answered with a message.
+ */
+async function waitOn(api: PigeonholeApi, inboxId: string, signal: AbortSignal): Promise<number> {
+  let wakes = 0
+  while (!signal.aborted) {
+    const started = performance.now()
+    const after = encodeURIComponent(new Date().toISOString())
+    try {
+      const response = await fetch(
+        `${api.base}/v1/inboxes/${inboxId}/messages?wait_seconds=5&limit=1&received_after=${after}`,
+        { headers: api.headers, signal },
+      )
+      if (response.status !== 200 && response.status !== 204)
+        throw new Error(`listOrWaitForMessages answered ${response.status}: ${await response.text()}`)
+      if (response.status === 200 && ((await response.json()) as { data: unknown[] }).data.length > 0) wakes++
+    } catch (error) {
+      if (signal.aborted) break
+      throw error
+    }
+    await Bun.sleep(Math.max(0, WAITER_PACE_MS - (performance.now() - started)))
+  }
+  return wakes
 }
 
 /** One level: `connections` senders, alternating machines and keys, for `durationMs`. */
@@ -55,19 +103,26 @@ export async function sweepRound(
   shape: Shape,
   durationMs: number,
   clusterPort: number,
-): Promise<Omit<SweepLevel, 'wakeUps'>> {
+  { waiters = false }: { waiters?: boolean } = {},
+): Promise<Omit<SweepLevel, 'wakeUps' | 'run'>> {
   const senders: Sender[] = await Promise.all(
     Array.from({ length: connections }, async (_, i) => {
       const machine = machines[i % 2]!
-      const api = new PigeonholeApi(machine.api.base, keys[Math.floor(i / 2) % keys.length]!)
+      const key = keys[Math.floor(i / 2) % keys.length]!
+      const api = new PigeonholeApi(machine.api.base, key)
       const inbox = await api.createInbox()
+      // Every other pair of senders: one inbox of each machine, its waiter on the other.
+      const waited = waiters && Math.floor(i / 2) % 2 === 0
       return {
         client: await SmtpClient.connect(machine.smtpPort),
         to: inbox.address,
         count: () => api.countMessages(inbox.id),
+        waiter: waited ? { api: new PigeonholeApi(machines[(i + 1) % 2]!.api.base, key), inboxId: inbox.id } : null,
       }
     }),
   )
+  const stopWaiting = new AbortController()
+  const waiting = senders.flatMap(({ waiter }) => (waiter ? [waitOn(waiter.api, waiter.inboxId, stopWaiting.signal)] : []))
   const pids = [...new Set(machines.map((machine) => machine.child.pid))]
   const serverBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0)
   const databaseBefore = serverCpuMs(clusterPort)
@@ -87,6 +142,8 @@ export async function sweepRound(
       }
     }),
   )
+  stopWaiting.abort()
+  const wakes = (await Promise.all(waiting)).reduce((sum, n) => sum + n, 0)
   for (const pid of pids) await waitQuiet(pid)
   const serverCpu = pids.reduce((sum, pid) => sum + cpuMs(pid), 0) - serverBefore
   const databaseCpu = serverCpuMs(clusterPort) - databaseBefore
@@ -95,6 +152,8 @@ export async function sweepRound(
   const seconds = (lastReply - started) / 1000
   return {
     connections,
+    waiters: waiting.length,
+    wakes,
     accepted,
     rejected,
     verified: stored === accepted && rejected === 0,
@@ -105,7 +164,11 @@ export async function sweepRound(
   }
 }
 
-/** Both modes, every level, each with a discarded warm-up round first; machines started and stopped here. */
+/**
+ * Both modes, twice each (SWEEP_RUNS), every level with waiters; each run on a fresh pair of
+ * machines, after a discarded warm-up round that lasts at least until their publish-everything
+ * window has passed. Machines started and stopped here.
+ */
 export async function postgresSweep(
   start: StartMachine,
   keys: string[],
@@ -114,18 +177,27 @@ export async function postgresSweep(
   clusterPort: number,
 ): Promise<SweepLevel[]> {
   const levels: SweepLevel[] = []
-  for (const wakeUps of ['on', 'off'] as const) {
-    const machines = await Promise.all([start(`sweep-${wakeUps}-A`, wakeUps), start(`sweep-${wakeUps}-B`, wakeUps)])
+  const runs = new Map<'on' | 'off', number>()
+  for (const wakeUps of SWEEP_RUNS) {
+    const run = (runs.get(wakeUps) ?? 0) + 1
+    runs.set(wakeUps, run)
+    const machines = await Promise.all([
+      start(`sweep-${wakeUps}${run}-A`, wakeUps),
+      start(`sweep-${wakeUps}${run}-B`, wakeUps),
+    ])
+    const started = performance.now()
     try {
-      await sweepRound(machines, keys, SWEEP_LEVELS[0]!, shape, settings.warmUpMs, clusterPort)
+      const warmUp = Math.max(settings.warmUpMs, PUBLISH_EVERYTHING_MS - (performance.now() - started))
+      await sweepRound(machines, keys, SWEEP_LEVELS[0]!, shape, warmUp, clusterPort, { waiters: true })
       for (const connections of SWEEP_LEVELS) {
         const level = {
           wakeUps,
-          ...(await sweepRound(machines, keys, connections, shape, settings.ingestMs, clusterPort)),
+          run,
+          ...(await sweepRound(machines, keys, connections, shape, settings.ingestMs, clusterPort, { waiters: true })),
         }
         levels.push(level)
         settings.log(
-          `postgres sweep, wake-ups ${wakeUps}, ${connections} connections over two machines: ${Math.round(level.perSecond)} msg/s, CPU/msg servers ${level.serverCpuMsPerMessage} ms, database ${level.databaseCpuMsPerMessage} ms, stored ${level.verified ? 'all' : 'NOT all'} of ${level.accepted}`,
+          `postgres sweep, wake-ups ${wakeUps} (run ${run}), ${connections} connections over two machines, ${level.waiters} waiters (${level.wakes} answers): ${Math.round(level.perSecond)} msg/s, CPU/msg servers ${level.serverCpuMsPerMessage} ms, database ${level.databaseCpuMsPerMessage} ms, stored ${level.verified ? 'all' : 'NOT all'} of ${level.accepted}`,
         )
       }
     } finally {
