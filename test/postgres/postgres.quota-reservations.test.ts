@@ -419,4 +419,62 @@ describeWithPostgres('quota reservations across two machines', () => {
       await single.end()
     }
   })
+  test('holds of one organisation made while its call runs go in one call, answered as if made one after the other', async () => {
+    await newOrganization('org_hold_batch')
+    await newOrganization('org_hold_other')
+    const a = createQuotaReservations(machineA, { holder: 'machine-a', clock })
+    const limits = { monthlyEmails: 100, inboxBurst: 4, orgBurst: 1000 }
+    // Made in one turn: the first goes alone; the other seven wait for it and go together. The
+    // other organisation's does not wait for them.
+    const results = await Promise.all([
+      ...Array.from({ length: 8 }, () => a.reserve({ organizationId: 'org_hold_batch', inboxId: 'inb_batch' }, limits)),
+      a.reserve({ organizationId: 'org_hold_other', inboxId: 'inb_hold_other' }, limits),
+    ])
+    // In the order made: the first four take the inbox's burst, the rest are refused.
+    expect(results.map((r) => r.reserved)).toEqual([true, true, true, true, false, false, false, false, true])
+    expect(results[4]).toEqual({ reserved: false, refusal: 'inbox_burst_exceeded', limit: 4 })
+    // Two transactions wrote the four rows: the first hold's, and the batch's.
+    const [row] = await machineA<{ transactions: string; rows: string }[]>`
+      select count(distinct xmin::text) as transactions, count(*) as rows from quota_reservations
+      where organization_id = 'org_hold_batch'`
+    expect({ transactions: Number(row!.transactions), rows: Number(row!.rows) }).toEqual({ transactions: 2, rows: 4 })
+    expect(a.held).toBe(5)
+  })
+
+  test('a batched call that fails fails each of its holds and holds nothing; the next call holds again', async () => {
+    await newOrganization('org_batch_fail')
+    const rows = async () =>
+      Number(
+        (
+          await machineA<
+            { n: string }[]
+          >`select count(*) as n from quota_reservations where organization_id = 'org_batch_fail'`
+        )[0]!.n,
+      )
+    const single = openPostgres(url, { max: 1, statementTimeoutMs: 300 })
+    const blocker = await machineB.reserve()
+    try {
+      const q = createQuotaReservations(single, { holder: 'machine-single', clock })
+      // Another session holds the organisation's lock past the statement timeout: the first
+      // hold's call fails, then the batch of the other two.
+      await blocker`begin`
+      await blocker`select pg_advisory_xact_lock(hashtextextended(${'pigeonhole.quota.org_batch_fail'}, 0))`
+      const failed = await Promise.all(
+        ['inb_1', 'inb_2', 'inb_3'].map((inboxId) =>
+          q.reserve({ organizationId: 'org_batch_fail', inboxId }, roomy).catch((error: unknown) => error),
+        ),
+      )
+      expect(failed.map((error) => (error as { code?: string }).code)).toEqual(['57014', '57014', '57014'])
+      await blocker`rollback`
+      expect(await rows()).toBe(0)
+      const again = await Promise.all(
+        ['inb_4', 'inb_5'].map((inboxId) => q.reserve({ organizationId: 'org_batch_fail', inboxId }, roomy)),
+      )
+      expect(again.map((r) => r.reserved)).toEqual([true, true])
+      expect(await rows()).toBe(2)
+    } finally {
+      blocker.release()
+      await single.end()
+    }
+  })
 })

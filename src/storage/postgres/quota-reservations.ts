@@ -28,6 +28,8 @@ import { createLeaseBook } from './lease-book.ts'
 import { textArray } from './array-literal.ts'
 
 const FIVE_MINUTES = 5 * 60_000
+/** The most holds of one organisation sent in one call; more wait for the next. */
+const MAX_HOLDS_PER_CALL = 64
 
 interface QuotaLimits {
   monthlyEmails: number
@@ -105,6 +107,15 @@ export interface QuotaReservationOptions {
   clock: Clock
   /** How long a dead machine's reservations keep counting; 30 s by default, renewed every third. */
   leaseMs?: number
+}
+
+/** A hold on its way to the database: its row's values, and its caller's answer. */
+interface Hold {
+  reservation: QuotaReservation
+  now: string
+  expiresAt: string
+  limits: QuotaLimits
+  settle: { resolve(refusal: QuotaRefusal | null): void; reject(error: unknown): void }
 }
 
 const monthOf = (ms: number): string => new Date(ms).toISOString().slice(0, 7)
@@ -255,6 +266,64 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
     },
   })
 
+  // One call in flight per organisation: holds that arrive meanwhile wait here and go together
+  // in the next call (pigeonhole_quota_hold_many), instead of each waiting on a connection of
+  // its own for the organisation's lock that the call in flight holds. Their answers are those
+  // of the same holds made one after the other, in the order they arrived.
+  const waiting = new Map<string, Hold[]>()
+
+  const sendHolds = async (organizationId: string, holds: Hold[]): Promise<void> => {
+    try {
+      const refusals = holds.length === 1 ? [await holdOne(holds[0]!)] : await holdMany(organizationId, holds)
+      for (const [i, hold] of holds.entries()) hold.settle.resolve(refusals[i] ?? null)
+    } catch (error) {
+      for (const hold of holds) hold.settle.reject(error)
+    }
+    const next = waiting.get(organizationId)!
+    if (next.length === 0) waiting.delete(organizationId)
+    else void sendHolds(organizationId, next.splice(0, MAX_HOLDS_PER_CALL))
+  }
+
+  // One statement, one round trip, its own transaction: the function (a migration, see
+  // drizzle/postgres) takes the organisation's lock, tidies the expired rows under it, counts,
+  // and inserts the row only when every count leaves room. Its commit does not wait for its
+  // flush: the lock is held through the commit, and a flush per recipient would hold every other
+  // hold and store of the organisation behind a disk write. A hold that a database crash loses
+  // costs nothing exact: the store finds its row gone and checks the counts again under the same
+  // lock (finish, below).
+  const holdOne = async ({ reservation: r, now, expiresAt, limits }: Hold): Promise<QuotaRefusal | null> => {
+    const [row] = await sql<{ refusal: QuotaRefusal | null }[]>`
+      select pigeonhole_quota_hold(${r.id}, ${r.organizationId}, ${r.inboxId}, ${r.month}, ${r.bucketStartsAt},
+        ${holder}, ${now}, ${expiresAt}, ${limits.monthlyEmails}, ${limits.inboxBurst}, ${limits.orgBurst}) as refusal`
+    return row!.refusal
+  }
+
+  const holdMany = async (organizationId: string, holds: Hold[]): Promise<(QuotaRefusal | null)[]> => {
+    const column = (pick: (hold: Hold) => string | number) => textArray(holds.map(pick))
+    const rows = await sql<{ refusal: QuotaRefusal | null }[]>`
+      select refusal from unnest(pigeonhole_quota_hold_many(
+        ${column((h) => h.reservation.id)}::text[], ${organizationId},
+        ${column((h) => h.reservation.inboxId)}::text[], ${column((h) => h.reservation.month)}::text[],
+        ${column((h) => h.reservation.bucketStartsAt)}::timestamptz[], ${holder},
+        ${column((h) => h.now)}::timestamptz[], ${column((h) => h.expiresAt)}::timestamptz[],
+        ${column((h) => h.limits.monthlyEmails)}::bigint[], ${column((h) => h.limits.inboxBurst)}::bigint[],
+        ${column((h) => h.limits.orgBurst)}::bigint[])) with ordinality as answer(refusal, n)
+      order by n`
+    return rows.map((row) => row.refusal)
+  }
+
+  const hold = (unit: Omit<Hold, 'settle'>): Promise<QuotaRefusal | null> =>
+    new Promise((resolve, reject) => {
+      const organizationId = unit.reservation.organizationId
+      const queued = { ...unit, settle: { resolve, reject } }
+      const next = waiting.get(organizationId)
+      if (next) next.push(queued)
+      else {
+        waiting.set(organizationId, [])
+        void sendHolds(organizationId, [queued])
+      }
+    })
+
   const beginConvert = (tx: Queryable, reservations: QuotaReservation[]) => {
     // The storing transaction deletes the rows; should it roll back, the caller releases the units.
     for (const reservation of reservations) book.forget(reservation.id)
@@ -326,18 +395,7 @@ export function createQuotaReservations(sql: Sql, options: QuotaReservationOptio
       book.hold(reservation.id, true)
       let result: ReserveResult
       try {
-        // One statement, one round trip, its own transaction: the function (a migration, see
-        // drizzle/postgres) takes the organisation's lock, tidies the expired rows under it,
-        // counts, and inserts the row only when every count leaves room. Its commit does not wait
-        // for its flush: the lock is held through the commit, and a flush per recipient would hold
-        // every other hold and store of the organisation behind a disk write. A hold that a
-        // database crash loses costs nothing exact: the store finds its row gone and checks the
-        // counts again under the same lock (finish, above).
-        const [row] = await sql<{ refusal: QuotaRefusal | null }[]>`
-          select pigeonhole_quota_hold(${reservation.id}, ${reservation.organizationId}, ${reservation.inboxId},
-            ${reservation.month}, ${reservation.bucketStartsAt}, ${holder}, ${now}, ${expiresAt},
-            ${limits.monthlyEmails}, ${limits.inboxBurst}, ${limits.orgBurst}) as refusal`
-        const refusal = row!.refusal
+        const refusal = await hold({ reservation, now, expiresAt, limits })
         result = refusal
           ? { reserved: false, refusal, limit: limitOf(refusal, limits) }
           : { reserved: true, reservation }
