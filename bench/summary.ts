@@ -394,7 +394,8 @@ export function summarize(results: Results) {
     const level = (wakeUps: 'on' | 'off', connections: number) => {
       const runs = pgs.sweep.filter((l) => l.wakeUps === wakeUps && l.connections === connections)
       if (runs.length === 0) return undefined
-      const mean = (pick: (l: (typeof runs)[number]) => number) => runs.reduce((sum, l) => sum + pick(l), 0) / runs.length
+      const mean = (pick: (l: (typeof runs)[number]) => number) =>
+        runs.reduce((sum, l) => sum + pick(l), 0) / runs.length
       return {
         perSecond: mean((l) => l.perSecond),
         serverCpuMsPerMessage: mean((l) => l.serverCpuMsPerMessage),

@@ -122,7 +122,9 @@ export async function sweepRound(
     }),
   )
   const stopWaiting = new AbortController()
-  const waiting = senders.flatMap(({ waiter }) => (waiter ? [waitOn(waiter.api, waiter.inboxId, stopWaiting.signal)] : []))
+  const waiting = senders.flatMap(({ waiter }) =>
+    waiter ? [waitOn(waiter.api, waiter.inboxId, stopWaiting.signal)] : [],
+  )
   const pids = [...new Set(machines.map((machine) => machine.child.pid))]
   const serverBefore = pids.reduce((sum, pid) => sum + cpuMs(pid), 0)
   const databaseBefore = serverCpuMs(clusterPort)
