@@ -34,7 +34,7 @@ import { emptySamples, pigeonholeEndToEnd } from './end-to-end.ts'
 import { ingestRound, type IngestRound } from './ingest.ts'
 import { pigeonholeLatency, summarize, type LatencyResult } from './latency.ts'
 import { serverCpuMs } from './postgres.ts'
-import { postgresSweep, type SweepLevel, sqliteBeside } from './postgres-sweep.ts'
+import { postgresSweep, SWEEP_RUNS_FULL, SWEEP_RUNS_QUICK, type SweepLevel, sqliteBeside } from './postgres-sweep.ts'
 
 export interface PostgresServersSettings {
   ingestRounds: number
@@ -42,6 +42,8 @@ export interface PostgresServersSettings {
   warmUpMs: number
   endToEndSamples: number
   wakeSamples: number
+  /** The sweep's runs, in order (wake-ups on or off). */
+  sweepRuns: readonly ('on' | 'off')[]
   log: (message: string) => void
 }
 
@@ -52,14 +54,16 @@ export const POSTGRES_SERVERS_FULL = {
   warmUpMs: 300,
   endToEndSamples: 200,
   wakeSamples: 300,
+  sweepRuns: SWEEP_RUNS_FULL,
 }
-/** `--quick` (CI): about ten seconds, two server starts included. */
+/** `--quick` (CI): about fifteen seconds, the server starts included. */
 export const POSTGRES_SERVERS_QUICK = {
   ingestRounds: 1,
   ingestMs: 400,
   warmUpMs: 150,
   endToEndSamples: 20,
   wakeSamples: 30,
+  sweepRuns: SWEEP_RUNS_QUICK,
 }
 
 /** Ingest of one round on one machine, with the cluster's CPU spread over the round's messages. */
@@ -288,7 +292,7 @@ export async function postgresServersPhase(
       startSweepMachine,
       keys,
       shape,
-      { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, log: settings.log },
+      { ingestMs: settings.ingestMs, warmUpMs: settings.warmUpMs, runs: settings.sweepRuns, log: settings.log },
       port,
     )
     const sqlite = await sqliteBeside(shape, {

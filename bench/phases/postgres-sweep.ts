@@ -33,8 +33,10 @@ import { serverCpuMs } from './postgres.ts'
 import type { Machine } from './postgres-servers.ts'
 
 export const SWEEP_LEVELS = [4, 16, 64]
-/** The order of the sweep's runs: each mode twice, so a drift over the phase weighs on both alike. */
-const SWEEP_RUNS = ['on', 'off', 'off', 'on'] as const
+/** The order of the full sweep's runs: each mode twice, so a drift over the phase weighs on both alike. */
+export const SWEEP_RUNS_FULL: readonly ('on' | 'off')[] = ['on', 'off', 'off', 'on']
+/** The quick sweep's (CI: proves it runs): each mode once. */
+export const SWEEP_RUNS_QUICK: readonly ('on' | 'off')[] = ['on', 'off']
 /** A waiter's long polls start at most this often: it keeps its inbox watched without a request per message. */
 const WAITER_PACE_MS = 250
 /** How long a fresh machine publishes everything (remote-watches.ts's WATCH_BLIND_MS, with a margin). */
@@ -167,7 +169,7 @@ export async function sweepRound(
 }
 
 /**
- * Both modes, twice each (SWEEP_RUNS), every level with waiters; each run on a fresh pair of
+ * Both modes, in the order `settings.runs`, every level with waiters; each run on a fresh pair of
  * machines, after a discarded warm-up round that lasts at least until their publish-everything
  * window has passed. Machines started and stopped here.
  */
@@ -175,12 +177,12 @@ export async function postgresSweep(
   start: StartMachine,
   keys: string[],
   shape: Shape,
-  settings: { ingestMs: number; warmUpMs: number; log: (message: string) => void },
+  settings: { ingestMs: number; warmUpMs: number; runs: readonly ('on' | 'off')[]; log: (message: string) => void },
   clusterPort: number,
 ): Promise<SweepLevel[]> {
   const levels: SweepLevel[] = []
   const runs = new Map<'on' | 'off', number>()
-  for (const wakeUps of SWEEP_RUNS) {
+  for (const wakeUps of settings.runs) {
     const run = (runs.get(wakeUps) ?? 0) + 1
     runs.set(wakeUps, run)
     const machines = await Promise.all([
