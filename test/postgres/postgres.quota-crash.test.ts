@@ -1,6 +1,7 @@
 /**
- * A quota hold commits without waiting for its flush (drizzle/postgres/0005), so a database
- * crash can lose it; the store's commit is flushed before its `250`. On a cluster of its own,
+ * A quota hold commits without waiting for its flush
+ * (`drizzle/postgres/0005_quota_hold_function.sql`), so a database crash can lose it; the
+ * store's commit is flushed before its `250`. On a cluster of its own,
  * stopped at once as a crash stops it (shared memory, the WAL not yet written, gone), with the
  * WAL writer slowed so that an unflushed hold stays unwritten until the crash:
  * - a hold the crash lost frees its unit; the store that meets its row gone checks the counts

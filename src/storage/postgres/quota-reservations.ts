@@ -10,12 +10,13 @@
  * counts), deletes the expired rows no other transaction has locked, and counts the stored
  * usage plus the rows left of the same month and bucket; it inserts the row only when every
  * count stays within its limit. Two machines therefore cannot both see one unit left and both
- * take it. Storing converts the reservation in the storing transaction: the row goes and the
- * stored counts go up together in one commit, so a unit is never counted twice nor dropped in
- * between, and a unit still held needs no lock for it; a re-check does, and takes it. A machine
- * that dies leaves its rows to run out with its lease, not forever. While it lives, its
- * heartbeat renews only the units still held, and
- * a release that fails is retried until the database answers (lease-book.ts): a transaction
+ * take it. The holds of one organisation made while its call runs go together in the next call,
+ * made one after the other under one lock. Storing converts the reservation in the storing
+ * transaction: the row goes and the stored counts go up together in one commit, so a unit is
+ * never counted twice nor dropped in between, and a unit still held needs no lock for it; a
+ * re-check does, and takes it. A machine that dies leaves its rows to run out with its lease,
+ * not forever. While it lives, its heartbeat renews only the units still held, and a release
+ * that fails is retried until the database answers (lease-book.ts): a transaction
  * that ended during an outage does not keep its unit once the database is back.
  *
  * Which limits apply (per-organisation overrides, configuration) stays in core; callers pass
