@@ -104,35 +104,59 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
     if (dir) rmSync(dir, { recursive: true, force: true })
   })
 
+  /**
+   * The round trips of one delivery, at their fewest over up to three: the machine's own timers
+   * (its clock check every 15 s, a held unit's lease renewal) can add one to a delivery on a busy
+   * machine and never take one away, so one delivery at the expected count proves it, and a
+   * statement the path really gained shows in all three.
+   */
+  async function deliveryTurns(expected: number, deliver: () => Promise<void>): Promise<number> {
+    let fewest = Number.POSITIVE_INFINITY
+    for (let attempt = 0; attempt < 3 && fewest !== expected; attempt++) {
+      const before = relay.turns()
+      await deliver()
+      fewest = Math.min(fewest, relay.turns() - before)
+    }
+    return fewest
+  }
+
   test(`an SMTP delivery of one message nobody elsewhere waits for costs ${DELIVERY_ROUND_TRIPS} round trips, and no wake-up`, async () => {
-    const before = relay.turns()
-    const sent = publisher().sent()
-    expect(
-      (
-        await sendMail(
-          app.smtpPort,
-          { to: [inbox.address] },
-          simpleMessage({ to: inbox.address, subject: 'unwatched' }),
-        )
-      ).data?.code,
-    ).toBe(250)
-    await publisher().flush()
-    expect(publisher().sent() - sent).toBe(0)
-    expect(relay.turns() - before).toBe(DELIVERY_ROUND_TRIPS)
+    const turns = await deliveryTurns(DELIVERY_ROUND_TRIPS, async () => {
+      const sent = publisher().sent()
+      expect(
+        (
+          await sendMail(
+            app.smtpPort,
+            { to: [inbox.address] },
+            simpleMessage({ to: inbox.address, subject: 'unwatched' }),
+          )
+        ).data?.code,
+      ).toBe(250)
+      await publisher().flush()
+      expect(publisher().sent() - sent).toBe(0)
+    })
+    expect(turns).toBe(DELIVERY_ROUND_TRIPS)
   })
 
   test(`with a waiter on another machine, its wake-up costs ${PUBLICATION_ROUND_TRIPS} more after the commit`, async () => {
     await publishWatching(elsewhere, 'another-machine', [inbox.id])
     await until(() => notifier().publishesFor(inbox.id), 'the announcement to be heard')
-    const before = relay.turns()
-    const sent = publisher().sent()
-    expect(
-      (await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject: 'counted' })))
-        .data?.code,
-    ).toBe(250)
-    await publisher().flush()
-    expect(publisher().sent() - sent).toBe(1)
-    expect(relay.turns() - before).toBe(DELIVERY_ROUND_TRIPS + PUBLICATION_ROUND_TRIPS)
+    const expected = DELIVERY_ROUND_TRIPS + PUBLICATION_ROUND_TRIPS
+    const turns = await deliveryTurns(expected, async () => {
+      const sent = publisher().sent()
+      expect(
+        (
+          await sendMail(
+            app.smtpPort,
+            { to: [inbox.address] },
+            simpleMessage({ to: inbox.address, subject: 'counted' }),
+          )
+        ).data?.code,
+      ).toBe(250)
+      await publisher().flush()
+      expect(publisher().sent() - sent).toBe(1)
+    })
+    expect(turns).toBe(expected)
   })
 
   test('a page with its first message in full (a woken include=content poll) is one round trip, as is getFull', async () => {
