@@ -339,23 +339,69 @@ export function ownCluster(options: { password?: string } = {}): TestCluster {
 
 let databases = 0
 
-/** A new empty database on the run's cluster (or on `cluster`); returns its URL. */
-export async function freshDatabase(cluster: TestCluster = testCluster()): Promise<string> {
+/**
+ * A new empty database on the run's cluster (or on `cluster`); returns its URL. `template` and
+ * `strategy` say what it is a copy of and how it is copied (PostgreSQL's CREATE DATABASE).
+ */
+export async function freshDatabase(
+  cluster: TestCluster = testCluster(),
+  template = 'template0',
+  strategy: 'WAL_LOG' | 'FILE_COPY' = 'WAL_LOG',
+): Promise<string> {
   // Unique across the run's worker processes and the files each runs (isolated files restart
   // the counter): the pid, the counter, the time and a random tail.
   const name = `t${process.pid}_${++databases}_${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
   const admin = openPostgres(cluster.url(), { max: 1 })
   try {
-    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE template0`)
+    await admin.unsafe(`CREATE DATABASE ${name} TEMPLATE ${template} STRATEGY ${strategy}`)
   } finally {
     await admin.end()
   }
   return cluster.url(name)
 }
 
+/**
+ * The migrated database each cluster's new databases are copied from: made
+ * once per cluster (per run, for the run's cluster) instead of migrating every database, which
+ * cost about 0.1 s of the server's CPU and 40 ms of the caller's each. The run's processes
+ * share it; the first to take the cluster's advisory lock makes it, under a name of its own
+ * and renamed into place once migrated, so a process killed half-way leaves no half-migrated
+ * template behind. Copies are exactly what migrating a fresh database gives (the same
+ * migrations, the same record of them in `drizzle.__drizzle_migrations`); the migrations'
+ * own tests still start from an empty database (`freshDatabase()`).
+ */
+const MIGRATED_TEMPLATE = 'pigeonhole_migrated'
+const templates = new WeakMap<TestCluster, Promise<void>>()
+
+async function makeMigratedTemplate(cluster: TestCluster): Promise<void> {
+  const admin = openPostgres(cluster.url(), { max: 1 })
+  try {
+    // Ending the session (finally) releases the lock, also when a step failed.
+    await admin`select pg_advisory_lock(hashtextextended('pigeonhole.test-template', 0))`
+    const [made] = await admin`select 1 from pg_database where datname = ${MIGRATED_TEMPLATE}`
+    if (made) return
+    const building = `${MIGRATED_TEMPLATE}_${process.pid}_${Date.now().toString(36)}`
+    await admin.unsafe(`CREATE DATABASE ${building} TEMPLATE template0`)
+    await migratePostgres(cluster.url(building))
+    await admin.unsafe(`ALTER DATABASE ${building} RENAME TO ${MIGRATED_TEMPLATE}`)
+    // Copying needs a database nobody is connected to: nobody may connect to it any more.
+    await admin.unsafe(`ALTER DATABASE ${MIGRATED_TEMPLATE} WITH ALLOW_CONNECTIONS false`)
+  } finally {
+    await admin.end()
+  }
+}
+
 /** A fresh database with PostgreSQL mode's schema migrated into it. */
-export async function migratedDatabase(cluster?: TestCluster): Promise<string> {
-  const url = await freshDatabase(cluster)
-  await migratePostgres(url)
-  return url
+export async function migratedDatabase(cluster: TestCluster = testCluster()): Promise<string> {
+  let template = templates.get(cluster)
+  if (!template) {
+    template = makeMigratedTemplate(cluster)
+    templates.set(cluster, template)
+    // A failure is not kept: the next caller tries again (and reports its own error).
+    template.catch(() => templates.delete(cluster))
+  }
+  await template
+  // FILE_COPY copies the template's files (and checkpoints); the default, WAL_LOG, writes every
+  // page of it to the WAL: measured here, 12 ms of the server's CPU a copy against 34 ms.
+  return freshDatabase(cluster, MIGRATED_TEMPLATE, 'FILE_COPY')
 }
