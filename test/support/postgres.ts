@@ -96,6 +96,34 @@ function freePort(): number {
   return port
 }
 
+/**
+ * The tests' server settings, for work the tests cannot observe. The bench keeps PostgreSQL's
+ * own defaults (fsync and synchronous_commit on): a figure measured without the flush of every
+ * commit would flatter the server.
+ * - fsync off: the cluster dies with the run, and a test cannot observe power loss.
+ * - full_page_writes off: they guard against a page torn by an operating-system crash; a test
+ *   crashes the server at most (`-m immediate`, a postmaster's SIGKILL), and the page cache
+ *   keeps every page whole.
+ * - wal_level minimal, no WAL senders: nothing replicates from a test cluster, and tables made
+ *   and filled in one transaction (every migration) then skip the WAL.
+ * - autovacuum off: its workers vacuum and analyse what the tests write (a year of use, the
+ *   floods), work no test reads; the run ends long before any table needs it.
+ * - jit off: compiling a plan to machine code costs tenths of a second of CPU, more than the
+ *   tests' small queries ever run, and answers the same.
+ * synchronous_commit stays on: a crash test (`ownCluster()`) must lose no acknowledged commit,
+ * and the quota hold's own `synchronous_commit = off` is asserted against the default.
+ */
+const TEST_SETTINGS = [
+  'fsync=off',
+  'full_page_writes=off',
+  'wal_level=minimal',
+  'max_wal_senders=0',
+  'autovacuum=off',
+  'jit=off',
+]
+  .map((setting) => `-c ${setting}`)
+  .join(' ')
+
 export interface TestCluster {
   port: number
   /** A URL for database `name` on this cluster, as the superuser `postgres`. */
@@ -173,14 +201,11 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   }
   run([join(bin!, 'initdb'), '-D', data, '-U', 'postgres', ...auth, '-E', 'UTF8', '--locale=C', '--no-sync'], out)
   const port = freePort()
-  // fsync off for the tests: the cluster dies with the run, and a test cannot observe power
-  // loss anyway. The bench keeps PostgreSQL's own defaults (fsync and synchronous_commit on):
-  // a figure measured without the flush of every commit would flatter the server.
   // The socket lives in the scratch folder so no system folder is needed.
   // BENCH_POSTGRES_OPTIONS adds server options to the bench's (durable) cluster, for a profile
   // (e.g. `-c shared_preload_libraries=pg_stat_statements`); the tests' cluster ignores it.
   const extra = durable && process.env.BENCH_POSTGRES_OPTIONS ? ` ${process.env.BENCH_POSTGRES_OPTIONS}` : ''
-  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1${durable ? '' : ' -c fsync=off'} -c max_connections=200${extra}`
+  const options = `-p ${port} -k ${folder} -c listen_addresses=127.0.0.1${durable ? '' : ` ${TEST_SETTINGS}`} -c max_connections=200${extra}`
   let running = false
   const start = () => {
     if (running) return
