@@ -23,6 +23,7 @@ import type { Storage } from '../../src/storage/database.ts'
 import type { Dialect } from '../../src/storage/port.ts'
 import { describeWithPostgres, migratedDatabase } from './postgres.ts'
 import { scratchDir } from './scratch.ts'
+import { layDownSelfSigned } from './tls-seed.ts'
 
 export interface BackendOptions {
   env?: Record<string, string>
@@ -72,6 +73,7 @@ function backendFor(dialect: Dialect, options: BackendOptions): Backend {
       ...options.env,
     })
     const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
+    await layDownSelfSigned(config.databasePath, config.receivingDomain)
     assembly = await assemble({ config, clock: options.clock, logger })
     services = assembly.services
     if (dialect === 'postgres') {

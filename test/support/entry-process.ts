@@ -9,6 +9,7 @@ import { rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import { scratchDir } from './scratch.ts'
+import { layDownSelfSigned } from './tls-seed.ts'
 import { until } from './wait.ts'
 
 export const ROOT = join(import.meta.dir, '..', '..')
@@ -75,6 +76,9 @@ const exited = (child: ChildProcess) =>
   })
 
 export async function startEntry(deployment: Deployment): Promise<RunningEntry> {
+  // The first start finds the process's certificate, as a test server does (tls-seed.ts).
+  const domain = deployment.env.RECEIVING_DOMAIN
+  if (domain) await layDownSelfSigned(deployment.databasePath, domain, { keep: true })
   const [port, smtpPort] = [await freePort(), await freePort()]
   const child = spawn(process.execPath, ['src/entry.ts'], {
     cwd: ROOT,

@@ -125,7 +125,8 @@ export async function startTestServer(options: TestServerOptions = {}) {
   })
   const logs: Record<string, any>[] = []
   const logger = createLogger('debug', (line) => logs.push(JSON.parse(line)))
-  await layDownSelfSigned(databasePath, config.receivingDomain)
+  // Where the server looks: a test may move its database (DATABASE_PATH) to a volume of its own.
+  await layDownSelfSigned(config.databasePath, config.receivingDomain)
   const { app, machines, databaseUrl } = await startBackend(config, options, logger, dir)
 
   let pg: ReturnType<typeof openPostgres> | undefined

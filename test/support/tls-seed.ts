@@ -5,7 +5,7 @@
  * server that cost, and the server still takes its own path of a restart that finds its
  * certificate. Servers with another RECEIVING_DOMAIN make their own, as in production.
  */
-import { copyFileSync, mkdirSync } from 'node:fs'
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import { loadConfig } from '../../src/config.ts'
 import { createLogger } from '../../src/log.ts'
@@ -27,11 +27,19 @@ function makeSeed(): Promise<ReturnType<typeof selfSignedPaths>> {
   return seed
 }
 
-/** Puts the process's certificate where a server on `databasePath` looks for its own. */
-export async function layDownSelfSigned(databasePath: string, receivingDomain: string): Promise<void> {
+/**
+ * Puts the process's certificate where a server on `databasePath` looks for its own. With
+ * `keep`, a certificate already there stays (a restart finds the one its first start had).
+ */
+export async function layDownSelfSigned(
+  databasePath: string,
+  receivingDomain: string,
+  options: { keep?: boolean } = {},
+): Promise<void> {
   if (receivingDomain !== SEED_DOMAIN) return
-  const from = await makeSeed()
   const to = selfSignedPaths(databasePath)
+  if (options.keep && existsSync(to.cert) && existsSync(to.key)) return
+  const from = await makeSeed()
   mkdirSync(to.folder, { recursive: true, mode: 0o700 })
   copyFileSync(from.key, to.key)
   copyFileSync(from.cert, to.cert)
