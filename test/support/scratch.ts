@@ -81,6 +81,9 @@ export const scratchDir = (prefix: string): string => made(prefix, 'file')
 /** A fresh folder that lives as long as this process: for what it reuses across test files. */
 export const processScratchDir = (prefix: string): string => made(prefix, 'process')
 
+/** Where the scratch folders go (RAM-backed where there is room), for a folder with a name of its caller's. */
+export const scratchBase = (): string => base
+
 /** A fresh folder nobody here removes: the caller stops what runs in it, then removes it. */
 export const unmanagedScratchDir = (prefix: string): string => mkdtempSync(join(base, prefix))
 
