@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer, type Server } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { unusedPort } from '../support/ports.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-first-run-'))
@@ -28,12 +29,6 @@ const finished = async (child: ReturnType<typeof run>) => {
     child.exited,
   ])
   return { stdout, stderr, code }
-}
-
-async function freePort(): Promise<number> {
-  const { port, server } = await occupiedPort()
-  await new Promise((resolve) => server.close(resolve))
-  return port
 }
 
 async function occupiedPort(): Promise<{ port: number; server: Server }> {
@@ -125,7 +120,7 @@ for (const variable of ['PORT', 'SMTP_PORT'] as const) {
 }
 
 test('a second start in the same folder, on the same ports, names the server already running there', async () => {
-  const ports = { PORT: String(await freePort()), SMTP_PORT: String(await freePort()) }
+  const ports = { PORT: String(unusedPort()), SMTP_PORT: String(unusedPort()) }
   const env = { ...ports, DATABASE_PATH: join(dir, 'twice', 'pigeonhole.db') }
   const first = run(['bun', 'src/index.ts'], env)
   try {

@@ -6,8 +6,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { join } from 'node:path'
+import { unusedPort } from './ports.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned } from './tls-seed.ts'
 import { until } from './wait.ts'
@@ -15,12 +15,9 @@ import { until } from './wait.ts'
 export const ROOT = join(import.meta.dir, '..', '..')
 
 /** A port the OS considers free right now (the entry's server must bind a known port). */
+/** A port for a child to listen on (support/ports.ts says why not the kernel's port 0). */
 export async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const { port } = server.address() as { port: number }
-  await new Promise((resolve) => server.close(resolve))
-  return port
+  return unusedPort()
 }
 
 export interface Deployment {

@@ -32,6 +32,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
+import { unusedPort } from './ports.ts'
 import { scratchBase, unmanagedScratchDir } from './scratch.ts'
 
 /** Where initdb and pg_ctl live: on the PATH, else Debian's versioned folder (newest first). */
@@ -87,14 +88,6 @@ function run(args: string[], outputFile: string): void {
 }
 
 const shellQuote = (s: string) => `'${s.replaceAll("'", `'\\''`)}'`
-
-/** A port nobody listens on right now (the kernel's choice for port 0). */
-function freePort(): number {
-  const probe = Bun.listen({ hostname: '127.0.0.1', port: 0, socket: { data() {} } })
-  const port = probe.port
-  probe.stop(true)
-  return port
-}
 
 /**
  * The tests' server settings, for work the tests cannot observe. The bench keeps PostgreSQL's
@@ -259,7 +252,7 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
     rmSync(folder, { recursive: true, force: true }) // no watcher yet: nothing else would
     throw error
   }
-  const port = freePort()
+  const port = unusedPort()
   // The socket lives in the scratch folder so no system folder is needed.
   // BENCH_POSTGRES_OPTIONS adds server options to the bench's (durable) cluster, for a profile
   // (e.g. `-c shared_preload_libraries=pg_stat_statements`); the tests' cluster ignores it.
