@@ -33,7 +33,7 @@ import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
 import { unusedPort } from './ports.ts'
-import { scratchBase, unmanagedScratchDir } from './scratch.ts'
+import { scratchBase, unmanagedScratchDir, untilGone } from './scratch.ts'
 
 /** Where initdb and pg_ctl live: on the PATH, else Debian's versioned folder (newest first). */
 function findBinaries(): string | null {
@@ -186,7 +186,7 @@ function serverFolder(prefix: string): string {
 
 /** Removes `folders` a second after process `ownerPid` is gone (see createCluster's watcher). */
 function removeAfter(ownerPid: number, folders: string[]): void {
-  const watch = `while kill -0 ${ownerPid} 2>/dev/null; do sleep 1; done; rm -rf ${folders.map(shellQuote).join(' ')}`
+  const watch = `${untilGone(ownerPid)}; rm -rf ${folders.map(shellQuote).join(' ')}`
   Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
     stdio: ['ignore', 'ignore', 'ignore'],
   })
@@ -287,7 +287,7 @@ function createCluster(durable = false, password?: string, ownerPid = process.pi
   const stopCommand = [pgCtl, '-D', data, '-m', 'immediate', 'stop'].map(shellQuote).join(' ')
   const asServerUser = isRoot ? `su postgres -s /bin/sh -c ${shellQuote(stopCommand)}` : stopCommand
   const removed = [folder, alsoRemove ?? folder].map(shellQuote).join(' ')
-  const watch = `while kill -0 ${ownerPid} 2>/dev/null; do sleep 1; done; ${asServerUser} >/dev/null 2>&1; rm -rf ${removed}`
+  const watch = `${untilGone(ownerPid)}; ${asServerUser} >/dev/null 2>&1; rm -rf ${removed}`
   Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
     stdio: ['ignore', 'ignore', 'ignore'],
   })

@@ -55,13 +55,21 @@ function writeManifest(): void {
 }
 
 /**
+ * A shell command that returns once process `pid` is gone. GNU tail's `--pid` waits without
+ * starting a process a second (a `sleep 1` loop costs about a millisecond of CPU a turn, and a
+ * run keeps a dozen watchers for two minutes); where tail lacks it, the loop.
+ */
+export const untilGone = (pid: number): string =>
+  `{ tail --pid=${pid} -f /dev/null 2>/dev/null || while kill -0 ${pid} 2>/dev/null; do sleep 1; done; }`
+
+/**
  * A shell loop in a session of its own (setsid), not this process's child, so neither a kill of
  * the run's process group nor a `--parallel` worker's end takes it along: once this process is
  * gone it removes every folder on the list, then the list.
  */
 function startWatcher(list: string): void {
   const quoted = `'${list.replaceAll("'", `'\\''`)}'`
-  const watch = `while kill -0 ${process.pid} 2>/dev/null; do sleep 1; done; if [ -f ${quoted} ]; then while IFS= read -r d; do rm -rf "$d"; done < ${quoted}; fi; rm -f ${quoted} ${quoted}.tmp`
+  const watch = `${untilGone(process.pid)}; if [ -f ${quoted} ]; then while IFS= read -r d; do rm -rf "$d"; done < ${quoted}; fi; rm -f ${quoted} ${quoted}.tmp`
   Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
     stdio: ['ignore', 'ignore', 'ignore'],
   })
