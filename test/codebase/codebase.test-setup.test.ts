@@ -1,0 +1,115 @@
+/**
+ * What the suite makes once and copies (support/postgres.ts, support/harness.ts) must be what
+ * making it anew gives, and the shortcuts the test clusters take must be the ones their
+ * comments promise: a database copied from the cluster's migrated template holds exactly what
+ * migrating an empty one holds, a test server's copied SQLite file has the migrated file's
+ * schema and page settings, the clusters skip only what no test can observe (durability of
+ * acknowledged commits stays), and ports handed to child processes lie below the ephemeral
+ * range that the run's own connections take their local ports from.
+ */
+import { Database } from 'bun:sqlite'
+import { expect, setDefaultTimeout, test } from 'bun:test'
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import { openPostgres } from '../../src/storage/postgres/client.ts'
+import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
+import { openStorage } from '../../src/storage/sqlite/open.ts'
+import { startTestServer } from '../support/harness.ts'
+import { unusedPort } from '../support/ports.ts'
+import { describeWithPostgres, freshDatabase, migratedDatabase, testCluster } from '../support/postgres.ts'
+import { scratchDir } from '../support/scratch.ts'
+
+setDefaultTimeout(60_000)
+
+/** Every table, column, index and function of `url`'s public schema, and the migrations it records. */
+async function postgresContents(url: string) {
+  const sql = openPostgres(url, { max: 1 })
+  try {
+    const columns = await sql<{ c: string }[]>`
+      select table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable as c
+      from information_schema.columns where table_schema = 'public' order by 1`
+    const indexes = await sql<{ c: string }[]>`
+      select indexdef as c from pg_indexes where schemaname = 'public' order by 1`
+    const functions = await sql<{ c: string }[]>`
+      select p.proname || '(' || pg_get_function_arguments(p.oid) || ')' as c from pg_proc p
+      join pg_namespace n on n.oid = p.pronamespace where n.nspname = 'public' order by 1`
+    const migrations = await sql<{ c: string }[]>`select hash as c from drizzle.__drizzle_migrations order by id`
+    return [columns, indexes, functions, migrations].map((rows) => rows.map((row) => row.c))
+  } finally {
+    await sql.end()
+  }
+}
+
+describeWithPostgres('the test clusters', () => {
+  test('a database copied from the migrated template holds what migrating an empty database gives', async () => {
+    const migrated = await freshDatabase()
+    expect((await migratePostgres(migrated)).applied).toBeGreaterThan(0)
+    const copied = await migratedDatabase()
+    const [fromCopy, fromMigration] = [await postgresContents(copied), await postgresContents(migrated)]
+    expect(fromCopy[0]!.length).toBeGreaterThan(50)
+    expect(fromCopy).toEqual(fromMigration)
+    // The server's own start on the copy finds nothing left to apply.
+    expect((await migratePostgres(copied)).applied).toBe(0)
+  })
+
+  test('the run skips what no test observes and keeps every acknowledged commit', async () => {
+    const sql = openPostgres(testCluster().url(), { max: 1 })
+    try {
+      const settings = Object.fromEntries(
+        (
+          await sql<{ name: string; setting: string }[]>`
+            select name, setting from pg_settings where name in
+            ('fsync', 'full_page_writes', 'wal_level', 'max_wal_senders', 'autovacuum', 'jit', 'synchronous_commit')`
+        ).map((row) => [row.name, row.setting]),
+      )
+      expect(settings).toEqual({
+        fsync: 'off',
+        full_page_writes: 'off',
+        wal_level: 'minimal',
+        max_wal_senders: '0',
+        autovacuum: 'off',
+        jit: 'off',
+        synchronous_commit: 'on',
+      })
+    } finally {
+      await sql.end()
+    }
+  })
+})
+
+test("a test server's SQLite file has what the server's own migration of an empty file gives", async () => {
+  const server = await startTestServer()
+  try {
+    const own = join(scratchDir('pigeonhole-setup-check-'), 'pigeonhole.db')
+    openStorage(own).close()
+    const read = (path: string) => {
+      const db = new Database(path, { readonly: true })
+      try {
+        return {
+          schema: db.query('SELECT type, name, sql FROM sqlite_schema ORDER BY type, name').all(),
+          migrations: db.query('SELECT hash FROM __drizzle_migrations ORDER BY id').all(),
+          pageSize: db.query('PRAGMA page_size').get(),
+          autoVacuum: db.query('PRAGMA auto_vacuum').get(),
+        }
+      } finally {
+        db.close()
+      }
+    }
+    const served = read(server.databasePath)
+    expect(served.schema.length).toBeGreaterThan(20)
+    expect(served).toEqual(read(own))
+  } finally {
+    await server.stop()
+  }
+})
+
+test('a port for a child process lies below the ephemeral range and is free', () => {
+  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0])
+  for (let i = 0; i < 20; i++) {
+    const port = unusedPort()
+    expect(port).toBeGreaterThanOrEqual(10_000)
+    expect(port).toBeLessThan(ephemeralStart)
+    const listener = Bun.listen({ hostname: '127.0.0.1', port, socket: { data() {} } })
+    listener.stop(true)
+  }
+})
