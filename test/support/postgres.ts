@@ -1,13 +1,13 @@
 /**
  * A throwaway PostgreSQL cluster for the tests under test/postgres/: a copy of the data folder
  * the run initialised once (initdb) in a scratch folder, listening on 127.0.0.1 on a free port,
- * trust authentication (loopback only, no password to leak). One cluster serves the whole `bun test` run (about 2 s to start), also
- * when the run's files are spread over worker processes (`--parallel`): the first process to
- * need it starts it and the others find it through a rendezvous folder named after the run
- * (see `runKey`). Each test file takes a fresh database of its own with `freshDatabase()`, so
- * files never see each other's rows; a file that stops or restarts a server takes
- * `ownCluster()` instead. The cluster is stopped with `-m immediate` when the run ends, and
- * its folder removed.
+ * trust authentication (loopback only, no password to leak). One cluster serves the whole
+ * `bun test` run (about 2 s to start), also when the run's files are spread over worker
+ * processes (`--parallel`): the first process to need it starts it and the others find it through a
+ * rendezvous folder named after the run (see `runKey`). Each test file takes a fresh database
+ * of its own with `freshDatabase()`, so files never see each other's rows; a file that stops or
+ * restarts a server takes `ownCluster()` instead. The cluster is stopped with `-m immediate`
+ * when the run ends, and its folder removed.
  *
  * Debian's server refuses to run as root, so as root every server command runs through
  * `su postgres`. Where no PostgreSQL binaries are installed the tests are skipped with one
@@ -438,14 +438,14 @@ export async function freshDatabase(
 }
 
 /**
- * The migrated database each cluster's new databases are copied from: made
- * once per cluster (per run, for the run's cluster) instead of migrating every database, which
- * cost about 0.1 s of the server's CPU and 40 ms of the caller's each. The run's processes
- * share it; the first to take the cluster's advisory lock makes it, under a name of its own
- * and renamed into place once migrated, so a process killed half-way leaves no half-migrated
- * template behind. Copies are exactly what migrating a fresh database gives (the same
- * migrations, the same record of them in `drizzle.__drizzle_migrations`); the migrations'
- * own tests still start from an empty database (`freshDatabase()`).
+ * The migrated database each cluster's new databases are copied from: made once per cluster
+ * (per run, for the run's cluster) instead of migrating every database, which cost about 0.1 s
+ * of the server's CPU and 40 ms of the caller's each. The run's processes share it; the first
+ * to take the cluster's advisory lock makes it, under a name of its own and renamed into place
+ * once migrated, so a process killed half-way leaves no half-migrated template behind. Copies
+ * are exactly what migrating a fresh database gives (the same migrations, the same record of
+ * them in `drizzle.__drizzle_migrations`); the migrations' own tests still start from an empty
+ * database (`freshDatabase()`).
  */
 const MIGRATED_TEMPLATE = 'pigeonhole_migrated'
 const templates = new WeakMap<TestCluster, Promise<void>>()
