@@ -4,7 +4,6 @@
  * transferred and go back transferred with the result; attachment bytes are transferred
  * too. Started by ParsePool (parse-pool.ts); `bun run build` bundles it as its own file.
  */
-import { edenGC } from 'bun:jsc'
 import type { Limits } from '../../config.ts'
 import { parseMail, type ParsedMail } from './parse.ts'
 import { InboundRefusal, type RefusalReason } from './refusal.ts'
@@ -38,12 +37,9 @@ declare const self: Worker
 
 /**
  * A big message leaves tens of MiB of parser garbage that an idle worker would hold until
- * its next allocation; a collection after each big one gives most of it back (figures in
- * bench/README.md). An eden (young-generation) one: that garbage is all new, made by this
- * message's parse, and a full collection cost a third of the worker's CPU per 9 MiB message
- * (14 of 42 ms) for no lower RSS; the full one runs once the worker goes idle (below).
- * Small messages leave little, and a collection per message would cost throughput, so they
- * skip it.
+ * its next allocation; a full collection after each big one gives most of it back (figures
+ * in bench/README.md). Small messages leave little, and a collection per message would
+ * cost throughput, so they skip it.
  */
 const COLLECT_AFTER_BYTES = 512 * 1024
 
@@ -68,8 +64,9 @@ self.onmessage = async ({ data }: MessageEvent<ParseRequest>) => {
       reply({ id: data.id, ok: false, refusal: { reason: error.reason, detail: error.detail } })
     else reply({ id: data.id, ok: false, error: error instanceof Error ? error.message.slice(0, 200) : 'parse failed' })
   }
-  if (size >= COLLECT_AFTER_BYTES) edenGC() // after the reply, so the sender does not wait for it
-  collectWhenIdle()
+  if (size >= COLLECT_AFTER_BYTES)
+    Bun.gc(true) // after the reply, so the sender does not wait for it
+  else collectWhenIdle()
 }
 
 /**
