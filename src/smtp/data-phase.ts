@@ -103,7 +103,10 @@ export function receiveData(
             leaveStore = await storeGate.take(size)
             leaveParse()
           }
-          return receiveMessage(s, { raw, envelopeFrom, recipients, parsed }) // takes over raw
+          // Committed, its bytes are in the database: the next large message may write its
+          // blobs while this one's WAL sync runs (the 250 still waits for the sync).
+          const committed = () => leaveStore?.()
+          return receiveMessage(s, { raw, envelopeFrom, recipients, parsed, committed }) // takes over raw
         })
       } finally {
         leaveStore?.()

@@ -33,9 +33,11 @@ export interface Storage {
    * after the COMMIT, so a caller that acknowledges on resolve acknowledges only durable
    * data. `work` must be synchronous. `bytes` is roughly what it writes; a batch holding a
    * job of LARGE_WRITE_BYTES or more checkpoints in a turn of its own (groupCommitter), unless
-   * the storage checkpoints on a worker thread (the server's: checkpointer.ts).
+   * the storage checkpoints on a worker thread (the server's: checkpointer.ts). `committed`
+   * is called once the job's transaction has committed, before the sync the promise waits
+   * for (never for a job that fails).
    */
-  writeInGroup<T>(work: (tx: Tx) => T, bytes?: number): Promise<T>
+  writeInGroup<T>(work: (tx: Tx) => T, bytes?: number, committed?: () => void): Promise<T>
   /** Set once by the composition root; a quiet default until then (the CLI keeps it). */
   observer: StorageObserver
   close(): void

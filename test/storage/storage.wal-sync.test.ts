@@ -52,6 +52,32 @@ test('writeInGroup settles only after the WAL fsync returns, and one sync serves
   storage.close()
 })
 
+test('a job hears that it committed before its sync returns; a job that fails never does', async () => {
+  const storage = openStorage(join(dir, 'db.sqlite'))
+  const held: Array<() => void> = []
+  fs.fsync = ((fd: number, callback: (error: Error | null) => void) => {
+    held.push(() => realFsync(fd, callback))
+  }) as typeof fs.fsync
+  const heard: string[] = []
+  const kept = storage.writeInGroup(
+    (tx) => tx.insert(organizations).values(org('org_a')).run(),
+    0,
+    () => heard.push('org_a'),
+  )
+  const failed = storage.writeInGroup(
+    (tx) => tx.insert(organizations).values(org('org_a')).run(), // the same id: fails, alone
+    0,
+    () => heard.push('duplicate'),
+  )
+  await until(() => held.length > 0, 'the WAL sync to be asked for', { intervalMs: 0 })
+  expect(heard).toEqual(['org_a'])
+  await expect(failed).rejects.toThrow()
+  held.shift()!()
+  await kept
+  expect(heard).toEqual(['org_a'])
+  storage.close()
+})
+
 test('a failed WAL sync fails the jobs waiting for it instead of acknowledging them', async () => {
   const storage = openStorage(join(dir, 'db.sqlite'))
   fs.fsync = ((_fd: number, callback: (error: Error | null) => void) =>

@@ -54,12 +54,17 @@ interface ReceivedMessage {
    * parse gate to its store gate).
    */
   parsed?: () => Promise<void>
+  /**
+   * Called once the message is committed, before the sync its answer waits for (SQLite): the
+   * SMTP transport lets the next large message into its store gate then.
+   */
+  committed?: () => void
 }
 
 /** Parses, checks and stores one message for its recipients; resolves once it is committed. */
 export async function receiveMessage(
   s: Services,
-  { raw, envelopeFrom, recipients, parsed }: ReceivedMessage,
+  { raw, envelopeFrom, recipients, parsed, committed }: ReceivedMessage,
 ): Promise<StoredMessage[]> {
   try {
     if (raw.byteLength > s.config.limits.messageBytes)
@@ -78,7 +83,7 @@ export async function receiveMessage(
     const size = source.byteLength
     let stored: StoredMessage[]
     try {
-      stored = await storeInboundMessage(s, source, mail, recipients)
+      stored = await storeInboundMessage(s, source, mail, recipients, committed)
     } catch (error) {
       if (error instanceof InboundRefusal) throw error // a limit of the new period, not a failure
       // A failing volume was logged once when it began (storage-health.ts); each message it

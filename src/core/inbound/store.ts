@@ -79,6 +79,8 @@ export async function storeInboundMessage(
   raw: Buffer,
   mail: ParsedMail,
   recipients: Reservation[],
+  /** Told when the message's transaction has committed, before it is durable (StoreInboundInput). */
+  committed?: () => void,
 ): Promise<StoredMessage[]> {
   const deliveries: Delivery[] = []
   for (const reservation of recipients) {
@@ -132,7 +134,12 @@ export async function storeInboundMessage(
       s.notifier.bump(inboxId)
     },
   }
-  const stored = await s.store.inbound.storeMessage({ message: inboundMessage(raw, mail), deliveries, decide })
+  const stored = await s.store.inbound.storeMessage({
+    message: inboundMessage(raw, mail),
+    deliveries,
+    decide,
+    ...(committed ? { committed } : {}),
+  })
   for (const delivery of stored) s.reservations.committed(delivery.reservation)
   for (const message of stored) s.notifier.emit(message.inboxId, 'message_stored')
   if (stored.length === 0 && refusals[0]) throw refusals[0]

@@ -137,6 +137,12 @@ export interface StoreInboundInput<D extends InboundDelivery> {
   /** One per inbox, no inbox twice. */
   deliveries: D[]
   decide: InboundDecider<D>
+  /**
+   * Called once the message's transaction has committed, before the sync that the answer
+   * waits for, so that the caller can let the next large message start writing meanwhile.
+   * Optional for an adapter whose commit is its sync (PostgreSQL calls nothing).
+   */
+  committed?: () => void
 }
 
 /** What one sweep batch of expired messages deleted. */

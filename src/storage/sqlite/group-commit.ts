@@ -6,6 +6,7 @@ import type { Checkpointer } from './checkpointer.ts'
 interface GroupJob {
   bytes: number
   work: (tx: Tx) => unknown
+  committed: (() => void) | undefined
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
 }
@@ -84,10 +85,9 @@ export function groupCommitter(
     )
   const runAlone = (job: GroupJob) => {
     try {
-      void settle(
-        [job],
-        [withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))],
-      )
+      const value = withoutInlineSync([job], () => db.transaction((tx) => job.work(tx), { behavior: 'immediate' }))
+      job.committed?.()
+      void settle([job], [value])
     } catch (error) {
       observer().failed(error)
       job.reject(error)
@@ -116,11 +116,12 @@ export function groupCommitter(
       for (const job of jobs) runAlone(job)
       return
     }
+    for (const job of jobs) job.committed?.()
     void settle(jobs, values)
   }
-  return <T>(work: (tx: Tx) => T, bytes = 0) =>
+  return <T>(work: (tx: Tx) => T, bytes = 0, committed?: () => void) =>
     new Promise<T>((resolve, reject) => {
       if (queue.length === 0) setImmediate(flush)
-      queue.push({ work, bytes, resolve: resolve as (value: unknown) => void, reject })
+      queue.push({ work, bytes, committed, resolve: resolve as (value: unknown) => void, reject })
     })
 }

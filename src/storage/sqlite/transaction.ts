@@ -34,6 +34,12 @@ export function transaction<T>(storage: Storage, work: (tx: Tx) => T): T {
  * fsync with the other jobs of its event-loop turn, and settles after the WAL is durable).
  * Operations it calls reuse the batch's transaction through `transaction`.
  */
-export function transactionInGroup<T>(storage: Storage, work: (tx: Tx) => T, bytes?: number): Promise<T> {
-  return storage.writeInGroup((tx) => within(storage, tx, work), bytes)
+export function transactionInGroup<T>(
+  storage: Storage,
+  work: (tx: Tx) => T,
+  bytes?: number,
+  /** Called once committed, before the sync (Storage.writeInGroup). */
+  committed?: () => void,
+): Promise<T> {
+  return storage.writeInGroup((tx) => within(storage, tx, work), bytes, committed)
 }

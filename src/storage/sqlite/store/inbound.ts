@@ -82,7 +82,7 @@ async function storeStaged<D extends InboundDelivery>(
 
 function storeInGroup<D extends InboundDelivery>(
   storage: Storage,
-  { message, deliveries, decide }: StoreInboundInput<D>,
+  { message, deliveries, decide, committed }: StoreInboundInput<D>,
   bytes: number,
   staged: boolean,
 ): Promise<D[]> {
@@ -163,6 +163,7 @@ function storeInGroup<D extends InboundDelivery>(
       return done
     },
     bytes,
+    committed,
   )
 }
 
