@@ -69,8 +69,9 @@ export class SmtpGuards implements ConnectionGuard {
   readonly parsing: ParseGate
   /**
    * Large messages parsed and being stored (blobs written, committed): at most
-   * LIMIT_MESSAGE_BYTES at once, entered before leaving `parsing`, left at the commit, so the
-   * next one writes while the WAL sync its 250 waits for runs (test/smtp/smtp.store-gate.test.ts). So one message is parsed
+   * LIMIT_MESSAGE_BYTES at once, entered before leaving `parsing`, left at the commit, so
+   * the next one writes while the WAL sync its 250 waits for runs
+   * (test/smtp/smtp.store-gate.test.ts). So one message is parsed
    * while the one before it is written and synced: one after the other, the cores sat mostly
    * idle through a flood of big messages (15 MiB/s, each message's parse, stage, commit and
    * fsync in series). Two whole messages in the parse gate instead also parsed two at once,
