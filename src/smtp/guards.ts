@@ -71,8 +71,8 @@ export class SmtpGuards implements ConnectionGuard {
    * Large messages parsed and being stored (blobs written, committed): at most
    * LIMIT_MESSAGE_BYTES at once, entered before leaving `parsing`, left at the commit, so
    * the next one writes while the WAL sync its 250 waits for runs
-   * (test/smtp/smtp.store-gate.test.ts). So one message is parsed
-   * while the one before it is written and synced: one after the other, the cores sat mostly
+   * (test/smtp/smtp.store-gate.test.ts). So one message is parsed while the one before it is
+   * written, and written while the one before that is synced: one after the other, the cores sat mostly
    * idle through a flood of big messages (15 MiB/s, each message's parse, stage, commit and
    * fsync in series). Two whole messages in the parse gate instead also parsed two at once,
    * which raised the flood's peak RSS by 30 to 55 MiB, too near its bound.
