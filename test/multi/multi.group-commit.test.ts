@@ -116,4 +116,60 @@ describeWithPostgres('group commit on two machines', () => {
     >`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
     expect(after!.n - before!.n).toBe(acknowledged.length)
   })
+  test('a batch that fails over one delivery (its COMMIT already sent behind its statements) stores the others, usage exact', async () => {
+    const inboxes = await Promise.all([newInbox(), newInbox(), newInbox(), newInbox()])
+    // Every messages insert (one a batch) takes 20 ms, so deliveries queue and share batches;
+    // one holding a "poison" subject fails in the database. A sequence, which no rollback undoes,
+    // counts the failed inserts that held other deliveries too.
+    await sql.unsafe(`
+      create sequence if not exists mixed_batch_failures;
+      create or replace function poison_messages() returns trigger language plpgsql as $$ begin
+        if exists (select from new_rows where subject like 'poison%') then
+          if (select count(*) from new_rows) > 1 then perform nextval('mixed_batch_failures'); end if;
+          raise exception 'poison refused';
+        end if;
+        perform pg_sleep(0.02);
+        return null;
+      end $$;
+      create or replace trigger poison_messages after insert on messages referencing new table as new_rows
+        for each statement execute function poison_messages();`)
+    try {
+      const [before] = await sql<
+        { n: number }[]
+      >`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
+      const sends = machines.flatMap((machine, m) =>
+        Array.from({ length: 10 }, async (_, c) => {
+          const ids: string[] = []
+          for (let k = 0; k < 4; k++) {
+            const to = inboxes[(c + k) % inboxes.length]!.address
+            const poison = k === 2 && c % 3 === 0
+            const result = await sendMail(
+              machine.app.smtpPort,
+              { to: [to] },
+              simpleMessage({ to, subject: `${poison ? 'poison' : 'fine'} m${m} c${c} k${k}` }),
+            )
+            if (poison) expect(result.data?.code).not.toBe(250)
+            else {
+              expect(result.data?.code).toBe(250)
+              ids.push(...(result.data!.text.match(/msg_[0-9a-f]{32}/g) ?? []))
+            }
+          }
+          return ids
+        }),
+      )
+      const acknowledged = (await Promise.all(sends)).flat()
+      expect(acknowledged).toHaveLength(2 * 10 * 4 - 2 * 4)
+      const rows = await sql<{ id: string; subject: string }[]>`
+        select id, subject from messages where inbox_id in ${sql(inboxes.map((inbox) => inbox.id))}`
+      expect(rows.map((row) => row.id).sort()).toEqual([...acknowledged].sort())
+      const [after] = await sql<
+        { n: number }[]
+      >`select coalesce(sum(received), 0)::int as n from monthly_email_usage where organization_id = ${organizationId}`
+      expect(after!.n - before!.n).toBe(acknowledged.length)
+      const [mixed] = await sql<{ n: string }[]>`select last_value::text as n, is_called from mixed_batch_failures`
+      expect(Number(mixed!.n)).toBeGreaterThan(0)
+    } finally {
+      await sql.unsafe('drop trigger if exists poison_messages on messages')
+    }
+  })
 })

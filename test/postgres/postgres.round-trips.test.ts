@@ -34,14 +34,15 @@ setDefaultTimeout(60_000)
 /**
  * One message to one recipient, by statement group: admission facts (1); the quota hold, one
  * call of its function in a transaction of its own (1); the store's BEGIN, inbox locks + inbox
- * rows + newest received_at + quota locks + holds' delete, every row + counters, COMMIT (4), each
- * group one statement per kind however many deliveries share the transaction. Awaited one
+ * rows + newest received_at + quota locks + holds' delete, every row + counters with the COMMIT
+ * sent behind them unawaited (3), each group one statement per kind however many deliveries share
+ * the transaction; the COMMIT awaited on its own was a fourth. Awaited one
  * statement at a time, with Drizzle's statements unprepared (a describe before each), it was 29,
  * and the full read 9; with the hold's seven statements sent in three groups (BEGIN, the rest,
  * COMMIT), 8. Sending BEGIN and COMMIT with the store's statements on a reserved connection was
  * tried and undone: see bench/README.md, "CPU per message".
  */
-const DELIVERY_ROUND_TRIPS = 6
+const DELIVERY_ROUND_TRIPS = 5
 /**
  * After the commit, outside it, the machine publishes the wake-up when another machine watches
  * the inbox: one statement, shared by every delivery the machine stores in the same few

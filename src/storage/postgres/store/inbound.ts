@@ -117,23 +117,31 @@ const byOrganizationThenInbox = (a: InboundDelivery, b: InboundDelivery) =>
 export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
 
 /**
- * `work` in postgres.js's transaction; the statements it answers unawaited in `sent` are
- * awaited before the COMMIT. Not on a reserved connection, which would let the BEGIN go out
- * with the reads and the COMMIT with the rows (two round trips fewer): a reservation waits for
- * an idle connection, where `begin` hands its BEGIN to a busy one too, and under load a
- * connection is rarely idle (bench/README.md, "CPU per message").
+ * `work` in postgres.js's transaction, its COMMIT sent behind the statements it answers
+ * unawaited in `sent`, without waiting for their answers: the counter rows those statements
+ * update stay locked from their update to the commit, and every other store of the same
+ * organisation waits for that lock (the monthly usage, the organisation's burst). Awaited
+ * first, the lock was held a round trip longer, and on a busy machine our process's turn to
+ * read the answers and send the COMMIT. A statement of `sent` that fails aborts the
+ * transaction, and PostgreSQL answers the COMMIT behind it with a rollback (its tag, not an
+ * error): `sent` is awaited after the COMMIT, so the call still rejects and nothing counts as
+ * stored unless every statement succeeded and the COMMIT answered. Not on a reserved
+ * connection, which would let the BEGIN go out with the reads too (one round trip fewer): a
+ * reservation waits for an idle connection, where `begin` hands its BEGIN to a busy one too,
+ * and under load a connection is rarely idle (bench/README.md, "CPU per message").
  */
 async function inTransaction<T>(
   pool: Sql,
   work: (tx: postgres.TransactionSql) => Promise<{ result: T; sent: Promise<unknown>[] }>,
 ): Promise<T> {
-  return (
-    await pool.begin(async (tx) => {
-      const { result, sent } = await work(tx)
-      await Promise.all(sent)
-      return [result]
-    })
-  )[0] as T
+  let sent: Promise<unknown>[] = []
+  const [result] = (await pool.begin(async (tx) => {
+    const done = await work(tx)
+    sent = done.sent
+    return [done.result]
+  })) as [T]
+  await Promise.all(sent)
+  return result
 }
 
 /** One delivery of one job of a batch. */
