@@ -124,11 +124,12 @@ export type HoldConverter = Pick<QuotaReservations, 'beginConvert'>
  * first, the lock was held a round trip longer, and on a busy machine our process's turn to
  * read the answers and send the COMMIT. A statement of `sent` that fails aborts the
  * transaction, and PostgreSQL answers the COMMIT behind it with a rollback (its tag, not an
- * error): `sent` is awaited after the COMMIT, so the call still rejects and nothing counts as
- * stored unless every statement succeeded and the COMMIT answered. Not on a reserved
- * connection, which would let the BEGIN go out with the reads too (one round trip fewer): a
- * reservation waits for an idle connection, where `begin` hands its BEGIN to a busy one too,
- * and under load a connection is rarely idle (bench/README.md, "CPU per message").
+ * error): `sent` is awaited after the COMMIT, so the call still rejects, with the failing
+ * statement's error, and nothing counts as stored unless every statement succeeded and the
+ * COMMIT answered. Not on a reserved connection, which would let the BEGIN go out with the
+ * reads too (one round trip fewer): a reservation waits for an idle connection, where `begin`
+ * hands its BEGIN to a busy one too, and under load a connection is rarely idle
+ * (bench/README.md, "CPU per message").
  */
 async function inTransaction<T>(
   pool: Sql,
@@ -140,7 +141,10 @@ async function inTransaction<T>(
     sent = done.sent
     return [done.result]
   })) as [T]
-  await Promise.all(sent)
+  // The first failure in the order sent is the cause; every statement behind it only reports
+  // the aborted transaction (25P02), and may settle first.
+  const failed = (await Promise.allSettled(sent)).find((answer) => answer.status === 'rejected')
+  if (failed) throw failed.reason
   return result
 }
 
