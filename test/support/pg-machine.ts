@@ -17,7 +17,7 @@
  */
 import { createInterface } from 'node:readline'
 import { startApp } from '../../src/app.ts'
-import { sweepOnceAcrossMachines } from '../../src/app/postgres/sweeper.ts'
+import { RETENTION_JOB, retentionTurn } from '../../src/app/postgres/sweeper.ts'
 import { runAsProcess } from '../../src/app/process.ts'
 import { ManualClock } from '../../src/clock.ts'
 import { loadConfigOrExit } from '../../src/config.ts'
@@ -25,6 +25,7 @@ import { createApiKey } from '../../src/core/api-keys/keys.ts'
 import { CLI_ACTOR } from '../../src/core/audit/audit.ts'
 import { createOrganization } from '../../src/core/organizations/organizations.ts'
 import { openPostgres, type Sql } from '../../src/storage/postgres/client.ts'
+import { runOnce } from '../../src/storage/postgres/run-once.ts'
 
 const clock = process.env.PG_MACHINE_CLOCK ? new ManualClock(process.env.PG_MACHINE_CLOCK) : undefined
 const config = loadConfigOrExit()
@@ -58,9 +59,20 @@ createInterface({ input: process.stdin }).on('line', async (line) => {
     if (command.sweep) {
       // Two: the lock holds one connection for the whole turn, the turn's own statements need another.
       sweepSql ??= openPostgres(config.databaseUrl, { max: 2 })
-      const began = wallClock()
-      const turn = await sweepOnceAcrossMachines(app.services, sweepSql)
-      reply = { turn, began, ended: wallClock() }
+      // Timed inside the lock, as the machine's own sweeper's turn runs: a turn called while
+      // another machine's runs and taking the lock once it is given back began, as a call,
+      // before the other's call returned, yet never overlapped it.
+      let span = { began: 0, ended: 0 }
+      const sql = sweepSql
+      const turn = await runOnce(sql, RETENTION_JOB, async () => {
+        const began = wallClock()
+        try {
+          return await retentionTurn(app.services, sql, app.services.clock)
+        } finally {
+          span = { began, ended: wallClock() }
+        }
+      })
+      reply = { turn, ...span }
     }
   } catch (error) {
     reply = { error: String(error) }

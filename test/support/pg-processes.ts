@@ -48,7 +48,10 @@ export interface MachineProcess {
 
 export interface SweepTurn {
   turn: { ran: false } | { ran: true; result: { messages: number; idempotencyRecords: number } }
-  /** Wall-clock milliseconds (fractional) when the turn began and ended, comparable across processes. */
+  /**
+   * Wall-clock milliseconds (fractional) when a turn that ran began and ended inside the lock,
+   * comparable across processes.
+   */
   began: number
   ended: number
 }

@@ -19,14 +19,20 @@ import { runOnce } from '../../storage/postgres/run-once.ts'
  * database-clock.ts), so a machine whose own clock runs ahead does not delete the minute the
  * others still count in.
  */
-export function sweepOnceAcrossMachines(s: Services, sql: Sql, shared: Clock = s.clock) {
-  return runOnce(sql, 'retention', async () => {
-    const counts = await sweepOnce(s)
-    const requestCounts = await sweepRequestCounts(sql, shared)
-    // The sign-in throttle's ended windows: they count for nothing, only take room.
-    const signInFailures = await createSignInFailures(sql, shared, SIGN_IN_RULES).sweep()
-    return { ...counts, requestCounts, signInFailures }
-  })
+function sweepOnceAcrossMachines(s: Services, sql: Sql, shared: Clock = s.clock) {
+  return runOnce(sql, RETENTION_JOB, () => retentionTurn(s, sql, shared))
+}
+
+/** The run-once lock's name for the sweep: one machine at a time holds it. */
+export const RETENTION_JOB = 'retention'
+
+/** What a turn does, once the lock is held (the lock's holder alone runs it). */
+export async function retentionTurn(s: Services, sql: Sql, shared: Clock) {
+  const counts = await sweepOnce(s)
+  const requestCounts = await sweepRequestCounts(sql, shared)
+  // The sign-in throttle's ended windows: they count for nothing, only take room.
+  const signInFailures = await createSignInFailures(sql, shared, SIGN_IN_RULES).sweep()
+  return { ...counts, requestCounts, signInFailures }
 }
 
 /** Runs a turn every `intervalMs` (core's schedule and logging); returns the stop function. */
