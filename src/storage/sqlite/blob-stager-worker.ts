@@ -56,12 +56,15 @@ self.onmessage = ({ data }) => {
       db.exec('PRAGMA synchronous = NORMAL')
       // The server's connection and checkpointer.ts decide when to checkpoint.
       db.exec('PRAGMA wal_autocheckpoint = 0')
-      insertSource = db.prepare('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, ?)')
-      insertContent = db.prepare('INSERT INTO attachment_contents (attachment_id, content, sha256) VALUES (?, ?, ?)')
-      dropSource = db.prepare(
+      // From query(), not prepare(): close() finalizes the statements query() cached, and a
+      // connection with a statement left unfinalized does not close (SQLite keeps it open
+      // until the GC finalizes the statement, here when the terminated thread is torn down).
+      insertSource = db.query('INSERT INTO message_sources (message_id, raw, sha256) VALUES (?, ?, ?)')
+      insertContent = db.query('INSERT INTO attachment_contents (attachment_id, content, sha256) VALUES (?, ?, ?)')
+      dropSource = db.query(
         'DELETE FROM message_sources WHERE message_id = ? AND NOT EXISTS (SELECT 1 FROM messages WHERE id = ?)',
       )
-      dropContent = db.prepare(
+      dropContent = db.query(
         'DELETE FROM attachment_contents WHERE attachment_id = ? ' +
           'AND NOT EXISTS (SELECT 1 FROM attachments WHERE id = ?)',
       )

@@ -25,7 +25,7 @@
 import { CLOSE_ON_REQUEST, closeFileWorker, startFileWorker } from './file-worker.ts'
 
 /** Runs in the worker: one connection, one PASSIVE checkpoint per request. Plain JS, so no build step is needed. */
-const WORKER_SOURCE = `
+export const WORKER_SOURCE = `
 import { Database } from 'bun:sqlite'
 let db = null
 self.onmessage = ({ data }) => {

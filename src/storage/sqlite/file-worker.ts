@@ -10,7 +10,12 @@ const CLOSE_WAIT_MS = 5_000
 
 /**
  * The worker's side of the close, for its source: on `{ type: 'close', done }` it closes its
- * connection (`db`), then signals `done`, however the close went.
+ * connection (`db`), then signals `done`, however the close went. The worker's statements
+ * must come from `db.query()`: close() finalizes those. With one from `db.prepare()` still
+ * unfinalized, SQLite only marks the connection closed and keeps it (its lock on the file
+ * with it) until the GC finalizes the statement, on the worker's thread, while the server's
+ * connection truncates the WAL and closes: that close is then not the last one, and leaves
+ * the WAL behind.
  */
 export const CLOSE_ON_REQUEST = `
   if (data.type === 'close') {
