@@ -77,6 +77,18 @@ export class InboxNotifier {
     return this.emitter.listenerCount(inboxId)
   }
 
+  /**
+   * A waiter of `inboxId` heard an event, looked, found nothing it wanted and waits on with the
+   * same subscription. Nothing to do here; PostgreSQL mode tells the other machines again that
+   * the inbox is watched (a long poll's announcement there lasts until one wake-up).
+   */
+  waitingAgain(_inboxId: string): void {}
+
+  /** Listeners of `inboxId` that did not ask to hear early: the ones that stay for many events. */
+  protected lastingCount(inboxId: string): number {
+    return this.emitter.listenerCount(inboxId) - this.early.listenerCount(inboxId)
+  }
+
   /** Hands the event to this process's listeners. */
   protected deliver(inboxId: string, event: InboxEvent): void {
     this.emitter.emit(inboxId, event)

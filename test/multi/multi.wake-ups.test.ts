@@ -150,6 +150,34 @@ describeWithPostgres('wake-ups published after the commit, and the fallback that
     expect(((await response.json()) as { error: { code: string } }).error.code).toBe('inbox_not_found')
   })
 
+  test("a long poll on B woken by A's mail it does not want waits on and still hears A's next message by NOTIFY, not by the fallback", async () => {
+    // Past the time after its LISTEN when A publishes everything, watched or not.
+    const notifierA = a.app.services.notifier as PostgresInboxNotifier
+    await until(() => !notifierA.publishesFor('inbox_nobody_watches'), "A's publish-everything time to pass")
+    const inbox = await newInbox(a)
+    const answer = fetch(`${b.app.httpUrl}/v1/inboxes/${inbox.id}/messages?wait_seconds=30&limit=1&subject=the-one`, {
+      headers: { authorization: `Bearer ${key}` },
+    })
+    await waiting(b, [inbox.id])
+    const announcements = () => heard.filter((payload) => payload.startsWith('watching:') && payload.includes(inbox.id))
+    const announced = announcements().length
+    // The first publication uses up B's announcement of a long poll (it usually answers and goes).
+    await deliver(a, inbox.address, 'something else')
+    await until(() => namedIn(inbox.id).length === 1, "the unwanted message's publication")
+    await Bun.sleep(300) // B's poll has looked, found nothing it wants, and said so again
+    // At once, not at B's next once-a-second refresh of what it watches.
+    expect(announcements().length).toBeGreaterThan(announced)
+    const messageId = await deliver(a, inbox.address, 'the-one')
+    const deliveredAt = performance.now()
+    const response = await answer
+    const tookMs = performance.now() - deliveredAt
+    expect(response.status).toBe(200)
+    expect(((await response.json()) as { data: { id: string }[] }).data.map((m) => m.id)).toEqual([messageId])
+    // Published, and heard well within the fallback's second (a few ms here; the bound is for a busy machine).
+    await until(() => namedIn(inbox.id).length === 2, "the wanted message's publication")
+    expect(tookMs).toBeLessThan(400)
+  })
+
   test('many messages stored on A at once reach B in as many or fewer publications, each naming what committed before it', async () => {
     const inboxes = await Promise.all(Array.from({ length: 12 }, () => newInbox(a)))
     const before = publisher(a).sent()

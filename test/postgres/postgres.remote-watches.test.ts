@@ -3,7 +3,8 @@
  * database as two machines (their fallback re-check set out of reach, so a wake-up heard
  * here came by NOTIFY). A store into an inbox nobody elsewhere watches sends nothing; a
  * watcher's announcement makes the stores after it published; and a store the announcement
- * arrives after is published when it arrives, so no wake-up waits for the fallback.
+ * arrives after is published when it arrives, so no wake-up waits for the fallback. An inbox
+ * only long polls watch costs one publication per wake-up, not one per message.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from 'bun:test'
 import { PostgresInboxNotifier } from '../../src/app/postgres/notifier.ts'
@@ -91,5 +92,82 @@ describeWithPostgres('wake-ups for watched inboxes only', () => {
     a.emit('inb_long', 'message_stored')
     await until(() => waiter.events.length > 0, 'the wake-up on B')
     waiter.stop()
+  })
+})
+
+describeWithPostgres('wake-ups for inboxes only long polls watch (no refresh within the test)', () => {
+  let poolA: Sql
+  let poolB: Sql
+  let spy: Sql
+  let a: PostgresInboxNotifier
+  let b: PostgresInboxNotifier
+  const heard: string[] = []
+  const published = (inboxId: string) => heard.filter((payload) => payload.split(' ').includes(inboxId)).length
+  const logger = createLogger('silent', () => {})
+  // Announcements counted one by one: the periodic refresh would add its own.
+  const options = { recheckMs: 600_000, watchTtlMs: WATCH_TTL_MS, watchRefreshMs: 600_000 }
+
+  beforeAll(async () => {
+    const url = await migratedDatabase()
+    poolA = openPostgres(url, { max: 2 })
+    poolB = openPostgres(url, { max: 2 })
+    spy = openPostgres(url, { max: 1 })
+    await spy.listen(WAKE_CHANNEL, (payload) => heard.push(payload))
+    a = new PostgresInboxNotifier(poolA, logger, 'machine-a', options)
+    b = new PostgresInboxNotifier(poolB, logger, 'machine-b', options)
+    await Promise.all([a.ready(), b.ready()])
+    await Bun.sleep(WATCH_TTL_MS + 50) // past the blind time that follows LISTEN
+  })
+  afterAll(async () => {
+    await a?.close()
+    await b?.close()
+    await Promise.all([poolA?.end(), poolB?.end(), spy?.end()])
+  })
+
+  const listen = (notifier: PostgresInboxNotifier, inboxId: string) => {
+    const events: InboxEvent[] = []
+    const stop = notifier.subscribe(inboxId, (event) => events.push(event))
+    return { events, stop }
+  }
+
+  test("an inbox only long polls watch: one publication wakes them, and the stores after it wait for a poll's next announcement", async () => {
+    const poll = () => {
+      const events: InboxEvent[] = []
+      const stop = b.subscribe('inb_polled', (event) => events.push(event), { early: true })
+      return { events, stop }
+    }
+    const first = poll()
+    await until(() => heard.some((payload) => payload.includes(';once:inb_polled')), 'the once-announcement')
+    await Bun.sleep(50) // and A has read it too
+    const sent = a.publisher.sent()
+    a.emit('inb_polled', 'message_stored')
+    a.emit('inb_polled', 'message_stored')
+    a.emit('inb_polled', 'message_stored')
+    await until(() => first.events.length > 0, 'the wake-up on B')
+    await a.publisher.flush()
+    await Bun.sleep(100)
+    // One publication for three messages (per message, the second would have followed the first).
+    expect(a.publisher.sent() - sent).toBe(1)
+    expect(published('inb_polled')).toBe(1)
+    // The poll found nothing it wanted and waits on: the stores it has not heard of are published at once.
+    b.waitingAgain('inb_polled')
+    await until(() => published('inb_polled') === 2, 'the publication of the stores after the first')
+    await until(() => first.events.length > 1, 'the second wake-up on B')
+    first.stop()
+    // A live view beside a poll makes the watch lasting: every store is published.
+    const second = poll()
+    const view = listen(b, 'inb_polled')
+    await until(
+      () => heard.some((payload) => /^watching:machine-b:.*inb_polled/.test(payload)),
+      'the lasting announcement',
+    )
+    await Bun.sleep(50)
+    for (let i = 0; i < 3; i++) {
+      a.emit('inb_polled', 'message_stored')
+      await a.publisher.flush()
+    }
+    await until(() => published('inb_polled') === 5, 'three more publications')
+    second.stop()
+    view.stop()
   })
 })

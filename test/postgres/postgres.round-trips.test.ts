@@ -140,7 +140,7 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
   })
 
   test(`with a waiter on another machine, its wake-up costs ${PUBLICATION_ROUND_TRIPS} more after the commit`, async () => {
-    await publishWatching(elsewhere, 'another-machine', [inbox.id])
+    await publishWatching(elsewhere, 'another-machine', { lasting: [inbox.id], once: [] })
     await until(() => notifier().publishesFor(inbox.id), 'the announcement to be heard')
     const expected = DELIVERY_ROUND_TRIPS + PUBLICATION_ROUND_TRIPS
     const turns = await deliveryTurns(expected, async () => {

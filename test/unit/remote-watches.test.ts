@@ -62,3 +62,37 @@ test('announcements name every inbox once, under the payload limit, with no spac
   }
   expect(named).toEqual(ids)
 })
+
+test("a long polls' once-watch is used up by one publication; the stores after it wait for the next announcement", () => {
+  const watches = createRemoteWatches(TTL, BLIND)
+  watches.blind(0)
+  expect(watches.heard(['inb_busy'], 10_000, true)).toEqual([])
+  expect(watches.stored('inb_busy', 10_001)).toBe(true) // wakes the polls
+  expect(watches.stored('inb_busy', 10_002)).toBe(false) // nobody left to wake, as far as known
+  expect(watches.stored('inb_busy', 10_003)).toBe(false)
+  // A poll announces itself (a new one, or one woken for nothing it wanted): those stores at once, and that used it up.
+  expect(watches.heard(['inb_busy'], 10_250, true)).toEqual(['inb_busy'])
+  expect(watches.stored('inb_busy', 10_251)).toBe(false)
+  expect(watches.heard(['inb_busy'], 10_500, true)).toEqual(['inb_busy'])
+  // An announcement with nothing to publish stays until a store uses it, within the ttl.
+  expect(watches.heard(['inb_busy'], 10_600, true)).toEqual([])
+  expect(watches.stored('inb_busy', 10_600 + TTL - 1)).toBe(true)
+  expect(watches.heard(['inb_busy'], 20_000, true)).toEqual([])
+  expect(watches.stored('inb_busy', 20_000 + TTL)).toBe(false)
+})
+
+test('a lasting watch (a live view) is used up by no publication, whatever once-watches come and go beside it', () => {
+  const watches = createRemoteWatches(TTL, BLIND)
+  watches.blind(0)
+  watches.heard(['inb_viewed'], 10_000)
+  watches.heard(['inb_viewed'], 10_001, true)
+  for (let at = 10_002; at < 10_010; at++) expect(watches.stored('inb_viewed', at)).toBe(true)
+})
+
+test('a once-announcement is marked so that it reads back as such, and a marked origin is still a valid origin to an older reader', () => {
+  const [payload] = watchingPayloads('machine a:1', ['inb_x'], true)
+  expect(payload).toBe(`watching:${encodeURIComponent('machine a:1')};once:inb_x`)
+  // The previous version decoded everything before the first colon as the origin: another machine's.
+  const origin = decodeURIComponent(payload!.slice('watching:'.length, payload!.indexOf(':', 'watching:'.length)))
+  expect(origin).toBe('machine a:1;once')
+})

@@ -5,7 +5,9 @@
  * re-query on any event and so do not mind hearing it again), and queues the inbox for this
  * machine's next coalesced NOTIFY (the wake publisher; the storing transaction sends none)
  * when another machine has announced a listener on it (remote-watches.ts: this machine
- * announces its own listeners' inboxes the same way, at the first and once a second).
+ * announces its own listeners' inboxes the same way, at the first and once a second; an inbox
+ * only long polls watch is announced for one publication, and again by a poll that waits on
+ * after a wake-up: `waitingAgain`).
  * This machine's one LISTEN connection (the wake bus) hands each notification to the local
  * listeners, this machine's own publications included: the other listeners hear it there,
  * once, as the other machines' listeners do.
@@ -63,6 +65,8 @@ export interface PostgresNotifierOptions {
   recheckMs?: number
   /** How long another machine's announcement that it watches an inbox counts (remote-watches.ts); tests shorten it. */
   watchTtlMs?: number
+  /** How often this machine announces again what it watches (a third of the ttl); tests that count announcements push it away. */
+  watchRefreshMs?: number
 }
 
 export class PostgresInboxNotifier extends InboxNotifier {
@@ -120,12 +124,12 @@ export class PostgresInboxNotifier extends InboxNotifier {
     const refreshMs = Math.min(WATCH_REFRESH_MS, watchTtlMs / 3)
     this.remoteWatches = createRemoteWatches(watchTtlMs, (refreshMs * WATCH_BLIND_MS) / WATCH_REFRESH_MS)
     this.announcer = createWakePublisher(
-      (inboxIds) => publishWatching(sql, origin, inboxIds),
+      (inboxIds) => publishWatching(sql, origin, this.watchKinds(inboxIds)),
       // Missed announcements cost the waiters here their fallback interval; the next refresh retries.
       (error, inboxes) => logger.debug('watch_announce_failed', { inboxes, ...errorFields(error) }),
     )
     // An announcement counts for watchTtlMs elsewhere: renewed three times within it.
-    this.refreshTimer = setInterval(() => this.announceWatched(), refreshMs)
+    this.refreshTimer = setInterval(() => this.announceWatched(), options.watchRefreshMs ?? refreshMs)
     this.refreshTimer.unref?.()
     this.fallback = startWakeFallback(
       {
@@ -146,9 +150,10 @@ export class PostgresInboxNotifier extends InboxNotifier {
         this.remoteWatches.blind(performance.now())
         this.announceWatched()
       },
-      onWatching: (from, inboxIds) => {
+      onWatching: (from, inboxIds, once) => {
         if (from === this.origin || !this.publishing) return
-        for (const inboxId of this.remoteWatches.heard(inboxIds, performance.now())) this.publisher.publish(inboxId)
+        for (const inboxId of this.remoteWatches.heard(inboxIds, performance.now(), once))
+          this.publisher.publish(inboxId)
       },
       onReconnect: () => {
         const inboxes = this.watched()
@@ -183,16 +188,36 @@ export class PostgresInboxNotifier extends InboxNotifier {
     })
   }
 
-  /** A first listener on an inbox here: the other machines are told to publish its wake-ups from now on. */
+  /**
+   * A first listener on an inbox here: the other machines are told to publish its wake-ups from
+   * now on; so is a first lasting one (its watch is no longer used up by a wake-up).
+   */
   override subscribe(
     inboxId: string,
     listener: (event: InboxEvent) => void,
     options: SubscribeOptions = {},
   ): () => void {
-    const first = this.listenerCount(inboxId) === 0
+    const announce = this.listenerCount(inboxId) === 0 || (!options.early && this.lastingCount(inboxId) === 0)
     const unsubscribe = super.subscribe(inboxId, listener, options)
-    if (first) this.announcer.publish(inboxId)
+    if (announce) this.announcer.publish(inboxId)
     return unsubscribe
+  }
+
+  /** A long poll waits on after a wake-up, which may have used up its inbox's once-watch elsewhere. */
+  override waitingAgain(inboxId: string): void {
+    if (this.lastingCount(inboxId) === 0) this.announcer.publish(inboxId)
+  }
+
+  /**
+   * How to announce `inboxIds`, as they are listened to when the announcement goes out: lasting
+   * while a live view (a listener that does not hear early) stays; otherwise once, because the
+   * long polls there end at their first wake-up, or announce themselves again (remote-watches.ts).
+   */
+  private watchKinds(inboxIds: string[]): { lasting: string[]; once: string[] } {
+    const lasting: string[] = []
+    const once: string[] = []
+    for (const inboxId of inboxIds) (this.lastingCount(inboxId) > 0 ? lasting : once).push(inboxId)
+    return { lasting, once }
   }
 
   /** Whether a message stored into `inboxId` now would be published (another machine watches it, or blind time). */

@@ -57,6 +57,7 @@ export async function listOrWaitForMessages(
 
   const release = await s.longPolls.acquire(principal)
   let changes = 0
+  let changesAnnounced = 0
   let deleted = false
   let signalledAt = 0 // the notifier fires right after the commit
   let wake: (() => void) | null = null
@@ -141,6 +142,12 @@ export async function listOrWaitForMessages(
         continue // the deadline came while the query was failing: the last try
       }
       if (changes !== seen) continue
+      // Woken for nothing it wants: in PostgreSQL mode the wake-up may have used up the other
+      // machines' notion that this inbox is watched here.
+      if (changes > changesAnnounced) {
+        changesAnnounced = changes
+        s.notifier.waitingAgain(inbox.id)
+      }
       await new Promise<void>((resolve) => {
         wake = resolve
         if (!page) retry = setTimeout(resolve, RETRY_AFTER_STORAGE_FAILURE_MS)

@@ -43,6 +43,12 @@ const ACCESS_ENDED_PREFIX = 'access-ended:'
  */
 const WATCHING_PREFIX = 'watching:'
 const WATCHING_SEPARATOR = ','
+/**
+ * Marks an announcement that the next publication uses up (`watching:<origin>;once:<ids>`).
+ * The origin is URI-encoded, so it holds no `;`; a machine of the previous version reads the
+ * marked origin as another machine's and publishes every message, as before.
+ */
+const ONCE_MARK = ';once'
 /** A refused delivery or a claim for the console's list; the payload's tail is its JSON. */
 const REFUSAL_PREFIX = 'refused:'
 /** NOTIFY refuses a payload of 8,000 bytes or more. */
@@ -66,9 +72,13 @@ export function storedPayloads(inboxIds: Iterable<string>): string[] {
   return joinedPayloads(inboxIds, '', ID_SEPARATOR)
 }
 
-/** The payloads announcing that `origin` watches `inboxIds`: as few as fit, each under MAX_WAKE_PAYLOAD_BYTES. */
-export function watchingPayloads(origin: string, inboxIds: Iterable<string>): string[] {
-  return joinedPayloads(inboxIds, `${WATCHING_PREFIX}${encodeURIComponent(origin)}:`, WATCHING_SEPARATOR)
+/**
+ * The payloads announcing that `origin` watches `inboxIds` (`once`: until their next
+ * publication, see src/app/postgres/remote-watches.ts): as few as fit, each under MAX_WAKE_PAYLOAD_BYTES.
+ */
+export function watchingPayloads(origin: string, inboxIds: Iterable<string>, once = false): string[] {
+  const mark = once ? ONCE_MARK : ''
+  return joinedPayloads(inboxIds, `${WATCHING_PREFIX}${encodeURIComponent(origin)}${mark}:`, WATCHING_SEPARATOR)
 }
 
 function joinedPayloads(inboxIds: Iterable<string>, prefix: string, separator: string): string[] {
@@ -98,8 +108,8 @@ export interface WakeHooks {
   onAccessEnded?(userId: string): void
   /** A refused delivery or claim announced by some machine (this one's included): see notifyRefusal. */
   onRefusal?(body: string): void
-  /** Machine `origin` (this one included) watches `inboxIds`: see publishWatching. */
-  onWatching?(origin: string, inboxIds: string[]): void
+  /** Machine `origin` (this one included) watches `inboxIds` (`once`: until their next publication): see publishWatching. */
+  onWatching?(origin: string, inboxIds: string[], once: boolean): void
 }
 
 export interface WakeSubscription {
@@ -147,8 +157,15 @@ async function notifyUnflushed(sql: Sql, payloads: string[]): Promise<void> {
  * they publish their wake-ups (src/app/postgres/remote-watches.ts). Unflushed, like
  * publishStored: a lost announcement costs at most the watchers' fallback interval.
  */
-export async function publishWatching(sql: Sql, origin: string, inboxIds: Iterable<string>): Promise<void> {
-  await notifyUnflushed(sql, watchingPayloads(origin, inboxIds))
+export async function publishWatching(
+  sql: Sql,
+  origin: string,
+  watched: { lasting: Iterable<string>; once: Iterable<string> },
+): Promise<void> {
+  await notifyUnflushed(sql, [
+    ...watchingPayloads(origin, watched.lasting),
+    ...watchingPayloads(origin, watched.once, true),
+  ])
 }
 
 /**
@@ -209,8 +226,9 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
     if (payload.startsWith(WATCHING_PREFIX)) {
       const rest = payload.slice(WATCHING_PREFIX.length)
       const colon = rest.indexOf(':')
+      const once = colon > 0 && rest.slice(0, colon).endsWith(ONCE_MARK)
       // Our channel, but a payload is still checked: a malformed one is dropped.
-      const origin = colon > 0 ? decodeURIComponentOrNull(rest.slice(0, colon)) : null
+      const origin = colon > 0 ? decodeURIComponentOrNull(rest.slice(0, colon - (once ? ONCE_MARK.length : 0))) : null
       if (origin !== null)
         hooks.onWatching?.(
           origin,
@@ -218,6 +236,7 @@ export function createWakeBus(sql: Sql, hooks: WakeHooks = {}): WakeBus {
             .slice(colon + 1)
             .split(WATCHING_SEPARATOR)
             .filter(Boolean),
+          once,
         )
       return
     }
