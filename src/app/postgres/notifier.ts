@@ -65,7 +65,10 @@ export interface PostgresNotifierOptions {
   recheckMs?: number
   /** How long another machine's announcement that it watches an inbox counts (remote-watches.ts); tests shorten it. */
   watchTtlMs?: number
-  /** How often this machine announces again what it watches (a third of the ttl); tests that count announcements push it away. */
+  /**
+   * How often this machine announces again what it watches (a third of the ttl); tests that
+   * count announcements push it away.
+   */
   watchRefreshMs?: number
 }
 

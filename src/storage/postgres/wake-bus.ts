@@ -108,7 +108,7 @@ export interface WakeHooks {
   onAccessEnded?(userId: string): void
   /** A refused delivery or claim announced by some machine (this one's included): see notifyRefusal. */
   onRefusal?(body: string): void
-  /** Machine `origin` (this one included) watches `inboxIds` (`once`: until their next publication): see publishWatching. */
+  /** Machine `origin` (this one too) watches `inboxIds` (`once`: until their next publication): publishWatching. */
   onWatching?(origin: string, inboxIds: string[], once: boolean): void
 }
 
