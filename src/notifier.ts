@@ -99,6 +99,13 @@ export class InboxNotifier {
     this.early.emit(inboxId, event)
   }
 
+  /** Hands the event to the listeners that did not ask to hear early only. */
+  protected deliverLasting(inboxId: string, event: InboxEvent): void {
+    const early = this.early.listeners(inboxId)
+    for (const listener of this.emitter.listeners(inboxId))
+      if (!early.includes(listener)) (listener as (event: InboxEvent) => void)(event)
+  }
+
   /** The inboxes someone listens to right now. */
   protected watched(): string[] {
     return this.emitter.eventNames().filter((name): name is string => typeof name === 'string')

@@ -64,6 +64,19 @@ describeWithPostgres('wake-ups for watched inboxes only', () => {
     expect(published('inb_unwatched')).toBe(0)
   })
 
+  test('a live view on the storing machine hears a store nobody elsewhere watches at once, not at the fallback', async () => {
+    const view = listen(a, 'inb_viewed_here')
+    await Bun.sleep(50)
+    a.emit('inb_viewed_here', 'message_stored')
+    // Synchronously: the fallback is out of reach and no NOTIFY goes out for it.
+    expect(view.events).toEqual(['message_stored'])
+    await a.publisher.flush()
+    await Bun.sleep(100)
+    expect(published('inb_viewed_here')).toBe(0)
+    expect(view.events).toEqual(['message_stored'])
+    view.stop()
+  })
+
   test('once a machine announces a waiter on the inbox, the next message stored elsewhere wakes it by NOTIFY', async () => {
     const waiter = listen(b, 'inb_watched')
     await until(() => heard.some((payload) => payload.includes('inb_watched')), 'the announcement')

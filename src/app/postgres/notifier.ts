@@ -10,7 +10,7 @@
  * after a wake-up: `waitingAgain`).
  * This machine's one LISTEN connection (the wake bus) hands each notification to the local
  * listeners, this machine's own publications included: the other listeners hear it there,
- * once, as the other machines' listeners do.
+ * once, as the other machines' listeners do. A store it does not publish, they hear at once.
  *
  * A publication can be lost (this machine dies after the commit, the database goes away, a
  * LISTEN connection elsewhere is down): every machine's fallback re-reads the inboxes it
@@ -183,6 +183,10 @@ export class PostgresInboxNotifier extends InboxNotifier {
       this.deliverEarly(inboxId, event)
       // Remembered even when not published: a watcher announced later still gets it.
       if (this.remoteWatches.stored(inboxId, performance.now()) && this.publishing) this.publisher.publish(inboxId)
+      // Unpublished, no NOTIFY brings it back here: the other listeners here hear it now, not
+      // at the fallback's next reading. Published later after all (a late announcement), they
+      // hear it once more, and only re-read.
+      else this.deliverLasting(inboxId, event)
       return
     }
     notifyInbox(this.sql, inboxId, event).catch((error: unknown) => {
