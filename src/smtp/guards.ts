@@ -9,6 +9,7 @@ import type { Limits } from '../config.ts'
 import type { Logger } from '../log.ts'
 import { AddressGate } from './address-gate.ts'
 import { clientKey } from './client-key.ts'
+import { CollectionPacer } from './collection-pacer.ts'
 import { DataBudget } from './data-budget.ts'
 import type { SmtpConnection } from './connection.ts'
 import type { ConnectionGuard } from './guarded-server.ts'
@@ -29,27 +30,34 @@ import { wordSizeRefusal } from './size-declaration.ts'
 /**
  * Each collection runs in an event-loop turn of its own, and requests made meanwhile share
  * it: run inline, it added its pause to whatever the turn was doing (storing a 10 MiB
- * message, handling a DATA chunk) and pushed that turn past the 50 ms bound. Every other one
- * is an eden (young-generation) collection, a tenth of a full one's CPU: most DATA garbage
- * dies young now that smtp-server no longer copies each read. Chunks that outlive one (those
- * waiting for the spool) wait for the next full one; with three in four eden the flood's
- * peak RSS had passed its bound (docs/internals/inbound-processing.md).
+ * message, handling a DATA chunk) and pushed that turn past the 50 ms bound. Most are eden
+ * (young-generation) collections, a tenth of a full one's CPU: most DATA garbage dies young
+ * now that smtp-server no longer copies each read. A full one runs once RSS has grown enough
+ * since the last (CollectionPacer), for the chunks that outlived an eden one.
  */
-function deferredCollector(): () => void {
+function deferredCollector(growthBeforeFull: number): () => void {
+  const pacer = new CollectionPacer(growthBeforeFull)
   let queued = false
-  let count = 0
   return () => {
     if (queued) return
     queued = true
     setImmediate(() => {
       queued = false
-      if (++count % FULL_COLLECTION_EVERY === 0) Bun.gc(true)
-      else edenGC()
+      if (pacer.next() === 'eden') {
+        edenGC()
+        return
+      }
+      Bun.gc(true)
+      pacer.fullDone()
     })
   }
 }
-/** One forced collection in this many is full, the others eden. */
-const FULL_COLLECTION_EVERY = 2
+/**
+ * A full collection once RSS has grown by this many flows between collections (48 MiB at the
+ * default budget): under the big-mail flood one in four collections is then full, where every
+ * other one was, with peak RSS still far under its bound (docs/internals/inbound-processing.md).
+ */
+const FLOWS_OF_GROWTH_BEFORE_FULL = 3
 /** Floors for small configured limits (tests), where a collection per few KiB would cost more than it saves. */
 const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
 /**
@@ -92,13 +100,9 @@ export class SmtpGuards implements ConnectionGuard {
     /** Told of every change of the bytes held (the metrics gauge). */
     onHeld: (delta: number) => void = () => {},
   ) {
-    const collectGarbage = deferredCollector()
-    this.budget = new DataBudget(
-      limits.smtpDataMemoryBytes,
-      collectGarbage,
-      Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS),
-      onHeld,
-    )
+    const flowBetweenCollections = Math.max(limits.smtpDataMemoryBytes / 2, MIN_FLOW_BETWEEN_COLLECTIONS)
+    const collectGarbage = deferredCollector(FLOWS_OF_GROWTH_BEFORE_FULL * flowBetweenCollections)
+    this.budget = new DataBudget(limits.smtpDataMemoryBytes, collectGarbage, flowBetweenCollections, onHeld)
     this.parsing = new ParseGate(limits.messageBytes)
     this.storing = new ParseGate(limits.messageBytes)
     this.parsingSmall = new ParseGate(SMALL_LANE_BYTES)

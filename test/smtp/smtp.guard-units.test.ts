@@ -4,6 +4,7 @@ import { readdirSync, rmSync } from 'node:fs'
 import { loadConfig } from '../../src/config.ts'
 import { AddressGate } from '../../src/smtp/address-gate.ts'
 import { clientKey } from '../../src/smtp/client-key.ts'
+import { CollectionPacer } from '../../src/smtp/collection-pacer.ts'
 import { DataBudget } from '../../src/smtp/data-budget.ts'
 import { MessageCollector } from '../../src/smtp/message-collector.ts'
 import { SmtpGuards } from '../../src/smtp/guards.ts'
@@ -235,6 +236,44 @@ describe('DataBudget flow', () => {
     expect(calls).toBe(1)
     budget.flow(120)
     expect(calls).toBe(2)
+  })
+})
+
+describe('CollectionPacer', () => {
+  const MiB = 1024 * 1024
+  /** Runs the pacer over RSS readings (MiB), one per forced collection, and says which were full. */
+  function kinds(readings: number[], growth = 48): string {
+    let rss = 0
+    const pacer = new CollectionPacer(growth * MiB, () => rss * MiB)
+    return readings
+      .map((reading) => {
+        rss = reading
+        const kind = pacer.next()
+        if (kind === 'full') pacer.fullDone()
+        return kind === 'full' ? 'F' : 'e'
+      })
+      .join('')
+  }
+
+  test('the first collection is full; then eden until RSS has grown by the threshold since the last full one', () => {
+    // The flood's shape: each 16 MiB of DATA adds up to 16 MiB of RSS, a full one gives it back.
+    expect(kinds([200, 210, 226, 242, 250, 210, 226, 242, 257, 258])).toBe('FeeeFeeeeF')
+  })
+
+  test('flat RSS never asks for a full collection, however many have run', () => {
+    expect(kinds([200, ...Array(500).fill(230)])).toBe(`F${'e'.repeat(500)}`)
+  })
+
+  test('growth counts from the lowest RSS since the last full one, not from a level given back since', () => {
+    // 300 after the full one, memory given back down to 200, then growth to 250: 50 over the low point.
+    expect(kinds([300, 200, 240, 250])).toBe('FeeF')
+  })
+
+  test('in the real process the first one is full and eden follows while RSS stays put', () => {
+    const pacer = new CollectionPacer(1024 * MiB)
+    expect(pacer.next()).toBe('full')
+    pacer.fullDone()
+    expect(pacer.next()).toBe('eden')
   })
 })
 
