@@ -53,11 +53,13 @@ function deferredCollector(growthBeforeFull: number): () => void {
   }
 }
 /**
- * A full collection once RSS has grown by this many flows between collections (48 MiB at the
- * default budget): under the big-mail flood one in four collections is then full, where every
- * other one was, with peak RSS still far under its bound (docs/internals/inbound-processing.md).
+ * A full collection once RSS has grown by this many flows between collections (32 MiB at the
+ * default budget): under the big-mail flood about one in three collections is then full, where
+ * every other one was. Three flows made the flood's peak RSS reach 348 MiB on the quiet
+ * machine, too near its 384 MiB bound; with two it peaked at 308 to 321 MiB, at 78 to 82 MiB/s
+ * and a slowest `/health` of 32 to 48 ms (docs/internals/inbound-processing.md).
  */
-const FLOWS_OF_GROWTH_BEFORE_FULL = 3
+const FLOWS_OF_GROWTH_BEFORE_FULL = 2
 /** Floors for small configured limits (tests), where a collection per few KiB would cost more than it saves. */
 const MIN_FLOW_BETWEEN_COLLECTIONS = 16 * 1024 * 1024
 /**
