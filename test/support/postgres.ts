@@ -61,6 +61,9 @@ const bin = findBinaries()
 const unavailable = whyUnavailable(bin)
 let reported = false
 
+/** Whether the PostgreSQL tests can run here (`describeWithPostgres` runs its body). */
+export const postgresAvailable = (): boolean => unavailable === null
+
 /**
  * `describe`, or `describe.skip` with one line saying why when PostgreSQL is not installed.
  * .ci/run sets PIGEONHOLE_REQUIRE_POSTGRES=1 so that a broken install fails CI instead of skipping.
