@@ -98,12 +98,21 @@ export const unmanagedScratchDir = (prefix: string): string => mkdtempSync(join(
 /** Removes the folders of the test file that just ended (the preloaded `afterAll`). */
 export function removeFileScratch(): void {
   if (ofThisFile.size === 0) return
+  // A folder that cannot go (something still mounted on it) fails the file that made it, once:
+  // left in the set, it failed every later file of this worker too. The process's watcher
+  // tries it again when the process ends.
+  let failure: unknown = null
   for (const folder of ofThisFile) {
-    remove(folder)
-    ofThisProcess.delete(folder)
+    try {
+      remove(folder)
+      ofThisProcess.delete(folder)
+    } catch (error) {
+      failure ??= error
+    }
   }
   ofThisFile.clear()
   writeManifest()
+  if (failure) throw failure
 }
 
 function removeProcessScratch(): void {
