@@ -24,6 +24,7 @@
  * (`notifyRefusal`, heard by `onRefusal`). Those wake no inbox waiter.
  */
 import type { Queryable, Sql } from './client.ts'
+import { textArray } from './array-literal.ts'
 
 /** One channel for every inbox: the payload names the inboxes, separated by a space (no id holds one). */
 export const WAKE_CHANNEL = 'pigeonhole_inbox_wake'
@@ -169,6 +170,20 @@ export async function publishWatching(
 }
 
 /**
+ * newestPerInbox's statement ($1: the inbox ids). `m.received_at` in the subquery's ORDER BY is
+ * qualified: a bare `received_at` would name the output column, the text, which no index orders.
+ * Exported for the test of its plan.
+ */
+export const NEWEST_PER_INBOX = `
+    select watched.id,
+      exists (select 1 from inboxes where inboxes.id = watched.id) as exists,
+      (
+        select m.received_at from messages m
+        where m.inbox_id = watched.id order by m.received_at desc limit 1
+      )::text as newest
+    from unnest($1::text[]) as watched(id)`
+
+/**
  * The newest message's received_at of each of `inboxIds` (null: none), and whether the inbox
  * still exists: what the wake-up fallback compares from one second to the next. One index
  * probe per inbox (messages_by_inbox_newest), however many messages an inbox holds.
@@ -177,14 +192,11 @@ export async function newestPerInbox(
   sql: Sql,
   inboxIds: string[],
 ): Promise<Map<string, { exists: boolean; newest: string | null }>> {
-  const rows = await sql<{ id: string; exists: boolean; newest: string | null }[]>`
-    select watched.id,
-      exists (select 1 from inboxes where inboxes.id = watched.id) as exists,
-      (
-        select received_at::text from messages
-        where messages.inbox_id = watched.id order by received_at desc limit 1
-      ) as newest
-    from unnest(${inboxIds}::text[]) as watched(id)`
+  const rows = await sql.unsafe<{ id: string; exists: boolean; newest: string | null }[]>(
+    NEWEST_PER_INBOX,
+    [textArray(inboxIds)],
+    { prepare: true },
+  )
   return new Map(rows.map((row) => [row.id, { exists: row.exists, newest: row.newest }]))
 }
 

@@ -148,6 +148,20 @@ async function inTransaction<T>(
   return result
 }
 
+/**
+ * The batch's active inboxes (only those are stored to), FOR SHARE, each with its newest
+ * received_at as text whatever the client's type parsers (the same text Drizzle's column
+ * reads); $1: the inbox ids, sorted. The subquery orders by `m.received_at`, qualified: a bare
+ * `received_at` there names the output column, the text, which no index orders, so every store
+ * read and sorted all its inbox's messages. Exported for the test of its plan.
+ */
+export const INBOXES_FOR_STORE = `
+    select id, address,
+      (select m.received_at from messages m where m.inbox_id = i.id order by m.received_at desc limit 1)::text as at
+    from inboxes i
+    where id = any($1::text[]) and state = 'active'
+    order by id for share of i`
+
 /** One delivery of one job of a batch. */
 interface BatchEntry {
   job: number
@@ -169,14 +183,9 @@ function sendReads(tx: postgres.TransactionSql, entries: BatchEntry[], quota: Ho
   const locked = tx`
     select count(pg_advisory_xact_lock(hashtextextended('pigeonhole:inbound:' || i, 0)))
     from unnest(${inboxIds}::text[]) as t(i)`.execute()
-  // With each active inbox its newest received_at (only those are stored to), as text whatever
-  // the client's type parsers: the same text Drizzle's column reads.
-  const inboxes = tx<{ id: string; address: string; at: string | null }[]>`
-    select id, address,
-      (select received_at::text from messages m where m.inbox_id = i.id order by received_at desc limit 1) as at
-    from inboxes i
-    where id = any(${inboxIds}::text[]) and state = 'active'
-    order by id for share of i`.execute()
+  const inboxes = tx
+    .unsafe<{ id: string; address: string; at: string | null }[]>(INBOXES_FOR_STORE, [inboxIds], { prepare: true })
+    .execute()
   const conversion =
     quota && held.length > 0
       ? quota.beginConvert(
