@@ -14,6 +14,7 @@ import {
   StoredCounts,
 } from '../../src/storage/postgres/quota-reservations.ts'
 import { describeWithPostgres, migratedDatabase } from '../support/postgres.ts'
+import { until } from '../support/wait.ts'
 
 setDefaultTimeout(60_000)
 
@@ -475,6 +476,43 @@ describeWithPostgres('quota reservations across two machines', () => {
     } finally {
       blocker.release()
       await single.end()
+    }
+  })
+})
+
+describeWithPostgres("quota reservations' table upkeep", () => {
+  test('a machine vacuums the table after as many removals (stored or released) as it is told, so the rows every hold walks stay the live ones', async () => {
+    const url = await migratedDatabase()
+    const sql = openPostgres(url, { max: 4 })
+    const clock = new ManualClock('2026-03-10T10:02:30.000Z')
+    const roomy = { monthlyEmails: 1000, inboxBurst: 1000, orgBurst: 1000 }
+    try {
+      await sql`insert into organizations (id, name, created_at) values ('org_upkeep', 'upkeep', ${new Date(clock.now()).toISOString()})`
+      // A table never vacuumed nor analysed has no row estimate: -1 until the first vacuum sets it.
+      const estimate = async () =>
+        Number(
+          (await sql<{ n: number }[]>`select reltuples as n from pg_class where relname = 'quota_reservations'`)[0]!.n,
+        )
+      expect(await estimate()).toBe(-1)
+      const q = createQuotaReservations(sql, { holder: 'machine-upkeep', clock, vacuumAfter: 40 })
+      const held: QuotaReservation[] = []
+      for (let i = 0; i < 50; i++) {
+        const r = await q.reserve({ organizationId: 'org_upkeep', inboxId: `inb_${i % 5}` }, roomy)
+        if (!r.reserved) throw new Error('refused with room')
+        held.push(r.reservation)
+      }
+      // 20 stored (converted by their storing transactions), 19 released: one short of 40.
+      for (const reservation of held.slice(0, 20)) await sql.begin((tx) => q.convert(tx, reservation, roomy))
+      for (const reservation of held.slice(20, 39)) await q.release(reservation)
+      // The sleep is the window in which a vacuum asked for too early would have shown.
+      await Bun.sleep(200)
+      expect(await estimate()).toBe(-1)
+      // The 40th removal asks for the vacuum; it runs in the background.
+      await q.release(held[39]!)
+      await until(async () => (await estimate()) >= 0, 'the vacuum of quota_reservations', { timeoutMs: 10_000 })
+      expect(await estimate()).toBe(10)
+    } finally {
+      await sql.end()
     }
   })
 })
