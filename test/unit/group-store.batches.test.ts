@@ -28,7 +28,8 @@ function heldRuns(fails: (inputs: string[]) => boolean = () => false) {
       await Bun.sleep(0)
     }
   }
-  return { batches, run, commitAll }
+  const commitFirst = () => commits.shift()?.()
+  return { batches, run, commitAll, commitFirst }
 }
 
 test('a quiet machine stores at once, alone; what queues meanwhile shares the next transaction, and each caller gets its own answer', async () => {
@@ -85,4 +86,21 @@ test('a batch that fails for the database as a whole fails every job at once, wi
   await Promise.all(first)
   expect(await Promise.all(queued)).toEqual(['rolled back: c,d', 'rolled back: c,d'])
   expect(runs.batches.slice(2)).toEqual([['c', 'd']])
+})
+
+test('two transactions in flight never share a key: a job whose key is in flight waits for that batch, and goes in the next with the others queued', async () => {
+  const runs = heldRuns()
+  const orgOf = (input: string) => [input.split(':')[0]!]
+  const store = groupStore(runs.run, () => true, orgOf)
+  const answers = ['a:1', 'a:2', 'a:3', 'b:1', 'a:4', 'b:2'].map(store)
+  // a:1 starts alone; a:2 and a:3 would wait on its counter rows, so the second transaction
+  // takes b:1 only, and everything else waits for those two.
+  expect(runs.batches).toEqual([['a:1'], ['b:1']])
+  // a's batch commits while b's runs: the next takes every a queued, and b:2 still waits.
+  runs.commitFirst()
+  await Bun.sleep(0)
+  expect(runs.batches).toEqual([['a:1'], ['b:1'], ['a:2', 'a:3', 'a:4']])
+  await runs.commitAll()
+  expect(await Promise.all(answers)).toEqual(['a:1', 'a:2', 'a:3', 'b:1', 'a:4', 'b:2'].map((i) => `stored ${i}`))
+  expect(runs.batches).toEqual([['a:1'], ['b:1'], ['a:2', 'a:3', 'a:4'], ['b:2']])
 })

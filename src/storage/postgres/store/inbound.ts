@@ -281,6 +281,8 @@ export function postgresInbound(db: PostgresDb, pool: Sql, quota: HoldConverter 
   const store = groupStore(
     (inputs: StoreInboundInput<InboundDelivery>[]) => storeBatch(pool, quota, inputs),
     mayBeOneJob,
+    // Every store of an organisation updates its monthly usage and burst rows.
+    (input) => input.deliveries.map((delivery) => delivery.organizationId),
   )
   return {
     admissionFacts: (localPart, periods) => factsOf(pool, { localPart }, periods),
