@@ -69,7 +69,9 @@ describeWithPostgres('plans of the reads that must not grow with an inbox', () =
   test("the store's read of its inboxes finds each one's newest message by one index entry", async () => {
     // Inside a transaction: FOR SHARE locks, and the plan is the one the store runs.
     await sql.begin(async (tx) => {
-      const [row] = await tx.unsafe<{ id: string; address: string; at: string }[]>(INBOXES_FOR_STORE, [textArray(['inb_full'])])
+      const [row] = await tx.unsafe<{ id: string; address: string; at: string }[]>(INBOXES_FOR_STORE, [
+        textArray(['inb_full']),
+      ])
       expect(row).toEqual({ id: 'inb_full', address: 'full@plan.test', at: '2026-03-10 10:00:01.999+00' })
     })
     expectOneEntryPerInbox(await explain(INBOXES_FOR_STORE, ['inb_full', 'inb_other']))
