@@ -5,7 +5,9 @@
  * migrating an empty one holds, a test server's copied SQLite file has the migrated file's
  * schema and page settings, the clusters skip only what no test can observe (durability of
  * acknowledged commits stays), and ports handed to child processes lie below the ephemeral
- * range that the run's own connections take their local ports from.
+ * range that the run's own connections take their local ports from; the machine processes of
+ * test/multi/ run a bundle of this run's source (support/machine-bundle.ts) that serves as the
+ * source does.
  */
 import { Database } from 'bun:sqlite'
 import { expect, setDefaultTimeout, test } from 'bun:test'
@@ -14,10 +16,15 @@ import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
 import { openStorage } from '../../src/storage/sqlite/open.ts'
+import { PDF_NAME, richMessage } from '../support/fixture-mail.ts'
 import { startTestServer } from '../support/harness.ts'
+import { machineScript } from '../support/machine-bundle.ts'
+import { machineApi, pgMachine } from '../support/pg-processes.ts'
 import { unusedPort } from '../support/ports.ts'
 import { describeWithPostgres, freshDatabase, migratedDatabase, testCluster } from '../support/postgres.ts'
+import { runOwner } from '../support/run-owner.ts'
 import { scratchDir } from '../support/scratch.ts'
+import { sendMail } from '../support/smtp.ts'
 
 setDefaultTimeout(60_000)
 
@@ -73,6 +80,42 @@ describeWithPostgres('the test clusters', () => {
       })
     } finally {
       await sql.end()
+    }
+  })
+})
+
+describeWithPostgres("the run's machine bundle", () => {
+  test("test/multi/'s machines run one file built from this run's source, which serves as the source does", async () => {
+    const script = await machineScript()
+    // Named after this run, so never a bundle left by an earlier run of older source; built once.
+    expect(script).toContain(`-${runOwner().key}/`)
+    expect(await machineScript()).toBe(script)
+    // One file: no import of a source file, which a machine would transpile at every start.
+    expect(readFileSync(script, 'utf8')).not.toMatch(/\b(from|import)\s*\(?\s*["'][^"']*\.tsx?["']/)
+
+    const machine = pgMachine('bundled', await migratedDatabase())
+    const server = await startTestServer()
+    try {
+      // Started: it found the migrations beside the bundle (as dist/server.js does) and made a tenant.
+      await machine.start({ PG_MACHINE_TENANTS: 'hosted:1' })
+      const key = machine.tenants[0]!.keys[0]!
+      // The same interface as the source's, route for route.
+      const published = (await machineApi(machine, 'GET', '/openapi/json')).body
+      expect(published.paths).toEqual((await server.get('/openapi/json')).body.paths)
+      // A multipart message goes to the parse worker, which the machine finds beside the bundle.
+      const inbox = (await machineApi(machine, 'POST', '/v1/inboxes', key)).body.data
+      const sent = await sendMail(machine.smtp, { to: [inbox.address] }, richMessage(inbox.address))
+      expect(sent.data?.code, machine.output()).toBe(250)
+      const listed = await machineApi(
+        machine,
+        'GET',
+        `/v1/inboxes/${inbox.id}/messages?wait_seconds=30&include=content&limit=1`,
+        key,
+      )
+      expect(listed.body.data[0].subject).toBe('Grüße aus Zürich')
+      expect(listed.body.data[0].attachments.map((a: { filename: string }) => a.filename)).toContain(PDF_NAME)
+    } finally {
+      await Promise.all([machine.remove(), server.stop()])
     }
   })
 })

@@ -1,6 +1,7 @@
 /**
- * PostgreSQL-mode machines as child processes (test/support/pg-machine.ts), so that a test's
- * kill -9 and SIGTERM are real signals to a real process. Each machine keeps its own folder
+ * PostgreSQL-mode machines as child processes (test/support/pg-machine.ts, run from the run's
+ * bundle of it: machine-bundle.ts), so that a test's kill -9 and SIGTERM are real signals to a
+ * real process. Each machine keeps its own folder
  * (DATABASE_PATH: its spool and its STARTTLS certificate) across restarts, as a Fly machine
  * keeps its volume, and listens on ports the OS picks anew at every start.
  */
@@ -9,6 +10,7 @@ import { rmSync } from 'node:fs'
 import { join } from 'node:path'
 import { type ApiResponse, readApiResponse } from './api-response.ts'
 import { ROOT } from './entry-process.ts'
+import { machineScript } from './machine-bundle.ts'
 import { scratchDir } from './scratch.ts'
 import { layDownSelfSigned, SEED_DOMAIN } from './tls-seed.ts'
 
@@ -98,7 +100,7 @@ export function pgMachine(name: string, databaseUrl: string, env: Record<string,
     async start(extraEnv = {}) {
       if (machine.running) throw new Error(`machine ${name} is already running`)
       await layDownSelfSigned(databasePath, SEED_DOMAIN)
-      const spawned = spawn(process.execPath, ['test/support/pg-machine.ts'], {
+      const spawned = spawn(process.execPath, [await machineScript()], {
         cwd: ROOT,
         env: {
           PATH: process.env.PATH ?? '',

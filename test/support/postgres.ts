@@ -33,6 +33,7 @@ import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
 import { unusedPort } from './ports.ts'
+import { removeAfter, runOwner } from './run-owner.ts'
 import { scratchBase, unmanagedScratchDir, untilGone } from './scratch.ts'
 
 /** Where initdb and pg_ctl live: on the PATH, else Debian's versioned folder (newest first). */
@@ -147,34 +148,6 @@ function processAlive(pid: number): boolean {
   }
 }
 
-/**
- * `/proc/<pid>/stat`'s start time (field 22): with the pid it names one process for good, so a
- * rendezvous folder left by a killed run whose pid came round again is never taken for this run's.
- */
-function startTime(pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8')
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
-  } catch {
-    return null
-  }
-}
-
-/**
- * The process whose life is the run's: under `bun test --parallel` a worker's parent (the
- * coordinator, which outlives every worker and file), otherwise this process. A worker is
- * told apart by the `--test-worker` flag Bun starts it with; where /proc is missing (not
- * Linux) every process keeps a cluster of its own, as before.
- */
-function runOwner(): { pid: number; key: string } {
-  let worker = false
-  try {
-    worker = readFileSync('/proc/self/cmdline', 'utf8').split('\0').includes('--test-worker')
-  } catch {}
-  const pid = worker ? process.ppid : process.pid
-  return { pid, key: `${pid}-${startTime(pid) ?? `${process.pid}-${Date.now()}`}` }
-}
-
 /** A new folder only the server's user may enter (initdb and the server refuse any other). */
 function serverFolder(prefix: string): string {
   const folder = unmanagedScratchDir(prefix)
@@ -185,14 +158,6 @@ function serverFolder(prefix: string): string {
   }
   chmodSync(folder, 0o700)
   return folder
-}
-
-/** Removes `folders` a second after process `ownerPid` is gone (see createCluster's watcher). */
-function removeAfter(ownerPid: number, folders: string[]): void {
-  const watch = `${untilGone(ownerPid)}; rm -rf ${folders.map(shellQuote).join(' ')}`
-  Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
-    stdio: ['ignore', 'ignore', 'ignore'],
-  })
 }
 
 /**
