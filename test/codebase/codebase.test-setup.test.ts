@@ -5,13 +5,15 @@
  * migrating an empty one holds, a test server's copied SQLite file has the migrated file's
  * schema and page settings, the clusters skip only what no test can observe (durability of
  * acknowledged commits stays), and ports handed to child processes lie below the ephemeral
- * range that the run's own connections take their local ports from; the machine processes of
+ * range that the run's own connections take their local ports from; the parallel run's workers
+ * skip JavaScriptCore's top JIT tier (support/parallel-run.ts), unless told otherwise; the machine processes of
  * test/multi/ run a bundle of this run's source (support/machine-bundle.ts) that serves as the
  * source does.
  */
 import { Database } from 'bun:sqlite'
 import { expect, setDefaultTimeout, test } from 'bun:test'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
@@ -143,6 +145,40 @@ test("a test server's SQLite file has what the server's own migration of an empt
     expect(served).toEqual(read(own))
   } finally {
     await server.stop()
+  }
+})
+
+test("the parallel run's workers run without the FTL tier, unless the command's environment says otherwise", () => {
+  const dir = mkdtempSync(join(tmpdir(), 'pigeonhole-jit-check-'))
+  try {
+    const record = join(dir, 'record.json')
+    writeFileSync(
+      join(dir, 'jit.test.ts'),
+      `import { test } from 'bun:test'
+import { writeFileSync } from 'node:fs'
+test('records its environment', () => {
+  writeFileSync(${JSON.stringify(record)}, JSON.stringify({ ftl: process.env.BUN_JSC_useFTLJIT ?? null }))
+})
+`,
+    )
+    // As `bun test` starts it (bunfig.toml's preload), from a folder of its own; this process's
+    // setting not passed on, so the file sees only what the preload's parallel run gives it.
+    const { BUN_JSC_useFTLJIT: _, PIGEONHOLE_TEST_SERIAL: __, ...env } = process.env
+    const runWith = (extra: Record<string, string>) => {
+      const preload = join(import.meta.dir, '..', 'support', 'parallel-run.ts')
+      const run = Bun.spawnSync([process.execPath, 'test', '--preload', preload, './jit.test.ts'], {
+        cwd: dir,
+        env: { ...env, ...extra },
+        stdout: 'pipe',
+        stderr: 'pipe',
+      })
+      expect(run.exitCode, run.stderr.toString()).toBe(0)
+      return JSON.parse(readFileSync(record, 'utf8'))
+    }
+    expect(runWith({})).toEqual({ ftl: '0' })
+    expect(runWith({ BUN_JSC_useFTLJIT: '1' })).toEqual({ ftl: '1' })
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
   }
 })
 

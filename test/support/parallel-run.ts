@@ -69,11 +69,22 @@ function parallelCommand(): string[] | null {
   return [process.execPath, 'test', `--parallel=${WORKERS}`, ...isolation, ...timings, ...timeout, ...rest]
 }
 
+/**
+ * The workers run without JavaScriptCore's top tier (FTL, `BUN_JSC_useFTLJIT=0`, as does every
+ * child that inherits their environment). A test file runs each function briefly, so the
+ * background threads that compile hot functions to FTL spent about a sixth of the CPU of a
+ * run of test/console and test/api, mostly on code that then ran a few times more; without FTL
+ * the same files took 12% less CPU, 5% for test/smtp, test/http and test/inbound, the main
+ * threads' share unchanged (perf samples; load average 9 to 13). The code the tests run is the
+ * same; only how far its hottest functions are optimised differs. An explicit setting wins.
+ */
+const JIT = { BUN_JSC_useFTLJIT: '0' }
+
 const command = parallelCommand()
 if (command) {
   console.error(
     `(the files run in ${WORKERS} worker processes, slowest first; PIGEONHOLE_TEST_SERIAL=1 runs them in this one)`,
   )
-  const result = Bun.spawnSync(command, { stdio: ['inherit', 'inherit', 'inherit'], env: process.env })
+  const result = Bun.spawnSync(command, { stdio: ['inherit', 'inherit', 'inherit'], env: { ...JIT, ...process.env } })
   process.exit(result.exitCode ?? 1)
 }
