@@ -40,7 +40,7 @@ const MAX_HOLDS_PER_CALL = 64
  * message rose by a half within 40 seconds. A vacuum of the table, whose live rows are only the
  * units in flight, takes a few milliseconds.
  */
-export const VACUUM_AFTER_REMOVALS = 512
+const VACUUM_AFTER_REMOVALS = 512
 
 interface QuotaLimits {
   monthlyEmails: number
