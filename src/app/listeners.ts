@@ -10,6 +10,7 @@ import type { SMTPServer } from 'smtp-server'
 import { type Config, ConfigError } from '../config.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { startPrivateMetricsListener } from '../metrics/private-listener.ts'
+import { refuseNewHandshakes } from './handshake-filter.ts'
 import { DatabaseInUseError, runningServer } from '../storage/server-lock.ts'
 
 /** A listener could not bind: names the variable that picks its port, for a one-line message. */
@@ -180,15 +181,27 @@ const SHUTDOWN_TIMEOUT_MS = 10_000
 export const LONG_POLL_DRAIN_MS = 185_000
 
 /**
+ * How long the listeners go on accepting once they stop completing new handshakes: a handshake
+ * under way then (its SYN answered, the client's ACK on its way) completes within a round trip
+ * to the proxy or sender, well under this, and is accepted like any other.
+ */
+const HANDSHAKES_UNDER_WAY_MS = 50
+
+/**
  * Closing a listening socket resets every connection still in its kernel backlog: connections
  * whose handshake completed (the client sees them open, and may have sent its request) but
  * that the process has not accepted yet, because the event loop was busy or the signal to
  * stop was handled first. Those would fail unserved, not be refused, so a proxy cannot move
- * them to another machine. One turn of the event loop with I/O first accepts them; they are
- * then served like any connection accepted before the stop.
+ * them to another machine. So the kernel first stops completing new handshakes on both
+ * listeners (src/app/handshake-filter.ts: a new connection is then refused, which a proxy
+ * moves), then the handshakes under way complete, and a turn of the event loop with I/O
+ * accepts what waits; all of it is served like any connection accepted before the stop.
+ * Where the kernel cannot be told, that last turn still takes what waits when the stop begins.
  */
-function backlogAccepted(): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, 0))
+async function backlogAccepted(http: HttpServer, smtp: SMTPServer): Promise<void> {
+  const smtpPort = (smtp.server.address() as AddressInfo | null)?.port ?? 0
+  if (refuseNewHandshakes([http.port ?? 0, smtpPort]) > 0) await Bun.sleep(HANDSHAKES_UNDER_WAY_MS)
+  await new Promise((resolve) => setTimeout(resolve, 0))
 }
 
 /** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
@@ -211,7 +224,7 @@ const withTimeout = (work: Promise<unknown>, ms: number) =>
  * SHUTDOWN_TIMEOUT_MS.
  */
 export async function drain(http: HttpServer, smtp: SMTPServer, waitingLongPolls: () => number): Promise<void> {
-  await backlogAccepted()
+  await backlogAccepted(http, smtp)
   const httpIdle = beginDrain(http)
   const smtpClosed = closeSmtp(smtp)
   const giveUp = new AbortController()
@@ -244,7 +257,7 @@ export async function drainPatiently(
   endLiveStreams: () => void,
   longPollsMs = LONG_POLL_DRAIN_MS,
 ): Promise<void> {
-  await backlogAccepted()
+  await backlogAccepted(http, smtp)
   const httpIdle = beginDrain(http)
   const smtpClosed = withTimeout(closeSmtp(smtp), SHUTDOWN_TIMEOUT_MS)
   let gaveUp = false
