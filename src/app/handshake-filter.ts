@@ -64,10 +64,19 @@ function loadAttach(): ((fd: number) => boolean) | null {
   }
 }
 
-/** Inodes of the listening TCP sockets (IPv4 and IPv6) on `port`, from /proc/net/tcp{,6}. */
-function listeningInodes(port: number): Set<string> {
-  const inodes = new Set<string>()
-  const portHex = port.toString(16).toUpperCase().padStart(4, '0')
+interface SocketRow {
+  /** The local port. */
+  port: number
+  /** `st` in hex: 0A is LISTEN, 03 SYN_RECV (a handshake under way on a listener's port). */
+  state: string
+  /** A listener's `rx_queue`: connections completed into its backlog, not yet accepted. */
+  queued: number
+  inode: string
+}
+
+/** The kernel's TCP sockets, IPv4 and IPv6 (/proc/net/tcp{,6}, https://docs.kernel.org/networking/proc_net_tcp.html). */
+function tcpSockets(): SocketRow[] {
+  const rows: SocketRow[] = []
   for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
     let text: string
     try {
@@ -76,17 +85,47 @@ function listeningInodes(port: number): Set<string> {
       continue
     }
     for (const line of text.split('\n').slice(1)) {
+      // sl, local_address (hex address:port), rem_address, st, tx_queue:rx_queue, …, inode (the 10th)
       const fields = line.trim().split(/\s+/)
-      // fields: sl, local_address (hex address:port), rem_address, st (0A is LISTEN), …, inode (10th)
-      if (fields[3] === '0A' && fields[1]?.endsWith(`:${portHex}`) && fields[9]) inodes.add(fields[9])
+      if (fields.length < 10) continue
+      rows.push({
+        port: Number.parseInt(fields[1]!.split(':').pop()!, 16),
+        state: fields[3]!,
+        queued: Number.parseInt(fields[4]!.split(':')[1] ?? '0', 16),
+        inode: fields[9]!,
+      })
     }
   }
-  return inodes
+  return rows
+}
+
+/** Inodes of the listening TCP sockets on `ports`. */
+function listeningInodes(ports: number[]): Set<string> {
+  return new Set(
+    tcpSockets()
+      .filter((row) => row.state === '0A' && ports.includes(row.port))
+      .map((row) => row.inode),
+  )
+}
+
+/**
+ * Connections on `ports` the stop must still accept before closing: handshakes under way
+ * (SYN_RECV: the SYN came before the filter, the client's ACK is on its way) and connections
+ * waiting in a listener's backlog. Only a listener can have SYN_RECV sockets on its port.
+ */
+export function connectionsUnaccepted(ports: number[]): number {
+  let count = 0
+  for (const row of tcpSockets()) {
+    if (!ports.includes(row.port)) continue
+    if (row.state === '03') count++
+    else if (row.state === '0A') count += row.queued
+  }
+  return count
 }
 
 /** This process's descriptors of the listening sockets on `ports` (neither Bun.serve nor node:net exposes them). */
 function listeningDescriptors(ports: number[]): number[] {
-  const inodes = new Set(ports.filter((port) => port > 0).flatMap((port) => [...listeningInodes(port)]))
+  const inodes = listeningInodes(ports.filter((port) => port > 0))
   if (inodes.size === 0) return []
   const found: number[] = []
   for (const name of readdirSync('/proc/self/fd')) {
