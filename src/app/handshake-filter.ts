@@ -16,10 +16,22 @@
  * answers it with a reset, which the client sees as "connection refused", the one failure a
  * proxy moves to another machine and a sender retries at once.
  *
+ * A handshake already under way when the filter is attached (its SYN answered, the client's
+ * ACK on its way: SYN_RECV) completes within a round trip; the stop counts those, and the
+ * connections waiting in the backlogs, and accepts until none is left (src/app/listeners.ts).
+ * A busy host can hold a loopback handshake in SYN_RECV for milliseconds.
+ *
+ * The listening sockets are found among this process's descriptors (neither Bun.serve nor
+ * node:net exposes them) by asking each socket whether it listens and on which port, with
+ * libc's getsockopt and getsockname, and the handshakes under way are counted with one
+ * sock_diag request per address family (https://man7.org/linux/man-pages/man7/sock_diag.7.html)
+ * asking for SYN_RECV sockets only: no read of /proc/net/tcp, which lists every socket of the
+ * host and costs tens of milliseconds of CPU where thousands are open.
+ *
  * Elsewhere (not Linux, no libc to load) nothing is attached and the stop is as before.
  */
 import { dlopen, FFIType, type Pointer, ptr } from 'bun:ffi'
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs'
+import { readdirSync, readlinkSync } from 'node:fs'
 
 /** The program: A = TCP flags byte; drop when (flags & (SYN|ACK)) == SYN, else keep the segment whole. */
 const PROGRAM: [code: number, jt: number, jf: number, k: number][] = [
@@ -32,6 +44,11 @@ const PROGRAM: [code: number, jt: number, jf: number, k: number][] = [
 
 const SOL_SOCKET = 1
 const SO_ATTACH_FILTER = 26
+const SO_ACCEPTCONN = 30
+const IPPROTO_TCP = 6
+const TCP_INFO = 11
+/** struct tcp_info: on a listening socket, tcpi_unacked counts the connections ready for accept(). */
+const TCPI_UNACKED_OFFSET = 24
 
 /** struct sock_filter { u16 code; u8 jt; u8 jf; u32 k } per instruction; the kernel copies it at attach. */
 const instructions = new DataView(new ArrayBuffer(PROGRAM.length * 8))
@@ -42,91 +59,131 @@ PROGRAM.forEach(([code, jt, jf, k], i) => {
   instructions.setUint32(i * 8 + 4, k, true)
 })
 
+interface Sockets {
+  /** Whether `fd` is a listening socket bound to one of `ports`. */
+  listensOn(fd: number, ports: number[]): boolean
+  attachFilter(fd: number): boolean
+  /** Connections completed into the listening socket's backlog, not yet accepted. */
+  waiting(fd: number): number
+  /** TCP sockets in SYN_RECV on a local port of `ports` (0 if the kernel cannot be asked). */
+  handshaking(ports: number[]): number
+}
+
+type GetSockOpt = (fd: number, level: number, name: number, value: Pointer, length: Pointer) => number
 type SetSockOpt = (fd: number, level: number, name: number, value: Pointer, length: number) => number
+type GetSockName = (fd: number, address: Pointer, length: Pointer) => number
+type Socket = (domain: number, type: number, protocol: number) => number
+type Transfer = (fd: number, buffer: Pointer, length: number, flags: number) => number | bigint
+type Close = (fd: number) => number
 
-/** Attaches the program to one descriptor; loaded on first use, null where unavailable. */
-let attach: ((fd: number) => boolean) | null | undefined
+const AF_INET = 2
+const AF_INET6 = 10
+const AF_NETLINK = 16
+const SOCK_DGRAM = 2
+const SOCK_CLOEXEC = 0o2000000
+const NETLINK_SOCK_DIAG = 4
+const SOCK_DIAG_BY_FAMILY = 20
+const NLM_F_REQUEST_DUMP = 0x301
+const NLMSG_ERROR = 2
+const NLMSG_DONE = 3
+const TCP_SYN_RECV = 3
 
-function loadAttach(): ((fd: number) => boolean) | null {
+/**
+ * One sock_diag dump of the TCP sockets in SYN_RECV of one address family: a struct nlmsghdr
+ * (16 bytes) then a struct inet_diag_req_v2 (family, protocol, extensions, pad, the states
+ * bitmask, and a zero socket id: 56 bytes). Each answer is an inet_diag_msg whose socket id
+ * begins with the local port, in network order, 4 bytes in.
+ */
+function countSynRecv(libc: { socket: Socket; send: Transfer; recv: Transfer; close: Close }, ports: number[]): number {
+  const fd = libc.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
+  if (fd < 0) return 0
+  const request = new DataView(new ArrayBuffer(72))
+  const answer = new Uint8Array(32 * 1024)
+  const view = new DataView(answer.buffer)
+  let count = 0
+  try {
+    for (const family of [AF_INET, AF_INET6]) {
+      request.setUint32(0, request.byteLength, true)
+      request.setUint16(4, SOCK_DIAG_BY_FAMILY, true)
+      request.setUint16(6, NLM_F_REQUEST_DUMP, true)
+      request.setUint8(16, family)
+      request.setUint8(17, IPPROTO_TCP)
+      request.setUint32(20, 1 << TCP_SYN_RECV, true)
+      if (Number(libc.send(fd, ptr(request), request.byteLength, 0)) !== request.byteLength) return count
+      for (let done = false; !done; ) {
+        const received = Number(libc.recv(fd, ptr(answer), answer.byteLength, 0))
+        if (received <= 0) return count
+        for (let at = 0; at + 16 <= received; ) {
+          const length = view.getUint32(at, true)
+          const type = view.getUint16(at + 4, true)
+          if (type === NLMSG_DONE || type === NLMSG_ERROR || length < 16) {
+            done = true
+            break
+          }
+          if (ports.includes(view.getUint16(at + 16 + 4, false))) count++
+          at += (length + 3) & ~3
+        }
+      }
+    }
+    return count
+  } finally {
+    libc.close(fd)
+  }
+}
+
+/** libc's socket calls; loaded on first use, null where unavailable. */
+let sockets: Sockets | null | undefined
+
+function loadSockets(): Sockets | null {
   if (process.platform !== 'linux') return null
   try {
-    const libc = dlopen('libc.so.6', {
+    const { symbols } = dlopen('libc.so.6', {
+      getsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
       setsockopt: { args: [FFIType.i32, FFIType.i32, FFIType.i32, FFIType.ptr, FFIType.u32], returns: FFIType.i32 },
+      getsockname: { args: [FFIType.i32, FFIType.ptr, FFIType.ptr], returns: FFIType.i32 },
+      socket: { args: [FFIType.i32, FFIType.i32, FFIType.i32], returns: FFIType.i32 },
+      send: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64 },
+      recv: { args: [FFIType.i32, FFIType.ptr, FFIType.u64, FFIType.i32], returns: FFIType.i64 },
+      close: { args: [FFIType.i32], returns: FFIType.i32 },
     })
-    const setsockopt = libc.symbols.setsockopt as SetSockOpt
+    const netlink = {
+      socket: symbols.socket as Socket,
+      send: symbols.send as Transfer,
+      recv: symbols.recv as Transfer,
+      close: symbols.close as Close,
+    }
+    const getsockopt = symbols.getsockopt as GetSockOpt
+    const setsockopt = symbols.setsockopt as SetSockOpt
+    const getsockname = symbols.getsockname as GetSockName
     // struct sock_fprog { u16 len; struct sock_filter *filter } (the pointer 8-aligned)
     const fprog = new DataView(new ArrayBuffer(16))
     fprog.setUint16(0, PROGRAM.length, true)
     fprog.setBigUint64(8, BigInt(ptr(instructions)), true)
-    return (fd) => setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.byteLength) === 0
+    const value = new DataView(new ArrayBuffer(256))
+    const length = new Uint32Array(1)
+    const option = (fd: number, level: number, name: number): DataView | null => {
+      length[0] = value.byteLength
+      return getsockopt(fd, level, name, ptr(value), ptr(length)) === 0 ? value : null
+    }
+    return {
+      listensOn(fd, ports) {
+        if (option(fd, SOL_SOCKET, SO_ACCEPTCONN)?.getInt32(0, true) !== 1) return false
+        length[0] = value.byteLength
+        if (getsockname(fd, ptr(value), ptr(length)) !== 0) return false
+        // sockaddr_in and sockaddr_in6 alike: the family, then the port in network order.
+        return ports.includes(value.getUint16(2, false))
+      },
+      attachFilter: (fd) => setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.byteLength) === 0,
+      waiting: (fd) => option(fd, IPPROTO_TCP, TCP_INFO)?.getUint32(TCPI_UNACKED_OFFSET, true) ?? 0,
+      handshaking: (ports) => countSynRecv(netlink, ports),
+    }
   } catch {
     return null
   }
 }
 
-interface SocketRow {
-  /** The local port. */
-  port: number
-  /** `st` in hex: 0A is LISTEN, 03 SYN_RECV (a handshake under way on a listener's port). */
-  state: string
-  /** A listener's `rx_queue`: connections completed into its backlog, not yet accepted. */
-  queued: number
-  inode: string
-}
-
-/** The kernel's TCP sockets, IPv4 and IPv6 (/proc/net/tcp{,6}, https://docs.kernel.org/networking/proc_net_tcp.html). */
-function tcpSockets(): SocketRow[] {
-  const rows: SocketRow[] = []
-  for (const table of ['/proc/net/tcp', '/proc/net/tcp6']) {
-    let text: string
-    try {
-      text = readFileSync(table, 'utf8')
-    } catch {
-      continue
-    }
-    for (const line of text.split('\n').slice(1)) {
-      // sl, local_address (hex address:port), rem_address, st, tx_queue:rx_queue, …, inode (the 10th)
-      const fields = line.trim().split(/\s+/)
-      if (fields.length < 10) continue
-      rows.push({
-        port: Number.parseInt(fields[1]!.split(':').pop()!, 16),
-        state: fields[3]!,
-        queued: Number.parseInt(fields[4]!.split(':')[1] ?? '0', 16),
-        inode: fields[9]!,
-      })
-    }
-  }
-  return rows
-}
-
-/** Inodes of the listening TCP sockets on `ports`. */
-function listeningInodes(ports: number[]): Set<string> {
-  return new Set(
-    tcpSockets()
-      .filter((row) => row.state === '0A' && ports.includes(row.port))
-      .map((row) => row.inode),
-  )
-}
-
-/**
- * Connections on `ports` the stop must still accept before closing: handshakes under way
- * (SYN_RECV: the SYN came before the filter, the client's ACK is on its way) and connections
- * waiting in a listener's backlog. Only a listener can have SYN_RECV sockets on its port.
- */
-export function connectionsUnaccepted(ports: number[]): number {
-  let count = 0
-  for (const row of tcpSockets()) {
-    if (!ports.includes(row.port)) continue
-    if (row.state === '03') count++
-    else if (row.state === '0A') count += row.queued
-  }
-  return count
-}
-
-/** This process's descriptors of the listening sockets on `ports` (neither Bun.serve nor node:net exposes them). */
-function listeningDescriptors(ports: number[]): number[] {
-  const inodes = listeningInodes(ports.filter((port) => port > 0))
-  if (inodes.size === 0) return []
+/** This process's descriptors of its listening sockets on `ports`. */
+function listeningDescriptors(calls: Sockets, ports: number[]): number[] {
   const found: number[] = []
   for (const name of readdirSync('/proc/self/fd')) {
     let target: string
@@ -135,25 +192,33 @@ function listeningDescriptors(ports: number[]): number[] {
     } catch {
       continue // closed since the listing
     }
-    const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1]
-    if (inode && inodes.has(inode)) found.push(Number(name))
+    if (target.startsWith('socket:') && calls.listensOn(Number(name), ports)) found.push(Number(name))
   }
   return found
 }
 
+export interface FilteredListeners {
+  /** Connections the process has not accepted yet: in the listeners' backlogs, or their handshakes under way. */
+  waiting(): number
+}
+
 /**
  * The listening sockets on `ports` stop completing new handshakes (see above); connections
- * already in their backlog, or whose handshake is under way, are still accepted. Returns how
- * many listening sockets got the filter: 0 where it is unavailable.
+ * already in their backlog, or whose handshake is under way, are still accepted. Null where
+ * the filter is unavailable or no listener got it.
  */
-export function refuseNewHandshakes(ports: number[]): number {
-  if (attach === undefined) attach = loadAttach()
-  if (!attach) return 0
-  let attached = 0
+export function refuseNewHandshakes(ports: number[]): FilteredListeners | null {
+  if (sockets === undefined) sockets = loadSockets()
+  const calls = sockets
+  if (!calls || ports.length === 0) return null
+  let filtered: number[]
   try {
-    for (const fd of listeningDescriptors(ports)) if (attach(fd)) attached++
+    filtered = listeningDescriptors(calls, ports).filter((fd) => calls.attachFilter(fd))
   } catch {
-    // /proc unreadable (a hardened container): the stop goes on as it would elsewhere.
+    return null // /proc/self/fd unreadable (a hardened container): the stop goes on as elsewhere
   }
-  return attached
+  if (filtered.length === 0) return null
+  return {
+    waiting: () => filtered.reduce((sum, fd) => sum + calls.waiting(fd), 0) + calls.handshaking(ports),
+  }
 }

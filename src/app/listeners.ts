@@ -10,7 +10,7 @@ import type { SMTPServer } from 'smtp-server'
 import { type Config, ConfigError } from '../config.ts'
 import type { AppMetrics } from '../metrics/app-metrics.ts'
 import { startPrivateMetricsListener } from '../metrics/private-listener.ts'
-import { connectionsUnaccepted, refuseNewHandshakes } from './handshake-filter.ts'
+import { refuseNewHandshakes } from './handshake-filter.ts'
 import { DatabaseInUseError, runningServer } from '../storage/server-lock.ts'
 
 /** A listener could not bind: names the variable that picks its port, for a one-line message. */
@@ -181,11 +181,11 @@ const SHUTDOWN_TIMEOUT_MS = 10_000
 export const LONG_POLL_DRAIN_MS = 185_000
 
 /**
- * The longest a stop waits, once its listeners complete no new handshakes, for those under
- * way to complete and be accepted: one round trip of the proxy or sender, far less than this
- * unless the client went silent after its SYN (then its handshake is left to the close).
+ * The longest a stop goes on accepting, once its listeners complete no new handshakes, while
+ * the kernel still holds connections for them: handshakes under way (a round trip; longer
+ * only for a client gone silent after its SYN) and backlogs an event loop busy elsewhere left.
  */
-const HANDSHAKES_UNDER_WAY_MS = 500
+const BACKLOG_ACCEPT_MS = 500
 
 /**
  * Closing a listening socket resets every connection still in its kernel backlog: connections
@@ -194,18 +194,17 @@ const HANDSHAKES_UNDER_WAY_MS = 500
  * stop was handled first. Those would fail unserved, not be refused, so a proxy cannot move
  * them to another machine. So the kernel first stops completing new handshakes on both
  * listeners (src/app/handshake-filter.ts: a new connection is then refused, which a proxy
- * moves); then turns of the event loop with I/O accept what waits, until no handshake is
- * under way and nothing waits (usually at the first turn); all of it is served like any
- * connection accepted before the stop. Where the kernel cannot be told, one turn takes what
- * waits when the stop begins.
+ * moves); then turns of the event loop with I/O accept what waits, until the kernel holds
+ * nothing more (usually after the first turn); all of it is served like any connection
+ * accepted before the stop. Where the kernel cannot be told, one turn takes what waits when
+ * the stop begins.
  */
 async function backlogAccepted(http: HttpServer, smtp: SMTPServer): Promise<void> {
   const smtpPort = (smtp.server.address() as AddressInfo | null)?.port ?? 0
-  const ports = [http.port ?? 0, smtpPort].filter((port) => port > 0)
-  const filtered = refuseNewHandshakes(ports) > 0
+  const filtered = refuseNewHandshakes([http.port ?? 0, smtpPort].filter((port) => port > 0))
   await new Promise((resolve) => setTimeout(resolve, 0))
-  const giveUp = performance.now() + HANDSHAKES_UNDER_WAY_MS
-  while (filtered && connectionsUnaccepted(ports) > 0 && performance.now() < giveUp) await Bun.sleep(5)
+  const giveUp = performance.now() + BACKLOG_ACCEPT_MS
+  while (filtered && filtered.waiting() > 0 && performance.now() < giveUp) await Bun.sleep(5)
 }
 
 /** Resolves once every HTTP request in flight is a waiting long poll, or when `giveUp` aborts. */
