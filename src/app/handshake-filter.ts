@@ -171,7 +171,8 @@ function loadSockets(): Sockets | null {
         length[0] = value.byteLength
         if (getsockname(fd, ptr(value), ptr(length)) !== 0) return false
         // sockaddr_in and sockaddr_in6 alike: the family, then the port in network order.
-        return ports.includes(value.getUint16(2, false))
+        const family = value.getUint16(0, true)
+        return (family === AF_INET || family === AF_INET6) && ports.includes(value.getUint16(2, false))
       },
       attachFilter: (fd) => setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, ptr(fprog), fprog.byteLength) === 0,
       waiting: (fd) => option(fd, IPPROTO_TCP, TCP_INFO)?.getUint32(TCPI_UNACKED_OFFSET, true) ?? 0,
