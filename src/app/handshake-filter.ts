@@ -87,6 +87,9 @@ const NLM_F_REQUEST_DUMP = 0x301
 const NLMSG_ERROR = 2
 const NLMSG_DONE = 3
 const TCP_SYN_RECV = 3
+const SO_RCVTIMEO = 20
+/** struct timeval { tv_sec; tv_usec } of 100 ms. */
+const RECEIVE_TIMEOUT = new BigInt64Array([0n, 100_000n])
 
 /**
  * One sock_diag dump of the TCP sockets in SYN_RECV of one address family: a struct nlmsghdr
@@ -94,9 +97,17 @@ const TCP_SYN_RECV = 3
  * bitmask, and a zero socket id: 56 bytes). Each answer is an inet_diag_msg whose socket id
  * begins with the local port, in network order, 4 bytes in.
  */
-function countSynRecv(libc: { socket: Socket; send: Transfer; recv: Transfer; close: Close }, ports: number[]): number {
+function countSynRecv(
+  libc: { socket: Socket; send: Transfer; recv: Transfer; close: Close; setsockopt: SetSockOpt },
+  ports: number[],
+): number {
   const fd = libc.socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)
   if (fd < 0) return 0
+  // The kernel answers a dump at once; a receive that waited would stall the whole event loop.
+  if (libc.setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, ptr(RECEIVE_TIMEOUT), RECEIVE_TIMEOUT.byteLength) !== 0) {
+    libc.close(fd)
+    return 0
+  }
   const request = new DataView(new ArrayBuffer(72))
   const answer = new Uint8Array(32 * 1024)
   const view = new DataView(answer.buffer)
@@ -151,6 +162,7 @@ function loadSockets(): Sockets | null {
       send: symbols.send as Transfer,
       recv: symbols.recv as Transfer,
       close: symbols.close as Close,
+      setsockopt: symbols.setsockopt as SetSockOpt,
     }
     const getsockopt = symbols.getsockopt as GetSockOpt
     const setsockopt = symbols.setsockopt as SetSockOpt
