@@ -201,9 +201,10 @@ describeWithPostgres('two server processes on one PostgreSQL database', () => {
   // What a cycle may retry, and why (anything else fails the cycle):
   // - The send is never retried: a stopping machine serves a session it had accepted to its end
   //   (greeting, EHLO, the transaction), accepts and serves what waits in its listener's backlog
-  //   before closing it, and refuses new connections at the socket, which the proxy moves to the
-  //   other machine. A 421, a closed connection, any 4xx or 5xx or a step without an answer
-  //   (10 s) fails the cycle.
+  //   before closing it, and refuses new connections at the socket (one that came as it stopped
+  //   is refused at its SYN's retransmission, a second later), which the proxy moves to a
+  //   machine listening then. A 421, a closed connection, any 4xx or 5xx or a step without an
+  //   answer (10 s) fails the cycle.
   // - Nothing after the 250: the wait, parked before the send, must answer with that message.
   // - No HTTP request is retried here. The proxy retries a connection a machine refused and a
   //   request a stopping machine closed unread (on an idle keep-alive connection); an answer a

@@ -67,17 +67,25 @@ export function startRetryingProxy(backends: () => number[], options: { http?: b
 
   async function connectBackend(link: Link): Promise<void> {
     link.connecting = true
-    const ports = backends()
     // This connection's own walk through the backends from its turn: with a counter shared by
     // connections opened at the same moment, two attempts of one could land on the same
     // refusing backend and never try the one that listens.
     const first = next++
-    for (let attempt = 0; attempt < ports.length; attempt++) {
-      const index = (first + attempt) % ports.length
+    const tried = new Set<number>()
+    for (let attempt = 0; ; attempt++) {
+      // The backends as they are now, at each attempt: an attempt can take a second (a stopping
+      // server drops a new connection's SYN, refused at its retransmission), in which a backend
+      // may have stopped and another started on a new port, which a proxy then tries too.
+      const ports = backends()
+      const untried = ports.filter((port) => !tried.has(port))
+      if (untried.length === 0) break
+      const port = untried[(first + attempt) % untried.length]!
+      tried.add(port)
+      const index = ports.indexOf(port)
       try {
         const backend = await Bun.connect<Link>({
           hostname: '127.0.0.1',
-          port: ports[index]!,
+          port,
           data: link,
           socket: {
             data: (_socket, chunk) => {
