@@ -7,11 +7,14 @@
  * completing new handshakes before that last accept (src/app/handshake-filter.ts), so every
  * connection is either served or refused at the socket.
  *
- * Clients in this process open connections in a tight loop, SMTP and HTTP, across each stop of
- * a child process that runs the server's listeners and drain (test/support/draining-listeners.ts):
- * a connection that opens must get the server's first bytes (the SMTP greeting, an HTTP
- * answer); one that does not open must be refused. Both stops, SQLite mode's and PostgreSQL
- * mode's patient one, a few times each: before the change, each stop cut a few connections.
+ * SMTP clients in this process open connections in a tight loop across each stop of a child
+ * process that runs the server's listeners and drain (test/support/draining-listeners.ts): a
+ * connection that opens must get its greeting; one that does not open must be refused. Both
+ * stops, SQLite mode's and PostgreSQL mode's patient one, a few times each: before the change,
+ * most stops cut a few connections. The HTTP listener gets the same filter, but HTTP is not
+ * asserted here: Bun's stop also closes an accepted connection whose request it has not read
+ * yet, which a proxy sends again to another machine (docs/scaling.md), so an HTTP connection
+ * closed without an answer is not, by itself, this race.
  */
 import { afterEach, expect, setDefaultTimeout, test } from 'bun:test'
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -21,16 +24,16 @@ import { until } from '../support/wait.ts'
 setDefaultTimeout(60_000)
 
 const CHILD = join(import.meta.dir, '..', 'support', 'draining-listeners.ts')
-/** Loops per protocol, each opening its next connection as soon as the last one ended. */
-const LOOPS = { smtp: 16, http: 4 }
-const STOPS = 6
+/** Loops, each opening its next connection as soon as the last one was greeted. */
+const LOOPS = 40
+const STOPS = 8
 /** Beyond this one attempt hangs (a refused SYN is answered after the client's 1 s retransmission). */
 const ATTEMPT_MS = 10_000
 
 type Outcome = 'answered' | 'refused' | 'cut' | 'failed'
 
 /** One connection: its first bytes, a refusal, or a close without a byte (the reset). */
-function attempt(port: number, request: string | null): Promise<{ outcome: Outcome; detail: string }> {
+function attempt(port: number): Promise<{ outcome: Outcome; detail: string }> {
   return new Promise((resolve) => {
     let received = ''
     const timer = setTimeout(() => settle('failed', `no answer in ${ATTEMPT_MS} ms`), ATTEMPT_MS)
@@ -45,9 +48,6 @@ function attempt(port: number, request: string | null): Promise<{ outcome: Outco
       hostname: '127.0.0.1',
       port,
       socket: {
-        open: (socket) => {
-          if (request) socket.write(request)
-        },
         // The first bytes are the answer: the next connection opens at once, without waiting for the close.
         data: (socket, chunk) => {
           received += chunk.toString()
@@ -78,21 +78,17 @@ async function stopUnderTraffic(mode: 'drain' | 'patient') {
   })
   const outcomes: Record<Outcome, number> = { answered: 0, refused: 0, cut: 0, failed: 0 }
   const problems: string[] = []
-  const loop = async (port: number, request: string | null, name: string) => {
+  const loop = async (port: number, name: string) => {
     for (;;) {
-      const { outcome, detail } = await attempt(port, request)
+      const { outcome, detail } = await attempt(port)
       outcomes[outcome]++
       if (outcome === 'cut' || outcome === 'failed') problems.push(`${name}: ${outcome} ${detail}`)
       if (outcome === 'refused' || outcome === 'failed') return
     }
   }
-  const request = 'GET / HTTP/1.1\r\nHost: stop.test\r\nConnection: close\r\n\r\n'
-  const loops = [
-    ...Array.from({ length: LOOPS.smtp }, (_, i) => loop(ports.smtp, null, `smtp ${i}`)),
-    ...Array.from({ length: LOOPS.http }, (_, i) => loop(ports.http, request, `http ${i}`)),
-  ]
+  const loops = Array.from({ length: LOOPS }, (_, i) => loop(ports.smtp, `loop ${i}`))
   // Traffic runs before the stop begins, so the stop lands among connections being opened.
-  await until(() => outcomes.answered >= 2 * (LOOPS.smtp + LOOPS.http), 'connections to be answered before the stop', {
+  await until(() => outcomes.answered >= 2 * LOOPS, 'connections to be answered before the stop', {
     timeoutMs: 10_000,
     intervalMs: 5,
   })
@@ -104,14 +100,14 @@ async function stopUnderTraffic(mode: 'drain' | 'patient') {
 }
 
 for (const mode of ['drain', 'patient'] as const) {
-  test(`${mode === 'drain' ? "SQLite mode's stop" : "PostgreSQL mode's patient stop"} serves or refuses every connection opened across it, cutting none before its first byte (${STOPS} stops)`, async () => {
+  test(`${mode === 'drain' ? "SQLite mode's stop" : "PostgreSQL mode's patient stop"} greets or refuses every SMTP connection opened across it, cutting none before its greeting (${STOPS} stops)`, async () => {
     // Side by side: a connection the stop refuses is refused after the client's 1 s
     // retransmission, which the stops then wait out together.
     const stops = await Promise.all(Array.from({ length: STOPS }, () => stopUnderTraffic(mode)))
     for (const [stop, { outcomes, problems }] of stops.entries()) {
       expect(problems, `stop ${stop}: ${JSON.stringify(outcomes)}`).toEqual([])
       // Every loop ran until the listeners closed: each ended refused.
-      expect(outcomes.refused).toBe(LOOPS.smtp + LOOPS.http)
+      expect(outcomes.refused).toBe(LOOPS)
     }
   })
 }
