@@ -106,19 +106,22 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
   })
 
   /**
-   * The round trips of one delivery, at their fewest over up to three: the machine's own timers
-   * (its clock check every 15 s, a held unit's lease renewal) can add one to a delivery on a busy
-   * machine and never take one away, so one delivery at the expected count proves it, and a
-   * statement the path really gained shows in all three.
+   * The round trips of one delivery: `expected` when one of up to three deliveries counted
+   * exactly that, else the fewest counted. The machine's own timers (its clock check every 15 s,
+   * a held unit's lease renewal) can add one to a delivery on a busy machine; and in one full
+   * parallel run a delivery was counted one fewer, once (the relay counts a connection's bytes
+   * sent before the server's next answer as one turn, so a statement that goes out behind
+   * another one's on the same connection is not counted again). A statement the path really
+   * gained, or lost, shows in all three.
    */
   async function deliveryTurns(expected: number, deliver: () => Promise<void>): Promise<number> {
-    let fewest = Number.POSITIVE_INFINITY
-    for (let attempt = 0; attempt < 3 && fewest !== expected; attempt++) {
+    const counted: number[] = []
+    for (let attempt = 0; attempt < 3 && !counted.includes(expected); attempt++) {
       const before = relay.turns()
       await deliver()
-      fewest = Math.min(fewest, relay.turns() - before)
+      counted.push(relay.turns() - before)
     }
-    return fewest
+    return counted.includes(expected) ? expected : Math.min(...counted)
   }
 
   test(`an SMTP delivery of one message nobody elsewhere waits for costs ${DELIVERY_ROUND_TRIPS} round trips, and no wake-up`, async () => {
