@@ -99,15 +99,23 @@ async function stopUnderTraffic(mode: 'drain' | 'patient') {
   return { outcomes, problems }
 }
 
+// The kernel is told to stop completing handshakes only on Linux (a socket filter); elsewhere
+// the stop is as it was, and the race this file proves closed is still open.
+const onLinux = process.platform === 'linux'
+if (!onLinux) console.warn('skipped: the stop-handshakes tests (the socket filter they prove is Linux-only)')
+
 for (const mode of ['drain', 'patient'] as const) {
-  test(`${mode === 'drain' ? "SQLite mode's stop" : "PostgreSQL mode's patient stop"} greets or refuses every SMTP connection opened across it, cutting none before its greeting (${STOPS} stops)`, async () => {
-    // Side by side: a connection the stop refuses is refused after the client's 1 s
-    // retransmission, which the stops then wait out together.
-    const stops = await Promise.all(Array.from({ length: STOPS }, () => stopUnderTraffic(mode)))
-    for (const [stop, { outcomes, problems }] of stops.entries()) {
-      expect(problems, `stop ${stop}: ${JSON.stringify(outcomes)}`).toEqual([])
-      // Every loop ran until the listeners closed: each ended refused.
-      expect(outcomes.refused).toBe(LOOPS)
-    }
-  })
+  test.skipIf(!onLinux)(
+    `${mode === 'drain' ? "SQLite mode's stop" : "PostgreSQL mode's patient stop"} greets or refuses every SMTP connection opened across it, cutting none before its greeting (${STOPS} stops)`,
+    async () => {
+      // Side by side: a connection the stop refuses is refused after the client's 1 s
+      // retransmission, which the stops then wait out together.
+      const stops = await Promise.all(Array.from({ length: STOPS }, () => stopUnderTraffic(mode)))
+      for (const [stop, { outcomes, problems }] of stops.entries()) {
+        expect(problems, `stop ${stop}: ${JSON.stringify(outcomes)}`).toEqual([])
+        // Every loop ran until the listeners closed: each ended refused.
+        expect(outcomes.refused).toBe(LOOPS)
+      }
+    },
+  )
 }
