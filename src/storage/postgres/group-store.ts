@@ -11,11 +11,13 @@
  * every job of a key updates (`sharedRowsOf`: a store's organisation counters): the second
  * would only wait on the first's row lock until its commit was flushed, and meanwhile take the
  * jobs that would have made the next batch bigger. So a job whose key is in flight waits for
- * that batch, while jobs of other keys start beside it. If a batch fails, it rolled back as a whole and
- * each of its jobs runs again alone, so one job's failure (a constraint, a deadlock) stays with
- * that job; every promise settles only after its job's own transaction committed. A failure of
- * the database itself (`retryAlone` says no: unreachable, silent, out of connections) fails
- * every job of the batch at once: running each again would only wait as long once more.
+ * that batch, while jobs of other keys start beside it.
+ *
+ * If a batch fails, it rolled back as a whole and each of its jobs runs again alone, so one
+ * job's failure (a constraint, a deadlock) stays with that job; every promise settles only
+ * after its job's own transaction committed. A failure of the database itself (`retryAlone`
+ * says no: unreachable, silent, out of connections) fails every job of the batch at once:
+ * running each again would only wait as long once more.
  */
 
 /** Transactions storing at once; the machine's pool keeps the rest of its connections for reads and holds. */
