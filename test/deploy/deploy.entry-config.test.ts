@@ -6,7 +6,7 @@
  */
 import { afterAll, expect, test } from 'bun:test'
 import { existsSync } from 'node:fs'
-import { makeDeployment, ROOT, startEntry } from '../support/entry-process.ts'
+import { makeDeployment, ROOT, startEntry, stopped } from '../support/entry-process.ts'
 
 // One folder per test: a database left by one test would change what the next one does.
 const deployments: ReturnType<typeof makeDeployment>[] = []
@@ -37,7 +37,7 @@ async function runEntry(deployment: ReturnType<typeof makeDeployment>, env: Reco
 test('LITESTREAM_REPLICA=none runs the server without litestream', async () => {
   const deployment = fresh({ LITESTREAM_REPLICA: 'none' })
   const entry = await startEntry(deployment)
-  expect(await entry.stop()).toBe(0)
+  expect(await stopped(entry)).toBe(0)
   expect(entry.output()).not.toContain('litestream')
   expect(existsSync(deployment.replicaPath)).toBe(false)
 })

@@ -20,6 +20,7 @@ import {
   getJson,
   makeDeployment,
   startEntry,
+  stopped,
   type RunningEntry,
 } from '../support/entry-process.ts'
 import { multipartMessage, randomAttachment, type Attachment } from '../support/deploy-mime.ts'
@@ -154,7 +155,7 @@ describe.concurrent('replication', () => {
     try {
       expect(await missingFromEntry()).toEqual([])
     } finally {
-      expect(await entry.stop()).toBe(0)
+      expect(await stopped(entry)).toBe(0)
     }
 
     // Now the volume is lost too: everything must come back from the replica.
@@ -164,7 +165,7 @@ describe.concurrent('replication', () => {
       expect(entry.output()).toContain('restoring snapshot')
       expect(await missingFromEntry()).toEqual([])
     } finally {
-      expect(await entry.stop()).toBe(0)
+      expect(await stopped(entry)).toBe(0)
     }
   }, 60_000)
 
@@ -201,7 +202,7 @@ describe.concurrent('replication', () => {
     const withFiles = Object.values(before.messages).find((m: any) => m.subject === 'with attachments')
     expect(withFiles.attachments.map((x: any) => before.downloads[x.id])).toEqual(attachments.map((x) => x.bytes))
 
-    expect(await entry.stop()).toBe(0)
+    expect(await stopped(entry)).toBe(0)
     expect(readdirSync(deployment.replicaPath)).toContain('generations')
     for (const suffix of ['', '-wal', '-shm']) rmSync(deployment.databasePath + suffix, { force: true })
     expect(existsSync(deployment.databasePath)).toBe(false)
@@ -217,7 +218,7 @@ describe.concurrent('replication', () => {
       // The restored file is a working database that keeps replicating.
       expect((await api(entry.httpUrl, key, 'POST', '/v1/inboxes', { prefix: 'after-restore' })).status).toBe(201)
     } finally {
-      expect(await entry.stop()).toBe(0)
+      expect(await stopped(entry)).toBe(0)
     }
   }, 60_000)
 })

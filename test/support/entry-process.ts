@@ -167,3 +167,10 @@ export async function allMessages(baseUrl: string, key: string, inboxId: string)
   } while (cursor)
   return items
 }
+
+/** SIGTERM, then the exit code; a code other than 0 also prints what the entry wrote, to say why. */
+export async function stopped(entry: RunningEntry): Promise<number | null> {
+  const code = await entry.stop()
+  if (code !== 0) console.error(`the entry exited with ${code} on SIGTERM; it wrote:\n${entry.output()}`)
+  return code
+}
