@@ -124,21 +124,17 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
     return counted.includes(expected) ? expected : Math.min(...counted)
   }
 
+  /** One message to the inbox over SMTP, stored (250), and the wake-up publications it made. */
+  async function deliverOne(subject: string, publications: number): Promise<void> {
+    const sent = publisher().sent()
+    const reply = await sendMail(app.smtpPort, { to: [inbox.address] }, simpleMessage({ to: inbox.address, subject }))
+    expect(reply.data?.code).toBe(250)
+    await publisher().flush()
+    expect(publisher().sent() - sent).toBe(publications)
+  }
+
   test(`an SMTP delivery of one message nobody elsewhere waits for costs ${DELIVERY_ROUND_TRIPS} round trips, and no wake-up`, async () => {
-    const turns = await deliveryTurns(DELIVERY_ROUND_TRIPS, async () => {
-      const sent = publisher().sent()
-      expect(
-        (
-          await sendMail(
-            app.smtpPort,
-            { to: [inbox.address] },
-            simpleMessage({ to: inbox.address, subject: 'unwatched' }),
-          )
-        ).data?.code,
-      ).toBe(250)
-      await publisher().flush()
-      expect(publisher().sent() - sent).toBe(0)
-    })
+    const turns = await deliveryTurns(DELIVERY_ROUND_TRIPS, () => deliverOne('unwatched', 0))
     expect(turns).toBe(DELIVERY_ROUND_TRIPS)
   })
 
@@ -146,20 +142,7 @@ describeWithPostgres('round trips to PostgreSQL per delivered and per read messa
     await publishWatching(elsewhere, 'another-machine', { lasting: [inbox.id], once: [] })
     await until(() => notifier().publishesFor(inbox.id), 'the announcement to be heard')
     const expected = DELIVERY_ROUND_TRIPS + PUBLICATION_ROUND_TRIPS
-    const turns = await deliveryTurns(expected, async () => {
-      const sent = publisher().sent()
-      expect(
-        (
-          await sendMail(
-            app.smtpPort,
-            { to: [inbox.address] },
-            simpleMessage({ to: inbox.address, subject: 'counted' }),
-          )
-        ).data?.code,
-      ).toBe(250)
-      await publisher().flush()
-      expect(publisher().sent() - sent).toBe(1)
-    })
+    const turns = await deliveryTurns(expected, () => deliverOne('counted', 1))
     expect(turns).toBe(expected)
   })
 
