@@ -11,10 +11,9 @@
  * bundle is (`bun run build`: dist/ beside drizzle/ and node_modules/), so it finds the
  * migrations, the parse worker and the certificate child the way dist/server.js does.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { symlinkSync } from 'node:fs'
 import { join } from 'node:path'
-import { removeAfter, runOwner } from './run-owner.ts'
+import { removeAfter, runRendezvous } from './run-owner.ts'
 
 const ROOT = join(import.meta.dir, '..', '..')
 const ENTRY_POINTS = [
@@ -33,44 +32,29 @@ export function machineScript(): Promise<string> {
 }
 
 async function bundleForRun(): Promise<string> {
-  const owner = runOwner()
-  const folder = join(tmpdir(), `pigeonhole-machine-bundle-${owner.key}`)
-  const built = join(folder, 'dist', 'pg-machine.js')
-  const ready = join(folder, 'ready')
-  const failed = join(folder, 'failed')
-  let first = false
-  try {
-    mkdirSync(folder)
-    first = true
-  } catch {}
-  if (first) {
-    removeAfter(owner.pid, [folder])
-    try {
-      symlinkSync(join(ROOT, 'drizzle'), join(folder, 'drizzle'))
-      symlinkSync(join(ROOT, 'node_modules'), join(folder, 'node_modules'))
-      // Not minified: a failing test's machine output keeps readable names and stack frames.
-      const result = await Bun.build({
-        entrypoints: ENTRY_POINTS,
-        target: 'bun',
-        outdir: join(folder, 'dist'),
-        naming: '[name].[ext]',
-      })
-      if (!result.success) throw new Error(result.logs.map(String).join('\n'))
-    } catch (error) {
-      // The other processes of the run fail at once with the same cause instead of waiting.
-      writeFileSync(failed, String(error))
-      throw error
-    }
-    writeFileSync(`${ready}.tmp`, '')
-    renameSync(`${ready}.tmp`, ready)
+  // A build takes a fraction of a second, a few on a busy machine; a minute means it failed.
+  const meeting = runRendezvous('pigeonhole-machine-bundle', "the run's machine bundle was not built")
+  const built = join(meeting.folder, 'dist', 'pg-machine.js')
+  if (!meeting.first) {
+    await meeting.wait()
     return built
   }
-  // A build takes a fraction of a second, a few on a busy machine; a minute means it failed.
-  const deadline = Date.now() + 60_000
-  while (!existsSync(ready)) {
-    if (existsSync(failed)) throw new Error(`the run's machine bundle was not built: ${readFileSync(failed, 'utf8')}`)
-    if (Date.now() > deadline) throw new Error(`the run's machine bundle was not built within a minute (${folder})`)
-    await Bun.sleep(50)
+  removeAfter(meeting.owner.pid, [meeting.folder])
+  try {
+    symlinkSync(join(ROOT, 'drizzle'), join(meeting.folder, 'drizzle'))
+    symlinkSync(join(ROOT, 'node_modules'), join(meeting.folder, 'node_modules'))
+    // Not minified: a failing test's machine output keeps readable names and stack frames.
+    const result = await Bun.build({
+      entrypoints: ENTRY_POINTS,
+      target: 'bun',
+      outdir: join(meeting.folder, 'dist'),
+      naming: '[name].[ext]',
+    })
+    if (!result.success) throw new Error(result.logs.map(String).join('\n'))
+  } catch (error) {
+    meeting.fail(error)
+    throw error
   }
+  meeting.publish(built)
   return built
 }

@@ -28,12 +28,11 @@ import {
   rmSync,
   writeFileSync,
 } from 'node:fs'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { openPostgres } from '../../src/storage/postgres/client.ts'
 import { migratePostgres } from '../../src/storage/postgres/migrate.ts'
 import { unusedPort } from './ports.ts'
-import { removeAfter, runOwner } from './run-owner.ts'
+import { removeAfter, runOwner, runRendezvous } from './run-owner.ts'
 import { scratchBase, unmanagedScratchDir, untilGone } from './scratch.ts'
 
 /** Where initdb and pg_ctl live: on the PATH, else Debian's versioned folder (newest first). */
@@ -322,38 +321,18 @@ export function testCluster(): TestCluster {
  * atomic rename; the others wait for that file. The rendezvous folder goes with the cluster.
  */
 function joinRunCluster(): TestCluster {
-  const owner = runOwner()
-  const rendezvous = join(tmpdir(), `pigeonhole-pg-run-${owner.key}`)
-  const published = join(rendezvous, 'port')
-  let first = false
-  try {
-    mkdirSync(rendezvous)
-    first = true
-  } catch {}
-  const failed = join(rendezvous, 'failed')
+  // initdb and the start take a few seconds, more on a busy machine; a minute means it failed.
+  const meeting = runRendezvous('pigeonhole-pg-run', "the run's PostgreSQL cluster did not start")
   let port: number
-  if (first) {
+  if (meeting.first) {
     try {
-      port = createCluster(durable, undefined, owner.pid, rendezvous).port
+      port = createCluster(durable, undefined, meeting.owner.pid, meeting.folder).port
     } catch (error) {
-      // The other processes of the run fail at once with the same cause instead of waiting.
-      writeFileSync(failed, String(error))
+      meeting.fail(error)
       throw error
     }
-    writeFileSync(`${published}.tmp`, String(port))
-    renameSync(`${published}.tmp`, published)
-  } else {
-    // initdb and the start take a few seconds, more on a busy machine; a minute means it failed.
-    const deadline = Date.now() + 60_000
-    while (!existsSync(published)) {
-      if (existsSync(failed))
-        throw new Error(`the run's PostgreSQL cluster did not start: ${readFileSync(failed, 'utf8')}`)
-      if (Date.now() > deadline)
-        throw new Error(`the run's PostgreSQL cluster did not start within a minute (${rendezvous})`)
-      Bun.sleepSync(50)
-    }
-    port = Number(readFileSync(published, 'utf8'))
-  }
+    meeting.publish(String(port))
+  } else port = Number(meeting.waitSync())
   // The same answer in every process: only the one that started it could stop it.
   const refuse = (what: string) => () => {
     throw new Error(

@@ -3,7 +3,9 @@
  * bundle): whose life is the run's, a key naming the run for good, and a watcher that removes
  * the run's folders once that process is gone, however it ended.
  */
-import { readFileSync } from 'node:fs'
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { untilGone } from './scratch.ts'
 
 /**
@@ -45,4 +47,58 @@ export function removeAfter(ownerPid: number, folders: string[]): void {
   Bun.spawnSync(['setsid', 'sh', '-c', `(${watch}) >/dev/null 2>&1 </dev/null &`], {
     stdio: ['ignore', 'ignore', 'ignore'],
   })
+}
+
+/**
+ * A folder the run's processes meet at, to make one thing once a run (the PostgreSQL cluster,
+ * the machine bundle): the process that creates it (mkdir is atomic) makes the thing, then
+ * publishes what the others need (an atomic rename) or its failure, which the others then fail
+ * with at once instead of waiting. The others wait for either, for at most a minute.
+ * `failure` names what went wrong in their errors ("the run's … did not start").
+ */
+export function runRendezvous(name: string, failure: string) {
+  const owner = runOwner()
+  const folder = join(tmpdir(), `${name}-${owner.key}`)
+  const published = join(folder, 'published')
+  const failed = join(folder, 'failed')
+  let first = false
+  try {
+    mkdirSync(folder)
+    first = true
+  } catch {}
+  /** The published value, or null while there is none yet; throws the failure, or after the deadline. */
+  const check = (deadline: number): string | null => {
+    if (existsSync(published)) return readFileSync(published, 'utf8')
+    if (existsSync(failed)) throw new Error(`${failure}: ${readFileSync(failed, 'utf8')}`)
+    if (Date.now() > deadline) throw new Error(`${failure} within a minute (${folder})`)
+    return null
+  }
+  return {
+    owner,
+    folder,
+    /** This process made the folder: it makes the thing, and publishes it or fails. */
+    first,
+    publish(value: string): void {
+      writeFileSync(`${published}.tmp`, value)
+      renameSync(`${published}.tmp`, published)
+    },
+    fail(error: unknown): void {
+      writeFileSync(failed, String(error))
+    },
+    /** What the first published, waited for without yielding (a caller that cannot await). */
+    waitSync(): string {
+      const deadline = Date.now() + 60_000
+      for (let value = check(deadline); ; value = check(deadline)) {
+        if (value !== null) return value
+        Bun.sleepSync(50)
+      }
+    },
+    async wait(): Promise<string> {
+      const deadline = Date.now() + 60_000
+      for (let value = check(deadline); ; value = check(deadline)) {
+        if (value !== null) return value
+        await Bun.sleep(50)
+      }
+    },
+  }
 }
